@@ -1,0 +1,136 @@
+package tenancy
+
+import (
+	"errors"
+	"strings"
+)
+
+// Code identifies a kind of refusal. It implements error so that
+// errors.Is(err, tenancy.CodeTenantUnbound) finds a coded *Error anywhere in
+// a chain, including through fx's wrapping.
+type Code string
+
+func (c Code) Error() string { return string(c) }
+
+// The codes shared by every backend. Backend-specific floor misses use
+// ValidationFailed(backend).
+const (
+	CodeStatementOriginFloor   Code = "statement_origin_isolation_floor"
+	CodeStatementOriginUnknown Code = "statement_origin_unknown"
+	CodeTenantGlobalRequired   Code = "tenant_global_required"
+	CodeFleetTenantScoped      Code = "fleet.tenant_scoped_route"
+	CodeGlobalTenantScoped     Code = "tenant_global.tenant_scoped_route"
+	CodeTenantUnbound          Code = "tenant_unbound"
+	CodeTrustedProxyRequired   Code = "trusted_proxy_required"
+	CodeRouteUnclassified      Code = "route_unclassified"
+	CodeInvalidTenantHeader    Code = "invalid_tenant_header"
+	CodeWorkerRouteUnknown     Code = "worker_route_unknown"
+	CodeWiringInvalid          Code = "wiring_invalid"
+)
+
+// ValidationFailed returns the backend's floor-miss code,
+// "<backend>_tenancy_validation_failed".
+func ValidationFailed(backend string) Code {
+	return Code(backend + "_tenancy_validation_failed")
+}
+
+// ErrCapabilityMismatch matches (with errors.Is) a validation failure whose
+// cause is a floor the backend can never reach, as opposed to a wiring gap.
+var ErrCapabilityMismatch = errors.New("tenancy: capability mismatch")
+
+// Error is the one coded error type. Wiring refusals fill every field that
+// applies; runtime refusals (tenant_unbound) carry the code and the fix.
+type Error struct {
+	Code    Code
+	Module  string
+	Backend string
+	Route   string
+	// Tiers reports whether Reached, Required and Ceiling are meaningful.
+	Tiers    bool
+	Reached  Tier
+	Required Tier
+	Ceiling  Tier
+	Origin   Origin
+	// CapabilityMismatch marks a floor above the backend's ceiling.
+	CapabilityMismatch bool
+	// Detail says what was found; Fix says what to change.
+	Detail string
+	Fix    string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Code))
+	if e.Module != "" || e.Route != "" {
+		b.WriteString(": ")
+		sep := ""
+		field := func(k, v string) {
+			if v != "" {
+				b.WriteString(sep + k + "=" + v)
+				sep = " "
+			}
+		}
+		field("module", e.Module)
+		field("backend", e.Backend)
+		field("route", e.Route)
+		if e.Tiers {
+			field("reached", e.Reached.String())
+			field("required", e.Required.String())
+			field("ceiling", e.Ceiling.String())
+			field("origin", e.Origin.String())
+		}
+	}
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	if e.Fix != "" {
+		b.WriteString(" (fix: " + e.Fix + ")")
+	}
+	return b.String()
+}
+
+// Is matches a Code equal to e.Code, and ErrCapabilityMismatch when e is one.
+func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case Code:
+		return t == e.Code
+	case *Error:
+		return t == e
+	}
+	return target == ErrCapabilityMismatch && e.CapabilityMismatch
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or "".
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Codes returns the codes of every *Error in err's tree (errors.Join and
+// fmt.Errorf with several %w are walked), in order.
+func Codes(err error) []Code {
+	var out []Code
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if e, ok := err.(*Error); ok {
+			out = append(out, e.Code)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
