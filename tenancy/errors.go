@@ -15,17 +15,18 @@ func (c Code) Error() string { return string(c) }
 // The codes shared by every backend. Backend-specific floor misses use
 // ValidationFailed(backend).
 const (
-	CodeStatementOriginFloor   Code = "statement_origin_isolation_floor"
-	CodeStatementOriginUnknown Code = "statement_origin_unknown"
-	CodeTenantGlobalRequired   Code = "tenant_global_required"
-	CodeFleetTenantScoped      Code = "fleet.tenant_scoped_route"
-	CodeGlobalTenantScoped     Code = "tenant_global.tenant_scoped_route"
-	CodeTenantUnbound          Code = "tenant_unbound"
-	CodeTrustedProxyRequired   Code = "trusted_proxy_required"
-	CodeRouteUnclassified      Code = "route_unclassified"
-	CodeInvalidTenantHeader    Code = "invalid_tenant_header"
-	CodeWorkerRouteUnknown     Code = "worker_route_unknown"
-	CodeWiringInvalid          Code = "wiring_invalid"
+	CodeStatementOriginFloor     Code = "statement_origin_isolation_floor"
+	CodeStatementOriginUnknown   Code = "statement_origin_unknown"
+	CodeTenantGlobalRequired     Code = "tenant_global_required"
+	CodeFleetTenantScoped        Code = "fleet.tenant_scoped_route"
+	CodeGlobalTenantScoped       Code = "tenant_global.tenant_scoped_route"
+	CodeTenantUnbound            Code = "tenant_unbound"
+	CodeTrustedProxyRequired     Code = "trusted_proxy_required"
+	CodeRouteUnclassified        Code = "route_unclassified"
+	CodeInvalidTenantHeader      Code = "invalid_tenant_header"
+	CodeWorkerRouteUnknown       Code = "worker_route_unknown"
+	CodeWiringInvalid            Code = "wiring_invalid"
+	CodeConnectionBudgetExceeded Code = "connection_budget_exceeded"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -1,0 +1,98 @@
+package floors
+
+import (
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Capability says how one route kind of one backend reaches each tier. It is
+// derived from the backend's Rules, never written by hand.
+type Capability struct {
+	Backend     string       `json:"backend"`
+	Kind        Kind         `json:"kind"`
+	Summary     string       `json:"summary,omitempty"`
+	Ceiling     tenancy.Tier `json:"ceiling"`
+	Tagged      string       `json:"tagged"`
+	Namespace   string       `json:"namespace"`
+	Dedicated   string       `json:"dedicated"`
+	OriginFloor tenancy.Tier `json:"origin_floor"`
+	Note        string       `json:"note,omitempty"`
+}
+
+// Capabilities is the capability matrix of a set of backends.
+type Capabilities []Capability
+
+// Describe derives the capability matrix of the given backends, kinds in
+// name order.
+func Describe(backends ...Backend) Capabilities {
+	var out Capabilities
+	for _, b := range backends {
+		kinds := make([]Kind, 0, len(b.Kinds))
+		for k := range b.Kinds {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		for _, k := range kinds {
+			out = append(out, describeKind(b, k, b.Kinds[k]))
+		}
+	}
+	return out
+}
+
+func describeKind(b Backend, k Kind, rule KindRule) Capability {
+	floor, _ := rule.Origin.Floor()
+	c := Capability{Backend: b.Name, Kind: k, Summary: rule.Summary, Ceiling: b.Ceiling, OriginFloor: floor, Note: rule.Note}
+	switch {
+	case rule.Fleet:
+		c.Tagged, c.Namespace, c.Dedicated = "refused (fleet)", "refused (fleet)", "refused (fleet)"
+		return c
+	case rule.NoTagged:
+		c.Tagged = "no (TenantAware refused)"
+	case rule.TaggedNeedsScopedRelations:
+		c.Tagged = "TenantAware, when every relation is scoped"
+	default:
+		c.Tagged = "TenantAware"
+	}
+	switch {
+	case b.Ceiling < tenancy.Namespace:
+		c.Namespace = "no (ceiling)"
+	case rule.NeverNamespace:
+		c.Namespace = "never"
+	default:
+		rels := "every relation"
+		if len(rule.Relations) > 0 {
+			rels = strings.Join(rule.Relations, ", ")
+		}
+		c.Namespace = "per-tenant resolver on " + rels
+		if rule.ResolverCountsOnlyWhenTenantAware {
+			c.Namespace += " (counts only when TenantAware)"
+		}
+	}
+	if b.Ceiling >= tenancy.Dedicated {
+		c.Dedicated = "routed client"
+	} else {
+		c.Dedicated = "no (ceiling " + b.Ceiling.String() + ")"
+	}
+	return c
+}
+
+func (cs Capabilities) table() table {
+	t := table{header: []string{"backend", "kind", "tagged", "namespace", "dedicated", "origin floor", "ceiling", "note"}}
+	for _, c := range cs {
+		t.rows = append(t.rows, []string{c.Backend, string(c.Kind), c.Tagged, c.Namespace, c.Dedicated,
+			c.OriginFloor.String(), c.Ceiling.String(), c.Note})
+	}
+	return t
+}
+
+// WriteText renders the capability matrix as aligned columns.
+func (cs Capabilities) WriteText(w io.Writer) error { return cs.table().writeText(w) }
+
+// WriteMarkdown renders the capability matrix as a Markdown table.
+func (cs Capabilities) WriteMarkdown(w io.Writer) error { return cs.table().writeMarkdown(w) }
+
+// WriteJSON renders the capability matrix as indented JSON.
+func (cs Capabilities) WriteJSON(w io.Writer) error { return writeJSON(w, cs) }

@@ -1,0 +1,280 @@
+package floors
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Warning is a finding that does not refuse the app; the caller logs it.
+type Warning struct {
+	Module  string
+	Route   string
+	Message string
+}
+
+func (w Warning) String() string { return w.Module + "/" + w.Route + ": " + w.Message }
+
+// Report is the outcome of checking an app's wiring.
+type Report struct {
+	// Errors holds every violation, each a *tenancy.Error, in module,
+	// route, worker order.
+	Errors   []error
+	Warnings []Warning
+	Matrix   Matrix
+}
+
+// OK reports whether the wiring has no violation.
+func (r Report) OK() bool { return len(r.Errors) == 0 }
+
+// Check checks every module and every worker and reports every violation,
+// not just the first. Precedence per route: an unknown origin, then the
+// origin floor, then (per module) a capability mismatch, then the declared
+// floor; fleet and tenant-global routes get their own rule instead of the
+// declared floor.
+func Check(modules []Module, workers []Worker) Report {
+	var rep Report
+	for _, m := range modules {
+		checkModule(&rep, m)
+	}
+	for _, w := range workers {
+		checkWorker(&rep, modules, w)
+	}
+	return rep
+}
+
+func checkModule(rep *Report, m Module) {
+	mismatch := m.Floor > m.Backend.Ceiling
+	if mismatch {
+		rep.Errors = append(rep.Errors, &tenancy.Error{
+			Code: tenancy.ValidationFailed(m.Backend.Name), Module: m.Name, Backend: m.Backend.Name,
+			Tiers: true, Reached: m.Backend.Ceiling, Required: m.Floor, Ceiling: m.Backend.Ceiling,
+			CapabilityMismatch: true,
+			Detail: fmt.Sprintf("declared floor %s is above what %s can ever reach (%s): no wiring can meet it",
+				m.Floor, m.Backend.Name, m.Backend.Ceiling),
+			Fix: fmt.Sprintf("lower RequiredIsolation to at most %s, or move the module to a backend whose ceiling is %s",
+				m.Backend.Ceiling, m.Floor),
+		})
+	}
+	if m.ConnBudget > 0 && m.WorstCaseConns > m.ConnBudget {
+		rep.Errors = append(rep.Errors, &tenancy.Error{
+			Code: tenancy.CodeConnectionBudgetExceeded, Module: m.Name, Backend: m.Backend.Name,
+			Detail: fmt.Sprintf("the module's clients can open up to %d connections, over its declared budget of %d",
+				m.WorstCaseConns, m.ConnBudget),
+			Fix: "lower the routed pool bound or the per-pool maximum, or raise the budget",
+		})
+	}
+	for _, r := range m.Routes {
+		row, errs, warns := checkRoute(m, r, mismatch)
+		rep.Matrix.Rows = append(rep.Matrix.Rows, row)
+		rep.Errors = append(rep.Errors, errs...)
+		rep.Warnings = append(rep.Warnings, warns...)
+	}
+}
+
+func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
+	rule, known := m.Backend.Kinds[r.Kind]
+	origin := EffectiveOrigin(rule, r)
+	reached := Reach(rule, r)
+	row := Row{
+		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
+		Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
+		Verdict: VerdictOK,
+	}
+	base := tenancy.Error{
+		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Tiers: true,
+		Reached: reached, Ceiling: m.Backend.Ceiling, Origin: origin,
+	}
+	var errs []error
+	refuse := func(e tenancy.Error) {
+		errs = append(errs, &e)
+		if row.Verdict == VerdictOK {
+			row.Verdict = string(e.Code)
+		}
+	}
+
+	if !known {
+		e := base
+		e.Code, e.Tiers = tenancy.CodeWiringInvalid, false
+		e.Detail = fmt.Sprintf("route kind %q is not declared by backend %s", r.Kind, m.Backend.Name)
+		e.Fix = "use a route constructor of the backend's package; a backend must state the rules of every kind it ships"
+		refuse(e)
+		return row, errs, nil
+	}
+	if reached > m.Backend.Ceiling {
+		e := base
+		e.Code, e.Required = tenancy.CodeWiringInvalid, reached
+		e.Detail = fmt.Sprintf("route claims %s, above what %s can reach (%s)", reached, m.Backend.Name, m.Backend.Ceiling)
+		e.Fix = "build the route with the backend's own constructors; this backend has no routed client"
+		refuse(e)
+		return row, errs, nil
+	}
+	originFloor, err := origin.Floor()
+	row.OriginFloor = originFloor
+	if err != nil {
+		e := base
+		e.Code, e.Tiers = tenancy.CodeStatementOriginUnknown, false
+		e.Detail = fmt.Sprintf("route declares an unknown statement origin %s", origin)
+		e.Fix = "declare structured, compiled or raw"
+		refuse(e)
+		return row, errs, nil
+	}
+
+	global := r.Fleet || r.TenantGlobal || rule.Fleet
+	switch {
+	case r.Fleet || rule.Fleet:
+		row.Scope = "fleet"
+	case r.TenantGlobal:
+		row.Scope = "tenant-global"
+	}
+
+	if reached < originFloor {
+		e := base
+		e.Code, e.Required = tenancy.CodeStatementOriginFloor, originFloor
+		e.Detail = fmt.Sprintf("%s statement text needs at least %s, and this route reaches %s; no declaration lowers an origin floor",
+			origin, originFloor, reached)
+		e.Fix = fixFor(rule, r, originFloor)
+		refuse(e)
+	}
+
+	if r.TenantAware && rule.NoTagged {
+		e := base
+		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
+		e.Detail = fmt.Sprintf("%s %s routes have no tagged tier (nothing filters records by a tenant marker), so TenantAware would isolate nothing",
+			m.Backend.Name, r.Kind)
+		e.Fix = "drop TenantAware and resolve the container per tenant (namespace) or route the client per tenant (dedicated)"
+		refuse(e)
+	}
+
+	if global {
+		if tenantScoped(r) {
+			e := base
+			e.Code, e.Required = tenancy.CodeGlobalTenantScoped, tenancy.None
+			what := "tenant-global"
+			if row.Scope == "fleet" {
+				e.Code, what = tenancy.CodeFleetTenantScoped, "fleet"
+			}
+			e.Detail = fmt.Sprintf("a %s route holds deployment-wide state and runs with no tenant bound, but this one is tenant-scoped (%s)",
+				what, scopeReasons(r))
+			e.Fix = "drop TenantAware, the per-tenant resolver and the routed client from this route, or stop marking it " + what + " and bind a tenant"
+			refuse(e)
+		}
+	} else if !mismatch && reached < m.Floor && reached >= originFloor {
+		e := base
+		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
+		e.Detail = fmt.Sprintf("route reaches %s, under the module's declared floor %s", reached, m.Floor)
+		e.Fix = fixFor(rule, r, m.Floor)
+		refuse(e)
+	}
+	if mismatch && row.Verdict == VerdictOK {
+		// The module-level error carries it; the row shows the module is refused.
+		row.Verdict = string(tenancy.ValidationFailed(m.Backend.Name))
+	}
+
+	var warns []Warning
+	if r.TenantAware && reached > tenancy.Tagged {
+		w := Warning{Module: m.Name, Route: r.Name, Message: fmt.Sprintf(
+			"route is tenant-aware and also reaches %s: the tenant marker is redundant, kept as defence in depth", reached)}
+		warns = append(warns, w)
+		row.Warnings = append(row.Warnings, w.Message)
+	}
+	return row, errs, warns
+}
+
+// fixFor says what would lift route r to tier want.
+func fixFor(rule KindRule, r Route, want tenancy.Tier) string {
+	switch want {
+	case tenancy.Tagged:
+		if rule.NoTagged {
+			return "resolve the container per tenant (namespace) or route the client per tenant (dedicated)"
+		}
+		return "mark the route TenantAware, resolve every relation per tenant, or route the client per tenant"
+	case tenancy.Namespace:
+		if rule.NeverNamespace {
+			return fmt.Sprintf("%s routes never reach namespace: route the client per tenant (dedicated)", r.Kind)
+		}
+		missing := staticCounted(rule, r)
+		if rule.ResolverCountsOnlyWhenTenantAware && !r.TenantAware {
+			return "mark the route TenantAware (its resolver is passed the tenant only then) and resolve every relation per tenant, or route the client per tenant"
+		}
+		if len(missing) > 0 {
+			return "give a per-tenant resolver to every relation the route names (static now: " +
+				strings.Join(missing, ", ") + "), or route the client per tenant"
+		}
+		return "give the route a per-tenant resolver on every relation, or route the client per tenant"
+	default:
+		return "run the route on a routed client (per-tenant credentials)"
+	}
+}
+
+func scopeReasons(r Route) string {
+	var why []string
+	if r.TenantAware {
+		why = append(why, "tenant-aware")
+	}
+	for _, rel := range r.Relations {
+		if rel.PerTenant {
+			why = append(why, "per-tenant "+rel.Role)
+			break
+		}
+	}
+	if r.Routed {
+		why = append(why, "routed client")
+	}
+	return strings.Join(why, ", ")
+}
+
+func checkWorker(rep *Report, modules []Module, w Worker) {
+	for _, m := range modules {
+		if m.Name != w.Module {
+			continue
+		}
+		for _, r := range m.Routes {
+			if r.Name != w.Route {
+				continue
+			}
+			rule := m.Backend.Kinds[r.Kind]
+			if w.Binding.ReadsBound() || !drainsTenantScoped(rule, r) {
+				return
+			}
+			reason := "a tenant-aware resource"
+			if r.Routed {
+				reason = "a routed client, with no tenant to route by"
+			} else if !r.TenantAware {
+				reason = "per-tenant containers"
+			}
+			rep.Errors = append(rep.Errors, &tenancy.Error{
+				Code: tenancy.CodeTenantGlobalRequired, Module: m.Name, Backend: m.Backend.Name,
+				Route: r.Name, Tiers: true, Reached: Reach(rule, r), Required: tenancy.None,
+				Ceiling: m.Backend.Ceiling, Origin: EffectiveOrigin(rule, r),
+				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound", w.Name, w.Binding, reason),
+				Fix:    "run the worker sharded (one bound pass per assigned tenant), or make the drained route tenant-global",
+			})
+			return
+		}
+	}
+	rep.Errors = append(rep.Errors, &tenancy.Error{
+		Code: tenancy.CodeWorkerRouteUnknown, Module: w.Module, Route: w.Route,
+		Detail: fmt.Sprintf("worker %q drains a route no module declares", w.Name),
+		Fix:    "register the worker against a route of a module included in the app",
+	})
+}
+
+// drainsTenantScoped reports whether reading the whole route needs a tenant:
+// it is tenant-aware, routed, or has a per-tenant container its resolver
+// is really passed a tenant for.
+func drainsTenantScoped(rule KindRule, r Route) bool {
+	if r.Routed || r.TenantAware {
+		return true
+	}
+	if rule.ResolverCountsOnlyWhenTenantAware {
+		return false
+	}
+	for _, rel := range r.Relations {
+		if rel.PerTenant {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,106 @@
+package floors
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// CodeDoc explains one error code: the source of docs/errors.md and of
+// `tenantwire explain`.
+type CodeDoc struct {
+	Code    string
+	When    string // when it is raised: at fx.New, at run time, at the HTTP boundary
+	Meaning string
+	Fix     string
+}
+
+// validationPattern stands for every "<backend>_tenancy_validation_failed".
+const validationPattern = "<backend>_tenancy_validation_failed"
+
+// CodeDocs lists every code the project raises.
+var CodeDocs = []CodeDoc{
+	{string(tenancy.CodeStatementOriginFloor), "fx.New",
+		"A route's statement origin needs a stronger tier than the route reaches: compiled text (written per request by a compiler) needs namespace, raw text (an engine string nothing can verify) needs dedicated. Verification raises confidence in a claim; it does not create a boundary. No declaration lowers an origin floor, and when the declared floor also fails, this is the error reported.",
+		"Give every relation of the route a per-tenant resolver (namespace) or run it on a routed client (dedicated). For a raw hatch, only a routed client clears the floor; otherwise switch the hatch off."},
+	{string(tenancy.CodeStatementOriginUnknown), "fx.New, or when parsing",
+		"A route declares, or a config names, a statement origin that is none of structured, compiled or raw. An origin nobody can name has no floor, so it is refused rather than defaulted.",
+		"Declare structured, compiled or raw."},
+	{validationPattern, "fx.New",
+		"A route of the module reaches a tier below the module's declared RequiredIsolation, or a Kafka route is marked tenant-aware (a topic has no row filter). When the declared floor is above the backend's ceiling, the same code is raised once for the module as a capability mismatch: `errors.Is(err, tenancy.ErrCapabilityMismatch)` tells the two apart.",
+		"Wiring gap: add what the message names (TenantAware for tagged, a per-tenant resolver on every relation the route names for namespace, a routed client for dedicated). Capability mismatch: lower the floor to the backend's ceiling, or move the module to a backend that can reach it."},
+	{string(tenancy.CodeTenantGlobalRequired), "fx.New",
+		"A background worker (relay, consumer, sweep, scheduler, or one you registered) would read a tenant-aware resource, per-tenant containers, or a routed client with no tenant bound. A worker that drains everything unbound would mix tenants.",
+		"Run the worker sharded (one bound pass per assigned tenant), or keep the drained resource tenant-global (the default outbox, whose relay binds each row's tenant)."},
+	{string(tenancy.CodeFleetTenantScoped), "fx.New",
+		"A fleet route (replica heartbeats from lifecycle hooks, no tenant bound) is tenant-aware, resolves per tenant, or sits on a routed client.",
+		"Drop TenantAware, the per-tenant resolver and the routed client from the fleet route. Fleet state is deployment-wide; never put tenant data there."},
+	{string(tenancy.CodeGlobalTenantScoped), "fx.New",
+		"A lock or pub/sub route marked TenantGlobal (a leader lock, an outbox wake) is also tenant-scoped.",
+		"Either keep it tenant-global and drop the tenant-scoping, or drop TenantGlobal and bind a tenant when using it."},
+	{string(tenancy.CodeTenantUnbound), "run time",
+		"A tenant-scoped call ran with no tenant bound in its context (or in the explicit tenant-global scope). It never falls back to the default tenant or to all tenants.",
+		"Bind the tenant once at the boundary: the HTTP middleware, tenancy.WithTenant, or the sharded worker that binds the tenant it was assigned."},
+	{string(tenancy.CodeTrustedProxyRequired), "fx.New",
+		"Tenant resolution from a request header is configured without asserting a trusted proxy. The header is unauthenticated: any client could name any tenant.",
+		"Deploy behind a proxy that sets the header and strips the client's, and assert it in the HTTP module's config; or resolve the tenant from an authenticated claim."},
+	{string(tenancy.CodeRouteUnclassified), "fx.New",
+		"An HTTP route was registered without a surface class (tenant, operator or blocked).",
+		"Classify every route. Operator surfaces are served only on the operator listener."},
+	{string(tenancy.CodeInvalidTenantHeader), "HTTP request",
+		"The tenant header is present and not blank, but not a canonical 8-4-4-4-12 hex UUID. The request is answered `400 {\"error\":\"invalid tenant header (must be a UUID)\"}`.",
+		"Send a canonical UUID, or omit the header to use the default tenant."},
+	{string(tenancy.CodeWorkerRouteUnknown), "fx.New",
+		"A worker was registered against a module and route that no module in the app declares, so nothing can check what it drains.",
+		"Register the worker against a route of a module that the app includes; check the module and route names."},
+	{string(tenancy.CodeWiringInvalid), "fx.New",
+		"A route's wiring cannot be rated: its kind is not declared by its backend, or it claims a tier the backend cannot reach.",
+		"Build routes with the backend package's own constructors."},
+	{string(tenancy.CodeConnectionBudgetExceeded), "fx.New",
+		"The module declares a connection budget, and its clients can open more connections in the worst case (routed pool bound × per-pool maximum).",
+		"Lower the routed pool bound or the per-pool maximum connections, or raise the budget."},
+}
+
+// Explain returns the documentation of a code. Any
+// "<backend>_tenancy_validation_failed" resolves to the shared entry.
+func Explain(code string) (CodeDoc, bool) {
+	for _, d := range CodeDocs {
+		if d.Code == code {
+			return d, true
+		}
+	}
+	if backend, ok := strings.CutSuffix(code, "_tenancy_validation_failed"); ok && backend != "" {
+		for _, d := range CodeDocs {
+			if d.Code == validationPattern {
+				d.Code = code
+				return d, true
+			}
+		}
+	}
+	return CodeDoc{}, false
+}
+
+// WriteCodesMarkdown renders docs/errors.md. backends name the concrete
+// validation codes to list under the shared entry.
+func WriteCodesMarkdown(w io.Writer, backends ...Backend) error {
+	var b strings.Builder
+	b.WriteString("# Error codes\n\n<!-- Generated by `make matrix` from floors.CodeDocs; do not edit. -->\n\n")
+	b.WriteString("Every refusal is a `*tenancy.Error`: `errors.As` finds it through fx's wrapping, and\n")
+	b.WriteString("`errors.Is(err, tenancy.Code(\"...\"))` compares it to a code. Wiring refusals carry the module,\n")
+	b.WriteString("backend, route, reached tier, required tier, ceiling, origin and a fix. `tenantwire explain CODE`\n")
+	b.WriteString("prints the same text as this page.\n\n")
+	for _, d := range CodeDocs {
+		fmt.Fprintf(&b, "## `%s`\n\n**Raised:** %s\n\n%s\n\n**Fix:** %s\n\n", d.Code, d.When, d.Meaning, d.Fix)
+		if d.Code == validationPattern && len(backends) > 0 {
+			b.WriteString("Concrete codes:")
+			for _, be := range backends {
+				fmt.Fprintf(&b, " `%s`", tenancy.ValidationFailed(be.Name))
+			}
+			b.WriteString(".\n\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
