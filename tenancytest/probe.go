@@ -1,0 +1,125 @@
+package tenancytest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Two fixed tenants for probes; any two distinct non-default IDs would do.
+var (
+	TenantA = tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
+	TenantB = tenancy.MustParseID("0b0b0b0b-0000-4000-8000-00000000000b")
+)
+
+// Probe describes one route's operations for a boundary probe. Each
+// function runs under the context it is given, which the probe binds to
+// tenant A or B; none may take a tenant argument. Write and Read are
+// required; every other operation is probed when set.
+type Probe struct {
+	// A and B default to TenantA and TenantB.
+	A, B tenancy.ID
+
+	// Write creates the probe record.
+	Write func(ctx context.Context) error
+	// Read reports whether the probe record is visible.
+	Read func(ctx context.Context) (bool, error)
+	// Intact reports whether the record still holds what Write wrote
+	// (run under A after B's update and delete attempts).
+	Intact func(ctx context.Context) (bool, error)
+	// List returns the ids visible; the probe record's id is RecordID.
+	List     func(ctx context.Context) ([]string, error)
+	RecordID string
+	// Count returns how many records matching the probe record are visible.
+	Count func(ctx context.Context) (int, error)
+	// Search returns how many search hits for the probe record are visible.
+	Search func(ctx context.Context) (int, error)
+	// Update and Delete try to change the probe record; under B they must
+	// fail (not found) and change nothing.
+	Update func(ctx context.Context) error
+	Delete func(ctx context.Context) error
+}
+
+// Boundary writes under tenant A, proves A reads its own write (so the
+// probe cannot pass by seeing nothing at all), then reads, lists, counts,
+// searches, updates and deletes under tenant B and asserts B sees and
+// changes nothing of A's. It is QUALITY R1's probe.
+func Boundary(t testing.TB, p Probe) {
+	t.Helper()
+	if p.Write == nil || p.Read == nil {
+		t.Fatal("tenancytest.Boundary: Write and Read are required")
+	}
+	if p.A.IsZero() {
+		p.A = TenantA
+	}
+	if p.B.IsZero() {
+		p.B = TenantB
+	}
+	if p.A == p.B {
+		t.Fatal("tenancytest.Boundary: A and B are the same tenant")
+	}
+	ctxA := tenancy.WithTenant(context.Background(), p.A)
+	ctxB := tenancy.WithTenant(context.Background(), p.B)
+
+	must(t, "write under A", p.Write(ctxA))
+	requireVisible(t, "A", ctxA, p, true)
+	requireVisible(t, "B", ctxB, p, false)
+
+	if p.Update != nil {
+		if err := p.Update(ctxB); err == nil {
+			t.Error("B updated A's record: the update reported success")
+		}
+	}
+	if p.Delete != nil {
+		if err := p.Delete(ctxB); err == nil {
+			t.Error("B deleted A's record: the delete reported success")
+		}
+	}
+	requireVisible(t, "A after B's attempts", ctxA, p, true)
+	if p.Intact != nil {
+		ok, err := p.Intact(ctxA)
+		must(t, "intact under A", err)
+		if !ok {
+			t.Error("A's record changed after B's update or delete attempt")
+		}
+	}
+}
+
+// requireVisible asserts every read path sees the record (want) or not.
+func requireVisible(t testing.TB, who string, ctx context.Context, p Probe, want bool) {
+	t.Helper()
+	found, err := p.Read(ctx)
+	must(t, "read under "+who, err)
+	if found != want {
+		t.Errorf("read under %s: found=%v, want %v", who, found, want)
+	}
+	if p.List != nil {
+		ids, err := p.List(ctx)
+		must(t, "list under "+who, err)
+		if got := slices.Contains(ids, p.RecordID); got != want {
+			t.Errorf("list under %s: contains %q = %v, want %v (ids %v)", who, p.RecordID, got, want, ids)
+		}
+	}
+	for _, op := range []struct {
+		name string
+		fn   func(context.Context) (int, error)
+	}{{"count", p.Count}, {"search", p.Search}} {
+		if op.fn == nil {
+			continue
+		}
+		n, err := op.fn(ctx)
+		must(t, op.name+" under "+who, err)
+		if (n > 0) != want {
+			t.Errorf("%s under %s: %d, want %s", op.name, who, n, map[bool]string{true: "at least 1", false: "0"}[want])
+		}
+	}
+}
+
+func must(t testing.TB, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
