@@ -1,0 +1,96 @@
+// Package ratio measures QUALITY's performance pairs the only way that
+// counts on shared machines: ours and the baseline side by side in one run,
+// interleaved, the median of per-round ratios. It prints
+// "ratio <label>-<name> <ours/baseline>" lines for `make bench`.
+package ratio
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Pair is one measured comparison.
+type Pair struct {
+	Label    string // QUALITY label, such as "P1"
+	Name     string // such as "pg-tagged-get"
+	Ours     func(n int)
+	Baseline func(n int)
+	// Rounds defaults to 7; Iterations per side per round defaults to 200.
+	Rounds, Iterations int
+}
+
+// Result is a measured pair.
+type Result struct {
+	Pair   Pair
+	Median float64
+	Rounds []float64
+}
+
+// Enabled reports whether ratio benchmarks were asked for (make bench sets
+// TENANTWIRE_BENCH=1); they are too slow and noisy for the default run.
+func Enabled() bool { return os.Getenv("TENANTWIRE_BENCH") == "1" }
+
+// SkipUnlessEnabled skips the test, saying why, when ratios were not asked for.
+func SkipUnlessEnabled(t testing.TB) {
+	t.Helper()
+	if !Enabled() {
+		t.Skip("ratio benchmark: run with `make bench` (TENANTWIRE_BENCH=1)")
+	}
+}
+
+// Measure runs the pair: one warm-up of each side, then rounds in which the
+// two sides alternate which goes first.
+func Measure(p Pair) Result {
+	if p.Rounds <= 0 {
+		p.Rounds = 7
+	}
+	if p.Iterations <= 0 {
+		p.Iterations = 200
+	}
+	p.Ours(p.Iterations / 10)
+	p.Baseline(p.Iterations / 10)
+	res := Result{Pair: p}
+	for i := range p.Rounds {
+		var ours, base time.Duration
+		if i%2 == 0 {
+			ours, base = timed(p.Ours, p.Iterations), timed(p.Baseline, p.Iterations)
+		} else {
+			base, ours = timed(p.Baseline, p.Iterations), timed(p.Ours, p.Iterations)
+		}
+		res.Rounds = append(res.Rounds, float64(ours)/float64(base))
+	}
+	sorted := slices.Clone(res.Rounds)
+	slices.Sort(sorted)
+	res.Median = sorted[len(sorted)/2]
+	return res
+}
+
+func timed(f func(int), n int) time.Duration {
+	start := time.Now()
+	f(n)
+	return time.Since(start)
+}
+
+// Print writes the line make bench collects.
+func (r Result) Print(w io.Writer) {
+	fmt.Fprintf(w, "ratio %s-%s %.2f\n", r.Pair.Label, r.Pair.Name, r.Median)
+}
+
+// Report measures the pair, prints its ratio line to stdout, and logs how
+// it compares with the target (a ratio over target is reported, not
+// failed: absolute timings on shared machines are noise).
+func Report(t testing.TB, p Pair, target float64) Result {
+	t.Helper()
+	r := Measure(p)
+	r.Print(os.Stdout)
+	verdict := "meets"
+	if r.Median > target {
+		verdict = "MISSES"
+	}
+	t.Logf("%s-%s: median %.3f over %d rounds %v; %s target <= %.2f", p.Label, p.Name, r.Median, len(r.Rounds), r.Rounds, verdict, target)
+	return r
+}
