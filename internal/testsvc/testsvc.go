@@ -1,0 +1,61 @@
+// Package testsvc finds the real servers the adapter tests run against.
+// When a server is unreachable a test is skipped, saying so out loud; under
+// CI (CI=true) or TENANTWIRE_REQUIRE_SERVICES=1 it fails instead, so a green
+// CI can never mean "nothing ran".
+package testsvc
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+)
+
+// PostgresURL is the superuser URL of the test database (trust auth).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := env("TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable")
+	reachable(t, "PostgreSQL", u)
+	return u
+}
+
+// RedisAddr is the address of the test Redis.
+func RedisAddr(t testing.TB) string {
+	t.Helper()
+	addr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
+	reachable(t, "Redis", "redis://"+addr)
+	return addr
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// Required reports whether missing services must fail tests.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("TENANTWIRE_REQUIRE_SERVICES") == "1"
+}
+
+func reachable(t testing.TB, name, rawURL string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("%s URL %q: %v", name, rawURL, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		msg := name + " is not reachable at " + u.Host + " (" + err.Error() + "); run scripts/services.sh or `make test`, which starts it"
+		if Required() {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED: " + msg)
+	}
+	conn.Close()
+}
