@@ -61,6 +61,12 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeConnectionBudgetExceeded), "fx.New",
 		"The module declares a connection budget, and its clients can open more connections in the worst case (routed pool bound × per-pool maximum).",
 		"Lower the routed pool bound or the per-pool maximum connections, or raise the budget."},
+	{string(tenancy.CodeTenantSourceConflict), "HTTP request",
+		"Two tenant sources of one request name different tenants: an authenticated claim and the tenant header, a claim and the host label, or the header and the host label. The request is refused with `403` and a JSON body naming this code; it is never resolved to either tenant.",
+		"Send only the tenant the caller is entitled to, or drop the conflicting source (a stale header, a wrong host)."},
+	{string(tenancy.CodeRouteInvalid), "fx.New",
+		"An HTTP route registered through the module has a pattern net/http refuses, a nil handler, or conflicts with another route on the same listener (including the built-in operator routes).",
+		"Fix the pattern, or give each route a distinct pattern."},
 }
 
 // Explain returns the documentation of a code. Any

@@ -27,6 +27,8 @@ const (
 	CodeWorkerRouteUnknown       Code = "worker_route_unknown"
 	CodeWiringInvalid            Code = "wiring_invalid"
 	CodeConnectionBudgetExceeded Code = "connection_budget_exceeded"
+	CodeTenantSourceConflict     Code = "tenant_source_conflict"
+	CodeRouteInvalid             Code = "route_invalid"
 )
 
 // ValidationFailed returns the backend's floor-miss code,
