@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+)
+
+// CacheConfig wires a key/value cache route.
+type CacheConfig struct {
+	// TenantAware keys every entry by the bound tenant as well (tagged).
+	TenantAware bool
+	// Keys names the container; PerTenant reaches namespace.
+	Keys Container
+}
+
+// Cache adds a cache route and provides *Cache to the app.
+func Cache(route string, cfg CacheConfig) Option {
+	return optionFunc(func(c *config) {
+		if err := cfg.Keys.validate(route); err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		c.routes = append(c.routes, floors.Route{
+			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
+			Relations: []floors.Relation{cfg.Keys.relation("keys")},
+		})
+		c.provides = append(c.provides, fx.Provide(func(s *store) *KV {
+			return &KV{s: s, keys: cfg.Keys, r: routeConfig{name: route, tenantAware: cfg.TenantAware}}
+		}))
+	})
+}
+
+// KV is a key/value cache route.
+type KV struct {
+	s    *store
+	keys Container
+	r    routeConfig
+}
+
+func (c *KV) key(ctx context.Context, key string) (string, entryKey, error) {
+	name, tag, err := c.r.scope(ctx, c.keys)
+	return name, entryKey{tenant: tag, key: key}, err
+}
+
+// Get returns the value and whether it was present and unexpired.
+func (c *KV) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	name, k, err := c.key(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	c.s.mu.RLock()
+	defer c.s.mu.RUnlock()
+	e, ok := c.s.kv[name][k]
+	if !ok || (!e.expires.IsZero() && !c.s.now().Before(e.expires)) {
+		return nil, false, nil
+	}
+	return slices.Clone(e.value), true, nil
+}
+
+// Set stores value; ttl 0 means no expiry.
+func (c *KV) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	name, k, err := c.key(ctx, key)
+	if err != nil {
+		return err
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	m := c.s.kv[name]
+	if m == nil {
+		m = map[entryKey]kvEntry{}
+		c.s.kv[name] = m
+	}
+	e := kvEntry{value: slices.Clone(value)}
+	if ttl > 0 {
+		e.expires = c.s.now().Add(ttl)
+	}
+	m[k] = e
+	return nil
+}
+
+// Delete removes key and reports whether it was present.
+func (c *KV) Delete(ctx context.Context, key string) (bool, error) {
+	name, k, err := c.key(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	_, ok := c.s.kv[name][k]
+	delete(c.s.kv[name], k)
+	return ok, nil
+}

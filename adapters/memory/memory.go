@@ -1,0 +1,140 @@
+// Package memory is the embedded default backend: a document store, a
+// key/value cache and a stream held in process memory, for demos and for
+// users' unit tests. It enforces tagged and namespace for real (records
+// carry their tenant; per-tenant containers are separate maps) and has no
+// per-tenant connections, so its ceiling is namespace: a dedicated floor is
+// a capability mismatch. Its routes and configs have the same shape as the
+// real adapters'.
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Rules is what the memory backend can reach, read by enforcement, the CLI
+// and the docs alike.
+var Rules = floors.Backend{
+	Name:    "memory",
+	Ceiling: tenancy.Namespace,
+	Kinds: map[floors.Kind]floors.KindRule{
+		"document": {Summary: "typed document store", Relations: []string{"read", "write"}},
+		"cache":    {Summary: "key/value cache with TTL", Relations: []string{"keys"}},
+		"stream":   {Summary: "append-only stream with consumers", Relations: []string{"stream"}},
+	},
+}
+
+// Container names where a route's records live: one static container
+// shared by all tenants, or one per tenant.
+type Container struct {
+	base      string
+	perTenant bool
+}
+
+// Static is one container shared by every tenant.
+func Static(name string) Container { return Container{base: name} }
+
+// PerTenant is a container per tenant, named "<base>.<tenant hex>". Base
+// names hold no dot, so a per-tenant name can never equal a static one or
+// another tenant's.
+func PerTenant(base string) Container { return Container{base: base, perTenant: true} }
+
+func (c Container) name(id tenancy.ID) string {
+	if c.perTenant {
+		return c.base + "." + id.Hex()
+	}
+	return c.base
+}
+
+func (c Container) validate(route string) error {
+	if c.base == "" {
+		return fmt.Errorf("memory: route %q names an empty container", route)
+	}
+	for _, r := range c.base {
+		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return fmt.Errorf("memory: route %q: container name %q may hold only letters, digits, '-' and '_'", route, c.base)
+		}
+	}
+	return nil
+}
+
+func (c Container) relation(role string) floors.Relation {
+	return floors.Relation{Role: role, Name: c.base, PerTenant: c.perTenant}
+}
+
+// Option configures a memory module.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	floor     tenancy.Tier
+	routes    []floors.Route
+	provides  []fx.Option
+	consumers []ConsumerConfig
+	streams   map[string]StreamConfig
+	errs      []error
+}
+
+// RequiredIsolation declares the floor every route of the module must
+// reach. Above namespace it is a capability mismatch for this backend.
+func RequiredIsolation(t tenancy.Tier) Option {
+	return optionFunc(func(c *config) { c.floor = t })
+}
+
+// Module builds an fx module of memory routes. Its wiring is checked during
+// fx.New; the store itself is private to the module and fresh per app.
+func Module(name string, opts ...Option) fx.Option {
+	var c config
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if len(c.errs) > 0 {
+		return fx.Error(c.errs...)
+	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
+	parts := []fx.Option{
+		fx.Provide(fx.Private, newStore),
+		modules.Provide(mod),
+	}
+	parts = append(parts, c.provides...)
+	for _, cc := range c.consumers {
+		parts = append(parts, consumerOptions(name, c.streams, cc)...)
+	}
+	return fx.Module(name, parts...)
+}
+
+// routeConfig is what every route shares: how it finds its container and
+// whether it stamps and filters on the tenant.
+type routeConfig struct {
+	name        string
+	tenantAware bool
+}
+
+// scope resolves where a call lands: the container and the tenant tag
+// (zero for an untagged route). It fails closed when the route is
+// tenant-scoped and no tenant is bound.
+func (r routeConfig) scope(ctx context.Context, c Container) (string, tenancy.ID, error) {
+	if !r.tenantAware && !c.perTenant {
+		return c.name(tenancy.ID{}), tenancy.ID{}, nil
+	}
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		e := tenancy.Unbound()
+		e.Backend, e.Route = "memory", r.name
+		return "", tenancy.ID{}, e
+	}
+	var tag tenancy.ID
+	if r.tenantAware {
+		tag = id
+	}
+	return c.name(id), tag, nil
+}

@@ -1,0 +1,102 @@
+package memory
+
+import (
+	"context"
+	"slices"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// StreamConfig wires a stream route.
+type StreamConfig struct {
+	// TenantAware stamps every message with the bound tenant; reads see
+	// only their tenant's messages (tagged).
+	TenantAware bool
+	// Stream names the container; PerTenant reaches namespace.
+	Stream Container
+}
+
+// Message is one stream entry. Offsets grow by one per container.
+type Message struct {
+	Offset  int64
+	Payload []byte
+	tenant  tenancy.ID
+}
+
+// Stream adds a stream route and provides *Streams to the app.
+func Stream(route string, cfg StreamConfig) Option {
+	return optionFunc(func(c *config) {
+		if err := cfg.Stream.validate(route); err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		c.routes = append(c.routes, floors.Route{
+			Name: route, Kind: "stream", TenantAware: cfg.TenantAware,
+			Relations: []floors.Relation{cfg.Stream.relation("stream")},
+		})
+		if c.streams == nil {
+			c.streams = map[string]StreamConfig{}
+		}
+		c.streams[route] = cfg
+		c.provides = append(c.provides, fx.Provide(func(s *store) *Streams {
+			return newStreams(s, route, cfg)
+		}))
+	})
+}
+
+func newStreams(s *store, route string, cfg StreamConfig) *Streams {
+	return &Streams{s: s, cfg: cfg, r: routeConfig{name: route, tenantAware: cfg.TenantAware}}
+}
+
+// Streams is a stream route.
+type Streams struct {
+	s   *store
+	cfg StreamConfig
+	r   routeConfig
+}
+
+// Append adds payload and returns its offset.
+func (st *Streams) Append(ctx context.Context, payload []byte) (int64, error) {
+	name, tag, err := st.r.scope(ctx, st.cfg.Stream)
+	if err != nil {
+		return 0, err
+	}
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	off := int64(len(st.s.streams[name]) + 1)
+	st.s.streams[name] = append(st.s.streams[name], Message{Offset: off, Payload: slices.Clone(payload), tenant: tag})
+	close(st.s.wake)
+	st.s.wake = make(chan struct{})
+	return off, nil
+}
+
+// Read returns up to limit messages (0: all) after offset, oldest first.
+func (st *Streams) Read(ctx context.Context, after int64, limit int) ([]Message, error) {
+	msgs, _, err := st.read(ctx, after, limit)
+	return msgs, err
+}
+
+// read also returns the channel closed by the next append, for consumers.
+func (st *Streams) read(ctx context.Context, after int64, limit int) ([]Message, <-chan struct{}, error) {
+	name, tag, err := st.r.scope(ctx, st.cfg.Stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.s.mu.RLock()
+	defer st.s.mu.RUnlock()
+	var out []Message
+	for _, m := range st.s.streams[name][min(max(after, 0), int64(len(st.s.streams[name]))):] {
+		if m.tenant != tag {
+			continue
+		}
+		m.Payload = slices.Clone(m.Payload)
+		out = append(out, m)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, st.s.wake, nil
+}
