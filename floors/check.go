@@ -134,7 +134,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 		e.Code, e.Required = tenancy.CodeStatementOriginFloor, originFloor
 		e.Detail = fmt.Sprintf("%s statement text needs at least %s, and this route reaches %s; no declaration lowers an origin floor",
 			origin, originFloor, reached)
-		e.Fix = fixFor(rule, r, originFloor)
+		e.Fix = fixFor(m.Backend, rule, r, originFloor)
 		refuse(e)
 	}
 
@@ -164,7 +164,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 		e := base
 		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
 		e.Detail = fmt.Sprintf("route reaches %s, under the module's declared floor %s", reached, m.Floor)
-		e.Fix = fixFor(rule, r, m.Floor)
+		e.Fix = fixFor(m.Backend, rule, r, m.Floor)
 		refuse(e)
 	}
 	if mismatch && row.Verdict == VerdictOK {
@@ -182,28 +182,37 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	return row, errs, warns
 }
 
-// fixFor says what would lift route r to tier want.
-func fixFor(rule KindRule, r Route, want tenancy.Tier) string {
+// fixFor says what would lift route r to tier want on backend b.
+func fixFor(b Backend, rule KindRule, r Route, want tenancy.Tier) string {
+	routed := ", or route the client per tenant"
+	if b.Ceiling < tenancy.Dedicated {
+		routed = ""
+	}
 	switch want {
 	case tenancy.Tagged:
 		if rule.NoTagged {
-			return "resolve the container per tenant (namespace) or route the client per tenant (dedicated)"
+			return "resolve the container per tenant (namespace)" + routed
 		}
-		return "mark the route TenantAware, resolve every relation per tenant, or route the client per tenant"
+		return "mark the route TenantAware or resolve every relation per tenant" + routed
 	case tenancy.Namespace:
 		if rule.NeverNamespace {
+			if routed == "" {
+				return fmt.Sprintf("%s routes never reach namespace on %s: lower the floor", r.Kind, b.Name)
+			}
 			return fmt.Sprintf("%s routes never reach namespace: route the client per tenant (dedicated)", r.Kind)
 		}
-		missing := staticCounted(rule, r)
 		if rule.ResolverCountsOnlyWhenTenantAware && !r.TenantAware {
-			return "mark the route TenantAware (its resolver is passed the tenant only then) and resolve every relation per tenant, or route the client per tenant"
+			return "mark the route TenantAware (its resolver is passed the tenant only then) and resolve every relation per tenant" + routed
 		}
-		if len(missing) > 0 {
+		if missing := staticCounted(rule, r); len(missing) > 0 {
 			return "give a per-tenant resolver to every relation the route names (static now: " +
-				strings.Join(missing, ", ") + "), or route the client per tenant"
+				strings.Join(missing, ", ") + ")" + routed
 		}
-		return "give the route a per-tenant resolver on every relation, or route the client per tenant"
+		return "give the route a per-tenant resolver on every relation" + routed
 	default:
+		if routed == "" {
+			return fmt.Sprintf("%s has no per-tenant connections (ceiling %s): move the route to a backend with a routed client", b.Name, b.Ceiling)
+		}
 		return "run the route on a routed client (per-tenant credentials)"
 	}
 }

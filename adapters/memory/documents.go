@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // DocumentConfig wires a document route.
@@ -22,6 +23,10 @@ type DocumentConfig struct {
 	// Read and Write name the containers; a PerTenant container on both
 	// reaches namespace. Write defaults to Read.
 	Read, Write Container
+	// Origin declares who writes the route's queries. Compiled when a
+	// runtime compiler builds them from user input (a search language):
+	// such a route must reach namespace.
+	Origin tenancy.Origin
 }
 
 // Document adds a document route over values of type T and provides
@@ -38,7 +43,7 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			}
 		}
 		c.routes = append(c.routes, floors.Route{
-			Name: route, Kind: "document", TenantAware: cfg.TenantAware,
+			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
 			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
 		})
 		c.provides = append(c.provides, fx.Provide(func(s *store) *Documents[T] {
