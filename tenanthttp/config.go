@@ -1,0 +1,134 @@
+package tenanthttp
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Config configures the HTTP boundary. The zero value is header mode on
+// X-Tenant-ID with no trusted proxy asserted, which refuses to boot: the
+// deployment must say that a proxy sets the header.
+type Config struct {
+	// TenantAddr is the tenant listener's address; "" means ":8080".
+	TenantAddr string
+	// OperatorAddr is the operator listener's address; "" means
+	// "127.0.0.1:9090", so operator surfaces stay local unless asked.
+	OperatorAddr string
+
+	// Header names the tenant header; "" means X-Tenant-ID.
+	Header string
+	// HeaderOff turns header resolution off (claim and/or host only).
+	HeaderOff bool
+	// TrustedProxy asserts that a proxy in front of the tenant listener
+	// sets the tenant header (and Host) and strips the client's. Header and
+	// host modes refuse to boot without it.
+	TrustedProxy bool
+	// Host maps the first DNS label of the request's Host (lowercased, no
+	// port) to a tenant; false means the host names none.
+	Host func(label string) (tenancy.ID, bool)
+	// Claim reads the tenant claim of the authenticated principal that the
+	// user's authentication middleware (see Wrap) put in the request
+	// context; false means the request carries none.
+	Claim func(*http.Request) (tenancy.ID, bool)
+	// Wrap is middleware run on the tenant listener before routing and
+	// before tenant resolution, outermost first: authentication goes here
+	// so that Claim can read its result.
+	Wrap []func(http.Handler) http.Handler
+}
+
+func (c Config) headerName() string {
+	if c.Header == "" {
+		return DefaultHeader
+	}
+	return c.Header
+}
+
+func (c Config) tenantAddr() string {
+	if c.TenantAddr == "" {
+		return ":8080"
+	}
+	return c.TenantAddr
+}
+
+func (c Config) operatorAddr() string {
+	if c.OperatorAddr == "" {
+		return "127.0.0.1:9090"
+	}
+	return c.OperatorAddr
+}
+
+// Mode names the enabled tenant sources in resolution order, joined by
+// "+": "claim+header+host", "header", or "default" when none is enabled
+// (every request is the default tenant).
+func (c Config) Mode() string {
+	var parts []string
+	if c.Claim != nil {
+		parts = append(parts, "claim")
+	}
+	if !c.HeaderOff {
+		parts = append(parts, "header")
+	}
+	if c.Host != nil {
+		parts = append(parts, "host")
+	}
+	if len(parts) == 0 {
+		return "default"
+	}
+	return strings.Join(parts, "+")
+}
+
+// checkTrust is the interlock of DESIGN §4.
+func (c Config) checkTrust() error {
+	if c.TrustedProxy {
+		return nil
+	}
+	var what string
+	switch {
+	case !c.HeaderOff && c.Host != nil:
+		what = "the " + c.headerName() + " header and the Host label"
+	case !c.HeaderOff:
+		what = "the " + c.headerName() + " header"
+	case c.Host != nil:
+		what = "the Host label"
+	default:
+		return nil
+	}
+	return &tenancy.Error{
+		Code:   tenancy.CodeTrustedProxyRequired,
+		Module: "tenanthttp",
+		Detail: "the tenant is resolved from " + what + ", which any client can set, and no trusted proxy is asserted",
+		Fix:    "deploy behind a proxy that sets the header and strips the client's and set Config.TrustedProxy, or set Config.HeaderOff (and no Host) and resolve the tenant from an authenticated Claim",
+	}
+}
+
+// Class is a route's surface class. The zero value is unclassified, which
+// refuses to boot.
+type Class uint8
+
+const (
+	// Tenant routes are served on the tenant listener with the request's
+	// tenant bound in its context.
+	Tenant Class = iota + 1
+	// Operator routes describe the whole deployment (metrics, status, the
+	// tenancy matrix); they are served only on the operator listener and
+	// answer 404 on the tenant listener.
+	Operator
+	// Blocked routes are declared never to be served: 404 on both listeners.
+	Blocked
+)
+
+func (c Class) String() string {
+	switch c {
+	case Tenant:
+		return "tenant"
+	case Operator:
+		return "operator"
+	case Blocked:
+		return "blocked"
+	}
+	return "unclassified"
+}
+
+func (c Class) valid() bool { return c >= Tenant && c <= Blocked }

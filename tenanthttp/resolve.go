@@ -1,0 +1,182 @@
+// Package tenanthttp is the HTTP boundary of a tenantwire service: it
+// resolves the tenant of each request once (header, host label, claim of
+// the authenticated principal), binds it into the request context for the
+// adapters, refuses to boot header mode without a trusted proxy, and serves
+// every registered route on the listener its surface class allows.
+package tenanthttp
+
+import (
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// DefaultHeader is the tenant header's name when Config.Header is empty.
+const DefaultHeader = "X-Tenant-ID"
+
+// InvalidHeaderBody is the exact body of the 400 answered for a malformed
+// tenant header (DESIGN §4).
+const InvalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
+
+const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_conflict"}`
+
+// The request-time refusals are shared values so that resolving never
+// allocates, even on the refusal path. Compare with errors.Is against the
+// code; do not mutate them.
+var (
+	ErrInvalidHeader = &tenancy.Error{
+		Code:   tenancy.CodeInvalidTenantHeader,
+		Detail: "the tenant header is neither blank nor a canonical 8-4-4-4-12 hex UUID",
+		Fix:    "send a canonical UUID, or omit the header to use the default tenant",
+	}
+	ErrSourceConflict = &tenancy.Error{
+		Code:   tenancy.CodeTenantSourceConflict,
+		Detail: "two tenant sources of the request (claim, header, host label) name different tenants",
+		Fix:    "send only the tenant the caller is entitled to",
+	}
+)
+
+// ParseHeader applies the header table of DESIGN §4 to the values of the
+// tenant header (as in http.Header). It reports the tenant the header names
+// (named is false when the header is absent or blank, and the result is
+// then the default tenant), or ErrInvalidHeader. Several values are refused:
+// a proxy that sets the header strips the client's, so two values mean it
+// did not. It does not allocate.
+func ParseHeader(values []string) (id tenancy.ID, named bool, err error) {
+	switch len(values) {
+	case 0:
+		return tenancy.Default, false, nil
+	case 1:
+	default:
+		return tenancy.ID{}, false, ErrInvalidHeader
+	}
+	v := values[0]
+	if strings.TrimSpace(v) == "" {
+		return tenancy.Default, false, nil
+	}
+	id, perr := tenancy.ParseID(v)
+	if perr != nil {
+		// Includes the nil UUID: it has the canonical shape but is no tenant.
+		return tenancy.ID{}, false, ErrInvalidHeader
+	}
+	return id, true, nil
+}
+
+// HostLabel returns the first DNS label of a Host header value, lowercased,
+// without its port; "" for an IPv6 literal or an empty host. It allocates
+// only when the label has upper-case letters.
+func HostLabel(host string) string {
+	if host == "" || host[0] == '[' {
+		return ""
+	}
+	if i := strings.IndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	if i := strings.IndexByte(host, '.'); i >= 0 {
+		host = host[:i]
+	}
+	return strings.ToLower(host)
+}
+
+// Resolver resolves the tenant of a request. Build it with NewResolver,
+// which enforces the trusted-proxy interlock.
+type Resolver struct {
+	header string // canonical MIME form, so lookups skip canonicalisation
+	useHdr bool
+	host   func(label string) (tenancy.ID, bool)
+	claim  func(*http.Request) (tenancy.ID, bool)
+}
+
+// NewResolver builds the resolver cfg describes. Header or host mode
+// without cfg.TrustedProxy is refused with trusted_proxy_required: both are
+// client-controlled unless a proxy sets them.
+func NewResolver(cfg Config) (*Resolver, error) {
+	if err := cfg.checkTrust(); err != nil {
+		return nil, err
+	}
+	return &Resolver{
+		header: textproto.CanonicalMIMEHeaderKey(cfg.headerName()),
+		useHdr: !cfg.HeaderOff,
+		host:   cfg.Host,
+		claim:  cfg.Claim,
+	}, nil
+}
+
+// Resolve returns the request's tenant. Sources: the claim of the
+// authenticated principal (Config.Claim), the tenant header, the host label
+// (Config.Host). Every source that names a tenant must name the same one,
+// or the request is refused with ErrSourceConflict; when none names one,
+// the result is the default tenant (the header table's "absent" row). A
+// malformed header is ErrInvalidHeader. It allocates nothing beyond what
+// the user's Host and Claim functions do.
+func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
+	var (
+		got   tenancy.ID
+		named bool
+	)
+	agree := func(id tenancy.ID) bool {
+		if named && id != got {
+			return false
+		}
+		got, named = id, true
+		return true
+	}
+	if res.claim != nil {
+		if id, ok := res.claim(r); ok && !id.IsZero() {
+			agree(id)
+		}
+	}
+	if res.useHdr {
+		id, ok, err := ParseHeader(r.Header[res.header])
+		if err != nil {
+			return tenancy.ID{}, err
+		}
+		if ok && !agree(id) {
+			return tenancy.ID{}, ErrSourceConflict
+		}
+	}
+	if res.host != nil {
+		if label := HostLabel(r.Host); label != "" {
+			if id, ok := res.host(label); ok && !id.IsZero() && !agree(id) {
+				return tenancy.ID{}, ErrSourceConflict
+			}
+		}
+	}
+	if !named {
+		return tenancy.Default, nil
+	}
+	return got, nil
+}
+
+// Middleware binds the resolved tenant into the request context with
+// tenancy.WithTenant, or answers the refusal: 400 with InvalidHeaderBody
+// for a malformed header, 403 with a JSON body naming
+// tenant_source_conflict when sources disagree.
+func (res *Resolver) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := res.Resolve(r)
+		if err != nil {
+			refuse(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(tenancy.WithTenant(r.Context(), id)))
+	})
+}
+
+func refuse(w http.ResponseWriter, err error) {
+	status, body := http.StatusBadRequest, InvalidHeaderBody
+	if err == ErrSourceConflict {
+		status, body = http.StatusForbidden, conflictBody
+	}
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
