@@ -1,0 +1,50 @@
+# tenantwire. `make test` does every set-up step itself on a fresh machine.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO ?= go
+FUZZTIME ?= 3s
+LONG_FUZZTIME ?= 60s
+
+.PHONY: demo test services deps vet fuzz fuzz-short bench soak matrix lint
+
+## demo: the quickstart on the embedded memory backend (no server needed)
+demo:
+	$(GO) run ./examples/quickstart
+
+## test: services, vet, the race-detected suite, and a short fuzz budget
+test: services deps vet
+	TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	$(MAKE) fuzz-short
+
+services:
+	scripts/services.sh
+
+deps:
+	$(GO) mod download
+
+vet:
+	$(GO) vet ./...
+
+fuzz-short:
+	scripts/fuzz.sh $(FUZZTIME)
+
+## fuzz: every fuzz target, longer
+fuzz:
+	scripts/fuzz.sh $(LONG_FUZZTIME)
+
+## bench: QUALITY's ratio pairs (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
+bench: services deps
+	@TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... 2>&1 | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
+	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+
+## soak: long concurrent and fault-injection runs against the real servers
+soak: services deps
+	TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+
+## matrix: regenerate docs/tenancy-matrix.md and docs/errors.md
+matrix:
+	$(GO) run ./cmd/tenantwire matrix --format markdown > docs/tenancy-matrix.md
+	$(GO) run ./cmd/tenantwire errors > docs/errors.md
+
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Makes PostgreSQL and Redis reachable on 127.0.0.1 for the tests. Idempotent:
+# leaves running servers alone, starts installed-but-stopped ones, installs
+# missing ones with apt-get, then creates the test database.
+set -euo pipefail
+
+PGHOST=127.0.0.1
+PGPORT=5432
+TEST_DB=tenantwire_test
+REDIS_PORT=6379
+
+log() { echo "services: $*"; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=0
+apt_install() {
+	if [ "$apt_updated" -eq 0 ]; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		apt_updated=1
+	fi
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() { # wait_for <what> <command...>
+	local what=$1; shift
+	for _ in $(seq 1 60); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.5
+	done
+	log "$what did not come up"; return 1
+}
+
+pg_ready() { pg_isready -q -h "$PGHOST" -p "$PGPORT"; }
+
+as_postgres() {
+	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi
+}
+
+ensure_trust_auth() {
+	# Tests connect as postgres over TCP without a password, as on the
+	# machines this project targets. A stock install asks for one.
+	if psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1; then return; fi
+	local hba
+	hba=$(as_postgres psql -Atc 'show hba_file')
+	log "enabling trust auth for loopback in $hba"
+	as_root sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
+	as_postgres psql -qc 'select pg_reload_conf()' >/dev/null
+}
+
+start_postgres() {
+	if pg_ready 2>/dev/null; then log "PostgreSQL is running"; return; fi
+	if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+		log "installing PostgreSQL"
+		apt_install postgresql postgresql-client
+	fi
+	local version
+	version=$(ls /etc/postgresql | sort -V | tail -n 1)
+	log "starting PostgreSQL $version"
+	as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+	wait_for PostgreSQL pg_ready
+}
+
+create_test_db() {
+	ensure_trust_auth
+	if [ "$(psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -Atc "select 1 from pg_database where datname = '$TEST_DB'")" != 1 ]; then
+		log "creating database $TEST_DB"
+		psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -qc "create database $TEST_DB" || true
+	fi
+}
+
+redis_ready() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping | grep -q PONG; }
+
+start_redis() {
+	if command -v redis-cli >/dev/null 2>&1 && redis_ready 2>/dev/null; then log "Redis is running"; return; fi
+	if ! command -v redis-server >/dev/null 2>&1; then
+		log "installing Redis"
+		apt_install redis-server redis-tools
+	fi
+	log "starting Redis"
+	as_root mkdir -p /var/lib/redis /var/log/redis
+	as_root redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$REDIS_PORT" --save "" --appendonly no \
+		--dir /var/lib/redis --logfile /var/log/redis/tenantwire.log
+	wait_for Redis redis_ready
+}
+
+if ! command -v pg_isready >/dev/null 2>&1; then
+	log "installing the PostgreSQL client"
+	apt_install postgresql-client
+fi
+start_postgres
+create_test_db
+start_redis
+log "ready: postgres://postgres@$PGHOST:$PGPORT/$TEST_DB and redis://127.0.0.1:$REDIS_PORT"
