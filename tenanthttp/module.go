@@ -1,0 +1,165 @@
+package tenanthttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/modules"
+)
+
+// Module is the HTTP boundary as an fx module. During fx.New it refuses
+// header or host mode without a trusted proxy (trusted_proxy_required),
+// any unclassified route (route_unclassified) and any bad or conflicting
+// pattern (route_invalid), before any listener opens. The listeners open
+// in OnStart and close in OnStop. Inject *Server for their addresses.
+func Module(cfg Config) fx.Option {
+	return fx.Module("tenanthttp",
+		fx.Provide(func() *Server { return &Server{cfg: cfg} }),
+		fx.Invoke(wire),
+	)
+}
+
+// Server holds the two listeners of the boundary.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	tenant   http.Server
+	operator http.Server
+	tAddr    net.Addr
+	oAddr    net.Addr
+	wg       sync.WaitGroup
+}
+
+type wireParams struct {
+	fx.In
+
+	Server    *Server
+	Routes    []RouteDef `group:"tenanthttp_routes"`
+	Live      modules.Live
+	Logger    *slog.Logger `optional:"true"`
+	Lifecycle fx.Lifecycle
+}
+
+// wire runs during fx.New: every refusal is returned from here, so an app
+// that is refused never reaches OnStart.
+func wire(p wireParams) error {
+	s, cfg := p.Server, p.Server.cfg
+	res, err := NewResolver(cfg)
+	if err != nil {
+		return err
+	}
+	health, err := json.Marshal(struct {
+		Status       string `json:"status"`
+		Mode         string `json:"mode"`
+		HeaderMode   bool   `json:"header_mode"`
+		Header       string `json:"header,omitempty"`
+		TrustedProxy bool   `json:"trusted_proxy"`
+		HostMode     bool   `json:"host_mode"`
+		ClaimMode    bool   `json:"claim_mode"`
+	}{"ok", cfg.Mode(), !cfg.HeaderOff, headerIf(cfg), cfg.TrustedProxy, cfg.Host != nil, cfg.Claim != nil})
+	if err != nil {
+		return err
+	}
+	live := p.Live
+	routes := append(slices.Clone(p.Routes),
+		RouteDef{Pattern: "GET /healthz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, string(health))
+		})},
+		RouteDef{Pattern: "GET /tenancy/matrix", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			var b bytes.Buffer
+			if err := live.Matrix().WriteJSON(&b); err != nil {
+				http.Error(w, "matrix unavailable", http.StatusInternalServerError)
+				return
+			}
+			writeJSON(w, http.StatusOK, b.String())
+		})},
+	)
+	m, err := buildMuxes(routes, res)
+	if err != nil {
+		return err
+	}
+	var th http.Handler = m.tenant
+	for i := len(cfg.Wrap) - 1; i >= 0; i-- {
+		th = cfg.Wrap[i](th)
+	}
+	s.log = p.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	s.tenant = http.Server{Handler: th, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	s.operator = http.Server{Handler: m.operator, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
+		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
+	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
+	return nil
+}
+
+func headerIf(cfg Config) string {
+	if cfg.HeaderOff {
+		return ""
+	}
+	return cfg.headerName()
+}
+
+func (s *Server) start(context.Context) error {
+	tl, err := net.Listen("tcp", s.cfg.tenantAddr())
+	if err != nil {
+		return err
+	}
+	ol, err := net.Listen("tcp", s.cfg.operatorAddr())
+	if err != nil {
+		_ = tl.Close()
+		return err
+	}
+	s.tAddr, s.oAddr = tl.Addr(), ol.Addr()
+	s.serve(&s.tenant, tl, "tenant")
+	s.serve(&s.operator, ol, "operator")
+	s.log.Info("tenanthttp: listening", "tenant", s.tAddr.String(), "operator", s.oAddr.String())
+	return nil
+}
+
+func (s *Server) serve(srv *http.Server, l net.Listener, name string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("tenanthttp: listener stopped", "listener", name, "error", err)
+		}
+	}()
+}
+
+// stop drains both listeners and waits for their goroutines, so nothing
+// of the boundary outlives the app.
+func (s *Server) stop(ctx context.Context) error {
+	err := errors.Join(s.tenant.Shutdown(ctx), s.operator.Shutdown(ctx))
+	if err != nil {
+		// The deadline passed with requests still running: cut them.
+		err = errors.Join(err, s.tenant.Close(), s.operator.Close())
+	}
+	s.wg.Wait()
+	return err
+}
+
+// TenantAddr is the tenant listener's address once the app has started.
+func (s *Server) TenantAddr() string { return addrString(s.tAddr) }
+
+// OperatorAddr is the operator listener's address once the app has started.
+func (s *Server) OperatorAddr() string { return addrString(s.oAddr) }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
