@@ -26,11 +26,11 @@ type Config struct {
 	// host modes refuse to boot without it.
 	TrustedProxy bool
 	// Host maps the first DNS label of the request's Host (lowercased, no
-	// port) to a tenant; false means the host names none.
+	// port) to a tenant; false (or the zero ID) means the host names none.
 	Host func(label string) (tenancy.ID, bool)
 	// Claim reads the tenant claim of the authenticated principal that the
 	// user's authentication middleware (see Wrap) put in the request
-	// context; false means the request carries none.
+	// context; false (or the zero ID) means the request carries none.
 	Claim func(*http.Request) (tenancy.ID, bool)
 	// Wrap is middleware run on the tenant listener before routing and
 	// before tenant resolution, outermost first: authentication goes here

@@ -151,6 +151,15 @@ func (s *Server) stop(ctx context.Context) error {
 	return err
 }
 
+// TenantHandler is the tenant listener's handler (Wrap, routing, tenant
+// resolution), for tests that drive it without a listener. Valid after
+// fx.New succeeded.
+func (s *Server) TenantHandler() http.Handler { return s.tenant.Handler }
+
+// OperatorHandler is the operator listener's handler. Valid after fx.New
+// succeeded.
+func (s *Server) OperatorHandler() http.Handler { return s.operator.Handler }
+
 // TenantAddr is the tenant listener's address once the app has started.
 func (s *Server) TenantAddr() string { return addrString(s.tAddr) }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -304,5 +305,29 @@ func TestOperatorPathsShadowTenantCatchAll(t *testing.T) {
 				t.Errorf("%s %s answered by the tenant catch-all: %d %q", method, p, code, body)
 			}
 		}
+	}
+}
+
+// The handlers are usable without listeners, for users' own unit tests.
+func TestHandlersWithoutListeners(t *testing.T) {
+	var srv *tenanthttp.Server
+	tenancytest.RequireWires(t,
+		tenanthttp.Module(tenanthttp.Config{TrustedProxy: true}),
+		tenanthttp.Route("GET /who", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, _ := tenancy.FromContext(r.Context())
+			_, _ = io.WriteString(w, id.String())
+		})),
+		fx.Populate(&srv))
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/who", nil)
+	r.Header.Set("X-Tenant-ID", tenantB.String())
+	srv.TenantHandler().ServeHTTP(rec, r)
+	if rec.Code != 200 || rec.Body.String() != tenantB.String() {
+		t.Errorf("tenant handler: %d %q", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	srv.OperatorHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/who", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("tenant route on the operator handler: %d", rec.Code)
 	}
 }

@@ -53,7 +53,7 @@ func ParseHeader(values []string) (id tenancy.ID, named bool, err error) {
 		return tenancy.ID{}, false, ErrInvalidHeader
 	}
 	v := values[0]
-	if strings.TrimSpace(v) == "" {
+	if blank(v) {
 		return tenancy.Default, false, nil
 	}
 	id, perr := tenancy.ParseID(v)
@@ -62,6 +62,20 @@ func ParseHeader(values []string) (id tenancy.ID, named bool, err error) {
 		return tenancy.ID{}, false, ErrInvalidHeader
 	}
 	return id, true, nil
+}
+
+// blank reports whether a header value is empty or only ASCII whitespace
+// (the table's "present but empty or whitespace" row). Other Unicode
+// spaces are not blank: such a value is malformed, not absent.
+func blank(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // HostLabel returns the first DNS label of a Host header value, lowercased,

@@ -28,6 +28,7 @@ func TestParseHeaderTable(t *testing.T) {
 		{"absent", nil, tenancy.Default, false, false},
 		{"empty", []string{""}, tenancy.Default, false, false},
 		{"whitespace", []string{" \t "}, tenancy.Default, false, false},
+		{"unicode space", []string{"\u00a0"}, tenancy.ID{}, false, true},
 		{"lowercase", []string{"a1b2c3d4-e5f6-4789-abcd-ef0123456789"}, tenantA, true, false},
 		{"uppercase lowered", []string{"A1B2C3D4-E5F6-4789-ABCD-EF0123456789"}, tenantA, true, false},
 		{"default named", []string{"00000000-0000-0000-0000-000000000001"}, tenancy.Default, true, false},
@@ -72,7 +73,7 @@ func FuzzTenantHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		id, named, err := tenanthttp.ParseHeader([]string{s})
 		switch {
-		case strings.TrimSpace(s) == "":
+		case strings.Trim(s, " \t\r\n\v\f") == "":
 			if err != nil || named || id != tenancy.Default {
 				t.Fatalf("blank %q: %v, %v, %v", s, id, named, err)
 			}
