@@ -34,9 +34,26 @@ func (r Report) OK() bool { return len(r.Errors) == 0 }
 // floor; fleet and tenant-global routes get their own rule instead of the
 // declared floor.
 func Check(modules []Module, workers []Worker) Report {
+	return check(modules, workers, true)
+}
+
+// Verify is Check without building the matrix: what enforcement runs
+// during fx.New, where only violations and warnings are needed.
+func Verify(modules []Module, workers []Worker) Report {
+	return check(modules, workers, false)
+}
+
+func check(modules []Module, workers []Worker, matrix bool) Report {
 	var rep Report
+	if matrix {
+		n := 0
+		for _, m := range modules {
+			n += len(m.Routes)
+		}
+		rep.Matrix.Rows = make([]Row, 0, n)
+	}
 	for _, m := range modules {
-		checkModule(&rep, m)
+		checkModule(&rep, m, matrix)
 	}
 	for _, w := range workers {
 		checkWorker(&rep, modules, w)
@@ -44,7 +61,7 @@ func Check(modules []Module, workers []Worker) Report {
 	return rep
 }
 
-func checkModule(rep *Report, m Module) {
+func checkModule(rep *Report, m Module, matrix bool) {
 	mismatch := m.Floor > m.Backend.Ceiling
 	if mismatch {
 		rep.Errors = append(rep.Errors, &tenancy.Error{
@@ -67,7 +84,9 @@ func checkModule(rep *Report, m Module) {
 	}
 	for _, r := range m.Routes {
 		row, errs, warns := checkRoute(m, r, mismatch)
-		rep.Matrix.Rows = append(rep.Matrix.Rows, row)
+		if matrix {
+			rep.Matrix.Rows = append(rep.Matrix.Rows, row)
+		}
 		rep.Errors = append(rep.Errors, errs...)
 		rep.Warnings = append(rep.Warnings, warns...)
 	}

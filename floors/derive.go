@@ -32,42 +32,34 @@ func EffectiveOrigin(rule KindRule, r Route) tenancy.Origin {
 	return max(rule.Origin, r.Origin)
 }
 
-// counted returns the relations that count towards namespace.
-func counted(rule KindRule, r Route) []Relation {
-	if len(rule.Relations) == 0 {
-		return r.Relations
-	}
-	var out []Relation
-	for _, rel := range r.Relations {
-		if slices.Contains(rule.Relations, rel.Role) {
-			out = append(out, rel)
-		}
-	}
-	return out
+// counts reports whether a relation counts towards namespace under rule.
+func counts(rule KindRule, rel Relation) bool {
+	return len(rule.Relations) == 0 || slices.Contains(rule.Relations, rel.Role)
 }
 
 func allCountedPerTenant(rule KindRule, r Route) bool {
 	if rule.ResolverCountsOnlyWhenTenantAware && !r.TenantAware {
 		return false
 	}
-	rels := counted(rule, r)
-	if len(rels) == 0 {
-		return false
-	}
-	for _, rel := range rels {
+	any := false
+	for _, rel := range r.Relations {
+		if !counts(rule, rel) {
+			continue
+		}
 		if !rel.PerTenant {
 			return false
 		}
+		any = true
 	}
-	return true
+	return any
 }
 
 // staticCounted names the counted relations without a per-tenant resolver:
 // what stands between the route and namespace.
 func staticCounted(rule KindRule, r Route) []string {
 	var out []string
-	for _, rel := range counted(rule, r) {
-		if !rel.PerTenant {
+	for _, rel := range r.Relations {
+		if counts(rule, rel) && !rel.PerTenant {
 			out = append(out, rel.Role+" ("+rel.Name+")")
 		}
 	}

@@ -68,8 +68,10 @@ type Live struct {
 	Logger  *slog.Logger  `optional:"true"`
 }
 
-// Report checks the whole wiring.
-func (l Live) Report() floors.Report {
+// Report checks the whole wiring and builds the matrix.
+func (l Live) Report() floors.Report { return l.check(floors.Check) }
+
+func (l Live) check(run func([]floors.Module, []floors.Worker) floors.Report) floors.Report {
 	mods := make([]floors.Module, len(l.Wirings))
 	for i, w := range l.Wirings {
 		mods[i] = w.Module
@@ -81,7 +83,7 @@ func (l Live) Report() floors.Report {
 	// dig delivers value groups in no fixed order; sort for stable output.
 	slices.SortStableFunc(mods, func(a, b floors.Module) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(workers, func(a, b floors.Worker) int { return strings.Compare(a.Name, b.Name) })
-	return floors.Check(mods, workers)
+	return run(mods, workers)
 }
 
 // Matrix is the live tenancy matrix: every route of every module, with the
@@ -95,7 +97,7 @@ func Enforce(l Live) error {
 	if l.allChecked() {
 		return nil
 	}
-	rep := l.Report()
+	rep := l.check(floors.Verify)
 	for _, w := range l.Wirings {
 		w.checked.Store(true)
 	}
