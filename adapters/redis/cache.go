@@ -1,0 +1,164 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Cache is a cache route: byte values with an optional TTL.
+type Cache struct{ route }
+
+// Get returns the value of key and whether it exists.
+func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := cl.Get(ctx, k).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// Set stores value under key; ttl 0 keeps it until deleted.
+func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return err
+	}
+	return cl.Set(ctx, k, value, ttl).Err()
+}
+
+// Replace overwrites an existing key, keeping its TTL; it reports false
+// and writes nothing when the key does not exist.
+func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	err = cl.SetArgs(ctx, k, value, goredis.SetArgs{Mode: "XX", KeepTTL: true}).Err()
+	if errors.Is(err, goredis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Delete removes key and reports whether it existed.
+func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	n, err := cl.Del(ctx, k).Result()
+	return n > 0, err
+}
+
+// TTL returns the time key has left and whether it exists; a key without
+// expiry reports a negative duration.
+func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return 0, false, err
+	}
+	d, err := cl.PTTL(ctx, k).Result()
+	if err != nil {
+		return 0, false, err
+	}
+	if d == -2 { // go-redis passes PTTL's -2 (no key) and -1 (no expiry) unscaled
+		return 0, false, nil
+	}
+	return d, true, nil
+}
+
+// Counter is a counter route: atomic int64 counters.
+type Counter struct{ route }
+
+// Incr adds by to key (created at 0) and returns the new value.
+func (c *Counter) Incr(ctx context.Context, key string, by int64) (int64, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return cl.IncrBy(ctx, k, by).Result()
+}
+
+// Get returns the counter's value, 0 when it does not exist.
+func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := cl.Get(ctx, k).Int64()
+	if errors.Is(err, goredis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// Delete removes the counter and reports whether it existed.
+func (c *Counter) Delete(ctx context.Context, key string) (bool, error) {
+	cl, k, err := c.target(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	n, err := cl.Del(ctx, k).Result()
+	return n > 0, err
+}
+
+// Idempotency is an idempotency route: the first result stored under a key
+// wins until it expires.
+type Idempotency struct{ route }
+
+// Store records result under key for ttl unless a result is already there
+// (one SET NX GET round trip). It returns stored=true when this call won;
+// otherwise existing is the result stored first, untouched.
+func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl time.Duration) (stored bool, existing []byte, err error) {
+	if ttl <= 0 {
+		return false, nil, errors.New("redis: an idempotency record needs a positive TTL")
+	}
+	cl, k, err := i.target(ctx, key)
+	if err != nil {
+		return false, nil, err
+	}
+	prev, err := cl.SetArgs(ctx, k, result, goredis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return true, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return false, prev, nil
+}
+
+// Lookup returns the result stored under key, if any.
+func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, error) {
+	cl, k, err := i.target(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := cl.Get(ctx, k).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// Forget removes the record so the key can be used again.
+func (i *Idempotency) Forget(ctx context.Context, key string) (bool, error) {
+	cl, k, err := i.target(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	n, err := cl.Del(ctx, k).Result()
+	return n > 0, err
+}

@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// route is what every route kind shares: where its keys live and how a
+// call's context picks the client and the key.
+type route struct {
+	core   *core
+	name   string
+	kind   floors.Kind
+	code   byte
+	marker string
+	// scoped: calls need a bound tenant.
+	scoped bool
+	ns     NamespaceFunc
+}
+
+func newRoute(c *core, spec *routeSpec) route {
+	routed := c.routes != nil
+	return route{
+		core: c, name: spec.name, kind: spec.kind, code: kindCode[spec.kind],
+		marker: scopeMarker(spec.global || spec.kind == KindFleet, routed, spec.namespace != nil, spec.tenantAware),
+		scoped: routed || spec.namespace != nil || spec.tenantAware,
+		ns:     spec.namespace,
+	}
+}
+
+// Name is the route's name.
+func (r *route) Name() string { return r.name }
+
+// target resolves the client and the full key of user for the call. A
+// tenant-scoped route reads the tenant from ctx and fails closed.
+func (r *route) target(ctx context.Context, user string) (goredis.UniversalClient, string, error) {
+	if !r.scoped {
+		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nil
+	}
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		return nil, "", r.unbound()
+	}
+	var ns string
+	if r.ns != nil {
+		if ns, err = r.namespace(id); err != nil {
+			return nil, "", err
+		}
+	}
+	c := r.core.client
+	if r.core.routes != nil {
+		if c, err = r.core.routes.client(ctx, id); err != nil {
+			return nil, "", err
+		}
+	}
+	return c, buildKey(r.marker, ns, id, r.code, r.name, user), nil
+}
+
+func (r *route) namespace(id tenancy.ID) (string, error) {
+	ns, err := r.ns(id)
+	if err != nil {
+		return "", fmt.Errorf("redis: route %s: namespace resolver: %w", r.name, err)
+	}
+	if err := validName("namespace", ns); err != nil {
+		return "", fmt.Errorf("route %s: %w", r.name, err)
+	}
+	return ns, nil
+}
+
+func (r *route) unbound() error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.name
+	return e
+}
+
+// provideRoute provides the route's runtime object under its name.
+func provideRoute(spec *routeSpec) fx.Option {
+	var ctor any
+	switch spec.kind {
+	case KindCache:
+		ctor = func(c *core) *Cache { return &Cache{route: newRoute(c, spec)} }
+	case KindCounter:
+		ctor = func(c *core) *Counter { return &Counter{route: newRoute(c, spec)} }
+	case KindIdempotency:
+		ctor = func(c *core) *Idempotency { return &Idempotency{route: newRoute(c, spec)} }
+	case KindLock:
+		ctor = func(c *core) *Locks { return &Locks{route: newRoute(c, spec)} }
+	case KindPubSub:
+		ctor = func(c *core) *PubSub { return &PubSub{route: newRoute(c, spec)} }
+	case KindStream:
+		ctor = func(c *core) *Stream { return newStream(newRoute(c, spec)) }
+	case KindFleet:
+		ctor = func(c *core) *Fleet { return newFleet(newRoute(c, spec), spec) }
+	default:
+		return fx.Error(fmt.Errorf("redis: unknown route kind %q", spec.kind))
+	}
+	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(nameTag(spec.name))))
+}

@@ -1,0 +1,257 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Handler handles one stream entry. Its ctx is bound to the entry's tenant
+// when the worker is sharded. Returning nil acknowledges the entry; an
+// error leaves it pending, for ClaimAfter to redeliver.
+type Handler func(ctx context.Context, e Entry) error
+
+// TenantsFunc returns the tenants a sharded worker is assigned, called once
+// when the worker starts.
+type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+
+// ConsumerConfig configures a consumer-group worker.
+type ConsumerConfig struct {
+	// Name names the worker in the wiring; default "<route>-consumer".
+	Name string
+	// Group is the consumer group (required); Consumer names this process
+	// in it (default host name and pid).
+	Group, Consumer string
+	// Handle is called for every entry (required).
+	Handle Handler
+	// Tenants makes the worker sharded: one bound pass per assigned tenant,
+	// each reading only that tenant's stream. Without it the worker reads
+	// unbound, which a tenant-scoped stream refuses at fx.New.
+	Tenants TenantsFunc
+	// Batch is the most entries read per pass (default 16).
+	Batch int64
+	// Block is how long an idle worker waits for entries (default 1s); it
+	// is also the longest a stop waits for an in-flight read.
+	Block time.Duration
+	// ClaimAfter, when positive, redelivers entries left pending that long.
+	ClaimAfter time.Duration
+	// OnError observes read and handler errors (default: slog warning).
+	OnError func(error)
+}
+
+// TrimConfig configures a trim sweep.
+type TrimConfig struct {
+	// Name names the worker in the wiring; default "<route>-trim".
+	Name string
+	// MaxLen is about how many newest entries each stream keeps (required).
+	MaxLen int64
+	// Every is the sweep interval (default 1 minute).
+	Every time.Duration
+	// Tenants makes the sweep sharded, as for ConsumerConfig.
+	Tenants TenantsFunc
+	OnError func(error)
+}
+
+// workerSpec is a worker bound to one stream route of its module.
+type workerSpec struct {
+	name    string
+	route   string
+	sharded bool
+	run     func(ctx context.Context, s *Stream, scopes []context.Context)
+	tenants TenantsFunc
+	bad     []string
+}
+
+// StreamConsumer adds a consumer-group worker over a stream route of the
+// module. It is declared to enforcement: unbound over a tenant-scoped
+// stream it is refused with tenant_global_required during fx.New.
+func StreamConsumer(route string, cfg ConsumerConfig) Option {
+	if cfg.Name == "" {
+		cfg.Name = route + "-consumer"
+	}
+	if cfg.Consumer == "" {
+		host, _ := os.Hostname()
+		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	cfg.Batch = cmp0(cfg.Batch, 16)
+	cfg.Block = cmp0(cfg.Block, time.Second)
+	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
+	var bad []string
+	if cfg.Group == "" || cfg.Handle == nil {
+		bad = append(bad, fmt.Sprintf("consumer %q needs a Group and a Handle", cfg.Name))
+	}
+	return func(c *config) {
+		c.workers = append(c.workers, workerSpec{
+			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
+			run: func(ctx context.Context, s *Stream, scopes []context.Context) { consume(ctx, s, scopes, cfg) },
+		})
+	}
+}
+
+// StreamTrim adds a trim sweep over a stream route of the module, checked
+// like StreamConsumer.
+func StreamTrim(route string, cfg TrimConfig) Option {
+	if cfg.Name == "" {
+		cfg.Name = route + "-trim"
+	}
+	cfg.Every = cmp0(cfg.Every, time.Minute)
+	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
+	var bad []string
+	if cfg.MaxLen <= 0 {
+		bad = append(bad, fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name))
+	}
+	return func(c *config) {
+		c.workers = append(c.workers, workerSpec{
+			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
+			run: func(ctx context.Context, s *Stream, scopes []context.Context) {
+				for {
+					for _, sc := range scopes {
+						if _, err := s.Trim(sc, cfg.MaxLen); err != nil && ctx.Err() == nil {
+							cfg.OnError(err)
+						}
+					}
+					if !sleep(ctx, cfg.Every) {
+						return
+					}
+				}
+			},
+		})
+	}
+}
+
+func cmp0[T int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func orWarn(f func(error), name string) func(error) {
+	if f != nil {
+		return f
+	}
+	return func(err error) { slog.Warn("tenantwire redis worker", "worker", name, "error", err) }
+}
+
+func (w workerSpec) decl(module string) floors.Worker {
+	b := floors.Unbound
+	if w.sharded {
+		b = floors.Sharded
+	}
+	return floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: b}
+}
+
+// invoke starts the worker in OnStart and stops it in OnStop.
+func (w workerSpec) invoke() fx.Option {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream) {
+		var cancel context.CancelFunc
+		done := make(chan struct{})
+		lc.Append(fx.Hook{
+			OnStart: func(startCtx context.Context) error {
+				ctx, c := context.WithCancel(context.Background())
+				scopes := []context.Context{ctx}
+				if w.tenants != nil {
+					ids, err := w.tenants(startCtx)
+					if err != nil {
+						c()
+						return fmt.Errorf("redis worker %s: assigned tenants: %w", w.name, err)
+					}
+					scopes = scopes[:0]
+					for _, id := range ids {
+						scopes = append(scopes, tenancy.WithTenant(ctx, id))
+					}
+				}
+				cancel = c
+				go func() {
+					defer close(done)
+					w.run(ctx, s, scopes)
+				}()
+				return nil
+			},
+			OnStop: func(stopCtx context.Context) error {
+				if cancel == nil {
+					return nil
+				}
+				cancel()
+				select {
+				case <-done:
+					return nil
+				case <-stopCtx.Done():
+					return fmt.Errorf("redis worker %s: stop: %w", w.name, stopCtx.Err())
+				}
+			},
+		})
+	}, fx.ParamTags(``, nameTag(w.route))))
+}
+
+// consume is the consumer loop: one pass per scope, each scope reading only
+// its own tenant's stream.
+func consume(ctx context.Context, s *Stream, scopes []context.Context, cfg ConsumerConfig) {
+	block := time.Duration(0)
+	if len(scopes) == 1 {
+		block = cfg.Block // one stream: let Redis wait for entries
+	}
+	for ctx.Err() == nil {
+		busy, failed := false, false
+		for _, sc := range scopes {
+			n, err := consumeOnce(sc, s, cfg, block)
+			if err != nil && ctx.Err() == nil {
+				cfg.OnError(err)
+				failed = true
+			}
+			busy = busy || n > 0
+		}
+		if (failed || (!busy && block == 0)) && !sleep(ctx, cfg.Block) {
+			return
+		}
+	}
+}
+
+func consumeOnce(ctx context.Context, s *Stream, cfg ConsumerConfig, block time.Duration) (int, error) {
+	var batch []Entry
+	if cfg.ClaimAfter > 0 {
+		claimed, err := s.Claim(ctx, cfg.Group, cfg.Consumer, cfg.ClaimAfter, cfg.Batch)
+		if err != nil {
+			return 0, err
+		}
+		batch = claimed
+	}
+	if len(batch) == 0 {
+		fresh, err := s.ReadGroup(ctx, cfg.Group, cfg.Consumer, cfg.Batch, block)
+		if err != nil {
+			return 0, err
+		}
+		batch = fresh
+	}
+	var errs []error
+	for _, e := range batch {
+		if err := cfg.Handle(ctx, e); err != nil {
+			errs = append(errs, fmt.Errorf("entry %s: %w", e.ID, err))
+			continue
+		}
+		if err := s.Ack(ctx, cfg.Group, e.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(batch), errors.Join(errs...)
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
