@@ -54,8 +54,8 @@ func Require(ctx context.Context) (ID, error) {
 // Unbound returns a fresh tenant_unbound error.
 func Unbound() *Error {
 	return &Error{
-	Code:   CodeTenantUnbound,
-	Detail: "a tenant-scoped call ran with no tenant bound in its context",
-	Fix:    "bind the tenant at the request boundary (tenancy.WithTenant or the HTTP middleware); a background worker binds it from the resource it drains",
+		Code:   CodeTenantUnbound,
+		Detail: "a tenant-scoped call ran with no tenant bound in its context",
+		Fix:    "bind the tenant at the request boundary (tenancy.WithTenant or the HTTP middleware); a background worker binds it from the resource it drains",
 	}
 }
