@@ -14,16 +14,21 @@ demo:
 ## test: services, vet, the race-detected suite, and a short fuzz budget
 test: services deps vet
 	TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
 
 services:
 	scripts/services.sh
 
+# integration/ is a module of its own: in-process test servers (kfake,
+# FerretDB) stay out of the library's go.mod and import graph.
 deps:
 	$(GO) mod download
+	cd integration && $(GO) mod download
 
 vet:
 	$(GO) vet ./...
+	cd integration && $(GO) vet ./...
 
 fuzz-short:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -34,12 +39,15 @@ fuzz:
 
 ## bench: QUALITY's ratio pairs (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
 bench: services deps
-	@TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... 2>&1 | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
+	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
+	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \
+	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers
 soak: services deps
-	TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+	TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
+	cd integration && TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
 
 ## matrix: regenerate docs/tenancy-matrix.md and docs/errors.md
 matrix:

@@ -8,6 +8,6 @@ grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' . 
 	dir=$(dirname "$file")
 	for target in $(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$file" | sed 's/^func //'); do
 		echo "fuzz: $dir $target ($budget)"
-		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$budget" "$dir" </dev/null
+		(cd "$dir" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$budget" . </dev/null)
 	done
 done

@@ -1,0 +1,5 @@
+module github.com/tenantwire/tenantwire/integration
+
+go 1.26.0
+
+replace github.com/tenantwire/tenantwire => ../
