@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -74,7 +75,9 @@ func (f *Fleet) Live(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return liveScript.Run(ctx, cl, []string{k}).StringSlice()
+	live, err := liveScript.Run(ctx, cl, []string{k}).StringSlice()
+	slices.Sort(live)
+	return live, err
 }
 
 // Leave removes replica from the fleet at once.

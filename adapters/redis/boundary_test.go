@@ -1,0 +1,258 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+var errNotFound = errors.New("not found")
+
+func found(ok bool, err error) error {
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errNotFound
+	}
+	return nil
+}
+
+func TestBoundaryCache(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range keyedTiers() {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("cache" + tc.tier.String())
+			c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write: func(ctx context.Context) error { return c.Set(ctx, "k{1}", []byte("a"), time.Minute) },
+				Read: func(ctx context.Context) (bool, error) {
+					_, ok, err := c.Get(ctx, "k{1}")
+					return ok, err
+				},
+				Intact: func(ctx context.Context) (bool, error) {
+					v, _, err := c.Get(ctx, "k{1}")
+					return string(v) == "a", err
+				},
+				Count: func(ctx context.Context) (int, error) {
+					_, ok, err := c.TTL(ctx, "k{1}")
+					return map[bool]int{true: 1}[ok], err
+				},
+				Update: func(ctx context.Context) error { return found(c.Replace(ctx, "k{1}", []byte("b"))) },
+				Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "k{1}")) },
+			})
+			// B writing the same key writes its own.
+			if err := c.Set(ctxB, "k{1}", []byte("b"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if v, _, _ := c.Get(ctxA, "k{1}"); string(v) != "a" {
+				t.Fatalf("A's value became %q after B's set", v)
+			}
+		})
+	}
+}
+
+func TestBoundaryCounter(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range keyedTiers() {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("ctr" + tc.tier.String())
+			c := route[*redis.Counter](t, e, name, redis.CounterRoute(name, tc.opt))
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write: func(ctx context.Context) error { _, err := c.Incr(ctx, "hits", 5); return err },
+				Read: func(ctx context.Context) (bool, error) {
+					n, err := c.Get(ctx, "hits")
+					return n != 0, err
+				},
+				Intact: func(ctx context.Context) (bool, error) {
+					n, err := c.Get(ctx, "hits")
+					return n == 5, err
+				},
+				Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "hits")) },
+			})
+			if n, err := c.Incr(ctxB, "hits", 1); err != nil || n != 1 {
+				t.Fatalf("B's own counter: %d, %v", n, err)
+			}
+			if n, _ := c.Get(ctxA, "hits"); n != 5 {
+				t.Fatalf("A's counter is %d after B's increment", n)
+			}
+		})
+	}
+}
+
+func TestBoundaryIdempotency(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range keyedTiers() {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("idem" + tc.tier.String())
+			i := route[*redis.Idempotency](t, e, name, redis.IdempotencyRoute(name, tc.opt))
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write: func(ctx context.Context) error {
+					stored, _, err := i.Store(ctx, "req-1", []byte("a"), time.Minute)
+					return found(stored, err)
+				},
+				Read: func(ctx context.Context) (bool, error) {
+					_, ok, err := i.Lookup(ctx, "req-1")
+					return ok, err
+				},
+				Intact: func(ctx context.Context) (bool, error) {
+					v, _, err := i.Lookup(ctx, "req-1")
+					return string(v) == "a", err
+				},
+				Delete: func(ctx context.Context) error { return found(i.Forget(ctx, "req-1")) },
+			})
+			// A's second store loses to its first; B's first store wins in B's space.
+			stored, prev, err := i.Store(ctxA, "req-1", []byte("again"), time.Minute)
+			if err != nil || stored || string(prev) != "a" {
+				t.Fatalf("A's repeat: stored=%v prev=%q err=%v", stored, prev, err)
+			}
+			stored, prev, err = i.Store(ctxB, "req-1", []byte("b"), time.Minute)
+			if err != nil || !stored || prev != nil {
+				t.Fatalf("B's first store: stored=%v prev=%q err=%v", stored, prev, err)
+			}
+		})
+	}
+}
+
+func TestBoundaryLock(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range keyedTiers() {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("lock" + tc.tier.String())
+			l := route[*redis.Locks](t, e, name, redis.LockRoute(name, tc.opt))
+			var lease *redis.Lease
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write: func(ctx context.Context) (err error) {
+					lease, err = l.Acquire(ctx, "job", time.Minute)
+					return err
+				},
+				Read: func(ctx context.Context) (bool, error) { return l.Held(ctx, "job") },
+				// B holding A's token still cannot renew or release A's lock.
+				Update: func(ctx context.Context) error { return l.Renew(ctx, "job", lease.Token(), time.Hour) },
+				Delete: func(ctx context.Context) error { return l.Release(ctx, "job", lease.Token()) },
+				Intact: func(ctx context.Context) (bool, error) {
+					err := lease.Renew(ctx, time.Minute)
+					return err == nil, err
+				},
+			})
+			if err := lease.Release(ctxB); !errors.Is(err, redis.ErrNotOwner) {
+				t.Fatalf("A's lease released under B: %v", err)
+			}
+			// B takes its own lock of the same name; A's stays A's.
+			bl, err := l.Acquire(ctxB, "job", time.Minute)
+			if err != nil {
+				t.Fatalf("B's own lock: %v", err)
+			}
+			if _, err := l.Acquire(ctxA, "job", time.Minute); !errors.Is(err, redis.ErrLockHeld) {
+				t.Fatalf("A re-acquired its held lock after B took its own: %v", err)
+			}
+			if err := lease.Release(ctxA); err != nil {
+				t.Fatalf("A release: %v", err)
+			}
+			if err := bl.Release(ctxA); !errors.Is(err, redis.ErrNotOwner) {
+				t.Fatalf("B's lease released under A: %v", err)
+			}
+			if err := bl.Release(ctxB); err != nil {
+				t.Fatalf("B release: %v", err)
+			}
+		})
+	}
+}
+
+func TestBoundaryStream(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("stream")
+	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.TenantAware()))
+	var id string
+	tenancytest.Boundary(t, tenancytest.Probe{
+		Write: func(ctx context.Context) (err error) {
+			id, err = s.Append(ctx, map[string]any{"v": "a"})
+			return err
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := s.Len(ctx)
+			return n > 0, err
+		},
+		RecordID: "a",
+		List: func(ctx context.Context) ([]string, error) {
+			es, err := s.Range(ctx, "-", "+", 100)
+			vals := make([]string, len(es))
+			for i, en := range es {
+				vals[i], _ = en.Values["v"].(string)
+			}
+			return vals, err
+		},
+		Delete: func(ctx context.Context) error {
+			n, err := s.Trim(ctx, 0)
+			if err == nil && n == 0 {
+				return errNotFound
+			}
+			return err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			n, err := s.Len(ctx)
+			return n == 1, err
+		},
+	})
+	// B's consumer group reads nothing of A's stream; A's reads A's entry.
+	if es, err := s.ReadGroup(ctxB, "g", "c1", 100, 0); err != nil || len(es) != 0 {
+		t.Fatalf("B's group read %v, %v", es, err)
+	}
+	es, err := s.ReadGroup(ctxA, "g", "c1", 100, 0)
+	if err != nil || len(es) != 1 || es[0].ID != id {
+		t.Fatalf("A's group read %v, %v (want %s)", es, err, id)
+	}
+	if err := s.Ack(ctxA, "g", id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBoundaryPubSub(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("ps")
+	p := route[*redis.PubSub](t, e, name, redis.PubSubRoute(name, redis.TenantAware()))
+	subA, err := p.Subscribe(ctxA, "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subA.Close()
+	subB, err := p.Subscribe(ctxB, "news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subB.Close()
+	if _, err := p.Publish(ctxA, "news", []byte("for A")); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m, err := subA.Receive(rctx)
+	if err != nil || m.Channel != "news" || string(m.Payload) != "for A" {
+		t.Fatalf("A's own message: %+v, %v", m, err)
+	}
+	bctx, cancelB := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelB()
+	if m, err := subB.Receive(bctx); err == nil {
+		t.Fatalf("B received A's message: %+v", m)
+	}
+}
+
+func TestSharedTierIsShared(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("shared")
+	c := route[*redis.Cache](t, e, name, redis.CacheRoute(name))
+	if err := c.Set(context.Background(), "k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := c.Get(ctxB, "k"); err != nil || !ok {
+		t.Fatalf("a tier-none route is one shared space: %v %v", ok, err)
+	}
+	if ks := e.keysOf(t, name); len(ks) != 1 || ks[0] != fmt.Sprintf("tw:s:c:%s:k", name) {
+		t.Fatalf("keys %v", ks)
+	}
+}

@@ -1,0 +1,102 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// R4: every tenant-scoped operation without a tenant (unbound, or in the
+// tenant-global scope) fails with tenant_unbound and touches no key.
+func TestFailClosedWithoutTenant(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range keyedTiers() {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			sfx := tc.tier.String()
+			c := route[*redis.Cache](t, e, e.name("fc"+sfx), redis.CacheRoute(e.name("fc"+sfx), tc.opt))
+			n := route[*redis.Counter](t, e, e.name("fn"+sfx), redis.CounterRoute(e.name("fn"+sfx), tc.opt))
+			i := route[*redis.Idempotency](t, e, e.name("fi"+sfx), redis.IdempotencyRoute(e.name("fi"+sfx), tc.opt))
+			l := route[*redis.Locks](t, e, e.name("fl"+sfx), redis.LockRoute(e.name("fl"+sfx), tc.opt))
+			ops := map[string]func(context.Context) error{
+				"cache get":     func(ctx context.Context) error { _, _, err := c.Get(ctx, "k"); return err },
+				"cache set":     func(ctx context.Context) error { return c.Set(ctx, "k", []byte("v"), 0) },
+				"cache replace": func(ctx context.Context) error { _, err := c.Replace(ctx, "k", nil); return err },
+				"cache delete":  func(ctx context.Context) error { _, err := c.Delete(ctx, "k"); return err },
+				"cache ttl":     func(ctx context.Context) error { _, _, err := c.TTL(ctx, "k"); return err },
+				"counter incr":  func(ctx context.Context) error { _, err := n.Incr(ctx, "k", 1); return err },
+				"counter get":   func(ctx context.Context) error { _, err := n.Get(ctx, "k"); return err },
+				"idem store": func(ctx context.Context) error {
+					_, _, err := i.Store(ctx, "k", []byte("v"), time.Minute)
+					return err
+				},
+				"idem lookup":  func(ctx context.Context) error { _, _, err := i.Lookup(ctx, "k"); return err },
+				"lock acquire": func(ctx context.Context) error { _, err := l.Acquire(ctx, "k", time.Minute); return err },
+				"lock release": func(ctx context.Context) error { return l.Release(ctx, "k", "t") },
+				"lock renew":   func(ctx context.Context) error { return l.Renew(ctx, "k", "t", time.Minute) },
+			}
+			for name, op := range ops {
+				for scope, ctx := range map[string]context.Context{
+					"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background()),
+				} {
+					err := op(ctx)
+					var te *tenancy.Error
+					if !errors.As(err, &te) || te.Code != tenancy.CodeTenantUnbound || te.Backend != "redis" {
+						t.Errorf("%s %s: %v, want tenant_unbound", name, scope, err)
+					}
+				}
+			}
+			if ks := e.keys(t); len(ks) != 0 {
+				t.Fatalf("failed calls wrote keys %v", ks)
+			}
+		})
+	}
+	s := route[*redis.Stream](t, e, e.name("fs"), redis.StreamRoute(e.name("fs"), redis.TenantAware()))
+	p := route[*redis.PubSub](t, e, e.name("fp"), redis.PubSubRoute(e.name("fp"), redis.TenantAware()))
+	d := redis.NewDestination(s)
+	for name, op := range map[string]func(context.Context) error{
+		"append":    func(ctx context.Context) error { _, err := s.Append(ctx, map[string]any{"a": 1}); return err },
+		"readgroup": func(ctx context.Context) error { _, err := s.ReadGroup(ctx, "g", "c", 1, 0); return err },
+		"trim":      func(ctx context.Context) error { _, err := s.Trim(ctx, 1); return err },
+		"send":      func(ctx context.Context) error { return d.Send(ctx, "ev", []byte("x")) },
+		"publish":   func(ctx context.Context) error { _, err := p.Publish(ctx, "ch", nil); return err },
+		"subscribe": func(ctx context.Context) error { _, err := p.Subscribe(ctx, "ch"); return err },
+	} {
+		if err := op(context.Background()); !errors.Is(err, tenancy.CodeTenantUnbound) {
+			t.Errorf("%s unbound: %v", name, err)
+		}
+	}
+	if ks := e.keys(t); len(ks) != 0 {
+		t.Fatalf("failed calls wrote keys %v", ks)
+	}
+}
+
+// A namespace resolver that errs, or names an invalid namespace, fails the
+// call closed: nothing falls back to a shared or default key.
+func TestFailClosedOnResolver(t *testing.T) {
+	e := newEnv(t)
+	boom := errors.New("directory down")
+	for name, fn := range map[string]redis.NamespaceFunc{
+		"error":   func(tenancy.ID) (string, error) { return "", boom },
+		"empty":   func(tenancy.ID) (string, error) { return "", nil },
+		"colon":   func(tenancy.ID) (string, error) { return "a:b", nil },
+		"hashtag": func(tenancy.ID) (string, error) { return "{a}", nil },
+	} {
+		rn := e.name("res" + name)
+		c := route[*redis.Cache](t, e, rn, redis.CacheRoute(rn, redis.PerTenantNamespace(fn)))
+		if err := c.Set(ctxA, "k", []byte("v"), 0); err == nil {
+			t.Errorf("%s resolver: set succeeded", name)
+		}
+		if name == "error" {
+			if err := c.Set(ctxA, "k", nil, 0); !errors.Is(err, boom) {
+				t.Errorf("resolver error not wrapped: %v", err)
+			}
+		}
+	}
+	if ks := e.keys(t); len(ks) != 0 {
+		t.Fatalf("failed calls wrote keys %v", ks)
+	}
+}
