@@ -1,0 +1,202 @@
+package redis_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/goleak"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+type seen struct {
+	mu  sync.Mutex
+	got map[tenancy.ID][]string
+}
+
+func (s *seen) handle(ctx context.Context, e redis.Entry) error {
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, _ := e.Values["v"].(string)
+	s.got[id] = append(s.got[id], v)
+	return nil
+}
+
+func (s *seen) snapshot() map[tenancy.ID][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[tenancy.ID][]string{}
+	for k, v := range s.got {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// A sharded consumer assigned only tenant B binds B for each entry and
+// reads nothing of A's stream; it stops cleanly.
+func TestShardedConsumerBindsAssignedTenant(t *testing.T) {
+	e := newEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	name := e.name("jobs")
+	h := &seen{got: map[tenancy.ID][]string{}}
+	var s *redis.Stream
+	app := fx.New(fx.NopLogger,
+		redis.Module("w", redis.Client(e.client),
+			redis.StreamRoute(name, redis.TenantAware()),
+			redis.StreamConsumer(name, redis.ConsumerConfig{
+				Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
+				Tenants: func(context.Context) ([]tenancy.ID, error) {
+					return []tenancy.ID{tenancytest.TenantB}, nil
+				},
+			})),
+		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
+	)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		ctx context.Context
+		v   string
+	}{{ctxA, "a1"}, {ctxB, "b1"}, {ctxA, "a2"}, {ctxB, "b2"}} {
+		if _, err := s.Append(w.ctx, map[string]any{"v": w.v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for len(h.snapshot()[tenancytest.TenantB]) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // room for a wrong delivery to show up
+	if err := app.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := h.snapshot()
+	if len(got) != 1 || len(got[tenancytest.TenantB]) != 2 || got[tenancytest.TenantB][0] != "b1" {
+		t.Fatalf("handled %v, want only B's b1, b2", got)
+	}
+	// A's entries are still unread by anyone's group.
+	if n, _ := s.Len(ctxA); n != 2 {
+		t.Fatalf("A's stream has %d entries", n)
+	}
+}
+
+// An unbound consumer over a shared stream reads it all; a failing entry
+// stays pending and is redelivered after ClaimAfter.
+func TestUnboundConsumerOverSharedStreamWithRedelivery(t *testing.T) {
+	e := newEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	name := e.name("shared-jobs")
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	done := make(chan struct{})
+	handle := func(ctx context.Context, en redis.Entry) error {
+		mu.Lock()
+		defer mu.Unlock()
+		v, _ := en.Values["v"].(string)
+		attempts[v]++
+		if v == "flaky" && attempts[v] == 1 {
+			return context.DeadlineExceeded
+		}
+		if v == "flaky" {
+			close(done)
+		}
+		return nil
+	}
+	var s *redis.Stream
+	app := fx.New(fx.NopLogger,
+		redis.Module("w", redis.Client(e.client),
+			redis.StreamRoute(name),
+			redis.StreamConsumer(name, redis.ConsumerConfig{
+				Group: "g", Handle: handle, Block: 30 * time.Millisecond,
+				ClaimAfter: 50 * time.Millisecond, OnError: func(error) {},
+			})),
+		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
+	)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(context.Background(), map[string]any{"v": "flaky"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Error("the failed entry was never redelivered")
+	}
+	if err := app.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The sharded trim sweep trims the assigned tenant's stream only.
+func TestShardedTrimSweep(t *testing.T) {
+	e := newEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	name := e.name("trimmed")
+	var s *redis.Stream
+	app := fx.New(fx.NopLogger,
+		redis.Module("w", redis.Client(e.client),
+			redis.StreamRoute(name, redis.TenantAware()),
+			redis.StreamTrim(name, redis.TrimConfig{
+				MaxLen: 10, Every: 20 * time.Millisecond,
+				Tenants: func(context.Context) ([]tenancy.ID, error) {
+					return []tenancy.ID{tenancytest.TenantA}, nil
+				},
+			})),
+		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
+	)
+	for _, ctx := range []context.Context{ctxA, ctxB} {
+		for i := range 500 {
+			if _, err := s.Append(ctx, map[string]any{"i": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		n, _ := s.Len(ctxA)
+		if n < 500 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's stream never trimmed: %d", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := app.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Len(ctxB); n != 500 {
+		t.Fatalf("B's stream (not assigned) has %d entries", n)
+	}
+}
+
+// Destination appends each event to the stream of the tenant bound in ctx.
+func TestDestinationRoutesPerTenant(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("outbox")
+	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.TenantAware()))
+	d := redis.NewDestination(s)
+	if err := d.Send(ctxA, "ev-1", []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Range(ctxA, "-", "+", 10)
+	if err != nil || len(es) != 1 || es[0].Values["event_id"] != "ev-1" || es[0].Values["payload"] != `{"a":1}` {
+		t.Fatalf("A's stream: %+v %v", es, err)
+	}
+	if n, _ := s.Len(ctxB); n != 0 {
+		t.Fatalf("B's stream got %d entries", n)
+	}
+}
