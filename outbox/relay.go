@@ -1,0 +1,189 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Source is an outbox a relay drains. Claim takes up to limit undelivered
+// rows so that no concurrent claimer gets them (FOR UPDATE SKIP LOCKED, a
+// lease) and returns them as a Batch; an empty batch means nothing is
+// waiting. A sharded relay calls Claim under a context bound to one
+// tenant, and the source then claims only that tenant's rows.
+type Source interface {
+	Claim(ctx context.Context, limit int) (Batch, error)
+}
+
+// Batch is a claim on some rows.
+type Batch interface {
+	Messages() []Message
+	// Complete marks the delivered event ids done and releases the rest of
+	// the claim for a later attempt.
+	Complete(ctx context.Context, delivered []string) error
+	// Abandon releases the whole claim; nothing is marked delivered.
+	Abandon(ctx context.Context)
+}
+
+// RelayConfig configures a relay.
+type RelayConfig struct {
+	Name        string
+	Source      Source
+	Destination Destination
+	// Tenants, when set, makes the relay sharded: one bound pass per
+	// tenant it returns at start (a failing provider fails start). Left
+	// nil, the relay claims unbound and binds each row's own tenant.
+	Tenants func(context.Context) ([]tenancy.ID, error)
+	// BatchSize defaults to 100.
+	BatchSize int
+	// Idle is the wait when nothing is waiting (default 200ms); after an
+	// error the wait doubles up to MaxBackoff (default 5s).
+	Idle, MaxBackoff time.Duration
+	// Wake, when set, cuts an idle wait short (an outbox wake channel).
+	Wake   <-chan struct{}
+	Logger *slog.Logger
+}
+
+// Relay forwards outbox rows to a destination, at least once.
+type Relay struct {
+	cfg    RelayConfig
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewRelay validates cfg.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if cfg.Source == nil || cfg.Destination == nil {
+		return nil, errors.New("outbox: a relay needs a Source and a Destination")
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 100
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = 200 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{cfg: cfg}, nil
+}
+
+// Start launches the relay's passes (one, or one per tenant when sharded)
+// and returns; Stop ends them.
+func (r *Relay) Start(ctx context.Context) error {
+	run, cancel := context.WithCancel(context.Background())
+	passes := []context.Context{run}
+	if r.cfg.Tenants != nil {
+		ids, err := r.cfg.Tenants(ctx)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("outbox: relay %s: tenant set: %w", r.cfg.Name, err)
+		}
+		passes = passes[:0]
+		for _, id := range ids {
+			passes = append(passes, tenancy.WithTenant(run, id))
+		}
+	}
+	r.cancel = cancel
+	for _, p := range passes {
+		r.wg.Add(1)
+		go r.loop(p)
+	}
+	return nil
+}
+
+// Stop ends every pass and waits for in-flight deliveries to finish or be
+// abandoned.
+func (r *Relay) Stop(ctx context.Context) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Relay) loop(ctx context.Context) {
+	defer r.wg.Done()
+	wait := time.Duration(0)
+	for {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-r.cfg.Wake:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n, err := r.Pass(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			wait = min(max(2*wait, r.cfg.Idle), r.cfg.MaxBackoff)
+			r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "relay", r.cfg.Name, "wait", wait, "err", err)
+		case n == 0:
+			wait = r.cfg.Idle
+		default:
+			wait = 0
+		}
+	}
+}
+
+// Pass claims one batch under ctx and delivers it: each row under its own
+// tenant (or the tenant-global scope), stopping at the first failure so
+// that rows of one tenant keep their order. It returns how many rows were
+// delivered.
+func (r *Relay) Pass(ctx context.Context) (int, error) {
+	batch, err := r.cfg.Source.Claim(ctx, r.cfg.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("claim: %w", err)
+	}
+	msgs := batch.Messages()
+	if len(msgs) == 0 {
+		batch.Abandon(ctx)
+		return 0, nil
+	}
+	bound, sharded := tenancy.FromContext(ctx)
+	var delivered []string
+	var deliverErr error
+	for _, m := range msgs {
+		if sharded && m.Tenant != bound {
+			// A source that returns another tenant's row to a sharded pass
+			// is broken; refuse rather than forward it under either tenant.
+			deliverErr = fmt.Errorf("event %s: source returned tenant %s to the pass of %s", m.EventID, m.Tenant, bound)
+			break
+		}
+		if err := r.cfg.Destination.Deliver(Bind(ctx, m), m); err != nil {
+			deliverErr = fmt.Errorf("deliver event %s: %w", m.EventID, err)
+			break
+		}
+		delivered = append(delivered, m.EventID)
+	}
+	// Mark what was delivered even when stopping: the destination has it.
+	if err := batch.Complete(context.WithoutCancel(ctx), delivered); err != nil {
+		return 0, errors.Join(deliverErr, fmt.Errorf("complete: %w", err))
+	}
+	return len(delivered), deliverErr
+}
