@@ -267,3 +267,43 @@ func TestConsumers(t *testing.T) {
 		t.Fatalf("each tenant's reader must see exactly its own messages: %v", seen)
 	}
 }
+
+func TestTwoModulesInOneApp(t *testing.T) {
+	var kv *memory.KV
+	var st *memory.Streams
+	app := fx.New(fx.NopLogger,
+		memory.Module("a", memory.Cache("c", memory.CacheConfig{Keys: memory.PerTenant("c")})),
+		memory.Module("b", memory.Stream("s", memory.StreamConfig{Stream: memory.PerTenant("s")})),
+		fx.Populate(&kv, &st))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	if err := kv.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctx, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCacheTTL(t *testing.T) {
+	_, kv, _ := build(t, memory.Cache("c", memory.CacheConfig{Keys: memory.Static("c")}))
+	ctx := context.Background()
+	if err := kv.Set(ctx, "short", []byte("v"), 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Set(ctx, "long", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := kv.Get(ctx, "short"); !ok {
+		t.Fatal("entry missing before its TTL")
+	}
+	time.Sleep(40 * time.Millisecond)
+	if _, ok, _ := kv.Get(ctx, "short"); ok {
+		t.Fatal("entry outlived its TTL")
+	}
+	if _, ok, _ := kv.Get(ctx, "long"); !ok {
+		t.Fatal("entry without TTL expired")
+	}
+}
