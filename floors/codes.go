@@ -67,6 +67,9 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeRouteInvalid), "fx.New",
 		"An HTTP route registered through the module has a pattern net/http refuses, a nil handler, or conflicts with another route on the same listener (including the built-in operator routes).",
 		"Fix the pattern, or give each route a distinct pattern."},
+	{string(tenancy.CodeTenantScopeChanged), "run time",
+		"An operation inside a transaction scope ran under a context bound to a different tenant than the one the scope pinned when it began. The scope's tenant, driver and database were fixed at the start, so the operation is refused rather than run against the wrong tenant's data.",
+		"Pass the scope's own context (or one derived from it) to every operation inside the transaction; start a separate transaction for another tenant."},
 }
 
 // Explain returns the documentation of a code. Any

@@ -15,7 +15,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeFleetTenantScoped, tenancy.CodeGlobalTenantScoped, tenancy.CodeTenantUnbound,
 		tenancy.CodeTrustedProxyRequired, tenancy.CodeRouteUnclassified, tenancy.CodeInvalidTenantHeader,
 		tenancy.CodeWorkerRouteUnknown, tenancy.CodeWiringInvalid, tenancy.CodeConnectionBudgetExceeded,
-		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid,
+		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid, tenancy.CodeTenantScopeChanged,
 		tenancy.ValidationFailed("postgres"),
 	}
 	for _, c := range codes {

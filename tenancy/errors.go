@@ -29,6 +29,7 @@ const (
 	CodeConnectionBudgetExceeded Code = "connection_budget_exceeded"
 	CodeTenantSourceConflict     Code = "tenant_source_conflict"
 	CodeRouteInvalid             Code = "route_invalid"
+	CodeTenantScopeChanged       Code = "tenant_scope_changed"
 )
 
 // ValidationFailed returns the backend's floor-miss code,
