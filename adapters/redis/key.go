@@ -46,7 +46,9 @@ func scopeMarker(global, routed, namespace, tenantAware bool) string {
 }
 
 // markerHasTenant reports whether keys under the marker carry the tenant.
-func markerHasTenant(m string) bool { return strings.ContainsAny(m, "dt") }
+func markerHasTenant(m string) bool {
+	return strings.IndexByte(m, 't') >= 0 || strings.IndexByte(m, 'd') >= 0
+}
 
 // markerHasNamespace reports whether keys under the marker carry a namespace.
 func markerHasNamespace(m string) bool { return strings.IndexByte(m, 'n') >= 0 }
@@ -66,14 +68,14 @@ func buildKey(marker, ns string, tenant tenancy.ID, kind byte, route, user strin
 		b.WriteByte(':')
 	}
 	if markerHasTenant(marker) {
-		for _, c := range tenant.Bytes() {
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
+		var h [33]byte
+		for i, c := range tenant.Bytes() {
+			h[2*i], h[2*i+1] = hexDigits[c>>4], hexDigits[c&0xf]
 		}
-		b.WriteByte(':')
+		h[32] = ':'
+		b.Write(h[:])
 	}
-	b.WriteByte(kind)
-	b.WriteByte(':')
+	b.Write([]byte{kind, ':'})
 	b.WriteString(route)
 	b.WriteByte(':')
 	writeEscaped(&b, user)

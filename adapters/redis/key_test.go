@@ -155,3 +155,18 @@ func TestUnescapeRejectsForeignText(t *testing.T) {
 		}
 	}
 }
+
+func TestTenantNamespace(t *testing.T) {
+	id := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
+	if ns, err := TenantNamespace("acme")(id); err != nil || ns != "acme"+id.Hex() {
+		t.Fatalf("%q %v", ns, err)
+	}
+}
+
+func BenchmarkKeyTagged(b *testing.B) {
+	id := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = buildKey("t", "", id, 'c', "sessions", "user:42")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -74,7 +75,16 @@ func PerTenantNamespace(fn NamespaceFunc) RouteOption {
 // TenantNamespace is the usual resolver: prefix followed by the tenant's 32
 // hex digits, injective by construction.
 func TenantNamespace(prefix string) NamespaceFunc {
-	return func(id tenancy.ID) (string, error) { return prefix + id.Hex(), nil }
+	return func(id tenancy.ID) (string, error) {
+		var b strings.Builder
+		b.Grow(len(prefix) + 32)
+		b.WriteString(prefix)
+		for _, c := range id.Bytes() {
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0xf])
+		}
+		return b.String(), nil
+	}
 }
 
 // TenantGlobal marks a lock or pub/sub route deployment-wide (a leader
