@@ -1,0 +1,45 @@
+// Package routing is the routed-client machinery every backend shares: it
+// turns the tenant bound in a context into a client built from that
+// tenant's own credentials (the dedicated tier), without ever falling back
+// to a shared client.
+//
+// A backend adapter builds one Pools[C] per routed client, where C is its
+// driver handle (*pgxpool.Pool, *redis.Client, *mongo.Client, ...):
+//
+//	pools, err := routing.New(routing.Config[*redis.Client]{
+//		Resolve: resolve, // user-supplied: func(ctx, tenant) (routing.Credentials, error)
+//		Open: func(_ context.Context, c routing.Credentials) (*redis.Client, error) {
+//			return redis.NewClient(&redis.Options{Addr: c.Endpoint, Username: c.User, Password: c.Secret}), nil
+//		},
+//		Close:    func(c *redis.Client) { c.Close() },
+//		MaxPools: 64,
+//	})
+//
+//	client, release, err := pools.Acquire(ctx) // tenant read from ctx
+//	if err != nil {
+//		return err // tenant_unbound, or the resolver's own error
+//	}
+//	defer release()
+//	// use client for this one operation only
+//
+// What it guarantees:
+//
+//   - Fail closed: no tenant bound gives tenancy.Unbound(); a resolver error
+//     is returned as is; there is no default client.
+//   - Tenants whose credentials are identical share one client. Clients are
+//     keyed by a Fingerprint, an HMAC-SHA256 of the whole credential set
+//     under a per-process random key, so a secret never sits in a map key
+//     and fingerprints mean nothing outside the process.
+//   - Bounded: at most MaxPools live clients (least recently used retired
+//     first) and at most MaxTenants remembered tenant bindings.
+//   - Evict(tenant) forgets a tenant's binding and retires its client when
+//     no other tenant still uses it. After TTL a tenant's credentials are
+//     resolved again; a changed fingerprint moves the tenant to a new client.
+//   - A retired client is closed only after every Acquire on it has been
+//     released, so in-flight work drains instead of failing.
+//
+// Open runs without the lock held but may run concurrently for the same
+// fingerprint (the loser is closed), so it must be cheap and must not
+// connect: drivers that dial lazily (pgxpool.NewWithConfig, redis.NewClient,
+// mongo.Connect, neo4j.NewDriver) fit as they are.
+package routing
