@@ -1,0 +1,130 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// client is one set of brokers and credentials: a shared writer, and what
+// readers and the admin API dial with. Building it connects to nothing.
+type client struct {
+	brokers   []string
+	transport *kafkago.Transport
+	dialer    *kafkago.Dialer
+	writer    *kafkago.Writer
+}
+
+func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer)) *client {
+	tr := &kafkago.Transport{SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
+	w := &kafkago.Writer{
+		Addr:         kafkago.TCP(brokers...),
+		Balancer:     &kafkago.Hash{},
+		RequiredAcks: kafkago.RequireAll,
+		// Producing is request-scoped: a single record must not wait a
+		// second for a batch to fill.
+		BatchTimeout:    5 * time.Millisecond,
+		MaxAttempts:     3,
+		WriteBackoffMin: 50 * time.Millisecond,
+		WriteBackoffMax: 500 * time.Millisecond,
+	}
+	if tune != nil {
+		tune(w)
+	}
+	w.Topic, w.Transport = "", tr // topics are chosen per message, per tenant
+	return &client{
+		brokers:   brokers,
+		transport: tr,
+		dialer:    &kafkago.Dialer{Timeout: 5 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc},
+		writer:    w,
+	}
+}
+
+func (c *client) admin() *kafkago.Client {
+	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.transport, Timeout: 10 * time.Second}
+}
+
+func (c *client) close() {
+	_ = c.writer.Close()
+	c.transport.CloseIdleConnections()
+}
+
+// core is a module's connection state, private to the module.
+type core struct {
+	module string
+	shared *client
+	pools  *routing.Pools[*client]
+}
+
+func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
+	return func(lc fx.Lifecycle) (*core, error) {
+		c := &core{module: module}
+		if cfg.routed == nil {
+			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune)
+			lc.Append(fx.StopHook(c.shared.close))
+			return c, nil
+		}
+		pools, err := routing.New(routing.Config[*client]{
+			Resolve: cfg.routed.resolve,
+			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
+				return openRouted(cr, cfg.routedSASL, cfg.tune)
+			},
+			Close:    (*client).close,
+			MaxPools: cfg.routed.maxPools,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.pools = pools
+		lc.Append(fx.StopHook(pools.Close))
+		return c, nil
+	}
+}
+
+// openRouted builds a tenant's client from its credentials.
+func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer)) (*client, error) {
+	var brokers []string
+	for _, b := range strings.Split(cr.Endpoint, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("kafka: routed credentials name no brokers")
+	}
+	var mech sasl.Mechanism
+	switch {
+	case saslFn != nil:
+		m, err := saslFn(cr)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: routed SASL: %w", err)
+		}
+		mech = m
+	case cr.User != "":
+		mech = plain.Mechanism{Username: cr.User, Password: cr.Secret}
+	}
+	var tc *tls.Config
+	if cr.Params["tls"] == "true" {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return newClient(brokers, mech, tc, tune), nil
+}
+
+// clientFor returns the client to use for tenant (zero: the shared client
+// of a non-routed module) and its release.
+func (c *core) clientFor(ctx context.Context, tenant tenancy.ID) (*client, func(), error) {
+	if c.pools == nil {
+		return c.shared, func() {}, nil
+	}
+	return c.pools.AcquireFor(ctx, tenant)
+}

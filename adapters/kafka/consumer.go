@@ -1,0 +1,322 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Handler handles one record. Its ctx is bound to the record's tenant
+// (sharded, or from headers) or is tenant-global (unbound). Returning nil
+// commits the record; an error retries it after a backoff.
+type Handler func(ctx context.Context, m kafkago.Message) error
+
+// DeadLetterFunc receives a record whose tenant header is missing or
+// malformed, under a tenant-global ctx, with the reason. Returning nil
+// commits the record; an error retries the dead-lettering.
+type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) error
+
+// TenantsFunc returns the tenants a sharded consumer is assigned, called
+// once in OnStart.
+type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+
+// ConsumerConfig configures a consumer-group worker over one topic route.
+type ConsumerConfig struct {
+	// Name names the worker in the wiring; default "<route>-consumer".
+	Name string
+	// Group is the consumer group (required).
+	Group string
+	// Handle is called for every record (required).
+	Handle Handler
+	// Tenants makes the worker sharded: one reader per assigned tenant, on
+	// that tenant's topic (and client, when routed), bound to that tenant.
+	Tenants TenantsFunc
+	// TenantFromHeaders opts in to binding each record's tenant from its
+	// tenant header, on a tenant-global topic. Headers are untrusted:
+	// whoever can produce to the topic chooses them. Needs DeadLetter.
+	TenantFromHeaders bool
+	// DeadLetter takes records without a valid tenant header.
+	DeadLetter DeadLetterFunc
+	// MaxWait is the longest a fetch waits for new records (default 250ms).
+	MaxWait time.Duration
+	// Retry is the wait before retrying a failed handler (default 200ms).
+	Retry time.Duration
+	// OnError observes fetch, handler and commit errors (default: slog).
+	OnError func(error)
+}
+
+type consumerSpec struct {
+	route string
+	cfg   ConsumerConfig
+}
+
+// Consumer adds a consumer route named name over opts' topic and the
+// worker that drains it. The worker is declared to enforcement: unbound
+// over per-tenant topics or a routed client it is refused with
+// tenant_global_required during fx.New.
+func Consumer(name string, cfg ConsumerConfig, opts ...RouteOption) Option {
+	if cfg.Name == "" {
+		cfg.Name = name + "-consumer"
+	}
+	return func(c *config) {
+		c.routes = append(c.routes, newSpec(name, KindConsumer, opts))
+		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})
+	}
+}
+
+func (s *consumerSpec) binding() floors.Binding {
+	switch {
+	case s.cfg.Tenants != nil:
+		return floors.Sharded
+	case s.cfg.TenantFromHeaders:
+		return floors.FromHeaders
+	}
+	return floors.Unbound
+}
+
+func (s *consumerSpec) decl(module string) floors.Worker {
+	return floors.Worker{Name: s.cfg.Name, Module: module, Route: s.route, Binding: s.binding()}
+}
+
+func (s *consumerSpec) validate(spec *routeSpec, routed bool) []string {
+	var bad []string
+	if s.cfg.Group == "" {
+		bad = append(bad, "a consumer needs a Group")
+	}
+	if s.cfg.Handle == nil {
+		bad = append(bad, "a consumer needs a Handle")
+	}
+	if s.cfg.Tenants != nil && s.cfg.TenantFromHeaders {
+		bad = append(bad, "a consumer is either sharded (Tenants) or binds from headers, not both")
+	}
+	if s.cfg.TenantFromHeaders && s.cfg.DeadLetter == nil {
+		bad = append(bad, "TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less")
+	}
+	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
+		bad = append(bad, "a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records")
+	}
+	return bad
+}
+
+func (s *consumerSpec) invoke(spec *routeSpec) fx.Option {
+	return fx.Invoke(func(lc fx.Lifecycle, c *core) {
+		w := &worker{spec: s, route: newRoute(c, spec)}
+		lc.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
+	})
+}
+
+// worker runs a consumer's readers between OnStart and OnStop.
+type worker struct {
+	spec   *consumerSpec
+	route  route
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type shard struct {
+	tenant  tenancy.ID // zero: unbound or from headers
+	reader  *kafkago.Reader
+	release func()
+}
+
+func (w *worker) start(ctx context.Context) error {
+	var tenants []tenancy.ID
+	if w.spec.cfg.Tenants != nil {
+		ts, err := w.spec.cfg.Tenants(ctx)
+		if err != nil {
+			return fmt.Errorf("kafka: consumer %s: assigned tenants: %w", w.spec.cfg.Name, err)
+		}
+		tenants = ts
+	} else {
+		tenants = []tenancy.ID{{}}
+	}
+	var shards []shard
+	for _, t := range tenants {
+		sh, err := w.open(ctx, t)
+		if err != nil {
+			for _, s := range shards {
+				_ = s.reader.Close()
+				s.release()
+			}
+			return err
+		}
+		shards = append(shards, sh)
+	}
+	run, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	for _, sh := range shards {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer sh.release()
+			defer sh.reader.Close()
+			w.loop(run, sh)
+		}()
+	}
+	return nil
+}
+
+func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
+	if w.spec.cfg.Tenants != nil && tenant.IsZero() {
+		return shard{}, fmt.Errorf("kafka: consumer %s: assigned the zero tenant", w.spec.cfg.Name)
+	}
+	topic, err := w.route.topicFor(tenant)
+	if err != nil {
+		return shard{}, err
+	}
+	c, release, err := w.route.core.clientFor(ctx, tenant)
+	if err != nil {
+		return shard{}, err
+	}
+	maxWait := w.spec.cfg.MaxWait
+	if maxWait <= 0 {
+		maxWait = 250 * time.Millisecond
+	}
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: c.brokers, Dialer: c.dialer, GroupID: w.spec.cfg.Group, Topic: topic,
+		MaxWait: maxWait, StartOffset: kafkago.FirstOffset,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
+		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second,
+	})
+	return shard{tenant: tenant, reader: r, release: release}, nil
+}
+
+func (w *worker) stop(context.Context) error {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.wg.Wait()
+	return nil
+}
+
+func (w *worker) loop(ctx context.Context, sh shard) {
+	for {
+		m, err := sh.reader.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.report(fmt.Errorf("fetch: %w", err))
+			if !sleep(ctx, w.retry()) {
+				return
+			}
+			continue
+		}
+		if !w.process(ctx, sh.tenant, m) {
+			return
+		}
+		for {
+			err := sh.reader.CommitMessages(ctx, m)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.report(fmt.Errorf("commit: %w", err))
+			if !sleep(ctx, w.retry()) {
+				return
+			}
+		}
+	}
+}
+
+// process handles m under the right binding, retrying until it succeeds;
+// false means the worker is stopping and m stays uncommitted.
+func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	var call func() error
+	switch {
+	case !tenant.IsZero():
+		bound := tenancy.WithTenant(ctx, tenant)
+		call = func() error { return w.spec.cfg.Handle(bound, m) }
+	case w.spec.cfg.TenantFromHeaders:
+		id, reason := TenantFromHeaders(m.Headers)
+		if reason != nil {
+			global := tenancy.WithGlobal(ctx)
+			call = func() error { return w.spec.cfg.DeadLetter(global, m, reason) }
+		} else {
+			bound := tenancy.WithTenant(ctx, id)
+			call = func() error { return w.spec.cfg.Handle(bound, m) }
+		}
+	default:
+		global := tenancy.WithGlobal(ctx)
+		call = func() error { return w.spec.cfg.Handle(global, m) }
+	}
+	for {
+		err := call()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		w.report(fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
+		if !sleep(ctx, w.retry()) {
+			return false
+		}
+	}
+}
+
+// TenantFromHeaders reads the tenant a record's headers claim. Exactly one
+// tenant header holding a canonical, non-zero tenant UUID is accepted;
+// anything else is an invalid_tenant_header error. The claim is only as
+// trustworthy as whoever may produce to the topic.
+func TenantFromHeaders(hs []kafkago.Header) (tenancy.ID, error) {
+	var found []byte
+	n := 0
+	for _, h := range hs {
+		if h.Key == HeaderTenant {
+			found, n = h.Value, n+1
+		}
+	}
+	bad := func(detail string) error {
+		return &tenancy.Error{Code: tenancy.CodeInvalidTenantHeader, Backend: Rules.Name, Detail: detail,
+			Fix: "produce through a tenantwire producer with the tenant bound, or route such records elsewhere"}
+	}
+	switch {
+	case n == 0:
+		return tenancy.ID{}, bad("record has no " + HeaderTenant + " header")
+	case n > 1:
+		return tenancy.ID{}, bad("record has more than one " + HeaderTenant + " header")
+	}
+	id, err := tenancy.ParseID(string(found))
+	if err != nil || id.IsZero() {
+		return tenancy.ID{}, bad(HeaderTenant + " header is not a tenant UUID")
+	}
+	return id, nil
+}
+
+func (w *worker) retry() time.Duration {
+	if w.spec.cfg.Retry > 0 {
+		return w.spec.cfg.Retry
+	}
+	return 200 * time.Millisecond
+}
+
+func (w *worker) report(err error) {
+	err = fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
+	if w.spec.cfg.OnError != nil {
+		w.spec.cfg.OnError(err)
+		return
+	}
+	slog.Warn(err.Error())
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,250 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Option configures a Kafka module.
+type Option func(*config)
+
+// RouteOption configures one route.
+type RouteOption func(*routeSpec)
+
+type config struct {
+	brokers    []string
+	mechanism  sasl.Mechanism
+	tls        *tls.Config
+	floor      tenancy.Tier
+	routed     *routedConfig
+	routedSASL SASLFunc
+	tune       func(*kafkago.Writer)
+	routes     []*routeSpec
+	consumers  []*consumerSpec
+}
+
+type routeSpec struct {
+	name        string
+	kind        floors.Kind
+	topic       string
+	perTenant   TopicFunc
+	prefix      string // set by TenantTopics, for collision checks
+	tenantAware bool
+	partitions  int
+	replication int
+	bad         []string
+}
+
+type routedConfig struct {
+	resolve  routing.Resolver
+	maxPools int
+}
+
+// SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
+// OAUTHBEARER); without one, a User authenticates with SASL PLAIN.
+type SASLFunc func(routing.Credentials) (sasl.Mechanism, error)
+
+// Brokers sets the bootstrap brokers of the module's shared client. The
+// client dials lazily, on the first write, read or provisioning call.
+func Brokers(addrs ...string) Option { return func(c *config) { c.brokers = addrs } }
+
+// SASL authenticates the shared client with m.
+func SASL(m sasl.Mechanism) Option { return func(c *config) { c.mechanism = m } }
+
+// TLS runs the shared client over TLS.
+func TLS(t *tls.Config) Option { return func(c *config) { c.tls = t } }
+
+// RequiredIsolation declares the floor every route must reach.
+func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+
+// Routed gives every tenant its own client, built from the credentials
+// resolve returns (dedicated). Credentials.Endpoint holds the tenant's
+// brokers, comma-separated; User and Secret, when set, authenticate with
+// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true" dials TLS. At most maxClients clients live at once
+// (0: 64). Routed replaces Brokers.
+func Routed(resolve routing.Resolver, maxClients int) Option {
+	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxPools: maxClients} }
+}
+
+// RoutedSASL builds each tenant's SASL mechanism with fn.
+func RoutedSASL(fn SASLFunc) Option {
+	return func(c *config) { c.routedSASL = fn }
+}
+
+// TuneWriter adjusts every kafka-go Writer the module builds (batching,
+// acks, retries, compression). Topic and Transport are the module's own.
+func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tune = fn } }
+
+// Topic makes the route use one static topic (tier none, or dedicated on
+// a routed client).
+func Topic(name string) RouteOption { return func(r *routeSpec) { r.topic = name } }
+
+// PerTenantTopic names the route's topic per tenant with fn (namespace).
+// fn must be injective; prefer TenantTopics, which is by construction.
+func PerTenantTopic(fn TopicFunc) RouteOption { return func(r *routeSpec) { r.perTenant = fn } }
+
+// TenantTopics names the route's topic prefix followed by the tenant's hex
+// digits (namespace).
+func TenantTopics(prefix string) RouteOption {
+	return func(r *routeSpec) {
+		if err := validPrefix(prefix); err != nil {
+			r.bad = append(r.bad, err.Error())
+		}
+		r.perTenant, r.prefix = TenantTopic(prefix), prefix
+	}
+}
+
+// TenantAware exists so that a route ported from a tagged backend is
+// refused with a reason (kafka_tenancy_validation_failed) instead of
+// silently isolating nothing: a topic has no row filter.
+func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
+
+// Partitions sets what provisioning creates the route's topics with
+// (default 1 partition, the broker's default replication factor).
+func Partitions(partitions, replicationFactor int) RouteOption {
+	return func(r *routeSpec) { r.partitions, r.replication = partitions, replicationFactor }
+}
+
+// ProducerRoute adds a producer route; its *Producer is provided as
+// name:"<route>" and is also an outbox.Destination.
+func ProducerRoute(name string, opts ...RouteOption) Option {
+	return func(c *config) { c.routes = append(c.routes, newSpec(name, KindProducer, opts)) }
+}
+
+func newSpec(name string, kind floors.Kind, opts []RouteOption) *routeSpec {
+	r := &routeSpec{name: name, kind: kind}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// floorsRoute is the route's wiring as enforcement sees it.
+func (r *routeSpec) floorsRoute(routed bool) floors.Route {
+	name := r.topic
+	if r.perTenant != nil {
+		name = r.prefix + "<tenant>"
+	}
+	return floors.Route{
+		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
+		Relations: []floors.Relation{{Role: "topic", Name: name, PerTenant: r.perTenant != nil}},
+	}
+}
+
+func (r *routeSpec) validate() []string {
+	bad := append([]string(nil), r.bad...)
+	if r.name == "" {
+		bad = append(bad, "a route needs a name")
+	}
+	switch {
+	case r.topic != "" && r.perTenant != nil:
+		bad = append(bad, "a route has either a static Topic or a per-tenant topic, not both")
+	case r.topic == "" && r.perTenant == nil:
+		bad = append(bad, "a route needs a Topic or a per-tenant topic (TenantTopics, PerTenantTopic)")
+	case r.topic != "":
+		if err := validTopic(r.topic); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if r.partitions < 0 {
+		bad = append(bad, "Partitions must not be negative")
+	}
+	return bad
+}
+
+func wiringError(module, route, detail, fix string) error {
+	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
+		Route: route, Detail: detail, Fix: fix}
+}
+
+// Module builds a Kafka module: its wiring, checked during fx.New, its
+// routes, each provided under its route name, its consumers, run from
+// OnStart to OnStop, and a *Provisioner provided as name:"<module>".
+// Nothing connects before the first call or OnStart.
+func Module(name string, opts ...Option) fx.Option {
+	cfg := &config{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	var errs []error
+	seen := map[string]bool{}
+	topics := map[string]string{} // metric name → topic or prefix
+	for _, r := range cfg.routes {
+		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
+		for _, msg := range r.validate() {
+			errs = append(errs, wiringError(name, r.name, msg, "fix the route's options"))
+		}
+		if seen[r.name] {
+			errs = append(errs, wiringError(name, r.name, "two routes share the name", "give every route of a module its own name"))
+		}
+		seen[r.name] = true
+		t := r.topic
+		if r.perTenant != nil {
+			t = r.prefix + "*"
+		}
+		if t == "*" || t == "" {
+			continue
+		}
+		if prev, ok := topics[metricName(t)]; ok && prev != t {
+			errs = append(errs, wiringError(name, r.name,
+				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
+				"use either '.' or '_' in the module's topic names, not both"))
+		}
+		topics[metricName(t)] = t
+	}
+	if cfg.routed == nil && len(cfg.brokers) == 0 {
+		errs = append(errs, wiringError(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, n)"))
+	}
+	if cfg.routed != nil && cfg.routed.resolve == nil {
+		errs = append(errs, wiringError(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
+	}
+	parts := []fx.Option{modules.Provide(mod)}
+	for _, c := range cfg.consumers {
+		spec := cfg.route(c.route)
+		for _, msg := range c.validate(spec, cfg.routed != nil) {
+			errs = append(errs, wiringError(name, c.route, msg, "fix the consumer's config"))
+		}
+		parts = append(parts, modules.Worker(c.decl(name)))
+	}
+	if len(errs) > 0 {
+		return fx.Module(name, fx.Error(errors.Join(errs...)))
+	}
+	parts = append(parts,
+		fx.Provide(fx.Private, newCore(name, cfg)),
+		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes} },
+			fx.ResultTags(nameTag(name)))),
+	)
+	for _, r := range cfg.routes {
+		if r.kind == KindProducer {
+			spec := r
+			parts = append(parts, fx.Provide(fx.Annotate(func(c *core) *Producer { return &Producer{route: newRoute(c, spec)} },
+				fx.ResultTags(nameTag(r.name)))))
+		}
+	}
+	for _, c := range cfg.consumers {
+		parts = append(parts, c.invoke(cfg.route(c.route)))
+	}
+	return fx.Module(name, parts...)
+}
+
+func (cfg *config) route(name string) *routeSpec {
+	for _, r := range cfg.routes {
+		if r.name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func nameTag(s string) string { return `name:"` + s + `"` }

@@ -1,0 +1,184 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Header names the adapter writes. A producer drops any caller-supplied
+// header of the same name, so the tenant header is always the adapter's.
+const (
+	HeaderTenant  = "tenantwire-tenant"
+	HeaderEventID = "tenantwire-event-id"
+	// HeaderStream carries an outbox message's logical topic.
+	HeaderStream = "tenantwire-stream"
+)
+
+// route is what producers and sharded readers share: how a tenant picks
+// the client and the topic.
+type route struct {
+	core *core
+	spec *routeSpec
+	// scoped: calls need a bound tenant.
+	scoped bool
+}
+
+func newRoute(c *core, spec *routeSpec) route {
+	return route{core: c, spec: spec, scoped: c.pools != nil || spec.perTenant != nil}
+}
+
+// topicFor names the route's topic for tenant, validating a resolver's
+// output so that a bad name fails closed.
+func (r *route) topicFor(tenant tenancy.ID) (string, error) {
+	if r.spec.perTenant == nil {
+		return r.spec.topic, nil
+	}
+	t, err := r.spec.perTenant(tenant)
+	if err != nil {
+		return "", fmt.Errorf("kafka: route %s: topic resolver: %w", r.spec.name, err)
+	}
+	if err := validTopic(t); err != nil {
+		return "", fmt.Errorf("kafka: route %s: %w", r.spec.name, err)
+	}
+	return t, nil
+}
+
+func (r *route) unbound() error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
+	return e
+}
+
+// Message is one record to produce.
+type Message struct {
+	Key, Value []byte
+	Headers    []kafkago.Header
+	// EventID identifies the record for consumers' deduplication; a random
+	// one is drawn when empty.
+	EventID string
+}
+
+// Producer writes to a producer route's topic: the static one, or the
+// bound tenant's. It is an outbox.Destination.
+type Producer struct{ route }
+
+var _ outbox.Destination = (*Producer)(nil)
+
+// Name is the route's name.
+func (p *Producer) Name() string { return p.spec.name }
+
+// TopicFor is the topic the route writes for the tenant bound to ctx.
+func (p *Producer) TopicFor(ctx context.Context) (string, error) {
+	tenant, err := p.tenant(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.topicFor(tenant)
+}
+
+// tenant is the tenant bound to ctx; required on a scoped route, optional
+// (zero when unbound) on a static topic of the shared client.
+func (p *Producer) tenant(ctx context.Context) (tenancy.ID, error) {
+	if id, ok := tenancy.FromContext(ctx); ok {
+		return id, nil
+	}
+	if p.scoped {
+		return tenancy.ID{}, p.unbound()
+	}
+	return tenancy.ID{}, nil
+}
+
+// Produce writes msgs, synchronously, to the route's topic for the tenant
+// bound to ctx; a per-tenant topic or routed client with no tenant bound
+// fails closed with tenant_unbound. Each record carries the bound tenant
+// (when there is one) and an event id in its headers.
+func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
+	tenant, err := p.tenant(ctx)
+	if err != nil {
+		return err
+	}
+	topic, err := p.topicFor(tenant)
+	if err != nil {
+		return err
+	}
+	out := make([]kafkago.Message, len(msgs))
+	for i, m := range msgs {
+		id := m.EventID
+		if id == "" {
+			id = newEventID()
+		}
+		out[i] = kafkago.Message{Topic: topic, Key: m.Key, Value: m.Value,
+			Headers: stamp(m.Headers, tenant, id, "")}
+	}
+	return p.write(ctx, tenant, out)
+}
+
+// Deliver forwards an outbox message under the context the relay bound:
+// the per-tenant topic comes from the bound tenant, never from m. A
+// tenant-global row (tenancy.WithGlobal) goes only to a static topic.
+func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
+	tenant, err := p.tenant(ctx)
+	if err != nil {
+		return err
+	}
+	if !m.Tenant.IsZero() && m.Tenant != tenant {
+		return fmt.Errorf("kafka: route %s: message of tenant %s delivered under tenant %q", p.spec.name, m.Tenant, tenant)
+	}
+	topic, err := p.topicFor(tenant)
+	if err != nil {
+		return err
+	}
+	var hs []kafkago.Header
+	for k, v := range m.Headers {
+		hs = append(hs, kafkago.Header{Key: k, Value: []byte(v)})
+	}
+	id := m.EventID
+	if id == "" {
+		id = newEventID()
+	}
+	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: stamp(hs, tenant, id, m.Topic)}
+	return p.write(ctx, tenant, []kafkago.Message{msg})
+}
+
+func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.Message) error {
+	c, release, err := p.core.clientFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := c.writer.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("kafka: route %s: %w", p.spec.name, err)
+	}
+	return nil
+}
+
+// stamp returns hs without reserved headers, plus the adapter's own.
+func stamp(hs []kafkago.Header, tenant tenancy.ID, eventID, stream string) []kafkago.Header {
+	out := make([]kafkago.Header, 0, len(hs)+3)
+	for _, h := range hs {
+		if h.Key != HeaderTenant && h.Key != HeaderEventID && h.Key != HeaderStream {
+			out = append(out, h)
+		}
+	}
+	if !tenant.IsZero() {
+		out = append(out, kafkago.Header{Key: HeaderTenant, Value: []byte(tenant.String())})
+	}
+	out = append(out, kafkago.Header{Key: HeaderEventID, Value: []byte(eventID)})
+	if stream != "" {
+		out = append(out, kafkago.Header{Key: HeaderStream, Value: []byte(stream)})
+	}
+	return out
+}
+
+func newEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,99 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Provisioner creates a module's topics through the admin API. Every call
+// is idempotent: a topic that already exists is left as it is (its
+// partitions and configs are not changed). It is provided as
+// *Provisioner name:"<module>".
+type Provisioner struct {
+	core   *core
+	routes []*routeSpec
+}
+
+// Provision creates tenant's topics: every per-tenant topic of the module
+// and, on a routed client, the static topics too, in the tenant's own
+// cluster.
+func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	var topics []kafkago.TopicConfig
+	for _, r := range p.routes {
+		if r.perTenant == nil && p.core.pools == nil {
+			continue
+		}
+		rt := newRoute(p.core, r)
+		name, err := rt.topicFor(tenant)
+		if err != nil {
+			return err
+		}
+		topics = append(topics, topicConfig(name, r))
+	}
+	return p.create(ctx, tenant, topics)
+}
+
+// ProvisionShared creates the static topics of a module on a shared
+// client. On a routed client there is nothing shared: use Provision.
+func (p *Provisioner) ProvisionShared(ctx context.Context) error {
+	if p.core.pools != nil {
+		return nil
+	}
+	var topics []kafkago.TopicConfig
+	for _, r := range p.routes {
+		if r.perTenant == nil {
+			topics = append(topics, topicConfig(r.topic, r))
+		}
+	}
+	return p.create(ctx, tenancy.ID{}, topics)
+}
+
+func topicConfig(name string, r *routeSpec) kafkago.TopicConfig {
+	tc := kafkago.TopicConfig{Topic: name, NumPartitions: r.partitions, ReplicationFactor: r.replication}
+	if tc.NumPartitions == 0 {
+		tc.NumPartitions = 1
+	}
+	if tc.ReplicationFactor == 0 {
+		tc.ReplicationFactor = -1 // the broker's default
+	}
+	return tc
+}
+
+func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) error {
+	// Routes may share a topic (a producer and its consumer).
+	seen := map[string]bool{}
+	uniq := topics[:0]
+	for _, t := range topics {
+		if !seen[t.Topic] {
+			seen[t.Topic] = true
+			uniq = append(uniq, t)
+		}
+	}
+	if len(uniq) == 0 {
+		return nil
+	}
+	c, release, err := p.core.clientFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	resp, err := c.admin().CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: uniq})
+	if err != nil {
+		return fmt.Errorf("kafka: module %s: creating topics: %w", p.core.module, err)
+	}
+	var errs []error
+	for name, e := range resp.Errors {
+		if e != nil && !errors.Is(e, kafkago.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("kafka: module %s: creating topic %s: %w", p.core.module, name, e))
+		}
+	}
+	return errors.Join(errs...)
+}

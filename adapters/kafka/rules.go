@@ -1,0 +1,28 @@
+package kafka
+
+import (
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Route kinds of the Kafka backend.
+const (
+	KindProducer floors.Kind = "producer"
+	KindConsumer floors.Kind = "consumer"
+)
+
+// noTagged is why Kafka refuses TenantAware, for the matrix and the docs.
+const noTagged = "a topic has no row filter, so Kafka has no tagged tier: per-tenant topic → namespace, routed client → dedicated"
+
+// Rules is what Kafka can reach and how each route kind derives its tier.
+// Enforcement, the CLI and the docs read this value.
+var Rules = floors.Backend{
+	Name:    "kafka",
+	Ceiling: tenancy.Dedicated,
+	Kinds: map[floors.Kind]floors.KindRule{
+		KindProducer: {Summary: "writes records to a static or per-tenant topic, tenant and event id in headers",
+			NoTagged: true, Note: noTagged},
+		KindConsumer: {Summary: "consumer-group worker: unbound, tenant from headers (opt-in) or sharded per tenant topic",
+			NoTagged: true, Note: noTagged},
+	},
+}

@@ -1,0 +1,64 @@
+package kafka
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// MaxTopicLen is the longest topic name Kafka accepts.
+const MaxTopicLen = 249
+
+// TopicFunc names a tenant's topic. It must be injective (two tenants never
+// share a topic) and return a valid topic name; an invalid name fails the
+// call closed. TenantTopic is injective by construction.
+type TopicFunc func(tenancy.ID) (string, error)
+
+// TenantTopic is the usual per-tenant naming: prefix followed by the
+// tenant's 32 lowercase hex digits. The suffix has a fixed length and uses
+// neither '.' nor '_', so names of one prefix never collide, not even in
+// Kafka's metric names (where '.' and '_' are the same character).
+func TenantTopic(prefix string) TopicFunc {
+	return func(id tenancy.ID) (string, error) {
+		if id.IsZero() {
+			return "", tenancy.Unbound()
+		}
+		return prefix + id.Hex(), nil
+	}
+}
+
+// validTopic reports whether name is a legal Kafka topic name:
+// 1 to 249 of [a-zA-Z0-9._-], and neither "." nor "..".
+func validTopic(name string) error {
+	if name == "" || len(name) > MaxTopicLen {
+		return fmt.Errorf("kafka: topic name must be 1 to %d characters, got %d", MaxTopicLen, len(name))
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("kafka: topic name %q is reserved", name)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return !topicChar(r) }); i >= 0 {
+		return fmt.Errorf("kafka: topic name %q has a character outside [a-zA-Z0-9._-] at %d", name, i)
+	}
+	return nil
+}
+
+// validPrefix reports whether prefix can start TenantTopic names.
+func validPrefix(prefix string) error {
+	if len(prefix)+32 > MaxTopicLen {
+		return fmt.Errorf("kafka: topic prefix %q is longer than %d characters", prefix, MaxTopicLen-32)
+	}
+	for i, r := range prefix {
+		if !topicChar(r) {
+			return fmt.Errorf("kafka: topic prefix %q has a character outside [a-zA-Z0-9._-] at %d", prefix, i)
+		}
+	}
+	return nil
+}
+
+func topicChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// metricName is how Kafka compares topics for metric collisions.
+func metricName(topic string) string { return strings.ReplaceAll(topic, ".", "_") }

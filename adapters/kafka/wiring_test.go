@@ -1,0 +1,144 @@
+package kafka_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.uber.org/fx"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// Nothing listens here: wiring checks and construction never dial.
+const nowhere = "127.0.0.1:1"
+
+func handle(context.Context, kafkago.Message) error { return nil }
+
+func assigned(context.Context) ([]tenancy.ID, error) {
+	return []tenancy.ID{tenancytest.TenantA}, nil
+}
+
+func resolve(context.Context, tenancy.ID) (routing.Credentials, error) {
+	return routing.Credentials{Endpoint: nowhere}, nil
+}
+
+func TestMatrixRatesEachTier(t *testing.T) {
+	var live modules.Live
+	tenancytest.RequireWires(t, fx.Options(
+		kafka.Module("shared", kafka.Brokers(nowhere),
+			kafka.ProducerRoute("audit", kafka.Topic("audit")),
+			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
+				kafka.TenantTopics("orders.")),
+		),
+		kafka.Module("own", kafka.Routed(resolve, 4), kafka.RequiredIsolation(tenancy.Dedicated),
+			kafka.ProducerRoute("billing", kafka.Topic("billing")),
+		),
+	), fx.Populate(&live))
+	got := map[string]tenancy.Tier{}
+	for _, r := range live.Matrix().Rows {
+		got[r.Route] = r.Reached
+	}
+	want := map[string]tenancy.Tier{"audit": tenancy.None, "orders": tenancy.Namespace,
+		"orders-in": tenancy.Namespace, "billing": tenancy.Dedicated}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("route %s reaches %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
+	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
+		kafka.Brokers(nowhere), kafka.ProducerRoute("orders", kafka.Topic("orders"), kafka.TenantAware())))
+	t.Log(e)
+	if !strings.Contains(e.Detail, "no tagged tier") || !strings.Contains(e.Fix, "per tenant") {
+		t.Fatalf("refusal does not say why: %v", e)
+	}
+}
+
+func TestFloorRefusesAStaticTopic(t *testing.T) {
+	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
+		kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.ProducerRoute("orders", kafka.Topic("orders"))))
+	if e.Reached != tenancy.None || e.Required != tenancy.Namespace {
+		t.Fatalf("tiers: %v", e)
+	}
+}
+
+func TestUnboundConsumerOverTenantScopedRouteIsRefused(t *testing.T) {
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
+		kafka.Brokers(nowhere),
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.TenantTopics("orders."))))
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
+		kafka.Routed(resolve, 0),
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.Topic("orders"))))
+	// Headers are no tenant to route a client by.
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
+		kafka.Routed(resolve, 0),
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
+			DeadLetter: deadLetter}, kafka.Topic("orders"))))
+}
+
+func deadLetter(context.Context, kafkago.Message, error) error { return nil }
+
+func TestConsumerBindingsThatWire(t *testing.T) {
+	tenancytest.RequireWires(t, kafka.Module("events", kafka.Brokers(nowhere),
+		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.Topic("audit")),
+		kafka.Consumer("headers", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
+			DeadLetter: deadLetter}, kafka.Topic("orders")),
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
+			kafka.TenantTopics("orders.")),
+	))
+	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, 0),
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
+			kafka.Topic("orders"))))
+}
+
+func TestInvalidWiring(t *testing.T) {
+	cases := map[string]fx.Option{
+		"no brokers":          kafka.Module("m", kafka.ProducerRoute("p", kafka.Topic("t"))),
+		"no topic":            kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p")),
+		"both topics":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t"), kafka.TenantTopics("t."))),
+		"bad topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("a/b"))),
+		"dot topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic(".."))),
+		"bad prefix":          kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics("a b"))),
+		"long prefix":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics(strings.Repeat("a", 218)))),
+		"metric collision":    kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics("a.")), kafka.ProducerRoute("q", kafka.TenantTopics("a_"))),
+		"duplicate route":     kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t")), kafka.ProducerRoute("p", kafka.Topic("u"))),
+		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle}, kafka.Topic("t"))),
+		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true}, kafka.Topic("t"))),
+		"sharded on shared topic": kafka.Module("m", kafka.Brokers(nowhere),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned}, kafka.Topic("t"))),
+		"sharded and headers": kafka.Module("m", kafka.Brokers(nowhere),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter}, kafka.TenantTopics("t."))),
+	}
+	for name, opt := range cases {
+		t.Run(name, func(t *testing.T) { tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, opt) })
+	}
+}
+
+func TestProducerFailsClosedWithoutATenant(t *testing.T) {
+	var p *kafka.Producer
+	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
+		kafka.ProducerRoute("orders", kafka.TenantTopics("orders."))),
+		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
+	err := p.Produce(context.Background(), kafka.Message{Value: []byte("x")})
+	if tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Fatalf("unbound produce: %v", err)
+	}
+	if err := p.Produce(tenancy.WithGlobal(context.Background()), kafka.Message{Value: []byte("x")}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Fatalf("global produce to a per-tenant topic: %v", err)
+	}
+	topic, err := p.TopicFor(tenancy.WithTenant(context.Background(), tenancytest.TenantA))
+	if err != nil || topic != "orders."+tenancytest.TenantA.Hex() {
+		t.Fatalf("topic %q, %v", topic, err)
+	}
+}
