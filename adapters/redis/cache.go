@@ -13,10 +13,11 @@ type Cache struct{ route }
 
 // Get returns the value of key and whether it exists.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
+	defer done()
 	v, err := cl.Get(ctx, k).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, false, nil
@@ -29,20 +30,22 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set stores value under key; ttl 0 keeps it until deleted.
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return err
 	}
+	defer done()
 	return cl.Set(ctx, k, value, ttl).Err()
 }
 
 // Replace overwrites an existing key, keeping its TTL; it reports false
 // and writes nothing when the key does not exist.
 func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	err = cl.SetArgs(ctx, k, value, goredis.SetArgs{Mode: "XX", KeepTTL: true}).Err()
 	if errors.Is(err, goredis.Nil) {
 		return false, nil
@@ -52,10 +55,11 @@ func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, er
 
 // Delete removes key and reports whether it existed.
 func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	n, err := cl.Del(ctx, k).Result()
 	return n > 0, err
 }
@@ -63,10 +67,11 @@ func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
 // TTL returns the time key has left and whether it exists; a key without
 // expiry reports a negative duration.
 func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, false, err
 	}
+	defer done()
 	d, err := cl.PTTL(ctx, k).Result()
 	if err != nil {
 		return 0, false, err
@@ -82,19 +87,21 @@ type Counter struct{ route }
 
 // Incr adds by to key (created at 0) and returns the new value.
 func (c *Counter) Incr(ctx context.Context, key string, by int64) (int64, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
 	}
+	defer done()
 	return cl.IncrBy(ctx, k, by).Result()
 }
 
 // Get returns the counter's value, 0 when it does not exist.
 func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
 	}
+	defer done()
 	n, err := cl.Get(ctx, k).Int64()
 	if errors.Is(err, goredis.Nil) {
 		return 0, nil
@@ -104,10 +111,11 @@ func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
 
 // Delete removes the counter and reports whether it existed.
 func (c *Counter) Delete(ctx context.Context, key string) (bool, error) {
-	cl, k, err := c.target(ctx, key)
+	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	n, err := cl.Del(ctx, k).Result()
 	return n > 0, err
 }
@@ -123,10 +131,11 @@ func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl 
 	if ttl <= 0 {
 		return false, nil, errors.New("redis: an idempotency record needs a positive TTL")
 	}
-	cl, k, err := i.target(ctx, key)
+	cl, k, done, err := i.target(ctx, key)
 	if err != nil {
 		return false, nil, err
 	}
+	defer done()
 	prev, err := cl.SetArgs(ctx, k, result, goredis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return true, nil, nil
@@ -139,10 +148,11 @@ func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl 
 
 // Lookup returns the result stored under key, if any.
 func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, error) {
-	cl, k, err := i.target(ctx, key)
+	cl, k, done, err := i.target(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
+	defer done()
 	v, err := cl.Get(ctx, k).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, false, nil
@@ -155,10 +165,11 @@ func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, err
 
 // Forget removes the record so the key can be used again.
 func (i *Idempotency) Forget(ctx context.Context, key string) (bool, error) {
-	cl, k, err := i.target(ctx, key)
+	cl, k, done, err := i.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	n, err := cl.Del(ctx, k).Result()
 	return n > 0, err
 }

@@ -61,20 +61,22 @@ func (f *Fleet) Heartbeat(ctx context.Context, replica string, ttl time.Duration
 	if ttl < time.Millisecond {
 		return fmt.Errorf("redis: fleet heartbeat TTL %s is under a millisecond", ttl)
 	}
-	cl, k, err := f.target(ctx, "")
+	cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return err
 	}
+	defer done()
 	return beatScript.Run(ctx, cl, []string{k}, replica, ttl.Milliseconds()).Err()
 }
 
 // Live returns the replicas whose last heartbeat has not expired, in name
 // order, dropping the expired ones.
 func (f *Fleet) Live(ctx context.Context) ([]string, error) {
-	cl, k, err := f.target(ctx, "")
+	cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	live, err := liveScript.Run(ctx, cl, []string{k}).StringSlice()
 	slices.Sort(live)
 	return live, err
@@ -82,10 +84,11 @@ func (f *Fleet) Live(ctx context.Context) ([]string, error) {
 
 // Leave removes replica from the fleet at once.
 func (f *Fleet) Leave(ctx context.Context, replica string) error {
-	cl, k, err := f.target(ctx, "")
+	cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return err
 	}
+	defer done()
 	return cl.ZRem(ctx, k, replica).Err()
 }
 

@@ -58,10 +58,11 @@ func (l *Locks) Acquire(ctx context.Context, name string, ttl time.Duration) (*L
 	if ttl <= 0 {
 		return nil, errors.New("redis: a lock needs a positive TTL")
 	}
-	cl, k, err := l.target(ctx, name)
+	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, err
@@ -82,10 +83,11 @@ func (l *Locks) Renew(ctx context.Context, name, token string, ttl time.Duration
 	if ttl <= 0 {
 		return errors.New("redis: a lock needs a positive TTL")
 	}
-	cl, k, err := l.target(ctx, name)
+	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return err
 	}
+	defer done()
 	n, err := renewScript.Run(ctx, cl, []string{k}, token, ttl.Milliseconds()).Int()
 	if err != nil {
 		return err
@@ -98,10 +100,11 @@ func (l *Locks) Renew(ctx context.Context, name, token string, ttl time.Duration
 
 // Release frees the lock held with token; ErrNotOwner otherwise.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
-	cl, k, err := l.target(ctx, name)
+	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return err
 	}
+	defer done()
 	n, err := releaseScript.Run(ctx, cl, []string{k}, token).Int()
 	if err != nil {
 		return err
@@ -114,10 +117,11 @@ func (l *Locks) Release(ctx context.Context, name, token string) error {
 
 // Held reports whether anyone holds the lock.
 func (l *Locks) Held(ctx context.Context, name string) (bool, error) {
-	cl, k, err := l.target(ctx, name)
+	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	n, err := cl.Exists(ctx, k).Result()
 	return n > 0, err
 }

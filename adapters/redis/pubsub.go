@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -23,10 +24,11 @@ type Message struct {
 
 // Publish sends payload on channel and returns how many subscribers got it.
 func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (int64, error) {
-	cl, k, err := p.target(ctx, channel)
+	cl, k, done, err := p.target(ctx, channel)
 	if err != nil {
 		return 0, err
 	}
+	defer done()
 	return cl.Publish(ctx, k, payload).Result()
 }
 
@@ -36,6 +38,8 @@ type Subscription struct {
 	ps      *goredis.PubSub
 	prefix  string
 	pending []Message
+	release func()
+	once    sync.Once
 }
 
 // Subscribe subscribes to channels under the tenant bound to ctx (or
@@ -45,22 +49,33 @@ func (p *PubSub) Subscribe(ctx context.Context, channels ...string) (*Subscripti
 	if len(channels) == 0 {
 		return nil, errors.New("redis: subscribe needs at least one channel")
 	}
+	// One target per channel: the same tenant, so the same client; the
+	// first one's pool reference is held until Close.
 	var cl goredis.UniversalClient
+	var hold func()
 	keys := make([]string, len(channels))
 	for i, ch := range channels {
-		c, k, err := p.target(ctx, ch)
+		c, k, done, err := p.target(ctx, ch)
 		if err != nil {
+			if hold != nil {
+				hold()
+			}
 			return nil, err
+		}
+		if hold == nil {
+			hold = done
+		} else {
+			done()
 		}
 		cl, keys[i] = c, k
 	}
 	prefix := strings.TrimSuffix(keys[0], escapeString(channels[0]))
 	ps := cl.Subscribe(ctx, keys...)
-	s := &Subscription{ps: ps, prefix: prefix}
+	s := &Subscription{ps: ps, prefix: prefix, release: hold}
 	for confirmed := 0; confirmed < len(keys); {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
-			ps.Close()
+			s.Close()
 			return nil, err
 		}
 		switch m := msg.(type) {
@@ -95,7 +110,11 @@ func (s *Subscription) Receive(ctx context.Context) (Message, error) {
 }
 
 // Close ends the subscription and returns its connection.
-func (s *Subscription) Close() error { return s.ps.Close() }
+func (s *Subscription) Close() error {
+	err := s.ps.Close()
+	s.once.Do(s.release)
+	return err
+}
 
 // decode maps a Redis channel back to the route's channel name; it drops
 // anything outside the subscription's own prefix, which a subscription to

@@ -38,29 +38,32 @@ func newRoute(c *core, spec *routeSpec) route {
 func (r *route) Name() string { return r.name }
 
 // target resolves the client and the full key of user for the call. A
-// tenant-scoped route reads the tenant from ctx and fails closed.
-func (r *route) target(ctx context.Context, user string) (goredis.UniversalClient, string, error) {
+// tenant-scoped route reads the tenant from ctx and fails closed. done
+// returns a routed client to its pool; call it when the call is over.
+func (r *route) target(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
 	if !r.scoped {
-		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nil
+		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nop, nil
 	}
 	id, err := tenancy.Require(ctx)
 	if err != nil {
-		return nil, "", r.unbound()
+		return nil, "", nil, r.unbound()
 	}
 	var ns string
 	if r.ns != nil {
 		if ns, err = r.namespace(id); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 	}
-	c := r.core.client
+	c, done := r.core.client, nop
 	if r.core.routes != nil {
-		if c, err = r.core.routes.client(ctx, id); err != nil {
-			return nil, "", err
+		if c, done, err = r.core.routes.client(ctx, id); err != nil {
+			return nil, "", nil, err
 		}
 	}
-	return c, buildKey(r.marker, ns, id, r.code, r.name, user), nil
+	return c, buildKey(r.marker, ns, id, r.code, r.name, user), done, nil
 }
+
+func nop() {}
 
 func (r *route) namespace(id tenancy.ID) (string, error) {
 	ns, err := r.ns(id)

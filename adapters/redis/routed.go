@@ -21,8 +21,8 @@ func newRouter(string, *routedConfig) (*router, error) {
 	return nil, errors.New("redis: routed clients are not available yet")
 }
 
-func (*router) client(context.Context, tenancy.ID) (goredis.UniversalClient, error) {
-	return nil, errors.New("redis: routed clients are not available yet")
+func (*router) client(context.Context, tenancy.ID) (goredis.UniversalClient, func(), error) {
+	return nil, nil, errors.New("redis: routed clients are not available yet")
 }
 
 func (*router) close(context.Context) error { return nil }

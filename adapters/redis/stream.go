@@ -33,29 +33,32 @@ type Entry struct {
 
 // Append adds an entry and returns its ID.
 func (s *Stream) Append(ctx context.Context, values map[string]any) (string, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return "", err
 	}
+	defer done()
 	return cl.XAdd(ctx, &goredis.XAddArgs{Stream: k, Values: values}).Result()
 }
 
 // Len returns the number of entries.
 func (s *Stream) Len(ctx context.Context) (int64, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return 0, err
 	}
+	defer done()
 	return cl.XLen(ctx, k).Result()
 }
 
 // Range returns up to count entries with IDs in [start, end] ("-" and "+"
 // are the ends of the stream).
 func (s *Stream) Range(ctx context.Context, start, end string, count int64) ([]Entry, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	msgs, err := cl.XRangeN(ctx, k, start, end, count).Result()
 	return entries(msgs), err
 }
@@ -63,10 +66,11 @@ func (s *Stream) Range(ctx context.Context, start, end string, count int64) ([]E
 // Trim keeps about the newest maxLen entries (approximate trimming, which
 // Redis does in whole nodes) and returns how many it removed.
 func (s *Stream) Trim(ctx context.Context, maxLen int64) (int64, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return 0, err
 	}
+	defer done()
 	return cl.XTrimMaxLenApprox(ctx, k, maxLen, 0).Result()
 }
 
@@ -74,10 +78,11 @@ func (s *Stream) Trim(ctx context.Context, maxLen int64) (int64, error) {
 // the group (from the start of the stream) on first use. block > 0 waits
 // that long for entries; block <= 0 returns at once.
 func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count int64, block time.Duration) ([]Entry, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if err := s.ensureGroup(ctx, cl, k, group); err != nil {
 		return nil, err
 	}
@@ -106,10 +111,11 @@ func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count in
 // Claim takes over up to count entries of group pending for longer than
 // minIdle (their consumer died before acknowledging them).
 func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, count int64) ([]Entry, error) {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if err := s.ensureGroup(ctx, cl, k, group); err != nil {
 		return nil, err
 	}
@@ -121,10 +127,11 @@ func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time
 
 // Ack acknowledges entries read through group.
 func (s *Stream) Ack(ctx context.Context, group string, ids ...string) error {
-	cl, k, err := s.target(ctx, "")
+	cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return err
 	}
+	defer done()
 	return cl.XAck(ctx, k, group, ids...).Err()
 }
 
