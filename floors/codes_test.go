@@ -16,7 +16,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeTrustedProxyRequired, tenancy.CodeRouteUnclassified, tenancy.CodeInvalidTenantHeader,
 		tenancy.CodeWorkerRouteUnknown, tenancy.CodeWiringInvalid, tenancy.CodeConnectionBudgetExceeded,
 		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid, tenancy.CodeTenantScopeChanged,
-		tenancy.ValidationFailed("postgres"),
+		tenancy.ValidationFailed("postgres"), tenancy.CodeDynamicReadUnconfined,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

@@ -30,6 +30,9 @@ const (
 	CodeTenantSourceConflict     Code = "tenant_source_conflict"
 	CodeRouteInvalid             Code = "route_invalid"
 	CodeTenantScopeChanged       Code = "tenant_scope_changed"
+
+	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
+	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
 )
 
 // ValidationFailed returns the backend's floor-miss code,
