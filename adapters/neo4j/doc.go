@@ -1,0 +1,21 @@
+// Package neo4j is tenantwire's Neo4j adapter: a structured graph route
+// (nodes and relationships: create, get, update, delete, match by label and
+// properties, bounded-depth traversal, transactions), a raw Cypher hatch,
+// and per-tenant database provisioning, on neo4j-go-driver v5.
+//
+// A route's tier comes from its wiring (DESIGN §2): TenantAware stamps a
+// tenant property on every node and relationship written and puts the
+// tenant predicate on every node and relationship of every pattern the
+// adapter builds, the whole path included (tagged); PerTenantDatabase opens
+// each tenant's own database on one driver (namespace); Routed gives each
+// tenant its own driver (dedicated). Every tenant-scoped call reads the
+// tenant from its context and fails closed with tenant_unbound.
+//
+// Labels, relationship types and property keys are quoted as Cypher
+// identifiers (backticks doubled) and never interpolated raw; values are
+// always parameters. The raw hatch declares origin raw, so it wires only on
+// a routed driver.
+//
+// Constructors never connect: fx.New checks the wiring without a server,
+// and a driver dials on its first session. See docs/neo4j.md.
+package neo4j

@@ -1,0 +1,239 @@
+package neo4j
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j/auth"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Option configures a Neo4j module.
+type Option func(*config)
+
+// RouteOption configures one route.
+type RouteOption func(*routeSpec)
+
+type config struct {
+	driver   drv.DriverWithContext
+	connect  *connectSpec
+	database string
+	floor    tenancy.Tier
+	routed   *routedConfig
+	routes   []*routeSpec
+	// test seams: a recording driver stands in for a server.
+	fake     driver
+	openFake func(endpoint string) driver
+}
+
+type connectSpec struct {
+	uri  string
+	auth auth.TokenManager
+}
+
+// DefaultMaxDepth caps a traversal's depth unless the route sets MaxDepth.
+const DefaultMaxDepth = 8
+
+type routeSpec struct {
+	name        string
+	kind        floors.Kind
+	tenantAware bool
+	database    DatabaseFunc
+	prefix      string
+	prefixSet   bool
+	maxDepth    int
+	bad         []string
+}
+
+// Driver runs the module on d, a driver the caller owns and closes.
+// Without Driver, Connect or Routed, the module takes a
+// neo4j.DriverWithContext from the fx graph.
+func Driver(d drv.DriverWithContext) Option { return func(c *config) { c.driver = d } }
+
+// Connect makes the module build its own driver for uri with the given
+// auth (neo4j.BasicAuth, ...) and close it on stop. The driver dials on its
+// first session, never at construction.
+func Connect(uri string, a auth.TokenManager) Option {
+	return func(c *config) { c.connect = &connectSpec{uri: uri, auth: a} }
+}
+
+// Database is the database sessions open on routes without a per-tenant
+// database ("" is the server's default database).
+func Database(name string) Option { return func(c *config) { c.database = name } }
+
+// RequiredIsolation declares the floor every route must reach.
+func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+
+// TenantAware stamps the tenant property on everything the route writes
+// and puts the tenant predicate on every pattern element it reads (tagged).
+func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
+
+// PerTenantDatabase opens each tenant's own database, named by fn, on the
+// module's driver (namespace).
+func PerTenantDatabase(fn DatabaseFunc) RouteOption { return func(r *routeSpec) { r.database = fn } }
+
+// PerTenantDatabasePrefix is PerTenantDatabase(TenantDatabase(prefix)),
+// with the prefix checked when the module is built.
+func PerTenantDatabasePrefix(prefix string) RouteOption {
+	return func(r *routeSpec) { r.database, r.prefix, r.prefixSet = TenantDatabase(prefix), prefix, true }
+}
+
+// MaxDepth caps traversal depth on the route (default DefaultMaxDepth).
+func MaxDepth(n int) RouteOption {
+	return func(r *routeSpec) {
+		if n < 1 || n > 64 {
+			r.bad = append(r.bad, fmt.Sprintf("MaxDepth %d: want 1 to 64", n))
+		}
+		r.maxDepth = n
+	}
+}
+
+func addRoute(name string, kind floors.Kind, opts []RouteOption) Option {
+	return func(c *config) {
+		r := &routeSpec{name: name, kind: kind, maxDepth: DefaultMaxDepth}
+		for _, o := range opts {
+			o(r)
+		}
+		c.routes = append(c.routes, r)
+	}
+}
+
+// GraphRoute adds a structured graph route, provided as *Graph
+// name:"<name>".
+func GraphRoute(name string, opts ...RouteOption) Option { return addRoute(name, KindGraph, opts) }
+
+// RawCypherRoute switches the raw Cypher hatch on, as a route provided as
+// *RawCypher name:"<name>". Its origin is raw, so it wires only on a
+// routed driver (dedicated): below that, fx.New refuses it with
+// statement_origin_isolation_floor.
+func RawCypherRoute(name string, opts ...RouteOption) Option {
+	return addRoute(name, KindRawCypher, opts)
+}
+
+// floorsRoute is the route's wiring as enforcement sees it.
+func (r *routeSpec) floorsRoute(routed bool) floors.Route {
+	db := "(module database)"
+	if r.database != nil {
+		db = "(per tenant)"
+	}
+	return floors.Route{
+		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
+		Relations: []floors.Relation{{Role: roleDatabase, Name: db, PerTenant: r.database != nil}},
+	}
+}
+
+func (r *routeSpec) validate() []string {
+	bad := append([]string(nil), r.bad...)
+	if r.name == "" {
+		bad = append(bad, "a route needs a name")
+	}
+	if r.prefixSet {
+		if err := validPrefix(r.prefix); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	return bad
+}
+
+func wiringError(module, route, detail, fix string) error {
+	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
+		Route: route, Detail: detail, Fix: fix}
+}
+
+// Module builds a Neo4j module: its wiring, checked during fx.New, and its
+// routes, each provided under its route name. Nothing connects here.
+func Module(name string, opts ...Option) fx.Option {
+	cfg := &config{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range cfg.routes {
+		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
+		for _, msg := range r.validate() {
+			errs = append(errs, wiringError(name, r.name, msg, "fix the route's options"))
+		}
+		if seen[r.name] {
+			errs = append(errs, wiringError(name, r.name, "two routes share the name", "give every route of a module its own name"))
+		}
+		seen[r.name] = true
+	}
+	if cfg.routed != nil {
+		mod.WorstCaseConns = cfg.routed.worstCase()
+		errs = append(errs, cfg.routed.validate(name)...)
+	}
+	if len(errs) > 0 {
+		return fx.Module(name, modules.Provide(mod), fx.Error(errors.Join(errs...)))
+	}
+	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
+	for _, r := range cfg.routes {
+		parts = append(parts, provideRoute(r))
+	}
+	return fx.Module(name, parts...)
+}
+
+func provideRoute(spec *routeSpec) fx.Option {
+	tag := fx.ResultTags(`name:"` + spec.name + `"`)
+	if spec.kind == KindRawCypher {
+		return fx.Provide(fx.Annotate(func(c *core) *RawCypher { return &RawCypher{r: newRoute(c, spec)} }, tag))
+	}
+	return fx.Provide(fx.Annotate(func(c *core) *Graph { return &Graph{r: newRoute(c, spec)} }, tag))
+}
+
+// core is a module's driver state, private to the module.
+type core struct {
+	module   string
+	plain    driver
+	database string
+	pools    tenantPools
+}
+
+func (c *core) routed() bool { return c.pools != nil }
+
+type coreIn struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Driver    drv.DriverWithContext `optional:"true"`
+}
+
+func newCore(module string, cfg *config) func(coreIn) (*core, error) {
+	return func(in coreIn) (*core, error) {
+		c := &core{module: module, database: cfg.database}
+		if cfg.routed != nil {
+			p, err := newPools(cfg)
+			if err != nil {
+				return nil, err
+			}
+			c.pools = p
+			in.Lifecycle.Append(fx.StopHook(p.Close))
+			return c, nil
+		}
+		switch {
+		case cfg.fake != nil:
+			c.plain = cfg.fake
+		case cfg.driver != nil:
+			c.plain = realDriver{cfg.driver}
+		case cfg.connect != nil:
+			d, err := drv.NewDriverWithContext(cfg.connect.uri, cfg.connect.auth)
+			if err != nil {
+				return nil, wiringError(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
+			}
+			c.plain = realDriver{d}
+			in.Lifecycle.Append(fx.StopHook(func(ctx context.Context) error { return d.Close(ctx) }))
+		case in.Driver != nil:
+			c.plain = realDriver{in.Driver}
+		default:
+			return nil, wiringError(module, "", "the module has no Neo4j driver",
+				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve), or provide a neo4j.DriverWithContext in the graph")
+		}
+		return c, nil
+	}
+}

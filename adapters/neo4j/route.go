@@ -1,0 +1,138 @@
+package neo4j
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// route is what both route kinds share: how a call's context picks the
+// driver and the database, and whether the tenant predicate applies.
+type route struct {
+	core *core
+	spec *routeSpec
+	// scoped: calls need a bound tenant.
+	scoped bool
+}
+
+func newRoute(c *core, spec *routeSpec) *route {
+	return &route{core: c, spec: spec, scoped: spec.tenantAware || spec.database != nil || c.routed()}
+}
+
+// scope is what a transaction pins for its whole life.
+type scope struct {
+	tenant   tenancy.ID // zero on an unscoped route
+	drv      driver
+	database string
+	release  func()
+}
+
+// open resolves the scope of a call: the tenant from ctx (fail closed), the
+// tenant's driver when routed, and the tenant's database when resolved.
+func (r *route) open(ctx context.Context) (scope, error) {
+	if !r.scoped {
+		return scope{drv: r.core.plain, database: r.core.database, release: func() {}}, nil
+	}
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		return scope{}, r.unbound()
+	}
+	return r.openFor(ctx, id)
+}
+
+// openFor is open for an explicit tenant (provisioning).
+func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
+	if id.IsZero() {
+		return scope{}, r.unbound()
+	}
+	sc := scope{tenant: id, drv: r.core.plain, database: r.core.database, release: func() {}}
+	if r.core.routed() {
+		td, release, err := r.core.pools.AcquireFor(ctx, id)
+		if err != nil {
+			var te *tenancy.Error
+			if errors.As(err, &te) && te.Code == tenancy.CodeTenantUnbound {
+				return scope{}, r.unbound()
+			}
+			return scope{}, fmt.Errorf("neo4j: route %s: %w", r.spec.name, err)
+		}
+		sc.drv, sc.release = td.drv, release
+		if td.database != "" {
+			sc.database = td.database
+		}
+	}
+	if r.spec.database != nil {
+		name, err := r.databaseName(id)
+		if err != nil {
+			sc.release()
+			return scope{}, err
+		}
+		sc.database = name
+	}
+	return sc, nil
+}
+
+func (r *route) databaseName(id tenancy.ID) (string, error) {
+	name, err := r.spec.database(id)
+	if err != nil {
+		return "", fmt.Errorf("neo4j: route %s: database resolver: %w", r.spec.name, err)
+	}
+	if err := ValidDatabaseName(name); err != nil {
+		return "", fmt.Errorf("neo4j: route %s: %w", r.spec.name, err)
+	}
+	return name, nil
+}
+
+// checkScope refuses a call inside a transaction whose ctx is unbound or
+// bound to a tenant other than the one the scope pinned.
+func (r *route) checkScope(ctx context.Context, sc scope) error {
+	if !r.scoped {
+		return nil
+	}
+	id, ok := tenancy.FromContext(ctx)
+	if !ok {
+		return r.unbound()
+	}
+	if id != sc.tenant {
+		return &tenancy.Error{Code: tenancy.CodeTenantScopeChanged, Module: r.core.module, Backend: Rules.Name,
+			Route:  r.spec.name,
+			Detail: fmt.Sprintf("a call inside a transaction of tenant %s ran under tenant %s", sc.tenant, id),
+			Fix:    "pass the transaction's own context to every call inside it; start a separate transaction for another tenant"}
+	}
+	return nil
+}
+
+// builder is the statement builder for a scope: tagged when the route is
+// tenant-aware, with the scope's tenant as $tenant.
+func (r *route) builder(sc scope) builder {
+	return builder{tagged: r.spec.tenantAware, tenant: sc.tenant.String()}
+}
+
+// transact runs fn in one managed transaction on the scope's session.
+func (r *route) transact(ctx context.Context, write bool, fn func(context.Context, *Tx) error) error {
+	sc, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer sc.release()
+	sess := sc.drv.NewSession(ctx, sc.database)
+	defer sess.Close(ctx)
+	work := func(run runner) (any, error) {
+		tx := &Tx{r: r, sc: sc, run: run, write: write}
+		defer tx.done.Store(true)
+		return nil, fn(ctx, tx)
+	}
+	if write {
+		_, err = sess.ExecuteWrite(ctx, work)
+	} else {
+		_, err = sess.ExecuteRead(ctx, work)
+	}
+	return err
+}
+
+func (r *route) unbound() error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
+	return e
+}

@@ -1,0 +1,105 @@
+package neo4j
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
+	drvconfig "github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
+
+	"github.com/tenantwire/tenantwire/routing"
+)
+
+// RoutedOption configures the routed driver.
+type RoutedOption func(*routedConfig)
+
+type routedConfig struct {
+	resolve    routing.Resolver
+	maxDrivers int
+	maxConns   int
+	ttl        time.Duration
+}
+
+// DefaultMaxConnsPerDriver is the per-driver connection pool bound the
+// routed driver sets (the Neo4j driver's own default is 100).
+const DefaultMaxConnsPerDriver = 16
+
+// Routed gives every tenant its own driver, built from the credentials
+// resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
+// Secret the basic-auth pair, and Params["database"] the database its
+// sessions open ("" for the server default). Tenants with identical
+// credentials share a driver; no tenant ever falls back to a shared one.
+func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
+	return func(c *config) {
+		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerDriver}
+		for _, o := range opts {
+			o(rc)
+		}
+		c.routed = rc
+	}
+}
+
+// MaxDrivers bounds live per-tenant drivers (least recently used closed
+// first; default 64).
+func MaxDrivers(n int) RoutedOption { return func(r *routedConfig) { r.maxDrivers = n } }
+
+// MaxConnsPerDriver bounds each driver's connection pool.
+func MaxConnsPerDriver(n int) RoutedOption { return func(r *routedConfig) { r.maxConns = n } }
+
+// ResolveTTL is how long a tenant's credentials are trusted before they
+// are resolved again (default 5 minutes).
+func ResolveTTL(d time.Duration) RoutedOption { return func(r *routedConfig) { r.ttl = d } }
+
+func (r *routedConfig) validate(module string) []error {
+	var errs []error
+	if r.resolve == nil {
+		errs = append(errs, wiringError(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
+	}
+	if r.maxDrivers < 0 || r.maxConns < 1 {
+		errs = append(errs, wiringError(module, "", "MaxDrivers must be >= 0 and MaxConnsPerDriver >= 1", "fix the routed options"))
+	}
+	return errs
+}
+
+func (r *routedConfig) worstCase() int {
+	n := r.maxDrivers
+	if n <= 0 {
+		n = 64
+	}
+	return n * r.maxConns
+}
+
+// tenantDriver is one routed driver and the database its sessions open.
+type tenantDriver struct {
+	drv      driver
+	database string
+}
+
+type tenantPools = *routing.Pools[*tenantDriver]
+
+func newPools(cfg *config) (tenantPools, error) {
+	rc := cfg.routed
+	open := func(_ context.Context, c routing.Credentials) (*tenantDriver, error) {
+		td := &tenantDriver{database: c.Params["database"]}
+		if cfg.openFake != nil {
+			td.drv = cfg.openFake(c.Endpoint)
+			return td, nil
+		}
+		// NewDriverWithContext does not dial: the first session does.
+		d, err := drv.NewDriverWithContext(c.Endpoint, drv.BasicAuth(c.User, c.Secret, ""),
+			func(conf *drvconfig.Config) { conf.MaxConnectionPoolSize = rc.maxConns })
+		if err != nil {
+			return nil, fmt.Errorf("neo4j: building the tenant's driver: %w", err)
+		}
+		td.drv = realDriver{d}
+		return td, nil
+	}
+	return routing.New(routing.Config[*tenantDriver]{
+		Resolve:  rc.resolve,
+		Open:     open,
+		Close:    func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
+		MaxPools: rc.maxDrivers,
+		TTL:      rc.ttl,
+	})
+}
