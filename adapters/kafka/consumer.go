@@ -32,7 +32,8 @@ type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
 type ConsumerConfig struct {
 	// Name names the worker in the wiring; default "<route>-consumer".
 	Name string
-	// Group is the consumer group (required).
+	// Group is the consumer group (required). A sharded consumer joins one
+	// group per tenant, "<Group>.<tenant hex>".
 	Group string
 	// Handle is called for every record (required).
 	Handle Handler
@@ -180,8 +181,14 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	if maxWait <= 0 {
 		maxWait = 250 * time.Millisecond
 	}
+	group := w.spec.cfg.Group
+	if !tenant.IsZero() {
+		// One group per tenant: a shard joining or leaving rebalances
+		// only its own tenant's readers.
+		group += "." + tenant.Hex()
+	}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers: c.brokers, Dialer: c.dialer, GroupID: w.spec.cfg.Group, Topic: topic,
+		Brokers: c.brokers, Dialer: c.dialer, GroupID: group, Topic: topic,
 		MaxWait: maxWait, StartOffset: kafkago.FirstOffset,
 		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second,
