@@ -1,0 +1,86 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/tenantwire/tenantwire/document"
+)
+
+const fieldCount = "n"
+
+// CounterRoute adds a counter route, provided as *Counter name:"<name>".
+func CounterRoute(name string, cfg Config) Option {
+	return namedRoute(name, KindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
+}
+
+// Counter holds named atomic integer counters.
+type Counter struct{ route route }
+
+// Add adds delta to the counter and returns its new value; a missing
+// counter starts at zero.
+func (c *Counter) Add(ctx context.Context, name string, delta int64) (int64, error) {
+	t, err := c.route.target(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer t.release()
+	update := bson.D{{Key: "$inc", Value: bson.D{{Key: fieldCount, Value: delta}}}}
+	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
+	for attempt := 0; ; attempt++ {
+		raw, err := t.coll.FindOneAndUpdate(ctx, t.byID(name), update, opts).Raw()
+		// Two first increments may race to insert; the loser retries as
+		// an update.
+		if err != nil && driver.IsDuplicateKeyError(err) && attempt == 0 {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("mongo: %s add: %w", c.route.spec.name, err)
+		}
+		n, ok := raw.Lookup(fieldCount).AsInt64OK()
+		if !ok {
+			return 0, errors.New("mongo: malformed counter document")
+		}
+		return n, nil
+	}
+}
+
+// Get returns the counter's value, zero when it was never set.
+func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
+	t, err := c.route.target(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer t.release()
+	raw, err := t.coll.FindOne(ctx, t.byID(name)).Raw()
+	if errors.Is(err, driver.ErrNoDocuments) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("mongo: %s get: %w", c.route.spec.name, err)
+	}
+	n, _ := raw.Lookup(fieldCount).AsInt64OK()
+	return n, nil
+}
+
+// Reset deletes the counter, or returns document.ErrNotFound.
+func (c *Counter) Reset(ctx context.Context, name string) error {
+	t, err := c.route.target(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	res, err := t.coll.DeleteOne(ctx, t.byID(name))
+	if err != nil {
+		return fmt.Errorf("mongo: %s reset: %w", c.route.spec.name, err)
+	}
+	if res.DeletedCount == 0 {
+		return document.ErrNotFound
+	}
+	return nil
+}

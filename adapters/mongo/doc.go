@@ -1,0 +1,15 @@
+// Package mongo is tenantwire's MongoDB adapter: a typed document store,
+// a search route, counters, an outbox a relay drains, and a raw filter
+// hatch, on the official driver (go.mongodb.org/mongo-driver/v2).
+//
+// A route's tier comes from its wiring (DESIGN §2): TenantAware stamps a
+// tenant_id field on every write and places it in every filter, update,
+// delete and aggregation $match the adapter builds (tagged); a per-tenant
+// collection or database on every counted relation names a container per
+// tenant (namespace); a routed client opens each tenant's own client from
+// its own URI and credentials (dedicated). Every tenant-scoped call reads
+// the tenant from its context and fails closed with tenant_unbound.
+//
+// Constructors never connect: fx.New checks the wiring without a server,
+// and the driver dials on the first operation.
+package mongo

@@ -1,0 +1,266 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Option configures a MongoDB module.
+type Option func(*config)
+
+type config struct {
+	client   *driver.Client
+	uri      string
+	database string
+	routed   *RoutedConfig
+	floor    tenancy.Tier
+	teardown bool
+	routes   []*routeSpec
+	provides []fx.Option
+}
+
+// Config wires one route.
+type Config struct {
+	// TenantAware stamps a tenant_id field on every write and places it in
+	// every filter, update and delete (tagged).
+	TenantAware bool
+	// Collection is where the route's documents live; PerTenant or
+	// PerTenantDatabase reach namespace.
+	Collection Collection
+	// TextIndex (search routes only) queries with $text over a MongoDB
+	// text index instead of the portable term index. FerretDB 1.x has no
+	// text index.
+	TextIndex bool
+}
+
+type routeSpec struct {
+	name string
+	kind floors.Kind
+	cfg  Config
+}
+
+// Client runs the module on c, a client the caller owns and disconnects.
+// Without Client, Connect or Routed the module takes a *mongo.Client from
+// the fx graph.
+func Client(c *driver.Client) Option { return func(cfg *config) { cfg.client = c } }
+
+// Connect makes the module build its own client from uri (the driver dials
+// lazily) and disconnect it on stop.
+func Connect(uri string) Option { return func(cfg *config) { cfg.uri = uri } }
+
+// Database names the module's database (required): static and per-tenant
+// collections live in it, and routed clients use it unless a tenant's
+// credentials carry Params["database"].
+func Database(name string) Option { return func(cfg *config) { cfg.database = name } }
+
+// RequiredIsolation declares the floor every route must reach.
+func RequiredIsolation(t tenancy.Tier) Option { return func(cfg *config) { cfg.floor = t } }
+
+// AllowTeardown lets the Provisioner drop a tenant's collections and
+// databases. Off by default: teardown destroys data.
+func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
+
+// RoutedConfig opens a client per tenant from the tenant's own URI and
+// credentials (dedicated), through routing.Pools: fingerprinted, bounded,
+// evictable.
+type RoutedConfig struct {
+	// Resolve returns a tenant's credentials: Endpoint is a mongodb:// URI,
+	// User and Secret authenticate (when User is set), and
+	// Params["database"] overrides the module's database.
+	Resolve routing.Resolver
+	// MaxClients bounds live clients (default 64); TTL is how long a
+	// resolution is trusted (default 5 minutes).
+	MaxClients int
+	TTL        time.Duration
+	// ClientOptions adjusts each tenant's client options (timeouts, pool
+	// size); it must not connect.
+	ClientOptions func(*options.ClientOptions)
+}
+
+// Routed runs every route on the tenant's own client (dedicated).
+func Routed(rc RoutedConfig) Option { return func(cfg *config) { cfg.routed = &rc } }
+
+// namedRoute adds a route whose runtime object ctor builds; it is
+// provided under the route's name (name:"<route>").
+func namedRoute[R any](name string, kind floors.Kind, rc Config, ctor func(route) R) Option {
+	spec := &routeSpec{name: name, kind: kind, cfg: rc}
+	return func(cfg *config) {
+		cfg.routes = append(cfg.routes, spec)
+		cfg.provides = append(cfg.provides, fx.Provide(fx.Annotate(
+			func(c *core) R { return ctor(newRoute(c, spec)) },
+			fx.ResultTags(`name:"`+name+`"`))))
+	}
+}
+
+func (r *routeSpec) floorsRoute(routed bool) floors.Route {
+	rels := []floors.Relation{r.cfg.Collection.relation(roleCollection)}
+	if r.kind == KindSearch {
+		// The index is named inside its collection; it never counts.
+		rels = append(rels, floors.Relation{Role: roleIndex, Name: r.name + "_terms", PerTenant: false})
+	}
+	return floors.Route{Name: r.name, Kind: r.kind, TenantAware: r.cfg.TenantAware, Routed: routed, Relations: rels}
+}
+
+func wiringError(module, route, detail, fix string) error {
+	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
+		Route: route, Detail: detail, Fix: fix}
+}
+
+func (cfg *config) validate(module string) []error {
+	var errs []error
+	if err := ValidDatabaseName(cfg.database); err != nil {
+		errs = append(errs, wiringError(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
+	} else if looksPerTenantDB(cfg.database) {
+		errs = append(errs, wiringError(module, "", fmt.Sprintf("database %q has the shape of a per-tenant database name", cfg.database),
+			"choose a database name that does not end in '_' and 32 hex digits"))
+	}
+	sources := 0
+	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil} {
+		if set {
+			sources++
+		}
+	}
+	if sources > 1 {
+		errs = append(errs, wiringError(module, "", "more than one of Client, Connect and Routed",
+			"give the module exactly one client source"))
+	}
+	if cfg.routed != nil && cfg.routed.Resolve == nil {
+		errs = append(errs, wiringError(module, "", "Routed without a Resolve function",
+			"set RoutedConfig.Resolve to look up each tenant's URI and credentials"))
+	}
+	seen := map[string]bool{}
+	for _, r := range cfg.routes {
+		if err := validBase("route name", r.name, 64); err != nil {
+			errs = append(errs, wiringError(module, r.name, err.Error(), "rename the route"))
+		}
+		if err := r.cfg.Collection.validate(); err != nil {
+			errs = append(errs, wiringError(module, r.name, err.Error(), "fix the route's collection"))
+		}
+		if r.cfg.TextIndex && r.kind != KindSearch {
+			errs = append(errs, wiringError(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
+		}
+		if seen[r.name] {
+			errs = append(errs, wiringError(module, r.name, "two routes share the name", "give every route its own name"))
+		}
+		seen[r.name] = true
+	}
+	return errs
+}
+
+// Module builds a MongoDB module: its wiring, checked during fx.New, and
+// its routes. Document routes are provided as *Documents[T]; the others
+// under their route name (name:"<route>"); the module's *Provisioner
+// unnamed.
+func Module(name string, opts ...Option) fx.Option {
+	cfg := &config{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	for _, r := range cfg.routes {
+		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
+	}
+	if errs := cfg.validate(name); len(errs) > 0 {
+		return fx.Module(name, fx.Error(errors.Join(errs...)))
+	}
+	parts := []fx.Option{
+		modules.Provide(mod),
+		fx.Provide(fx.Private, newCore(name, cfg)),
+		fx.Provide(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} }),
+	}
+	parts = append(parts, cfg.provides...)
+	return fx.Module(name, parts...)
+}
+
+// core is a module's connection state, private to the module.
+type core struct {
+	module string
+	db     string
+	client *driver.Client
+	pools  *routing.Pools[*routedClient]
+}
+
+type routedClient struct {
+	client *driver.Client
+	db     string
+}
+
+type clientIn struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Client    *driver.Client `optional:"true"`
+}
+
+func newCore(module string, cfg *config) func(clientIn) (*core, error) {
+	return func(in clientIn) (*core, error) {
+		c := &core{module: module, db: cfg.database}
+		switch {
+		case cfg.routed != nil:
+			p, err := newPools(cfg.database, cfg.routed)
+			if err != nil {
+				return nil, err
+			}
+			c.pools = p
+			in.Lifecycle.Append(fx.StopHook(p.Close))
+		case cfg.client != nil:
+			c.client = cfg.client
+		case cfg.uri != "":
+			cl, err := driver.Connect(options.Client().ApplyURI(cfg.uri))
+			if err != nil {
+				return nil, fmt.Errorf("mongo: module %s: %w", module, err)
+			}
+			c.client = cl
+			in.Lifecycle.Append(fx.StopHook(cl.Disconnect))
+		case in.Client != nil:
+			c.client = in.Client
+		default:
+			return nil, wiringError(module, "", "the module has no MongoDB client",
+				"pass mongo.Client(c), mongo.Connect(uri) or mongo.Routed(cfg), or provide a *mongo.Client")
+		}
+		return c, nil
+	}
+}
+
+// newPools builds the routed clients of a Routed module; db is the
+// database a tenant uses unless its credentials name another.
+func newPools(db string, rc *RoutedConfig) (*routing.Pools[*routedClient], error) {
+	return routing.New(routing.Config[*routedClient]{
+		Resolve:  rc.Resolve,
+		MaxPools: rc.MaxClients,
+		TTL:      rc.TTL,
+		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
+			o := options.Client().ApplyURI(cr.Endpoint)
+			if cr.User != "" {
+				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
+			}
+			if rc.ClientOptions != nil {
+				rc.ClientOptions(o)
+			}
+			cl, err := driver.Connect(o) // lazy: no dial here
+			if err != nil {
+				return nil, err
+			}
+			name := db
+			if d := cr.Params["database"]; d != "" {
+				if err := ValidDatabaseName(d); err != nil {
+					_ = cl.Disconnect(context.Background())
+					return nil, err
+				}
+				name = d
+			}
+			return &routedClient{client: cl, db: name}, nil
+		},
+		Close: func(rc *routedClient) { _ = rc.client.Disconnect(context.Background()) },
+	})
+}

@@ -1,0 +1,146 @@
+package mongo
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Collection names where a route's documents live: one collection every
+// tenant shares, a collection per tenant, or a collection in a database
+// per tenant.
+type Collection struct {
+	name      string
+	dbPrefix  string // per-tenant database prefix; "" is the module's database
+	perTenant bool
+}
+
+// Static is one collection shared by every tenant.
+func Static(name string) Collection { return Collection{name: name} }
+
+// PerTenant is a collection per tenant in the module's database, named by
+// CollectionName(base, tenant).
+func PerTenant(base string) Collection { return Collection{name: base, perTenant: true} }
+
+// PerTenantDatabase is the collection name inside a database per tenant,
+// named by DatabaseName(prefix, tenant).
+func PerTenantDatabase(prefix, name string) Collection {
+	return Collection{name: name, dbPrefix: prefix}
+}
+
+// PerTenantName reports whether the container is named per tenant.
+func (c Collection) PerTenantName() bool { return c.perTenant || c.dbPrefix != "" }
+
+func (c Collection) relation(role string) floors.Relation {
+	name := c.name
+	if c.dbPrefix != "" {
+		name = c.dbPrefix + "_*." + c.name
+	} else if c.perTenant {
+		name = c.name + ".*"
+	}
+	return floors.Relation{Role: role, Name: name, PerTenant: c.PerTenantName()}
+}
+
+// resolve returns the database and collection for tenant; perTenant false
+// means the tenant is not consulted (an outbox that is not tenant-aware).
+func (c Collection) resolve(moduleDB string, id tenancy.ID, perTenant bool) (db, coll string) {
+	db, coll = moduleDB, c.name
+	if !perTenant {
+		return db, coll
+	}
+	if c.dbPrefix != "" {
+		db = DatabaseName(c.dbPrefix, id)
+	}
+	if c.perTenant {
+		coll = CollectionName(c.name, id)
+	}
+	return db, coll
+}
+
+func (c Collection) validate() error {
+	if err := validBase("collection", c.name, 64); err != nil {
+		return err
+	}
+	if c.dbPrefix != "" {
+		return validBase("database prefix", c.dbPrefix, maxDBPrefix)
+	}
+	return nil
+}
+
+// maxDBPrefix keeps DatabaseName within MongoDB's 63 bytes: prefix, '_'
+// and 32 hex digits.
+const maxDBPrefix = 63 - 33
+
+// CollectionName is a tenant's collection: base, '.', the tenant's 32 hex
+// digits. Bases hold no dot, so a per-tenant name never equals a static
+// one, and the fixed-width suffix makes the name decode to exactly one
+// (base, tenant): injective.
+func CollectionName(base string, id tenancy.ID) string { return base + "." + id.Hex() }
+
+// DatabaseName is a tenant's database: prefix, '_', the tenant's 32 hex
+// digits; injective by the same fixed-width suffix.
+func DatabaseName(prefix string, id tenancy.ID) string { return prefix + "_" + id.Hex() }
+
+// validBase accepts 1 to max of [A-Za-z0-9_-], not starting with
+// "system" (MongoDB reserves system.* collections).
+func validBase(what, s string, max int) error {
+	if s == "" || len(s) > max {
+		return fmt.Errorf("mongo: %s %q must be 1 to %d characters", what, s, max)
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b == '_' || b == '-' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9') {
+			return fmt.Errorf("mongo: %s %q may hold only letters, digits, '-' and '_'", what, s)
+		}
+	}
+	if strings.HasPrefix(strings.ToLower(s), "system") {
+		return fmt.Errorf("mongo: %s %q may not start with \"system\" (reserved by MongoDB)", what, s)
+	}
+	return nil
+}
+
+// ValidCollectionName reports whether MongoDB accepts s as a collection
+// name: non-empty, valid UTF-8, no '$' or NUL, not system.*, at most 255
+// bytes.
+func ValidCollectionName(s string) error {
+	switch {
+	case s == "" || len(s) > 255:
+		return fmt.Errorf("mongo: collection name %q must be 1 to 255 bytes", s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("mongo: collection name %q is not valid UTF-8", s)
+	case strings.ContainsAny(s, "$\x00"):
+		return fmt.Errorf("mongo: collection name %q holds '$' or NUL", s)
+	case strings.HasPrefix(s, "system."):
+		return fmt.Errorf("mongo: collection name %q is reserved", s)
+	}
+	return nil
+}
+
+// ValidDatabaseName reports whether MongoDB accepts s as a database name:
+// 1 to 63 bytes, none of / \ . space " $ * < > : | ? or NUL.
+func ValidDatabaseName(s string) error {
+	if s == "" || len(s) > 63 {
+		return fmt.Errorf("mongo: database name %q must be 1 to 63 bytes", s)
+	}
+	if strings.ContainsAny(s, "/\\. \"$*<>:|?\x00") {
+		return fmt.Errorf("mongo: database name %q holds a character MongoDB refuses", s)
+	}
+	return nil
+}
+
+// looksPerTenantDB reports whether a static database name has the shape
+// of a per-tenant one, which could collide with a tenant's database.
+func looksPerTenantDB(s string) bool {
+	if len(s) < 33 || s[len(s)-33] != '_' {
+		return false
+	}
+	for _, b := range []byte(s[len(s)-32:]) {
+		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package mongo
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Field names the adapter owns in every stored document.
+const (
+	fieldTenant  = "tenant_id"
+	fieldID      = "id"
+	fieldVersion = "v"
+	fieldDoc     = "doc"
+)
+
+// route is what every route kind shares: how a call's context picks the
+// client, the collection and the tenant tag.
+type route struct {
+	core *core
+	spec *routeSpec
+	// perTenant: the collection or database is named per tenant.
+	perTenant bool
+}
+
+func newRoute(c *core, spec *routeSpec) route {
+	pt := spec.cfg.Collection.PerTenantName()
+	if spec.kind == KindOutbox && !spec.cfg.TenantAware {
+		pt = false // the outbox passes its resolver the tenant only when tenant-aware
+	}
+	return route{core: c, spec: spec, perTenant: pt}
+}
+
+// scoped reports whether calls need a bound tenant.
+func (r *route) scoped() bool {
+	return r.core.pools != nil || r.perTenant || r.spec.cfg.TenantAware
+}
+
+// target is where one call lands.
+type target struct {
+	coll *driver.Collection
+	// tag is the tenant stamped and filtered on; zero when not tenant-aware.
+	tag     tenancy.ID
+	release func()
+}
+
+func noop() {}
+
+// target resolves the call's collection. A tenant-scoped route reads the
+// tenant from ctx and fails closed: there is no default tenant and no
+// shared client to fall back to.
+func (r *route) target(ctx context.Context) (target, error) {
+	if !r.scoped() {
+		return target{coll: r.core.client.Database(r.core.db).Collection(r.spec.cfg.Collection.name), release: noop}, nil
+	}
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		return target{}, r.unbound()
+	}
+	return r.targetFor(ctx, id)
+}
+
+// targetFor resolves the collection of an explicit tenant (provisioning).
+func (r *route) targetFor(ctx context.Context, id tenancy.ID) (target, error) {
+	if id.IsZero() {
+		return target{}, r.unbound()
+	}
+	client, db, release := r.core.client, r.core.db, noop
+	if r.core.pools != nil {
+		rc, rel, err := r.core.pools.AcquireFor(ctx, id)
+		if err != nil {
+			return target{}, fmt.Errorf("mongo: route %s: %w", r.spec.name, err)
+		}
+		client, db, release = rc.client, rc.db, rel
+	}
+	db, coll := r.spec.cfg.Collection.resolve(db, id, r.perTenant)
+	t := target{coll: client.Database(db).Collection(coll), release: release}
+	if r.spec.cfg.TenantAware {
+		t.tag = id
+	}
+	return t, nil
+}
+
+func (r *route) unbound() error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
+	return e
+}
+
+// key is the stored _id of a user id: for a tenant-aware route it is
+// prefixed with the tenant, so two tenants may use the same id in one
+// collection without either learning of the other.
+func (t target) key(id string) string {
+	if t.tag.IsZero() {
+		return id
+	}
+	return t.tag.Hex() + ":" + id
+}
+
+// filter is the base filter of every statement: the tenant first (when
+// tagged), then the caller's conditions.
+func (t target) filter(extra ...bson.E) bson.D {
+	d := make(bson.D, 0, len(extra)+1)
+	if !t.tag.IsZero() {
+		d = append(d, bson.E{Key: fieldTenant, Value: t.tag.String()})
+	}
+	return append(d, extra...)
+}
+
+// byID is the filter of one record.
+func (t target) byID(id string) bson.D {
+	return t.filter(bson.E{Key: "_id", Value: t.key(id)})
+}
+
+// stamp prefixes a written document with its _id and tenant.
+func (t target) stamp(id string, rest ...bson.E) bson.D {
+	d := bson.D{{Key: "_id", Value: t.key(id)}}
+	if !t.tag.IsZero() {
+		d = append(d, bson.E{Key: fieldTenant, Value: t.tag.String()})
+	}
+	return append(d, rest...)
+}

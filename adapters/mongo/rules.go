@@ -1,0 +1,40 @@
+package mongo
+
+import (
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Route kinds of the MongoDB backend.
+const (
+	KindDocument  floors.Kind = "document"
+	KindSearch    floors.Kind = "search"
+	KindCounter   floors.Kind = "counter"
+	KindOutbox    floors.Kind = "outbox"
+	KindRawFilter floors.Kind = "raw_filter"
+)
+
+// Relation roles a route names.
+const (
+	roleCollection = "collection"
+	roleIndex      = "index"
+)
+
+// Rules is what MongoDB can reach and how each route kind derives its tier.
+// Enforcement, the CLI and the docs read this value.
+var Rules = floors.Backend{
+	Name:    "mongodb",
+	Ceiling: tenancy.Dedicated,
+	Kinds: map[floors.Kind]floors.KindRule{
+		KindDocument: {Summary: "typed documents: get, create, optimistic update, delete, list and count",
+			Relations: []string{roleCollection}},
+		KindSearch: {Summary: "term search over a text field", Relations: []string{roleCollection},
+			Note: "only the collection counts: an index name is scoped to its collection"},
+		KindCounter: {Summary: "atomic integer counters", Relations: []string{roleCollection}},
+		KindOutbox: {Summary: "outbox rows carrying tenant and event id, drained by a relay",
+			Relations: []string{roleCollection}, ResolverCountsOnlyWhenTenantAware: true,
+			Note: "a per-tenant collection is used (and counts) only when the outbox is tenant-aware"},
+		KindRawFilter: {Summary: "user-written query documents", Relations: []string{roleCollection},
+			Origin: tenancy.Raw, Note: "origin raw: nothing can rewrite the filter, so only dedicated"},
+	},
+}

@@ -1,0 +1,123 @@
+package mongo_test
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+type order struct {
+	Item string `json:"item"`
+}
+
+func creds(context.Context, tenancy.ID) (routing.Credentials, error) {
+	return routing.Credentials{Endpoint: "mongodb://127.0.0.1:1"}, nil
+}
+
+var routed = mongo.Routed(mongo.RoutedConfig{Resolve: creds})
+
+func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
+	t.Helper()
+	var live modules.Live
+	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{mongo.Database("app")}, opts...)...), fx.Populate(&live))
+	got := map[string]tenancy.Tier{}
+	for _, r := range live.Matrix().Rows {
+		got[r.Route] = r.Reached
+	}
+	return got
+}
+
+func TestMatrixRatesEachTier(t *testing.T) {
+	got := reached(t,
+		mongo.Document[order]("shared", mongo.Config{Collection: mongo.Static("orders")}),
+		mongo.SearchRoute("tagged", mongo.Config{TenantAware: true, Collection: mongo.Static("s")}),
+		mongo.CounterRoute("ns", mongo.Config{Collection: mongo.PerTenant("hits")}),
+		mongo.CounterRoute("nsdb", mongo.Config{Collection: mongo.PerTenantDatabase("t", "hits")}),
+		mongo.SearchRoute("search-ns", mongo.Config{Collection: mongo.PerTenant("s")}),
+		mongo.OutboxRoute("outbox-untagged", mongo.Config{Collection: mongo.PerTenant("ob")}),
+		mongo.OutboxRoute("outbox-ns", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("ob2")}),
+	)
+	want := map[string]tenancy.Tier{
+		"shared": tenancy.None, "tagged": tenancy.Tagged, "ns": tenancy.Namespace, "nsdb": tenancy.Namespace,
+		// Only the collection counts: the static index name does not hold search back.
+		"search-ns": tenancy.Namespace,
+		// The outbox's resolver counts only when it is tenant-aware.
+		"outbox-untagged": tenancy.None, "outbox-ns": tenancy.Namespace,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("route %s reaches %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+func TestRoutedReachesDedicated(t *testing.T) {
+	got := reached(t, routed, mongo.RequiredIsolation(tenancy.Dedicated),
+		mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("orders")}),
+		mongo.RawFilterRoute("raw", mongo.Config{Collection: mongo.Static("orders")}))
+	if got["orders"] != tenancy.Dedicated || got["raw"] != tenancy.Dedicated {
+		t.Fatalf("reached %v", got)
+	}
+}
+
+func TestRawFilterRefusedBelowDedicated(t *testing.T) {
+	for name, cfg := range map[string]mongo.Config{
+		"none":      {Collection: mongo.Static("orders")},
+		"tagged":    {TenantAware: true, Collection: mongo.Static("orders")},
+		"namespace": {Collection: mongo.PerTenant("orders")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
+				mongo.Module("m", mongo.Database("app"), mongo.RawFilterRoute("raw", cfg)))
+			if e.Route != "raw" || e.Backend != "mongodb" || e.Origin != tenancy.Raw {
+				t.Errorf("refusal: %v", e)
+			}
+		})
+	}
+}
+
+func TestFloorRefusals(t *testing.T) {
+	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("mongodb"),
+		mongo.Module("m", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
+			mongo.Document[order]("orders", mongo.Config{TenantAware: true, Collection: mongo.Static("orders")})))
+	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || e.Fix == "" {
+		t.Errorf("refusal: %v", e)
+	}
+}
+
+func TestInvalidWiringRefused(t *testing.T) {
+	cases := map[string][]mongo.Option{
+		"no database":     {mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("o")})},
+		"bad database":    {mongo.Database("a.b")},
+		"tenant-shaped":   {mongo.Database("app_0a0a0a0a00004000800000000000000a")},
+		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("a$b")})},
+		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("a.b")})},
+		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("system_x")})},
+		"long db prefix":  {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.PerTenantDatabase("p234567890123456789012345678901", "c")})},
+		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c"), TextIndex: true})},
+		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")}), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("d")})},
+		"two sources":     {mongo.Database("app"), routed, mongo.Connect("mongodb://127.0.0.1:1")},
+		"routed no func":  {mongo.Database("app"), mongo.Routed(mongo.RoutedConfig{})},
+	}
+	for name, opts := range cases {
+		t.Run(name, func(t *testing.T) {
+			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mongo.Module("m", opts...))
+		})
+	}
+}
+
+func TestNoClientIsAWiringError(t *testing.T) {
+	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.Database("app"),
+		mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("o")})),
+		fx.Invoke(func(*mongo.Documents[order]) {})).Err()
+	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+		t.Fatalf("err = %v", err)
+	}
+}
