@@ -132,3 +132,16 @@ func (r *received) snapshot() (map[string][]string, map[string]int) {
 	}
 	return by, count
 }
+
+// rawWriter is a plain kafka-go writer with its own transport, closed on
+// cleanup (the default transport's pools would outlive the test).
+func rawWriter(t *testing.T, broker string) *kafkago.Writer {
+	tr := &kafkago.Transport{}
+	w := &kafkago.Writer{Addr: kafkago.TCP(broker), Transport: tr, Balancer: &kafkago.Hash{},
+		RequiredAcks: kafkago.RequireAll, BatchTimeout: 5 * time.Millisecond}
+	t.Cleanup(func() {
+		_ = w.Close()
+		tr.CloseIdleConnections()
+	})
+	return w
+}
