@@ -25,10 +25,10 @@ func found(ok bool, err error) error {
 
 func TestBoundaryCache(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("cache" + tc.tier.String())
-			c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))
+			c := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.opts...))...)
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) error { return c.Set(ctx, "k{1}", []byte("a"), time.Minute) },
 				Read: func(ctx context.Context) (bool, error) {
@@ -59,10 +59,10 @@ func TestBoundaryCache(t *testing.T) {
 
 func TestBoundaryCounter(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("ctr" + tc.tier.String())
-			c := route[*redis.Counter](t, e, name, redis.CounterRoute(name, tc.opt))
+			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) error { _, err := c.Incr(ctx, "hits", 5); return err },
 				Read: func(ctx context.Context) (bool, error) {
@@ -87,10 +87,10 @@ func TestBoundaryCounter(t *testing.T) {
 
 func TestBoundaryIdempotency(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("idem" + tc.tier.String())
-			i := route[*redis.Idempotency](t, e, name, redis.IdempotencyRoute(name, tc.opt))
+			i := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.opts...))...)
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) error {
 					stored, _, err := i.Store(ctx, "req-1", []byte("a"), time.Minute)
@@ -121,10 +121,10 @@ func TestBoundaryIdempotency(t *testing.T) {
 
 func TestBoundaryLock(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("lock" + tc.tier.String())
-			l := route[*redis.Locks](t, e, name, redis.LockRoute(name, tc.opt))
+			l := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.opts...))...)
 			var lease *redis.Lease
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) (err error) {
@@ -166,79 +166,87 @@ func TestBoundaryLock(t *testing.T) {
 
 func TestBoundaryStream(t *testing.T) {
 	e := newEnv(t)
-	name := e.name("stream")
-	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.TenantAware()))
-	var id string
-	tenancytest.Boundary(t, tenancytest.Probe{
-		Write: func(ctx context.Context) (err error) {
-			id, err = s.Append(ctx, map[string]any{"v": "a"})
-			return err
-		},
-		Read: func(ctx context.Context) (bool, error) {
-			n, err := s.Len(ctx)
-			return n > 0, err
-		},
-		RecordID: "a",
-		List: func(ctx context.Context) ([]string, error) {
-			es, err := s.Range(ctx, "-", "+", 100)
-			vals := make([]string, len(es))
-			for i, en := range es {
-				vals[i], _ = en.Values["v"].(string)
+	for _, tc := range channelTiers(e) {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("stream" + tc.tier.String())
+			s := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.opts...))...)
+			var id string
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write: func(ctx context.Context) (err error) {
+					id, err = s.Append(ctx, map[string]any{"v": "a"})
+					return err
+				},
+				Read: func(ctx context.Context) (bool, error) {
+					n, err := s.Len(ctx)
+					return n > 0, err
+				},
+				RecordID: "a",
+				List: func(ctx context.Context) ([]string, error) {
+					es, err := s.Range(ctx, "-", "+", 100)
+					vals := make([]string, len(es))
+					for i, en := range es {
+						vals[i], _ = en.Values["v"].(string)
+					}
+					return vals, err
+				},
+				Delete: func(ctx context.Context) error {
+					n, err := s.Trim(ctx, 0)
+					if err == nil && n == 0 {
+						return errNotFound
+					}
+					return err
+				},
+				Intact: func(ctx context.Context) (bool, error) {
+					n, err := s.Len(ctx)
+					return n == 1, err
+				},
+			})
+			// B's consumer group reads nothing of A's stream; A's reads A's entry.
+			if es, err := s.ReadGroup(ctxB, "g", "c1", 100, 0); err != nil || len(es) != 0 {
+				t.Fatalf("B's group read %v, %v", es, err)
 			}
-			return vals, err
-		},
-		Delete: func(ctx context.Context) error {
-			n, err := s.Trim(ctx, 0)
-			if err == nil && n == 0 {
-				return errNotFound
+			es, err := s.ReadGroup(ctxA, "g", "c1", 100, 0)
+			if err != nil || len(es) != 1 || es[0].ID != id {
+				t.Fatalf("A's group read %v, %v (want %s)", es, err, id)
 			}
-			return err
-		},
-		Intact: func(ctx context.Context) (bool, error) {
-			n, err := s.Len(ctx)
-			return n == 1, err
-		},
-	})
-	// B's consumer group reads nothing of A's stream; A's reads A's entry.
-	if es, err := s.ReadGroup(ctxB, "g", "c1", 100, 0); err != nil || len(es) != 0 {
-		t.Fatalf("B's group read %v, %v", es, err)
-	}
-	es, err := s.ReadGroup(ctxA, "g", "c1", 100, 0)
-	if err != nil || len(es) != 1 || es[0].ID != id {
-		t.Fatalf("A's group read %v, %v (want %s)", es, err, id)
-	}
-	if err := s.Ack(ctxA, "g", id); err != nil {
-		t.Fatal(err)
+			if err := s.Ack(ctxA, "g", id); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
 func TestBoundaryPubSub(t *testing.T) {
 	e := newEnv(t)
-	name := e.name("ps")
-	p := route[*redis.PubSub](t, e, name, redis.PubSubRoute(name, redis.TenantAware()))
-	subA, err := p.Subscribe(ctxA, "news")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer subA.Close()
-	subB, err := p.Subscribe(ctxB, "news")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer subB.Close()
-	if _, err := p.Publish(ctxA, "news", []byte("for A")); err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	m, err := subA.Receive(rctx)
-	if err != nil || m.Channel != "news" || string(m.Payload) != "for A" {
-		t.Fatalf("A's own message: %+v, %v", m, err)
-	}
-	bctx, cancelB := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancelB()
-	if m, err := subB.Receive(bctx); err == nil {
-		t.Fatalf("B received A's message: %+v", m)
+	for _, tc := range channelTiers(e) {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("ps" + tc.tier.String())
+			p := route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.opts...))...)
+			subA, err := p.Subscribe(ctxA, "news")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer subA.Close()
+			subB, err := p.Subscribe(ctxB, "news")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer subB.Close()
+			if _, err := p.Publish(ctxA, "news", []byte("for A")); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			m, err := subA.Receive(rctx)
+			if err != nil || m.Channel != "news" || string(m.Payload) != "for A" {
+				t.Fatalf("A's own message: %+v, %v", m, err)
+			}
+			bctx, cancelB := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancelB()
+			if m, err := subB.Receive(bctx); err == nil {
+				t.Fatalf("B received A's message: %+v", m)
+			}
+		})
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 // tenant-global scope) fails with tenant_unbound and touches no key.
 func TestFailClosedWithoutTenant(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			sfx := tc.tier.String()
-			c := route[*redis.Cache](t, e, e.name("fc"+sfx), redis.CacheRoute(e.name("fc"+sfx), tc.opt))
-			n := route[*redis.Counter](t, e, e.name("fn"+sfx), redis.CounterRoute(e.name("fn"+sfx), tc.opt))
-			i := route[*redis.Idempotency](t, e, e.name("fi"+sfx), redis.IdempotencyRoute(e.name("fi"+sfx), tc.opt))
-			l := route[*redis.Locks](t, e, e.name("fl"+sfx), redis.LockRoute(e.name("fl"+sfx), tc.opt))
+			c := route[*redis.Cache](t, e, e.name("fc"+sfx), tc.with(redis.CacheRoute(e.name("fc"+sfx), tc.opts...))...)
+			n := route[*redis.Counter](t, e, e.name("fn"+sfx), tc.with(redis.CounterRoute(e.name("fn"+sfx), tc.opts...))...)
+			i := route[*redis.Idempotency](t, e, e.name("fi"+sfx), tc.with(redis.IdempotencyRoute(e.name("fi"+sfx), tc.opts...))...)
+			l := route[*redis.Locks](t, e, e.name("fl"+sfx), tc.with(redis.LockRoute(e.name("fl"+sfx), tc.opts...))...)
 			ops := map[string]func(context.Context) error{
 				"cache get":     func(ctx context.Context) error { _, _, err := c.Get(ctx, "k"); return err },
 				"cache set":     func(ctx context.Context) error { return c.Set(ctx, "k", []byte("v"), 0) },

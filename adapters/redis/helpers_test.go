@@ -4,14 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -32,32 +36,78 @@ var (
 type env struct {
 	client *goredis.Client
 	suffix string
+	// dbs are the databases the routed tests give tenants: A 14, B 15,
+	// every other tenant 13, and tenantNoCreds none at all.
+	dbs map[int]*goredis.Client
 }
+
+var tenantNoCreds = tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	addr := testsvc.RedisAddr(t)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	e := &env{client: goredis.NewClient(&goredis.Options{Addr: addr}), suffix: hex.EncodeToString(b[:])}
+	e := &env{client: goredis.NewClient(&goredis.Options{Addr: addr}), suffix: hex.EncodeToString(b[:]),
+		dbs: map[int]*goredis.Client{}}
+	e.dbs[0] = e.client
+	for _, db := range []int{13, 14, 15} {
+		e.dbs[db] = goredis.NewClient(&goredis.Options{Addr: addr, DB: db})
+	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, k := range e.keys(t) {
-			e.client.Del(ctx, k)
+		for db, c := range e.dbs {
+			for _, k := range e.keysIn(t, db) {
+				c.Del(ctx, k)
+			}
+			c.Close()
 		}
-		e.client.Close()
 	})
 	return e
 }
 
+// routed is the routed client option of the dedicated tier: each tenant
+// gets a client of its own on its own database.
+func (e *env) routed() redis.Option {
+	addr := e.client.Options().Addr
+	return redis.Routed(redis.RoutedConfig{
+		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+			db := "13"
+			switch id {
+			case tenancytest.TenantA:
+				db = "14"
+			case tenancytest.TenantB:
+				db = "15"
+			case tenantNoCreds:
+				return routing.Credentials{}, errNoCreds
+			}
+			return routing.Credentials{Endpoint: addr, Params: map[string]string{"db": db}}, nil
+		},
+		PoolSize: 4,
+	})
+}
+
+var errNoCreds = errors.New("no credentials for this tenant")
+
 // name makes a route name unique to this run.
 func (e *env) name(base string) string { return base + "-" + e.suffix }
 
-// keys lists every key this run wrote.
+// keys lists every key this run wrote, in every database it uses.
 func (e *env) keys(t testing.TB) []string {
 	t.Helper()
 	var out []string
-	iter := e.client.Scan(context.Background(), 0, "tw:*-"+e.suffix+":*", 1000).Iterator()
+	for db := range e.dbs {
+		for _, k := range e.keysIn(t, db) {
+			out = append(out, fmt.Sprintf("db%d/%s", db, k))
+		}
+	}
+	return out
+}
+
+func (e *env) keysIn(t testing.TB, db int) []string {
+	t.Helper()
+	var out []string
+	iter := e.dbs[db].Scan(context.Background(), 0, "tw:*-"+e.suffix+":*", 1000).Iterator()
 	for iter.Next(context.Background()) {
 		out = append(out, iter.Val())
 	}
@@ -67,10 +117,10 @@ func (e *env) keys(t testing.TB) []string {
 	return out
 }
 
-// keysOf lists this run's keys of one route.
+// keysOf lists this run's keys of one route in database 0.
 func (e *env) keysOf(t testing.TB, route string) []string {
 	var out []string
-	for _, k := range e.keys(t) {
+	for _, k := range e.keysIn(t, 0) {
 		if strings.Contains(k, ":"+route+":") {
 			out = append(out, k)
 		}
@@ -95,22 +145,43 @@ func route[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := app.Stop(context.Background()); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := app.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
 	})
 	return got
 }
 
-// scoped is one tenant-scoped wiring of a route, by tier.
+// scoped is one tenant-scoped wiring of a route, by tier: route options
+// and module options.
 type scoped struct {
 	tier tenancy.Tier
-	opt  redis.RouteOption
+	opts []redis.RouteOption
+	mod  []redis.Option
 }
 
-func keyedTiers() []scoped {
+// with returns the module options plus the route.
+func (s scoped) with(route redis.Option) []redis.Option {
+	return append(append([]redis.Option(nil), s.mod...), route)
+}
+
+// keyedTiers are the tenant-scoped tiers of cache, counter, idempotency
+// and lock routes.
+func keyedTiers(e *env) []scoped {
 	return []scoped{
-		{tenancy.Tagged, redis.TenantAware()},
-		{tenancy.Namespace, redis.PerTenantNamespace(redis.TenantNamespace("ns"))},
+		{tier: tenancy.Tagged, opts: []redis.RouteOption{redis.TenantAware()}},
+		{tier: tenancy.Namespace, opts: []redis.RouteOption{redis.PerTenantNamespace(redis.TenantNamespace("ns"))}},
+		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
+	}
+}
+
+// channelTiers are the tenant-scoped tiers of stream and pub/sub routes,
+// which have no namespace.
+func channelTiers(e *env) []scoped {
+	return []scoped{
+		{tier: tenancy.Tagged, opts: []redis.RouteOption{redis.TenantAware()}},
+		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
 	}
 }

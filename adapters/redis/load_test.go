@@ -103,12 +103,12 @@ func TestConcurrentLoadNoCrossTenantObservation(t *testing.T) {
 		t.Skip("load test")
 	}
 	e := newEnv(t)
-	for _, tc := range keyedTiers() {
+	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			cn, nn := e.name("load-c"+tc.tier.String()), e.name("load-n"+tc.tier.String())
 			l := &loadChecker{
-				cache:   route[*redis.Cache](t, e, cn, redis.CacheRoute(cn, tc.opt)),
-				counter: route[*redis.Counter](t, e, nn, redis.CounterRoute(nn, tc.opt)),
+				cache:   route[*redis.Cache](t, e, cn, tc.with(redis.CacheRoute(cn, tc.opts...))...),
+				counter: route[*redis.Counter](t, e, nn, tc.with(redis.CounterRoute(nn, tc.opts...))...),
 				tenants: tenants(50),
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)

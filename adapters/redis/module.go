@@ -31,6 +31,7 @@ type config struct {
 	connect *goredis.UniversalOptions
 	floor   tenancy.Tier
 	routed  *routedConfig
+	budget  int
 	routes  []*routeSpec
 	workers []workerSpec
 }
@@ -197,7 +198,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	if cfg.routed != nil {
+		mod.WorstCaseConns = cfg.routed.maxPools() * cfg.routed.poolSize()
+	}
 	var errs []error
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {

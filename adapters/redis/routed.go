@@ -2,27 +2,132 @@ package redis
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// routedConfig is the per-tenant client configuration (not wired yet).
-type routedConfig struct{}
+// RoutedConfig runs every route of a module on the tenant's own client
+// (dedicated), built from the credentials Resolve returns. The pooling,
+// the bound, re-resolution and the drain before close are the shared
+// routing package's.
+type RoutedConfig struct {
+	// Resolve returns a tenant's credentials (required). For the default
+	// Open, Endpoint is "host:port" (comma-separated addresses for a
+	// cluster), User and Secret are the ACL user and password, and Params
+	// may set "db" (a database number) and "master" (a sentinel master).
+	Resolve routing.Resolver
+	// Open builds a client from credentials without connecting; default
+	// goredis.NewUniversalClient as described above.
+	Open func(routing.Credentials) (goredis.UniversalClient, error)
+	// MaxPools bounds live clients (default 64); MaxTenants bounds
+	// remembered tenants; TTL is how long a resolution is trusted.
+	MaxPools, MaxTenants int
+	TTL                  time.Duration
+	// PoolSize is each client's connection pool size (default go-redis's,
+	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxPools × PoolSize.
+	PoolSize int
+}
 
-func (*routedConfig) validate(string) []error { return nil }
+// Routed runs the module's routes on per-tenant clients (dedicated). Every
+// route becomes tenant-scoped: fleet routes are refused on it, and
+// unbound workers are refused over its streams.
+func Routed(cfg RoutedConfig) Option {
+	return func(c *config) { rc := routedConfig(cfg); c.routed = &rc }
+}
+
+// ConnBudget caps the connections the module's clients may open in the
+// worst case; on a routed module that is MaxPools × PoolSize, checked
+// during fx.New (connection_budget_exceeded).
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
+
+type routedConfig RoutedConfig
+
+func (rc *routedConfig) validate(module string) []error {
+	if rc.Resolve == nil {
+		return []error{wiringError(module, "", "Routed needs a credential resolver", "set RoutedConfig.Resolve")}
+	}
+	return nil
+}
+
+func (rc *routedConfig) maxPools() int {
+	if rc.MaxPools > 0 {
+		return rc.MaxPools
+	}
+	return 64
+}
+
+func (rc *routedConfig) poolSize() int {
+	if rc.PoolSize > 0 {
+		return rc.PoolSize
+	}
+	return 10 * runtime.GOMAXPROCS(0)
+}
 
 // router hands out the tenant's own client.
-type router struct{}
-
-func newRouter(string, *routedConfig) (*router, error) {
-	return nil, errors.New("redis: routed clients are not available yet")
+type router struct {
+	pools *routing.Pools[goredis.UniversalClient]
 }
 
-func (*router) client(context.Context, tenancy.ID) (goredis.UniversalClient, func(), error) {
-	return nil, nil, errors.New("redis: routed clients are not available yet")
+func newRouter(module string, rc *routedConfig) (*router, error) {
+	open := rc.Open
+	if open == nil {
+		open = rc.defaultOpen
+	}
+	pools, err := routing.New(routing.Config[goredis.UniversalClient]{
+		Resolve: rc.Resolve,
+		Open: func(_ context.Context, c routing.Credentials) (goredis.UniversalClient, error) {
+			return open(c)
+		},
+		Close:      func(c goredis.UniversalClient) { _ = c.Close() },
+		MaxPools:   rc.MaxPools,
+		MaxTenants: rc.MaxTenants,
+		TTL:        rc.TTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis module %s: %w", module, err)
+	}
+	return &router{pools: pools}, nil
 }
 
-func (*router) close(context.Context) error { return nil }
+func (rc *routedConfig) defaultOpen(c routing.Credentials) (goredis.UniversalClient, error) {
+	opts := &goredis.UniversalOptions{
+		Addrs: strings.Split(c.Endpoint, ","), Username: c.User, Password: c.Secret,
+		PoolSize: rc.PoolSize, MasterName: c.Params["master"],
+	}
+	if db := c.Params["db"]; db != "" {
+		n, err := strconv.Atoi(db)
+		if err != nil {
+			return nil, fmt.Errorf("redis: credential param db=%q is not a number", db)
+		}
+		opts.DB = n
+	}
+	return goredis.NewUniversalClient(opts), nil
+}
+
+func (r *router) client(ctx context.Context, id tenancy.ID) (goredis.UniversalClient, func(), error) {
+	return r.pools.AcquireFor(ctx, id)
+}
+
+// close retires every client once its in-flight calls (and open
+// subscriptions) are done, or gives up when ctx ends.
+func (r *router) close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		r.pools.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("redis: routed clients still in use at stop: %w", ctx.Err())
+	}
+}
