@@ -46,46 +46,49 @@ func (s *seen) snapshot() map[tenancy.ID][]string {
 func TestShardedConsumerBindsAssignedTenant(t *testing.T) {
 	e := newEnv(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	name := e.name("jobs")
-	h := &seen{got: map[tenancy.ID][]string{}}
-	var s *redis.Stream
-	app := fx.New(fx.NopLogger,
-		redis.Module("w", redis.Client(e.client),
-			redis.StreamRoute(name, redis.TenantAware()),
-			redis.StreamConsumer(name, redis.ConsumerConfig{
-				Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
-				Tenants: func(context.Context) ([]tenancy.ID, error) {
-					return []tenancy.ID{tenancytest.TenantB}, nil
-				},
-			})),
-		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
-	)
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []struct {
-		ctx context.Context
-		v   string
-	}{{ctxA, "a1"}, {ctxB, "b1"}, {ctxA, "a2"}, {ctxB, "b2"}} {
-		if _, err := s.Append(w.ctx, map[string]any{"v": w.v}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for len(h.snapshot()[tenancytest.TenantB]) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // room for a wrong delivery to show up
-	if err := app.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	got := h.snapshot()
-	if len(got) != 1 || len(got[tenancytest.TenantB]) != 2 || got[tenancytest.TenantB][0] != "b1" {
-		t.Fatalf("handled %v, want only B's b1, b2", got)
-	}
-	// A's entries are still unread by anyone's group.
-	if n, _ := s.Len(ctxA); n != 2 {
-		t.Fatalf("A's stream has %d entries", n)
+	for _, tc := range channelTiers(e) {
+		t.Run(tc.tier.String(), func(t *testing.T) {
+			name := e.name("jobs" + tc.tier.String())
+			h := &seen{got: map[tenancy.ID][]string{}}
+			var s *redis.Stream
+			app := fx.New(fx.NopLogger,
+				redis.Module("w", append(tc.with(redis.StreamRoute(name, tc.opts...)), redis.Client(e.client),
+					redis.StreamConsumer(name, redis.ConsumerConfig{
+						Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
+						Tenants: func(context.Context) ([]tenancy.ID, error) {
+							return []tenancy.ID{tenancytest.TenantB}, nil
+						},
+					}))...),
+				fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
+			)
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []struct {
+				ctx context.Context
+				v   string
+			}{{ctxA, "a1"}, {ctxB, "b1"}, {ctxA, "a2"}, {ctxB, "b2"}} {
+				if _, err := s.Append(w.ctx, map[string]any{"v": w.v}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for len(h.snapshot()[tenancytest.TenantB]) < 2 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // room for a wrong delivery to show up
+			// A's entries are still there, unread by anyone's group.
+			if n, err := s.Len(ctxA); n != 2 {
+				t.Fatalf("A's stream has %d entries (%v)", n, err)
+			}
+			if err := app.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := h.snapshot()
+			if len(got) != 1 || len(got[tenancytest.TenantB]) != 2 || got[tenancytest.TenantB][0] != "b1" {
+				t.Fatalf("handled %v, want only B's b1, b2", got)
+			}
+		})
 	}
 }
 
