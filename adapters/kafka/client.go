@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -52,6 +53,19 @@ func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(
 
 func (c *client) admin() *kafkago.Client {
 	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.transport, Timeout: 10 * time.Second}
+}
+
+// recover drops the transport's cached connection pools after a failure
+// that is not a broker's answer (a refused dial, a reset connection): the
+// transport otherwise keeps returning the cached failure until its
+// metadata TTL, long after the broker is back.
+func (c *client) recover(err error) {
+	var ke kafkago.Error
+	var we kafkago.WriteErrors
+	if errors.As(err, &ke) || errors.As(err, &we) {
+		return
+	}
+	c.transport.CloseIdleConnections()
 }
 
 func (c *client) close() {

@@ -191,7 +191,7 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 		Brokers: c.brokers, Dialer: c.dialer, GroupID: group, Topic: topic,
 		MaxWait: maxWait, StartOffset: kafkago.FirstOffset,
 		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
-		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second,
+		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, JoinGroupBackoff: time.Second,
 	})
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }

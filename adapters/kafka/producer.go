@@ -154,6 +154,7 @@ func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.
 	}
 	defer release()
 	if err := c.writer.WriteMessages(ctx, msgs...); err != nil {
+		c.recover(err)
 		return fmt.Errorf("kafka: route %s: %w", p.spec.name, err)
 	}
 	return nil
