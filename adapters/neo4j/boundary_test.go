@@ -35,7 +35,9 @@ func realServer(t *testing.T) server {
 	return s
 }
 
-func (s server) connect() neo4j.Option { return neo4j.Connect(s.uri, drv.BasicAuth(s.user, s.pass, "")) }
+func (s server) connect() neo4j.Option {
+	return neo4j.Connect(s.uri, drv.BasicAuth(s.user, s.pass, ""))
+}
 
 func graph(t *testing.T, route string, opts ...neo4j.Option) *neo4j.Graph {
 	t.Helper()
@@ -115,8 +117,10 @@ func probeGraph(t *testing.T, g *neo4j.Graph) {
 				return ids, err
 			},
 			RecordID: "probe",
-			Count:    func(ctx context.Context) (int, error) { return g.CountNodes(ctx, []string{label}, map[string]any{"k": "a"}) },
-			Search:   search,
+			Count: func(ctx context.Context) (int, error) {
+				return g.CountNodes(ctx, []string{label}, map[string]any{"k": "a"})
+			},
+			Search: search,
 			Update: func(ctx context.Context) error {
 				_, err := g.UpdateNode(ctx, from, map[string]any{"k": "changed"})
 				return err
