@@ -1,0 +1,64 @@
+package neo4j
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Tenants with identical credentials share one driver; different
+// credentials never do; every routed driver is closed when the app stops.
+func TestRoutedDriversSharedByCredentialsAndClosedOnStop(t *testing.T) {
+	rec := &recorder{}
+	tC := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
+	resolve := routedTo(map[tenancy.ID]routing.Credentials{
+		tA: {Endpoint: "neo4j://shared", User: "u", Secret: "s"},
+		tC: {Endpoint: "neo4j://shared", User: "u", Secret: "s"},
+		tB: {Endpoint: "neo4j://b", User: "u", Secret: "other"},
+	})
+	var g *Graph
+	app := fx.New(fx.NopLogger, Module("m", withFakeRouted(rec), Routed(resolve, MaxDrivers(4)), GraphRoute("g")),
+		fx.Invoke(fx.Annotate(func(v *Graph) { g = v }, fx.ParamTags(`name:"g"`))))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []tenancy.ID{tA, tB, tC} {
+		if _, err := g.GetNode(tenancy.WithTenant(context.Background(), id), "n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rec.opened(); !slices.Equal(got, []string{"neo4j://shared/", "neo4j://b/", "neo4j://shared/"}) {
+		t.Fatalf("sessions %v", got)
+	}
+	if st := g.r.core.pools.Stats(); st.Pools != 2 || st.Tenants != 3 {
+		t.Fatalf("stats %+v, want 2 drivers for 3 tenants", st)
+	}
+	if err := app.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	closed := slices.Sorted(slices.Values(rec.closed))
+	rec.mu.Unlock()
+	if !slices.Equal(closed, []string{"neo4j://b", "neo4j://shared"}) {
+		t.Fatalf("closed on stop: %v", closed)
+	}
+}
+
+// TenantAware on a routed driver is defence in depth: statements still
+// carry the predicate on the tenant's own driver.
+func TestTaggedOnRoutedKeepsThePredicate(t *testing.T) {
+	rec := &recorder{}
+	g := build[*Graph](t, "g", withFakeRouted(rec),
+		Routed(routedTo(map[tenancy.ID]routing.Credentials{tA: {Endpoint: "neo4j://a"}})), GraphRoute("g", TenantAware()))
+	exercise(t, g, ctxA)
+	for _, c := range rec.snapshot() {
+		if c.driver != "neo4j://a" || c.params["tenant"] != tA.String() || len(uncovered(c.cypher)) > 0 {
+			t.Errorf("statement %+v", c)
+		}
+	}
+}
