@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// RoutedConfig bounds a routed client.
+type RoutedConfig struct {
+	// MaxPools bounds live per-credential pools (default 64).
+	MaxPools int
+	// MaxConnsPerPool caps each pool (default 4).
+	MaxConnsPerPool int32
+	// TTL is how long a tenant's credentials are trusted before they are
+	// resolved again (default 5 minutes).
+	TTL time.Duration
+}
+
+// Client is a module's connection: one pool, or one pool per credential
+// set when routed. Nothing connects before the first statement.
+type Client struct {
+	module   string
+	prefix   string
+	teardown bool
+	routes   []*routeSpec
+
+	mu      sync.Mutex
+	cfg     *pgxpool.Config // plain, owned: opened on first use
+	pool    *pgxpool.Pool
+	ownPool bool
+
+	routed *routing.Pools[*pgxpool.Pool]
+	stmts  stmtCache
+}
+
+var noRelease = func() {}
+
+// errNoConnection: the module was built with neither a DSN, a pool nor a
+// routed resolver; Module refuses that at wiring, so this is defensive.
+var errNoConnection = errors.New("postgres: module has no connection configured")
+
+// conn returns the pool serving tenant (the zero ID only on an unscoped
+// route of a plain client) and its release function.
+func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+	if c.routed != nil {
+		if tenant.IsZero() {
+			return nil, nil, tenancy.Unbound()
+		}
+		return c.routed.AcquireFor(ctx, tenant)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pool == nil {
+		if c.cfg == nil {
+			return nil, nil, errNoConnection
+		}
+		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), c.cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres: module %s: %w", c.module, err)
+		}
+		c.pool = p
+	}
+	return c.pool, noRelease, nil
+}
+
+// Pool returns the pool for the tenant bound to ctx with its release
+// function: the escape hatch for statements the routes do not cover. What
+// runs on it is outside the module's checks.
+func (c *Client) Pool(ctx context.Context) (*pgxpool.Pool, func(), error) {
+	var tenant tenancy.ID
+	if c.routed != nil {
+		var err error
+		if tenant, err = tenancy.Require(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c.conn(ctx, tenant)
+}
+
+// SchemaPrefix is the prefix of this module's tenant schemas.
+func (c *Client) SchemaPrefix() string { return c.prefix }
+
+func (c *Client) close() {
+	if c.routed != nil {
+		c.routed.Close()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pool != nil && c.ownPool {
+		c.pool.Close()
+	}
+	c.pool = nil
+}
+
+// openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
+// when set, override the DSN's. pgxpool.NewWithConfig does not connect.
+func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
+	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
+		cfg, err := pgxpool.ParseConfig(cr.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: routed credentials: %w", err)
+		}
+		if cr.User != "" {
+			cfg.ConnConfig.User = cr.User
+		}
+		if cr.Secret != "" {
+			cfg.ConnConfig.Password = cr.Secret
+		}
+		if db := cr.Params["database"]; db != "" {
+			cfg.ConnConfig.Database = db
+		}
+		cfg.MaxConns = maxConns
+		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
+	}
+}
+
+// stmtCache holds statements built per (tenant, route): bounded, and
+// cleared wholesale on overflow (rebuilding is cheap and exact).
+type stmtCache struct {
+	mu sync.RWMutex
+	m  map[stmtKey]any
+}
+
+type stmtKey struct {
+	tenant tenancy.ID
+	route  string
+}
+
+const maxCachedStmts = 8192
+
+func (s *stmtCache) get(k stmtKey) (any, bool) {
+	s.mu.RLock()
+	v, ok := s.m[k]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+func (s *stmtCache) put(k stmtKey, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxCachedStmts {
+		s.m = make(map[stmtKey]any)
+	}
+	s.m[k] = v
+}
+
+// pgxPool is the handle every statement runs on.
+type pgxPool = *pgxpool.Pool

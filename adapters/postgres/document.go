@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// DocumentConfig wires a document route. Read and Write are required
+// (usually the same relation); History, when set, receives every version.
+// Every relation named counts toward namespace, History included.
+type DocumentConfig struct {
+	TenantAware          bool
+	Read, Write, History Relation
+}
+
+// Document adds a document route over values of type T, stored as jsonb,
+// and provides *Documents[T].
+func Document[T any](name string, dc DocumentConfig) Option {
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindDocument, tenantAware: dc.TenantAware, typ: reflect.TypeFor[*Documents[T]]()}
+		for _, rr := range []roleRel{{"read", dc.Read}, {"write", dc.Write}, {"history", dc.History}} {
+			if !rr.rel.IsZero() {
+				spec.rels = append(spec.rels, rr)
+			}
+		}
+		if dc.Read.IsZero() || dc.Write.IsZero() {
+			c.errs = append(c.errs, wiringErr(c.name, name, "a document route needs Read and Write relations", "set DocumentConfig.Read and Write"))
+		}
+		for _, rr := range spec.rels {
+			if err := validName(rr.rel.table, maxIdent); err != nil {
+				c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "use a lower-case table name"))
+			}
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			r := route{cl, spec}
+			s := sql{dc.TenantAware}
+			var out []string
+			for _, rel := range uniq(dc.Read, dc.Write) {
+				out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(rel, tenant)+" ("+s.tenantColumn()+
+					"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
+			}
+			if !dc.History.IsZero() {
+				out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.History, tenant)+" ("+s.tenantColumn()+
+					"seq bigserial PRIMARY KEY, id text NOT NULL, version bigint NOT NULL, value jsonb, op text NOT NULL, at timestamptz NOT NULL DEFAULT now())")
+			}
+			return out
+		}
+		spec.provide = provideRoute(func(cl *Client) *Documents[T] {
+			d := &Documents[T]{route: route{cl, spec}, cfg: dc}
+			if !d.perTenant() {
+				d.static = d.build(tenancy.ID{})
+			}
+			return d
+		})
+		c.routes = append(c.routes, spec)
+	}
+}
+
+func uniq(rels ...Relation) []Relation {
+	var out []Relation
+	for _, r := range rels {
+		if len(out) == 0 || out[len(out)-1] != r {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Documents is a document route: typed values by id, each tenant seeing
+// only its own. A record of another tenant is reported as not found.
+type Documents[T any] struct {
+	route
+	cfg    DocumentConfig
+	static *docStmts
+}
+
+type docStmts struct {
+	sql
+	read, write                                      string
+	get, create, update, exists, delete, list, count string
+}
+
+func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
+	s := sql{d.cfg.TenantAware}
+	st := &docStmts{sql: s, read: d.qualified(d.cfg.Read, tenant), write: d.qualified(d.cfg.Write, tenant)}
+	w, c, v := s.where(), s.col(), s.val()
+	st.get = "SELECT version, value FROM " + st.read + " WHERE " + w + "id = " + s.p(1)
+	st.exists = "SELECT 1 FROM " + st.write + " WHERE " + w + "id = " + s.p(1)
+	st.create = "INSERT INTO " + st.write + " (" + c + "id, version, value) VALUES (" + v + s.p(1) + ", 1, " + s.p(2) + ") ON CONFLICT DO NOTHING"
+	st.update = "UPDATE " + st.write + " SET version = version + 1, value = " + s.p(2) + " WHERE " + w + "id = " + s.p(1) + " AND version = " + s.p(3) + " RETURNING " + c + "id, version, value"
+	st.delete = "DELETE FROM " + st.write + " WHERE " + w + "id = " + s.p(1) + " RETURNING " + c + "id, version, value"
+	st.list = "SELECT id, version, value FROM " + st.read + " WHERE " + w + "TRUE"
+	st.count = "SELECT count(*) FROM " + st.read + " WHERE " + w + "TRUE"
+	if !d.cfg.History.IsZero() {
+		h := d.qualified(d.cfg.History, tenant)
+		keep := func(op string) string {
+			return ", h AS (INSERT INTO " + h + " (" + c + "id, version, value, op) SELECT " + c + "id, version, value, '" + op + "' FROM w)"
+		}
+		st.create = "WITH w AS (" + st.create + " RETURNING " + c + "id, version, value)" + keep("create") + " SELECT count(*) FROM w"
+		st.update = "WITH w AS (" + st.update + ")" + keep("update") + " SELECT version FROM w"
+		st.delete = "WITH w AS (" + st.delete + ")" + keep("delete") + " SELECT count(*) FROM w"
+	} else {
+		st.update = strings.TrimSuffix(st.update, " RETURNING "+c+"id, version, value") + " RETURNING version"
+		st.delete = strings.TrimSuffix(st.delete, " RETURNING "+c+"id, version, value")
+	}
+	return st
+}
+
+// begin resolves the tenant, statements and pool of one call.
+func (d *Documents[T]) begin(ctx context.Context) (tenancy.ID, *docStmts, pgxPool, func(), error) {
+	tenant, err := d.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	st := cached(d.route, d.static, tenant, d.build)
+	pool, release, err := d.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	return tenant, st, pool, release, nil
+}
+
+// Get returns the record id of the bound tenant, or document.ErrNotFound.
+func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], error) {
+	var rec document.Record[T]
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return rec, err
+	}
+	defer release()
+	var raw []byte
+	err = pool.QueryRow(ctx, st.get, args(st.tagged, tenant, id)...).Scan(&rec.Version, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, document.ErrNotFound
+	}
+	if err != nil {
+		return rec, err
+	}
+	rec.ID = id
+	return rec, json.Unmarshal(raw, &rec.Value)
+}
+
+// Create stores v as version 1, or fails with document.ErrExists.
+func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Version, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	n, err := d.affected(ctx, pool, st.create, args(st.tagged, tenant, id, raw))
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, document.ErrExists
+	}
+	return 1, nil
+}
+
+// Update replaces the value when the stored version is expected and
+// returns the new version: document.ErrConflict when the version moved,
+// document.ErrNotFound when the bound tenant has no such record.
+func (d *Documents[T]) Update(ctx context.Context, id string, expected document.Version, v T) (document.Version, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var next document.Version
+	err = pool.QueryRow(ctx, st.update, args(st.tagged, tenant, id, raw, int64(expected))...).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var one int
+		err = pool.QueryRow(ctx, st.exists, args(st.tagged, tenant, id)...).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, document.ErrNotFound
+		}
+		if err != nil {
+			return 0, err
+		}
+		return 0, document.ErrConflict
+	}
+	return next, err
+}
+
+// Delete removes the record, or fails with document.ErrNotFound.
+func (d *Documents[T]) Delete(ctx context.Context, id string) error {
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	n, err := d.affected(ctx, pool, st.delete, args(st.tagged, tenant, id))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return document.ErrNotFound
+	}
+	return nil
+}
+
+// affected runs a write and returns the rows it changed; with history the
+// statement reports the count itself.
+func (d *Documents[T]) affected(ctx context.Context, pool pgxPool, stmt string, a []any) (int64, error) {
+	if d.cfg.History.IsZero() {
+		tag, err := pool.Exec(ctx, stmt, a...)
+		return tag.RowsAffected(), err
+	}
+	var n int64
+	err := pool.QueryRow(ctx, stmt, a...).Scan(&n)
+	return n, err
+}
+
+// List returns the bound tenant's records matching q.
+func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.Record[T], error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	stmt, a, err := filtered(st.list, st.sql, tenant, q, true)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := pool.Query(ctx, stmt, a...)
+	if err != nil {
+		return nil, err
+	}
+	var out []document.Record[T]
+	var raw []byte
+	var rec document.Record[T]
+	_, err = pgx.ForEachRow(rows, []any{&rec.ID, &rec.Version, &raw}, func() error {
+		r := document.Record[T]{ID: rec.ID, Version: rec.Version}
+		if err := json.Unmarshal(raw, &r.Value); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// Count returns how many of the bound tenant's records match q (its
+// ordering and limit are ignored).
+func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error) {
+	if err := q.Validate(); err != nil {
+		return 0, err
+	}
+	tenant, st, pool, release, err := d.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	stmt, a, err := filtered(st.count, st.sql, tenant, q, false)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = pool.QueryRow(ctx, stmt, a...).Scan(&n)
+	return n, err
+}
+
+// filtered appends q's filters, ordering and limit to a statement that
+// already places the tenant predicate. Field names were validated to
+// [A-Za-z0-9_] by Query.Validate; values travel as jsonb parameters.
+func filtered(base string, s sql, tenant tenancy.ID, q document.Query, order bool) (string, []any, error) {
+	var b strings.Builder
+	b.WriteString(base)
+	a := args(s.tagged, tenant)
+	for _, f := range q.Filters {
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return "", nil, err
+		}
+		a = append(a, v)
+		fmt.Fprintf(&b, " AND value->'%s' %s $%d::jsonb", f.Field, f.Op, len(a))
+	}
+	if !order {
+		return b.String(), a, nil
+	}
+	b.WriteString(" ORDER BY ")
+	if q.OrderBy != "" {
+		fmt.Fprintf(&b, "value->'%s'", q.OrderBy)
+		if q.Desc {
+			b.WriteString(" DESC")
+		}
+		b.WriteString(", ")
+	}
+	b.WriteString("id")
+	if q.Desc && q.OrderBy == "" {
+		b.WriteString(" DESC")
+	}
+	if q.Limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", q.Limit)
+	}
+	return b.String(), a, nil
+}

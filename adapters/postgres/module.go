@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Option configures a PostgreSQL module.
+type Option func(*config)
+
+type config struct {
+	name     string
+	dsn      string
+	pool     *pgxpool.Pool
+	resolve  routing.Resolver
+	routed   RoutedConfig
+	floor    tenancy.Tier
+	budget   int
+	prefix   string
+	teardown bool
+	routes   []*routeSpec
+	errs     []error
+}
+
+// DSN makes the module open its own pool from dsn on first use and close
+// it on stop. Parsing happens at wiring; connecting does not.
+func DSN(dsn string) Option { return func(c *config) { c.dsn = dsn } }
+
+// Pool runs the module on a pool the caller owns and closes.
+func Pool(p *pgxpool.Pool) Option { return func(c *config) { c.pool = p } }
+
+// Routed gives every tenant its own credentials (dedicated): resolve maps
+// a tenant to a DSN (Credentials.Endpoint), optionally with a user,
+// password and "database" param that override the DSN's.
+func Routed(resolve routing.Resolver, rc RoutedConfig) Option {
+	return func(c *config) { c.resolve, c.routed = resolve, rc }
+}
+
+// RequiredIsolation declares the floor every route of the module must reach.
+func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+
+// ConnBudget caps the connections the module may open in the worst case;
+// a routed client that could exceed it is refused at fx.New.
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
+
+// SchemaPrefix sets the prefix of tenant schema and role names (default
+// "tenant_"): lower-case letters, digits and _, at most 28 bytes.
+func SchemaPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// AllowTeardown enables Client.Teardown; without it Teardown refuses.
+func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
+
+// routeSpec is one route's wiring and what it needs at run time.
+type routeSpec struct {
+	name        string
+	kind        floors.Kind
+	tenantAware bool
+	rels        []roleRel
+	origin      tenancy.Origin
+	tenantRole  bool
+	// scoped: the route needs a bound tenant (set by Module).
+	scoped bool
+	// ddl lists the statements that create the route's relations.
+	ddl func(c *Client, tenant tenancy.ID) []string
+	// provide contributes the route object; unnamed when its type is the
+	// only one of its kind in the module.
+	provide func(name string, unnamed bool) fx.Option
+	typ     reflect.Type
+}
+
+type roleRel struct {
+	role string
+	rel  Relation
+}
+
+func (r *routeSpec) floorsRoute(routed bool) floors.Route {
+	fr := floors.Route{Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed, Origin: r.origin}
+	for _, rr := range r.rels {
+		fr.Relations = append(fr.Relations, floors.Relation{Role: rr.role, Name: rr.rel.table, PerTenant: rr.rel.perTenant})
+	}
+	return fr
+}
+
+func wiringErr(module, route, detail, fix string) error {
+	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name, Route: route, Detail: detail, Fix: fix}
+}
+
+// Module is a PostgreSQL module: its client, its routes provided into the
+// graph, and its wiring checked during fx.New. It provides *Client as
+// name:"<name>" and each route object both as name:"<route>" and, when no
+// other route of the module has the same type, unnamed.
+func Module(name string, opts ...Option) fx.Option {
+	cfg := &config{name: name, prefix: DefaultSchemaPrefix}
+	for _, o := range opts {
+		o(cfg)
+	}
+	routed := cfg.resolve != nil
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	// build runs once per app, so one Option can build many apps.
+	var build []func(*Client)
+	errs := cfg.errs
+	if err := checkPrefix(cfg.prefix); err != nil {
+		errs = append(errs, wiringErr(name, "", err.Error(), "use a short lower-case prefix"))
+	}
+	sources := 0
+	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		errs = append(errs, wiringErr(name, "", "exactly one of DSN, Pool and Routed is needed", "pass postgres.DSN, postgres.Pool or postgres.Routed"))
+	}
+	switch {
+	case routed:
+		if cfg.routed.MaxPools <= 0 {
+			cfg.routed.MaxPools = 64
+		}
+		if cfg.routed.MaxConnsPerPool <= 0 {
+			cfg.routed.MaxConnsPerPool = 4
+		}
+		rc := routing.Config[*pgxpool.Pool]{
+			Resolve:  cfg.resolve,
+			Open:     openRouted(cfg.routed.MaxConnsPerPool),
+			Close:    (*pgxpool.Pool).Close,
+			MaxPools: cfg.routed.MaxPools,
+			TTL:      cfg.routed.TTL,
+		}
+		build = append(build, func(c *Client) { c.routed, _ = routing.New(rc) }) // rc is complete: New cannot fail
+		mod.WorstCaseConns = cfg.routed.MaxPools * int(cfg.routed.MaxConnsPerPool)
+	case cfg.dsn != "":
+		pc, err := pgxpool.ParseConfig(cfg.dsn)
+		if err != nil {
+			errs = append(errs, wiringErr(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
+		} else {
+			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
+			mod.WorstCaseConns = int(pc.MaxConns)
+		}
+	case cfg.pool != nil:
+		build = append(build, func(c *Client) { c.pool = cfg.pool })
+		mod.WorstCaseConns = int(cfg.pool.Config().MaxConns)
+	}
+
+	types := map[reflect.Type]int{}
+	for _, r := range cfg.routes {
+		types[r.typ]++
+	}
+	fxo := []fx.Option{
+		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
+			c := &Client{module: name, prefix: cfg.prefix, teardown: cfg.teardown, routes: cfg.routes}
+			for _, b := range build {
+				b(c)
+			}
+			lc.Append(fx.StopHook(c.close))
+			return c
+		}),
+		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
+	}
+	for _, r := range cfg.routes {
+		r.scoped = routed || r.tenantAware
+		for _, rr := range r.rels {
+			r.scoped = r.scoped || rr.rel.perTenant
+		}
+		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
+		if r.kind == KindDynamicRead && !routed && !r.tenantRole {
+			errs = append(errs, &tenancy.Error{
+				Code: tenancy.CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
+				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
+				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
+			})
+		}
+		fxo = append(fxo, r.provide(r.name, types[r.typ] == 1))
+	}
+	if len(errs) > 0 {
+		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))
+	}
+	fxo = append(fxo, modules.Provide(mod))
+	return fx.Module(name, fxo...)
+}
+
+// provideRoute builds the standard provide function for a route object.
+func provideRoute[R any](build func(*Client) R) func(string, bool) fx.Option {
+	return func(name string, unnamed bool) fx.Option {
+		opts := []fx.Option{fx.Provide(fx.Annotate(build, fx.ResultTags(`name:"`+name+`"`)))}
+		if unnamed {
+			opts = append(opts, fx.Provide(fx.Annotate(func(r R) R { return r }, fx.ParamTags(`name:"`+name+`"`))))
+		}
+		return fx.Options(opts...)
+	}
+}

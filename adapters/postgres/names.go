@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// maxIdent is PostgreSQL's identifier limit (NAMEDATALEN-1): longer names
+// are truncated silently, which could make two tenants' names collide.
+const maxIdent = 63
+
+// DefaultSchemaPrefix starts every tenant schema name.
+const DefaultSchemaPrefix = "tenant_"
+
+// Relation is a table a route names in one of its roles: a static table
+// shared by every tenant, or a table in a schema named per tenant.
+type Relation struct {
+	table     string
+	perTenant bool
+}
+
+// Table is a static table, shared by every tenant of the route.
+func Table(name string) Relation { return Relation{table: name} }
+
+// SchemaPerTenant is table name inside the bound tenant's own schema
+// (prefix + the tenant's 32 hex digits). Statements name it
+// schema-qualified; no search_path is ever set.
+func SchemaPerTenant(table string) Relation { return Relation{table: table, perTenant: true} }
+
+// IsZero reports whether r is unset.
+func (r Relation) IsZero() bool { return r.table == "" }
+
+// Name is the table name.
+func (r Relation) Name() string { return r.table }
+
+// PerTenant reports whether the schema is named per tenant.
+func (r Relation) PerTenant() bool { return r.perTenant }
+
+// validName accepts lower-case identifiers that need no case folding.
+func validName(s string, max int) error {
+	if s == "" || len(s) > max {
+		return fmt.Errorf("postgres: name %q must be 1 to %d bytes", s, max)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return fmt.Errorf("postgres: name %q may hold only a-z, 0-9 and _, and must not start with a digit", s)
+		}
+	}
+	return nil
+}
+
+// checkPrefix validates a schema prefix: prefix + 32 hex digits + the role
+// suffix must stay within the identifier limit.
+func checkPrefix(p string) error {
+	return validName(p, maxIdent-32-len(roleSuffix))
+}
+
+const roleSuffix = "_ro"
+
+// SchemaName is the tenant's schema: prefix followed by the tenant's 32
+// hex digits. Fixed-length hex after a fixed prefix makes it injective.
+func SchemaName(prefix string, tenant tenancy.ID) string { return prefix + tenant.Hex() }
+
+// RoleName is the tenant's confined reader role for dynamic reads.
+func RoleName(prefix string, tenant tenancy.ID) string {
+	return SchemaName(prefix, tenant) + roleSuffix
+}
+
+// ident is the qualified identifier of r for tenant (ignored for a static
+// relation).
+func (r Relation) ident(prefix string, tenant tenancy.ID) pgx.Identifier {
+	if r.perTenant {
+		return pgx.Identifier{SchemaName(prefix, tenant), r.table}
+	}
+	return pgx.Identifier{r.table}
+}

@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ErrTeardownDisabled is returned by Teardown unless the module was built
+// with AllowTeardown.
+var ErrTeardownDisabled = errors.New("postgres: teardown is disabled (build the module with AllowTeardown)")
+
+// Provision creates what tenant needs: its schema (when a route resolves
+// one per tenant), every route's tables and indexes, and the confined
+// reader role of dynamic reads. It is idempotent and safe under concurrent
+// calls: one transaction holding an advisory lock per schema prefix. The
+// tenant is an argument, never read from ctx, so a request cannot
+// provision for someone else by accident.
+func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	stmts := c.provisionDDL(tenant)
+	return c.inLockedTx(ctx, tenant, stmts)
+}
+
+func (c *Client) provisionDDL(tenant tenancy.ID) []string {
+	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
+	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
+	var out []string
+	perTenant, confined := false, false
+	for _, r := range c.routes {
+		for _, rr := range r.rels {
+			perTenant = perTenant || rr.rel.perTenant
+		}
+		confined = confined || r.tenantRole
+	}
+	if perTenant {
+		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+schema)
+	}
+	for _, r := range c.routes {
+		if r.ddl != nil {
+			out = append(out, r.ddl(c, tenant)...)
+		}
+	}
+	if confined {
+		// Role names are [a-z0-9_] by construction (names.go), so quoting
+		// them into the DO body is safe.
+		out = append(out,
+			"DO $$ BEGIN CREATE ROLE "+role+" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
+			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
+			"GRANT "+role+" TO CURRENT_USER",
+		)
+	}
+	return out
+}
+
+// Teardown drops tenant's schema and role and deletes its rows from tagged
+// tables. It refuses unless the module allows it.
+func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
+	if !c.teardown {
+		return ErrTeardownDisabled
+	}
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	var stmts []string
+	for _, r := range c.routes {
+		if !r.tenantAware {
+			continue
+		}
+		for _, rr := range r.rels {
+			if !rr.rel.perTenant && r.ddl != nil {
+				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
+			}
+		}
+	}
+	role := RoleName(c.prefix, tenant)
+	stmts = append(stmts,
+		"DROP SCHEMA IF EXISTS "+pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()+" CASCADE",
+		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '"+role+"') THEN "+
+			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
+	)
+	return c.inLockedTx(ctx, tenant, stmts)
+}
+
+func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []string) error {
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// One lock per prefix serializes provisioning in a database: DDL
+		// on shared tables and schemas then never races.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
+			return err
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("postgres: provisioning tenant %s: %s: %w", tenant, s, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,112 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// nowhere is a DSN no server answers: wiring checks must never dial.
+const nowhere = "postgres://nobody@127.0.0.1:1/none?sslmode=disable"
+
+func resolveNowhere(context.Context, tenancy.ID) (routing.Credentials, error) {
+	return routing.Credentials{Endpoint: nowhere}, nil
+}
+
+func perTenantDocs(history postgres.Relation) postgres.Option {
+	return postgres.Document[item]("orders", postgres.DocumentConfig{
+		Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders"), History: history,
+	})
+}
+
+func TestWiring(t *testing.T) {
+	t.Run("namespace floor met by per-tenant schemas", func(t *testing.T) {
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+			perTenantDocs(postgres.SchemaPerTenant("orders_history"))))
+	})
+	t.Run("a static history table keeps the route below namespace", func(t *testing.T) {
+		e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
+			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+				perTenantDocs(postgres.Table("orders_history"))))
+		if e.Route != "orders" || e.Reached != tenancy.None || e.Required != tenancy.Namespace {
+			t.Errorf("refusal fields: %+v", e)
+		}
+	})
+	t.Run("tagged floor met by TenantAware", func(t *testing.T) {
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Tagged),
+			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("o"), Write: postgres.Table("o")})))
+	})
+	t.Run("dedicated floor met by a routed client", func(t *testing.T) {
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
+			postgres.RequiredIsolation(tenancy.Dedicated),
+			postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("o"), Write: postgres.Table("o")})))
+	})
+	t.Run("dedicated floor refused on a plain client", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
+			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(postgres.Relation{})))
+	})
+	t.Run("routed worst case over the budget", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
+			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{MaxPools: 50, MaxConnsPerPool: 4}),
+				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
+		tenancytest.RequireWires(t,
+			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{MaxPools: 25, MaxConnsPerPool: 4}),
+				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
+	})
+	t.Run("no connection source", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", perTenantDocs(postgres.Relation{})))
+	})
+	t.Run("bad schema prefix", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+			postgres.Module("pg", postgres.DSN(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(postgres.Relation{})))
+	})
+}
+
+// TestFailClosed: every tier refuses a call with no tenant bound, or in
+// the tenant-global scope, with tenant_unbound; a resolver error is
+// returned and no pool is used.
+func TestFailClosed(t *testing.T) {
+	url := testsvc.PostgresURL(t)
+	run := unique()
+	boom := errors.New("credential store unavailable")
+	tiers := map[string]postgres.Option{
+		"tagged":    postgres.DSN(url),
+		"namespace": postgres.DSN(url),
+		"dedicated": postgres.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
+			return routing.Credentials{}, boom
+		}, postgres.RoutedConfig{}),
+	}
+	for tier, conn := range tiers {
+		t.Run(tier, func(t *testing.T) {
+			dc := postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("fc_" + run), Write: postgres.Table("fc_" + run)}
+			if tier == "namespace" {
+				dc = postgres.DocumentConfig{Read: postgres.SchemaPerTenant("fc"), Write: postgres.SchemaPerTenant("fc")}
+			}
+			var d *postgres.Documents[item]
+			start(t, postgres.Module("pg", conn, postgres.SchemaPrefix("tw"+run+"_"), postgres.Document[item]("fc", dc)), &d)
+			for name, ctx := range map[string]context.Context{"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background())} {
+				_, err := d.Get(ctx, "x")
+				_, err2 := d.Create(ctx, "x", item{})
+				_, err3 := d.List(ctx, document.Query{})
+				for _, e := range []error{err, err2, err3, d.Delete(ctx, "x")} {
+					if tenancy.CodeOf(e) != tenancy.CodeTenantUnbound {
+						t.Errorf("%s: %v, want tenant_unbound", name, e)
+					}
+				}
+			}
+			if tier == "dedicated" {
+				_, err := d.Get(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x")
+				if !errors.Is(err, boom) {
+					t.Errorf("resolver error: %v", err)
+				}
+			}
+		})
+	}
+}
