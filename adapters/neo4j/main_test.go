@@ -1,0 +1,11 @@
+package neo4j
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// R6: nothing the adapter starts (routed driver closers included) outlives
+// the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
