@@ -130,8 +130,8 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 
 func (r *routeSpec) validate() []string {
 	bad := append([]string(nil), r.bad...)
-	if r.name == "" {
-		bad = append(bad, "a route needs a name")
+	if !validRouteName(r.name) {
+		bad = append(bad, fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name))
 	}
 	if r.prefixSet {
 		if err := validPrefix(r.prefix); err != nil {
@@ -236,4 +236,17 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		}
 		return c, nil
 	}
+}
+
+// validRouteName keeps route names safe inside an fx name tag.
+func validRouteName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

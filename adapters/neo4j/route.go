@@ -123,10 +123,16 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 		defer tx.done.Store(true)
 		return nil, fn(ctx, tx)
 	}
+	// Errors inside work stay unwrapped: the driver's retry decision
+	// type-asserts them.
 	if write {
 		_, err = sess.ExecuteWrite(ctx, work)
 	} else {
 		_, err = sess.ExecuteRead(ctx, work)
+	}
+	var te *tenancy.Error
+	if err != nil && !errors.As(err, &te) && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("neo4j: route %s: %w", r.spec.name, err)
 	}
 	return err
 }

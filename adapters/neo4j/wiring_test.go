@@ -102,6 +102,8 @@ func TestInvalidWiringRefused(t *testing.T) {
 		"duplicate":     {neo4j.GraphRoute("g"), neo4j.GraphRoute("g")},
 		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0))},
 		"no resolver":   {neo4j.Routed(nil), neo4j.GraphRoute("g")},
+		"route name":    {neo4j.GraphRoute(`g"x`)},
+		"empty name":    {neo4j.GraphRoute("")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
