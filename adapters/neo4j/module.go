@@ -25,6 +25,7 @@ type config struct {
 	connect  *connectSpec
 	database string
 	floor    tenancy.Tier
+	budget   int
 	routed   *routedConfig
 	routes   []*routeSpec
 	// test seams: a recording driver stands in for a server.
@@ -69,6 +70,11 @@ func Database(name string) Option { return func(c *config) { c.database = name }
 
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+
+// ConnectionBudget caps the connections the module's drivers can open in
+// the worst case (routed: MaxDrivers × MaxConnsPerDriver); fx.New refuses
+// a wiring above it with connection_budget_exceeded.
+func ConnectionBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // TenantAware stamps the tenant property on everything the route writes
 // and puts the tenant predicate on every pattern element it reads (tagged).
@@ -153,7 +159,7 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
 	var errs []error
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
