@@ -91,7 +91,9 @@ func Topic(name string) RouteOption { return func(r *routeSpec) { r.topic = name
 
 // PerTenantTopic names the route's topic per tenant with fn (namespace).
 // fn must be injective; prefer TenantTopics, which is by construction.
-func PerTenantTopic(fn TopicFunc) RouteOption { return func(r *routeSpec) { r.perTenant = fn } }
+func PerTenantTopic(fn TopicFunc) RouteOption {
+	return func(r *routeSpec) { r.perTenant, r.prefix = fn, "" }
+}
 
 // TenantTopics names the route's topic prefix followed by the tenant's hex
 // digits (namespace).

@@ -3,8 +3,10 @@ package kafka
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"sync/atomic"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -43,6 +45,9 @@ func (r *route) topicFor(tenant tenancy.ID) (string, error) {
 	t, err := r.spec.perTenant(tenant)
 	if err != nil {
 		return "", fmt.Errorf("kafka: route %s: topic resolver: %w", r.spec.name, err)
+	}
+	if r.spec.prefix != "" {
+		return t, nil // TenantTopics: the prefix was validated at wiring
 	}
 	if err := validTopic(t); err != nil {
 		return "", fmt.Errorf("kafka: route %s: %w", r.spec.name, err)
@@ -110,12 +115,8 @@ func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
 	}
 	out := make([]kafkago.Message, len(msgs))
 	for i, m := range msgs {
-		id := m.EventID
-		if id == "" {
-			id = newEventID()
-		}
 		out[i] = kafkago.Message{Topic: topic, Key: m.Key, Value: m.Value,
-			Headers: stamp(m.Headers, tenant, id, "")}
+			Headers: stamp(m.Headers, tenant, m.EventID, "")}
 	}
 	return p.write(ctx, tenant, out)
 }
@@ -139,11 +140,7 @@ func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
 	for k, v := range m.Headers {
 		hs = append(hs, kafkago.Header{Key: k, Value: []byte(v)})
 	}
-	id := m.EventID
-	if id == "" {
-		id = newEventID()
-	}
-	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: stamp(hs, tenant, id, m.Topic)}
+	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: stamp(hs, tenant, m.EventID, m.Topic)}
 	return p.write(ctx, tenant, []kafkago.Message{msg})
 }
 
@@ -160,7 +157,8 @@ func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.
 	return nil
 }
 
-// stamp returns hs without reserved headers, plus the adapter's own.
+// stamp returns hs without reserved headers, plus the adapter's own, an
+// event id drawn when eventID is empty. The values share one buffer.
 func stamp(hs []kafkago.Header, tenant tenancy.ID, eventID, stream string) []kafkago.Header {
 	out := make([]kafkago.Header, 0, len(hs)+3)
 	for _, h := range hs {
@@ -168,18 +166,42 @@ func stamp(hs []kafkago.Header, tenant tenancy.ID, eventID, stream string) []kaf
 			out = append(out, h)
 		}
 	}
+	buf := make([]byte, 0, 36+32+len(eventID)+len(stream))
 	if !tenant.IsZero() {
-		out = append(out, kafkago.Header{Key: HeaderTenant, Value: []byte(tenant.String())})
+		buf, _ = tenant.AppendText(buf)
+		out = append(out, kafkago.Header{Key: HeaderTenant, Value: buf[:36:36]})
 	}
-	out = append(out, kafkago.Header{Key: HeaderEventID, Value: []byte(eventID)})
+	n := len(buf)
+	if eventID == "" {
+		buf = appendEventID(buf)
+	} else {
+		buf = append(buf, eventID...)
+	}
+	out = append(out, kafkago.Header{Key: HeaderEventID, Value: buf[n:len(buf):len(buf)]})
 	if stream != "" {
-		out = append(out, kafkago.Header{Key: HeaderStream, Value: []byte(stream)})
+		n = len(buf)
+		buf = append(buf, stream...)
+		out = append(out, kafkago.Header{Key: HeaderStream, Value: buf[n:]})
 	}
 	return out
 }
 
-func newEventID() string {
+// Event ids are a random per-process prefix and a counter: unique without
+// a system call per record.
+var (
+	eventPrefix = func() [8]byte {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic("kafka: no randomness for event ids: " + err.Error())
+		}
+		return b
+	}()
+	eventSeq atomic.Uint64
+)
+
+func appendEventID(dst []byte) []byte {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	copy(b[:8], eventPrefix[:])
+	binary.BigEndian.PutUint64(b[8:], eventSeq.Add(1))
+	return hex.AppendEncode(dst, b[:])
 }
