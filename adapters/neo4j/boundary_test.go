@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -203,4 +204,45 @@ func TestBoundaryDedicated(t *testing.T) {
 			Params: map[string]string{"database": db}}, err
 	}
 	probeGraph(t, graph(t, "g", neo4j.Routed(resolve), neo4j.GraphRoute("g")))
+}
+
+// R8: the same suite with tenancy off, and on with only the default tenant
+// bound, gives identical results; it first proves it reads its own writes.
+func TestParityDefaultTenant(t *testing.T) {
+	s := realServer(t)
+	off := graph(t, "off", s.connect(), neo4j.GraphRoute("off"))
+	on := graph(t, "on", s.connect(), neo4j.GraphRoute("on", neo4j.TenantAware()))
+	ctx := tenancy.WithTenant(context.Background(), tenancy.Default)
+	suite := func(g *neo4j.Graph) []any {
+		label := uniqueLabel(t)
+		t.Cleanup(func() {
+			nodes, _ := g.MatchNodes(ctx, []string{label}, nil, 0)
+			for _, n := range nodes {
+				_ = g.DeleteNode(ctx, n.ID)
+			}
+		})
+		var out []any
+		a, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "a"})
+		out = append(out, a.Props, err)
+		b, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "b"})
+		out = append(out, b.Props, err)
+		r, err := g.CreateRelationship(ctx, a.ID, b.ID, "LINK", map[string]any{"w": int64(1)})
+		out = append(out, r.Props, err)
+		got, err := g.GetNode(ctx, a.ID)
+		if err != nil || got.Props["k"] != "a" {
+			t.Fatalf("the suite does not read its own write: %v %v", got, err)
+		}
+		n, err := g.CountNodes(ctx, []string{label}, nil)
+		out = append(out, n, err)
+		paths, err := g.Traverse(ctx, a.ID, neo4j.Traversal{MinDepth: 1, MaxDepth: 2})
+		out = append(out, len(paths), err)
+		u, err := g.UpdateNode(ctx, b.ID, map[string]any{"k": "c"})
+		out = append(out, u.Props, err)
+		out = append(out, g.DeleteNode(ctx, a.ID))
+		n, err = g.CountNodes(ctx, []string{label}, nil)
+		return append(out, n, err)
+	}
+	if a, b := fmt.Sprint(suite(off)), fmt.Sprint(suite(on)); a != b {
+		t.Fatalf("tenancy off and on with the default tenant differ:\noff %s\non  %s", a, b)
+	}
 }
