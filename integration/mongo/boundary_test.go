@@ -252,7 +252,9 @@ func TestBoundaryRawFilter(t *testing.T) {
 		return ids, err
 	}
 	tenancytest.Boundary(t, tenancytest.Probe{
-		Write: func(ctx context.Context) error { return r.Insert(ctx, bson.D{{Key: "_id", Value: "p1"}, {Key: "x", Value: 1}}) },
+		Write: func(ctx context.Context) error {
+			return r.Insert(ctx, bson.D{{Key: "_id", Value: "p1"}, {Key: "x", Value: 1}})
+		},
 		Read: func(ctx context.Context) (bool, error) {
 			docs, err := r.Find(ctx, bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: 1}}}}, 0)
 			return len(docs) > 0, err
