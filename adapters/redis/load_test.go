@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,11 +98,28 @@ func (l *loadChecker) run(ctx context.Context, goroutines int) *sync.WaitGroup {
 	return &wg
 }
 
-// R2: 32 goroutines, 50 tenants, tagged and namespace routes, under -race.
+// R2: 32 goroutines, 50 tenants, every tenant-scoped tier, under -race.
 func TestConcurrentLoadNoCrossTenantObservation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
+	loadEveryTier(t, 700*time.Millisecond)
+}
+
+// TestSoakRedisLoad is R2 for longer (make soak; TENANTWIRE_SOAK_DURATION
+// per tier, default 30s).
+func TestSoakRedisLoad(t *testing.T) {
+	if os.Getenv("TENANTWIRE_SOAK") != "1" {
+		t.Skip("soak: run with `make soak` (TENANTWIRE_SOAK=1)")
+	}
+	d, err := time.ParseDuration(os.Getenv("TENANTWIRE_SOAK_DURATION"))
+	if err != nil {
+		d = 30 * time.Second
+	}
+	loadEveryTier(t, d)
+}
+
+func loadEveryTier(t *testing.T, d time.Duration) {
 	e := newEnv(t)
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
@@ -111,7 +129,7 @@ func TestConcurrentLoadNoCrossTenantObservation(t *testing.T) {
 				counter: route[*redis.Counter](t, e, nn, tc.with(redis.CounterRoute(nn, tc.opts...))...),
 				tenants: tenants(50),
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			l.run(ctx, 32).Wait()
 			if len(l.bad) > 0 {
