@@ -11,6 +11,7 @@ import (
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -142,7 +143,8 @@ func (o *Outbox) Pending(ctx context.Context, limit int) ([]outbox.Message, erro
 }
 
 // MarkDelivered marks rows delivered; under a bound tenant of a
-// tenant-aware outbox, only that tenant's rows.
+// tenant-aware outbox, only that tenant's rows. It returns
+// document.ErrNotFound when some id matched no visible row.
 func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 	if len(eventIDs) == 0 {
 		return nil
@@ -152,11 +154,14 @@ func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 		return err
 	}
 	defer t.release()
-	_, err = t.coll.UpdateMany(ctx,
+	res, err := t.coll.UpdateMany(ctx,
 		t.filter(bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: eventIDs}}}),
 		bson.D{{Key: "$set", Value: bson.D{{Key: fieldDelivered, Value: true}}}})
 	if err != nil {
 		return fmt.Errorf("mongo: %s mark delivered: %w", o.route.spec.name, err)
+	}
+	if res.MatchedCount < int64(len(eventIDs)) {
+		return document.ErrNotFound
 	}
 	return nil
 }
