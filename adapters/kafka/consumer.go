@@ -192,6 +192,8 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 		MaxWait: maxWait, StartOffset: kafkago.FirstOffset,
 		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, JoinGroupBackoff: time.Second,
+		// Group and connection errors never reach FetchMessage; surface them.
+		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(fmt.Errorf(msg, args...)) }),
 	})
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }

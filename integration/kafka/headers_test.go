@@ -7,7 +7,6 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
@@ -31,27 +30,35 @@ func (d *deadLetters) handle(ctx context.Context, m kafkago.Message, reason erro
 // The headers opt-in binds each record's tenant from its header; records
 // with a missing or malformed header are dead-lettered, never handled.
 func TestTenantFromHeaders(t *testing.T) {
-	_, broker := cluster(t, kfake.SeedTopics(1, "orders"))
-	got := newReceived()
+	_, broker := cluster(t)
+	got, audit := newReceived(), newReceived()
 	dead := &deadLetters{reasons: map[string]error{}, scopes: map[string]string{}}
 	var p struct {
 		fx.In
-		Producer *kafka.Producer `name:"orders"`
+		Producer  *kafka.Producer    `name:"orders"`
+		Provision *kafka.Provisioner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker),
 			kafka.ProducerRoute("orders", kafka.Topic("orders")),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle,
 				TenantFromHeaders: true, DeadLetter: dead.handle}, kafka.Topic("orders")),
+			// Unbound: every record, tenant-global, whatever its headers say.
+			kafka.Consumer("audit", kafka.ConsumerConfig{Group: "audit", Handle: audit.handle}, kafka.Topic("orders")),
 		),
 		fx.Populate(&p),
 	)
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
+	for range 2 { // idempotent
+		if err := p.Provision.ProvisionShared(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	startApp(t, app)
 
-	ctx := context.Background()
 	values := produceEach(t, p.Producer, 3, tenantA, tenantB)
 	// A caller cannot choose the tenant header: the producer writes its own.
 	spoof := tenantA.String() + "/spoof"
@@ -84,6 +91,13 @@ func TestTenantFromHeaders(t *testing.T) {
 
 	got.waitFor(t, values...)
 	requireOwnTenant(t, got, values)
+	for v := range bad {
+		values = append(values, v)
+	}
+	audit.waitFor(t, values...)
+	if by, _ := audit.snapshot(); len(by) != 1 || len(by["global"]) != len(values) {
+		t.Errorf("unbound consumer scopes: %v", by)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		dead.mu.Lock()
