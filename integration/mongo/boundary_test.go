@@ -31,7 +31,14 @@ type tier struct {
 }
 
 func plain(t *testing.T) []mongo.Option {
-	return []mongo.Option{mongo.Client(client(t, uriA)), mongo.Database(dbName(t))}
+	opts, _ := plainDB(t)
+	return opts
+}
+
+// plainDB is a plain client on server A and a fresh database, named.
+func plainDB(t *testing.T) ([]mongo.Option, string) {
+	db := dbName(t)
+	return []mongo.Option{mongo.Client(client(t, uriA)), mongo.Database(db)}, db
 }
 
 // dedicated routes tenant A to one server and tenant B to another (on a

@@ -1,0 +1,186 @@
+package mongo_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// The document store behaves as the memory one: versions, conflicts,
+// filters, ordering and limits.
+func TestDocumentSemantics(t *testing.T) {
+	var docs *mongo.Documents[item]
+	start(t, mongo.Module("m", append(plain(t),
+		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")}))...),
+		fx.Populate(&docs))
+	ctx := ctxOf(tenancytest.TenantA)
+	for i, name := range []string{"c", "a", "b", "d"} {
+		if v, err := docs.Create(ctx, name, item{Name: name, N: i}); err != nil || v != 1 {
+			t.Fatalf("create %s: %v %v", name, v, err)
+		}
+	}
+	if _, err := docs.Create(ctx, "a", item{}); !errors.Is(err, document.ErrExists) {
+		t.Fatalf("duplicate create: %v", err)
+	}
+	if _, err := docs.Get(ctx, "zz"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("missing get: %v", err)
+	}
+	if v, err := docs.Update(ctx, "a", item{Name: "a", N: 10}, 1); err != nil || v != 2 {
+		t.Fatalf("update: %v %v", v, err)
+	}
+	if _, err := docs.Update(ctx, "a", item{}, 1); !errors.Is(err, document.ErrConflict) {
+		t.Fatalf("stale update: %v", err)
+	}
+	if _, err := docs.Update(ctx, "zz", item{}, 1); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("missing update: %v", err)
+	}
+	ids := func(q document.Query) []string {
+		t.Helper()
+		recs, err := docs.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(document.Query{}); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("by id: %v", got)
+	}
+	if got := ids(document.Query{OrderBy: "n", Desc: true, Limit: 2}); !slices.Equal(got, []string{"a", "d"}) {
+		t.Errorf("by n desc limit 2: %v", got)
+	}
+	q := document.Query{Filters: []document.Filter{{Field: "n", Op: document.Gte, Value: 2}, {Field: "name", Op: document.Ne, Value: "d"}}}
+	if got := ids(q); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("filtered: %v", got)
+	}
+	if n, err := docs.Count(ctx, q); err != nil || n != 2 {
+		t.Errorf("count: %d %v", n, err)
+	}
+	if err := docs.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.Delete(ctx, "a"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// Every document a tagged route writes carries tenant_id, seen through
+// the raw driver.
+func TestTaggedWritesStampTenant(t *testing.T) {
+	opts, db := plainDB(t)
+	var docs *mongo.Documents[item]
+	start(t, mongo.Module("m", append(opts,
+		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")}))...),
+		fx.Populate(&docs))
+	if _, err := docs.Create(ctxOf(tenancytest.TenantA), "x", item{Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client(t, uriA).Database(db).Collection("items").FindOne(context.Background(), bson.D{}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := raw.Lookup("tenant_id").StringValue(); got != tenancytest.TenantA.String() {
+		t.Fatalf("tenant_id = %q", got)
+	}
+}
+
+func TestProvisioning(t *testing.T) {
+	var prov *mongo.Provisioner
+	opts, db := plainDB(t)
+	opts = append(opts, mongo.AllowTeardown(),
+		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("items")}),
+		mongo.SearchRoute("find", mongo.Config{Collection: mongo.PerTenantDatabase("s", "find")}),
+		mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")}))
+	start(t, mongo.Module("m", opts...), fx.Populate(&prov))
+	ctx := context.Background()
+	for range 2 { // idempotent
+		if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := client(t, uriA)
+	coll := c.Database(db).Collection(mongo.CollectionName("items", tenancytest.TenantA))
+	if !hasIndex(t, coll, "items_id") {
+		t.Error("per-tenant collection lacks its index")
+	}
+	if !hasIndex(t, c.Database(mongo.DatabaseName("s", tenancytest.TenantA)).Collection("find"), "find_terms") {
+		t.Error("per-tenant database lacks the search index")
+	}
+	if !hasIndex(t, c.Database(db).Collection("events"), "events_pending") {
+		t.Error("shared outbox lacks its index")
+	}
+	if err := prov.Teardown(ctx, tenancytest.TenantA); err != nil {
+		t.Fatal(err)
+	}
+	names, err := c.Database(db).ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, mongo.CollectionName("items", tenancytest.TenantA)) || !slices.Contains(names, "events") {
+		t.Errorf("after teardown: %v (per-tenant gone, shared kept)", names)
+	}
+	dbs, err := c.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(dbs, mongo.DatabaseName("s", tenancytest.TenantA)) {
+		t.Errorf("per-tenant database survived teardown: %v", dbs)
+	}
+}
+
+func hasIndex(t *testing.T, coll *driver.Collection, name string) bool {
+	t.Helper()
+	specs, err := coll.Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(specs, func(s driver.IndexSpecification) bool { return s.Name == name })
+}
+
+// The outbox relay reads every tenant's rows only under the global scope
+// and delivers each under its own tenant.
+func TestOutboxDrain(t *testing.T) {
+	var o *mongo.Outbox
+	start(t, mongo.Module("m", append(plain(t),
+		mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")}))...),
+		named("events", &o))
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
+		if _, err := o.Add(ctxOf(id), outbox.Message{Topic: "orders", Key: []byte("k"), Payload: []byte(id.String()),
+			Headers: map[string]string{"h": "v"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.Pending(context.Background(), 0); !errors.Is(err, tenancy.CodeTenantUnbound) {
+		t.Fatalf("unbound pending: %v", err)
+	}
+	global := tenancy.WithGlobal(context.Background())
+	var seen []string
+	n, err := o.Drain(global, outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+		bound, _ := tenancy.FromContext(ctx)
+		if bound != m.Tenant || string(m.Payload) != bound.String() || m.Headers["h"] != "v" || m.EventID == "" {
+			t.Errorf("delivered %+v under %v", m, bound)
+		}
+		seen = append(seen, bound.String())
+		return nil
+	}), 0)
+	if err != nil || n != 2 || len(seen) != 2 {
+		t.Fatalf("drain: %d %v %v", n, err, seen)
+	}
+	if left, err := o.Pending(global, 0); err != nil || len(left) != 0 {
+		t.Fatalf("pending after drain: %v %v", left, err)
+	}
+}
