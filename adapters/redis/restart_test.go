@@ -13,6 +13,8 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // privateRedis runs a redis-server of this test's own on a free port, with
@@ -87,47 +89,71 @@ func TestRedisRestartMidLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	srv := startPrivateRedis(t)
 	goredis.SetLogger(quiet{}) // the outage's dial failures are expected; the test counts them
-	client := goredis.NewClient(&goredis.Options{Addr: srv.addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1})
-	defer client.Close()
-	l := &loadChecker{tenants: tenants(50)}
-	app := fx.New(fx.NopLogger,
-		redis.Module("r3", redis.Client(client),
-			redis.CacheRoute("c", redis.TenantAware()), redis.CounterRoute("n", redis.TenantAware())),
-		fx.Invoke(fx.Annotate(func(c *redis.Cache, n *redis.Counter) { l.cache, l.counter = c, n },
-			fx.ParamTags(`name:"c"`, `name:"n"`))),
-	)
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
+	for _, tier := range []string{"tagged", "dedicated"} {
+		t.Run(tier, func(t *testing.T) {
+			srv := startPrivateRedis(t)
+			opts := func(db int) *goredis.Options {
+				return &goredis.Options{Addr: srv.addr(), DB: db, DialTimeout: 200 * time.Millisecond,
+					ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1}
+			}
+			var mod []redis.Option
+			var routeOpts []redis.RouteOption
+			if tier == "tagged" {
+				client := goredis.NewClient(opts(0))
+				defer client.Close()
+				mod, routeOpts = []redis.Option{redis.Client(client)}, []redis.RouteOption{redis.TenantAware()}
+			} else {
+				// Four credential sets (databases) shared by 50 tenants.
+				mod = []redis.Option{redis.Routed(redis.RoutedConfig{
+					Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+						b := id.Bytes()
+						return routing.Credentials{Endpoint: srv.addr(), Params: map[string]string{"db": strconv.Itoa(int(b[15]) % 4)}}, nil
+					},
+					Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
+						db, _ := strconv.Atoi(c.Params["db"])
+						return goredis.NewClient(opts(db)), nil
+					},
+				})}
+			}
+			l := &loadChecker{tenants: tenants(50)}
+			app := fx.New(fx.NopLogger,
+				redis.Module("r3", append(mod, redis.CacheRoute("c", routeOpts...), redis.CounterRoute("n", routeOpts...))...),
+				fx.Invoke(fx.Annotate(func(c *redis.Cache, n *redis.Counter) { l.cache, l.counter = c, n },
+					fx.ParamTags(`name:"c"`, `name:"n"`))),
+			)
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = app.Stop(context.Background()) }()
+			ctx, cancel := context.WithCancel(context.Background())
+			wg := l.run(ctx, 32)
+			time.Sleep(300 * time.Millisecond)
+			okBefore := l.ok.Load()
+			srv.kill()
+			time.Sleep(800 * time.Millisecond)
+			srv.start()
+			okAtRestart := l.ok.Load()
+			deadline := time.Now().Add(5 * time.Second)
+			for l.ok.Load() < okAtRestart+500 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			wg.Wait()
+			errsDown := l.errs.Load() // every error belongs to the outage: R2 runs error-free
+			if okBefore == 0 || errsDown == 0 {
+				t.Fatalf("the fault did not show: %d ok before, %d errors while down", okBefore, errsDown)
+			}
+			if got := l.ok.Load() - okAtRestart; got < 500 {
+				t.Fatalf("no recovery: %d acknowledged writes after the restart", got)
+			}
+			if len(l.bad) > 0 {
+				t.Fatalf("violations: %v", l.bad)
+			}
+			t.Logf("%d ok before the kill, %d errors while down, %d ok after the restart; 0 violations",
+				okBefore, errsDown, l.ok.Load()-okAtRestart)
+		})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	wg := l.run(ctx, 32)
-	time.Sleep(300 * time.Millisecond)
-	okBefore := l.ok.Load()
-	srv.kill()
-	time.Sleep(800 * time.Millisecond)
-	srv.start()
-	okAtRestart := l.ok.Load()
-	deadline := time.Now().Add(5 * time.Second)
-	for l.ok.Load() < okAtRestart+500 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	errsDown := l.errs.Load() // every error belongs to the outage: R2 runs error-free
-	if okBefore == 0 || errsDown == 0 {
-		t.Fatalf("the fault did not show: %d ok before, %d errors while down", okBefore, errsDown)
-	}
-	if got := l.ok.Load() - okAtRestart; got < 500 {
-		t.Fatalf("no recovery: %d acknowledged writes after the restart", got)
-	}
-	if len(l.bad) > 0 {
-		t.Fatalf("violations: %v", l.bad)
-	}
-	t.Logf("%d ok before the kill, %d errors while down, %d ok after the restart; 0 violations",
-		okBefore, errsDown, l.ok.Load()-okAtRestart)
 }
 
 type quiet struct{}
