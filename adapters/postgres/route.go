@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -117,3 +118,5 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+var jsonMarshal = json.Marshal

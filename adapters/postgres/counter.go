@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// CounterConfig wires a counter route over one table.
+type CounterConfig struct {
+	TenantAware bool
+	Table       Relation
+}
+
+// Counter adds a counter route and provides *Counters.
+func Counter(name string, cc CounterConfig) Option {
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counters](),
+			rels: []roleRel{{"table", cc.Table}}}
+		if err := validName(cc.Table.table, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			s := sql{cc.TenantAware}
+			return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(cc.Table, tenant) + " (" +
+				s.tenantColumn() + "name text NOT NULL, value bigint NOT NULL, " + s.key("name") + ")"}
+		}
+		spec.provide = provideRoute(func(cl *Client) *Counters {
+			k := &Counters{route: route{cl, spec}, cfg: cc}
+			if !k.perTenant() {
+				k.static = k.build(tenancy.ID{})
+			}
+			return k
+		})
+		c.routes = append(c.routes, spec)
+	}
+}
+
+// Counters is a counter route: named int64 counters per tenant.
+type Counters struct {
+	route
+	cfg    CounterConfig
+	static *counterStmts
+}
+
+type counterStmts struct {
+	sql
+	add, get, del string
+}
+
+func (k *Counters) build(tenant tenancy.ID) *counterStmts {
+	s := sql{k.cfg.TenantAware}
+	t := k.qualified(k.cfg.Table, tenant)
+	conflict := "(name)"
+	if s.tagged {
+		conflict = "(tenant_id, name)"
+	}
+	return &counterStmts{
+		sql: s,
+		add: "INSERT INTO " + t + " AS c (" + s.col() + "name, value) VALUES (" + s.val() + s.p(1) + ", " + s.p(2) +
+			") ON CONFLICT " + conflict + " DO UPDATE SET value = c.value + EXCLUDED.value RETURNING value",
+		get: "SELECT value FROM " + t + " WHERE " + s.where() + "name = " + s.p(1),
+		del: "DELETE FROM " + t + " WHERE " + s.where() + "name = " + s.p(1),
+	}
+}
+
+func (k *Counters) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPool, func(), error) {
+	tenant, err := k.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	st := cached(k.route, k.static, tenant, k.build)
+	pool, release, err := k.c.conn(ctx, tenant)
+	return tenant, st, pool, release, err
+}
+
+// Add adds delta to the counter (creating it at 0) and returns the result.
+func (k *Counters) Add(ctx context.Context, name string, delta int64) (int64, error) {
+	tenant, st, pool, release, err := k.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var v int64
+	err = pool.QueryRow(ctx, st.add, args(st.tagged, tenant, name, delta)...).Scan(&v)
+	return v, err
+}
+
+// Get returns the counter's value; a missing counter is 0.
+func (k *Counters) Get(ctx context.Context, name string) (int64, error) {
+	tenant, st, pool, release, err := k.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var v int64
+	err = pool.QueryRow(ctx, st.get, args(st.tagged, tenant, name)...).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// Delete removes the counter, or fails with document.ErrNotFound.
+func (k *Counters) Delete(ctx context.Context, name string) error {
+	tenant, st, pool, release, err := k.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, name)...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return document.ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,299 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// twoDatabases creates one database per probe tenant and returns a
+// resolver routing each tenant to its own.
+func twoDatabases(t *testing.T) routing.Resolver {
+	base := testsvc.PostgresURL(t)
+	run := unique()
+	conn := superuser(t)
+	dsn := map[tenancy.ID]string{}
+	for _, tn := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
+		db := "tw_ded_" + run + "_" + tn.Hex()[:4]
+		exec(t, conn, "CREATE DATABASE "+db)
+		t.Cleanup(func() { exec(t, conn, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
+		u, _ := url.Parse(base)
+		u.Path = "/" + db
+		dsn[tn] = u.String()
+	}
+	return func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		if d, ok := dsn[tn]; ok {
+			return routing.Credentials{Endpoint: d}, nil
+		}
+		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", tn)
+	}
+}
+
+type routeSet struct {
+	docs    *postgres.Documents[item]
+	counter *postgres.Counters
+	search  *postgres.Searches
+	stats   *postgres.AnalyticsRoute
+	dyn     *postgres.DynamicReads
+	client  *postgres.Client
+	prefix  string
+	table   string // the documents' table name
+}
+
+// tierRoutes starts every route kind at one tier and provisions A and B.
+func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
+	run := unique()
+	prefix := "tw" + run + "_"
+	rel := func(name string) postgres.Relation { return postgres.Table(name + "_" + run) }
+	conn := postgres.DSN(testsvc.PostgresURL(t))
+	tagged := tier == tenancy.Tagged
+	switch tier {
+	case tenancy.Namespace:
+		rel = postgres.SchemaPerTenant
+	case tenancy.Dedicated:
+		conn = postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
+	}
+	var rs routeSet
+	rs.prefix, rs.table = prefix, rel("docs").Name()
+	opts := []postgres.Option{conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
+		postgres.Counter("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
+		postgres.Search("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
+		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
+			"total":  {Agg: postgres.AggCount},
+			"byName": {Agg: postgres.AggSum, Field: "n", GroupBy: "name"},
+			"big":    {Agg: postgres.AggMax, Field: "n", Filters: []document.Filter{{Field: "n", Op: document.Gt, Value: 5}}},
+		}}),
+	}
+	targets := []any{&rs.docs, &rs.counter, &rs.search, &rs.stats}
+	if tier >= tenancy.Namespace {
+		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
+		targets = append(targets, &rs.dyn)
+	}
+	rs.client = start(t, postgres.Module("pg", opts...), targets...)
+	provision(t, rs.client, tenancytest.TenantA, tenancytest.TenantB)
+	if tier == tenancy.Namespace {
+		t.Cleanup(func() { teardown(t, rs.client, tenancytest.TenantA, tenancytest.TenantB) })
+	}
+	return rs
+}
+
+var tiers = []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}
+
+func TestRouteBoundaries(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier.String(), func(t *testing.T) {
+			rs := tierRoutes(t, tier)
+			t.Run("document", func(t *testing.T) { tenancytest.Boundary(t, docProbe(t, rs.docs)) })
+			t.Run("counter", func(t *testing.T) { counterBoundary(t, rs.counter) })
+			t.Run("search", func(t *testing.T) { searchBoundary(t, rs.search) })
+			t.Run("analytics", func(t *testing.T) { analyticsBoundary(t, rs) })
+			if rs.dyn != nil {
+				t.Run("dynamic_read", func(t *testing.T) { dynamicBoundary(t, rs, tier) })
+			}
+		})
+	}
+}
+
+func counterBoundary(t *testing.T, k *postgres.Counters) {
+	tenancytest.Boundary(t, tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := k.Add(ctx, "hits", 1); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			v, err := k.Get(ctx, "hits")
+			return v > 0, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			v, err := k.Get(ctx, "hits")
+			return v == 1, err
+		},
+		// B's increment lands on B's own counter; A's must not move.
+		Update: func(ctx context.Context) error {
+			if v, err := k.Add(ctx, "hits", 5); err != nil || v != 5 {
+				return fmt.Errorf("B's add saw %d (%v)", v, err)
+			}
+			return errors.New("separate counter")
+		},
+		Delete: func(ctx context.Context) error {
+			if err := k.Delete(ctx, "hits"); err != nil {
+				return err
+			}
+			return k.Delete(ctx, "hits") // B's own counter is gone: A's must remain
+		},
+	})
+}
+
+func searchBoundary(t *testing.T, x *postgres.Searches) {
+	ids := func(ctx context.Context) ([]string, error) {
+		hits, err := x.Search(ctx, "zebra quantum", 10)
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out, err
+	}
+	tenancytest.Boundary(t, tenancytest.Probe{
+		Write: func(ctx context.Context) error { return x.Put(ctx, "s1", "a zebra studies quantum physics") },
+		Read: func(ctx context.Context) (bool, error) {
+			got, err := ids(ctx)
+			return slices.Contains(got, "s1"), err
+		},
+		List: ids, RecordID: "s1",
+		Search: func(ctx context.Context) (int, error) { return x.Count(ctx, "zebra") },
+		Delete: func(ctx context.Context) error {
+			if err := x.Remove(ctx, "s1"); !errors.Is(err, document.ErrNotFound) {
+				t.Errorf("remove under B: %v", err)
+			}
+			return errors.New("refused")
+		},
+	})
+}
+
+func analyticsBoundary(t *testing.T, rs routeSet) {
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	for i, n := range []int{2, 7, 9} {
+		if _, err := rs.docs.Create(ctxA, fmt.Sprint("an", i), item{Name: fmt.Sprint("g", i%2), N: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := func(ctx context.Context) (int, error) {
+		rows, err := rs.stats.Run(ctx, "big")
+		if err != nil || len(rows) != 1 {
+			return 0, err
+		}
+		return int(rows[0].Value), nil
+	}
+	tenancytest.Boundary(t, tenancytest.Probe{
+		Write: func(context.Context) error { return nil }, // written above
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := total(ctx)
+			return n > 0, err
+		},
+		Count: total,
+	})
+	rows, err := rs.stats.Run(ctxA, "byName")
+	if err != nil || len(rows) < 2 || rows[0].Key != "g0" || rows[0].Value != 11 || rows[1].Key != "g1" {
+		t.Errorf("byName: %v %v", rows, err)
+	}
+	if _, err := rs.stats.Run(ctxA, "nope"); err == nil {
+		t.Error("unknown query ran")
+	}
+}
+
+func dynamicBoundary(t *testing.T, rs routeSet, tier tenancy.Tier) {
+	count := func(ctx context.Context, schema string) (int, error) {
+		var n int
+		table := rs.table
+		if schema != "" {
+			table = schema + "." + rs.table
+		}
+		err := rs.dyn.Query(ctx, "SELECT count(*) FROM "+table+" WHERE id = $1", []any{"dyn1"}, func(r pgx.Rows) error {
+			for r.Next() {
+				if err := r.Scan(&n); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return n, err
+	}
+	own := func(ctx context.Context) (int, error) {
+		s := ""
+		if tier == tenancy.Namespace {
+			var err error
+			if s, err = rs.dyn.Schema(ctx); err != nil {
+				return 0, err
+			}
+		}
+		return count(ctx, s)
+	}
+	tenancytest.Boundary(t, tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := rs.docs.Create(ctx, "dyn1", item{}); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := own(ctx)
+			return n > 0, err
+		},
+	})
+	if tier != tenancy.Namespace {
+		return
+	}
+	// Compiled text naming A's schema, run by B, is refused by the server.
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	schemaA, _ := rs.dyn.Schema(ctxA)
+	if _, err := count(ctxB, schemaA); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("B read A's schema through compiled text: %v", err)
+	}
+	// Writes are refused too: the transaction is read-only.
+	err := rs.dyn.Query(ctxA, "DELETE FROM "+schemaA+".docs", nil, func(pgx.Rows) error { return nil })
+	if err == nil {
+		t.Error("a dynamic read deleted rows")
+	}
+	if n, err := count(ctxA, schemaA); err != nil || n != 1 {
+		t.Errorf("A's own read: %d %v", n, err)
+	}
+}
+
+func TestRoutesFailClosed(t *testing.T) {
+	rs := tierRoutes(t, tenancy.Namespace)
+	ctx := context.Background()
+	_, e1 := rs.counter.Add(ctx, "x", 1)
+	_, e2 := rs.search.Search(ctx, "x", 1)
+	_, e3 := rs.stats.Run(ctx, "total")
+	e4 := rs.dyn.Query(ctx, "SELECT 1", nil, func(pgx.Rows) error { return nil })
+	_, e5 := rs.dyn.Schema(ctx)
+	for i, err := range []error{e1, e2, e3, e4, e5, rs.search.Put(ctx, "x", "y")} {
+		if tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+			t.Errorf("op %d unbound: %v", i, err)
+		}
+	}
+}
+
+func TestDynamicReadWiring(t *testing.T) {
+	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicRead("dyn", dc) }
+	tenancytest.RequireRefused(t, tenancy.CodeDynamicReadUnconfined,
+		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
+	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
+		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		dyn(postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), dyn(postgres.DynamicReadConfig{})))
+	// An index lives in its table's schema: a static index on a per-tenant
+	// heap cannot exist, and is refused as such.
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+			postgres.Search("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
+	// The rule itself counts the index (DESIGN §2).
+	rule := postgres.Rules.Kinds[postgres.KindSearch]
+	r := floors.Route{Kind: postgres.KindSearch, Relations: []floors.Relation{
+		{Role: "read", PerTenant: true}, {Role: "heap", PerTenant: true}, {Role: "index"}}}
+	if got := floors.Reach(rule, r); got != tenancy.None {
+		t.Errorf("search with a static index reaches %s", got)
+	}
+	// Outbox-like kinds count their resolver only when tenant-aware.
+	ob := floors.Route{Kind: postgres.KindOutbox, Relations: []floors.Relation{{Role: "table", PerTenant: true}}}
+	if got := floors.Reach(postgres.Rules.Kinds[postgres.KindOutbox], ob); got != tenancy.None {
+		t.Errorf("outbox without TenantAware reaches %s", got)
+	}
+	ob.TenantAware = true
+	if got := floors.Reach(postgres.Rules.Kinds[postgres.KindOutbox], ob); got != tenancy.Namespace {
+		t.Errorf("tenant-aware per-tenant outbox reaches %s", got)
+	}
+	hub := floors.Route{Kind: postgres.KindHubSearch, TenantAware: true, Relations: []floors.Relation{{Role: "hub", PerTenant: true}}}
+	if got := floors.Reach(postgres.Rules.Kinds[postgres.KindHubSearch], hub); got != tenancy.Tagged {
+		t.Errorf("hub search reaches %s", got)
+	}
+}

@@ -1,0 +1,162 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// SearchConfig wires a full-text search route. Heap holds the documents
+// (id, body and a generated tsvector); Index is the GIN index on it, which
+// PostgreSQL keeps in the heap's schema; Read is what searches query,
+// usually the heap itself (a different relation, such as a view, is the
+// caller's to create). All three count toward namespace.
+type SearchConfig struct {
+	TenantAware       bool
+	Read, Heap, Index Relation
+	// Config is the text search configuration (default "simple").
+	Config string
+}
+
+// Search adds a search route and provides *Searches.
+func Search(name string, sc SearchConfig) Option {
+	return func(c *config) {
+		if sc.Config == "" {
+			sc.Config = "simple"
+		}
+		spec := &routeSpec{name: name, kind: KindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Searches](),
+			rels: []roleRel{{"read", sc.Read}, {"heap", sc.Heap}, {"index", sc.Index}}}
+		for _, rr := range spec.rels {
+			if err := validName(rr.rel.table, maxIdent); err != nil {
+				c.errs = append(c.errs, wiringErr(c.name, name, rr.role+": "+err.Error(), "name Read, Heap and Index with lower-case names"))
+			}
+		}
+		if sc.Index.perTenant != sc.Heap.perTenant {
+			c.errs = append(c.errs, wiringErr(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
+		}
+		if err := validName(sc.Config, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name a text search configuration"))
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			s := sql{sc.TenantAware}
+			heap := route{cl, spec}.qualified(sc.Heap, tenant)
+			return []string{
+				"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
+					"tsv tsvector GENERATED ALWAYS AS (to_tsvector('" + sc.Config + "', body)) STORED, " + s.key("id") + ")",
+				"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.table}.Sanitize() + " ON " + heap + " USING gin (tsv)",
+			}
+		}
+		spec.provide = provideRoute(func(cl *Client) *Searches {
+			x := &Searches{route: route{cl, spec}, cfg: sc}
+			if !x.perTenant() {
+				x.static = x.build(tenancy.ID{})
+			}
+			return x
+		})
+		c.routes = append(c.routes, spec)
+	}
+}
+
+// Searches is a full-text search route.
+type Searches struct {
+	route
+	cfg    SearchConfig
+	static *searchStmts
+}
+
+type searchStmts struct {
+	sql
+	put, del, search, count string
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID   string
+	Rank float32
+}
+
+func (x *Searches) build(tenant tenancy.ID) *searchStmts {
+	s := sql{x.cfg.TenantAware}
+	heap, read := x.qualified(x.cfg.Heap, tenant), x.qualified(x.cfg.Read, tenant)
+	conflict := "(id)"
+	if s.tagged {
+		conflict = "(tenant_id, id)"
+	}
+	q := "websearch_to_tsquery('" + x.cfg.Config + "', " + s.p(1) + ")"
+	return &searchStmts{
+		sql:    s,
+		put:    "INSERT INTO " + heap + " (" + s.col() + "id, body) VALUES (" + s.val() + s.p(1) + ", " + s.p(2) + ") ON CONFLICT " + conflict + " DO UPDATE SET body = EXCLUDED.body",
+		del:    "DELETE FROM " + heap + " WHERE " + s.where() + "id = " + s.p(1),
+		search: "SELECT id, ts_rank(tsv, " + q + ") AS rank FROM " + read + " WHERE " + s.where() + "tsv @@ " + q + " ORDER BY rank DESC, id LIMIT " + s.p(2),
+		count:  "SELECT count(*) FROM " + read + " WHERE " + s.where() + "tsv @@ " + q,
+	}
+}
+
+func (x *Searches) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool, func(), error) {
+	tenant, err := x.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	st := cached(x.route, x.static, tenant, x.build)
+	pool, release, err := x.c.conn(ctx, tenant)
+	return tenant, st, pool, release, err
+}
+
+// Put indexes body under id, replacing what was there.
+func (x *Searches) Put(ctx context.Context, id, body string) error {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = pool.Exec(ctx, st.put, args(st.tagged, tenant, id, body)...)
+	return err
+}
+
+// Remove drops id from the index, or fails with document.ErrNotFound.
+func (x *Searches) Remove(ctx context.Context, id string) error {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, id)...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return document.ErrNotFound
+	}
+	return err
+}
+
+// Search returns the best hits for a web-search style query.
+func (x *Searches) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	if limit <= 0 {
+		return nil, errors.New("postgres: search limit must be positive")
+	}
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rows, err := pool.Query(ctx, st.search, args(st.tagged, tenant, query, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[Hit])
+}
+
+// Count returns how many documents match the query.
+func (x *Searches) Count(ctx context.Context, query string) (int, error) {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n int
+	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant, query)...).Scan(&n)
+	return n, err
+}
