@@ -142,3 +142,18 @@ func TestProducerFailsClosedWithoutATenant(t *testing.T) {
 		t.Fatalf("topic %q, %v", topic, err)
 	}
 }
+
+func TestCustomTopicResolverFailsClosed(t *testing.T) {
+	var p *kafka.Producer
+	bad := func(id tenancy.ID) (string, error) { return "orders/" + id.String(), nil }
+	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
+		kafka.ProducerRoute("orders", kafka.TenantTopics("x."), kafka.PerTenantTopic(bad))),
+		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
+	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	if _, err := p.TopicFor(ctx); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("invalid resolved topic: %v", err)
+	}
+	if err := p.Produce(ctx, kafka.Message{Value: []byte("x")}); err == nil {
+		t.Fatal("produced to an invalid topic")
+	}
+}

@@ -1,0 +1,85 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// A failing handler is retried, the record stays uncommitted meanwhile,
+// and the next record waits behind it (per-partition order holds).
+func TestHandlerErrorsAreRetried(t *testing.T) {
+	_, broker := cluster(t)
+	got := newReceived()
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	var order []string
+	flaky := func(ctx context.Context, m kafkago.Message) error {
+		mu.Lock()
+		attempts[string(m.Value)]++
+		n := attempts[string(m.Value)]
+		if n > 2 || !strings.HasSuffix(string(m.Value), "/0") {
+			order = append(order, string(m.Value))
+		}
+		mu.Unlock()
+		if strings.HasSuffix(string(m.Value), "/0") && n <= 2 {
+			return errors.New("not yet")
+		}
+		return got.handle(ctx, m)
+	}
+	var errs []error
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(broker),
+			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: flaky, Tenants: tenants(tenantA),
+				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }},
+				kafka.TenantTopics("orders.")),
+		),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.Provision(context.Background(), tenantA); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	values := produceEach(t, d.Producer, 3, tenantA)
+	got.waitFor(t, values...)
+	requireOwnTenant(t, got, values)
+	mu.Lock()
+	defer mu.Unlock()
+	if attempts[values[0]] != 3 || len(errs) < 2 {
+		t.Fatalf("attempts %v, errors %v", attempts, errs)
+	}
+	if strings.Join(order, " ") != strings.Join(values, " ") {
+		t.Fatalf("handled out of order: %v", order)
+	}
+}
+
+// An assignment that cannot be read fails OnStart: no reader runs.
+func TestShardAssignmentErrorFailsStart(t *testing.T) {
+	_, broker := cluster(t)
+	boom := func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("tenant registry down") }
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(broker),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: noHandle, Tenants: boom},
+				kafka.TenantTopics("orders."))))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "tenant registry down") {
+		t.Fatalf("start: %v", err)
+	}
+}
+
+func noHandle(context.Context, kafkago.Message) error { return nil }
