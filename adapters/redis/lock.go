@@ -18,6 +18,10 @@ var (
 	ErrNotOwner = errors.New("redis: not the lock's owner (expired or taken)")
 )
 
+// errLockTTL: Redis expires in whole milliseconds, and PEXPIRE 0 would
+// delete the lock instead of renewing it.
+var errLockTTL = errors.New("redis: a lock needs a TTL of at least a millisecond")
+
 // The owner token is compared on the server, so renew and release are
 // atomic with the ownership check.
 var (
@@ -55,8 +59,8 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // Acquire takes the lock for ttl, or returns ErrLockHeld.
 func (l *Locks) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
-	if ttl <= 0 {
-		return nil, errors.New("redis: a lock needs a positive TTL")
+	if ttl < time.Millisecond {
+		return nil, errLockTTL
 	}
 	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
@@ -80,8 +84,8 @@ func (l *Locks) Acquire(ctx context.Context, name string, ttl time.Duration) (*L
 
 // Renew extends the lock held with token; ErrNotOwner otherwise.
 func (l *Locks) Renew(ctx context.Context, name, token string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return errors.New("redis: a lock needs a positive TTL")
+	if ttl < time.Millisecond {
+		return errLockTTL
 	}
 	cl, k, done, err := l.target(ctx, name)
 	if err != nil {
