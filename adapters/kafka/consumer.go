@@ -198,12 +198,23 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }
 
-func (w *worker) stop(context.Context) error {
+// stop cancels the readers and waits for them to leave their groups, at
+// most as long as ctx allows.
+func (w *worker) stop(ctx context.Context) error {
 	if w.cancel != nil {
 		w.cancel()
 	}
-	w.wg.Wait()
-	return nil
+	done := make(chan struct{})
+	go func() {
+		w.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, ctx.Err())
+	}
 }
 
 func (w *worker) loop(ctx context.Context, sh shard) {

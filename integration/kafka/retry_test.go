@@ -83,3 +83,40 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 }
 
 func noHandle(context.Context, kafkago.Message) error { return nil }
+
+// The broker vanishing mid-run: producing fails with an error (no panic),
+// and the app still stops cleanly, leaving no goroutine behind.
+func TestBrokerGoneMidRun(t *testing.T) {
+	c, broker := cluster(t)
+	got := newReceived()
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(broker),
+			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: got.handle, Tenants: tenants(tenantA),
+				OnError: func(error) {}}, kafka.TenantTopics("orders."))),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Provision.Provision(ctx, tenantA); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	values := produceEach(t, d.Producer, 1, tenantA)
+	got.waitFor(t, values...)
+	c.Close()
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("lost")}); err == nil {
+		t.Fatal("produced with the broker gone")
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	begin := time.Now()
+	if err := app.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped in %v with the broker gone", time.Since(begin))
+}
