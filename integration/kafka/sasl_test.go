@@ -1,0 +1,49 @@
+package kafka_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Routed credentials authenticate: each tenant's client logs in with its
+// own user, and a tenant whose secret is wrong gets an error, not data.
+func TestRoutedCredentialsAuthenticate(t *testing.T) {
+	_, broker := cluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "tenant-a", "secret-a"))
+	creds := map[tenancy.ID]routing.Credentials{
+		tenantA: {Endpoint: broker, User: "tenant-a", Secret: "secret-a"},
+		tenantB: {Endpoint: broker, User: "tenant-a", Secret: "wrong"},
+	}
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }
+	got := newReceived()
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Routed(resolve, 4),
+			kafka.ProducerRoute("orders", kafka.Topic("orders")),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: got.handle, Tenants: tenants(tenantA)},
+				kafka.Topic("orders"))),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Provision.Provision(ctx, tenantA); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.Provision(ctx, tenantB); err == nil {
+		t.Fatal("provisioned with a wrong secret")
+	}
+	startApp(t, app)
+	values := produceEach(t, d.Producer, 2, tenantA)
+	got.waitFor(t, values...)
+	requireOwnTenant(t, got, values)
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("b")}); err == nil {
+		t.Fatal("produced with a wrong secret")
+	}
+}
