@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,7 @@ type Client struct {
 	cfg     *pgxpool.Config // plain, owned: opened on first use
 	pool    *pgxpool.Pool
 	ownPool bool
+	ready   atomic.Pointer[pgxpool.Pool] // c.pool once set: the lock-free fast path
 
 	routed *routing.Pools[*pgxpool.Pool]
 	stmts  stmtCache
@@ -56,6 +58,9 @@ func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, fu
 		}
 		return c.routed.AcquireFor(ctx, tenant)
 	}
+	if p := c.ready.Load(); p != nil {
+		return p, noRelease, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pool == nil {
@@ -68,6 +73,7 @@ func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, fu
 		}
 		c.pool = p
 	}
+	c.ready.Store(c.pool)
 	return c.pool, noRelease, nil
 }
 
@@ -98,6 +104,7 @@ func (c *Client) close() {
 		c.pool.Close()
 	}
 	c.pool = nil
+	c.ready.Store(nil)
 }
 
 // openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
