@@ -25,6 +25,7 @@ type config struct {
 	database string
 	routed   *RoutedConfig
 	floor    tenancy.Tier
+	budget   int
 	teardown bool
 	routes   []*routeSpec
 	provides []fx.Option
@@ -83,10 +84,32 @@ type RoutedConfig struct {
 	// resolution is trusted (default 5 minutes).
 	MaxClients int
 	TTL        time.Duration
-	// ClientOptions adjusts each tenant's client options (timeouts, pool
-	// size); it must not connect.
+	// PoolSize is each client's connection pool maximum (default 100, the
+	// driver's); MaxClients × PoolSize is the module's worst case.
+	PoolSize int
+	// ClientOptions adjusts each tenant's client options (timeouts); it
+	// must not connect.
 	ClientOptions func(*options.ClientOptions)
 }
+
+func (rc *RoutedConfig) maxClients() int {
+	if rc.MaxClients > 0 {
+		return rc.MaxClients
+	}
+	return 64
+}
+
+func (rc *RoutedConfig) poolSize() int {
+	if rc.PoolSize > 0 {
+		return rc.PoolSize
+	}
+	return 100
+}
+
+// ConnBudget caps the connections a routed module's clients may open:
+// fx.New refuses (connection_budget_exceeded) when MaxClients × PoolSize
+// exceeds n.
+func ConnBudget(n int) Option { return func(cfg *config) { cfg.budget = n } }
 
 // Routed runs every route on the tenant's own client (dedicated).
 func Routed(rc RoutedConfig) Option { return func(cfg *config) { cfg.routed = &rc } }
@@ -167,7 +190,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	if cfg.routed != nil {
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.poolSize()
+	}
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
 	}
@@ -237,10 +263,10 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 func newPools(db string, rc *RoutedConfig) (*routing.Pools[*routedClient], error) {
 	return routing.New(routing.Config[*routedClient]{
 		Resolve:  rc.Resolve,
-		MaxPools: rc.MaxClients,
+		MaxPools: rc.maxClients(),
 		TTL:      rc.TTL,
 		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
-			o := options.Client().ApplyURI(cr.Endpoint)
+			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.poolSize()))
 			if cr.User != "" {
 				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
 			}

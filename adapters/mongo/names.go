@@ -85,7 +85,7 @@ func CollectionName(base string, id tenancy.ID) string { return base + "." + id.
 func DatabaseName(prefix string, id tenancy.ID) string { return prefix + "_" + id.Hex() }
 
 // validBase accepts 1 to max of [A-Za-z0-9_-], not starting with
-// "system" (MongoDB reserves system.* collections).
+// "system" (MongoDB reserves system.* collections) or "_ferretdb_".
 func validBase(what, s string, max int) error {
 	if s == "" || len(s) > max {
 		return fmt.Errorf("mongo: %s %q must be 1 to %d characters", what, s, max)
@@ -98,6 +98,9 @@ func validBase(what, s string, max int) error {
 	}
 	if strings.HasPrefix(strings.ToLower(s), "system") {
 		return fmt.Errorf("mongo: %s %q may not start with \"system\" (reserved by MongoDB)", what, s)
+	}
+	if strings.HasPrefix(s, "_ferretdb_") {
+		return fmt.Errorf("mongo: %s %q may not start with \"_ferretdb_\" (reserved by FerretDB)", what, s)
 	}
 	return nil
 }

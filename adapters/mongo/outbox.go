@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -149,6 +150,7 @@ func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 	if len(eventIDs) == 0 {
 		return nil
 	}
+	eventIDs = slices.Compact(slices.Sorted(slices.Values(eventIDs)))
 	t, err := o.readTarget(ctx)
 	if err != nil {
 		return err

@@ -121,3 +121,14 @@ func TestNoClientIsAWiringError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestConnBudget(t *testing.T) {
+	small := mongo.Routed(mongo.RoutedConfig{Resolve: creds, MaxClients: 8, PoolSize: 4})
+	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
+		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
+	if e.Module != "m" {
+		t.Errorf("refusal: %v", e)
+	}
+	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(32),
+		mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
+}
