@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
@@ -106,13 +107,15 @@ func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 	// Sharded workers, and unbound ones over a shared stream, wire. fx.New
 	// builds the Stream for the worker, so the module needs a client value
 	// (go-redis does not dial until the first command).
+	client := goredis.NewUniversalClient(unreachable())
+	t.Cleanup(func() { client.Close() })
 	tenancytest.RequireWires(t, redis.Module("m",
-		redis.Connect(unreachable()),
+		redis.Client(client),
 		redis.StreamRoute("orders", redis.TenantAware()),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop, Tenants: assigned}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10, Tenants: assigned})))
 	tenancytest.RequireWires(t, redis.Module("m",
-		redis.Connect(unreachable()),
+		redis.Client(client),
 		redis.StreamRoute("jobs"),
 		redis.StreamConsumer("jobs", redis.ConsumerConfig{Group: "g", Handle: noop})))
 }

@@ -1,0 +1,58 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+)
+
+// A module built with Connect owns its client: it works once started and
+// is closed on stop (TestMain's goleak check fails otherwise). A client
+// from the graph works the same and stays the caller's.
+func TestClientSources(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("connect")
+	for _, src := range []struct {
+		label string
+		opts  []fx.Option
+	}{
+		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: []string{e.client.Options().Addr}}),
+			redis.CacheRoute(name))}},
+		{"graph", []fx.Option{redis.Module("m", redis.CacheRoute(name)),
+			fx.Supply(fx.Annotate(e.client, fx.As(new(goredis.UniversalClient))))}},
+	} {
+		t.Run(src.label, func(t *testing.T) {
+			var c *redis.Cache
+			app := fx.New(append(src.opts, fx.NopLogger,
+				fx.Invoke(fx.Annotate(func(v *redis.Cache) { c = v }, fx.ParamTags(`name:"`+name+`"`))))...)
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Set(context.Background(), "k", []byte(src.label), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if v, _, err := c.Get(context.Background(), "k"); err != nil || string(v) != src.label {
+				t.Fatalf("get %q %v", v, err)
+			}
+			if err := app.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if err := e.client.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("the graph's client was closed by the module: %v", err)
+	}
+}
+
+func TestNoClientIsAClearError(t *testing.T) {
+	app := fx.New(fx.NopLogger, redis.Module("m", redis.CacheRoute("c")),
+		fx.Invoke(fx.Annotate(func(*redis.Cache) {}, fx.ParamTags(`name:"c"`))))
+	if app.Err() == nil {
+		t.Fatal("a module with no client built its routes")
+	}
+}
