@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,7 +137,10 @@ func (w *worker) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("kafka: consumer %s: assigned tenants: %w", w.spec.cfg.Name, err)
 		}
-		tenants = ts
+		// An assignment listing a tenant twice still gets one reader.
+		ts = slices.Clone(ts)
+		slices.SortFunc(ts, func(a, b tenancy.ID) int { return strings.Compare(a.Hex(), b.Hex()) })
+		tenants = slices.Compact(ts)
 	} else {
 		tenants = []tenancy.ID{{}}
 	}

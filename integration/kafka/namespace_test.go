@@ -84,7 +84,7 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle, Tenants: tenants(tenantA, tenantB)},
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA)},
 				kafka.TenantTopics("orders.")),
 		),
 		fx.Populate(&d),
