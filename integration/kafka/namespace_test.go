@@ -84,6 +84,7 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
+			// A repeated tenant still gets one reader: each record is handled once.
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA)},
 				kafka.TenantTopics("orders.")),
 		),
