@@ -22,18 +22,22 @@ var Rules = floors.Backend{
 	Name:    "redis",
 	Ceiling: tenancy.Dedicated,
 	Kinds: map[floors.Kind]floors.KindRule{
-		KindCache:       {Summary: "get, set, delete and TTL of byte values"},
-		KindCounter:     {Summary: "atomic integer counters"},
-		KindIdempotency: {Summary: "idempotency key to stored result, first writer wins, with expiry"},
-		KindLock:        {Summary: "distributed lock with an owner token, TTL, renew and owner-only release"},
+		KindCache:       {Summary: "get, set, delete and TTL of byte values", Relations: keys},
+		KindCounter:     {Summary: "atomic integer counters", Relations: keys},
+		KindIdempotency: {Summary: "idempotency key to stored result, first writer wins, with expiry", Relations: keys},
+		KindLock: {Summary: "distributed lock with an owner token, TTL, renew and owner-only release", Relations: keys,
+			Note: "TenantGlobal for a deployment-wide (leader) lock"},
 		KindPubSub: {Summary: "publish and subscribe", NeverNamespace: true,
-			Note: "channels have no per-route namespace: tenant-aware → tagged, routed client → dedicated"},
+			Note: "TenantGlobal for a deployment-wide wake; channels have no per-route namespace: tenant-aware → tagged, routed client → dedicated"},
 		KindStream: {Summary: "append, consumer-group worker and trim sweep", NeverNamespace: true,
 			Note: "streams have no per-route namespace: tenant-aware → tagged, routed client → dedicated"},
 		KindFleet: {Summary: "replica heartbeats and the live replica list", Fleet: true,
 			Note: "deployment-wide: never tenant-scoped"},
 	},
 }
+
+// keys is the one relation of a keyed route: its key space.
+var keys = []string{"keys"}
 
 // kindCode is the one-letter kind segment of a key, so that routes of
 // different kinds with the same name never share a key.
