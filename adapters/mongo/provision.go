@@ -104,3 +104,13 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	}
 	return nil
 }
+
+// Evict forgets tenant's routed client binding (after a credential
+// rotation or offboarding): its next call resolves credentials again, and
+// a client no other tenant uses is disconnected once its calls finish. A
+// no-op on a plain client.
+func (p *Provisioner) Evict(tenant tenancy.ID) {
+	if p.core.pools != nil {
+		p.core.pools.Evict(tenant)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -126,4 +128,34 @@ func TestTextIndexSearch(t *testing.T) {
 			return n > 0, err
 		},
 	})
+}
+
+// Evict makes a tenant's next call resolve its credentials again.
+func TestRoutedEvict(t *testing.T) {
+	resolved := map[tenancy.ID]int{}
+	var mu sync.Mutex
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		resolved[id]++
+		return routing.Credentials{Endpoint: uriA}, nil
+	}
+	var docs *mongo.Documents[item]
+	var prov *mongo.Provisioner
+	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(mongo.RoutedConfig{Resolve: resolve}),
+		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")})),
+		fx.Populate(&docs, &prov))
+	ctx := ctxOf(tenancytest.TenantA)
+	for range 3 {
+		if _, err := docs.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	prov.Evict(tenancytest.TenantA)
+	if _, err := docs.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if resolved[tenancytest.TenantA] != 2 {
+		t.Fatalf("resolved %d times, want 2 (once, then once after Evict)", resolved[tenancytest.TenantA])
+	}
 }
