@@ -3,11 +3,16 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Stream is a stream route. On a tenant-scoped route each tenant has its
@@ -170,22 +175,49 @@ func entries(msgs []goredis.XMessage) []Entry {
 	return out
 }
 
-// Destination appends outbox events to a stream route: the relay binds
-// each row's tenant in ctx, and a tenant-aware stream then routes the event
-// to that tenant's stream.
+// Destination is the outbox relay's Redis-stream destination
+// (outbox.Destination): each message is appended to the stream of the
+// tenant the relay bound in ctx, so a tenant-aware stream routes per
+// tenant and fails closed without one.
 type Destination struct{ stream *Stream }
+
+var _ outbox.Destination = (*Destination)(nil)
 
 // NewDestination returns the outbox destination for a stream route.
 func NewDestination(s *Stream) *Destination { return &Destination{stream: s} }
 
-// Send appends one event as the fields "event_id" and "payload". The
-// tenant comes from ctx (bound by the relay); a tenant-aware stream fails
-// closed without one. It is at-least-once: a retried send appends again,
-// and consumers dedupe by event_id (an Idempotency route does that).
-func (d *Destination) Send(ctx context.Context, eventID string, payload []byte) error {
-	if eventID == "" {
-		return errors.New("redis: an outbox event needs an ID")
+// Deliver appends m as the fields event_id, topic, key, payload and one
+// "header:<name>" per header, in that order. A message whose tenant is not
+// the one bound in ctx is refused rather than written to either tenant.
+// Delivery is at least once: consumers dedupe on event_id.
+func (d *Destination) Deliver(ctx context.Context, m outbox.Message) error {
+	if m.EventID == "" {
+		return errors.New("redis: an outbox message needs an EventID")
 	}
-	_, err := d.stream.Append(ctx, map[string]any{"event_id": eventID, "payload": payload})
-	return err
+	if !m.Tenant.IsZero() {
+		if bound, ok := tenancy.FromContext(ctx); !ok || bound != m.Tenant {
+			return fmt.Errorf("redis: outbox message %s is for tenant %s, but ctx binds another scope", m.EventID, m.Tenant)
+		}
+	}
+	values := []any{"event_id", m.EventID, "topic", m.Topic, "key", m.Key, "payload", m.Payload}
+	names := make([]string, 0, len(m.Headers))
+	for h := range m.Headers {
+		names = append(names, h)
+	}
+	slices.Sort(names)
+	for _, h := range names {
+		values = append(values, "header:"+h, m.Headers[h])
+	}
+	cl, k, done, err := d.stream.target(ctx, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return cl.XAdd(ctx, &goredis.XAddArgs{Stream: k, Values: values}).Err()
+}
+
+// Send delivers a bare event: Deliver with only an EventID and a payload,
+// under the tenant bound in ctx.
+func (d *Destination) Send(ctx context.Context, eventID string, payload []byte) error {
+	return d.Deliver(ctx, outbox.Message{EventID: eventID, Payload: payload})
 }

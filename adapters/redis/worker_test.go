@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -186,20 +189,41 @@ func TestShardedTrimSweep(t *testing.T) {
 	}
 }
 
-// Destination appends each event to the stream of the tenant bound in ctx.
+// Destination appends each message to the stream of the tenant the relay
+// bound (outbox.Bind), refuses a message bound to another tenant, and
+// fails closed on a tenant-aware stream for a deployment-wide message.
 func TestDestinationRoutesPerTenant(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("outbox")
 	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.TenantAware()))
-	d := redis.NewDestination(s)
-	if err := d.Send(ctxA, "ev-1", []byte(`{"a":1}`)); err != nil {
+	var d outbox.Destination = redis.NewDestination(s)
+	m := outbox.Message{Tenant: tenancytest.TenantA, EventID: "ev-1", Topic: "orders", Key: []byte("o1"),
+		Payload: []byte(`{"a":1}`), Headers: map[string]string{"trace": "t1"}}
+	if err := d.Deliver(outbox.Bind(context.Background(), m), m); err != nil {
 		t.Fatal(err)
 	}
 	es, err := s.Range(ctxA, "-", "+", 10)
-	if err != nil || len(es) != 1 || es[0].Values["event_id"] != "ev-1" || es[0].Values["payload"] != `{"a":1}` {
+	if err != nil || len(es) != 1 {
 		t.Fatalf("A's stream: %+v %v", es, err)
+	}
+	want := map[string]any{"event_id": "ev-1", "topic": "orders", "key": "o1", "payload": `{"a":1}`, "header:trace": "t1"}
+	if !maps.Equal(es[0].Values, want) {
+		t.Fatalf("entry %v, want %v", es[0].Values, want)
 	}
 	if n, _ := s.Len(ctxB); n != 0 {
 		t.Fatalf("B's stream got %d entries", n)
+	}
+	if err := d.Deliver(ctxB, m); err == nil {
+		t.Fatal("A's message delivered under B's binding")
+	}
+	global := outbox.Message{EventID: "ev-2", Payload: []byte("x")}
+	if err := d.Deliver(outbox.Bind(context.Background(), global), global); !errors.Is(err, tenancy.CodeTenantUnbound) {
+		t.Fatalf("deployment-wide message on a tenant-aware stream: %v", err)
+	}
+	if err := redis.NewDestination(s).Send(ctxB, "ev-3", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Len(ctxB); n != 1 {
+		t.Fatalf("B's stream has %d entries after Send", n)
 	}
 }
