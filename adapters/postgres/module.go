@@ -151,8 +151,13 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 
 	types := map[reflect.Type]int{}
+	seen := map[string]bool{}
 	for _, r := range cfg.routes {
 		types[r.typ]++
+		if seen[r.name] {
+			errs = append(errs, wiringErr(name, r.name, "two routes share this name", "give every route of a module its own name"))
+		}
+		seen[r.name] = true
 	}
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {

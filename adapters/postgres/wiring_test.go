@@ -63,6 +63,10 @@ func TestWiring(t *testing.T) {
 	t.Run("no connection source", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", perTenantDocs(postgres.Relation{})))
 	})
+	t.Run("duplicate route names", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+			postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), perTenantDocs(postgres.Relation{})))
+	})
 	t.Run("bad schema prefix", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 			postgres.Module("pg", postgres.DSN(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(postgres.Relation{})))
