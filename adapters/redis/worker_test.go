@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,5 +226,20 @@ func TestDestinationRoutesPerTenant(t *testing.T) {
 	}
 	if n, _ := s.Len(ctxB); n != 1 {
 		t.Fatalf("B's stream has %d entries after Send", n)
+	}
+}
+
+// A sharded worker whose tenant provider fails does not start unbound: the
+// app's start fails, naming the worker.
+func TestShardedWorkerProviderErrorFailsStart(t *testing.T) {
+	e := newEnv(t)
+	name := e.name("noshards")
+	app := fx.New(fx.NopLogger, redis.Module("w", redis.Client(e.client),
+		redis.StreamRoute(name, redis.TenantAware()),
+		redis.StreamConsumer(name, redis.ConsumerConfig{Group: "g", Handle: noop,
+			Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }})))
+	err := app.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), name+"-consumer") || !strings.Contains(err.Error(), "directory down") {
+		t.Fatalf("start: %v", err)
 	}
 }
