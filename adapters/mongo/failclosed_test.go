@@ -36,7 +36,7 @@ func build(t *testing.T, source mongo.Option, cfg mongo.Config, withRaw bool) ro
 	opts := []mongo.Option{source, mongo.Database("app"),
 		mongo.Document[order]("docs", cfg), mongo.SearchRoute("search", cfg),
 		mongo.CounterRoute("counter", cfg), mongo.OutboxRoute("outbox", cfg)}
-	populate := []fx.Option{fx.Populate(&r.docs, &r.prov),
+	populate := []fx.Option{fx.Populate(&r.docs), named("m", &r.prov),
 		fx.Invoke(fx.Annotate(func(s *mongo.Search, c *mongo.Counter, o *mongo.Outbox) {
 			r.search, r.counter, r.outbox = s, c, o
 		}, fx.ParamTags(`name:"search"`, `name:"counter"`, `name:"outbox"`)))}

@@ -184,7 +184,7 @@ func (cfg *config) validate(module string) []error {
 // Module builds a MongoDB module: its wiring, checked during fx.New, and
 // its routes. Document routes are provided as *Documents[T]; the others
 // under their route name (name:"<route>"); the module's *Provisioner
-// unnamed.
+// under the module's name.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
 	for _, o := range opts {
@@ -203,7 +203,10 @@ func Module(name string, opts ...Option) fx.Option {
 	parts := []fx.Option{
 		modules.Provide(mod),
 		fx.Provide(fx.Private, newCore(name, cfg)),
-		fx.Provide(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} }),
+		// Named by the module, so that an app may hold several MongoDB modules.
+		fx.Provide(fx.Annotate(
+			func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
+			fx.ResultTags(`name:"`+name+`"`))),
 	}
 	parts = append(parts, cfg.provides...)
 	return fx.Module(name, parts...)

@@ -132,3 +132,14 @@ func TestConnBudget(t *testing.T) {
 	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(32),
 		mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
 }
+
+func TestTwoModulesInOneApp(t *testing.T) {
+	var a, b *mongo.Provisioner
+	tenancytest.RequireWires(t,
+		mongo.Module("plain", mongo.Database("app"), deadClient(t), mongo.CounterRoute("c1", mongo.Config{Collection: mongo.Static("c")})),
+		mongo.Module("routed", mongo.Database("app"), routed, mongo.CounterRoute("c2", mongo.Config{Collection: mongo.Static("c")})),
+		named("plain", &a), named("routed", &b))
+	if a == nil || b == nil || a == b {
+		t.Fatal("each module provides its own provisioner")
+	}
+}

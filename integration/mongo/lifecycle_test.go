@@ -51,7 +51,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 	coll := "events_" + dbName(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(dedicated(t),
-		mongo.OutboxRoute("events", mongo.Config{Collection: mongo.Static(coll)}))...), fx.Populate(&prov))
+		mongo.OutboxRoute("events", mongo.Config{Collection: mongo.Static(coll)}))...), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestTextIndexSearch(t *testing.T) {
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(plain(t),
 		mongo.SearchRoute("find", mongo.Config{TenantAware: true, Collection: mongo.Static("find"), TextIndex: true}))...),
-		named("find", &s), fx.Populate(&prov))
+		named("find", &s), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestRoutedEvict(t *testing.T) {
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(mongo.RoutedConfig{Resolve: resolve}),
 		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")})),
-		fx.Populate(&docs, &prov))
+		fx.Populate(&docs), named("m", &prov))
 	ctx := ctxOf(tenancytest.TenantA)
 	for range 3 {
 		if _, err := docs.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {

@@ -105,7 +105,7 @@ func TestProvisioning(t *testing.T) {
 		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("items")}),
 		mongo.SearchRoute("find", mongo.Config{Collection: mongo.PerTenantDatabase("s", "find")}),
 		mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")}))
-	start(t, mongo.Module("m", opts...), fx.Populate(&prov))
+	start(t, mongo.Module("m", opts...), named("m", &prov))
 	ctx := context.Background()
 	for range 2 { // idempotent
 		if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
