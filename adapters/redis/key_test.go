@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -168,5 +169,29 @@ func BenchmarkKeyTagged(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = buildKey("t", "", id, 'c', "sessions", "user:42")
+	}
+}
+
+// BenchmarkTarget is the adapter's whole per-call cost before the round
+// trip: tenant from ctx, namespace, key.
+func BenchmarkTarget(b *testing.B) {
+	ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a"))
+	c := &core{module: "m"}
+	for _, tc := range []struct {
+		name string
+		spec routeSpec
+	}{
+		{"tagged", routeSpec{name: "sessions", kind: KindCache, tenantAware: true}},
+		{"namespace", routeSpec{name: "sessions", kind: KindCache, namespace: TenantNamespace("acme")}},
+	} {
+		r := newRoute(c, &tc.spec)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, err := r.target(ctx, "user:42"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -32,7 +32,8 @@ func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (i
 	return cl.Publish(ctx, k, payload).Result()
 }
 
-// Subscription receives the messages of the channels it subscribed to.
+// Subscription receives the messages of the channels it subscribed to,
+// for one receiving goroutine at a time.
 // Close it to stop; it holds one connection.
 type Subscription struct {
 	ps      *goredis.PubSub

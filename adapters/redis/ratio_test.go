@@ -52,7 +52,7 @@ func TestRatioP5(t *testing.T) {
 					}
 				}
 			},
-			Rounds: 15, Iterations: 2000,
+			Rounds: 31, Iterations: 500,
 		}, 1.05)
 		ratio.Report(t, ratio.Pair{Label: "P5", Name: "redis-" + tc.label + "-set",
 			Ours: func(n int) {
@@ -69,7 +69,7 @@ func TestRatioP5(t *testing.T) {
 					}
 				}
 			},
-			Rounds: 15, Iterations: 2000,
+			Rounds: 31, Iterations: 500,
 		}, 1.05)
 		e.client.Del(bg, raw)
 	}
