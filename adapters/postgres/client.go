@@ -161,3 +161,13 @@ func (s *stmtCache) put(k stmtKey, v any) {
 
 // pgxPool is the handle every statement runs on.
 type pgxPool = *pgxpool.Pool
+
+// Evict forgets a routed tenant's pool binding, so its next call resolves
+// its credentials again (after a rotation or a revocation); the pool is
+// closed once no other tenant uses it and its statements are done. It does
+// nothing on a plain client.
+func (c *Client) Evict(tenant tenancy.ID) {
+	if c.routed != nil {
+		c.routed.Evict(tenant)
+	}
+}
