@@ -197,13 +197,15 @@ func (p *Pools[C]) rebind(tenant tenancy.ID, pl *pool[C]) {
 		b.lastUsed.Store(tick)
 		return
 	}
-	if len(p.tenants) >= p.cfg.MaxTenants {
-		p.dropOldestTenant()
-	}
+	// Bind first, then trim: pl then has a tenant and cannot be retired by
+	// dropping the oldest binding, even when that binding was its only one.
 	b := &binding[C]{pool: pl, resolvedAt: now}
 	b.lastUsed.Store(tick)
 	p.tenants[tenant] = b
 	pl.tenants++
+	if len(p.tenants) > p.cfg.MaxTenants {
+		p.dropOldestTenant(tenant)
+	}
 }
 
 // unref drops one binding from pl and retires it when none is left.
@@ -267,15 +269,15 @@ func (p *Pools[C]) makeRoomForPool() {
 	p.retire(oldest)
 }
 
-// dropOldestTenant forgets the least recently used binding. Called with
-// mu held.
-func (p *Pools[C]) dropOldestTenant() {
+// dropOldestTenant forgets the least recently used binding other than
+// keep's. Called with mu held.
+func (p *Pools[C]) dropOldestTenant(keep tenancy.ID) {
 	var (
 		oldestID tenancy.ID
 		oldest   *binding[C]
 	)
 	for id, b := range p.tenants {
-		if oldest == nil || b.lastUsed.Load() < oldest.lastUsed.Load() {
+		if id != keep && (oldest == nil || b.lastUsed.Load() < oldest.lastUsed.Load()) {
 			oldestID, oldest = id, b
 		}
 	}

@@ -33,6 +33,11 @@ type harness struct {
 
 func newHarness(t *testing.T, maxPools int) *harness {
 	t.Helper()
+	return newHarnessTenants(t, maxPools, 0)
+}
+
+func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
+	t.Helper()
 	h := &harness{
 		creds:  map[tenancy.ID]routing.Credentials{},
 		fail:   map[tenancy.ID]error{},
@@ -68,8 +73,9 @@ func newHarness(t *testing.T, maxPools int) *harness {
 			default:
 			}
 		},
-		MaxPools: maxPools,
-		TTL:      time.Minute,
+		MaxPools:   maxPools,
+		MaxTenants: maxTenants,
+		TTL:        time.Minute,
 		Now: func() time.Time {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -361,5 +367,24 @@ func TestFingerprint(t *testing.T) {
 	}
 	if s := a.Fingerprint().String(); len(s) != 12 {
 		t.Errorf("short form %q", s)
+	}
+}
+
+// TestTenantBoundKeepsSharedPool: trimming the oldest binding must not
+// retire the pool the new tenant is being bound to.
+func TestTenantBoundKeepsSharedPool(t *testing.T) {
+	h := newHarnessTenants(t, 4, 1)
+	h.set(tenant(1), "same")
+	h.set(tenant(2), "same")
+	c1, r1 := h.acquire(t, tenant(1))
+	r1()
+	c2, r2 := h.acquire(t, tenant(2))
+	defer r2()
+	if c2.closed.Load() || c2 != c1 {
+		t.Fatalf("tenant 2 got a retired client (closed %v)", c2.closed.Load())
+	}
+	requireOpen(t, h)
+	if got := h.pools.Stats(); got.Tenants != 1 || got.Pools != 1 {
+		t.Errorf("stats %+v, want 1 tenant and 1 pool", got)
 	}
 }
