@@ -58,7 +58,8 @@ func args(tagged bool, tenant tenancy.ID, rest ...any) []any {
 	if !tagged {
 		return rest
 	}
-	return append([]any{tenant.Bytes()}, rest...)
+	a := make([]any, 0, len(rest)+1) // one allocation, sized once
+	return append(append(a, tenant.Bytes()), rest...)
 }
 
 // sql holds the placeholder layout of a possibly tagged statement: the

@@ -1,0 +1,67 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestRoutedEvictReResolves: after Evict, a tenant's next call resolves
+// its credentials again and runs on the new database.
+func TestRoutedEvictReResolves(t *testing.T) {
+	inner := twoDatabases(t)
+	var moved atomic.Bool
+	resolve := func(ctx context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		if moved.Load() && tn == tenancytest.TenantA {
+			tn = tenancytest.TenantB // A's credentials now name B's database
+		}
+		return inner(ctx, tn)
+	}
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
+	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	if _, err := d.Create(ctxA, "a1", item{}); err != nil {
+		t.Fatal(err)
+	}
+	moved.Store(true)
+	if _, err := d.Get(ctxA, "a1"); err != nil {
+		t.Fatalf("before eviction the binding holds: %v", err)
+	}
+	c.Evict(tenancytest.TenantA)
+	if _, err := d.Get(ctxA, "a1"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("after eviction A should run on the new database: %v", err)
+	}
+}
+
+// TestCallerPoolSurvivesStop: a pool passed with Pool belongs to the caller.
+func TestCallerPoolSurvivesStop(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), testsvc.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	t.Run("app", func(t *testing.T) {
+		var k *postgres.Counters
+		c := start(t, postgres.Module("pg", postgres.Pool(pool),
+			postgres.Counter("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), &k)
+		provision(t, c, tenancytest.TenantA)
+		if _, err := k.Add(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x", 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := pool.Ping(context.Background()); err != nil {
+		t.Errorf("the module closed the caller's pool: %v", err)
+	}
+}
