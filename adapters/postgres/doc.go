@@ -1,0 +1,25 @@
+// Package postgres is the PostgreSQL backend (pgx v5): typed document
+// stores, full-text search, counters, analytics and a confined dynamic
+// read, each at the tier its wiring reaches, checked during fx.New.
+//
+//	postgres.Module("orders",
+//		postgres.DSN(dsn),                              // plain; or Pool(p), or Routed(resolve, cfg) → dedicated
+//		postgres.RequiredIsolation(tenancy.Namespace),
+//		postgres.Document[Order]("orders", postgres.DocumentConfig{
+//			Read:  postgres.SchemaPerTenant("orders"), // → namespace
+//			Write: postgres.SchemaPerTenant("orders"),
+//		}),
+//	)
+//
+// TenantAware routes stamp and filter a tenant_id column (tagged);
+// SchemaPerTenant relations are named "<prefix><32 hex>"."table" in every
+// statement, never through search_path (namespace); a routed client runs
+// each tenant on a pool built from its own credentials (dedicated), through
+// the shared routing package. Every tenant-scoped call reads the tenant
+// from its context and fails closed with tenant_unbound.
+//
+// Client.Provision creates a tenant's schema, tables, indexes and confined
+// role; Client.Ownership builds an ownership gate over a PostgreSQL lookup.
+// Rules states the backend's ceiling and which relations count per kind.
+// Nothing connects before the first statement.
+package postgres
