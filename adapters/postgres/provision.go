@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,7 +76,9 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 			continue
 		}
 		for _, rr := range r.rels {
-			if !rr.rel.perTenant && r.ddl != nil {
+			// Only the tables a route writes hold rows: an index or a read
+			// relation (possibly a view) is not deleted from.
+			if !rr.rel.perTenant && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
 				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
 			}
 		}
@@ -88,6 +91,9 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	)
 	return c.inLockedTx(ctx, tenant, stmts)
 }
+
+// ownedRoles are the relation roles whose rows a route writes.
+var ownedRoles = []string{"write", "history", "heap", "table"}
 
 func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []string) error {
 	pool, release, err := c.conn(ctx, tenant)

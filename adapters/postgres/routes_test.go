@@ -89,6 +89,19 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 	if tier == tenancy.Namespace {
 		t.Cleanup(func() { teardown(t, rs.client, tenancytest.TenantA, tenancytest.TenantB) })
 	}
+	if tier == tenancy.Tagged {
+		t.Cleanup(func() {
+			// Teardown of a tagged tenant deletes its rows and only its rows.
+			teardown(t, rs.client, tenancytest.TenantA)
+			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+			if n, err := rs.docs.Count(ctxA, document.Query{}); err != nil || n != 0 {
+				t.Errorf("after teardown A still has %d documents (%v)", n, err)
+			}
+			if n, err := rs.search.Count(ctxA, "zebra"); err != nil || n != 0 {
+				t.Errorf("after teardown A still has %d texts (%v)", n, err)
+			}
+		})
+	}
 	return rs
 }
 
