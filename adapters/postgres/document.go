@@ -14,9 +14,11 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// DocumentConfig wires a document route. Read and Write are required
-// (usually the same relation); History, when set, receives every version.
-// Every relation named counts toward namespace, History included.
+// DocumentConfig wires a document route. Read and Write are required,
+// usually the same relation; a different Read (a view over Write, say) is
+// the caller's to create, while provisioning creates Write and History.
+// History, when set, receives every version. Every relation named counts
+// toward namespace, History included.
 type DocumentConfig struct {
 	TenantAware          bool
 	Read, Write, History Relation
@@ -44,10 +46,8 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			r := route{cl, spec}
 			s := sql{dc.TenantAware}
 			var out []string
-			for _, rel := range uniq(dc.Read, dc.Write) {
-				out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(rel, tenant)+" ("+s.tenantColumn()+
-					"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
-			}
+			out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.Write, tenant)+" ("+s.tenantColumn()+
+				"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
 			if !dc.History.IsZero() {
 				out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.History, tenant)+" ("+s.tenantColumn()+
 					"seq bigserial PRIMARY KEY, id text NOT NULL, version bigint NOT NULL, value jsonb, op text NOT NULL, at timestamptz NOT NULL DEFAULT now())")
@@ -63,16 +63,6 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		})
 		c.routes = append(c.routes, spec)
 	}
-}
-
-func uniq(rels ...Relation) []Relation {
-	var out []Relation
-	for _, r := range rels {
-		if len(out) == 0 || out[len(out)-1] != r {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // Documents is a document route: typed values by id, each tenant seeing
