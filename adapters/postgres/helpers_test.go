@@ -20,15 +20,21 @@ func unique() string {
 	return hex.EncodeToString(b)
 }
 
-// start builds and starts an app around mod (named "pg"), fills targets,
+// start builds and starts an app around mod (named "pg"), fills targets
+// (pointers to populate, or fx options such as named),
 // and returns the module's client. The app stops when the test ends.
 func start(t *testing.T, mod fx.Option, targets ...any) *postgres.Client {
 	t.Helper()
 	var c *postgres.Client
-	app := fx.New(fx.NopLogger, mod,
-		fx.Populate(targets...),
-		fx.Invoke(fx.Annotate(func(cl *postgres.Client) { c = cl }, fx.ParamTags(`name:"pg"`))),
-	)
+	opts := []fx.Option{fx.NopLogger, mod, fx.Invoke(fx.Annotate(func(cl *postgres.Client) { c = cl }, fx.ParamTags(`name:"pg"`)))}
+	for _, tg := range targets {
+		if o, ok := tg.(fx.Option); ok {
+			opts = append(opts, o)
+		} else {
+			opts = append(opts, fx.Populate(tg))
+		}
+	}
+	app := fx.New(opts...)
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +44,11 @@ func start(t *testing.T, mod fx.Option, targets ...any) *postgres.Client {
 	}
 	t.Cleanup(func() { app.Stop(context.Background()) })
 	return c
+}
+
+// named fills dst with the value provided as name:"<name>".
+func named[T any](name string, dst *T) fx.Option {
+	return fx.Invoke(fx.Annotate(func(v T) { *dst = v }, fx.ParamTags(`name:"`+name+`"`)))
 }
 
 // superuser opens a direct connection for test set-up.

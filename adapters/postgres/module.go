@@ -27,8 +27,10 @@ type config struct {
 	budget   int
 	prefix   string
 	teardown bool
-	routes   []*routeSpec
-	errs     []error
+	// namedOnly: provide route objects under their names only.
+	namedOnly bool
+	routes    []*routeSpec
+	errs      []error
 }
 
 // DSN makes the module open its own pool from dsn on first use and close
@@ -55,6 +57,10 @@ func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 // SchemaPrefix sets the prefix of tenant schema and role names (default
 // "tenant_"): lower-case letters, digits and _, at most 28 bytes.
 func SchemaPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// NamedOnly provides every route object under its route name only, for
+// apps with two modules holding document routes of the same type.
+func NamedOnly() Option { return func(c *config) { c.namedOnly = true } }
 
 // AllowTeardown enables Client.Teardown; without it Teardown refuses.
 func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
@@ -96,8 +102,9 @@ func wiringErr(module, route, detail, fix string) error {
 
 // Module is a PostgreSQL module: its client, its routes provided into the
 // graph, and its wiring checked during fx.New. It provides *Client as
-// name:"<name>" and each route object both as name:"<route>" and, when no
-// other route of the module has the same type, unnamed.
+// name:"<name>" and each route object as name:"<route>"; a document route
+// is also provided unnamed (*Documents[T]) when it is the module's only one
+// of its type, unless NamedOnly is set.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{name: name, prefix: DefaultSchemaPrefix}
 	for _, o := range opts {
@@ -183,7 +190,9 @@ func Module(name string, opts ...Option) fx.Option {
 				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 			})
 		}
-		fxo = append(fxo, r.provide(r.name, types[r.typ] == 1))
+		// Only a document route is also provided unnamed (its type names
+		// its values, so it rarely collides); NamedOnly turns that off.
+		fxo = append(fxo, r.provide(r.name, r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly))
 	}
 	if len(errs) > 0 {
 		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))

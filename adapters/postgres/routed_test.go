@@ -55,7 +55,7 @@ func TestCallerPoolSurvivesStop(t *testing.T) {
 	t.Run("app", func(t *testing.T) {
 		var k *postgres.Counters
 		c := start(t, postgres.Module("pg", postgres.Pool(pool),
-			postgres.Counter("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), &k)
+			postgres.Counter("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), named("c", &k))
 		provision(t, c, tenancytest.TenantA)
 		if _, err := k.Add(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x", 1); err != nil {
 			t.Fatal(err)

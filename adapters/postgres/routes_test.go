@@ -79,10 +79,10 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 			"big":    {Agg: postgres.AggMax, Field: "n", Filters: []document.Filter{{Field: "n", Op: document.Gt, Value: 5}}},
 		}}),
 	}
-	targets := []any{&rs.docs, &rs.counter, &rs.search, &rs.stats}
+	targets := []any{&rs.docs, named("counter", &rs.counter), named("search", &rs.search), named("stats", &rs.stats)}
 	if tier >= tenancy.Namespace {
 		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
-		targets = append(targets, &rs.dyn)
+		targets = append(targets, named("dyn", &rs.dyn))
 	}
 	rs.client = start(t, postgres.Module("pg", opts...), targets...)
 	provision(t, rs.client, tenancytest.TenantA, tenancytest.TenantB)
