@@ -183,7 +183,9 @@ func Module(name string, opts ...Option) fx.Option {
 			r.scoped = r.scoped || rr.rel.perTenant
 		}
 		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
-		if r.kind == KindDynamicRead && !routed && !r.tenantRole {
+		// Without a per-tenant schema the origin floor refuses the route
+		// already, and that is the error to report (DESIGN §1).
+		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.scoped {
 			errs = append(errs, &tenancy.Error{
 				Code: tenancy.CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
 				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",

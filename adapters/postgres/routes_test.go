@@ -281,6 +281,8 @@ func TestDynamicReadWiring(t *testing.T) {
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
+	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
+		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 		dyn(postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), dyn(postgres.DynamicReadConfig{})))
