@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,9 +17,57 @@ import (
 
 // unique returns a fresh lower-case suffix so reruns never meet old tables.
 func unique() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return runID + hex.EncodeToString([]byte{byte(seq.Add(1))})
+}
+
+// runID marks everything this test process creates, so TestMain can drop
+// it afterwards; seq keeps names unique within the process.
+var (
+	runID = func() string {
+		b := make([]byte, 3)
+		rand.Read(b)
+		return hex.EncodeToString(b)
+	}()
+	seq atomic.Uint32
+)
+
+// TestMain drops the tables, schemas and roles the run created, so the
+// shared test database does not accumulate them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func cleanup() {
+	url := os.Getenv("TENANTWIRE_PG_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable"
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return // no server: nothing was created
+	}
+	defer conn.Close(ctx)
+	like := "%" + runID + "%"
+	var stmts []string
+	rows, err := conn.Query(ctx, `SELECT format('DROP TABLE IF EXISTS %I.%I CASCADE', schemaname, tablename) FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE $1
+		UNION ALL SELECT format('DROP SCHEMA IF EXISTS %I CASCADE', nspname) FROM pg_namespace WHERE nspname LIKE $1
+		UNION ALL SELECT format('DROP OWNED BY %I; DROP ROLE IF EXISTS %I', rolname, rolname) FROM pg_roles WHERE rolname LIKE $1`, like)
+	if err != nil {
+		return
+	}
+	for rows.Next() {
+		var s string
+		if rows.Scan(&s) == nil {
+			stmts = append(stmts, s)
+		}
+	}
+	rows.Close()
+	for _, s := range stmts {
+		conn.Exec(ctx, s) // best effort: a leftover is only clutter
+	}
 }
 
 // start builds and starts an app around mod (named "pg"), fills targets
