@@ -5,6 +5,7 @@
 package document
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -102,4 +103,15 @@ func validField(name string) error {
 		}
 	}
 	return nil
+}
+
+// Store is what every document-store route offers, whatever the backend;
+// each adapter asserts its Documents[T] implements it.
+type Store[T any] interface {
+	Get(ctx context.Context, id string) (Record[T], error)
+	Create(ctx context.Context, id string, v T) (Version, error)
+	Update(ctx context.Context, id string, v T, expected Version) (Version, error)
+	Delete(ctx context.Context, id string) error
+	List(ctx context.Context, q Query) ([]Record[T], error)
+	Count(ctx context.Context, q Query) (int, error)
 }

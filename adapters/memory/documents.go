@@ -291,3 +291,5 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+var _ document.Store[struct{}] = (*Documents[struct{}])(nil)

@@ -192,3 +192,5 @@ func decodeRecord[T any](raw bson.Raw) (document.Record[T], error) {
 	}
 	return document.Record[T]{ID: id, Version: document.Version(v), Value: val}, nil
 }
+
+var _ document.Store[struct{}] = (*Documents[struct{}])(nil)

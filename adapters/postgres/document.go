@@ -171,7 +171,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 // Update replaces the value when the stored version is expected and
 // returns the new version: document.ErrConflict when the version moved,
 // document.ErrNotFound when the bound tenant has no such record.
-func (d *Documents[T]) Update(ctx context.Context, id string, expected document.Version, v T) (document.Version, error) {
+func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (document.Version, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return 0, err
@@ -313,3 +313,5 @@ func filtered(base string, s sql, tenant tenancy.ID, q document.Query, order boo
 	}
 	return b.String(), a, nil
 }
+
+var _ document.Store[struct{}] = (*Documents[struct{}])(nil)

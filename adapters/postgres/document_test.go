@@ -61,7 +61,7 @@ func docProbe(t *testing.T, d *postgres.Documents[item]) tenancytest.Probe {
 			return d.Count(ctx, document.Query{Filters: []document.Filter{{Field: "name", Op: document.Eq, Value: "probe"}}})
 		},
 		Update: func(ctx context.Context) error {
-			_, err := d.Update(ctx, id, 1, item{Name: "stolen", N: 9})
+			_, err := d.Update(ctx, id, item{Name: "stolen", N: 9}, 1)
 			return notFound("update", err)
 		},
 		Delete: func(ctx context.Context) error { return notFound("delete", d.Delete(ctx, id)) },
@@ -165,9 +165,9 @@ func transcript(t *testing.T, d *postgres.Documents[item], ctx context.Context) 
 	}
 	_, err := d.Create(ctx, "k1", item{})
 	note("dup", err)
-	v, err := d.Update(ctx, "k2", 1, item{Name: "n0", N: 20})
+	v, err := d.Update(ctx, "k2", item{Name: "n0", N: 20}, 1)
 	note("update", v, err)
-	_, err = d.Update(ctx, "k2", 1, item{})
+	_, err = d.Update(ctx, "k2", item{}, 1)
 	note("stale", err)
 	note("delete", d.Delete(ctx, "k3"), d.Delete(ctx, "k3"))
 	recs, err := d.List(ctx, document.Query{Filters: []document.Filter{{Field: "name", Op: document.Eq, Value: "n0"}}, OrderBy: "n", Desc: true, Limit: 2})
@@ -189,14 +189,14 @@ func exerciseDocuments(t *testing.T, d *postgres.Documents[item], tenant tenancy
 	if _, err := d.Create(ctx, "e0", item{}); !errors.Is(err, document.ErrExists) {
 		t.Errorf("duplicate create: %v", err)
 	}
-	v, err := d.Update(ctx, "e1", 1, item{Name: "e", N: 10})
+	v, err := d.Update(ctx, "e1", item{Name: "e", N: 10}, 1)
 	if err != nil || v != 2 {
 		t.Errorf("update: %v %v", v, err)
 	}
-	if _, err := d.Update(ctx, "e1", 1, item{}); !errors.Is(err, document.ErrConflict) {
+	if _, err := d.Update(ctx, "e1", item{}, 1); !errors.Is(err, document.ErrConflict) {
 		t.Errorf("stale update: %v", err)
 	}
-	if _, err := d.Update(ctx, "nope", 1, item{}); !errors.Is(err, document.ErrNotFound) {
+	if _, err := d.Update(ctx, "nope", item{}, 1); !errors.Is(err, document.ErrNotFound) {
 		t.Errorf("update of a missing record: %v", err)
 	}
 	recs, err := d.List(ctx, document.Query{Filters: []document.Filter{{Field: "name", Op: document.Eq, Value: "e"}, {Field: "n", Op: document.Gt, Value: 1}}, OrderBy: "n", Desc: true})
