@@ -1,0 +1,197 @@
+// Command service is a small tenant-aware service on real backends: orders
+// in PostgreSQL with a schema per tenant (namespace), page views counted in
+// Redis under a tenant key prefix (tagged), served through the HTTP
+// boundary. It provisions two tenants, calls itself as each, prints what
+// each sees, tears its schemas down and exits. It needs PostgreSQL and
+// Redis (`make services`); TENANTWIRE_PG_URL and TENANTWIRE_REDIS_ADDR
+// override where they are.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
+)
+
+// Order is what the orders route stores.
+type Order struct {
+	Item string `json:"item"`
+	Qty  int    `json:"qty"`
+}
+
+var (
+	acme   = tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	globex = tenancy.MustParseID("3f2504e0-4f89-41d3-9a0c-0305e82c3301")
+)
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "service:", err)
+		os.Exit(1)
+	}
+}
+
+// handlers holds the routes the HTTP handlers use; none of them takes a
+// tenant: the adapters read the one the boundary bound.
+type handlers struct {
+	fx.In
+	Orders *postgres.Documents[Order]
+	Views  *redis.Counter `name:"views"`
+}
+
+func ordersHandler(h handlers) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if r.Method == http.MethodPut {
+			var o Order
+			if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
+				http.Error(w, "bad body", http.StatusBadRequest)
+				return
+			}
+			if _, err := h.Orders.Create(r.Context(), id, o); err != nil {
+				http.Error(w, err.Error(), http.StatusConflict)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		views, err := h.Views.Incr(r.Context(), "orders/"+id, 1)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rec, err := h.Orders.Get(r.Context(), id)
+		if errors.Is(err, document.ErrNotFound) {
+			http.Error(w, fmt.Sprintf("not found (view %d)", views), http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "%s x%d (view %d)", rec.Value.Item, rec.Value.Qty, views)
+	})
+}
+
+func run(out io.Writer) error {
+	pgURL := env("TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable")
+	redisAddr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
+	// A prefix of its own per run, so runs never see each other's schemas.
+	prefix := fmt.Sprintf("svc%d", time.Now().UnixNano()%1_000_000_000)
+
+	var (
+		srv   *tenanthttp.Server
+		pg    *postgres.Client
+		views *redis.Counter
+		live  modules.Live
+	)
+	app := fx.New(
+		fx.NopLogger,
+		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		postgres.Module("orders",
+			postgres.DSN(pgURL),
+			postgres.SchemaPrefix(prefix),
+			postgres.AllowTeardown(),
+			postgres.RequiredIsolation(tenancy.Namespace),
+			postgres.Document[Order]("orders", postgres.DocumentConfig{
+				Read:  postgres.SchemaPerTenant("orders"),
+				Write: postgres.SchemaPerTenant("orders"),
+			}),
+		),
+		redis.Module("cache",
+			redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}),
+			redis.RequiredIsolation(tenancy.Tagged),
+			redis.CounterRoute("views", redis.TenantAware()),
+		),
+		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
+		tenanthttp.RouteWith("PUT /orders/{id}", tenanthttp.Tenant, ordersHandler),
+		tenanthttp.RouteWith("GET /orders/{id}", tenanthttp.Tenant, ordersHandler),
+		fx.Populate(&srv, &live),
+		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { pg, views = c, v },
+			fx.ParamTags(`name:"orders"`, `name:"views"`))),
+	)
+	if err := app.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	tr := &http.Transport{}
+	defer func() {
+		tr.CloseIdleConnections()
+		_ = app.Stop(context.Background())
+	}()
+
+	fmt.Fprintln(out, "Live tenancy matrix:")
+	if err := live.Matrix().WriteText(out); err != nil {
+		return err
+	}
+	for _, id := range []tenancy.ID{acme, globex} {
+		if err := pg.Provision(ctx, id); err != nil {
+			return fmt.Errorf("provision %s: %w", id, err)
+		}
+		defer func() {
+			_ = pg.Teardown(context.Background(), id)
+			_, _ = views.Delete(tenancy.WithTenant(context.Background(), id), "orders/o-1")
+		}()
+	}
+
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	base := "http://" + srv.TenantAddr()
+	fmt.Fprintln(out)
+	for _, s := range []struct {
+		label, method, path string
+		tenant              tenancy.ID
+		body                string
+	}{
+		{"acme creates order o-1", "PUT", "/orders/o-1", acme, `{"item":"anvil","qty":3}`},
+		{"acme reads o-1", "GET", "/orders/o-1", acme, ""},
+		{"globex reads o-1", "GET", "/orders/o-1", globex, ""},
+		{"globex creates its own o-1", "PUT", "/orders/o-1", globex, `{"item":"rocket","qty":1}`},
+		{"globex reads o-1", "GET", "/orders/o-1", globex, ""},
+		{"acme reads o-1 again", "GET", "/orders/o-1", acme, ""},
+	} {
+		req, err := http.NewRequestWithContext(ctx, s.method, base+s.path, strings.NewReader(s.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set(tenanthttp.DefaultHeader, s.tenant.String())
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%-28s -> %d %s\n", s.label, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+)
+
+func TestService(t *testing.T) {
+	t.Setenv("TENANTWIRE_PG_URL", testsvc.PostgresURL(t))
+	t.Setenv("TENANTWIRE_REDIS_ADDR", testsvc.RedisAddr(t))
+	var out bytes.Buffer
+	if err := run(&out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"orders  orders  document  namespace",
+		"acme creates order o-1       -> 201",
+		"acme reads o-1               -> 200 anvil x3 (view 1)",
+		"globex reads o-1             -> 404 not found (view 1)",
+		"globex reads o-1             -> 200 rocket x1 (view 2)",
+		"acme reads o-1 again         -> 200 anvil x3 (view 2)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
