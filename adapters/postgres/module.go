@@ -30,7 +30,10 @@ type config struct {
 	// namedOnly: provide route objects under their names only.
 	namedOnly bool
 	routes    []*routeSpec
-	errs      []error
+	// workers are background readers over the module's routes (relays,
+	// sweeps), each declared to enforcement.
+	workers []workerSpec
+	errs    []error
 }
 
 // DSN makes the module open its own pool from dsn on first use and close
@@ -81,6 +84,12 @@ type routeSpec struct {
 	// only one of its kind in the module.
 	provide func(name string, unnamed bool) fx.Option
 	typ     reflect.Type
+	// object builds the route object for the module's workers (a relay's
+	// source, a sweep's target); nil when no worker can drain the kind.
+	object func(*Client) any
+	// scopedRoles marks relations that separate tenants by themselves
+	// (federated search legs).
+	scopedRoles map[string]bool
 }
 
 type roleRel struct {
@@ -91,7 +100,7 @@ type roleRel struct {
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	fr := floors.Route{Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed, Origin: r.origin}
 	for _, rr := range r.rels {
-		fr.Relations = append(fr.Relations, floors.Relation{Role: rr.role, Name: rr.rel.table, PerTenant: rr.rel.perTenant})
+		fr.Relations = append(fr.Relations, floors.Relation{Role: rr.role, Name: rr.rel.table, PerTenant: rr.rel.perTenant, Scoped: r.scopedRoles[rr.role]})
 	}
 	return fr
 }
@@ -179,8 +188,12 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	for _, r := range cfg.routes {
 		r.scoped = routed || r.tenantAware
-		for _, rr := range r.rels {
-			r.scoped = r.scoped || rr.rel.perTenant
+		// A kind whose resolver gets the tenant only when tenant-aware
+		// names one shared container otherwise: it needs no tenant.
+		if !Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
+			for _, rr := range r.rels {
+				r.scoped = r.scoped || rr.rel.perTenant
+			}
 		}
 		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
 		// Without a per-tenant schema the origin floor refuses the route
@@ -195,6 +208,10 @@ func Module(name string, opts ...Option) fx.Option {
 		// Only a document route is also provided unnamed (its type names
 		// its values, so it rarely collides); NamedOnly turns that off.
 		fxo = append(fxo, r.provide(r.name, r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly))
+	}
+	for _, w := range cfg.workers {
+		errs = append(errs, w.check(name, cfg.routes)...)
+		fxo = append(fxo, w.options(name, cfg.routes))
 	}
 	if len(errs) > 0 {
 		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))

@@ -1,0 +1,283 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// OutboxConfig wires an outbox route. Rows always carry their tenant; the
+// route is tenant-global by default (one table, any relay may drain it).
+// TenantAware makes it tagged; a per-tenant Table is then resolved per
+// tenant (namespace). Without TenantAware the resolver gets no tenant
+// (DESIGN §2), so a per-tenant Table names one shared schema, that of the
+// zero tenant.
+type OutboxConfig struct {
+	TenantAware bool
+	Table       Relation
+}
+
+// Outbox adds an outbox route and provides *Outbox under its name.
+func Outbox(name string, oc OutboxConfig) Option {
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*OutboxRoute](),
+			rels: []roleRel{{"table", oc.Table}}}
+		if err := validName(oc.Table.table, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the outbox table"))
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			r := route{cl, spec}
+			rt := relTenant(spec, tenant)
+			t := r.qualified(oc.Table, rt)
+			return append(sharedSchema(cl, oc.Table, spec, rt),
+				"CREATE TABLE IF NOT EXISTS "+t+" (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, "+
+					"event_id text NOT NULL UNIQUE, topic text NOT NULL, key bytea, payload bytea, headers jsonb, "+
+					"created_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz)",
+				"CREATE INDEX IF NOT EXISTS "+pgx.Identifier{oc.Table.table + "_pending"}.Sanitize()+" ON "+t+" (tenant_id, id) WHERE delivered_at IS NULL",
+			)
+		}
+		spec.provide = provideRoute(func(cl *Client) *OutboxRoute { return newOutbox(cl, spec, oc) })
+		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
+		c.routes = append(c.routes, spec)
+	}
+}
+
+// relTenant is the tenant a ResolverCountsOnlyWhenTenantAware route passes
+// its resolver: the bound one only when tenant-aware.
+func relTenant(spec *routeSpec, tenant tenancy.ID) tenancy.ID {
+	if spec.tenantAware {
+		return tenant
+	}
+	return tenancy.ID{}
+}
+
+// sharedSchema creates the one shared schema a per-tenant relation names
+// when the resolver gets no tenant (Provision creates only the tenant's).
+func sharedSchema(cl *Client, rel Relation, spec *routeSpec, rt tenancy.ID) []string {
+	if !rel.perTenant || spec.tenantAware {
+		return nil
+	}
+	return []string{"CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{SchemaName(cl.prefix, rt)}.Sanitize()}
+}
+
+// OutboxRoute is an outbox: Write adds rows (in the caller's transaction
+// with WriteTx), and it is the outbox.Source its relay drains.
+type OutboxRoute struct {
+	route
+	cfg    OutboxConfig
+	static *outboxStmts
+}
+
+type outboxStmts struct {
+	insert, claim, claimTenant, complete, sweep, sweepTenant string
+}
+
+func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *OutboxRoute {
+	o := &OutboxRoute{route: route{cl, spec}, cfg: oc}
+	if !(oc.TenantAware && oc.Table.perTenant) {
+		o.static = o.build(tenancy.ID{})
+	}
+	return o
+}
+
+func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
+	t := o.qualified(o.cfg.Table, relTenant(o.spec, tenant))
+	sel := "SELECT tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
+	lock := " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+	return &outboxStmts{
+		insert:      "INSERT INTO " + t + " (tenant_id, event_id, topic, key, payload, headers) VALUES ($1, $2, $3, $4, $5, $6)",
+		claim:       sel + lock,
+		claimTenant: sel + " AND tenant_id = $2" + lock,
+		complete:    "UPDATE " + t + " SET delivered_at = now() WHERE event_id = ANY($1) AND delivered_at IS NULL",
+		sweep:       "DELETE FROM " + t + " WHERE delivered_at < $1",
+		sweepTenant: "DELETE FROM " + t + " WHERE delivered_at < $1 AND tenant_id = $2",
+	}
+}
+
+// rowTenant is the tenant rows written under ctx carry: the bound one, or
+// the zero ID under the explicit tenant-global scope of a tenant-global
+// outbox. Anything else fails closed.
+func (o *OutboxRoute) rowTenant(ctx context.Context) (tenancy.ID, error) {
+	if id, ok := tenancy.FromContext(ctx); ok {
+		return id, nil
+	}
+	if !o.spec.scoped && tenancy.IsGlobal(ctx) {
+		return tenancy.ID{}, nil
+	}
+	return tenancy.ID{}, tenancy.Unbound()
+}
+
+// Write adds msgs in a transaction of its own.
+func (o *OutboxRoute) Write(ctx context.Context, msgs ...outbox.Message) error {
+	tenant, err := o.rowTenant(ctx)
+	if err != nil {
+		return err
+	}
+	pool, release, err := o.c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return o.WriteTx(ctx, tx, msgs...) })
+}
+
+// WriteTx adds msgs inside tx, so they commit or roll back with the
+// caller's business writes. tx must be on the bound tenant's pool
+// (Client.Pool) when the module is routed. Each row carries the tenant
+// bound to ctx; a message naming another tenant is refused. An empty
+// EventID gets a random one.
+func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
+	tenant, err := o.rowTenant(ctx)
+	if err != nil {
+		return err
+	}
+	st := cached(o.route, o.static, tenant, o.build)
+	b := &pgx.Batch{}
+	for _, m := range msgs {
+		if !m.Tenant.IsZero() && m.Tenant != tenant {
+			return fmt.Errorf("postgres outbox %s: message for tenant %s written under %s", o.spec.name, m.Tenant, tenant)
+		}
+		if m.EventID == "" {
+			m.EventID = newEventID()
+		}
+		var headers []byte
+		if m.Headers != nil {
+			if headers, err = json.Marshal(m.Headers); err != nil {
+				return err
+			}
+		}
+		b.Queue(st.insert, tenant.Bytes(), m.EventID, m.Topic, m.Key, m.Payload, headers)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+func newEventID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Claim takes up to limit undelivered rows with FOR UPDATE SKIP LOCKED in
+// a transaction held until Complete or Abandon. Under a bound ctx (a
+// sharded pass) it claims only that tenant's rows, from its schema or pool
+// where the route resolves one; unbound, the route must be tenant-global.
+func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+	tenant, bound := tenancy.FromContext(ctx)
+	if !bound && o.spec.scoped {
+		return nil, tenancy.Unbound()
+	}
+	st := cached(o.route, o.static, tenant, o.build)
+	pool, release, err := o.c.conn(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	b := &claim{tx: tx, release: release, stmts: st}
+	var rows pgx.Rows
+	if bound {
+		rows, err = tx.Query(ctx, st.claimTenant, limit, tenant.Bytes())
+	} else {
+		rows, err = tx.Query(ctx, st.claim, limit)
+	}
+	if err != nil {
+		b.Abandon(ctx)
+		return nil, err
+	}
+	var tb [16]byte
+	var headers []byte
+	var m outbox.Message
+	_, err = pgx.ForEachRow(rows, []any{&tb, &m.EventID, &m.Topic, &m.Key, &m.Payload, &headers}, func() error {
+		msg := m
+		msg.Tenant, _ = tenancy.IDFromBytes(tb)
+		if len(headers) > 0 {
+			if err := json.Unmarshal(headers, &msg.Headers); err != nil {
+				return err
+			}
+		}
+		b.msgs = append(b.msgs, msg)
+		return nil
+	})
+	if err != nil {
+		b.Abandon(ctx)
+		return nil, err
+	}
+	return b, nil
+}
+
+// claim is one claimed batch: its rows stay locked until it ends.
+type claim struct {
+	tx      pgx.Tx
+	release func()
+	stmts   *outboxStmts
+	msgs    []outbox.Message
+	done    bool
+}
+
+func (b *claim) Messages() []outbox.Message { return b.msgs }
+
+// Complete marks delivered rows done and commits, releasing the others.
+func (b *claim) Complete(ctx context.Context, delivered []string) error {
+	if b.done {
+		return errors.New("postgres outbox: batch already ended")
+	}
+	b.done = true
+	defer b.release()
+	if len(delivered) > 0 {
+		if _, err := b.tx.Exec(ctx, b.stmts.complete, delivered); err != nil {
+			b.tx.Rollback(ctx)
+			return err
+		}
+	}
+	return b.tx.Commit(ctx)
+}
+
+// Abandon rolls the claim back: nothing is marked delivered.
+func (b *claim) Abandon(ctx context.Context) {
+	if b.done {
+		return
+	}
+	b.done = true
+	defer b.release()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	b.tx.Rollback(rctx)
+}
+
+// sweep deletes rows delivered before cutoff: the bound tenant's under a
+// sharded pass, every row otherwise.
+func (o *OutboxRoute) sweep(ctx context.Context, cutoff time.Time) (int64, error) {
+	tenant, bound := tenancy.FromContext(ctx)
+	if !bound && o.spec.scoped {
+		return 0, tenancy.Unbound()
+	}
+	st := cached(o.route, o.static, tenant, o.build)
+	pool, release, err := o.c.conn(ctx, tenant)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var tag pgconn.CommandTag
+	if bound {
+		tag, err = pool.Exec(ctx, st.sweepTenant, cutoff, tenant.Bytes())
+	} else {
+		tag, err = pool.Exec(ctx, st.sweep, cutoff)
+	}
+	return tag.RowsAffected(), err
+}
+
+var _ outbox.Source = (*OutboxRoute)(nil)

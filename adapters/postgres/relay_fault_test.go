@@ -1,0 +1,127 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestTwoRelaysSideBySide: two relays drain one outbox; SKIP LOCKED gives
+// every row to exactly one of them in normal operation.
+func TestTwoRelaysSideBySide(t *testing.T) {
+	url := testsvc.PostgresURL(t)
+	run := unique()
+	s := newSink()
+	first, second := fast(s), fast(s)
+	first.Name, second.Name = "relay-1", "relay-2"
+	var o *postgres.OutboxRoute
+	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
+		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("side_" + run)}),
+		postgres.Relay("out", first), postgres.Relay("out", second)), named("out", &o))
+	provision(t, c, tenancytest.TenantA)
+	rows := fill(t, o, 100, three...)
+	startApp(t, app)
+	s.waitAll(t, keys(rows), 20*time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ev, n := range s.count {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", ev, n)
+		}
+	}
+}
+
+// TestRelayBackendsTerminated is QUALITY R3 for the relay: every backend
+// of the module is terminated mid-relay; the relay backs off, recovers on
+// its own, and every row is delivered at least once.
+func TestRelayBackendsTerminated(t *testing.T) {
+	url := testsvc.PostgresURL(t)
+	run := unique()
+	appName := "tw_relay_fault_" + run
+	s := newSink()
+	s.slow = 2 * time.Millisecond
+	var o *postgres.OutboxRoute
+	app, c := build(t, postgres.Module("pg", postgres.DSN(url+"&pool_max_conns=4&application_name="+appName),
+		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("fault_out_" + run)}),
+		postgres.Relay("out", fast(s))), named("out", &o))
+	provision(t, c, tenancytest.TenantA)
+	rows := fill(t, o, 100, three...)
+	startApp(t, app)
+	for s.delivered() < 30 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn := superuser(t)
+	var killed int
+	if err := conn.QueryRow(context.Background(),
+		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", appName).Scan(&killed); err != nil || killed == 0 {
+		t.Fatalf("terminated %d backends: %v", killed, err)
+	}
+	s.waitAll(t, keys(rows), 20*time.Second)
+	dups := 0
+	s.mu.Lock()
+	for ev, n := range s.count {
+		dups += n - 1
+		if s.where[ev] != rows[ev].String() {
+			t.Errorf("%s delivered under %s", ev, s.where[ev])
+		}
+	}
+	s.mu.Unlock()
+	t.Logf("terminated %d backend(s); every row delivered, %d redelivered", killed, dups)
+}
+
+// TestRelayRefusals: each relay misconfiguration is refused at fx.New
+// with its code; a failing tenant provider fails start.
+func TestRelayRefusals(t *testing.T) {
+	s := newSink()
+	tagged := postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("o")})
+	global := postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("o")})
+	cases := []struct {
+		name string
+		code tenancy.Code
+		opts []postgres.Option
+	}{
+		{"plain relay over a tenant-aware outbox", tenancy.CodeTenantGlobalRequired,
+			[]postgres.Option{postgres.DSN(nowhere), tagged, postgres.Relay("out", fast(s))}},
+		{"plain relay over a per-tenant outbox", tenancy.CodeTenantGlobalRequired,
+			[]postgres.Option{postgres.DSN(nowhere), postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))}},
+		{"plain relay over a routed outbox", tenancy.CodeTenantGlobalRequired,
+			[]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), global, postgres.Relay("out", fast(s))}},
+		{"relay without a destination", tenancy.CodeWiringInvalid,
+			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("out", postgres.RelayConfig{})}},
+		{"relay over a document route", tenancy.CodeWiringInvalid,
+			[]postgres.Option{postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Relay("orders", fast(s))}},
+		{"relay over no route", tenancy.CodeWorkerRouteUnknown,
+			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("missing", fast(s))}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tenancytest.RequireRefused(t, tc.code, postgres.Module("pg", tc.opts...))
+		})
+	}
+	t.Run("a per-tenant table of a tenant-global outbox is one shared table", func(t *testing.T) {
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
+			postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))))
+	})
+	t.Run("sharded relay over a tenant-aware outbox", func(t *testing.T) {
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.ShardedRelay("out", providing(three...), fast(s))))
+	})
+	t.Run("failing tenant provider fails start", func(t *testing.T) {
+		boom := errors.New("assignment service down")
+		app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+			postgres.ShardedRelay("out", func(context.Context) ([]tenancy.ID, error) { return nil, boom }, fast(s))))
+		if err := app.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Start(context.Background()); !errors.Is(err, boom) {
+			t.Fatalf("start: %v", err)
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TenantsFunc returns the tenants a sharded worker is assigned. It is
+// called once in OnStart; an error fails the app's start.
+type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+
+// workerSpec is a background worker over one route of its module: a relay
+// or a retention sweep.
+type workerSpec struct {
+	name, route string
+	what        string
+	kinds       []floors.Kind
+	binding     floors.Binding
+	bad         []string
+	build       func(obj any) (runner, error)
+}
+
+// runner is a started worker's lifecycle.
+type runner interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+func (w workerSpec) find(routes []*routeSpec) *routeSpec {
+	for _, r := range routes {
+		if r.name == w.route {
+			return r
+		}
+	}
+	return nil
+}
+
+// check reports misconfiguration as wiring_invalid. A route the module does
+// not declare is left to the floors check (worker_route_unknown).
+func (w workerSpec) check(module string, routes []*routeSpec) []error {
+	var errs []error
+	for _, b := range w.bad {
+		errs = append(errs, wiringErr(module, w.route, w.what+" "+w.name+": "+b, "complete the worker's config"))
+	}
+	if r := w.find(routes); r != nil && !slices.Contains(w.kinds, r.kind) {
+		kinds := make([]string, len(w.kinds))
+		for i, k := range w.kinds {
+			kinds[i] = string(k)
+		}
+		errs = append(errs, wiringErr(module, w.route,
+			fmt.Sprintf("%s %s drains a %s route", w.what, w.name, r.kind),
+			"point it at a route of kind "+strings.Join(kinds, " or ")))
+	}
+	return errs
+}
+
+// options declares the worker to enforcement and runs it from OnStart to
+// OnStop. Enforcement runs during fx.New, so a refused worker never starts.
+func (w workerSpec) options(module string, routes []*routeSpec) fx.Option {
+	decl := modules.Worker(floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: w.binding})
+	r := w.find(routes)
+	if r == nil || r.object == nil || !slices.Contains(w.kinds, r.kind) {
+		return decl
+	}
+	return fx.Options(decl, fx.Invoke(func(lc fx.Lifecycle, c *Client) error {
+		run, err := w.build(r.object(c))
+		if err != nil {
+			return fmt.Errorf("postgres %s %s: %w", w.what, w.name, err)
+		}
+		lc.Append(fx.Hook{OnStart: run.Start, OnStop: run.Stop})
+		return nil
+	}))
+}
