@@ -99,7 +99,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	row := Row{
 		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
 		Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
-		Verdict: VerdictOK,
+		WorstCaseConns: m.WorstCaseConns, Verdict: VerdictOK,
 	}
 	base := tenancy.Error{
 		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Tiers: true,

@@ -3,6 +3,7 @@ package floors
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -24,6 +25,9 @@ type Row struct {
 	Ceiling  tenancy.Tier `json:"ceiling"`
 	// Scope is "fleet" or "tenant-global" for deployment-wide routes.
 	Scope string `json:"scope,omitempty"`
+	// WorstCaseConns is the module's worst-case connection count (routed
+	// pool bound × per-pool maximum); zero when not applicable.
+	WorstCaseConns int `json:"worst_case_conns,omitempty"`
 	// Verdict is VerdictOK or the code of the first refusal.
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings,omitempty"`
@@ -49,10 +53,14 @@ func (r Row) floorCell() string {
 }
 
 func (m Matrix) table() table {
-	t := table{header: []string{"module", "route", "kind", "reached", "origin", "origin floor", "declared", "verdict"}}
+	t := table{header: []string{"module", "route", "kind", "reached", "origin", "origin floor", "declared", "max conns", "verdict"}}
 	for _, r := range m.Rows {
+		conns := "-"
+		if r.WorstCaseConns > 0 {
+			conns = strconv.Itoa(r.WorstCaseConns)
+		}
 		t.rows = append(t.rows, []string{r.Module, r.Route, string(r.Kind), r.Reached.String(),
-			r.Origin.String(), r.OriginFloor.String(), r.floorCell(), r.Verdict})
+			r.Origin.String(), r.OriginFloor.String(), r.floorCell(), conns, r.Verdict})
 	}
 	return t
 }
