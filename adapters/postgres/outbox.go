@@ -100,8 +100,8 @@ func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
 		claim:       sel + lock,
 		claimTenant: sel + " AND tenant_id = $2" + lock,
 		complete:    "UPDATE " + t + " SET delivered_at = now() WHERE event_id = ANY($1) AND delivered_at IS NULL",
-		sweep:       "DELETE FROM " + t + " WHERE delivered_at < $1",
-		sweepTenant: "DELETE FROM " + t + " WHERE delivered_at < $1 AND tenant_id = $2",
+		sweep:       "DELETE FROM " + t + " WHERE delivered_at < now() - $1 * interval '1 millisecond'",
+		sweepTenant: "DELETE FROM " + t + " WHERE delivered_at < now() - $1 * interval '1 millisecond' AND tenant_id = $2",
 	}
 }
 
@@ -258,9 +258,9 @@ func (b *claim) Abandon(ctx context.Context) {
 	b.tx.Rollback(rctx)
 }
 
-// sweep deletes rows delivered before cutoff: the bound tenant's under a
-// sharded pass, every row otherwise.
-func (o *OutboxRoute) sweep(ctx context.Context, cutoff time.Time) (int64, error) {
+// sweep deletes rows delivered longer ago than retain: the bound tenant's
+// under a sharded pass, every row otherwise.
+func (o *OutboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.scoped {
 		return 0, tenancy.Unbound()
@@ -273,9 +273,9 @@ func (o *OutboxRoute) sweep(ctx context.Context, cutoff time.Time) (int64, error
 	defer release()
 	var tag pgconn.CommandTag
 	if bound {
-		tag, err = pool.Exec(ctx, st.sweepTenant, cutoff, tenant.Bytes())
+		tag, err = pool.Exec(ctx, st.sweepTenant, retain.Milliseconds(), tenant.Bytes())
 	} else {
-		tag, err = pool.Exec(ctx, st.sweep, cutoff)
+		tag, err = pool.Exec(ctx, st.sweep, retain.Milliseconds())
 	}
 	return tag.RowsAffected(), err
 }

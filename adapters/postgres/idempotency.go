@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// IdempotencyConfig wires an idempotency store: a key's first result,
+// replayed to retries until it expires. The tier rules are the inbox's.
+type IdempotencyConfig struct {
+	TenantAware bool
+	Table       Relation
+	// TTL is how long a stored result is replayed (default 24h).
+	TTL time.Duration
+}
+
+// Idempotency adds an idempotency store route and provides
+// *IdempotencyStore under its name.
+func Idempotency(name string, ic IdempotencyConfig) Option {
+	if ic.TTL <= 0 {
+		ic.TTL = 24 * time.Hour
+	}
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindIdempotency, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*IdempotencyStore](),
+			rels: []roleRel{{"table", ic.Table}}}
+		if err := validName(ic.Table.table, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the idempotency table"))
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			rt := relTenant(spec, tenant)
+			s := sql{ic.TenantAware}
+			return append(sharedSchema(cl, ic.Table, spec, rt),
+				"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(ic.Table, rt)+" ("+s.tenantColumn()+
+					"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL, "+s.key("key")+")")
+		}
+		build := func(cl *Client) *IdempotencyStore {
+			x := &IdempotencyStore{route: route{cl, spec}, cfg: ic}
+			if !(ic.TenantAware && ic.Table.perTenant) {
+				x.static = x.build(tenancy.ID{})
+			}
+			return x
+		}
+		spec.provide = provideRoute(build)
+		spec.object = func(cl *Client) any { return build(cl) }
+		c.routes = append(c.routes, spec)
+	}
+}
+
+// IdempotencyStore maps keys to stored results.
+type IdempotencyStore struct {
+	route
+	cfg    IdempotencyConfig
+	static *idemStmts
+}
+
+type idemStmts struct {
+	sql
+	table                              string
+	get, put, del, count, sweep, locks string
+}
+
+func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
+	s := sql{x.cfg.TenantAware}
+	t := x.qualified(x.cfg.Table, relTenant(x.spec, tenant))
+	key := "key"
+	if s.tagged {
+		key = "tenant_id, key"
+	}
+	return &idemStmts{sql: s, table: t,
+		get: "SELECT result FROM " + t + " WHERE " + s.where() + "key = " + s.p(1) + " AND expires_at > now()",
+		put: "INSERT INTO " + t + " (" + s.col() + "key, result, expires_at) VALUES (" + s.val() + s.p(1) + ", " + s.p(2) +
+			", now() + " + s.p(3) + " * interval '1 millisecond') ON CONFLICT (" + key + ") DO UPDATE SET result = EXCLUDED.result, " +
+			"created_at = now(), expires_at = EXCLUDED.expires_at",
+		del:   "DELETE FROM " + t + " WHERE " + s.where() + "key = " + s.p(1),
+		count: "SELECT count(*) FROM " + t + " WHERE " + s.where() + "expires_at > now()",
+		sweep: "DELETE FROM " + t + " WHERE " + s.where() + "expires_at < now() - " + s.p(1) + " * interval '1 millisecond'",
+		// One lock per (table, tenant, key) serializes first calls.
+		locks: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+	}
+}
+
+func (x *IdempotencyStore) begin(ctx context.Context) (tenancy.ID, *idemStmts, pgxPool, func(), error) {
+	tenant, err := x.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	pool, release, err := x.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	return tenant, cached(x.route, x.static, tenant, x.build), pool, release, nil
+}
+
+// Do returns key's stored result when one has not expired (replayed =
+// true); otherwise it runs fn, stores its result for the TTL and returns
+// it. Concurrent first calls for one key run fn once: the others wait and
+// replay. A failing fn stores nothing.
+func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, st.locks, st.table+"/"+tenant.String()+"/"+key); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, st.get, args(st.tagged, tenant, key)...).Scan(&result)
+		if err == nil {
+			replayed = true
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if result, err = fn(ctx); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, st.put, args(st.tagged, tenant, key, result, x.cfg.TTL.Milliseconds())...)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return result, replayed, nil
+}
+
+// Get returns key's unexpired stored result.
+func (x *IdempotencyStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	var result []byte
+	err = pool.QueryRow(ctx, st.get, args(st.tagged, tenant, key)...).Scan(&result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	return result, err == nil, err
+}
+
+// Delete forgets key, so the next Do runs again; ErrNoKey when nothing
+// was stored under it.
+func (x *IdempotencyStore) Delete(ctx context.Context, key string) error {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, key)...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNoKey
+	}
+	return err
+}
+
+// ErrNoKey is returned by Delete for a key with nothing stored.
+var ErrNoKey = errors.New("postgres idempotency: no result stored under the key")
+
+// Count returns how many unexpired keys are stored (the bound tenant's
+// when the store is tenant-scoped).
+func (x *IdempotencyStore) Count(ctx context.Context) (int, error) {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n int
+	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant)...).Scan(&n)
+	return n, err
+}
+
+// sweep deletes entries expired for longer than retain.
+func (x *IdempotencyStore) sweep(ctx context.Context, retain time.Duration) (int64, error) {
+	tenant, st, pool, release, err := x.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.sweep, args(st.tagged, tenant, retain.Milliseconds())...)
+	return tag.RowsAffected(), err
+}

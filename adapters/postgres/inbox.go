@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// InboxConfig wires an inbox: the event ids a consumer has handled, so a
+// redelivered message is handled once. Tenant-global by default (event ids
+// are globally unique); TenantAware keeps each tenant's ids apart (tagged)
+// and lets a per-tenant Table resolve per tenant (namespace). Without
+// TenantAware the resolver gets no tenant (DESIGN §2).
+type InboxConfig struct {
+	TenantAware bool
+	Table       Relation
+}
+
+// Inbox adds an inbox route and provides *InboxRoute under its name.
+func Inbox(name string, ic InboxConfig) Option {
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindInbox, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*InboxRoute](),
+			rels: []roleRel{{"table", ic.Table}}}
+		if err := validName(ic.Table.table, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the inbox table"))
+		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+			rt := relTenant(spec, tenant)
+			s := sql{ic.TenantAware}
+			return append(sharedSchema(cl, ic.Table, spec, rt),
+				"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(ic.Table, rt)+" ("+s.tenantColumn()+
+					"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(), "+s.key("event_id")+")")
+		}
+		build := func(cl *Client) *InboxRoute {
+			i := &InboxRoute{route: route{cl, spec}, cfg: ic}
+			if !(ic.TenantAware && ic.Table.perTenant) {
+				i.static = i.build(tenancy.ID{})
+			}
+			return i
+		}
+		spec.provide = provideRoute(build)
+		spec.object = func(cl *Client) any { return build(cl) }
+		c.routes = append(c.routes, spec)
+	}
+}
+
+// InboxRoute deduplicates consumed messages by event id.
+type InboxRoute struct {
+	route
+	cfg    InboxConfig
+	static *inboxStmts
+}
+
+type inboxStmts struct {
+	sql
+	mark, seen, forget, count, sweep string
+}
+
+func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
+	s := sql{i.cfg.TenantAware}
+	t := i.qualified(i.cfg.Table, relTenant(i.spec, tenant))
+	return &inboxStmts{sql: s,
+		mark:   "INSERT INTO " + t + " (" + s.col() + "event_id) VALUES (" + s.val() + s.p(1) + ") ON CONFLICT DO NOTHING",
+		seen:   "SELECT EXISTS (SELECT 1 FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1) + ")",
+		forget: "DELETE FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1),
+		count:  "SELECT count(*) FROM " + t + " WHERE " + s.where() + "TRUE",
+		sweep:  "DELETE FROM " + t + " WHERE " + s.where() + "seen_at < now() - " + s.p(1) + " * interval '1 millisecond'",
+	}
+}
+
+func (i *InboxRoute) begin(ctx context.Context) (tenancy.ID, *inboxStmts, pgxPool, func(), error) {
+	tenant, err := i.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	pool, release, err := i.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	return tenant, cached(i.route, i.static, tenant, i.build), pool, release, nil
+}
+
+// Once runs fn in one transaction with marking eventID, unless it was
+// marked before: it reports whether fn ran. A concurrent duplicate waits
+// for the first to commit, then skips; when fn fails nothing is marked.
+func (i *InboxRoute) Once(ctx context.Context, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	ran := false
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, st.mark, args(st.tagged, tenant, eventID)...)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		ran = true
+		return fn(ctx, tx)
+	})
+	return ran && err == nil, err
+}
+
+// Mark records eventID and reports whether it was new.
+func (i *InboxRoute) Mark(ctx context.Context, eventID string) (bool, error) {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.mark, args(st.tagged, tenant, eventID)...)
+	return err == nil && tag.RowsAffected() == 1, err
+}
+
+// Seen reports whether eventID was marked.
+func (i *InboxRoute) Seen(ctx context.Context, eventID string) (bool, error) {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	var seen bool
+	err = pool.QueryRow(ctx, st.seen, args(st.tagged, tenant, eventID)...).Scan(&seen)
+	return seen, err
+}
+
+// Forget removes eventID's mark, so the message is handled again if it
+// comes back; ErrNotMarked when there was none.
+func (i *InboxRoute) Forget(ctx context.Context, eventID string) error {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.forget, args(st.tagged, tenant, eventID)...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotMarked
+	}
+	return err
+}
+
+// Count returns how many event ids are marked (the bound tenant's when the
+// inbox is tenant-scoped).
+func (i *InboxRoute) Count(ctx context.Context) (int, error) {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n int
+	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant)...).Scan(&n)
+	return n, err
+}
+
+// ErrNotMarked is returned by Forget for an event id with no mark.
+var ErrNotMarked = errors.New("postgres inbox: event id not marked")
+
+// sweep deletes marks older than retain.
+func (i *InboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, error) {
+	tenant, st, pool, release, err := i.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	tag, err := pool.Exec(ctx, st.sweep, args(st.tagged, tenant, retain.Milliseconds())...)
+	return tag.RowsAffected(), err
+}

@@ -1,0 +1,207 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// msgTiers returns, per tier, the connection option and the relation and
+// tenant-awareness of a messaging table named base. The dedicated tier
+// gives each tenant its own search_path, so each tenant's credentials see
+// a different table of the same name (one test database stands in for a
+// database per tenant).
+func msgTiers(t *testing.T, base string) map[string]struct {
+	conn  postgres.Option
+	aware bool
+	table postgres.Relation
+} {
+	url := testsvc.PostgresURL(t)
+	conn := superuser(t)
+	run := unique()
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
+		exec(t, conn, "CREATE SCHEMA rt"+run+"_"+id.Hex())
+	}
+	routed := postgres.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		return routing.Credentials{Endpoint: url + "&search_path=rt" + run + "_" + id.Hex()}, nil
+	}, postgres.RoutedConfig{})
+	type tier = struct {
+		conn  postgres.Option
+		aware bool
+		table postgres.Relation
+	}
+	return map[string]tier{
+		"tagged":    {postgres.DSN(url), true, postgres.Table(base)},
+		"namespace": {postgres.DSN(url), true, postgres.SchemaPerTenant("t")},
+		"dedicated": {routed, false, postgres.Table(base)},
+	}
+}
+
+// TestInboxBoundary is QUALITY R1 for the inbox at every tier it reaches.
+func TestInboxBoundary(t *testing.T) {
+	for name, tc := range msgTiers(t, "inbox_"+unique()) {
+		t.Run(name, func(t *testing.T) {
+			run := unique()
+			var in *postgres.InboxRoute
+			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
+				postgres.Inbox("in", postgres.InboxConfig{TenantAware: tc.aware, Table: tc.table})), named("in", &in))
+			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+			ev := "ev-" + run
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write:  func(ctx context.Context) error { _, err := in.Mark(ctx, ev); return err },
+				Read:   func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
+				Count:  func(ctx context.Context) (int, error) { return in.Count(ctx) },
+				Delete: func(ctx context.Context) error { return in.Forget(ctx, ev) },
+				Intact: func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
+			})
+			// B handling the same event id is B's own first time.
+			ran, err := in.Once(tenancy.WithTenant(context.Background(), tenancytest.TenantB), ev,
+				func(context.Context, pgx.Tx) error { return nil })
+			if err != nil || !ran {
+				t.Errorf("B's first handling of %s skipped: %v", ev, err)
+			}
+		})
+	}
+}
+
+// TestInboxOnce: a message is handled once, however often and however
+// concurrently it arrives; a failing handler marks nothing.
+func TestInboxOnce(t *testing.T) {
+	url := testsvc.PostgresURL(t)
+	var in *postgres.InboxRoute
+	c := start(t, postgres.Module("pg", postgres.DSN(url),
+		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.Table("once_" + unique())})), named("in", &in))
+	provision(t, c, tenancytest.TenantA)
+	ctx := tenancy.WithGlobal(context.Background())
+	boom := errors.New("handler failed")
+	if ran, err := in.Once(ctx, "e1", func(context.Context, pgx.Tx) error { return boom }); ran || !errors.Is(err, boom) {
+		t.Fatalf("failing handler: ran=%v err=%v", ran, err)
+	}
+	var handled atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := in.Once(ctx, "e1", func(ctx context.Context, tx pgx.Tx) error {
+				handled.Add(1)
+				_, err := tx.Exec(ctx, "SELECT pg_sleep(0.01)")
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if handled.Load() != 1 {
+		t.Fatalf("handled %d times", handled.Load())
+	}
+	if seen, err := in.Seen(ctx, "e1"); !seen || err != nil {
+		t.Fatalf("seen=%v err=%v", seen, err)
+	}
+}
+
+// TestIdempotencyBoundary is QUALITY R1 for the idempotency store.
+func TestIdempotencyBoundary(t *testing.T) {
+	for name, tc := range msgTiers(t, "idem_"+unique()) {
+		t.Run(name, func(t *testing.T) {
+			run := unique()
+			var st *postgres.IdempotencyStore
+			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
+				postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: tc.aware, Table: tc.table})), named("idem", &st))
+			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+			key := "k-" + run
+			result := func(v string) func(context.Context) ([]byte, error) {
+				return func(context.Context) ([]byte, error) { return []byte(v), nil }
+			}
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
+				Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
+				Count:  func(ctx context.Context) (int, error) { return st.Count(ctx) },
+				Delete: func(ctx context.Context) error { return st.Delete(ctx, key) },
+				Intact: func(ctx context.Context) (bool, error) { v, _, err := st.Get(ctx, key); return string(v) == "a", err },
+			})
+			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+			ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+			if v, replayed, err := st.Do(ctxB, key, result("b")); err != nil || replayed || string(v) != "b" {
+				t.Errorf("B got %q replayed=%v err=%v", v, replayed, err)
+			}
+			if v, replayed, err := st.Do(ctxA, key, result("x")); err != nil || !replayed || string(v) != "a" {
+				t.Errorf("A's replay %q replayed=%v err=%v", v, replayed, err)
+			}
+		})
+	}
+}
+
+// TestSweep: a sharded sweep deletes its tenants' old inbox marks and
+// expired idempotency entries, and leaves fresh ones.
+func TestSweep(t *testing.T) {
+	url := testsvc.PostgresURL(t)
+	run := unique()
+	var in *postgres.InboxRoute
+	var st *postgres.IdempotencyStore
+	assigned := providing(tenancytest.TenantA, tenancytest.TenantB)
+	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
+		postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("sw_in_" + run)}),
+		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("sw_idem_" + run), TTL: time.Millisecond}),
+		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, Tenants: assigned}),
+		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: assigned}),
+	), named("in", &in), named("idem", &st))
+	provision(t, c, tenancytest.TenantA)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	ctxC := tenancy.WithTenant(context.Background(), tenantC) // not assigned
+	for _, ctx := range []context.Context{ctxA, ctxC} {
+		if _, err := in.Mark(ctx, "old"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.Do(ctx, "k", func(context.Context) ([]byte, error) { return []byte("r"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startApp(t, app)
+	conn := superuser(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left, idem int
+		conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_in_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&left)
+		conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_idem_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&idem)
+		if left == 0 && idem == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweep left %d inbox and %d idempotency rows of an assigned tenant", left, idem)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if seen, err := in.Seen(ctxC, "old"); err != nil || !seen {
+		t.Errorf("an unassigned tenant's mark was swept: seen=%v err=%v", seen, err)
+	}
+}
+
+// TestSweepRefusals: an unbound sweep over a tenant-scoped route is
+// refused; over a tenant-global one it wires.
+func TestSweepRefusals(t *testing.T) {
+	tagged := postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("i")})
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
+		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{})))
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
+		postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
+			postgres.Idempotency("idem", postgres.IdempotencyConfig{Table: postgres.Table("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Sweep("orders", postgres.SweepConfig{})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+		postgres.Sweep("in", postgres.SweepConfig{Tenants: providing(tenancytest.TenantA)})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
+		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
+}

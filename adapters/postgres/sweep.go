@@ -1,0 +1,125 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// SweepConfig configures a retention sweep.
+type SweepConfig struct {
+	// Name names the worker in the wiring; default "<route>-sweep".
+	Name string
+	// Every is the sweep interval (default 1 minute).
+	Every time.Duration
+	// Retain is how long rows are kept: inbox marks after they were seen,
+	// outbox rows after delivery (default 24h for both), idempotency
+	// entries after they expired (default 0).
+	Retain time.Duration
+	// Tenants makes the sweep sharded: one bound pass per assigned tenant.
+	// A tenant-scoped route needs it; unbound, the sweep is refused at
+	// fx.New with tenant_global_required.
+	Tenants TenantsFunc
+	// OnError observes sweep errors (default: slog warning).
+	OnError func(error)
+}
+
+// sweeper is a route a retention sweep can drain.
+type sweeper interface {
+	sweep(ctx context.Context, retain time.Duration) (int64, error)
+}
+
+// Sweep adds a retention sweep over an inbox, idempotency or outbox route
+// of the module.
+func Sweep(route string, sc SweepConfig) Option {
+	if sc.Name == "" {
+		sc.Name = route + "-sweep"
+	}
+	if sc.Every <= 0 {
+		sc.Every = time.Minute
+	}
+	if sc.OnError == nil {
+		name := sc.Name
+		sc.OnError = func(err error) { slog.Warn("tenantwire: postgres sweep failed", "worker", name, "err", err) }
+	}
+	w := workerSpec{name: sc.Name, route: route, what: "sweep", kinds: []floors.Kind{KindInbox, KindIdempotency, KindOutbox}, binding: floors.Unbound}
+	if sc.Tenants != nil {
+		w.binding = floors.Sharded
+	}
+	if sc.Retain < 0 {
+		w.bad = append(w.bad, "Retain must not be negative")
+	}
+	w.build = func(obj any) (runner, error) {
+		retain := sc.Retain
+		if _, idem := obj.(*IdempotencyStore); !idem && retain == 0 {
+			retain = 24 * time.Hour
+		}
+		return &sweepRunner{cfg: sc, target: obj.(sweeper), retain: retain}, nil
+	}
+	return func(c *config) { c.workers = append(c.workers, w) }
+}
+
+// sweepRunner runs a sweep every interval, once per scope.
+type sweepRunner struct {
+	cfg    SweepConfig
+	target sweeper
+	retain time.Duration
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (s *sweepRunner) Start(ctx context.Context) error {
+	run, cancel := context.WithCancel(context.Background())
+	scopes := []context.Context{run}
+	if s.cfg.Tenants != nil {
+		ids, err := s.cfg.Tenants(ctx)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("postgres sweep %s: assigned tenants: %w", s.cfg.Name, err)
+		}
+		scopes = scopes[:0]
+		for _, id := range ids {
+			scopes = append(scopes, tenancy.WithTenant(run, id))
+		}
+	}
+	s.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			for _, sc := range scopes {
+				if _, err := s.target.sweep(sc, s.retain); err != nil && run.Err() == nil {
+					s.cfg.OnError(err)
+				}
+			}
+			t := time.NewTimer(s.cfg.Every)
+			select {
+			case <-run.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *sweepRunner) Stop(ctx context.Context) error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("postgres sweep %s: stop: %w", s.cfg.Name, ctx.Err())
+	}
+}
