@@ -33,7 +33,9 @@ type config struct {
 	// workers are background readers over the module's routes (relays,
 	// sweeps), each declared to enforcement.
 	workers []workerSpec
-	errs    []error
+	// hubs are the hub search routes declared so far (federated legs).
+	hubs []hubLeg
+	errs []error
 }
 
 // DSN makes the module open its own pool from dsn on first use and close

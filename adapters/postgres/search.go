@@ -42,15 +42,7 @@ func Search(name string, sc SearchConfig) Option {
 		if err := validName(sc.Config, maxIdent); err != nil {
 			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name a text search configuration"))
 		}
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			s := sql{sc.TenantAware}
-			heap := route{cl, spec}.qualified(sc.Heap, tenant)
-			return []string{
-				"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
-					"tsv tsvector GENERATED ALWAYS AS (to_tsvector('" + sc.Config + "', body)) STORED, " + s.key("id") + ")",
-				"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.table}.Sanitize() + " ON " + heap + " USING gin (tsv)",
-			}
-		}
+		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
 		spec.provide = provideRoute(func(cl *Client) *Searches {
 			x := &Searches{route: route{cl, spec}, cfg: sc}
 			if !x.perTenant() {
@@ -59,6 +51,17 @@ func Search(name string, sc SearchConfig) Option {
 			return x
 		})
 		c.routes = append(c.routes, spec)
+	}
+}
+
+// searchDDL creates a search heap and its text index.
+func searchDDL(r route, sc SearchConfig, tenant tenancy.ID) []string {
+	s := sql{sc.TenantAware}
+	heap := r.qualified(sc.Heap, tenant)
+	return []string{
+		"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
+			"tsv tsvector GENERATED ALWAYS AS (to_tsvector('" + sc.Config + "', body)) STORED, " + s.key("id") + ")",
+		"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.table}.Sanitize() + " ON " + heap + " USING gin (tsv)",
 	}
 }
 

@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// FederatedConfig wires a search across several legs, ranked together.
+// A hub leg names a HubSearch route of the module declared before this
+// one; a table leg is any other static table with id, body and tsv
+// columns (a per-tenant leg must be a hub). The
+// route is tagged only when it is TenantAware and every leg is a hub leg
+// that is tenant-aware or per-tenant; otherwise it is none (DESIGN §2).
+// It never reaches namespace.
+type FederatedConfig struct {
+	TenantAware bool
+	Hubs        []string
+	Tables      []Relation
+	// Config is the text search configuration of the query (default
+	// "simple").
+	Config string
+}
+
+// FederatedSearch adds a federated search route and provides *Federated
+// under its name.
+func FederatedSearch(name string, fc FederatedConfig) Option {
+	if fc.Config == "" {
+		fc.Config = "simple"
+	}
+	return func(c *config) {
+		spec := &routeSpec{name: name, kind: KindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*Federated](),
+			scopedRoles: map[string]bool{}}
+		var legs []fedLeg
+		for _, h := range fc.Hubs {
+			var hub *hubLeg
+			for i := range c.hubs {
+				if c.hubs[i].name == h {
+					hub = &c.hubs[i]
+				}
+			}
+			if hub == nil {
+				c.errs = append(c.errs, wiringErr(c.name, name, "leg "+h+" is not a hub search route declared before it", "declare the HubSearch first, in the same module"))
+				continue
+			}
+			role := "hub:" + h
+			spec.rels = append(spec.rels, roleRel{role, hub.cfg.Table})
+			spec.scopedRoles[role] = hub.cfg.TenantAware || hub.cfg.Table.perTenant
+			legs = append(legs, fedLeg{name: h, rel: hub.cfg.Table, tagged: fc.TenantAware && hub.cfg.TenantAware})
+		}
+		for _, t := range fc.Tables {
+			if err := validName(t.table, maxIdent); err != nil {
+				c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the leg's table"))
+			}
+			if t.perTenant {
+				// Only a hub leg may be scoped (DESIGN §2); a per-tenant table
+				// would be counted as one by the tier rules.
+				c.errs = append(c.errs, wiringErr(c.name, name, "table leg "+t.table+" is per-tenant", "declare it as a HubSearch route and name it in Hubs"))
+			}
+			role := "table:" + t.table
+			// A table leg never separates tenants by itself: not Scoped.
+			spec.rels = append(spec.rels, roleRel{role, t})
+			legs = append(legs, fedLeg{name: t.table, rel: t})
+		}
+		if len(legs) == 0 {
+			c.errs = append(c.errs, wiringErr(c.name, name, "a federated search needs at least one leg", "name hub routes or tables"))
+		}
+		if err := validName(fc.Config, maxIdent); err != nil {
+			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name a text search configuration"))
+		}
+		spec.provide = provideRoute(func(cl *Client) *Federated {
+			f := &Federated{route: route{cl, spec}, legs: legs, cfg: fc}
+			if !f.perTenant() {
+				f.static = f.build(tenancy.ID{})
+			}
+			return f
+		})
+		c.routes = append(c.routes, spec)
+	}
+}
+
+type fedLeg struct {
+	name   string
+	rel    Relation
+	tagged bool
+}
+
+// Federated is a federated search route.
+type Federated struct {
+	route
+	legs   []fedLeg
+	cfg    FederatedConfig
+	static *fedStmts
+}
+
+// FederatedHit is one hit and the leg (hub route or table name) it is from.
+type FederatedHit struct {
+	Leg  string
+	ID   string
+	Rank float32
+}
+
+type fedStmts struct {
+	sql
+	search, count string
+}
+
+func (f *Federated) build(tenant tenancy.ID) *fedStmts {
+	s := sql{false}
+	for _, l := range f.legs {
+		s.tagged = s.tagged || l.tagged
+	}
+	q := "websearch_to_tsquery('" + f.cfg.Config + "', " + s.p(1) + ")"
+	parts := make([]string, len(f.legs))
+	for i, l := range f.legs {
+		where := ""
+		if l.tagged {
+			where = "tenant_id = $1 AND "
+		}
+		// The leg is its index, a literal: no name reaches the SQL text.
+		parts[i] = "SELECT " + itoa(i) + " AS leg, id, ts_rank(tsv, " + q + ") AS rank FROM " +
+			f.qualified(l.rel, tenant) + " WHERE " + where + "tsv @@ " + q
+	}
+	u := strings.Join(parts, " UNION ALL ")
+	return &fedStmts{sql: s,
+		search: "SELECT leg, id, rank FROM (" + u + ") u ORDER BY rank DESC, leg, id LIMIT " + s.p(2),
+		count:  "SELECT count(*) FROM (" + u + ") u",
+	}
+}
+
+func (f *Federated) begin(ctx context.Context) (tenancy.ID, *fedStmts, pgxPool, func(), error) {
+	tenant, err := f.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	pool, release, err := f.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	return tenant, cached(f.route, f.static, tenant, f.build), pool, release, nil
+}
+
+// Search returns the best hits across every leg.
+func (f *Federated) Search(ctx context.Context, query string, limit int) ([]FederatedHit, error) {
+	if limit <= 0 {
+		return nil, errors.New("postgres: search limit must be positive")
+	}
+	tenant, st, pool, release, err := f.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rows, err := pool.Query(ctx, st.search, args(st.tagged, tenant, query, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	var out []FederatedHit
+	var leg int
+	var h FederatedHit
+	_, err = pgx.ForEachRow(rows, []any{&leg, &h.ID, &h.Rank}, func() error {
+		out = append(out, FederatedHit{Leg: f.legs[leg].name, ID: h.ID, Rank: h.Rank})
+		return nil
+	})
+	return out, err
+}
+
+// Count returns how many documents of every leg match the query.
+func (f *Federated) Count(ctx context.Context, query string) (int, error) {
+	tenant, st, pool, release, err := f.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n int
+	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant, query)...).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,150 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestHubSearchBoundary is QUALITY R1 for hub search at tagged and
+// dedicated (a hub never reaches namespace).
+func TestHubSearchBoundary(t *testing.T) {
+	for name, tc := range msgTiers(t, "hub_"+unique()) {
+		if name == "namespace" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			run := unique()
+			var h *postgres.HubSearches
+			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
+				postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: tc.aware, Table: tc.table})), named("hub", &h))
+			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+			word := "zebra" + run
+			found := func(ctx context.Context) (bool, error) {
+				hits, err := h.Search(ctx, word, 10)
+				return len(hits) == 1 && hits[0].ID == "doc", err
+			}
+			tenancytest.Boundary(t, tenancytest.Probe{
+				Write:  func(ctx context.Context) error { return h.Put(ctx, "doc", "a "+word+" crossing") },
+				Read:   found,
+				Intact: found,
+				Search: func(ctx context.Context) (int, error) { hits, err := h.Search(ctx, word, 10); return len(hits), err },
+				Count:  func(ctx context.Context) (int, error) { return h.Count(ctx, word) },
+				Delete: func(ctx context.Context) error { return h.Remove(ctx, "doc") },
+			})
+		})
+	}
+}
+
+// TestFederatedSearchBoundary is QUALITY R1 for a tagged federated search:
+// a tenant-aware hub leg and a per-tenant hub leg.
+func TestFederatedSearchBoundary(t *testing.T) {
+	run := unique()
+	var (
+		shared, own *postgres.HubSearches
+		fed         *postgres.Federated
+	)
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+		postgres.HubSearch("shared", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("fed_" + run)}),
+		postgres.HubSearch("own", postgres.HubSearchConfig{Table: postgres.SchemaPerTenant("notes")}),
+		postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"shared", "own"}}),
+	), named("shared", &shared), named("own", &own), named("all", &fed))
+	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+	word := "okapi" + run
+	for _, h := range []*postgres.HubSearches{shared, own} {
+		leg := h
+		found := func(ctx context.Context) (bool, error) {
+			hits, err := fed.Search(ctx, word, 10)
+			return len(hits) == 1 && hits[0].ID == "doc", err
+		}
+		tenancytest.Boundary(t, tenancytest.Probe{
+			Write:  func(ctx context.Context) error { return leg.Put(ctx, "doc", "an "+word+" sighting") },
+			Read:   found,
+			Intact: found,
+			Search: func(ctx context.Context) (int, error) { hits, err := fed.Search(ctx, word, 10); return len(hits), err },
+			Count:  func(ctx context.Context) (int, error) { return fed.Count(ctx, word) },
+		})
+		if err := leg.Remove(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "doc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fed.Search(context.Background(), word, 10); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Errorf("unbound federated search: %v", err)
+	}
+}
+
+// TestMessagingTiers: DESIGN §2's rules, read from the live matrix.
+func TestMessagingTiers(t *testing.T) {
+	hub := func(name string, aware bool, rel postgres.Relation) postgres.Option {
+		return postgres.HubSearch(name, postgres.HubSearchConfig{TenantAware: aware, Table: rel})
+	}
+	fed := func(aware bool, tables ...postgres.Relation) postgres.Option {
+		return postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"a", "b"}, Tables: tables})
+	}
+	cases := []struct {
+		name  string
+		route string
+		want  tenancy.Tier
+		opts  []postgres.Option
+	}{
+		{"per-tenant hub is never namespace", "a", tenancy.Tagged,
+			[]postgres.Option{hub("a", true, postgres.SchemaPerTenant("h"))}},
+		{"per-tenant hub not tenant-aware is none", "a", tenancy.None,
+			[]postgres.Option{hub("a", false, postgres.SchemaPerTenant("h"))}},
+		{"federated over scoped hubs is tagged", "all", tenancy.Tagged,
+			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", false, postgres.SchemaPerTenant("h")), fed(true)}},
+		{"federated not tenant-aware is none", "all", tenancy.None,
+			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(false)}},
+		{"federated with an unscoped hub leg is none", "all", tenancy.None,
+			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", false, postgres.Table("h2")), fed(true)}},
+		{"federated with a table leg is none", "all", tenancy.None,
+			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(true, postgres.Table("x"))}},
+		{"per-tenant inbox counts only when tenant-aware", "in", tenancy.None,
+			[]postgres.Option{postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")})}},
+		{"tenant-aware per-tenant inbox is namespace", "in", tenancy.Namespace,
+			[]postgres.Option{postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("i")})}},
+		{"per-tenant outbox counts only when tenant-aware", "out", tenancy.None,
+			[]postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")})}},
+		{"tenant-aware per-tenant idempotency store is namespace", "idem", tenancy.Namespace,
+			[]postgres.Option{postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("k")})}},
+		{"federated over per-tenant hubs is never namespace", "all", tenancy.Tagged,
+			[]postgres.Option{hub("a", false, postgres.SchemaPerTenant("h")), hub("b", false, postgres.SchemaPerTenant("h2")), fed(true)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var m floors.Matrix
+			app := fx.New(fx.NopLogger, postgres.Module("pg", append([]postgres.Option{postgres.DSN(nowhere)}, tc.opts...)...),
+				fx.Invoke(func(l modules.Live) { m = l.Matrix() }))
+			if err := app.Err(); err != nil {
+				t.Fatal(err)
+			}
+			seen := false
+			for _, r := range m.Rows {
+				if r.Route == tc.route {
+					seen = true
+					if r.Reached != tc.want {
+						t.Errorf("%s reaches %s, want %s", r.Route, r.Reached, tc.want)
+					}
+				}
+			}
+			if !seen {
+				t.Errorf("no matrix row for %s", tc.route)
+			}
+		})
+	}
+	t.Run("a leg that is not a hub route", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere), fed(true)))
+	})
+	t.Run("a per-tenant table leg", func(t *testing.T) {
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+			hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(true, postgres.SchemaPerTenant("x"))))
+	})
+}
