@@ -1,0 +1,172 @@
+// Command outbox shows the two ways to drain a PostgreSQL outbox. Orders
+// are written with their outbox rows in one transaction; a tenant-global
+// relay drains a tenant-global outbox, binding each row's tenant as it
+// forwards it, and a sharded relay drains a tenant-aware outbox with one
+// bound pass per assigned tenant. Both deliver to a function destination
+// that prints what each tenant received. It needs PostgreSQL
+// (TENANTWIRE_PG_URL), creates uniquely named tables, drops them and exits.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+var (
+	acme   = tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	globex = tenancy.MustParseID("3f2504e0-4f89-41d3-9a0c-0305e82c3301")
+	names  = map[tenancy.ID]string{acme: "acme", globex: "globex"}
+)
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "outbox example:", err)
+		os.Exit(1)
+	}
+}
+
+// inbox is the function destination: what each relay delivered, per
+// tenant bound at delivery.
+type inbox struct {
+	mu  sync.Mutex
+	got map[string][]string // "<relay> <tenant>" → payloads
+	n   int
+}
+
+func (in *inbox) to(relay string) outbox.Destination {
+	return outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+		id, _ := tenancy.FromContext(ctx) // the relay bound the row's tenant
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		k := relay + " " + names[id]
+		in.got[k] = append(in.got[k], string(m.Payload))
+		in.n++
+		return nil
+	})
+}
+
+func run(w io.Writer) error {
+	dsn := os.Getenv("TENANTWIRE_PG_URL")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable"
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	suffix := hex.EncodeToString(b)
+	orders, global, tagged := "ex_orders_"+suffix, "ex_outbox_"+suffix, "ex_outbox_t_"+suffix
+
+	dest := &inbox{got: map[string][]string{}}
+	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{acme, globex}, nil }
+	var (
+		client         *postgres.Client
+		events, audits *postgres.OutboxRoute
+	)
+	app := fx.New(fx.NopLogger,
+		postgres.Module("shop", postgres.DSN(dsn),
+			// Tenant-global: one table, rows carry their tenant; a plain
+			// relay claims unbound and binds each row's tenant.
+			postgres.Outbox("events", postgres.OutboxConfig{Table: postgres.Table(global)}),
+			postgres.Relay("events", postgres.RelayConfig{Name: "global-relay", Destination: dest.to("global-relay"), Idle: 20 * time.Millisecond}),
+			// Tenant-aware (tagged): a plain relay would be refused at fx.New
+			// with tenant_global_required, so it is sharded.
+			postgres.Outbox("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
+			postgres.ShardedRelay("audits", assigned, postgres.RelayConfig{Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
+		),
+		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.OutboxRoute) { client, events, audits = c, e, a },
+			fx.ParamTags(`name:"shop"`, `name:"events"`, `name:"audits"`))),
+	)
+	if err := app.Err(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	// Set-up and clean-up use a connection of their own: the module's
+	// pool closes when the app stops.
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	defer admin.Exec(ctx, "DROP TABLE IF EXISTS "+orders+", "+global+", "+tagged)
+	// Provisioning creates the outbox tables (both are static tables here,
+	// so any tenant will do).
+	if err := client.Provision(ctx, acme); err != nil {
+		return err
+	}
+	if _, err := admin.Exec(ctx, "CREATE TABLE "+orders+" (id text PRIMARY KEY, tenant_id uuid NOT NULL)"); err != nil {
+		return err
+	}
+	pool, release, err := client.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	// Each order and its outbox rows commit together, or not at all.
+	placed := []struct {
+		tenant tenancy.ID
+		id     string
+	}{{acme, "order-1"}, {globex, "order-2"}, {acme, "order-3"}}
+	for _, o := range placed {
+		tctx := tenancy.WithTenant(ctx, o.tenant)
+		err := pgx.BeginFunc(tctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(tctx, "INSERT INTO "+orders+" (id, tenant_id) VALUES ($1, $2)", o.id, o.tenant.String()); err != nil {
+				return err
+			}
+			if err := events.WriteTx(tctx, tx, outbox.Message{Topic: "orders", Payload: []byte(o.id + " placed")}); err != nil {
+				return err
+			}
+			return audits.WriteTx(tctx, tx, outbox.Message{Topic: "audit", Payload: []byte(o.id + " audited")})
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dest.mu.Lock()
+		n := dest.n
+		dest.mu.Unlock()
+		if n >= 2*len(placed) {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = app.Stop(ctx)
+			return errors.New("rows were not delivered in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := app.Stop(ctx); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(dest.got))
+	for k := range dest.got {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		got := dest.got[k]
+		slices.Sort(got)
+		fmt.Fprintf(w, "%-21s received %s\n", k, strings.Join(got, ", "))
+	}
+	return nil
+}
