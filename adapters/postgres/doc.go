@@ -20,6 +20,9 @@
 //
 // Client.Provision creates a tenant's schema, tables, indexes and confined
 // role; Client.Ownership builds an ownership gate over a PostgreSQL lookup.
+// Messaging routes (Outbox, Inbox, Idempotency, HubSearch, FederatedSearch)
+// and their workers (Relay, ShardedRelay, Sweep) are described in
+// docs/messaging.md.
 // Rules states the backend's ceiling and which relations count per kind.
 // Nothing connects before the first statement.
 package postgres
