@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
@@ -200,8 +201,21 @@ func TestSweepRefusals(t *testing.T) {
 			postgres.Idempotency("idem", postgres.IdempotencyConfig{Table: postgres.Table("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Sweep("orders", postgres.SweepConfig{})))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, Tenants: providing(tenancytest.TenantA)})))
+	tenancytest.RequireRefused(t, tenancy.CodeWorkerRouteUnknown,
+		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("missing", postgres.SweepConfig{})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged,
 		postgres.Sweep("in", postgres.SweepConfig{Tenants: providing(tenancytest.TenantA)})))
+	boom := errors.New("assignment service down")
+	app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+		postgres.Sweep("in", postgres.SweepConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, boom }})))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("start with a failing tenant provider: %v", err)
+	}
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
 		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
 }

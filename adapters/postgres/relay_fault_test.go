@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/fx"
+	"go.uber.org/goleak"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
@@ -124,4 +125,46 @@ func TestRelayRefusals(t *testing.T) {
 			t.Fatalf("start: %v", err)
 		}
 	})
+}
+
+// TestWorkersStopClean: a relay and a sweep over one outbox deliver, then
+// delete the delivered rows; stopping the app leaves no goroutine behind
+// (QUALITY R6).
+func TestWorkersStopClean(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	run := unique()
+	s := newSink()
+	var o *postgres.OutboxRoute
+	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("stop_" + run)}),
+		postgres.Relay("out", fast(s)),
+		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond}),
+	), named("out", &o))
+	provision(t, c, tenancytest.TenantA)
+	rows := fill(t, o, 10, three...)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.waitAll(t, keys(rows), 10*time.Second)
+	conn := superuser(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left int
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM stop_"+run).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweep left %d delivered rows", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := app.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -37,13 +37,23 @@ func (s *sent) wrap(next func() outbox.Destination) outbox.Destination {
 	})
 }
 
-// End to end: outbox rows of three tenants in PostgreSQL → the tenant-global
-// relay → per-tenant topics (the Kafka producer as destination) → a sharded
+// End to end: outbox rows of three tenants in PostgreSQL → a relay →
+// per-tenant topics (the Kafka producer as destination) → a sharded
 // consumer. Each message is handled under its own tenant, exactly as many
-// times as the relay sent it.
+// times as the relay sent it: with the tenant-global relay over a
+// tenant-global outbox, and the sharded relay over a tenant-aware one.
 func TestOutboxRelayToKafkaEndToEnd(t *testing.T) {
 	url := testsvc.PostgresURL(t)
+	for _, sharded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tenant-global", true: "sharded"}[sharded], func(t *testing.T) {
+			endToEnd(t, url, sharded)
+		})
+	}
+}
+
+func endToEnd(t *testing.T, url string, sharded bool) {
 	_, broker := cluster(t)
+	topics := map[bool]string{false: "e2e.", true: "e2e-sharded."}[sharded]
 	b := make([]byte, 4)
 	rand.Read(b)
 	table := "e2e_outbox_" + hex.EncodeToString(b)
@@ -66,14 +76,11 @@ func TestOutboxRelayToKafkaEndToEnd(t *testing.T) {
 	dest := counted.wrap(func() outbox.Destination { return d.Producer })
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("e2e.")),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(topics)),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics("e2e.")),
+				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics(topics)),
 		),
-		postgres.Module("db", postgres.DSN(url),
-			postgres.Outbox("outbox", postgres.OutboxConfig{Table: postgres.Table(table)}),
-			postgres.Relay("outbox", postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}),
-		),
+		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),
 		fx.Invoke(fx.Annotate(func(o *postgres.OutboxRoute, c *postgres.Client) { box, pg = o, c },
 			fx.ParamTags(`name:"outbox"`, `name:"db"`))),
@@ -114,5 +121,20 @@ func TestOutboxRelayToKafkaEndToEnd(t *testing.T) {
 		if s := got.scopeOf(v); s != v[:36] {
 			t.Errorf("%s handled under %s", v, s)
 		}
+	}
+}
+
+func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres.Option {
+	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	if !sharded {
+		return []postgres.Option{
+			postgres.Outbox("outbox", postgres.OutboxConfig{Table: postgres.Table(table)}),
+			postgres.Relay("outbox", rc),
+		}
+	}
+	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantA, tenantB, tenantC}, nil }
+	return []postgres.Option{
+		postgres.Outbox("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
+		postgres.ShardedRelay("outbox", assigned, rc),
 	}
 }
