@@ -219,3 +219,48 @@ func TestSweepRefusals(t *testing.T) {
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
 		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
 }
+
+// TestMessagingTeardown: tearing a tenant down deletes its rows from the
+// tagged messaging tables and leaves other tenants' rows.
+func TestMessagingTeardown(t *testing.T) {
+	run := unique()
+	var (
+		in  *postgres.InboxRoute
+		st  *postgres.IdempotencyStore
+		hub *postgres.HubSearches
+	)
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
+		postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
+		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("td_idem_" + run)}),
+		postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
+	), named("in", &in), named("idem", &st), named("hub", &hub))
+	provision(t, c, tenancytest.TenantA)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	for _, ctx := range []context.Context{ctxA, ctxB} {
+		if _, err := in.Mark(ctx, "e"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.Do(ctx, "k", func(context.Context) ([]byte, error) { return []byte("r"), nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Put(ctx, "d", "walrus"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Teardown(context.Background(), tenancytest.TenantA); err != nil {
+		t.Fatal(err)
+	}
+	for who, ctx := range map[string]context.Context{"A": ctxA, "B": ctxB} {
+		want := who == "B"
+		seen, err1 := in.Seen(ctx, "e")
+		_, stored, err2 := st.Get(ctx, "k")
+		n, err3 := hub.Count(ctx, "walrus")
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if seen != want || stored != want || (n == 1) != want {
+			t.Errorf("%s after tearing A down: seen=%v stored=%v hits=%d", who, seen, stored, n)
+		}
+	}
+}

@@ -33,7 +33,8 @@ func Outbox(name string, oc OutboxConfig) Option {
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: KindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*OutboxRoute](),
 			rels: []roleRel{{"table", oc.Table}}}
-		if err := validName(oc.Table.table, maxIdent); err != nil {
+		// The pending index is named after the table: leave room for it.
+		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {
 			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the outbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
@@ -139,7 +140,7 @@ func (o *OutboxRoute) Write(ctx context.Context, msgs ...outbox.Message) error {
 // EventID gets a random one.
 func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
-	if err != nil {
+	if err != nil || len(msgs) == 0 {
 		return err
 	}
 	st := cached(o.route, o.static, tenant, o.build)

@@ -93,7 +93,7 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 }
 
 // ownedRoles are the relation roles whose rows a route writes.
-var ownedRoles = []string{"write", "history", "heap", "table"}
+var ownedRoles = []string{"write", "history", "heap", "table", "hub"}
 
 func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []string) error {
 	pool, release, err := c.conn(ctx, tenant)
