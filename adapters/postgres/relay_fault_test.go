@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -166,5 +170,36 @@ func TestWorkersStopClean(t *testing.T) {
 	defer cancel()
 	if err := app.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRelayRetriesDestinationErrors: a failing destination leaves rows
+// pending; the relay backs off and delivers them once it recovers.
+func TestRelayRetriesDestinationErrors(t *testing.T) {
+	run := unique()
+	s := newSink()
+	var failures atomic.Int32
+	flaky := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+		if failures.Add(1) <= 5 {
+			return errors.New("destination unavailable")
+		}
+		return s.Deliver(ctx, m)
+	})
+	rc := fast(flaky)
+	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	var o *postgres.OutboxRoute
+	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("flaky_" + run)}),
+		postgres.Relay("out", rc)), named("out", &o))
+	provision(t, c, tenancytest.TenantA)
+	rows := fill(t, o, 5, three...)
+	startApp(t, app)
+	s.waitAll(t, keys(rows), 10*time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ev, n := range s.count {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", ev, n)
+		}
 	}
 }
