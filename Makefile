@@ -42,7 +42,7 @@ bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
-	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers
 soak: services deps

@@ -92,3 +92,18 @@ func TestGateHitAllocs(t *testing.T) {
 		t.Errorf("cache hit allocates %v times", n)
 	}
 }
+
+// BenchmarkGateHit is QUALITY P9's ownership-gate cache hit, for make bench.
+func BenchmarkGateHit(b *testing.B) {
+	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
+	g := ownership.New(ownership.Config{Lookup: tb.lookup})
+	if err := g.Check(ctxA, "m1"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.Check(ctxA, "m1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
