@@ -54,5 +54,8 @@ matrix:
 	$(GO) run ./cmd/tenantwire matrix --format markdown > docs/tenancy-matrix.md
 	$(GO) run ./cmd/tenantwire errors > docs/errors.md
 
+LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+
 lint:
-	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+	$(LINT) run ./...
+	cd integration && $(LINT) run --config ../.golangci.yml ./...

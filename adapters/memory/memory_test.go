@@ -245,7 +245,11 @@ func TestConsumers(t *testing.T) {
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer app.Stop(context.Background())
+	defer func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, w := range []struct {
 		id  tenancy.ID
 		msg string

@@ -66,7 +66,7 @@ func cleanup() {
 	}
 	rows.Close()
 	for _, s := range stmts {
-		conn.Exec(ctx, s) // best effort: a leftover is only clutter
+		_, _ = conn.Exec(ctx, s) // best effort: a leftover is only clutter
 	}
 }
 
@@ -92,7 +92,11 @@ func start(t *testing.T, mod fx.Option, targets ...any) *postgres.Client {
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { app.Stop(context.Background()) })
+	t.Cleanup(func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	return c
 }
 

@@ -175,8 +175,12 @@ func TestSweep(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var left, idem int
-		conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_in_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&left)
-		conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_idem_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&idem)
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_in_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM sw_idem_"+run+" WHERE tenant_id = $1", tenancytest.TenantA.String()).Scan(&idem); err != nil {
+			t.Fatal(err)
+		}
 		if left == 0 && idem == 0 {
 			break
 		}

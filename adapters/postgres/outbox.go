@@ -240,7 +240,7 @@ func (b *claim) Complete(ctx context.Context, delivered []string) error {
 	defer b.release()
 	if len(delivered) > 0 {
 		if _, err := b.tx.Exec(ctx, b.stmts.complete, delivered); err != nil {
-			b.tx.Rollback(ctx)
+			_ = b.tx.Rollback(ctx) // the claim is released either way; err says why
 			return err
 		}
 	}
@@ -256,7 +256,7 @@ func (b *claim) Abandon(ctx context.Context) {
 	defer b.release()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	b.tx.Rollback(rctx)
+	_ = b.tx.Rollback(rctx) // a dead connection releases its locks too
 }
 
 // sweep deletes rows delivered longer ago than retain: the bound tenant's

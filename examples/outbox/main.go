@@ -102,7 +102,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer admin.Close(ctx)
-	defer admin.Exec(ctx, "DROP TABLE IF EXISTS "+orders+", "+global+", "+tagged)
+	defer func() { _, _ = admin.Exec(ctx, "DROP TABLE IF EXISTS "+orders+", "+global+", "+tagged) }()
 	// Provisioning creates the outbox tables (both are static tables here,
 	// so any tenant will do).
 	if err := client.Provision(ctx, acme); err != nil {

@@ -58,7 +58,7 @@ func run(w io.Writer) error {
 	if err := app.Start(ctx); err != nil {
 		return err
 	}
-	defer app.Stop(ctx)
+	defer func() { _ = app.Stop(ctx) }()
 
 	fmt.Fprintln(w, "Live tenancy matrix:")
 	if err := live.Matrix().WriteText(w); err != nil {

@@ -62,7 +62,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
 		conn.Close(context.Background())
 	})
 
