@@ -132,3 +132,11 @@ type Module struct {
 	// (routed: pool bound × per-pool maximum). Zero when unknown or N/A.
 	WorstCaseConns int
 }
+
+// WiringInvalid is the refusal of a route whose options cannot be wired at
+// all (a bad name, a missing client), raised by the backend's module
+// before any tier is rated.
+func (b Backend) WiringInvalid(module, route, detail, fix string) *tenancy.Error {
+	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: b.Name,
+		Route: route, Detail: detail, Fix: fix}
+}

@@ -164,11 +164,6 @@ func (r *routeSpec) validate() []string {
 	return bad
 }
 
-func wiringError(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
-		Route: route, Detail: detail, Fix: fix}
-}
-
 // Module builds a Kafka module: its wiring, checked during fx.New, its
 // routes, each provided under its route name, its consumers, run from
 // OnStart to OnStop, and a *Provisioner provided as name:"<module>".
@@ -185,10 +180,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
 		for _, msg := range r.validate() {
-			errs = append(errs, wiringError(name, r.name, msg, "fix the route's options"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
 		}
 		if seen[r.name] {
-			errs = append(errs, wiringError(name, r.name, "two routes share the name", "give every route of a module its own name"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
 		}
 		seen[r.name] = true
 		t := r.topic
@@ -199,23 +194,23 @@ func Module(name string, opts ...Option) fx.Option {
 			continue
 		}
 		if prev, ok := topics[metricName(t)]; ok && prev != t {
-			errs = append(errs, wiringError(name, r.name,
+			errs = append(errs, Rules.WiringInvalid(name, r.name,
 				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
 				"use either '.' or '_' in the module's topic names, not both"))
 		}
 		topics[metricName(t)] = t
 	}
 	if cfg.routed == nil && len(cfg.brokers) == 0 {
-		errs = append(errs, wiringError(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, n)"))
+		errs = append(errs, Rules.WiringInvalid(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, n)"))
 	}
 	if cfg.routed != nil && cfg.routed.resolve == nil {
-		errs = append(errs, wiringError(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
+		errs = append(errs, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 	}
 	parts := []fx.Option{modules.Provide(mod)}
 	for _, c := range cfg.consumers {
 		spec := cfg.route(c.route)
 		for _, msg := range c.validate(spec, cfg.routed != nil) {
-			errs = append(errs, wiringError(name, c.route, msg, "fix the consumer's config"))
+			errs = append(errs, Rules.WiringInvalid(name, c.route, msg, "fix the consumer's config"))
 		}
 		parts = append(parts, modules.Worker(c.decl(name)))
 	}

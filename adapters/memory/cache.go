@@ -21,8 +21,8 @@ type CacheConfig struct {
 // Cache adds a cache route and provides *Cache to the app.
 func Cache(route string, cfg CacheConfig) Option {
 	return optionFunc(func(c *config) {
-		if err := cfg.Keys.validate(route); err != nil {
-			c.errs = append(c.errs, err)
+		if p := cfg.Keys.validate(route); p != nil {
+			c.problems = append(c.problems, *p)
 			return
 		}
 		c.routes = append(c.routes, floors.Route{

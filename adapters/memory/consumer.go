@@ -36,7 +36,7 @@ type ConsumerConfig struct {
 func Consume(cfg ConsumerConfig) Option {
 	return optionFunc(func(c *config) {
 		if cfg.Name == "" || cfg.Handle == nil {
-			c.errs = append(c.errs, fmt.Errorf("memory: consumer of %q needs a Name and a Handle", cfg.Stream))
+			c.problems = append(c.problems, problem{cfg.Stream, "a consumer has no Name or no Handle", "give the consumer a Name and a Handle"})
 			return
 		}
 		c.consumers = append(c.consumers, cfg)

@@ -37,8 +37,8 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			cfg.Write = cfg.Read
 		}
 		for _, ct := range []Container{cfg.Read, cfg.Write} {
-			if err := ct.validate(route); err != nil {
-				c.errs = append(c.errs, err)
+			if p := ct.validate(route); p != nil {
+				c.problems = append(c.problems, *p)
 				return
 			}
 		}

@@ -52,17 +52,22 @@ func (c Container) name(id tenancy.ID) string {
 	return c.base
 }
 
-func (c Container) validate(route string) error {
+// validate refuses names that could make a per-tenant name collide.
+func (c Container) validate(route string) *problem {
 	if c.base == "" {
-		return fmt.Errorf("memory: route %q names an empty container", route)
+		return &problem{route, "the route names an empty container", "name its container with Static or PerTenant"}
 	}
 	for _, r := range c.base {
 		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return fmt.Errorf("memory: route %q: container name %q may hold only letters, digits, '-' and '_'", route, c.base)
+			return &problem{route, fmt.Sprintf("container name %q holds %q", c.base, r),
+				"use only letters, digits, '-' and '_': a dot separates a per-tenant container's tenant"}
 		}
 	}
 	return nil
 }
+
+// problem is an option that cannot be wired, refused as wiring_invalid.
+type problem struct{ route, detail, fix string }
 
 func (c Container) relation(role string) floors.Relation {
 	return floors.Relation{Role: role, Name: c.base, PerTenant: c.perTenant}
@@ -81,7 +86,7 @@ type config struct {
 	provides  []fx.Option
 	consumers []ConsumerConfig
 	streams   map[string]StreamConfig
-	errs      []error
+	problems  []problem
 }
 
 // RequiredIsolation declares the floor every route of the module must
@@ -97,8 +102,12 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if len(c.errs) > 0 {
-		return fx.Error(c.errs...)
+	if len(c.problems) > 0 {
+		errs := make([]error, len(c.problems))
+		for i, p := range c.problems {
+			errs[i] = Rules.WiringInvalid(name, p.route, p.detail, p.fix)
+		}
+		return fx.Error(errs...)
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	parts := []fx.Option{

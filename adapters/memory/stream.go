@@ -29,8 +29,8 @@ type Message struct {
 // Stream adds a stream route and provides *Streams to the app.
 func Stream(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
-		if err := cfg.Stream.validate(route); err != nil {
-			c.errs = append(c.errs, err)
+		if p := cfg.Stream.validate(route); p != nil {
+			c.problems = append(c.problems, *p)
 			return
 		}
 		c.routes = append(c.routes, floors.Route{

@@ -135,17 +135,12 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	return floors.Route{Name: r.name, Kind: r.kind, TenantAware: r.cfg.TenantAware, Routed: routed, Relations: rels}
 }
 
-func wiringError(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
-		Route: route, Detail: detail, Fix: fix}
-}
-
 func (cfg *config) validate(module string) []error {
 	var errs []error
 	if err := ValidDatabaseName(cfg.database); err != nil {
-		errs = append(errs, wiringError(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
+		errs = append(errs, Rules.WiringInvalid(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
 	} else if looksPerTenantDB(cfg.database) {
-		errs = append(errs, wiringError(module, "", fmt.Sprintf("database %q has the shape of a per-tenant database name", cfg.database),
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("database %q has the shape of a per-tenant database name", cfg.database),
 			"choose a database name that does not end in '_' and 32 hex digits"))
 	}
 	sources := 0
@@ -155,26 +150,26 @@ func (cfg *config) validate(module string) []error {
 		}
 	}
 	if sources > 1 {
-		errs = append(errs, wiringError(module, "", "more than one of Client, Connect and Routed",
+		errs = append(errs, Rules.WiringInvalid(module, "", "more than one of Client, Connect and Routed",
 			"give the module exactly one client source"))
 	}
 	if cfg.routed != nil && cfg.routed.Resolve == nil {
-		errs = append(errs, wiringError(module, "", "Routed without a Resolve function",
+		errs = append(errs, Rules.WiringInvalid(module, "", "Routed without a Resolve function",
 			"set RoutedConfig.Resolve to look up each tenant's URI and credentials"))
 	}
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
 		if err := validBase("route name", r.name, 64); err != nil {
-			errs = append(errs, wiringError(module, r.name, err.Error(), "rename the route"))
+			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
 		}
 		if err := r.cfg.Collection.validate(); err != nil {
-			errs = append(errs, wiringError(module, r.name, err.Error(), "fix the route's collection"))
+			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "fix the route's collection"))
 		}
 		if r.cfg.TextIndex && r.kind != KindSearch {
-			errs = append(errs, wiringError(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
+			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
 		}
 		if seen[r.name] {
-			errs = append(errs, wiringError(module, r.name, "two routes share the name", "give every route its own name"))
+			errs = append(errs, Rules.WiringInvalid(module, r.name, "two routes share the name", "give every route its own name"))
 		}
 		seen[r.name] = true
 	}
@@ -254,7 +249,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, wiringError(module, "", "the module has no MongoDB client",
+			return nil, Rules.WiringInvalid(module, "", "the module has no MongoDB client",
 				"pass mongo.Client(c), mongo.Connect(uri) or mongo.Routed(cfg), or provide a *mongo.Client")
 		}
 		return c, nil

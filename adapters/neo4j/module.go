@@ -147,11 +147,6 @@ func (r *routeSpec) validate() []string {
 	return bad
 }
 
-func wiringError(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
-		Route: route, Detail: detail, Fix: fix}
-}
-
 // Module builds a Neo4j module: its wiring, checked during fx.New, and its
 // routes, each provided under its route name. Nothing connects here.
 func Module(name string, opts ...Option) fx.Option {
@@ -165,10 +160,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
 		for _, msg := range r.validate() {
-			errs = append(errs, wiringError(name, r.name, msg, "fix the route's options"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
 		}
 		if seen[r.name] {
-			errs = append(errs, wiringError(name, r.name, "two routes share the name", "give every route of a module its own name"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
 		}
 		seen[r.name] = true
 	}
@@ -230,14 +225,14 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		case cfg.connect != nil:
 			d, err := drv.NewDriverWithContext(cfg.connect.uri, cfg.connect.auth)
 			if err != nil {
-				return nil, wiringError(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
+				return nil, Rules.WiringInvalid(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
 			}
 			c.plain = realDriver{d}
 			in.Lifecycle.Append(fx.StopHook(func(ctx context.Context) error { return d.Close(ctx) }))
 		case in.Driver != nil:
 			c.plain = realDriver{in.Driver}
 		default:
-			return nil, wiringError(module, "", "the module has no Neo4j driver",
+			return nil, Rules.WiringInvalid(module, "", "the module has no Neo4j driver",
 				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve), or provide a neo4j.DriverWithContext in the graph")
 		}
 		return c, nil

@@ -54,10 +54,10 @@ func ResolveTTL(d time.Duration) RoutedOption { return func(r *routedConfig) { r
 func (r *routedConfig) validate(module string) []error {
 	var errs []error
 	if r.resolve == nil {
-		errs = append(errs, wiringError(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
+		errs = append(errs, Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
 	if r.maxDrivers < 0 || r.maxConns < 1 {
-		errs = append(errs, wiringError(module, "", "MaxDrivers must be >= 0 and MaxConnsPerDriver >= 1", "fix the routed options"))
+		errs = append(errs, Rules.WiringInvalid(module, "", "MaxDrivers must be >= 0 and MaxConnsPerDriver >= 1", "fix the routed options"))
 	}
 	return errs
 }

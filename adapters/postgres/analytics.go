@@ -50,11 +50,11 @@ func Analytics(name string, ac AnalyticsConfig) Option {
 		spec := &routeSpec{name: name, kind: KindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*AnalyticsRoute](),
 			rels: []roleRel{{"source", ac.Source}}}
 		if err := validName(ac.Source.table, maxIdent); err != nil {
-			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "set AnalyticsConfig.Source"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source"))
 		}
 		for qn, a := range ac.Queries {
 			if err := a.validate(); err != nil {
-				c.errs = append(c.errs, wiringErr(c.name, name, "query "+qn+": "+err.Error(), "fix the aggregate"))
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(), "fix the aggregate"))
 			}
 		}
 		spec.provide = provideRoute(func(cl *Client) *AnalyticsRoute {

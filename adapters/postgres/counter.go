@@ -23,7 +23,7 @@ func Counter(name string, cc CounterConfig) Option {
 		spec := &routeSpec{name: name, kind: KindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counters](),
 			rels: []roleRel{{"table", cc.Table}}}
 		if err := validName(cc.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			s := sql{cc.TenantAware}

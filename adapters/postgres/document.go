@@ -35,11 +35,11 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			}
 		}
 		if dc.Read.IsZero() || dc.Write.IsZero() {
-			c.errs = append(c.errs, wiringErr(c.name, name, "a document route needs Read and Write relations", "set DocumentConfig.Read and Write"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "a document route needs Read and Write relations", "set DocumentConfig.Read and Write"))
 		}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {
-				c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "use a lower-case table name"))
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "use a lower-case table name"))
 			}
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {

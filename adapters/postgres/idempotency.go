@@ -30,7 +30,7 @@ func Idempotency(name string, ic IdempotencyConfig) Option {
 		spec := &routeSpec{name: name, kind: KindIdempotency, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*IdempotencyStore](),
 			rels: []roleRel{{"table", ic.Table}}}
 		if err := validName(ic.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the idempotency table"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the idempotency table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			rt := relTenant(spec, tenant)

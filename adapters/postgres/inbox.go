@@ -27,7 +27,7 @@ func Inbox(name string, ic InboxConfig) Option {
 		spec := &routeSpec{name: name, kind: KindInbox, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*InboxRoute](),
 			rels: []roleRel{{"table", ic.Table}}}
 		if err := validName(ic.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the inbox table"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the inbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			rt := relTenant(spec, tenant)

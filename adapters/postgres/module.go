@@ -107,10 +107,6 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	return fr
 }
 
-func wiringErr(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name, Route: route, Detail: detail, Fix: fix}
-}
-
 // Module is a PostgreSQL module: its client, its routes provided into the
 // graph, and its wiring checked during fx.New. It provides *Client as
 // name:"<name>" and each route object as name:"<route>"; a document route
@@ -127,7 +123,7 @@ func Module(name string, opts ...Option) fx.Option {
 	var build []func(*Client)
 	errs := cfg.errs
 	if err := checkPrefix(cfg.prefix); err != nil {
-		errs = append(errs, wiringErr(name, "", err.Error(), "use a short lower-case prefix"))
+		errs = append(errs, Rules.WiringInvalid(name, "", err.Error(), "use a short lower-case prefix"))
 	}
 	sources := 0
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
@@ -136,7 +132,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 	}
 	if sources != 1 {
-		errs = append(errs, wiringErr(name, "", "exactly one of DSN, Pool and Routed is needed", "pass postgres.DSN, postgres.Pool or postgres.Routed"))
+		errs = append(errs, Rules.WiringInvalid(name, "", "exactly one of DSN, Pool and Routed is needed", "pass postgres.DSN, postgres.Pool or postgres.Routed"))
 	}
 	switch {
 	case routed:
@@ -158,7 +154,7 @@ func Module(name string, opts ...Option) fx.Option {
 	case cfg.dsn != "":
 		pc, err := pgxpool.ParseConfig(cfg.dsn)
 		if err != nil {
-			errs = append(errs, wiringErr(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
+			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
 		} else {
 			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
 			mod.WorstCaseConns = int(pc.MaxConns)
@@ -173,7 +169,7 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		types[r.typ]++
 		if seen[r.name] {
-			errs = append(errs, wiringErr(name, r.name, "two routes share this name", "give every route of a module its own name"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share this name", "give every route of a module its own name"))
 		}
 		seen[r.name] = true
 	}

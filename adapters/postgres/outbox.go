@@ -35,7 +35,7 @@ func Outbox(name string, oc OutboxConfig) Option {
 			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
 		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {
-			c.errs = append(c.errs, wiringErr(c.name, name, err.Error(), "name the outbox table"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			r := route{cl, spec}

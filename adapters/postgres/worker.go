@@ -48,14 +48,14 @@ func (w workerSpec) find(routes []*routeSpec) *routeSpec {
 func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	var errs []error
 	for _, b := range w.bad {
-		errs = append(errs, wiringErr(module, w.route, w.what+" "+w.name+": "+b, "complete the worker's config"))
+		errs = append(errs, Rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b, "complete the worker's config"))
 	}
 	if r := w.find(routes); r != nil && !slices.Contains(w.kinds, r.kind) {
 		kinds := make([]string, len(w.kinds))
 		for i, k := range w.kinds {
 			kinds[i] = string(k)
 		}
-		errs = append(errs, wiringErr(module, w.route,
+		errs = append(errs, Rules.WiringInvalid(module, w.route,
 			fmt.Sprintf("%s %s drains a %s route", w.what, w.name, r.kind),
 			"point it at a route of kind "+strings.Join(kinds, " or ")))
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // floorsRoute is the route's wiring as enforcement sees it.
@@ -51,11 +50,6 @@ func (r *routeSpec) validate() []string {
 	return append(bad, r.badOptions...)
 }
 
-func wiringError(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: module, Backend: Rules.Name,
-		Route: route, Detail: detail, Fix: fix}
-}
-
 // Module builds a Redis module: its wiring, checked during fx.New, and its
 // routes, each provided under its route name.
 func Module(name string, opts ...Option) fx.Option {
@@ -72,10 +66,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
 		for _, msg := range r.validate() {
-			errs = append(errs, wiringError(name, r.name, msg, "fix the route's options"))
+			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
 		}
 		if seen[r.name] {
-			errs = append(errs, wiringError(name, r.name, "two routes share the name",
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name",
 				"give every route of a module its own name: the name is its key space"))
 		}
 		seen[r.name] = true
@@ -86,11 +80,11 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	for _, w := range cfg.workers {
 		for _, msg := range w.bad {
-			errs = append(errs, wiringError(name, w.route, msg, "complete the worker's config"))
+			errs = append(errs, Rules.WiringInvalid(name, w.route, msg, "complete the worker's config"))
 		}
 		spec := cfg.route(w.route)
 		if spec == nil || spec.kind != KindStream {
-			errs = append(errs, wiringError(name, w.route, fmt.Sprintf("worker %q needs a stream route of this module", w.name),
+			errs = append(errs, Rules.WiringInvalid(name, w.route, fmt.Sprintf("worker %q needs a stream route of this module", w.name),
 				"add StreamRoute with that name to the module"))
 			continue
 		}
@@ -154,7 +148,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, wiringError(module, "", "the module has no Redis client",
+			return nil, Rules.WiringInvalid(module, "", "the module has no Redis client",
 				"pass redis.Client(c) or redis.Connect(opts), or provide a goredis.UniversalClient in the graph")
 		}
 		return c, nil

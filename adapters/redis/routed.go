@@ -52,7 +52,7 @@ type routedConfig RoutedConfig
 
 func (rc *routedConfig) validate(module string) []error {
 	if rc.Resolve == nil {
-		return []error{wiringError(module, "", "Routed needs a credential resolver", "set RoutedConfig.Resolve")}
+		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "set RoutedConfig.Resolve")}
 	}
 	return nil
 }
