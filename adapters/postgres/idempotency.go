@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,28 +26,15 @@ func Idempotency(name string, ic IdempotencyConfig) Option {
 		ic.TTL = 24 * time.Hour
 	}
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindIdempotency, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*IdempotencyStore](),
-			rels: []roleRel{{"table", ic.Table}}}
-		if err := validName(ic.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the idempotency table"))
-		}
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			rt := relTenant(spec, tenant)
-			s := sql{ic.TenantAware}
-			return append(sharedSchema(cl, ic.Table, spec, rt),
-				"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(ic.Table, rt)+" ("+s.tenantColumn()+
-					"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL, "+s.key("key")+")")
-		}
-		build := func(cl *Client) *IdempotencyStore {
-			x := &IdempotencyStore{route: route{cl, spec}, cfg: ic}
-			if !(ic.TenantAware && ic.Table.perTenant) {
-				x.static = x.build(tenancy.ID{})
-			}
-			return x
-		}
-		spec.provide = provideRoute(build)
-		spec.object = func(cl *Client) any { return build(cl) }
-		c.routes = append(c.routes, spec)
+		addTableRoute(c, name, KindIdempotency, ic.TenantAware, ic.Table, "idempotency",
+			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL, ", "key",
+			func(r route, shared bool) *IdempotencyStore {
+				x := &IdempotencyStore{route: r, cfg: ic}
+				if shared {
+					x.static = x.build(tenancy.ID{})
+				}
+				return x
+			})
 	}
 }
 

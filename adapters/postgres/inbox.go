@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -24,28 +25,15 @@ type InboxConfig struct {
 // Inbox adds an inbox route and provides *InboxRoute under its name.
 func Inbox(name string, ic InboxConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindInbox, tenantAware: ic.TenantAware, typ: reflect.TypeFor[*InboxRoute](),
-			rels: []roleRel{{"table", ic.Table}}}
-		if err := validName(ic.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the inbox table"))
-		}
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			rt := relTenant(spec, tenant)
-			s := sql{ic.TenantAware}
-			return append(sharedSchema(cl, ic.Table, spec, rt),
-				"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(ic.Table, rt)+" ("+s.tenantColumn()+
-					"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(), "+s.key("event_id")+")")
-		}
-		build := func(cl *Client) *InboxRoute {
-			i := &InboxRoute{route: route{cl, spec}, cfg: ic}
-			if !(ic.TenantAware && ic.Table.perTenant) {
-				i.static = i.build(tenancy.ID{})
-			}
-			return i
-		}
-		spec.provide = provideRoute(build)
-		spec.object = func(cl *Client) any { return build(cl) }
-		c.routes = append(c.routes, spec)
+		addTableRoute(c, name, KindInbox, ic.TenantAware, ic.Table, "inbox",
+			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(), ", "event_id",
+			func(r route, shared bool) *InboxRoute {
+				i := &InboxRoute{route: r, cfg: ic}
+				if shared {
+					i.static = i.build(tenancy.ID{})
+				}
+				return i
+			})
 	}
 }
 
@@ -169,4 +157,29 @@ func (i *InboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, er
 	defer release()
 	tag, err := pool.Exec(ctx, st.sweep, args(st.tagged, tenant, retain.Milliseconds())...)
 	return tag.RowsAffected(), err
+}
+
+// addTableRoute adds a route over one table whose per-tenant resolver is
+// passed the tenant only when the route is tenant-aware (inbox,
+// idempotency store). newRoute builds the route object; shared says one set
+// of statements serves every tenant (any shape but a tenant-aware route
+// over per-tenant tables).
+func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, table Relation, what, columns, key string,
+	newRoute func(r route, shared bool) R) {
+	spec := &routeSpec{name: name, kind: kind, tenantAware: aware, typ: reflect.TypeFor[R](),
+		rels: []roleRel{{"table", table}}}
+	if err := validName(table.table, maxIdent); err != nil {
+		c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
+	}
+	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
+		rt := relTenant(spec, tenant)
+		s := sql{aware}
+		return append(sharedSchema(cl, table, spec, rt),
+			"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(table, rt)+" ("+s.tenantColumn()+columns+s.key(key)+")")
+	}
+	shared := !(aware && table.perTenant)
+	build := func(cl *Client) R { return newRoute(route{cl, spec}, shared) }
+	spec.provide = provideRoute(build)
+	spec.object = func(cl *Client) any { return build(cl) }
+	c.routes = append(c.routes, spec)
 }
