@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -26,7 +28,22 @@ func TestConcurrentLoad(t *testing.T) {
 		t.Skip("load test")
 	}
 	for _, tier := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace} {
-		t.Run(tier.String(), func(t *testing.T) { load(t, tier) })
+		t.Run(tier.String(), func(t *testing.T) { load(t, tier, 60) })
+	}
+}
+
+// TestSoakPostgresLoad is R2 for longer (make soak): each goroutine runs
+// TENANTWIRE_SOAK_OPS operations (default 3000) per tier.
+func TestSoakPostgresLoad(t *testing.T) {
+	if os.Getenv("TENANTWIRE_SOAK") != "1" {
+		t.Skip("soak: run with `make soak` (TENANTWIRE_SOAK=1)")
+	}
+	ops, err := strconv.Atoi(os.Getenv("TENANTWIRE_SOAK_OPS"))
+	if err != nil || ops <= 0 {
+		ops = 3000
+	}
+	for _, tier := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace} {
+		t.Run(tier.String(), func(t *testing.T) { load(t, tier, ops) })
 	}
 }
 
@@ -35,7 +52,7 @@ type owned struct {
 	Seq    int    `json:"seq"`
 }
 
-func load(t *testing.T, tier tenancy.Tier) {
+func load(t *testing.T, tier tenancy.Tier, ops int) {
 	run := unique()
 	dc := postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("load_" + run), Write: postgres.Table("load_" + run)}
 	if tier == tenancy.Namespace {
@@ -62,7 +79,7 @@ func load(t *testing.T, tier tenancy.Tier) {
 	for g := range 32 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
-			for i := range 60 {
+			for i := range ops {
 				tn := tenants[rng.IntN(len(tenants))]
 				ctx := tenancy.WithTenant(context.Background(), tn)
 				id := fmt.Sprintf("g%d-%d", g, i%10)
