@@ -52,11 +52,17 @@ ensure_trust_auth() {
 
 start_postgres() {
 	if pg_ready 2>/dev/null; then log "PostgreSQL is running"; return; fi
-	if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+	if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /usr/lib/postgresql 2>/dev/null)" ]; then
 		log "installing PostgreSQL"
 		apt_install postgresql postgresql-client
 	fi
 	local version
+	if [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+		# Installed without a cluster (the package's own one was removed).
+		version=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
+		log "creating PostgreSQL $version cluster main"
+		as_root pg_createcluster "$version" main
+	fi
 	version=$(ls /etc/postgresql | sort -V | tail -n 1)
 	log "starting PostgreSQL $version"
 	as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
