@@ -29,6 +29,7 @@ type config struct {
 	teardown bool
 	routes   []*routeSpec
 	provides []fx.Option
+	relays   []relaySpec
 }
 
 // Config wires one route.
@@ -204,6 +205,9 @@ func Module(name string, opts ...Option) fx.Option {
 			fx.ResultTags(`name:"`+name+`"`))),
 	}
 	parts = append(parts, cfg.provides...)
+	for _, r := range cfg.relays {
+		parts = append(parts, r.options(name, cfg.routes)...)
+	}
 	return fx.Module(name, parts...)
 }
 

@@ -87,17 +87,14 @@ func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) 
 }
 
 // readTarget is where the relay reads: with a tenant bound, that tenant's
-// rows (a sharded relay); under tenancy.WithGlobal on a shared collection,
-// every tenant's rows (a per-row relay, which binds each row's tenant).
-// Anything else fails closed.
+// rows (a sharded relay); on a tenant-global outbox, every row (a per-row
+// relay, which binds each row's tenant). A tenant-scoped outbox read with
+// no tenant bound, or in the tenant-global scope, fails closed.
 func (o *Outbox) readTarget(ctx context.Context) (target, error) {
-	tenant, bound := tenancy.FromContext(ctx)
-	switch {
-	case bound:
+	if tenant, bound := tenancy.FromContext(ctx); bound {
 		return o.target(ctx, tenant)
-	case tenancy.IsGlobal(ctx) && o.route.core.pools == nil && !o.route.perTenant:
-		return o.target(ctx, tenancy.ID{})
-	case !o.route.scoped():
+	}
+	if !o.route.scoped() {
 		return o.target(ctx, tenancy.ID{})
 	}
 	return target{}, o.route.unbound()
@@ -121,26 +118,41 @@ func (o *Outbox) Pending(ctx context.Context, limit int) ([]outbox.Message, erro
 	defer cur.Close(ctx)
 	var out []outbox.Message
 	for cur.Next(ctx) {
-		var row struct {
-			ID      string            `bson:"_id"`
-			Tenant  string            `bson:"tenant_id"`
-			Topic   string            `bson:"topic"`
-			Key     []byte            `bson:"key"`
-			Payload []byte            `bson:"payload"`
-			Headers map[string]string `bson:"headers"`
-		}
+		var row outboxRow
 		if err := cur.Decode(&row); err != nil {
 			return nil, fmt.Errorf("mongo: %s pending: %w", o.route.spec.name, err)
 		}
-		m := outbox.Message{EventID: row.ID, Topic: row.Topic, Key: row.Key, Payload: row.Payload, Headers: row.Headers}
-		if row.Tenant != "" {
-			if m.Tenant, err = tenancy.ParseID(row.Tenant); err != nil {
-				return nil, fmt.Errorf("mongo: %s: row %s: %w", o.route.spec.name, row.ID, err)
-			}
+		m, err := row.message()
+		if err != nil {
+			return nil, fmt.Errorf("mongo: %s: %w", o.route.spec.name, err)
 		}
 		out = append(out, m)
 	}
 	return out, cur.Err()
+}
+
+// outboxRow is a stored row as the driver decodes it.
+type outboxRow struct {
+	ID      string            `bson:"_id"`
+	Tenant  string            `bson:"tenant_id"`
+	Topic   string            `bson:"topic"`
+	Key     []byte            `bson:"key"`
+	Payload []byte            `bson:"payload"`
+	Headers map[string]string `bson:"headers"`
+}
+
+// message is the row as the relay forwards it; a row without a tenant is
+// deployment-wide.
+func (r outboxRow) message() (outbox.Message, error) {
+	m := outbox.Message{EventID: r.ID, Topic: r.Topic, Key: r.Key, Payload: r.Payload, Headers: r.Headers}
+	if r.Tenant != "" {
+		id, err := tenancy.ParseID(r.Tenant)
+		if err != nil {
+			return outbox.Message{}, fmt.Errorf("row %s: %w", r.ID, err)
+		}
+		m.Tenant = id
+	}
+	return m, nil
 }
 
 // MarkDelivered marks rows delivered; under a bound tenant of a
@@ -166,25 +178,6 @@ func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 		return document.ErrNotFound
 	}
 	return nil
-}
-
-// Drain forwards up to limit pending rows to dest, each under its own
-// tenant (outbox.Bind), marking each delivered once Deliver returns nil.
-// It stops at the first failure; the row stays pending (at least once).
-func (o *Outbox) Drain(ctx context.Context, dest outbox.Destination, limit int) (int, error) {
-	msgs, err := o.Pending(ctx, limit)
-	if err != nil {
-		return 0, err
-	}
-	for i, m := range msgs {
-		if err := dest.Deliver(outbox.Bind(ctx, m), m); err != nil {
-			return i, fmt.Errorf("mongo: %s deliver %s: %w", o.route.spec.name, m.EventID, err)
-		}
-		if err := o.MarkDelivered(ctx, m.EventID); err != nil {
-			return i, err
-		}
-	}
-	return len(msgs), nil
 }
 
 func outboxIndexes(r *routeSpec) []driver.IndexModel {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -142,4 +143,29 @@ func TestTwoModulesInOneApp(t *testing.T) {
 	if a == nil || b == nil || a == b {
 		t.Fatal("each module provides its own provisioner")
 	}
+}
+
+func TestRelayWiring(t *testing.T) {
+	dest := outbox.DestinationFunc(func(context.Context, outbox.Message) error { return nil })
+	tenants := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenancytest.TenantA}, nil }
+	global := mongo.OutboxRoute("events", mongo.Config{Collection: mongo.Static("events")})
+	aware := mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")})
+	perTenant := mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("events")})
+	// Connect dials lazily: the relay's route is built, nothing connects.
+	conn := mongo.Connect("mongodb://127.0.0.1:1")
+	mod := func(opts ...mongo.Option) fx.Option {
+		return mongo.Module("m", append([]mongo.Option{mongo.Database("app")}, opts...)...)
+	}
+	tenancytest.RequireWires(t, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
+	tenancytest.RequireWires(t, mod(conn, aware, mongo.ShardedRelay("events", tenants, outbox.RelayConfig{Destination: dest})))
+	for name, opts := range map[string][]mongo.Option{
+		"tenant-aware": {conn, aware, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},
+		"per-tenant":   {conn, perTenant, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},
+		"routed":       {routed, global, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},
+	} {
+		t.Run(name, func(t *testing.T) { tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, mod(opts...)) })
+	}
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{})))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
+		mod(conn, mongo.CounterRoute("events", mongo.Config{Collection: mongo.Static("c")}), mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
 }

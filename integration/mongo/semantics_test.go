@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
@@ -151,36 +153,88 @@ func hasIndex(t *testing.T, coll *driver.Collection, name string) bool {
 	return slices.ContainsFunc(specs, func(s driver.IndexSpecification) bool { return s.Name == name })
 }
 
-// The outbox relay reads every tenant's rows only under the global scope
-// and delivers each under its own tenant.
-func TestOutboxDrain(t *testing.T) {
-	var o *mongo.Outbox
-	start(t, mongo.Module("m", append(plain(t),
-		mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")}))...),
-		named("events", &o))
-	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
-		if _, err := o.Add(ctxOf(id), outbox.Message{Topic: "orders", Key: []byte("k"), Payload: []byte(id.String()),
-			Headers: map[string]string{"h": "v"}}); err != nil {
-			t.Fatal(err)
-		}
+// The shared outbox relay drains a tenant-global outbox unbound and
+// delivers each row under its own tenant; a tenant-aware outbox refuses an
+// unbound or tenant-global read and needs the sharded relay.
+func TestOutboxRelay(t *testing.T) {
+	tenants := []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancy.Default}
+	for _, c := range []struct {
+		name    string
+		aware   bool
+		relay   func(outbox.RelayConfig) mongo.Option
+		sharded bool
+	}{
+		{"tenant-global", false, func(rc outbox.RelayConfig) mongo.Option { return mongo.Relay("events", rc) }, false},
+		{"sharded", true, func(rc outbox.RelayConfig) mongo.Option {
+			return mongo.ShardedRelay("events", func(context.Context) ([]tenancy.ID, error) { return tenants, nil }, rc)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			got := map[string]int{}
+			dest := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+				bound, _ := tenancy.FromContext(ctx)
+				if bound != m.Tenant || string(m.Payload) != bound.String() || m.Headers["h"] != "v" {
+					t.Errorf("delivered %+v under %v", m, bound)
+				}
+				mu.Lock()
+				got[m.EventID]++
+				mu.Unlock()
+				return nil
+			})
+			var o *mongo.Outbox
+			cfg := mongo.Config{TenantAware: c.aware, Collection: mongo.Static("relay_" + c.name[:1])}
+			start(t, mongo.Module("m", append(plain(t),
+				mongo.OutboxRoute("events", cfg),
+				c.relay(outbox.RelayConfig{Destination: dest, Idle: 5 * time.Millisecond}))...),
+				named("events", &o))
+			var ids []string
+			for i := range 9 {
+				id := tenants[i%3]
+				ev, err := o.Add(ctxOf(id), outbox.Message{Topic: "orders", Payload: []byte(id.String()), Headers: map[string]string{"h": "v"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, ev)
+			}
+			// Delivered first, marked when the pass completes: wait for both.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(got)
+				mu.Unlock()
+				pending := 0
+				for _, id := range tenants {
+					left, err := o.Pending(ctxOf(id), 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pending += len(left)
+				}
+				if n == len(ids) && pending == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("relay delivered %d of %d rows; %d still pending", n, len(ids), pending)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for ev, n := range got {
+				if n != 1 {
+					t.Errorf("event %s delivered %d times by one relay", ev, n)
+				}
+			}
+			if c.aware {
+				for _, ctx := range []context.Context{context.Background(), tenancy.WithGlobal(context.Background())} {
+					if _, err := o.Pending(ctx, 0); !errors.Is(err, tenancy.CodeTenantUnbound) {
+						t.Fatalf("tenant-aware outbox read without a tenant: %v", err)
+					}
+				}
+			}
+		})
 	}
-	if _, err := o.Pending(context.Background(), 0); !errors.Is(err, tenancy.CodeTenantUnbound) {
-		t.Fatalf("unbound pending: %v", err)
-	}
-	global := tenancy.WithGlobal(context.Background())
-	var seen []string
-	n, err := o.Drain(global, outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
-		bound, _ := tenancy.FromContext(ctx)
-		if bound != m.Tenant || string(m.Payload) != bound.String() || m.Headers["h"] != "v" || m.EventID == "" {
-			t.Errorf("delivered %+v under %v", m, bound)
-		}
-		seen = append(seen, bound.String())
-		return nil
-	}), 0)
-	if err != nil || n != 2 || len(seen) != 2 {
-		t.Fatalf("drain: %d %v %v", n, err, seen)
-	}
-	if left, err := o.Pending(global, 0); err != nil || len(left) != 0 {
-		t.Fatalf("pending after drain: %v %v", left, err)
-	}
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, mongo.Module("m", append(plain(t),
+		mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")}),
+		mongo.Relay("events", outbox.RelayConfig{Destination: outbox.DestinationFunc(
+			func(context.Context, outbox.Message) error { return nil })}))...))
 }

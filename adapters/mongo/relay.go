@@ -1,0 +1,185 @@
+package mongo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Claim fields: MongoDB has no SKIP LOCKED, so a relay leases rows. A row
+// whose lease ran out (its relay died) is claimable again: at least once.
+const (
+	fieldClaim      = "claim"
+	fieldLeaseUntil = "lease_until"
+	// ClaimLease is how long a claimed row stays out of other relays' reach.
+	ClaimLease = time.Minute
+)
+
+// Claim implements outbox.Source: it leases up to limit undelivered rows,
+// oldest first, to this call. Unbound it reads a tenant-global outbox;
+// bound (a sharded pass) it reads only that tenant's rows.
+func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+	t, err := o.readTarget(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	b := &leaseBatch{o: o, t: t, token: hex.EncodeToString(tok[:])}
+	now := time.Now()
+	free := bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: fieldLeaseUntil, Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: fieldLeaseUntil, Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(now)}}}},
+	}}
+	lease := bson.D{{Key: "$set", Value: bson.D{
+		{Key: fieldClaim, Value: b.token},
+		{Key: fieldLeaseUntil, Value: bson.NewDateTimeFromTime(now.Add(ClaimLease))},
+	}}}
+	opts := options.FindOneAndUpdate().
+		SetSort(bson.D{{Key: fieldCreated, Value: 1}, {Key: "_id", Value: 1}}).
+		SetReturnDocument(options.After)
+	for len(b.msgs) < limit {
+		var row outboxRow
+		err := t.coll.FindOneAndUpdate(ctx, t.filter(bson.E{Key: fieldDelivered, Value: false}, free), lease, opts).Decode(&row)
+		if errors.Is(err, driver.ErrNoDocuments) {
+			break
+		}
+		if err != nil {
+			b.Abandon(ctx)
+			return nil, fmt.Errorf("mongo: %s claim: %w", o.route.spec.name, err)
+		}
+		m, err := row.message()
+		if err != nil {
+			b.Abandon(ctx)
+			return nil, fmt.Errorf("mongo: %s: %w", o.route.spec.name, err)
+		}
+		b.msgs = append(b.msgs, m)
+	}
+	return b, nil
+}
+
+// leaseBatch is one Claim's rows; it holds the target (and a routed
+// client) until Complete or Abandon.
+type leaseBatch struct {
+	o     *Outbox
+	t     target
+	token string
+	msgs  []outbox.Message
+}
+
+func (b *leaseBatch) Messages() []outbox.Message { return b.msgs }
+
+// Complete marks the delivered rows and releases the rest of the lease.
+func (b *leaseBatch) Complete(ctx context.Context, delivered []string) error {
+	defer b.t.release()
+	var errs []error
+	if len(delivered) > 0 {
+		_, err := b.t.coll.UpdateMany(ctx,
+			b.t.filter(bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: delivered}}}, bson.E{Key: fieldClaim, Value: b.token}),
+			bson.D{
+				{Key: "$set", Value: bson.D{{Key: fieldDelivered, Value: true}}},
+				{Key: "$unset", Value: bson.D{{Key: fieldClaim, Value: ""}, {Key: fieldLeaseUntil, Value: ""}}},
+			})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mongo: %s mark delivered: %w", b.o.route.spec.name, err))
+		}
+	}
+	if err := b.unlease(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Abandon releases the lease; an error leaves the rows to their lease's end.
+func (b *leaseBatch) Abandon(ctx context.Context) {
+	defer b.t.release()
+	_ = b.unlease(ctx)
+}
+
+func (b *leaseBatch) unlease(ctx context.Context) error {
+	if len(b.msgs) == 0 {
+		return nil
+	}
+	_, err := b.t.coll.UpdateMany(ctx, b.t.filter(bson.E{Key: fieldClaim, Value: b.token}),
+		bson.D{{Key: "$unset", Value: bson.D{{Key: fieldClaim, Value: ""}, {Key: fieldLeaseUntil, Value: ""}}}})
+	if err != nil {
+		return fmt.Errorf("mongo: %s release claim: %w", b.o.route.spec.name, err)
+	}
+	return nil
+}
+
+// Relay adds a tenant-global relay over an outbox route of the module, run
+// from OnStart to OnStop by the shared outbox relay: it claims rows
+// unbound and delivers each under its own tenant. Over a tenant-aware,
+// per-tenant or routed outbox it is refused at fx.New with
+// tenant_global_required: use ShardedRelay there. rc's Source and Tenants
+// are set by the option; Name defaults to "<route>-relay".
+func Relay(route string, rc outbox.RelayConfig) Option {
+	return relayOption(route, nil, rc)
+}
+
+// ShardedRelay adds a relay with one bound pass per tenant that tenants
+// returns at start; each pass claims only its tenant's rows.
+func ShardedRelay(route string, tenants func(context.Context) ([]tenancy.ID, error), rc outbox.RelayConfig) Option {
+	return relayOption(route, tenants, rc)
+}
+
+func relayOption(route string, tenants func(context.Context) ([]tenancy.ID, error), rc outbox.RelayConfig) Option {
+	return func(cfg *config) {
+		if rc.Name == "" {
+			rc.Name = route + "-relay"
+		}
+		rc.Tenants = tenants
+		cfg.relays = append(cfg.relays, relaySpec{route: route, cfg: rc})
+	}
+}
+
+type relaySpec struct {
+	route string
+	cfg   outbox.RelayConfig
+}
+
+// relayOptions declares the relay to the app's checks and runs it.
+func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
+	binding := floors.PerRow
+	if r.cfg.Tenants != nil {
+		binding = floors.Sharded
+	}
+	opts := []fx.Option{modules.Worker(floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding})}
+	isOutbox := false
+	for _, s := range routes {
+		isOutbox = isOutbox || (s.name == r.route && s.kind == KindOutbox)
+	}
+	if !isOutbox {
+		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
+			"point the relay at an OutboxRoute of the same module")))
+	}
+	if r.cfg.Destination == nil {
+		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")))
+	}
+	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox) error {
+		cfg := r.cfg
+		cfg.Source = o
+		relay, err := outbox.NewRelay(cfg)
+		if err != nil {
+			return err
+		}
+		lc.Append(fx.Hook{OnStart: relay.Start, OnStop: relay.Stop})
+		return nil
+	}, fx.ParamTags(``, `name:"`+r.route+`"`))))
+}
