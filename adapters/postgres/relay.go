@@ -1,28 +1,14 @@
 package postgres
 
 import (
-	"log/slog"
-	"time"
-
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/outbox"
 )
 
-// RelayConfig configures an outbox relay.
-type RelayConfig struct {
-	// Name names the worker in the wiring; default "<route>-relay".
-	Name string
-	// Destination receives every row, under the row's tenant (required).
-	Destination outbox.Destination
-	// BatchSize is the most rows claimed per pass (default 100).
-	BatchSize int
-	// Idle is the wait when nothing is pending (default 200ms); errors
-	// back off doubling up to MaxBackoff (default 5s).
-	Idle, MaxBackoff time.Duration
-	// Wake, when set, cuts an idle wait short.
-	Wake   <-chan struct{}
-	Logger *slog.Logger
-}
+// RelayConfig configures a relay: the shared outbox.RelayConfig, whose
+// Source and Tenants the relay options set. Name defaults to
+// "<route>-relay"; Destination is required.
+type RelayConfig = outbox.RelayConfig
 
 // Relay adds a tenant-global relay over an outbox route of the module: it
 // claims rows unbound and delivers each under its own tenant (binding
@@ -51,10 +37,8 @@ func relayOption(route string, tenants TenantsFunc, rc RelayConfig) Option {
 		w.bad = append(w.bad, "needs a Destination")
 	}
 	w.build = func(obj any) (runner, error) {
-		cfg := outbox.RelayConfig{
-			Name: rc.Name, Source: obj.(*OutboxRoute), Destination: rc.Destination,
-			BatchSize: rc.BatchSize, Idle: rc.Idle, MaxBackoff: rc.MaxBackoff, Wake: rc.Wake, Logger: rc.Logger,
-		}
+		cfg := rc
+		cfg.Source, cfg.Tenants = obj.(*OutboxRoute), nil
 		if tenants != nil {
 			cfg.Tenants = tenants
 		}
