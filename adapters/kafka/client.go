@@ -58,11 +58,13 @@ func (c *client) admin() *kafkago.Client {
 // recover drops the transport's cached connection pools after a failure
 // that is not a broker's answer (a refused dial, a reset connection): the
 // transport otherwise keeps returning the cached failure until its
-// metadata TTL, long after the broker is back.
+// metadata TTL, long after the broker is back. BrokerNotAvailable counts
+// as such a failure: the transport answers it itself when its cached
+// metadata, from a failed fetch, knows no broker.
 func (c *client) recover(err error) {
 	var ke kafkago.Error
 	var we kafkago.WriteErrors
-	if errors.As(err, &ke) || errors.As(err, &we) {
+	if (errors.As(err, &ke) && ke != kafkago.BrokerNotAvailable) || errors.As(err, &we) {
 		return
 	}
 	c.transport.CloseIdleConnections()

@@ -87,6 +87,7 @@ func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []ka
 	defer release()
 	resp, err := c.admin().CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: uniq})
 	if err != nil {
+		c.recover(err)
 		return fmt.Errorf("kafka: module %s: creating topics: %w", p.core.module, err)
 	}
 	var errs []error

@@ -281,3 +281,33 @@ func header(m kafkago.Message, key string) string {
 	}
 	return ""
 }
+
+// A Provision that failed with the broker down must not leave a cached
+// failure behind: the next one, once the broker is up, creates the topics
+// (not only after the transport's metadata TTL).
+func TestProvisionRightAfterBrokerReturns(t *testing.T) {
+	port := freePort(t)
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(addr(port)), kafka.ProducerRoute("orders", kafka.TenantTopics("back."))),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	ctx := context.Background()
+	if err := d.Provision.Provision(ctx, tenantA); err == nil {
+		t.Fatal("provisioned with no broker")
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := d.Provision.Provision(ctx, tenantA); err != nil {
+		t.Fatalf("provisioning with the broker back: %v", err)
+	}
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+}
