@@ -13,19 +13,7 @@ type Cache struct{ route }
 
 // Get returns the value of key and whether it exists.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	cl, k, done, err := c.target(ctx, key)
-	if err != nil {
-		return nil, false, err
-	}
-	defer done()
-	v, err := cl.Get(ctx, k).Bytes()
-	if errors.Is(err, goredis.Nil) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return v, true, nil
+	return c.getBytes(ctx, key)
 }
 
 // Set stores value under key; ttl 0 keeps it until deleted.
@@ -54,15 +42,7 @@ func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, er
 }
 
 // Delete removes key and reports whether it existed.
-func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
-	cl, k, done, err := c.target(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	n, err := cl.Del(ctx, k).Result()
-	return n > 0, err
-}
+func (c *Cache) Delete(ctx context.Context, key string) (bool, error) { return c.del(ctx, key) }
 
 // TTL returns the time key has left and whether it exists; a key without
 // expiry reports a negative duration.
@@ -110,15 +90,7 @@ func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
 }
 
 // Delete removes the counter and reports whether it existed.
-func (c *Counter) Delete(ctx context.Context, key string) (bool, error) {
-	cl, k, done, err := c.target(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	defer done()
-	n, err := cl.Del(ctx, k).Result()
-	return n > 0, err
-}
+func (c *Counter) Delete(ctx context.Context, key string) (bool, error) { return c.del(ctx, key) }
 
 // Idempotency is an idempotency route: the first result stored under a key
 // wins until it expires.
@@ -148,7 +120,15 @@ func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl 
 
 // Lookup returns the result stored under key, if any.
 func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, error) {
-	cl, k, done, err := i.target(ctx, key)
+	return i.getBytes(ctx, key)
+}
+
+// Forget removes the record so the key can be used again.
+func (i *Idempotency) Forget(ctx context.Context, key string) (bool, error) { return i.del(ctx, key) }
+
+// getBytes reads key's value and whether it exists.
+func (r *route) getBytes(ctx context.Context, key string) ([]byte, bool, error) {
+	cl, k, done, err := r.target(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -163,9 +143,9 @@ func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, err
 	return v, true, nil
 }
 
-// Forget removes the record so the key can be used again.
-func (i *Idempotency) Forget(ctx context.Context, key string) (bool, error) {
-	cl, k, done, err := i.target(ctx, key)
+// del removes key and reports whether it existed.
+func (r *route) del(ctx context.Context, key string) (bool, error) {
+	cl, k, done, err := r.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
