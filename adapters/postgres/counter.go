@@ -113,9 +113,5 @@ func (k *Counters) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, name)...)
-	if err == nil && tag.RowsAffected() == 0 {
-		return document.ErrNotFound
-	}
-	return err
+	return execOne(ctx, pool, st.del, args(st.tagged, tenant, name), document.ErrNotFound)
 }

@@ -140,11 +140,7 @@ func (x *IdempotencyStore) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, key)...)
-	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNoKey
-	}
-	return err
+	return execOne(ctx, pool, st.del, args(st.tagged, tenant, key), ErrNoKey)
 }
 
 // ErrNoKey is returned by Delete for a key with nothing stored.

@@ -125,11 +125,7 @@ func (i *InboxRoute) Forget(ctx context.Context, eventID string) error {
 		return err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.forget, args(st.tagged, tenant, eventID)...)
-	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotMarked
-	}
-	return err
+	return execOne(ctx, pool, st.forget, args(st.tagged, tenant, eventID), ErrNotMarked)
 }
 
 // Count returns how many event ids are marked (the bound tenant's when the

@@ -121,3 +121,13 @@ func itoa(i int) string {
 }
 
 var jsonMarshal = json.Marshal
+
+// execOne runs stmt, which touches at most one row, and returns none when
+// it touched nothing: the bound tenant has no such row.
+func execOne(ctx context.Context, pool pgxPool, stmt string, a []any, none error) error {
+	tag, err := pool.Exec(ctx, stmt, a...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return none
+	}
+	return err
+}

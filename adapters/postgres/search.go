@@ -128,11 +128,7 @@ func (x *Searches) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.del, args(st.tagged, tenant, id)...)
-	if err == nil && tag.RowsAffected() == 0 {
-		return document.ErrNotFound
-	}
-	return err
+	return execOne(ctx, pool, st.del, args(st.tagged, tenant, id), document.ErrNotFound)
 }
 
 // Search returns the best hits for a web-search style query.
