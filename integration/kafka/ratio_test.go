@@ -2,10 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -20,9 +17,7 @@ import (
 // per-tenant topic through the adapter vs a raw kafka-go Writer with the
 // same settings, on one kfake cluster, interleaved, median of rounds.
 func TestRatioTenantTopicProduce(t *testing.T) {
-	if os.Getenv("TENANTWIRE_BENCH") != "1" {
-		t.Skip("ratio benchmark: run with `make bench` (TENANTWIRE_BENCH=1)")
-	}
+	ratio.SkipUnlessEnabled(t)
 	_, broker := cluster(t)
 	// BatchSize 1 flushes at once: both sides measure the write, not a timer.
 	tune := func(w *kafkago.Writer) { w.BatchSize = 1 }
@@ -65,34 +60,5 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 			}
 		}
 	}
-	const rounds, iters = 15, 3000
-	ours(iters / 10)
-	base(iters / 10)
-	var ratios []float64
-	for i := range rounds {
-		var o, b time.Duration
-		if i%2 == 0 {
-			o, b = timed(ours, iters), timed(base, iters)
-		} else {
-			b, o = timed(base, iters), timed(ours, iters)
-		}
-		ratios = append(ratios, float64(o)/float64(b))
-	}
-	slices.Sort(ratios)
-	median := ratios[len(ratios)/2]
-	fmt.Printf("ratio P7-kafka-tenant-topic-produce %.2f\n", median)
-	// Over target is reported, not failed: timings on a shared machine are
-	// noise (the project's ratio convention).
-	verdict := "meets"
-	if median > 1.05 {
-		verdict = "MISSES"
-	}
-	t.Logf("P7: median %.3f over %d rounds %.3f; %s target <= 1.05", median, rounds, ratios, verdict)
-}
-
-func timed(f func(int), n int) time.Duration {
-	runtime.GC()
-	start := time.Now()
-	f(n)
-	return time.Since(start)
+	ratio.Report(t, ratio.Pair{Label: "P7", Name: "kafka-tenant-topic-produce", Ours: ours, Baseline: base, Rounds: 15, Iterations: 3000}, 1.05)
 }

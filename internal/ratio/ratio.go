@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -69,7 +70,10 @@ func Measure(p Pair) Result {
 	return res
 }
 
+// timed collects garbage first, so one side's garbage is not billed to the
+// other.
 func timed(f func(int), n int) time.Duration {
+	runtime.GC()
 	start := time.Now()
 	f(n)
 	return time.Since(start)
