@@ -54,17 +54,7 @@ func TestOutboxRelayToKafkaEndToEnd(t *testing.T) {
 func endToEnd(t *testing.T, url string, sharded bool) {
 	_, broker := cluster(t)
 	topics := map[bool]string{false: "e2e.", true: "e2e-sharded."}[sharded]
-	b := make([]byte, 4)
-	rand.Read(b)
-	table := "e2e_outbox_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
-		conn.Close(context.Background())
-	})
+	_, table := outboxTable(t, url, "e2e_outbox_")
 
 	got := newReceived()
 	counted := &sent{n: map[string]int{}}
@@ -137,4 +127,22 @@ func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres
 		postgres.Outbox("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
 		postgres.ShardedRelay("outbox", assigned, rc),
 	}
+}
+
+// outboxTable names a fresh outbox table for one test and drops it after,
+// with a superuser connection for the test's own checks.
+func outboxTable(t *testing.T, url, prefix string) (*pgx.Conn, string) {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	table := prefix + hex.EncodeToString(b)
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+		conn.Close(context.Background())
+	})
+	return conn, table
 }

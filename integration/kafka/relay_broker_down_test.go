@@ -2,8 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -71,17 +69,7 @@ func TestRelayStartsWithBrokerDown(t *testing.T) {
 
 func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	port := freePort(t)
-	b := make([]byte, 4)
-	rand.Read(b)
-	table := "down_outbox_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
-		conn.Close(context.Background())
-	})
+	conn, table := outboxTable(t, url, "down_outbox_")
 
 	ids := []tenancy.ID{tenantA, tenantB, tenantC}
 	tried := &attempts{byPass: map[string][]attempt{}}
