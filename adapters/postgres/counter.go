@@ -70,13 +70,7 @@ func (k *Counters) build(tenant tenancy.ID) *counterStmts {
 }
 
 func (k *Counters) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPool, func(), error) {
-	tenant, err := k.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	st := cached(k.route, k.static, tenant, k.build)
-	pool, release, err := k.c.conn(ctx, tenant)
-	return tenant, st, pool, release, err
+	return beginCall(ctx, k.route, k.static, k.build)
 }
 
 // Add adds delta to the counter (creating it at 0) and returns the result.

@@ -107,16 +107,7 @@ func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
 
 // begin resolves the tenant, statements and pool of one call.
 func (d *Documents[T]) begin(ctx context.Context) (tenancy.ID, *docStmts, pgxPool, func(), error) {
-	tenant, err := d.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	st := cached(d.route, d.static, tenant, d.build)
-	pool, release, err := d.c.conn(ctx, tenant)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	return tenant, st, pool, release, nil
+	return beginCall(ctx, d.route, d.static, d.build)
 }
 
 // Get returns the record id of the bound tenant, or document.ErrNotFound.

@@ -134,15 +134,7 @@ func (f *Federated) build(tenant tenancy.ID) *fedStmts {
 }
 
 func (f *Federated) begin(ctx context.Context) (tenancy.ID, *fedStmts, pgxPool, func(), error) {
-	tenant, err := f.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	pool, release, err := f.c.conn(ctx, tenant)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	return tenant, cached(f.route, f.static, tenant, f.build), pool, release, nil
+	return beginCall(ctx, f.route, f.static, f.build)
 }
 
 // Search returns the best hits across every leg.

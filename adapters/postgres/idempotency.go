@@ -72,15 +72,7 @@ func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
 }
 
 func (x *IdempotencyStore) begin(ctx context.Context) (tenancy.ID, *idemStmts, pgxPool, func(), error) {
-	tenant, err := x.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	pool, release, err := x.c.conn(ctx, tenant)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	return tenant, cached(x.route, x.static, tenant, x.build), pool, release, nil
+	return beginCall(ctx, x.route, x.static, x.build)
 }
 
 // Do returns key's stored result when one has not expired (replayed =

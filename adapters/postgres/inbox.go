@@ -62,15 +62,7 @@ func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
 }
 
 func (i *InboxRoute) begin(ctx context.Context) (tenancy.ID, *inboxStmts, pgxPool, func(), error) {
-	tenant, err := i.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	pool, release, err := i.c.conn(ctx, tenant)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	return tenant, cached(i.route, i.static, tenant, i.build), pool, release, nil
+	return beginCall(ctx, i.route, i.static, i.build)
 }
 
 // Once runs fn in one transaction with marking eventID, unless it was

@@ -131,3 +131,17 @@ func execOne(ctx context.Context, pool pgxPool, stmt string, a []any, none error
 	}
 	return err
 }
+
+// beginCall resolves one call's tenant, statements and pool; the caller
+// releases the pool when err is nil.
+func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (tenancy.ID, *S, pgxPool, func(), error) {
+	tenant, err := r.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	pool, release, err := r.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, nil, err
+	}
+	return tenant, cached(r, static, tenant, build), pool, release, nil
+}

@@ -101,13 +101,7 @@ func (x *Searches) build(tenant tenancy.ID) *searchStmts {
 }
 
 func (x *Searches) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool, func(), error) {
-	tenant, err := x.tenant(ctx)
-	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	st := cached(x.route, x.static, tenant, x.build)
-	pool, release, err := x.c.conn(ctx, tenant)
-	return tenant, st, pool, release, err
+	return beginCall(ctx, x.route, x.static, x.build)
 }
 
 // Put indexes body under id, replacing what was there.
