@@ -83,6 +83,50 @@ func TestParseID(t *testing.T) {
 	}
 }
 
+// Every dash of the canonical form is checked where it stands: moving any
+// of the four one place left or right keeps the length and the count of
+// hex digits, and must still be refused; so must a dash dropped or added.
+func TestParseIDDashPlacement(t *testing.T) {
+	const good = "a1b2c3d4-e5f6-4789-abcd-ef0123456789"
+	if _, err := tenancy.ParseID(good); err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, at := range []int{8, 13, 18, 23} {
+		if good[at] != '-' {
+			t.Fatalf("no dash at %d", at)
+		}
+		for _, to := range []int{at - 1, at + 1} {
+			b := []byte(good)
+			b[at], b[to] = b[to], b[at] // the dash trades places with a digit
+			bad = append(bad, string(b))
+		}
+		bad = append(bad,
+			good[:at]+good[at+1:],                    // dash missing: 35 characters
+			good[:at]+good[at+1:]+"0",                // dash missing, length kept
+			good[:at]+"-"+good[at:],                  // dash doubled: 37 characters
+			good[:at]+"-"+good[at+1:len(good)-1]+"-", // an extra dash replaces a digit
+			good[:at]+"0"+good[at+1:],                // a digit where the dash was
+		)
+	}
+	bad = append(bad, "-"+good[1:], good[:35]+"-", "a1b2c3d4-e5f6-4789-ab-d-ef0123456789")
+	for _, in := range bad {
+		if in == good {
+			t.Fatalf("case %q is the good form", in)
+		}
+		if id, err := tenancy.ParseID(in); !errors.Is(err, tenancy.ErrInvalidID) {
+			t.Errorf("ParseID(%q) = %v, %v; want ErrInvalidID", in, id, err)
+		}
+	}
+	// Upper and mixed case are accepted and mean the lowercase tenant.
+	for _, in := range []string{strings.ToUpper(good), "A1b2C3d4-E5f6-4789-aBcD-Ef0123456789"} {
+		id, err := tenancy.ParseID(in)
+		if err != nil || id.String() != good || id != tenancy.MustParseID(good) {
+			t.Errorf("ParseID(%q) = %q, %v; want %q", in, id, err, good)
+		}
+	}
+}
+
 func TestBinding(t *testing.T) {
 	a := tenancy.MustParseID("a1b2c3d4-e5f6-4789-abcd-ef0123456789")
 	ctx := context.Background()
