@@ -30,6 +30,9 @@ const (
 	CodeTenantSourceConflict     Code = "tenant_source_conflict"
 	CodeRouteInvalid             Code = "route_invalid"
 	CodeTenantScopeChanged       Code = "tenant_scope_changed"
+	CodeTenantSourceInvalid      Code = "tenant_source_invalid"
+	CodeTenantHostAmbiguous      Code = "tenant_host_ambiguous"
+	CodeRouteClassOverlap        Code = "route_class_overlap"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
