@@ -32,7 +32,7 @@ func hotRequest(tb testing.TB) (*tenanthttp.Resolver, *http.Request) {
 	return res, r
 }
 
-// TestHotPathAllocations is QUALITY P9. Parsing the header and resolving
+// TestHotPathAllocations: parsing the header and resolving
 // the tenant (header and host label agreeing) allocate nothing. Binding it
 // costs exactly what net/http and context require: tenancy.WithTenant's
 // context.WithValue (the value box and the valueCtx) and r.WithContext's

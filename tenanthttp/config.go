@@ -1,7 +1,11 @@
 package tenanthttp
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -17,7 +21,11 @@ type Config struct {
 	// "127.0.0.1:9090", so operator surfaces stay local unless asked.
 	OperatorAddr string
 
-	// Header names the tenant header; "" means X-Tenant-ID.
+	// Header names the tenant header; "" means X-Tenant-ID. It must be an
+	// HTTP token that reaches handlers (not Host, Content-Length or a
+	// hop-by-hop header): any other name is refused at fx.New with
+	// tenant_source_invalid, because no request could carry it and every
+	// request would resolve to the default tenant.
 	Header string
 	// HeaderOff turns header resolution off (claim and/or host only).
 	HeaderOff bool
@@ -79,7 +87,71 @@ func (c Config) Mode() string {
 	return strings.Join(parts, "+")
 }
 
-// checkTrust is the interlock of DESIGN §4.
+// check refuses a configuration that cannot resolve tenants as written.
+// Both refusals are reported when both apply.
+func (c Config) check() error {
+	names, trust := c.checkNames(), c.checkTrust()
+	if names == nil || trust == nil {
+		return cmp.Or(names, trust)
+	}
+	return errors.Join(names, trust)
+}
+
+// checkNames refuses a tenant header no request can carry to a handler: a
+// name that is not an HTTP token never parses as a header, and net/http or
+// the proxy removes the others before the handler runs. Either way every
+// request would silently be the default tenant.
+func (c Config) checkNames() error {
+	if c.HeaderOff {
+		return nil
+	}
+	name := c.headerName()
+	var why string
+	switch {
+	case !validToken(name):
+		why = "is not an HTTP token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~ only, no spaces, tabs or colons)"
+	case unreachableHeaders[textproto.CanonicalMIMEHeaderKey(name)]:
+		why = "never reaches a handler (net/http consumes it, or proxies drop it as hop-by-hop)"
+	default:
+		return nil
+	}
+	return &tenancy.Error{
+		Code:   tenancy.CodeTenantSourceInvalid,
+		Module: "tenanthttp",
+		Detail: fmt.Sprintf("the tenant header name %q %s, so no request could name a tenant and every request would be the default tenant", name, why),
+		Fix:    "set Config.Header to the exact header name your proxy sets, such as X-Tenant-ID, with no surrounding spaces or colon",
+	}
+}
+
+// unreachableHeaders are valid tokens that never reach a handler's
+// r.Header: net/http removes Host and Transfer-Encoding and rewrites
+// Content-Length; a proxy drops the hop-by-hop ones (RFC 9110 7.6.1).
+var unreachableHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true,
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true,
+	"Trailer": true, "Upgrade": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+}
+
+// validToken reports whether s is an RFC 9110 token, the grammar of a
+// header field name (the rule net/http applies to incoming names).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkTrust is the trusted-proxy interlock: header and host are
+// client-controlled unless a proxy sets them.
 func (c Config) checkTrust() error {
 	if c.TrustedProxy {
 		return nil

@@ -21,7 +21,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
 
-// Every test of the package leaves no goroutine behind (QUALITY R6): the
+// Every test of the package leaves no goroutine behind: the
 // listeners stop in OnStop. Boot lines of apps without their own logger
 // are discarded.
 func TestMain(m *testing.M) {

@@ -17,7 +17,7 @@ import (
 const DefaultHeader = "X-Tenant-ID"
 
 // InvalidHeaderBody is the exact body of the 400 answered for a malformed
-// tenant header (DESIGN §4).
+// tenant header.
 const InvalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
 
 const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_conflict"}`
@@ -38,7 +38,7 @@ var (
 	}
 )
 
-// ParseHeader applies the header table of DESIGN §4 to the values of the
+// ParseHeader applies the header table (docs/http.md) to the values of the
 // tenant header (as in http.Header). It reports the tenant the header names
 // (named is false when the header is absent or blank, and the result is
 // then the default tenant), or ErrInvalidHeader. Several values are refused:
@@ -107,7 +107,7 @@ type Resolver struct {
 // without cfg.TrustedProxy is refused with trusted_proxy_required: both are
 // client-controlled unless a proxy sets them.
 func NewResolver(cfg Config) (*Resolver, error) {
-	if err := cfg.checkTrust(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	return &Resolver{

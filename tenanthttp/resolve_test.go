@@ -57,7 +57,7 @@ func TestParseHeaderTable(t *testing.T) {
 	}
 }
 
-// FuzzTenantHeader is QUALITY R5 over DESIGN §4's table: never a panic; a
+// FuzzTenantHeader checks the header table: never a panic; a
 // blank header is the default tenant; a named tenant is exactly the
 // lowercased input; everything else is refused, and the middleware answers
 // the exact 400.
