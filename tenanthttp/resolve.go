@@ -22,6 +22,8 @@ const InvalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
 
 const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_conflict"}`
 
+const ambiguousBody = `{"error":"request target names a host (absolute form)","code":"tenant_host_ambiguous"}`
+
 // The request-time refusals are shared values so that resolving never
 // allocates, even on the refusal path. Compare with errors.Is against the
 // code; do not mutate them.
@@ -35,6 +37,11 @@ var (
 		Code:   tenancy.CodeTenantSourceConflict,
 		Detail: "two tenant sources of the request (claim, header, host label) name different tenants",
 		Fix:    "send only the tenant the caller is entitled to",
+	}
+	ErrHostAmbiguous = &tenancy.Error{
+		Code:   tenancy.CodeTenantHostAmbiguous,
+		Detail: "host mode is on and the request line carries an absolute-form target, whose host replaces the Host header the proxy set",
+		Fix:    "send the request target in origin form (GET /path) with the tenant's host in the Host header",
 	}
 )
 
@@ -123,9 +130,13 @@ func NewResolver(cfg Config) (*Resolver, error) {
 // (Config.Host). Every source that names a tenant must name the same one,
 // or the request is refused with ErrSourceConflict; when none names one,
 // the result is the default tenant (the header table's "absent" row). A
-// malformed header is ErrInvalidHeader. It allocates nothing beyond what
-// the user's Host and Claim functions do.
+// malformed header is ErrInvalidHeader. In host mode an absolute-form
+// request target is ErrHostAmbiguous. It allocates nothing beyond what the
+// user's Host and Claim functions do.
 func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
+	if res.host != nil && absoluteForm(r) {
+		return tenancy.ID{}, ErrHostAmbiguous
+	}
 	var (
 		got   tenancy.ID
 		named bool
@@ -164,10 +175,22 @@ func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
 	return got, nil
 }
 
+// absoluteForm reports whether the request line's target was not a path
+// ("GET http://b.example/x", "CONNECT b.example:443"). net/http then takes
+// r.Host from the target and discards the Host header, so the label could
+// be the client's while the proxy set (and checked) another Host. The
+// Host header is gone by the time a handler runs, so the two cannot be
+// compared: the request is refused instead. A request that no server read
+// (RequestURI empty) has only r.Host.
+func absoluteForm(r *http.Request) bool {
+	return r.RequestURI != "" && r.RequestURI[0] != '/'
+}
+
 // Middleware binds the resolved tenant into the request context with
 // tenancy.WithTenant, or answers the refusal: 400 with InvalidHeaderBody
 // for a malformed header, 403 with a JSON body naming
-// tenant_source_conflict when sources disagree.
+// tenant_source_conflict when sources disagree, 400 with a JSON body naming
+// tenant_host_ambiguous for an absolute-form target in host mode.
 func (res *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := res.Resolve(r)
@@ -181,8 +204,11 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 
 func refuse(w http.ResponseWriter, err error) {
 	status, body := http.StatusBadRequest, InvalidHeaderBody
-	if err == ErrSourceConflict {
+	switch err {
+	case ErrSourceConflict:
 		status, body = http.StatusForbidden, conflictBody
+	case ErrHostAmbiguous:
+		body = ambiguousBody
 	}
 	writeJSON(w, status, body)
 }

@@ -1,0 +1,97 @@
+package tenanthttp_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
+)
+
+// startApp starts the module on loopback listeners and stops it when the
+// test ends.
+func startApp(t *testing.T, cfg tenanthttp.Config, opts ...fx.Option) *tenanthttp.Server {
+	t.Helper()
+	cfg.TenantAddr, cfg.OperatorAddr = "127.0.0.1:0", "127.0.0.1:0"
+	var srv *tenanthttp.Server
+	app := fx.New(append([]fx.Option{fx.NopLogger, tenanthttp.Module(cfg), fx.Populate(&srv)}, opts...)...)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := app.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
+}
+
+// raw writes one request exactly as given (request line included) on a new
+// connection and reads the response.
+func raw(t *testing.T, addr, request string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var whoRoute = tenanthttp.Route("/who", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	id, _ := tenancy.FromContext(r.Context())
+	_, _ = io.WriteString(w, id.String())
+}))
+
+// In host mode, an absolute-form request line would put the client's host
+// in place of the Host header the proxy set: it is refused, whatever the
+// two hosts are, because net/http discards the Host header before any
+// handler can compare them.
+func TestAbsoluteFormTargetInHostMode(t *testing.T) {
+	srv := startApp(t, tenanthttp.Config{TrustedProxy: true, HeaderOff: true, Host: hosts}, whoRoute)
+	addr := srv.TenantAddr()
+	code, body := raw(t, addr, "GET /who HTTP/1.1\r\nHost: alpha.example.com\r\nConnection: close\r\n\r\n")
+	if code != 200 || body != tenantA.String() {
+		t.Fatalf("origin form: %d %q", code, body)
+	}
+	for _, req := range []string{
+		"GET http://beta.example.com/who HTTP/1.1\r\nHost: alpha.example.com\r\nConnection: close\r\n\r\n",
+		"GET http://alpha.example.com/who HTTP/1.1\r\nHost: alpha.example.com\r\nConnection: close\r\n\r\n",
+		"GET http://beta.example.com/who HTTP/1.0\r\n\r\n",
+	} {
+		code, body := raw(t, addr, req)
+		if code != http.StatusBadRequest || !strings.Contains(body, `"code":"tenant_host_ambiguous"`) || strings.Contains(body, tenantB.String()) {
+			t.Errorf("%q: %d %q", strings.SplitN(req, "\r\n", 2)[0], code, body)
+		}
+	}
+	// Without host mode the host names no tenant, and the request is served
+	// under the header's tenant.
+	srv = startApp(t, tenanthttp.Config{TrustedProxy: true}, whoRoute)
+	code, body = raw(t, srv.TenantAddr(), "GET http://beta.example.com/who HTTP/1.1\r\nHost: alpha.example.com\r\nX-Tenant-ID: "+
+		tenantA.String()+"\r\nConnection: close\r\n\r\n")
+	if code != 200 || body != tenantA.String() {
+		t.Errorf("absolute form in header mode: %d %q", code, body)
+	}
+}
