@@ -95,3 +95,45 @@ func TestAbsoluteFormTargetInHostMode(t *testing.T) {
 		t.Errorf("absolute form in header mode: %d %q", code, body)
 	}
 }
+
+// A path whose escaped form decodes into an operator or blocked path is 404
+// on the listener that shadows it: ServeMux matches /debug%2Fpprof/ as one
+// segment, while a handler reading r.URL.Path sees /debug/pprof/.
+func TestEscapedPathsIntoShadowedPaths(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "served "+r.URL.Path) })
+	srv := startApp(t, tenanthttp.Config{TrustedProxy: true},
+		tenanthttp.Route("/", tenanthttp.Tenant, echo),
+		tenanthttp.Route("GET /admin/stats", tenanthttp.Operator, echo),
+		tenanthttp.Route("/debug/", tenanthttp.Blocked, nil),
+	)
+	get := func(addr, target string) (int, string) {
+		return raw(t, addr, "GET "+target+" HTTP/1.1\r\nHost: svc\r\nConnection: close\r\n\r\n")
+	}
+	for _, p := range []string{
+		"/debug%2Fpprof/", "/debug%2fpprof/profile", "/debug%2F", "/admin%2fstats", "/admin%2Fstats",
+		"/%64ebug/pprof/", "/x%2F..%2Fdebug%2Fpprof/", "/tenancy%2Fmatrix",
+	} {
+		if code, body := get(srv.TenantAddr(), p); code != http.StatusNotFound || strings.Contains(body, "served") {
+			t.Errorf("tenant listener %s: %d %q", p, code, body)
+		}
+	}
+	// Escapes elsewhere are untouched.
+	if code, body := get(srv.TenantAddr(), "/files/a%2Fb"); code != 200 || body != "served /files/a/b" {
+		t.Errorf("tenant listener /files/a%%2Fb: %d %q", code, body)
+	}
+	if code, body := get(srv.OperatorAddr(), "/admin%2Fstats"); code != http.StatusNotFound {
+		t.Errorf("operator listener /admin%%2Fstats (a different path to ServeMux): %d %q", code, body)
+	}
+
+	// The operator listener shadows blocked paths the same way.
+	srv = startApp(t, tenanthttp.Config{TrustedProxy: true},
+		tenanthttp.Route("/", tenanthttp.Operator, echo),
+		tenanthttp.Route("/debug/", tenanthttp.Blocked, nil),
+	)
+	if code, body := get(srv.OperatorAddr(), "/debug%2Fpprof/"); code != http.StatusNotFound || strings.Contains(body, "served") {
+		t.Errorf("operator listener /debug%%2Fpprof/: %d %q", code, body)
+	}
+	if code, body := get(srv.OperatorAddr(), "/status%2Fx"); code != 200 || body != "served /status/x" {
+		t.Errorf("operator listener /status%%2Fx: %d %q", code, body)
+	}
+}

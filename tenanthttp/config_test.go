@@ -1,9 +1,12 @@
 package tenanthttp_test
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -83,6 +86,63 @@ func TestTrustedProxyInterlockEveryCombination(t *testing.T) {
 				continue
 			}
 			tenancytest.RequireWires(t, tenanthttp.Module(cfg))
+		}
+	}
+}
+
+// Routes of different classes are compared by the requests they match: a
+// route that would win a request an operator or blocked route matches is
+// refused, whatever its text.
+func TestRouteClassOverlapRefused(t *testing.T) {
+	ok := tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}
+	h := http.NotFoundHandler()
+	type r struct {
+		pattern string
+		class   tenanthttp.Class
+	}
+	for _, c := range []struct {
+		name    string
+		routes  []r
+		refused string // the refused route's pattern, "" when the routes wire
+	}{
+		{"tenant under a blocked subtree", []r{{"GET /debug/pprof/", tenanthttp.Tenant}, {"/debug/", tenanthttp.Blocked}}, "GET /debug/pprof/"},
+		{"tenant subtree under a blocked subtree", []r{{"/debug/pprof/", tenanthttp.Tenant}, {"/debug/", tenanthttp.Blocked}}, "/debug/pprof/"},
+		{"tenant literal beside an operator wildcard", []r{{"GET /admin/stats", tenanthttp.Tenant}, {"/admin/{p}", tenanthttp.Operator}}, "GET /admin/stats"},
+		{"tenant wildcard on an operator path", []r{{"GET /admin/{p}", tenanthttp.Tenant}, {"GET /admin/stats", tenanthttp.Operator}}, "GET /admin/{p}"},
+		{"tenant host catch-all", []r{{"x.example.com/", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}}, "x.example.com/"},
+		{"tenant host on an operator path", []r{{"x.example.com/metrics", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}}, "x.example.com/metrics"},
+		{"tenant HEAD on an operator GET", []r{{"HEAD /metrics", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}}, "HEAD /metrics"},
+		{"tenant POST on an operator GET", []r{{"POST /metrics", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}}, "POST /metrics"},
+		{"tenant anchor on a blocked subtree", []r{{"/debug/{$}", tenanthttp.Tenant}, {"/debug/", tenanthttp.Blocked}}, "/debug/{$}"},
+		{"tenant multi wildcard under a blocked subtree", []r{{"/debug/x/{rest...}", tenanthttp.Tenant}, {"/debug/", tenanthttp.Blocked}}, "/debug/x/{rest...}"},
+		{"tenant catch-all with a method", []r{{"GET /", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}}, "GET /"},
+		{"operator under a blocked subtree", []r{{"GET /debug/vars", tenanthttp.Operator}, {"/debug/", tenanthttp.Blocked}}, "GET /debug/vars"},
+		{"tenant wildcard with a method on a built-in operator path", []r{{"GET /{p}", tenanthttp.Tenant}}, "GET /{p}"},
+
+		{"method-less tenant catch-all", []r{{"/", tenanthttp.Tenant}, {"GET /metrics", tenanthttp.Operator}, {"/debug/", tenanthttp.Blocked}}, ""},
+		{"tenant subtree beside a blocked one", []r{{"/debugger/", tenanthttp.Tenant}, {"/debug/", tenanthttp.Blocked}}, ""},
+		{"tenant wildcard one level deeper", []r{{"GET /admin/{p}/x", tenanthttp.Tenant}, {"/admin/{p}", tenanthttp.Operator}}, ""},
+		{"tenant anchor beside an operator subtree's parent", []r{{"GET /admin", tenanthttp.Tenant}, {"/admin/", tenanthttp.Operator}}, ""},
+		{"method-less tenant subtree holding an operator path", []r{{"/admin/", tenanthttp.Tenant}, {"GET /admin/stats", tenanthttp.Operator}}, ""},
+		{"operator path under an operator host", []r{{"/", tenanthttp.Tenant}, {"ops.example.com/", tenanthttp.Operator}}, ""},
+		{"method-less tenant wildcard beside built-in operator paths", []r{{"/{p}", tenanthttp.Tenant}}, ""},
+		{"operator catch-all beside a blocked subtree", []r{{"/", tenanthttp.Operator}, {"/debug/", tenanthttp.Blocked}}, ""},
+	} {
+		opts := []fx.Option{tenanthttp.Module(ok)}
+		for _, rt := range c.routes {
+			var hh http.Handler = h
+			if rt.class == tenanthttp.Blocked {
+				hh = nil
+			}
+			opts = append(opts, tenanthttp.Route(rt.pattern, rt.class, hh))
+		}
+		if c.refused == "" {
+			tenancytest.RequireWires(t, opts...)
+			continue
+		}
+		e := tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap, opts...)
+		if e.Route != c.refused || e.Module != "tenanthttp" || e.Fix == "" {
+			t.Errorf("%s: refused %q: %v", c.name, e.Route, e)
 		}
 	}
 }

@@ -235,13 +235,13 @@ func TestRefusedDuringFxNew(t *testing.T) {
 	if e.Route != "GET /admin" {
 		t.Errorf("refusal names route %q", e.Route)
 	}
-	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid,
+	tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap,
 		tenanthttp.Module(ok), tenanthttp.Route("GET /healthz", tenanthttp.Tenant, h))
-	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid,
+	tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap,
 		tenanthttp.Module(ok), tenanthttp.Route("GET /a", tenanthttp.Tenant, h), tenanthttp.Route("GET /a", tenanthttp.Blocked, nil))
 	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid,
 		tenanthttp.Module(ok), tenanthttp.Route("GET /a", tenanthttp.Tenant, nil))
-	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid, // one path, two classes
+	tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap, // one path, two classes
 		tenanthttp.Module(ok), tenanthttp.Route("/m", tenanthttp.Tenant, h), tenanthttp.Route("GET /m", tenanthttp.Operator, h))
 	tenancytest.RequireWires(t, tenanthttp.Module(ok), // several operator methods share one shadow
 		tenanthttp.Route("GET /m", tenanthttp.Operator, h), tenanthttp.Route("POST /m", tenanthttp.Operator, h),

@@ -45,7 +45,7 @@ func RouteWith[D any](pattern string, class Class, build func(deps D) http.Handl
 
 // muxes are the two routers built from the classified routes.
 type muxes struct {
-	tenant, operator *http.ServeMux
+	tenant, operator http.Handler
 }
 
 var notFound = http.NotFoundHandler()
@@ -54,6 +54,9 @@ var notFound = http.NotFoundHandler()
 // the resolver in front; operator routes are served on the operator
 // listener and shadowed by a 404 on the tenant listener, so a tenant
 // catch-all can never answer for them; blocked routes are shadowed on both.
+// A route that would answer a request a shadow of its listener matches is
+// refused (route_class_overlap): the shadow must win every request it
+// matches, which net/http guarantees only where it is the more specific.
 func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	routes = slices.Clone(routes)
 	slices.SortStableFunc(routes, func(a, b RouteDef) int { return cmp.Compare(a.Pattern, b.Pattern) })
@@ -75,39 +78,103 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	if len(errs) > 0 {
 		return muxes{}, errors.Join(errs...)
 	}
-	m := muxes{tenant: http.NewServeMux(), operator: http.NewServeMux()}
-	// Shadows match any method, so that a tenant catch-all cannot answer
-	// "POST /healthz" either; several routes may share one shadow.
-	tenantShadows, operatorShadows := map[string]bool{}, map[string]bool{}
+	// Every pattern through net/http first: it refuses bad patterns and
+	// conflicts within a class, and what it accepts parsePattern reads.
+	tenant, operator, blocked := http.NewServeMux(), http.NewServeMux(), http.NewServeMux()
 	for _, r := range routes {
 		switch r.Class {
 		case Tenant:
-			errs = append(errs, handle(m.tenant, r.Pattern, res.Middleware(r.Handler)))
+			errs = append(errs, handle(tenant, r.Pattern, res.Middleware(r.Handler)))
 		case Operator:
-			errs = append(errs, handle(m.operator, r.Pattern, r.Handler))
-			tenantShadows[anyMethod(r.Pattern)] = true
+			errs = append(errs, handle(operator, r.Pattern, r.Handler))
 		case Blocked:
-			tenantShadows[anyMethod(r.Pattern)] = true
-			operatorShadows[anyMethod(r.Pattern)] = true
+			errs = append(errs, handle(blocked, r.Pattern, notFound))
 		}
 	}
-	// A method-specific tenant route would outrank a shadow; one path
-	// belongs to one class.
+	if err := errors.Join(errs...); err != nil {
+		return muxes{}, err
+	}
+	errs = nil
+	// Shadows match any method, so that a tenant catch-all cannot answer
+	// "POST /healthz" either; several routes may share one shadow.
+	tenantShadows, operatorShadows := map[string]RouteDef{}, map[string]RouteDef{}
 	for _, r := range routes {
-		if r.Class == Tenant && tenantShadows[anyMethod(r.Pattern)] {
-			errs = append(errs, routeInvalid(r.Pattern, "the path "+anyMethod(r.Pattern)+" is also an operator or blocked route"))
-			delete(tenantShadows, anyMethod(r.Pattern))
+		switch r.Class {
+		case Operator:
+			tenantShadows[anyMethod(r.Pattern)] = r
+		case Blocked:
+			tenantShadows[anyMethod(r.Pattern)] = r
+			operatorShadows[anyMethod(r.Pattern)] = r
 		}
 	}
+	for _, r := range routes {
+		shadows := tenantShadows
+		switch r.Class {
+		case Operator:
+			shadows = operatorShadows
+		case Blocked:
+			continue
+		}
+		rp, _ := parsePattern(r.Pattern)
+		for _, sh := range slices.Sorted(maps.Keys(shadows)) {
+			if sp, _ := parsePattern(sh); answersFor(rp, sp) {
+				errs = append(errs, routeOverlap(r, shadows[sh]))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return muxes{}, errors.Join(errs...)
+	}
+	m := muxes{tenant: tenant, operator: operator}
 	for _, sh := range []struct {
-		mux *http.ServeMux
-		set map[string]bool
-	}{{m.tenant, tenantShadows}, {m.operator, operatorShadows}} {
+		mux  *http.ServeMux
+		set  map[string]RouteDef
+		next *http.Handler
+	}{{tenant, tenantShadows, &m.tenant}, {operator, operatorShadows, &m.operator}} {
+		guard := http.NewServeMux()
 		for _, p := range slices.Sorted(maps.Keys(sh.set)) {
-			errs = append(errs, handle(sh.mux, p, notFound))
+			errs = append(errs, handle(sh.mux, p, notFound), handle(guard, p, notFound))
+		}
+		if len(sh.set) > 0 {
+			*sh.next = decodedGuard{shadows: guard, next: *sh.next}
 		}
 	}
 	return m, errors.Join(errs...)
+}
+
+// decodedGuard answers 404 for a request whose path, once percent-decoded,
+// is a shadowed path. ServeMux splits the escaped path before decoding each
+// segment, so /debug%2Fpprof/ is one segment to it and misses the /debug/
+// shadow, while a handler reading r.URL.Path sees /debug/pprof/.
+type decodedGuard struct {
+	shadows *http.ServeMux
+	next    http.Handler
+}
+
+func (g decodedGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// RawPath is set only when the escaped form differs from the default
+	// encoding of Path, so ordinary requests skip the second lookup.
+	if r.URL.RawPath != "" {
+		u := *r.URL
+		u.RawPath = ""
+		r2 := *r
+		r2.URL = &u
+		if _, p := g.shadows.Handler(&r2); p != "" {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+func routeOverlap(r, shadow RouteDef) error {
+	return &tenancy.Error{
+		Code:   tenancy.CodeRouteClassOverlap,
+		Module: "tenanthttp",
+		Route:  r.Pattern,
+		Detail: fmt.Sprintf("the %s route would answer requests that the %s route %q matches, which its listener must answer 404", r.Class, shadow.Class, shadow.Pattern),
+		Fix:    fmt.Sprintf("move the %s route out of %q (another path, or a host the %s route does not name), or drop it; a catch-all with no method, such as \"/\", stays allowed", r.Class, anyMethod(shadow.Pattern), shadow.Class),
+	}
 }
 
 // anyMethod drops the method of a ServeMux pattern ("GET /x" → "/x").
