@@ -3,6 +3,7 @@ package tenanthttp_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -135,5 +136,104 @@ func TestEscapedPathsIntoShadowedPaths(t *testing.T) {
 	}
 	if code, body := get(srv.OperatorAddr(), "/status%2Fx"); code != 200 || body != "served /status/x" {
 		t.Errorf("operator listener /status%%2Fx: %d %q", code, body)
+	}
+}
+
+// An idle keep-alive connection is closed once the idle timeout passes.
+func TestIdleConnectionClosed(t *testing.T) {
+	srv := startApp(t, tenanthttp.Config{TrustedProxy: true, IdleTimeout: 200 * time.Millisecond}, whoRoute)
+	conn, err := net.Dial("tcp", srv.TenantAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /who HTTP/1.1\r\nHost: svc\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("first request: %d, close %v", resp.StatusCode, resp.Close)
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(5 * time.Second))
+	_, err = br.ReadByte()
+	idle := time.Since(start)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the idle connection was still open after %v", idle)
+	}
+	if err == nil || idle < 150*time.Millisecond || idle > 3*time.Second {
+		t.Fatalf("idle connection: %v after %v, want it closed after about 200ms", err, idle)
+	}
+}
+
+// A body trickling in is cut off when the read timeout passes: the handler
+// sees an error, not the whole body.
+func TestTricklingBodyCutOff(t *testing.T) {
+	type result struct {
+		n   int
+		err error
+		at  time.Duration
+	}
+	got := make(chan result, 1)
+	srv := startApp(t, tenanthttp.Config{TrustedProxy: true, ReadTimeout: 300 * time.Millisecond},
+		tenanthttp.Route("POST /upload", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			b, err := io.ReadAll(r.Body)
+			got <- result{len(b), err, time.Since(start)}
+		})))
+	conn, err := net.Dial("tcp", srv.TenantAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const size = 20
+	if _, err := io.WriteString(conn, "POST /upload HTTP/1.1\r\nHost: svc\r\nContent-Length: 20\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for range size {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-got:
+		if r.err == nil || r.n >= size {
+			t.Fatalf("the handler read %d bytes (error %v) of a body trickling one byte per 100ms", r.n, r.err)
+		}
+		if r.at > 1500*time.Millisecond {
+			t.Errorf("the trickle was cut after %v, want about 300ms", r.at)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler never returned")
+	}
+}
+
+// Headers past the default limit (64 KiB) are refused with 431 without any
+// configuration.
+func TestOversizedHeadersRefused(t *testing.T) {
+	srv := startApp(t, tenanthttp.Config{TrustedProxy: true}, whoRoute)
+	pad := strings.Repeat("a", 100<<10)
+	code, _ := raw(t, srv.TenantAddr(), "GET /who HTTP/1.1\r\nHost: svc\r\nX-Pad: "+pad+"\r\nConnection: close\r\n\r\n")
+	if code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("100 KiB of headers: %d", code)
+	}
+	if code, _ := raw(t, srv.TenantAddr(), "GET /who HTTP/1.1\r\nHost: svc\r\nX-Pad: "+pad[:8<<10]+"\r\nConnection: close\r\n\r\n"); code != 200 {
+		t.Errorf("8 KiB of headers: %d", code)
 	}
 }

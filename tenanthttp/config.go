@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/textproto"
 	"strings"
+	"time"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -44,6 +46,51 @@ type Config struct {
 	// before tenant resolution, outermost first: authentication goes here
 	// so that Claim can read its result.
 	Wrap []func(http.Handler) http.Handler
+
+	// Limits of both listeners, so that a slow or idle client cannot hold
+	// a connection open. Zero means the default given; a negative duration
+	// means no limit.
+	//
+	// ReadHeaderTimeout bounds reading the request line and headers (10s).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading the whole request, body included, from
+	// the connection's first byte for it (30s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers to
+	// the end of the response, the handler's run included (60s).
+	WriteTimeout time.Duration
+	// IdleTimeout bounds how long a keep-alive connection waits for its
+	// next request (60s).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; zero or negative
+	// means 64 KiB.
+	MaxHeaderBytes int
+}
+
+// The listener limits when the Config leaves them zero.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+// server is an http.Server for one listener with the configured limits.
+func (c Config) server(h http.Handler, errLog *log.Logger) http.Server {
+	maxHeader := c.MaxHeaderBytes
+	if maxHeader <= 0 {
+		maxHeader = DefaultMaxHeaderBytes
+	}
+	return http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadTimeout:       cmp.Or(c.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      cmp.Or(c.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       cmp.Or(c.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    maxHeader,
+		ErrorLog:          errLog,
+	}
 }
 
 func (c Config) headerName() string {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"go.uber.org/fx"
 
@@ -97,8 +96,8 @@ func wire(p wireParams) error {
 		s.log = slog.Default()
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	s.tenant = http.Server{Handler: th, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-	s.operator = http.Server{Handler: m.operator, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	s.tenant = cfg.server(th, errLog)
+	s.operator = cfg.server(m.operator, errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
 		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
