@@ -16,11 +16,14 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 )
 
-// Module is the HTTP boundary as an fx module. During fx.New it refuses
-// header or host mode without a trusted proxy (trusted_proxy_required),
-// any unclassified route (route_unclassified) and any bad or conflicting
-// pattern (route_invalid), before any listener opens. The listeners open
-// in OnStart and close in OnStop. Inject *Server for their addresses.
+// Module is the HTTP boundary as an fx module. During fx.New it refuses a
+// tenant header name no request can carry (tenant_source_invalid), header
+// or host mode without a trusted proxy (trusted_proxy_required), any
+// unclassified route (route_unclassified), any bad or conflicting pattern
+// (route_invalid) and any route that would answer for an operator or
+// blocked one (route_class_overlap), before any listener opens. The
+// listeners open in OnStart and close in OnStop, with the Config's limits.
+// Inject *Server for their addresses.
 func Module(cfg Config) fx.Option {
 	return fx.Module("tenanthttp",
 		fx.Provide(func() *Server { return &Server{cfg: cfg} }),
