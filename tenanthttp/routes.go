@@ -107,18 +107,30 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 			operatorShadows[anyMethod(r.Pattern)] = r
 		}
 	}
+	type shadow struct {
+		pattern
+		of RouteDef
+	}
+	parseAll := func(set map[string]RouteDef) (out []shadow) {
+		for _, sh := range slices.Sorted(maps.Keys(set)) {
+			p, _ := parsePattern(sh)
+			out = append(out, shadow{p, set[sh]})
+		}
+		return out
+	}
+	forTenant, forOperator := parseAll(tenantShadows), parseAll(operatorShadows)
 	for _, r := range routes {
-		shadows := tenantShadows
+		shadows := forTenant
 		switch r.Class {
 		case Operator:
-			shadows = operatorShadows
+			shadows = forOperator
 		case Blocked:
 			continue
 		}
 		rp, _ := parsePattern(r.Pattern)
-		for _, sh := range slices.Sorted(maps.Keys(shadows)) {
-			if sp, _ := parsePattern(sh); answersFor(rp, sp) {
-				errs = append(errs, routeOverlap(r, shadows[sh]))
+		for _, sh := range shadows {
+			if answersFor(rp, sh.pattern) {
+				errs = append(errs, routeOverlap(r, sh.of))
 			}
 		}
 	}
