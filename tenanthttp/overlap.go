@@ -55,6 +55,10 @@ func parsePattern(s string) (pattern, bool) {
 			p.segs = append(p.segs, segment{wild: true, multi: true})
 		case strings.HasPrefix(seg, "{"):
 			p.segs = append(p.segs, segment{wild: true})
+		case seg == "":
+			// An empty segment ("//") sits where wildcards do in
+			// ServeMux's tree, and matches like one.
+			p.segs = append(p.segs, segment{wild: true})
 		default:
 			lit, err := url.PathUnescape(seg)
 			if err != nil {

@@ -3,6 +3,7 @@ package tenanthttp
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +50,7 @@ func TestPatternOverlapTable(t *testing.T) {
 		{"/a%2Fb", "/a/b", false, false, false}, // one segment "a/b" against two
 		{"/a%2Fb", "/{x}", true, true, false},
 		{"/%61", "/a", true, true, true}, // literals compare unescaped
+		{"//", "/a/", true, false, true}, // an empty segment matches like a wildcard
 		// Methods: none matches all; GET matches HEAD too.
 		{"GET /a", "/a", true, true, false},
 		{"GET /a", "POST /a", false, false, false},
@@ -223,4 +225,61 @@ func TestPatternRelationsAgreeWithServeMux(t *testing.T) {
 		return
 	}
 	t.Logf("%d patterns × %d requests agree with net/http", len(pats), len(reqs))
+}
+
+// FuzzRouteOverlap checks the relations on any two patterns net/http
+// accepts against net/http's own answer for one request: a request both
+// match means overlaps; one a matches and b does not means b does not
+// cover a; a request of s that a mux holding both gives to t means
+// answersFor(t, s). A miss here would be a route that answers for a
+// shadow unnoticed.
+func FuzzRouteOverlap(f *testing.F) {
+	for _, s := range [][5]string{
+		{"GET /debug/pprof/", "/debug/", "GET", "h", "/debug/pprof/x"},
+		{"GET /admin/stats", "/admin/{p}", "GET", "h", "/admin/stats"},
+		{"x.example/", "/metrics", "POST", "x.example", "/metrics"},
+		{"/a/{$}", "/a/{x}", "HEAD", "h", "/a/"},
+		{"/{x}/b/{y...}", "/a/{z}/", "GET", "h", "/a/b/c"},
+		{"/a%2Fb", "/{x}", "GET", "h", "/a%2Fb"},
+		{"//", "/0/", "0", "0", "/0/"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3], s[4])
+	}
+	type marker struct{ http.Handler }
+	f.Fuzz(func(t *testing.T, a, b, method, host, path string) {
+		ma, mb, both := http.NewServeMux(), http.NewServeMux(), http.NewServeMux()
+		ha, hb := &marker{notFound}, &marker{notFound}
+		if handle(ma, a, ha) != nil || handle(mb, b, hb) != nil {
+			return
+		}
+		pa, okA := parsePattern(a)
+		pb, okB := parsePattern(b)
+		if !okA || !okB {
+			t.Fatalf("net/http accepts %q and %q, parsePattern does not", a, b)
+		}
+		u, err := url.ParseRequestURI(path)
+		if err != nil || !strings.HasPrefix(path, "/") || method == "" || strings.ContainsAny(method, " \t") {
+			return
+		}
+		r := &http.Request{Method: method, Host: host, URL: u}
+		hA, _ := ma.Handler(r)
+		hB, _ := mb.Handler(r)
+		inA, inB := hA == http.Handler(ha), hB == http.Handler(hb)
+		if inA && inB && !overlaps(pa, pb) {
+			t.Fatalf("%s %s%s matches %q and %q, overlaps says no", method, host, path, a, b)
+		}
+		if inA && !inB && covers(pb, pa) {
+			t.Fatalf("%s %s%s matches %q and not %q, covers says it does", method, host, path, a, b)
+		}
+		if !inA || !inB || handle(both, a, ha) != nil || handle(both, b, hb) != nil {
+			return
+		}
+		h, _ := both.Handler(r)
+		if h == http.Handler(ha) && !answersFor(pa, pb) {
+			t.Fatalf("%q answers %s %s%s, which %q matches, answersFor says no", a, method, host, path, b)
+		}
+		if h == http.Handler(hb) && !answersFor(pb, pa) {
+			t.Fatalf("%q answers %s %s%s, which %q matches, answersFor says no", b, method, host, path, a)
+		}
+	})
 }
