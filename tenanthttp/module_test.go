@@ -245,7 +245,8 @@ func TestRefusedDuringFxNew(t *testing.T) {
 		tenanthttp.Module(ok), tenanthttp.Route("/m", tenanthttp.Tenant, h), tenanthttp.Route("GET /m", tenanthttp.Operator, h))
 	tenancytest.RequireWires(t, tenanthttp.Module(ok), // several operator methods share one shadow
 		tenanthttp.Route("GET /m", tenanthttp.Operator, h), tenanthttp.Route("POST /m", tenanthttp.Operator, h),
-		tenanthttp.Route("/m/", tenanthttp.Blocked, nil), tenanthttp.Route("GET /t", tenanthttp.Tenant, h))
+		tenanthttp.Route("/m/", tenanthttp.Blocked, nil), tenanthttp.Route("GET /t", tenanthttp.Tenant, h),
+		tenanthttp.Route("/m/", tenanthttp.Blocked, nil), tenanthttp.Route("GET /m/", tenanthttp.Blocked, nil))
 	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid,
 		tenanthttp.Module(ok), tenanthttp.Route("BAD PATTERN WITH SPACES", tenanthttp.Tenant, h))
 

@@ -80,7 +80,9 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	}
 	// Every pattern through net/http first: it refuses bad patterns and
 	// conflicts within a class, and what it accepts parsePattern reads.
-	tenant, operator, blocked := http.NewServeMux(), http.NewServeMux(), http.NewServeMux()
+	// Blocked routes are checked one by one: two declarations of one
+	// blocked path (two libraries' debug handlers) are one shadow.
+	tenant, operator := http.NewServeMux(), http.NewServeMux()
 	for _, r := range routes {
 		switch r.Class {
 		case Tenant:
@@ -88,7 +90,7 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 		case Operator:
 			errs = append(errs, handle(operator, r.Pattern, r.Handler))
 		case Blocked:
-			errs = append(errs, handle(blocked, r.Pattern, notFound))
+			errs = append(errs, handle(http.NewServeMux(), r.Pattern, notFound))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -185,7 +187,7 @@ func routeOverlap(r, shadow RouteDef) error {
 		Module: "tenanthttp",
 		Route:  r.Pattern,
 		Detail: fmt.Sprintf("the %s route would answer requests that the %s route %q matches, which its listener must answer 404", r.Class, shadow.Class, shadow.Pattern),
-		Fix:    fmt.Sprintf("move the %s route out of %q (another path, or a host the %s route does not name), or drop it; a catch-all with no method, such as \"/\", stays allowed", r.Class, anyMethod(shadow.Pattern), shadow.Class),
+		Fix:    fmt.Sprintf("give the %s route a path outside %q, reclassify one of the two routes, or drop one; a catch-all with no method and no host, such as \"/\", stays allowed", r.Class, anyMethod(shadow.Pattern)),
 	}
 }
 
