@@ -37,6 +37,8 @@ type Config struct {
 	TrustedProxy bool
 	// Host maps the first DNS label of the request's Host (lowercased, no
 	// port) to a tenant; false (or the zero ID) means the host names none.
+	// With it set, a request line in absolute form is refused
+	// (tenant_host_ambiguous): its host would replace the Host header.
 	Host func(label string) (tenancy.ID, bool)
 	// Claim reads the tenant claim of the authenticated principal that the
 	// user's authentication middleware (see Wrap) put in the request
