@@ -199,15 +199,25 @@ status_one() {
 	return 3
 }
 
+# One start or stop at a time: two concurrent starts would both launch and
+# the loser would overwrite the winner's pid file.
+lock() {
+	mkdir -p "$RUN_ROOT"
+	exec 9>"$RUN_ROOT/.lock"
+	flock -w "$START_TIMEOUT" 9 || die "another scripts/neo4j.sh holds $RUN_ROOT/.lock"
+}
+
 cmd=${1:-}
 case "$cmd" in
 start)
+	lock
 	dir=$(build_dir)
 	build "$dir"
 	for p in "${PORTS[@]}"; do start_one "$p" "$dir"; done
 	for w in "${WAIT[@]}"; do wait_ready "${w%%:*}" "${w#*:}"; done
 	;;
 stop)
+	lock
 	for p in "${PORTS[@]}"; do stop_one "$p"; done
 	;;
 status)
