@@ -13,10 +13,10 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// QUALITY R1 and R8 against the real Neo4j Community servers that
-// scripts/neo4j.sh starts (two of them: the dedicated tier puts its two
-// tenants on two servers). Without them these tests skip saying so, or
-// fail under CI (internal/testsvc).
+// The boundary probes and the parity lane against the real Neo4j
+// Community servers that scripts/neo4j.sh starts (two of them: the
+// dedicated tier puts its two tenants on two servers). Without them these
+// tests skip saying so, or fail under CI (internal/testsvc).
 
 func visible(err error) (bool, error) {
 	if errors.Is(err, neo4j.ErrNotFound) {
@@ -186,7 +186,7 @@ func TestBoundaryDedicated(t *testing.T) {
 	}
 }
 
-// R8: the same suite with tenancy off, and on with only the default tenant
+// Parity: the same suite with tenancy off, and on with only the default tenant
 // bound, gives identical results; it first proves it reads its own writes.
 func TestParityDefaultTenant(t *testing.T) {
 	s := testsvc.Neo4j(t)
