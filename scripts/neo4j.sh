@@ -10,8 +10,8 @@
 #
 # Idempotent. The build is cached under $TENANTWIRE_CACHE (default
 # ~/.cache/tenantwire) keyed on the launcher's pom and source, so a later
-# start neither downloads nor compiles. A port held by anything else is
-# reported, never taken over.
+# start neither downloads nor compiles. Each fresh start begins with an
+# empty store. A port held by anything else is reported, never taken over.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -128,12 +128,16 @@ start_one() {
 		die "127.0.0.1:$port is taken by something that is not this script's Neo4j ($(holder "$port")); stop it or set TENANTWIRE_NEO4J_PORTS"
 	fi
 	local run=$RUN_ROOT/$port
+	# A test server starts empty: nothing left by earlier runs, no store
+	# to recover or migrate after a kill or a version change.
+	rm -rf "$run/data"
 	mkdir -p "$run/data"
 	log "starting on 127.0.0.1:$port (data $run/data, log $(log_file "$port"))"
-	# setsid: the server outlives this script and the shell that ran it.
+	# setsid: the server outlives this script and the shell that ran it;
+	# 9>&-: it must not hold the script's lock.
 	setsid nohup java -Xms128m -Xmx"$HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-cp "$dir/classes:$dir/lib/*" "$MAIN" "$port" "$run/data" \
-		>"$(log_file "$port")" 2>&1 </dev/null &
+		>"$(log_file "$port")" 2>&1 </dev/null 9>&- &
 	echo $! >"$(pid_file "$port")"
 	WAIT+=("$port:$!")
 }
