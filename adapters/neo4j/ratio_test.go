@@ -70,6 +70,9 @@ func TestRatioTaggedRead(t *testing.T) {
 			_ = neo4j.Node{ID: node.ElementId, Labels: node.Labels, Props: props}
 		}
 	}
-	ratio.Report(t, ratio.Pair{Label: "P10", Name: "neo4j-tagged-read", Iterations: 300, Rounds: 15,
+	// Many short rounds: a round is about 40 reads, so a neighbour's burst
+	// on this shared machine lands on both sides of one round, and the
+	// median over 201 rounds settles within a few percent.
+	ratio.Report(t, ratio.Pair{Label: "P10", Name: "neo4j-tagged-read", Iterations: 20, Rounds: 201,
 		Ours: ours, Baseline: baseline}, 1.05)
 }
