@@ -99,4 +99,5 @@ fi
 start_postgres
 create_test_db
 start_redis
+"$(dirname "$0")/neo4j.sh" start
 log "ready: postgres://postgres@$PGHOST:$PGPORT/$TEST_DB and redis://127.0.0.1:$REDIS_PORT"

@@ -2,63 +2,21 @@ package neo4j_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
-	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// QUALITY R1 against a real server. No Neo4j server can be installed on
-// these machines, so these run only when NEO4J_URI (with NEO4J_USER and
-// NEO4J_PASSWORD) names one, and say plainly that they were skipped
-// otherwise. The unit tests in this package cover the same mapping
-// through a recording driver.
-
-type server struct{ uri, user, pass string }
-
-func realServer(t *testing.T) server {
-	t.Helper()
-	s := server{os.Getenv("NEO4J_URI"), os.Getenv("NEO4J_USER"), os.Getenv("NEO4J_PASSWORD")}
-	if s.uri == "" {
-		t.Skip("SKIPPED: NEO4J_URI is not set and no Neo4j server can be installed on this machine; " +
-			"set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD to run the Neo4j boundary probes against a real server")
-	}
-	return s
-}
-
-func (s server) connect() neo4j.Option {
-	return neo4j.Connect(s.uri, drv.BasicAuth(s.user, s.pass, ""))
-}
-
-func graph(t *testing.T, route string, opts ...neo4j.Option) *neo4j.Graph {
-	t.Helper()
-	var g *neo4j.Graph
-	app := fx.New(fx.NopLogger, neo4j.Module("probe", opts...),
-		fx.Invoke(fx.Annotate(func(v *neo4j.Graph) { g = v }, fx.ParamTags(`name:"`+route+`"`))))
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Stop(context.Background()) })
-	return g
-}
-
-func uniqueLabel(t *testing.T) string {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "TwProbe_" + hex.EncodeToString(b[:])
-}
+// The boundary probes and the parity lane against the real Neo4j
+// Community servers that scripts/neo4j.sh starts (two of them: the
+// dedicated tier puts its two tenants on two servers). Without them these
+// tests skip saying so, or fail under CI (internal/testsvc).
 
 func visible(err error) (bool, error) {
 	if errors.Is(err, neo4j.ErrNotFound) {
@@ -69,8 +27,8 @@ func visible(err error) (bool, error) {
 
 // probeGraph runs the node and the relationship probes on g, then removes
 // what it wrote under both tenants.
-func probeGraph(t *testing.T, g *neo4j.Graph) {
-	label := uniqueLabel(t)
+func probeGraph(t *testing.T, g *neo4j.Graph) (label string) {
+	label = uniqueLabel(t)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
 	t.Cleanup(func() {
@@ -166,52 +124,74 @@ func probeGraph(t *testing.T, g *neo4j.Graph) {
 			Delete: func(ctx context.Context) error { return g.DeleteRelationship(ctx, rel) },
 		})
 	})
+	return label
 }
 
 func TestBoundaryTagged(t *testing.T) {
-	s := realServer(t)
-	probeGraph(t, graph(t, "g", s.connect(), neo4j.GraphRoute("g", neo4j.TenantAware())))
+	s := testsvc.Neo4j(t)
+	probeGraph(t, graph(t, "g", connect(s), neo4j.GraphRoute("g", neo4j.TenantAware())))
 }
 
-// provision creates both probe tenants' databases, or skips when the
-// server is Community Edition (CREATE DATABASE needs Enterprise).
-func provision(t *testing.T, s server, prefix string) {
-	t.Helper()
-	g := graph(t, "ns", s.connect(), neo4j.GraphRoute("ns", neo4j.PerTenantDatabasePrefix(prefix)))
+// The namespace tier needs one database per tenant, which only Neo4j
+// Enterprise Edition can create; Community serves a single user database.
+// On Community the test checks that the server's refusal is reported as
+// ErrEnterpriseRequired, then skips the probe saying so.
+func TestBoundaryNamespace(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.PerTenantDatabasePrefix("twprobe")))
+	edition := directTo(t, s).edition()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
-		if _, err := g.Provision(context.Background(), id); errors.Is(err, neo4j.ErrEnterpriseRequired) {
-			t.Skipf("SKIPPED: the server refuses CREATE DATABASE, which needs Neo4j Enterprise Edition: %v", err)
-		} else if err != nil {
+		_, err := g.Provision(context.Background(), id)
+		if edition == "community" {
+			if !errors.Is(err, neo4j.ErrEnterpriseRequired) {
+				t.Fatalf("Community Edition refused CREATE DATABASE with %v, want ErrEnterpriseRequired", err)
+			}
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-}
-
-func TestBoundaryNamespace(t *testing.T) {
-	s := realServer(t)
-	provision(t, s, "twprobe")
-	probeGraph(t, graph(t, "g", s.connect(), neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("twprobe"))))
-}
-
-// Dedicated: each tenant's own driver and database. One server stands in
-// for two, with per-tenant databases, since only one is available.
-func TestBoundaryDedicated(t *testing.T) {
-	s := realServer(t)
-	provision(t, s, "twprobe")
-	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		db, err := neo4j.TenantDatabase("twprobe")(id)
-		return routing.Credentials{Endpoint: s.uri, User: s.user, Secret: s.pass,
-			Params: map[string]string{"database": db}}, err
+	if edition == "community" {
+		t.Skip("SKIPPED: the namespace tier (a database per tenant) cannot run on this Neo4j Community server: " +
+			"CREATE DATABASE needs Enterprise Edition (its refusal was checked to be ErrEnterpriseRequired); " +
+			"the per-tenant session database is covered only by the unit tests (TestNamespaceSessionDatabases)")
 	}
-	probeGraph(t, graph(t, "g", neo4j.Routed(resolve), neo4j.GraphRoute("g")))
+	probeGraph(t, g)
 }
 
-// R8: the same suite with tenancy off, and on with only the default tenant
+// Dedicated: tenant A's driver is the first server, B's the second. Beyond
+// the probe, a plain driver on each server shows where A's and B's nodes
+// physically are.
+func TestBoundaryDedicated(t *testing.T) {
+	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		switch id {
+		case tenancytest.TenantA:
+			return credentials(s1), nil
+		case tenancytest.TenantB:
+			return credentials(s2), nil
+		}
+		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
+	}
+	g := graph(t, "g", neo4j.Routed(resolve), neo4j.GraphRoute("g"))
+	label := probeGraph(t, g)
+	a, errA := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []string{label}, nil)
+	b, errB := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantB), []string{label}, nil)
+	if err := errors.Join(errA, errB); err != nil || a == 0 || b == 0 {
+		t.Fatalf("A sees %d nodes, B %d (%v); the probe left some of each", a, b, err)
+	}
+	if n1, n2 := directTo(t, s1).count(label), directTo(t, s2).count(label); n1 != int64(a) || n2 != int64(b) {
+		t.Fatalf("the first server holds %d nodes (A has %d), the second %d (B has %d)", n1, a, n2, b)
+	}
+}
+
+// Parity: the same suite with tenancy off, and on with only the default tenant
 // bound, gives identical results; it first proves it reads its own writes.
 func TestParityDefaultTenant(t *testing.T) {
-	s := realServer(t)
-	off := graph(t, "off", s.connect(), neo4j.GraphRoute("off"))
-	on := graph(t, "on", s.connect(), neo4j.GraphRoute("on", neo4j.TenantAware()))
+	s := testsvc.Neo4j(t)
+	off := graph(t, "off", connect(s), neo4j.GraphRoute("off"))
+	on := graph(t, "on", connect(s), neo4j.GraphRoute("on", neo4j.TenantAware()))
 	ctx := tenancy.WithTenant(context.Background(), tenancy.Default)
 	suite := func(g *neo4j.Graph) []any {
 		label := uniqueLabel(t)
@@ -224,25 +204,36 @@ func TestParityDefaultTenant(t *testing.T) {
 		var out []any
 		a, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "a"})
 		out = append(out, a.Props, err)
-		b, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "b"})
-		out = append(out, b.Props, err)
-		r, err := g.CreateRelationship(ctx, a.ID, b.ID, "LINK", map[string]any{"w": int64(1)})
-		out = append(out, r.Props, err)
 		got, err := g.GetNode(ctx, a.ID)
 		if err != nil || got.Props["k"] != "a" {
 			t.Fatalf("the suite does not read its own write: %v %v", got, err)
 		}
+		b, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "b"})
+		out = append(out, b.Props, err)
+		r, err := g.CreateRelationship(ctx, a.ID, b.ID, "LINK", map[string]any{"w": int64(1)})
+		out = append(out, r.Props, err)
 		n, err := g.CountNodes(ctx, []string{label}, nil)
 		out = append(out, n, err)
+		nodes, err := g.MatchNodes(ctx, []string{label}, map[string]any{"k": "b"}, 0)
+		out = append(out, len(nodes), err)
+		rels, err := g.MatchRelationships(ctx, "LINK", map[string]any{"w": int64(1)}, 0)
+		out = append(out, len(rels), err)
 		paths, err := g.Traverse(ctx, a.ID, neo4j.Traversal{MinDepth: 1, MaxDepth: 2})
 		out = append(out, len(paths), err)
 		u, err := g.UpdateNode(ctx, b.ID, map[string]any{"k": "c"})
 		out = append(out, u.Props, err)
+		ur, err := g.UpdateRelationship(ctx, r.ID, map[string]any{"w": int64(2)})
+		out = append(out, ur.Props, err)
+		out = append(out, g.DeleteRelationship(ctx, r.ID))
 		out = append(out, g.DeleteNode(ctx, a.ID))
+		_, err = g.GetNode(ctx, a.ID)
+		out = append(out, err)
 		n, err = g.CountNodes(ctx, []string{label}, nil)
 		return append(out, n, err)
 	}
-	if a, b := fmt.Sprint(suite(off)), fmt.Sprint(suite(on)); a != b {
+	a, b := fmt.Sprint(suite(off)), fmt.Sprint(suite(on))
+	if a != b {
 		t.Fatalf("tenancy off and on with the default tenant differ:\noff %s\non  %s", a, b)
 	}
+	t.Logf("both: %s", a)
 }

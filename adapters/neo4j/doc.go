@@ -3,7 +3,7 @@
 // properties, bounded-depth traversal, transactions), a raw Cypher hatch,
 // and per-tenant database provisioning, on neo4j-go-driver v5.
 //
-// A route's tier comes from its wiring (DESIGN §2): TenantAware stamps a
+// A route's tier comes from its wiring: TenantAware stamps a
 // tenant property on every node and relationship written and puts the
 // tenant predicate on every node and relationship of every pattern the
 // adapter builds, the whole path included (tagged); PerTenantDatabase opens

@@ -2,6 +2,7 @@ package neo4j
 
 import (
 	"context"
+	"sync/atomic"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 )
@@ -30,10 +31,48 @@ type driver interface {
 	Close(ctx context.Context) error
 }
 
-type realDriver struct{ d drv.DriverWithContext }
+type realDriver struct {
+	d    drv.DriverWithContext
+	warm *warmup
+}
+
+func newRealDriver(d drv.DriverWithContext) realDriver {
+	return realDriver{d: d, warm: &warmup{gate: make(chan struct{}, 1)}}
+}
 
 func (r realDriver) NewSession(ctx context.Context, database string) session {
+	r.warm.wait(ctx, r.d)
 	return realSession{r.d.NewSession(ctx, drv.SessionConfig{DatabaseName: database})}
+}
+
+// warmup makes a driver's first connection alone. The driver (v5.28)
+// initialises its connector lazily on the first dial without a lock, so
+// concurrent first calls (tenants arriving at once on a fresh driver) are
+// a data race. One connectivity check, made by one caller while the others
+// wait, sets it up; later sessions pass on an atomic load.
+type warmup struct {
+	gate chan struct{} // a lock that a waiting caller's ctx can abandon
+	done atomic.Bool
+}
+
+func (w *warmup) wait(ctx context.Context, d drv.DriverWithContext) {
+	if w.done.Load() {
+		return
+	}
+	select {
+	case w.gate <- struct{}{}:
+	case <-ctx.Done():
+		return // the call fails on its own ctx
+	}
+	defer func() { <-w.gate }()
+	if w.done.Load() {
+		return
+	}
+	// A failed check dialled too (the connector is set up before the
+	// dial); only a check cut short by its ctx may not have.
+	if err := d.VerifyConnectivity(ctx); err == nil || ctx.Err() == nil {
+		w.done.Store(true)
+	}
 }
 
 func (r realDriver) Close(ctx context.Context) error { return r.d.Close(ctx) }

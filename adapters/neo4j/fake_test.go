@@ -11,12 +11,13 @@ import (
 	"go.uber.org/fx"
 )
 
-// The recording driver below stands in for a Neo4j server in unit tests:
-// no server can be installed on these machines. It records, for every
-// statement, which driver ran it, on which database, in which session and
-// transaction mode, with which Cypher and parameters, and answers with
-// well-formed records. The integration tests (boundary_test.go) run the
-// same routes against a real server when NEO4J_URI is set.
+// The recording driver below stands in for a Neo4j server in unit tests.
+// It records, for every statement, which driver ran it, on which
+// database, in which session and transaction mode, with which Cypher and
+// parameters, and answers with well-formed records: it covers what one
+// Community server cannot show (per-tenant databases) and what a server
+// never reports (which session ran what). boundary_test.go and
+// server_ops_test.go run the same routes against real servers.
 
 type call struct {
 	driver   string

@@ -221,16 +221,16 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		case cfg.fake != nil:
 			c.plain = cfg.fake
 		case cfg.driver != nil:
-			c.plain = realDriver{cfg.driver}
+			c.plain = newRealDriver(cfg.driver)
 		case cfg.connect != nil:
 			d, err := drv.NewDriverWithContext(cfg.connect.uri, cfg.connect.auth)
 			if err != nil {
 				return nil, Rules.WiringInvalid(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
 			}
-			c.plain = realDriver{d}
+			c.plain = newRealDriver(d)
 			in.Lifecycle.Append(fx.StopHook(func(ctx context.Context) error { return d.Close(ctx) }))
 		case in.Driver != nil:
-			c.plain = realDriver{in.Driver}
+			c.plain = newRealDriver(in.Driver)
 		default:
 			return nil, Rules.WiringInvalid(module, "", "the module has no Neo4j driver",
 				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve), or provide a neo4j.DriverWithContext in the graph")

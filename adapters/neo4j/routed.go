@@ -92,7 +92,7 @@ func newPools(cfg *config) (tenantPools, error) {
 		if err != nil {
 			return nil, fmt.Errorf("neo4j: building the tenant's driver: %w", err)
 		}
-		td.drv = realDriver{d}
+		td.drv = newRealDriver(d)
 		return td, nil
 	}
 	return routing.New(routing.Config[*tenantDriver]{

@@ -106,8 +106,8 @@ func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	if c.database != "system" || c.mode != "auto" || c.cypher != "CREATE DATABASE `acme-"+tA.Hex()+"` IF NOT EXISTS WAIT" {
 		t.Fatalf("provisioning ran %+v", c)
 	}
-	// Community Edition's refusal is reported as needing Enterprise. The
-	// error is scripted: no Community server runs here.
+	// Community Edition's refusal is reported as needing Enterprise (the
+	// real server's refusal is checked in TestBoundaryNamespace).
 	rec.reply = func(call) ([]*drv.Record, error) {
 		return nil, &drv.Neo4jError{Code: "Neo.ClientError.Statement.UnsupportedAdministrationCommand",
 			Msg: "Unsupported administration command: CREATE DATABASE"}

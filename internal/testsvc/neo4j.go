@@ -1,0 +1,32 @@
+package testsvc
+
+import "testing"
+
+// Neo4jServer is a Bolt endpoint of a test Neo4j server. scripts/neo4j.sh
+// runs two, with auth disabled, so User and Password are empty unless the
+// environment names a server that needs them.
+type Neo4jServer struct {
+	URI, User, Password string
+}
+
+// Neo4j is the first test Neo4j server (NEO4J_URI, default
+// bolt://127.0.0.1:7687; NEO4J_USER and NEO4J_PASSWORD when it needs them).
+func Neo4j(t testing.TB) Neo4jServer {
+	t.Helper()
+	return neo4jAt(t, "NEO4J_URI", "bolt://127.0.0.1:7687")
+}
+
+// Neo4jSecond is a second, separate Neo4j server (TENANTWIRE_NEO4J_URI_2,
+// default bolt://127.0.0.1:7688, same credentials): the dedicated tier's
+// tests put two tenants on two servers.
+func Neo4jSecond(t testing.TB) Neo4jServer {
+	t.Helper()
+	return neo4jAt(t, "TENANTWIRE_NEO4J_URI_2", "bolt://127.0.0.1:7688")
+}
+
+func neo4jAt(t testing.TB, key, def string) Neo4jServer {
+	t.Helper()
+	s := Neo4jServer{URI: env(key, def), User: env("NEO4J_USER", ""), Password: env("NEO4J_PASSWORD", "")}
+	reachable(t, "Neo4j ("+key+")", s.URI)
+	return s
+}
