@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# A real Apache Kafka broker (KRaft, broker+controller in one JVM) for the
+# tests, run from Maven Central artifacts: no Docker, no tarball.
+#
+#   scripts/kafka.sh start|stop|status                  one node, 127.0.0.1:9092
+#   scripts/kafka.sh start-cluster|stop-cluster|status-cluster
+#                                                        three nodes, RF 3
+#
+# The first start copies kafka_2.13 and its runtime dependencies (the pom in
+# scripts/kafka/) into a cache directory with `mvn dependency:copy-dependencies`
+# and formats the storage; later starts reuse both. Idempotent: a running
+# broker is left alone. `stop` stops only what this script started, found
+# by its pid file.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+POM=$HERE/kafka/pom.xml
+VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")
+CACHE=${TENANTWIRE_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire}/kafka-$VERSION
+LIBS=$CACHE/libs
+HEAP=${TENANTWIRE_KAFKA_HEAP:-512m}
+START_TIMEOUT=${TENANTWIRE_KAFKA_START_TIMEOUT:-90} # seconds
+
+# The single node: plaintext for the tests, SASL/PLAIN for the credentials
+# tests (users below), the controller on a port of its own.
+PORT=9092
+CONTROLLER_PORT=9093
+SASL_PORT=9094
+SASL_USERS='user_tenant-a="secret-a" user_tenant-b="secret-b"'
+# The three-node cluster, on other ports (broker N on 9N92, its controller
+# on 9N93).
+CLUSTER_NODES=(1 2 3)
+cluster_port() { echo "9${1}92"; }
+cluster_controller_port() { echo "9${1}93"; }
+
+# Cluster ids are fixed: the storage is private to this cache directory.
+SINGLE_ID=dGVuYW50d2lyZS1rYWZrYQ
+CLUSTER_ID=dGVuYW50d2lyZS1jbHN0cg
+
+log() { echo "kafka: $*"; }
+die() { echo "kafka: $*" >&2; exit 1; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# fetch_libs copies the broker's classpath into $LIBS once. The copy goes to
+# a temporary directory first, so an interrupted download is never taken
+# for a complete one; the pom's checksum says when it must be redone.
+fetch_libs() {
+	local sum
+	sum=$(sha256sum "$POM" | cut -d' ' -f1)
+	if [ -f "$LIBS/.complete" ] && [ "$(cat "$LIBS/.complete")" = "$sum" ]; then return; fi
+	command -v mvn >/dev/null 2>&1 || die "mvn not found; run scripts/services.sh, which installs it"
+	log "fetching Kafka $VERSION and its dependencies from Maven Central"
+	mkdir -p "$CACHE"
+	local tmp
+	tmp=$(mktemp -d "$CACHE/libs.XXXXXX")
+	if ! mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$CACHE/mvn.log" 2>&1; then
+		rm -rf "$tmp"
+		tail -n 20 "$CACHE/mvn.log" >&2
+		die "mvn could not fetch Kafka $VERSION (full output: $CACHE/mvn.log)"
+	fi
+	echo "$sum" >"$tmp/.complete"
+	rm -rf "$LIBS"
+	mv "$tmp" "$LIBS"
+}
+
+# write_props <dir> <node id> <broker port> <controller port> <voters> <replication> [sasl port]
+write_props() {
+	local dir=$1 id=$2 port=$3 cport=$4 voters=$5 rf=$6 sasl=${7:-}
+	local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+	local advertised="PLAINTEXT://127.0.0.1:$port"
+	local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	if [ -n "$sasl" ]; then
+		listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl"
+		advertised+=",SASL_PLAINTEXT://127.0.0.1:$sasl"
+		protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+	fi
+	local min_isr=1
+	[ "$rf" -gt 1 ] && min_isr=2
+	cat >"$dir/server.properties" <<EOF
+# Written by scripts/kafka.sh on every start; edits are lost.
+process.roles=broker,controller
+node.id=$id
+controller.quorum.voters=$voters
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listeners=$listeners
+advertised.listeners=$advertised
+listener.security.protocol.map=$protocols
+log.dirs=$dir/data
+# Tests provision their topics, but kafka-go's metadata requests may name a
+# topic first: let the broker create it as a provisioned one would be.
+auto.create.topics.enable=true
+num.partitions=1
+default.replication.factor=$rf
+min.insync.replicas=$min_isr
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+transaction.state.log.num.partitions=4
+# Tests join fresh groups all the time: no waiting for more members, and
+# short sessions are allowed.
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
+delete.topic.enable=true
+# A test broker: few threads, small segments, nothing kept long.
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+log.segment.bytes=16777216
+log.retention.hours=24
+log.cleaner.dedupe.buffer.size=4194304
+EOF
+	if [ -n "$sasl" ]; then
+		cat >>"$dir/server.properties" <<EOF
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required $SASL_USERS;
+EOF
+	fi
+}
+
+java_opts() { # <dir>
+	echo "-Xms128m -Xmx$HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true" \
+		"-Dlog4j.configuration=file:$HERE/kafka/log4j.properties -Dkafka.logs.dir=$1"
+}
+
+# ours <dir>: the pid of the broker this script started in <dir>, if it
+# still runs (a recycled pid running something else does not count).
+ours() {
+	local dir=$1 pid
+	[ -f "$dir/broker.pid" ] || return 1
+	pid=$(cat "$dir/broker.pid")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $dir/server.properties" || return 1
+	echo "$pid"
+}
+
+format_storage() { # <dir> <cluster id>
+	local dir=$1
+	if [ -f "$dir/data/meta.properties" ]; then return; fi
+	log "formatting the storage in $dir/data"
+	# shellcheck disable=SC2046
+	if ! java $(java_opts "$dir") -cp "$LIBS/*" kafka.tools.StorageTool format \
+		-t "$2" -c "$dir/server.properties" >"$dir/format.log" 2>&1 9>&-; then
+		tail -n 20 "$dir/format.log" >&2
+		die "formatting $dir/data failed"
+	fi
+}
+
+# launch <dir> <port> <name>: starts the node in the background, detached
+# from this shell, and records its pid.
+launch() {
+	local dir=$1 port=$2 name=$3
+	if ours "$dir" >/dev/null; then return; fi
+	if port_open "$port"; then
+		die "127.0.0.1:$port is taken by something that is not $name started by this script" \
+			"($(ss -ltnpH "sport = :$port" 2>/dev/null | awk '{print $NF}' | head -n 1)); stop it or free the port"
+	fi
+	[ -f "$dir/broker.log" ] && mv "$dir/broker.log" "$dir/broker.log.1"
+	log "starting $name on 127.0.0.1:$port"
+	# shellcheck disable=SC2046
+	setsid java $(java_opts "$dir") -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+		</dev/null >"$dir/broker.log" 2>&1 9>&- &
+	echo $! >"$dir/broker.pid"
+}
+
+# wait_ready <dir> <port> <name>: until the node accepts connections and
+# has logged that it started, or it died, or the timeout passed.
+wait_ready() {
+	local dir=$1 port=$2 name=$3 deadline=$((SECONDS + START_TIMEOUT))
+	while [ $SECONDS -lt $deadline ]; do
+		if ! ours "$dir" >/dev/null; then
+			echo "kafka: $name exited while starting; last lines of $dir/broker.log:" >&2
+			tail -n 25 "$dir/broker.log" >&2
+			rm -f "$dir/broker.pid"
+			exit 1
+		fi
+		if port_open "$port" && grep -q 'Kafka Server started' "$dir/broker.log"; then return; fi
+		sleep 0.3
+	done
+	echo "kafka: $name did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s; last lines of $dir/broker.log:" >&2
+	tail -n 25 "$dir/broker.log" >&2
+	exit 1
+}
+
+# stop_nodes <name> <dir>...: SIGTERM to every node first (a cluster that
+# lost its quorum node by node would hang in controlled shutdown), then
+# waits; SIGKILL after 30s.
+stop_nodes() {
+	local name=$1 dir pid pids=()
+	shift
+	for dir in "$@"; do
+		if pid=$(ours "$dir"); then
+			log "stopping $name in $dir (pid $pid)"
+			kill -TERM "$pid"
+			pids+=("$pid")
+		else
+			log "$name in $dir is not running (not started by this script)"
+		fi
+		rm -f "$dir/broker.pid"
+	done
+	for pid in ${pids[@]+"${pids[@]}"}; do
+		for _ in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.3
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "pid $pid ignored SIGTERM for 30s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+# One start/stop at a time per cache directory: two concurrent `make test`
+# runs must not format or launch twice.
+lock() {
+	mkdir -p "$CACHE"
+	exec 9>"$CACHE/.lock"
+	flock 9
+}
+
+single_dir() { echo "$CACHE/single"; }
+node_dir() { echo "$CACHE/cluster/node$1"; }
+
+start_single() {
+	local dir
+	dir=$(single_dir)
+	if ours "$dir" >/dev/null && port_open "$PORT"; then
+		log "broker is running on 127.0.0.1:$PORT"
+		return
+	fi
+	fetch_libs
+	mkdir -p "$dir/data"
+	write_props "$dir" 1 "$PORT" "$CONTROLLER_PORT" "1@127.0.0.1:$CONTROLLER_PORT" 1 "$SASL_PORT"
+	format_storage "$dir" "$SINGLE_ID"
+	launch "$dir" "$PORT" "the Kafka broker"
+	wait_ready "$dir" "$PORT" "the Kafka broker"
+	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on 127.0.0.1:$SASL_PORT), log $dir/broker.log"
+}
+
+start_cluster() {
+	fetch_libs
+	local voters="" n
+	for n in "${CLUSTER_NODES[@]}"; do
+		voters+="${voters:+,}$n@127.0.0.1:$(cluster_controller_port "$n")"
+	done
+	for n in "${CLUSTER_NODES[@]}"; do
+		local dir
+		dir=$(node_dir "$n")
+		mkdir -p "$dir/data"
+		write_props "$dir" "$n" "$(cluster_port "$n")" "$(cluster_controller_port "$n")" "$voters" 3
+		format_storage "$dir" "$CLUSTER_ID"
+	done
+	# All three at once: none is ready before a quorum of controllers is.
+	for n in "${CLUSTER_NODES[@]}"; do launch "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n"; done
+	for n in "${CLUSTER_NODES[@]}"; do wait_ready "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n"; done
+	local addrs=""
+	for n in "${CLUSTER_NODES[@]}"; do addrs+="${addrs:+,}127.0.0.1:$(cluster_port "$n")"; done
+	log "cluster ready: $addrs (replication factor 3, min.insync.replicas 2)"
+}
+
+status_node() { # <dir> <port> <name>
+	local pid
+	if pid=$(ours "$1") && port_open "$2"; then
+		log "$3 is running on 127.0.0.1:$2 (pid $pid)"
+		return 0
+	fi
+	if port_open "$2"; then
+		log "127.0.0.1:$2 is taken by something this script did not start"
+	else
+		log "$3 is not running"
+	fi
+	return 1
+}
+
+case ${1:-} in
+start) lock; start_single ;;
+stop) lock; stop_nodes "the Kafka broker" "$(single_dir)" ;;
+status) status_node "$(single_dir)" "$PORT" "the Kafka broker" ;;
+start-cluster) lock; start_cluster ;;
+stop-cluster)
+	lock
+	stop_nodes "cluster node" "$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)"
+	;;
+status-cluster)
+	rc=0
+	for n in "${CLUSTER_NODES[@]}"; do status_node "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n" || rc=1; done
+	exit $rc
+	;;
+*) die "usage: $0 start|stop|status|start-cluster|stop-cluster|status-cluster" ;;
+esac
