@@ -104,6 +104,8 @@ transaction.state.log.num.partitions=4
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
 delete.topic.enable=true
+# Deleted topics (every test deletes its own) leave the disk at once.
+file.delete.delay.ms=1000
 # A test broker: few threads, small segments, nothing kept long.
 num.network.threads=2
 num.io.threads=2

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +27,31 @@ func RedisAddr(t testing.TB) string {
 	t.Helper()
 	addr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
 	reachable(t, "Redis", "redis://"+addr)
+	return addr
+}
+
+// KafkaBrokers is the test Kafka broker (scripts/kafka.sh), as a
+// comma-separated bootstrap list; the first address must answer.
+func KafkaBrokers(t testing.TB) string {
+	t.Helper()
+	brokers := env("TENANTWIRE_KAFKA_BROKERS", "127.0.0.1:9092")
+	first, _, _ := strings.Cut(brokers, ",")
+	reachable(t, "Kafka", "kafka://"+strings.TrimSpace(first))
+	return brokers
+}
+
+// The SASL/PLAIN users scripts/kafka.sh configures on its SASL listener.
+const (
+	KafkaSASLUser   = "tenant-a"
+	KafkaSASLSecret = "secret-a"
+)
+
+// KafkaSASLBroker is the test broker's SASL_PLAINTEXT listener, where
+// KafkaSASLUser logs in with KafkaSASLSecret.
+func KafkaSASLBroker(t testing.TB) string {
+	t.Helper()
+	addr := env("TENANTWIRE_KAFKA_SASL_BROKER", "127.0.0.1:9094")
+	reachable(t, "Kafka (SASL listener)", "kafka://"+addr)
 	return addr
 }
 
