@@ -27,10 +27,14 @@ type space struct {
 
 func newSpace(t *testing.T) *space {
 	t.Helper()
-	brokers := testsvc.KafkaBrokers(t)
+	return spaceOn(t, strings.Split(testsvc.KafkaBrokers(t), ",")[0])
+}
+
+// spaceOn is a space on another broker.
+func spaceOn(t *testing.T, broker string) *space {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
-	s := &space{broker: strings.Split(brokers, ",")[0], prefix: "tw-" + hex.EncodeToString(b) + "-"}
+	s := &space{broker: broker, prefix: "tw-" + hex.EncodeToString(b) + "-"}
 	t.Cleanup(func() { s.clean(t) })
 	return s
 }

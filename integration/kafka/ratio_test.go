@@ -61,5 +61,8 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 			}
 		}
 	}
-	ratio.Report(t, ratio.Pair{Label: "P7", Name: "kafka-tenant-topic-produce", Ours: ours, Baseline: base, Rounds: 15, Iterations: 3000}, 1.05)
+	// Many short rounds: a real broker's latency swings with the machine's
+	// load, and the median of many rounds rides that out better than the
+	// median of a few long ones.
+	ratio.Report(t, ratio.Pair{Label: "P7", Name: "kafka-tenant-topic-produce", Ours: ours, Baseline: base, Rounds: 61, Iterations: 100}, 1.05)
 }
