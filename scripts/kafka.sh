@@ -186,12 +186,12 @@ wait_ready() {
 	exit 1
 }
 
-# stop_nodes <name> <dir>...: SIGTERM to every node first (a cluster that
-# lost its quorum node by node would hang in controlled shutdown), then
-# waits; SIGKILL after 30s.
+# stop_nodes <grace> <name> <dir>...: SIGTERM to every node at once, then
+# SIGKILL to any still running after <grace> seconds. A cluster's last
+# nodes wait for a controller quorum that is gone, so its grace is short.
 stop_nodes() {
-	local name=$1 dir pid pids=()
-	shift
+	local grace=$1 name=$2 dir pid pids=()
+	shift 2
 	for dir in "$@"; do
 		if pid=$(ours "$dir"); then
 			log "stopping $name in $dir (pid $pid)"
@@ -202,13 +202,11 @@ stop_nodes() {
 		fi
 		rm -f "$dir/broker.pid"
 	done
+	local deadline=$((SECONDS + grace))
 	for pid in ${pids[@]+"${pids[@]}"}; do
-		for _ in $(seq 1 100); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.3
-		done
+		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.3; done
 		if kill -0 "$pid" 2>/dev/null; then
-			log "pid $pid ignored SIGTERM for 30s; killing it"
+			log "pid $pid still running ${grace}s after SIGTERM; killing it"
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
 	done
@@ -278,12 +276,12 @@ status_node() { # <dir> <port> <name>
 
 case ${1:-} in
 start) lock; start_single ;;
-stop) lock; stop_nodes "the Kafka broker" "$(single_dir)" ;;
+stop) lock; stop_nodes 30 "the Kafka broker" "$(single_dir)" ;;
 status) status_node "$(single_dir)" "$PORT" "the Kafka broker" ;;
 start-cluster) lock; start_cluster ;;
 stop-cluster)
 	lock
-	stop_nodes "cluster node" "$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)"
+	stop_nodes 8 "cluster node" "$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)"
 	;;
 status-cluster)
 	rc=0
