@@ -150,17 +150,21 @@ format_storage() { # <dir> <cluster id>
 	fi
 }
 
-# launch <dir> <port> <name>: starts the node in the background, detached
-# from this shell, and records its pid.
+# launch <dir> <name> <port>...: starts the node in the background,
+# detached from this shell, and records its pid. Its ports must be free.
 launch() {
-	local dir=$1 port=$2 name=$3
+	local dir=$1 name=$2 port
+	shift 2
 	if ours "$dir" >/dev/null; then return; fi
-	if port_open "$port"; then
-		die "127.0.0.1:$port is taken by something that is not $name started by this script" \
-			"($(ss -ltnpH "sport = :$port" 2>/dev/null | awk '{print $NF}' | head -n 1)); stop it or free the port"
-	fi
+	for port in "$@"; do
+		if port_open "$port"; then
+			echo "kafka: 127.0.0.1:$port is taken by something that is not $name started by this script" \
+				"($(ss -ltnpH "sport = :$port" 2>/dev/null | awk '{print $NF}' | head -n 1)); stop it or free the port" >&2
+			return 1
+		fi
+	done
 	[ -f "$dir/broker.log" ] && mv "$dir/broker.log" "$dir/broker.log.1"
-	log "starting $name on 127.0.0.1:$port"
+	log "starting $name on 127.0.0.1:$1"
 	# shellcheck disable=SC2046
 	setsid java $(java_opts "$dir") -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
 		</dev/null >"$dir/broker.log" 2>&1 9>&- &
@@ -168,22 +172,27 @@ launch() {
 }
 
 # wait_ready <dir> <port> <name>: until the node accepts connections and
-# has logged that it started, or it died, or the timeout passed.
+# has logged that it started (0), or it died or the timeout passed (1,
+# saying why, with the log's first error and last lines).
 wait_ready() {
-	local dir=$1 port=$2 name=$3 deadline=$((SECONDS + START_TIMEOUT))
+	local dir=$1 port=$2 name=$3 deadline=$((SECONDS + START_TIMEOUT)) why
 	while [ $SECONDS -lt $deadline ]; do
 		if ! ours "$dir" >/dev/null; then
-			echo "kafka: $name exited while starting; last lines of $dir/broker.log:" >&2
-			tail -n 25 "$dir/broker.log" >&2
-			rm -f "$dir/broker.pid"
-			exit 1
+			why="exited while starting"
+			break
 		fi
-		if port_open "$port" && grep -q 'Kafka Server started' "$dir/broker.log"; then return; fi
+		if port_open "$port" && grep -q 'Kafka Server started' "$dir/broker.log"; then return 0; fi
 		sleep 0.3
 	done
-	echo "kafka: $name did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s; last lines of $dir/broker.log:" >&2
-	tail -n 25 "$dir/broker.log" >&2
-	exit 1
+	why=${why:-"did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"}
+	{
+		echo "kafka: $name $why; last lines of $dir/broker.log:"
+		tail -n 15 "$dir/broker.log"
+		local first
+		first=$(grep -m 1 -E 'ERROR|Exception' "$dir/broker.log" | cut -c1-300 || true)
+		echo "kafka: $name $why${first:+; first error: $first}"
+	} >&2
+	return 1
 }
 
 # stop_nodes <grace> <name> <dir>...: SIGTERM to every node at once, then
@@ -198,7 +207,7 @@ stop_nodes() {
 			kill -TERM "$pid"
 			pids+=("$pid")
 		else
-			log "$name in $dir is not running (not started by this script)"
+			log "$name in $dir is not running"
 		fi
 		rm -f "$dir/broker.pid"
 	done
@@ -234,8 +243,11 @@ start_single() {
 	mkdir -p "$dir/data"
 	write_props "$dir" 1 "$PORT" "$CONTROLLER_PORT" "1@127.0.0.1:$CONTROLLER_PORT" 1 "$SASL_PORT"
 	format_storage "$dir" "$SINGLE_ID"
-	launch "$dir" "$PORT" "the Kafka broker"
-	wait_ready "$dir" "$PORT" "the Kafka broker"
+	launch "$dir" "the Kafka broker" "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" || exit 1
+	if ! wait_ready "$dir" "$PORT" "the Kafka broker"; then
+		stop_nodes 5 "the Kafka broker" "$dir" >/dev/null
+		exit 1
+	fi
 	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on 127.0.0.1:$SASL_PORT), log $dir/broker.log"
 }
 
@@ -253,8 +265,20 @@ start_cluster() {
 		format_storage "$dir" "$CLUSTER_ID"
 	done
 	# All three at once: none is ready before a quorum of controllers is.
-	for n in "${CLUSTER_NODES[@]}"; do launch "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n"; done
-	for n in "${CLUSTER_NODES[@]}"; do wait_ready "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n"; done
+	# One failing stops the others: no half cluster is left behind.
+	local dirs=("$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)")
+	for n in "${CLUSTER_NODES[@]}"; do
+		if ! launch "$(node_dir "$n")" "cluster node $n" "$(cluster_port "$n")" "$(cluster_controller_port "$n")"; then
+			stop_nodes 8 "cluster node" "${dirs[@]}" >/dev/null
+			exit 1
+		fi
+	done
+	for n in "${CLUSTER_NODES[@]}"; do
+		if ! wait_ready "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n"; then
+			stop_nodes 8 "cluster node" "${dirs[@]}" >/dev/null
+			exit 1
+		fi
+	done
 	local addrs=""
 	for n in "${CLUSTER_NODES[@]}"; do addrs+="${addrs:+,}127.0.0.1:$(cluster_port "$n")"; done
 	log "cluster ready: $addrs (replication factor 3, min.insync.replicas 2)"
