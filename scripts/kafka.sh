@@ -22,10 +22,15 @@ HEAP=${TENANTWIRE_KAFKA_HEAP:-512m}
 START_TIMEOUT=${TENANTWIRE_KAFKA_START_TIMEOUT:-90} # seconds
 
 # The single node: plaintext for the tests, SASL/PLAIN for the credentials
-# tests (users below), the controller on a port of its own.
+# tests (users below), the controller on a port of its own. The gated
+# listener advertises a port nothing listens on until a test puts a TCP
+# forwarder there: clients bootstrapped through that forwarder reach the
+# broker only through it, and lose it when the test closes it.
 PORT=9092
 CONTROLLER_PORT=9093
 SASL_PORT=9094
+GATED_PORT=9095
+GATED_ADVERTISED_PORT=9096
 SASL_USERS='user_tenant-a="secret-a" user_tenant-b="secret-b"'
 # The three-node cluster, on other ports (broker N on 9N92, its controller
 # on 9N93).
@@ -64,16 +69,16 @@ fetch_libs() {
 	mv "$tmp" "$LIBS"
 }
 
-# write_props <dir> <node id> <broker port> <controller port> <voters> <replication> [sasl port]
+# write_props <dir> <node id> <broker port> <controller port> <voters> <replication> [test listeners]
 write_props() {
-	local dir=$1 id=$2 port=$3 cport=$4 voters=$5 rf=$6 sasl=${7:-}
+	local dir=$1 id=$2 port=$3 cport=$4 voters=$5 rf=$6 extra=${7:-}
 	local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
 	local advertised="PLAINTEXT://127.0.0.1:$port"
 	local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-	if [ -n "$sasl" ]; then
-		listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl"
-		advertised+=",SASL_PLAINTEXT://127.0.0.1:$sasl"
-		protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+	if [ -n "$extra" ]; then
+		listeners+=",SASL_PLAINTEXT://127.0.0.1:$SASL_PORT,GATED://127.0.0.1:$GATED_PORT"
+		advertised+=",SASL_PLAINTEXT://127.0.0.1:$SASL_PORT,GATED://127.0.0.1:$GATED_ADVERTISED_PORT"
+		protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT,GATED:PLAINTEXT"
 	fi
 	local min_isr=1
 	[ "$rf" -gt 1 ] && min_isr=2
@@ -114,7 +119,7 @@ log.segment.bytes=16777216
 log.retention.hours=24
 log.cleaner.dedupe.buffer.size=4194304
 EOF
-	if [ -n "$sasl" ]; then
+	if [ -n "$extra" ]; then
 		cat >>"$dir/server.properties" <<EOF
 sasl.enabled.mechanisms=PLAIN
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required $SASL_USERS;
@@ -241,14 +246,14 @@ start_single() {
 	fi
 	fetch_libs
 	mkdir -p "$dir/data"
-	write_props "$dir" 1 "$PORT" "$CONTROLLER_PORT" "1@127.0.0.1:$CONTROLLER_PORT" 1 "$SASL_PORT"
+	write_props "$dir" 1 "$PORT" "$CONTROLLER_PORT" "1@127.0.0.1:$CONTROLLER_PORT" 1 test-listeners
 	format_storage "$dir" "$SINGLE_ID"
-	launch "$dir" "the Kafka broker" "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" || exit 1
+	launch "$dir" "the Kafka broker" "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$GATED_PORT" || exit 1
 	if ! wait_ready "$dir" "$PORT" "the Kafka broker"; then
 		stop_nodes 5 "the Kafka broker" "$dir" >/dev/null
 		exit 1
 	fi
-	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on 127.0.0.1:$SASL_PORT), log $dir/broker.log"
+	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on $SASL_PORT, gated $GATED_PORT advertised as $GATED_ADVERTISED_PORT), log $dir/broker.log"
 }
 
 start_cluster() {

@@ -110,11 +110,12 @@ func createTopics(t *testing.T, broker string, topics ...string) {
 	}
 }
 
-// gate forwards a port of its own to the test broker, and is closed until
-// opened: to a client bootstrapped through it, the broker is down, then
-// up. Once up, clients follow the broker's metadata to its own address.
+// gate forwards an address of its own to the test broker, and is closed
+// until opened: to a client bootstrapped through it, the broker is down,
+// then up. Once up, clients follow the broker's metadata to the address it
+// advertises: its own, or the gate's for the gated listener (onGatedListener).
 type gate struct {
-	port   int
+	at     string
 	target string
 
 	mu    sync.Mutex
@@ -124,16 +125,35 @@ type gate struct {
 }
 
 func newGate(t *testing.T, target string) *gate {
-	g := &gate{port: freePort(t), target: target, conns: map[net.Conn]struct{}{}}
+	return newGateAt(t, addr(freePort(t)), target)
+}
+
+func newGateAt(t *testing.T, at, target string) *gate {
+	g := &gate{at: at, target: target, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(g.close)
 	return g
 }
 
-func (g *gate) addr() string { return addr(g.port) }
+// onGatedListener is a gate on the address the broker's gated listener
+// advertises: every connection of a client bootstrapped through it goes
+// through it, so closing it takes the broker away mid-run.
+func onGatedListener(t *testing.T) *gate {
+	listener, advertised := testsvc.KafkaGatedListener(t)
+	return newGateAt(t, advertised, listener)
+}
 
-// open starts forwarding; t is for errors only.
+func (g *gate) addr() string { return g.at }
+
+// open starts forwarding; t is for errors only. A fixed address may be
+// another run's gate for a while: open waits for it.
 func (g *gate) open(t *testing.T) {
-	ln, err := net.Listen("tcp", g.addr())
+	var ln net.Listener
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if ln, err = net.Listen("tcp", g.at); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Error(err)
 		return

@@ -83,3 +83,44 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 }
 
 func noHandle(context.Context, kafkago.Message) error { return nil }
+
+// The broker vanishing mid-run: producing fails with an error (no panic),
+// and the app still stops cleanly, leaving no goroutine behind. The app
+// reaches the test broker only through a gate on its gated listener;
+// closing the gate takes the broker away from the app, not from others.
+func TestBrokerGoneMidRun(t *testing.T) {
+	s := newSpace(t)
+	g := onGatedListener(t)
+	g.open(t)
+	got := newReceived()
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(g.addr()),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA),
+				OnError: func(error) {}}, kafka.TenantTopics(s.name("orders.")))),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Provision.Provision(ctx, tenantA); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	values := produceEach(t, d.Producer, 1, tenantA)
+	got.waitFor(t, values...)
+	g.close()
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("lost")}); err == nil {
+		t.Fatal("produced with the broker gone")
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	begin := time.Now()
+	if err := app.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped in %v with the broker gone", time.Since(begin))
+}

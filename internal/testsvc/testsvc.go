@@ -55,6 +55,18 @@ func KafkaSASLBroker(t testing.TB) string {
 	return addr
 }
 
+// KafkaGatedListener is the test broker's gated listener and the address
+// it advertises, where nothing listens until a test forwards that address
+// to the listener. Clients bootstrapped through the forwarder reach the
+// broker only through it: closing it takes the broker away from them.
+func KafkaGatedListener(t testing.TB) (listener, advertised string) {
+	t.Helper()
+	listener = env("TENANTWIRE_KAFKA_GATED_LISTENER", "127.0.0.1:9095")
+	advertised = env("TENANTWIRE_KAFKA_GATED_ADVERTISED", "127.0.0.1:9096")
+	reachable(t, "Kafka (gated listener)", "kafka://"+listener)
+	return listener, advertised
+}
+
 func env(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
