@@ -44,7 +44,7 @@ func (s *space) name(n string) string { return s.prefix + n }
 
 // admin is a client of the test broker with its own transport; close
 // releases its connections (goleak checks every test).
-func admin(broker string) (c *kafkago.Client, close func()) {
+func admin(broker string) (*kafkago.Client, func()) {
 	tr := &kafkago.Transport{DialTimeout: 5 * time.Second}
 	return &kafkago.Client{Addr: kafkago.TCP(broker), Transport: tr, Timeout: 10 * time.Second}, tr.CloseIdleConnections
 }
