@@ -183,13 +183,16 @@ launch() {
 # has logged that it started (0), or it died or the timeout passed (1,
 # saying why, with the log's first error and last lines).
 wait_ready() {
-	local dir=$1 port=$2 name=$3 deadline=$((SECONDS + START_TIMEOUT)) why
+	local dir=$1 port=$2 name=$3 deadline=$((SECONDS + START_TIMEOUT)) why pid
+	pid=$(cat "$dir/broker.pid")
 	while [ $SECONDS -lt $deadline ]; do
-		if ! ours "$dir" >/dev/null; then
+		# The pid, not ours(): right after the fork it is still a copy of
+		# this shell, not yet java.
+		if ! kill -0 "$pid" 2>/dev/null; then
 			why="exited while starting"
 			break
 		fi
-		if port_open "$port" && grep -q 'Kafka Server started' "$dir/broker.log"; then return 0; fi
+		if port_open "$port" && grep -q 'Kafka Server started' "$dir/broker.log" && ours "$dir" >/dev/null; then return 0; fi
 		sleep 0.3
 	done
 	why=${why:-"did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"}
