@@ -258,6 +258,7 @@ start_single() {
 		log "the running broker's settings differ from this script's; restarting it"
 		stop_nodes 30 "the Kafka broker" "$dir"
 	fi
+	command -v java >/dev/null 2>&1 || die "java not found; run scripts/services.sh, which installs it"
 	fetch_libs
 	mkdir -p "$dir/data"
 	printf '%s\n' "$want" >"$dir/server.properties"
@@ -271,6 +272,7 @@ start_single() {
 }
 
 start_cluster() {
+	command -v java >/dev/null 2>&1 || die "java not found; run scripts/services.sh, which installs it"
 	fetch_libs
 	local voters="" n
 	for n in "${CLUSTER_NODES[@]}"; do
