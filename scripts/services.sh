@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Makes PostgreSQL and Redis reachable on 127.0.0.1 for the tests. Idempotent:
-# leaves running servers alone, starts installed-but-stopped ones, installs
-# missing ones with apt-get, then creates the test database.
+# Makes the test servers reachable on 127.0.0.1: PostgreSQL, Redis, then the
+# servers with a script of their own (scripts/<name>.sh start|stop).
+#
+#   scripts/services.sh [start]   idempotent: leaves running servers alone,
+#                                 starts installed-but-stopped ones, installs
+#                                 missing ones with apt-get, creates the test
+#                                 database
+#   scripts/services.sh stop      stops what this script started, and only
+#                                 that (pid and marker files in $STATE)
 set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+STATE=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/services
+# Servers started and stopped by scripts/<name>.sh, in start order; stop
+# goes in reverse.
+COMPANIONS=(kafka neo4j)
 
 PGHOST=127.0.0.1
 PGPORT=5432
@@ -67,6 +79,19 @@ start_postgres() {
 	log "starting PostgreSQL $version"
 	as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
 	wait_for PostgreSQL pg_ready
+	echo "$version" >"$STATE/postgres.started"
+}
+
+stop_postgres() {
+	if [ ! -f "$STATE/postgres.started" ]; then
+		log "PostgreSQL was not started by this script; leaving it alone"
+		return
+	fi
+	local version
+	version=$(cat "$STATE/postgres.started")
+	log "stopping PostgreSQL $version"
+	as_root pg_ctlcluster --skip-systemctl-redirect "$version" main stop || true
+	rm -f "$STATE/postgres.started"
 }
 
 create_test_db() {
@@ -88,16 +113,59 @@ start_redis() {
 	log "starting Redis"
 	as_root mkdir -p /var/lib/redis /var/log/redis
 	as_root redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$REDIS_PORT" --save "" --appendonly no \
-		--dir /var/lib/redis --logfile /var/log/redis/tenantwire.log
+		--dir /var/lib/redis --logfile /var/log/redis/tenantwire.log --pidfile "$STATE/redis.pid"
 	wait_for Redis redis_ready
 }
 
-if ! command -v pg_isready >/dev/null 2>&1; then
-	log "installing the PostgreSQL client"
-	apt_install postgresql-client
-fi
-start_postgres
-create_test_db
-start_redis
-"$(dirname "$0")/neo4j.sh" start
-log "ready: postgres://postgres@$PGHOST:$PGPORT/$TEST_DB and redis://127.0.0.1:$REDIS_PORT"
+stop_redis() {
+	local pid
+	pid=$(cat "$STATE/redis.pid" 2>/dev/null || true)
+	# A recycled pid running something else is not ours to kill.
+	if [ -z "$pid" ] || ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-server.*:$REDIS_PORT"; then
+		log "Redis was not started by this script; leaving it alone"
+		rm -f "$STATE/redis.pid"
+		return
+	fi
+	log "stopping Redis (pid $pid)"
+	as_root kill -TERM "$pid"
+	for _ in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	rm -f "$STATE/redis.pid"
+}
+
+# The Kafka broker runs on the JVM from Maven Central artifacts.
+ensure_jvm() {
+	if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then return; fi
+	log "installing a JDK and Maven"
+	apt_install openjdk-17-jdk-headless maven
+}
+
+start() {
+	if ! command -v pg_isready >/dev/null 2>&1; then
+		log "installing the PostgreSQL client"
+		apt_install postgresql-client
+	fi
+	start_postgres
+	create_test_db
+	start_redis
+	ensure_jvm
+	local c
+	for c in "${COMPANIONS[@]}"; do "$HERE/$c.sh" start; done
+	log "ready: postgres://postgres@$PGHOST:$PGPORT/$TEST_DB, redis://127.0.0.1:$REDIS_PORT, ${COMPANIONS[*]}"
+}
+
+stop() {
+	local i
+	for ((i = ${#COMPANIONS[@]} - 1; i >= 0; i--)); do "$HERE/${COMPANIONS[i]}.sh" stop; done
+	stop_redis
+	stop_postgres
+}
+
+mkdir -p "$STATE"
+case ${1:-start} in
+start) start ;;
+stop) stop ;;
+*) echo "usage: $0 [start|stop]" >&2; exit 2 ;;
+esac

@@ -13,10 +13,13 @@ import (
 )
 
 // Dedicated: each tenant's records go to its own cluster, through a routed
-// client built from its own credentials.
+// client built from its own credentials. Tenant A's cluster is the real
+// test broker; tenant B's is kfake, in-process, since a second real cluster
+// would cost another JVM on every run.
 func TestDedicatedRoutedClusters(t *testing.T) {
-	_, brokerA := cluster(t)
-	_, brokerB := cluster(t)
+	s := newSpace(t)
+	brokerA := s.broker
+	_, brokerB := fakeCluster(t)
 	endpoints := map[tenancy.ID]string{tenantA: brokerA, tenantB: brokerB}
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		ep, ok := endpoints[id]
@@ -29,9 +32,9 @@ func TestDedicatedRoutedClusters(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, 4), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.Topic("orders")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle, Tenants: tenants(tenantA, tenantB)},
-				kafka.Topic("orders")),
+			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB)},
+				kafka.Topic(s.name("orders"))),
 		),
 		fx.Populate(&d),
 	)

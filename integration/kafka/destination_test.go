@@ -8,7 +8,6 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
@@ -70,15 +69,15 @@ func (e *eventIDs) wrap(next kafka.Handler) kafka.Handler {
 // Outbox rows of three tenants → destination → per-tenant topics →
 // sharded consumer: each handled once, under its own tenant.
 func TestDestinationPerTenantTopics(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
 	got := newReceived()
 	ids := &eventIDs{ids: map[string]string{}}
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders-")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: ids.wrap(got.handle),
-				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics("orders-")),
+		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders-"))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: ids.wrap(got.handle),
+				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics(s.name("orders-"))),
 		),
 		fx.Populate(&d),
 	)
@@ -123,18 +122,22 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 
 // QUALITY R3, reduced to the destination: with no broker at start,
 // deliveries fail (and the consumer keeps retrying); once a broker
-// appears, everything is delivered and handled exactly once.
+// appears, everything is delivered and handled exactly once. The app
+// reaches the test broker through a gate, closed at first.
 func TestBrokerUnreachableAtStart(t *testing.T) {
-	port := freePort(t)
+	s := newSpace(t)
+	g := newGate(t, s.broker)
+	// The topics exist on the broker the app cannot reach yet.
+	createTopics(t, s.broker, s.name("late.")+tenantA.Hex(), s.name("late.")+tenantB.Hex())
 	got := newReceived()
 	var errs sync.Map
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(addr(port)),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("late.")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle,
+		kafka.Module("events", kafka.Brokers(g.addr()),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("late."))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
 				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }},
-				kafka.TenantTopics("late.")),
+				kafka.TenantTopics(s.name("late."))),
 		),
 		fx.Populate(&d),
 	)
@@ -151,16 +154,13 @@ func TestBrokerUnreachableAtStart(t *testing.T) {
 		t.Fatal("provisioned with no broker")
 	}
 
+	opened := make(chan struct{})
 	go func() {
+		defer close(opened)
 		time.Sleep(300 * time.Millisecond)
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port),
-			kfake.SeedTopics(1, "late."+tenantA.Hex(), "late."+tenantB.Hex()))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		t.Cleanup(c.Close)
+		g.open(t)
 	}()
+	defer func() { <-opened }()
 	failures := relay(t, d.Producer, rs)
 	t.Logf("%d failed attempts before the broker appeared", failures)
 	var values []string

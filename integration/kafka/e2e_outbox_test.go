@@ -52,8 +52,8 @@ func TestOutboxRelayToKafkaEndToEnd(t *testing.T) {
 }
 
 func endToEnd(t *testing.T, url string, sharded bool) {
-	_, broker := cluster(t)
-	topics := map[bool]string{false: "e2e.", true: "e2e-sharded."}[sharded]
+	s := newSpace(t)
+	topics := s.name(map[bool]string{false: "e2e.", true: "e2e-sharded."}[sharded])
 	_, table := outboxTable(t, url, "e2e_outbox_")
 
 	got := newReceived()
@@ -65,9 +65,9 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 	// after OnStart, by which time d is populated.
 	dest := counted.wrap(func() outbox.Destination { return d.Producer })
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.TenantTopics(topics)),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle,
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
 				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics(topics)),
 		),
 		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),

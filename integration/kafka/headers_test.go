@@ -30,7 +30,7 @@ func (d *deadLetters) handle(ctx context.Context, m kafkago.Message, reason erro
 // The headers opt-in binds each record's tenant from its header; records
 // with a missing or malformed header are dead-lettered, never handled.
 func TestTenantFromHeaders(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
 	got, audit := newReceived(), newReceived()
 	dead := &deadLetters{reasons: map[string]error{}, scopes: map[string]string{}}
 	var p struct {
@@ -39,12 +39,12 @@ func TestTenantFromHeaders(t *testing.T) {
 		Provision *kafka.Provisioner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker),
-			kafka.ProducerRoute("orders", kafka.Topic("orders")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle,
-				TenantFromHeaders: true, DeadLetter: dead.handle}, kafka.Topic("orders")),
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
+				TenantFromHeaders: true, DeadLetter: dead.handle}, kafka.Topic(s.name("orders"))),
 			// Unbound: every record, tenant-global, whatever its headers say.
-			kafka.Consumer("audit", kafka.ConsumerConfig{Group: "audit", Handle: audit.handle}, kafka.Topic("orders")),
+			kafka.Consumer("audit", kafka.ConsumerConfig{Group: s.name("audit"), Handle: audit.handle}, kafka.Topic(s.name("orders"))),
 		),
 		fx.Populate(&p),
 	)
@@ -70,7 +70,7 @@ func TestTenantFromHeaders(t *testing.T) {
 	values = append(values, spoof)
 
 	// Records from outside the adapter, with bad tenant headers.
-	raw := rawWriter(t, broker)
+	raw := rawWriter(t, s.broker)
 	bad := map[string][]kafkago.Header{
 		"missing":   nil,
 		"malformed": {{Key: kafka.HeaderTenant, Value: []byte("tenant-a")}},
@@ -79,7 +79,7 @@ func TestTenantFromHeaders(t *testing.T) {
 		"braced":    {{Key: kafka.HeaderTenant, Value: []byte("{" + tenantA.String() + "}")}},
 	}
 	for v, hs := range bad {
-		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: "orders", Value: []byte(v), Headers: hs}); err != nil {
+		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("orders"), Value: []byte(v), Headers: hs}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
 
@@ -19,17 +18,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// cluster starts an in-process kfake broker on 127.0.0.1.
-func cluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, string) {
-	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, c.ListenAddrs()[0]
 }
 
 // freePort returns a port nothing listens on (for "broker not there yet").

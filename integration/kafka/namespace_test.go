@@ -78,15 +78,15 @@ func requireOwnTenant(t *testing.T, got *received, values []string) {
 }
 
 func TestNamespacePerTenantTopics(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
+		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
 			// A repeated tenant still gets one reader: each record is handled once.
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "billing", Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA)},
-				kafka.TenantTopics("orders.")),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA)},
+				kafka.TenantTopics(s.name("orders."))),
 		),
 		fx.Populate(&d),
 	)
@@ -110,7 +110,7 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	requireOwnTenant(t, got, values)
 
 	topic, err := d.Producer.TopicFor(tenancy.WithTenant(ctx, tenantA))
-	if err != nil || topic != "orders."+tenantA.Hex() {
+	if err != nil || topic != s.name("orders.")+tenantA.Hex() {
 		t.Fatalf("topic %q %v", topic, err)
 	}
 	if err := d.Producer.Produce(ctx, kafka.Message{Value: []byte("x")}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {

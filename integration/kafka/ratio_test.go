@@ -15,16 +15,17 @@ import (
 
 // TestRatioTenantTopicProduce is QUALITY P7: a synchronous produce to a
 // per-tenant topic through the adapter vs a raw kafka-go Writer with the
-// same settings, on one kfake cluster, interleaved, median of rounds.
+// same settings, on the real test broker, interleaved, median of rounds.
 func TestRatioTenantTopicProduce(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
-	_, broker := cluster(t)
+	s := newSpace(t)
+	broker := s.broker
 	// BatchSize 1 flushes at once: both sides measure the write, not a timer.
 	tune := func(w *kafkago.Writer) { w.BatchSize = 1 }
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.TuneWriter(tune),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders."))),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders.")))),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 	if err := d.Provision.Provision(ctx, tenantA); err != nil {
 		t.Fatal(err)
 	}
-	topic := "orders." + tenantA.Hex()
+	topic := s.name("orders.") + tenantA.Hex()
 	raw := rawWriter(t, broker)
 	raw.MaxAttempts, raw.WriteBackoffMin, raw.WriteBackoffMax = 3, 50*time.Millisecond, 500*time.Millisecond
 	tune(raw)
@@ -60,5 +61,8 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 			}
 		}
 	}
-	ratio.Report(t, ratio.Pair{Label: "P7", Name: "kafka-tenant-topic-produce", Ours: ours, Baseline: base, Rounds: 15, Iterations: 3000}, 1.05)
+	// Many short rounds: a real broker's latency swings with the machine's
+	// load, and the median of many rounds rides that out better than the
+	// median of a few long ones.
+	ratio.Report(t, ratio.Pair{Label: "P7", Name: "kafka-tenant-topic-produce", Ours: ours, Baseline: base, Rounds: 61, Iterations: 100}, 1.05)
 }

@@ -2,8 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"strings"
 	"testing"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -15,27 +15,30 @@ import (
 // A refused app is refused during fx.New, with a live broker at hand: no
 // consumer ever joins a group.
 func TestRefusedWiringNeverConsumes(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
+	broker, group := s.broker, s.name("refused")
 	handle := func(context.Context, kafkago.Message) error {
 		t.Error("a refused app handled a record")
 		return nil
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "refused", Handle: handle}, kafka.TenantTopics("orders."))))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.TenantTopics(s.name("orders.")))))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "refused", Handle: handle}, kafka.Topic("orders"), kafka.TenantAware())))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.Topic(s.name("orders")), kafka.TenantAware())))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
 		kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "refused", Handle: handle}, kafka.Topic("orders"))))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.Topic(s.name("orders")))))
 
-	tr := &kafkago.Transport{}
-	defer tr.CloseIdleConnections()
-	admin := &kafkago.Client{Addr: kafkago.TCP(broker), Transport: tr, Timeout: 5 * time.Second}
-	resp, err := admin.ListGroups(context.Background(), &kafkago.ListGroupsRequest{})
+	// The broker is shared: only this test's groups count.
+	c, closeAdmin := admin(broker)
+	defer closeAdmin()
+	resp, err := c.ListGroups(context.Background(), &kafkago.ListGroupsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Groups) != 0 {
-		t.Fatalf("groups joined by refused apps: %v", resp.Groups)
+	for _, g := range resp.Groups {
+		if strings.HasPrefix(g.GroupID, group) {
+			t.Errorf("group joined by a refused app: %s", g.GroupID)
+		}
 	}
 }

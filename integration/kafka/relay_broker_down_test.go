@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
@@ -58,6 +57,7 @@ func (a *attempts) wrap(next func() outbox.Destination, sharded bool) outbox.Des
 // QUALITY R3: the relay starts with no broker, its passes fail and back
 // off, and once the broker is up (and the topics provisioned) every row of
 // three tenants reaches its own tenant's topic and is marked delivered.
+// The app reaches the test broker through a gate, closed at first.
 func TestRelayStartsWithBrokerDown(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	for _, sharded := range []bool{false, true} {
@@ -68,7 +68,8 @@ func TestRelayStartsWithBrokerDown(t *testing.T) {
 }
 
 func relayBrokerDown(t *testing.T, url string, sharded bool) {
-	port := freePort(t)
+	s := newSpace(t)
+	g := newGate(t, s.broker)
 	conn, table := outboxTable(t, url, "down_outbox_")
 
 	ids := []tenancy.ID{tenantA, tenantB, tenantC}
@@ -84,8 +85,8 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 		relay = postgres.ShardedRelay("outbox", func(context.Context) ([]tenancy.ID, error) { return ids, nil }, rc)
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(addr(port)), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("down.")),
+		kafka.Module("events", kafka.Brokers(g.addr()), kafka.RequiredIsolation(tenancy.Namespace),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("down."))),
 		),
 		postgres.Module("db", postgres.DSN(url),
 			postgres.Outbox("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: postgres.Table(table)}), relay),
@@ -120,11 +121,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	g.open(t)
 	up := time.Now()
 	for _, id := range ids {
 		if err := d.Provision.Provision(context.Background(), id); err != nil {
@@ -144,7 +141,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range readTopic(t, c.ListenAddrs()[0], topic) {
+		for _, m := range readTopic(t, s.broker, topic) {
 			v := string(m.Value)
 			seen[v]++
 			if owner, _, _ := strings.Cut(v, "/"); owner != id.String() {
@@ -271,13 +268,14 @@ func header(m kafkago.Message, key string) string {
 }
 
 // A Provision that failed with the broker down must not leave a cached
-// failure behind: the next one, once the broker is up, creates the topics
-// (not only after the transport's metadata TTL).
+// failure behind: the next one, once the broker is up (its gate opened),
+// creates the topics (not only after the transport's metadata TTL).
 func TestProvisionRightAfterBrokerReturns(t *testing.T) {
-	port := freePort(t)
+	s := newSpace(t)
+	g := newGate(t, s.broker)
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(addr(port)), kafka.ProducerRoute("orders", kafka.TenantTopics("back."))),
+		kafka.Module("events", kafka.Brokers(g.addr()), kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("back.")))),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -287,11 +285,7 @@ func TestProvisionRightAfterBrokerReturns(t *testing.T) {
 	if err := d.Provision.Provision(ctx, tenantA); err == nil {
 		t.Fatal("provisioned with no broker")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	g.open(t)
 	if err := d.Provision.Provision(ctx, tenantA); err != nil {
 		t.Fatalf("provisioning with the broker back: %v", err)
 	}

@@ -18,7 +18,7 @@ import (
 // A failing handler is retried, the record stays uncommitted meanwhile,
 // and the next record waits behind it (per-partition order holds).
 func TestHandlerErrorsAreRetried(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
 	got := newReceived()
 	var mu sync.Mutex
 	attempts := map[string]int{}
@@ -39,11 +39,11 @@ func TestHandlerErrorsAreRetried(t *testing.T) {
 	var errs []error
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: flaky, Tenants: tenants(tenantA),
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: flaky, Tenants: tenants(tenantA),
 				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }},
-				kafka.TenantTopics("orders.")),
+				kafka.TenantTopics(s.name("orders."))),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -68,12 +68,12 @@ func TestHandlerErrorsAreRetried(t *testing.T) {
 
 // An assignment that cannot be read fails OnStart: no reader runs.
 func TestShardAssignmentErrorFailsStart(t *testing.T) {
-	_, broker := cluster(t)
+	s := newSpace(t)
 	boom := func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("tenant registry down") }
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: noHandle, Tenants: boom},
-				kafka.TenantTopics("orders."))))
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom},
+				kafka.TenantTopics(s.name("orders.")))))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +85,20 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 func noHandle(context.Context, kafkago.Message) error { return nil }
 
 // The broker vanishing mid-run: producing fails with an error (no panic),
-// and the app still stops cleanly, leaving no goroutine behind.
+// and the app still stops cleanly, leaving no goroutine behind. The app
+// reaches the test broker only through a gate on its gated listener;
+// closing the gate takes the broker away from the app, not from others.
 func TestBrokerGoneMidRun(t *testing.T) {
-	c, broker := cluster(t)
+	s := newSpace(t)
+	g := onGatedListener(t)
+	g.open(t)
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(broker),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: got.handle, Tenants: tenants(tenantA),
-				OnError: func(error) {}}, kafka.TenantTopics("orders."))),
+		kafka.Module("events", kafka.Brokers(g.addr()),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA),
+				OnError: func(error) {}}, kafka.TenantTopics(s.name("orders.")))),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -108,7 +112,7 @@ func TestBrokerGoneMidRun(t *testing.T) {
 	}
 	values := produceEach(t, d.Producer, 1, tenantA)
 	got.waitFor(t, values...)
-	c.Close()
+	g.close()
 	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("lost")}); err == nil {
 		t.Fatal("produced with the broker gone")
 	}

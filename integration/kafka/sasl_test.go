@@ -4,30 +4,32 @@ import (
 	"context"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Routed credentials authenticate: each tenant's client logs in with its
-// own user, and a tenant whose secret is wrong gets an error, not data.
+// own user on the test broker's SASL/PLAIN listener, and a tenant whose
+// secret is wrong gets an error, not data.
 func TestRoutedCredentialsAuthenticate(t *testing.T) {
-	_, broker := cluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "tenant-a", "secret-a"))
+	s := newSpace(t)
+	broker := testsvc.KafkaSASLBroker(t)
 	creds := map[tenancy.ID]routing.Credentials{
-		tenantA: {Endpoint: broker, User: "tenant-a", Secret: "secret-a"},
-		tenantB: {Endpoint: broker, User: "tenant-a", Secret: "wrong"},
+		tenantA: {Endpoint: broker, User: testsvc.KafkaSASLUser, Secret: testsvc.KafkaSASLSecret},
+		tenantB: {Endpoint: broker, User: testsvc.KafkaSASLUser, Secret: "wrong"},
 	}
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, 4),
-			kafka.ProducerRoute("orders", kafka.Topic("orders")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: got.handle, Tenants: tenants(tenantA)},
-				kafka.Topic("orders"))),
+			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA)},
+				kafka.Topic(s.name("orders")))),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,6 +28,43 @@ func RedisAddr(t testing.TB) string {
 	addr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
 	reachable(t, "Redis", "redis://"+addr)
 	return addr
+}
+
+// KafkaBrokers is the test Kafka broker (scripts/kafka.sh), as a
+// comma-separated bootstrap list; the first address must answer.
+func KafkaBrokers(t testing.TB) string {
+	t.Helper()
+	brokers := env("TENANTWIRE_KAFKA_BROKERS", "127.0.0.1:9092")
+	first, _, _ := strings.Cut(brokers, ",")
+	reachable(t, "Kafka", "kafka://"+strings.TrimSpace(first))
+	return brokers
+}
+
+// The SASL/PLAIN users scripts/kafka.sh configures on its SASL listener.
+const (
+	KafkaSASLUser   = "tenant-a"
+	KafkaSASLSecret = "secret-a"
+)
+
+// KafkaSASLBroker is the test broker's SASL_PLAINTEXT listener, where
+// KafkaSASLUser logs in with KafkaSASLSecret.
+func KafkaSASLBroker(t testing.TB) string {
+	t.Helper()
+	addr := env("TENANTWIRE_KAFKA_SASL_BROKER", "127.0.0.1:9094")
+	reachable(t, "Kafka (SASL listener)", "kafka://"+addr)
+	return addr
+}
+
+// KafkaGatedListener is the test broker's gated listener and the address
+// it advertises, where nothing listens until a test forwards that address
+// to the listener. Clients bootstrapped through the forwarder reach the
+// broker only through it: closing it takes the broker away from them.
+func KafkaGatedListener(t testing.TB) (listener, advertised string) {
+	t.Helper()
+	listener = env("TENANTWIRE_KAFKA_GATED_LISTENER", "127.0.0.1:9095")
+	advertised = env("TENANTWIRE_KAFKA_GATED_ADVERTISED", "127.0.0.1:9096")
+	reachable(t, "Kafka (gated listener)", "kafka://"+listener)
+	return listener, advertised
 }
 
 func env(key, def string) string {
