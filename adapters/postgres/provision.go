@@ -50,9 +50,12 @@ func (c *Client) provisionDDL(tenant tenancy.ID) []string {
 	}
 	if confined {
 		// Role names are [a-z0-9_] by construction (names.go), so quoting
-		// them into the DO body is safe.
+		// them into the DO body is safe. The role holds nothing but usage
+		// on its schema and select on its tables: it cannot log in, inherit,
+		// create anything or connect by itself.
 		out = append(out,
 			"DO $$ BEGIN CREATE ROLE "+role+" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+			"ALTER ROLE "+role+" NOLOGIN NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 0",
 			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
 			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
 			"GRANT "+role+" TO CURRENT_USER",
@@ -79,14 +82,14 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 			// Only the tables a route writes hold rows: an index or a read
 			// relation (possibly a view) is not deleted from.
 			if !rr.rel.perTenant && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
-				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
+				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, c.static, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
 			}
 		}
 	}
 	role := RoleName(c.prefix, tenant)
 	stmts = append(stmts,
 		"DROP SCHEMA IF EXISTS "+pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()+" CASCADE",
-		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '"+role+"') THEN "+
+		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+role+"') THEN "+
 			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
 	)
 	return c.inLockedTx(ctx, tenant, stmts)
@@ -104,7 +107,7 @@ func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []stri
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// One lock per prefix serializes provisioning in a database: DDL
 		// on shared tables and schemas then never races.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
 			return err
 		}
 		for _, s := range stmts {
