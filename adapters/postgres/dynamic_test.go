@@ -278,3 +278,46 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutedDynamicReadLeavesNoSessionState: on a routed client a dynamic
+// read shares the tenant's pool with the module's statements; its session
+// changes are gone before the pool's next statement, and the module's
+// cached statements still run after the reset.
+func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
+	var (
+		d   *postgres.Documents[item]
+		dyn *postgres.DynamicReads
+	)
+	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
+		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
+	provision(t, c, tenancytest.TenantA)
+	ds := dynSet{dyn: dyn}
+	if _, err := d.Create(ctxA, "a1", item{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get(ctxA, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{
+		"SELECT pg_catalog.set_config('search_path', 'pg_catalog', false)",
+		"PREPARE leftover AS SELECT 1",
+		"SELECT pg_catalog.pg_advisory_lock(4243)",
+	} {
+		_, _ = ds.row(ctxA, text)
+	}
+	// The module's statement was prepared on this very connection before
+	// the reset; it must still run.
+	if r, err := d.Get(ctxA, "a1"); err != nil || r.Value.N != 1 {
+		t.Fatalf("the module's statement after a dynamic read: %v %v", r, err)
+	}
+	got, err := ds.row(ctxA, `SELECT pg_catalog.current_setting('search_path'),
+		(SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements WHERE name = 'leftover'),
+		(SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objid = 4243)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{`"$user", public`, int64(0), int64(0)}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("session state survived a routed dynamic read: %v, want %v", got, want)
+	}
+}
