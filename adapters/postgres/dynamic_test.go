@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
@@ -320,4 +321,15 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 	if want := []any{`"$user", public`, int64(0), int64(0)}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("session state survived a routed dynamic read: %v, want %v", got, want)
 	}
+}
+
+// TestDynamicReadCountsItsPool: a dynamic read's own pool counts toward
+// the module's worst case, so a budget that ignores it is refused.
+func TestDynamicReadCountsItsPool(t *testing.T) {
+	mod := func(budget int) fx.Option {
+		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+			postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true, MaxConns: 3}))
+	}
+	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, mod(6))
+	tenancytest.RequireWires(t, mod(7))
 }
