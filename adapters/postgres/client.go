@@ -43,9 +43,12 @@ type Client struct {
 
 	routed *routing.Pools[*pgxpool.Pool]
 	stmts  stmtCache
-	// owned are route pools beside the module's (dynamic reads), closed
-	// on stop.
-	owned []*lazyPool
+	// closers close the pools routes open beside the module's (dynamic
+	// reads), on stop.
+	closers []func()
+	// logins are the per-tenant login pools of dynamic reads, evicted on
+	// Teardown.
+	logins []*routing.Pools[*pgxpool.Pool]
 }
 
 // lazyPool is a pool opened on first use from a config.
@@ -108,7 +111,7 @@ func (c *Client) dynamicPool(maxConns int32) *lazyPool {
 	}
 	l := &lazyPool{cfg: cfg}
 	c.mu.Lock()
-	c.owned = append(c.owned, l)
+	c.closers = append(c.closers, l.close)
 	c.mu.Unlock()
 	return l
 }
@@ -170,8 +173,8 @@ func (c *Client) close() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, l := range c.owned {
-		l.close()
+	for _, f := range c.closers {
+		f()
 	}
 	if c.pool != nil && c.ownPool {
 		c.pool.Close()

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -31,6 +33,10 @@ type DynamicReadConfig struct {
 	// Timeout bounds every statement of a read (statement_timeout, set
 	// LOCAL by the route before the compiled text runs; default 30s).
 	Timeout time.Duration
+	// Login, on a plain client with TenantRole, runs each tenant's reads
+	// on connections that log in as the tenant's role, so compiled text
+	// cannot leave it (see DynamicLogin).
+	Login *DynamicLogin
 }
 
 const (
@@ -54,8 +60,26 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 			typ:        reflect.TypeFor[*DynamicReads](),
 			rels:       []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}},
 			ownedConns: int(dc.MaxConns)}
+		if dc.Login != nil {
+			dl := *dc.Login // the caller's value stays as it was
+			dc.Login = &dl
+			if dl.MaxPools <= 0 {
+				dl.MaxPools = defaultLoginPools
+			}
+			spec.login, spec.ownedConns = dl.Secret, dl.MaxPools*int(dc.MaxConns)
+			switch {
+			case !dc.TenantRole:
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))
+			case len(dl.Secret) < minLoginSecret:
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, fmt.Sprintf("the login secret must hold at least %d bytes", minLoginSecret), "pass a random secret of 32 bytes or more, the same on every replica"))
+			}
+		}
 		spec.provide = provideRoute(func(cl *Client) *DynamicReads {
-			return &DynamicReads{route: route{cl, spec}, cfg: dc, own: cl.dynamicPool(dc.MaxConns)}
+			d := &DynamicReads{route: route{cl, spec}, cfg: dc, own: cl.dynamicPool(dc.MaxConns)}
+			if dc.Login != nil {
+				d.logins = cl.loginPools(dc.Login, d.own)
+			}
+			return d
 		})
 		c.routes = append(c.routes, spec)
 	}
@@ -67,6 +91,8 @@ type DynamicReads struct {
 	cfg DynamicReadConfig
 	// own is the route's pool on a plain client; nil when routed.
 	own *lazyPool
+	// logins are the per-tenant login pools (DynamicLogin); nil without.
+	logins *routing.Pools[*pgxpool.Pool]
 }
 
 // Schema is the bound tenant's quoted schema name, for the compiler.
@@ -112,6 +138,9 @@ func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan 
 // pool is the route's own pool on a plain client, the tenant's on a
 // routed one.
 func (d *DynamicReads) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+	if d.logins != nil {
+		return d.logins.AcquireFor(ctx, tenant)
+	}
 	if d.own == nil {
 		return d.c.conn(ctx, tenant)
 	}

@@ -333,3 +333,65 @@ func TestDynamicReadCountsItsPool(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, mod(6))
 	tenancytest.RequireWires(t, mod(7))
 }
+
+// TestDynamicReadLogin: with Login, the session user is the tenant's role,
+// so the role escape of TestDynamicReadRoleEscape is closed: resetting the
+// role, or setting another tenant's, reaches nothing.
+func TestDynamicReadLogin(t *testing.T) {
+	run := unique()
+	prefix := "tw" + run + "_"
+	var dyn *postgres.DynamicReads
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
+			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxPools: 2}})), named("dyn", &dyn))
+	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
+	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+	ds := dynSet{dyn: dyn}
+	schemaB := postgres.SchemaName(prefix, tenancytest.TenantB)
+	su := superuser(t)
+	exec(t, su, "CREATE TABLE "+pgx.Identifier{schemaB, "secret"}.Sanitize()+" AS SELECT 'b-only' AS v")
+	exec(t, su, "GRANT SELECT ON "+pgx.Identifier{schemaB, "secret"}.Sanitize()+" TO "+pgx.Identifier{postgres.RoleName(prefix, tenancytest.TenantB)}.Sanitize())
+	roleA := postgres.RoleName(prefix, tenancytest.TenantA)
+	if got, err := ds.row(ctxA, "SELECT session_user::text, current_user::text"); err != nil || got[0] != roleA || got[1] != roleA {
+		t.Fatalf("A's read does not log in as A's role: %v %v", got, err)
+	}
+	direct := "SELECT v FROM " + pgx.Identifier{schemaB, "secret"}.Sanitize()
+	for _, text := range []string{
+		"SELECT pg_catalog.set_config('role', 'none', true), pg_catalog.query_to_xml($1, false, false, '')::text",
+		"SELECT pg_catalog.set_config('role', '" + postgres.RoleName(prefix, tenancytest.TenantB) + "', true), pg_catalog.query_to_xml($1, false, false, '')::text",
+	} {
+		if got, err := ds.row(ctxA, text, direct); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("A left its role and read B's schema: %v %v", got, err)
+		}
+	}
+	if got, err := ds.row(ctxB, direct); err != nil || got[0] != "b-only" {
+		t.Errorf("B's own read: %v %v", got, err)
+	}
+	var verifier string
+	if err := su.QueryRow(context.Background(), "SELECT rolpassword FROM pg_authid WHERE rolname = $1", roleA).Scan(&verifier); err != nil || !strings.HasPrefix(verifier, "SCRAM-SHA-256$4096:") {
+		t.Errorf("A's role has no SCRAM verifier: %q %v", verifier, err)
+	}
+}
+
+// TestDynamicLoginWiring: Login needs a plain client, the tenant role and
+// a real secret, and its pools count toward the worst case.
+func TestDynamicLoginWiring(t *testing.T) {
+	secret := []byte(strings.Repeat("k", 32))
+	dyn := func(dc postgres.DynamicReadConfig) postgres.Option {
+		dc.PerTenantSchema = true
+		return postgres.DynamicRead("dyn", dc)
+	}
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
+		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+		dyn(postgres.DynamicReadConfig{TenantRole: true, Login: &postgres.DynamicLogin{Secret: secret[:31]}})))
+	// Without TenantRole the route is unconfined as well as wiring_invalid.
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
+	login := func(budget int) fx.Option {
+		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxPools: 3}}))
+	}
+	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
+	tenancytest.RequireWires(t, login(10))
+}

@@ -98,6 +98,9 @@ type routeSpec struct {
 	// ownedConns: connections the route opens beside the module's pool
 	// on a plain client (a dynamic read's own pool).
 	ownedConns int
+	// login: a dynamic read logs in as the tenant's role, with passwords
+	// derived from this secret.
+	login []byte
 	// scopedRoles marks relations that separate tenants by themselves
 	// (federated search legs).
 	scopedRoles map[string]bool
@@ -211,6 +214,9 @@ func Module(name string, opts ...Option) fx.Option {
 			}
 		}
 		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
+		if routed && r.login != nil {
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
+		}
 		// Without a per-tenant schema the origin floor refuses the route
 		// already, and that is the error to report (DESIGN §1).
 		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.scoped {

@@ -25,20 +25,27 @@ func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
 		return tenancy.Unbound()
 	}
-	stmts := c.provisionDDL(tenant)
+	stmts, err := c.provisionDDL(tenant)
+	if err != nil {
+		return err
+	}
 	return c.inLockedTx(ctx, tenant, stmts)
 }
 
-func (c *Client) provisionDDL(tenant tenancy.ID) []string {
+func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
 	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
 	var out []string
 	perTenant, confined := false, false
+	var secret []byte
 	for _, r := range c.routes {
 		for _, rr := range r.rels {
 			perTenant = perTenant || rr.rel.perTenant
 		}
 		confined = confined || r.tenantRole
+		if r.login != nil {
+			secret = r.login
+		}
 	}
 	if perTenant {
 		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+schema)
@@ -51,17 +58,25 @@ func (c *Client) provisionDDL(tenant tenancy.ID) []string {
 	if confined {
 		// Role names are [a-z0-9_] by construction (names.go), so quoting
 		// them into the DO body is safe. The role holds nothing but usage
-		// on its schema and select on its tables: it cannot log in, inherit,
-		// create anything or connect by itself.
+		// on its schema and select on its tables: it cannot inherit or
+		// create anything, and logs in only for DynamicLogin.
+		login := "NOLOGIN CONNECTION LIMIT 0"
+		if secret != nil {
+			l, err := loginRoleDDL(secret, RoleName(c.prefix, tenant))
+			if err != nil {
+				return nil, err
+			}
+			login = l
+		}
 		out = append(out,
 			"DO $$ BEGIN CREATE ROLE "+role+" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
-			"ALTER ROLE "+role+" NOLOGIN NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 0",
+			"ALTER ROLE "+role+" NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "+login,
 			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
 			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
 			"GRANT "+role+" TO CURRENT_USER",
 		)
 	}
-	return out
+	return out, nil
 }
 
 // Teardown drops tenant's schema and role and deletes its rows from tagged
@@ -92,7 +107,17 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+role+"') THEN "+
 			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
 	)
-	return c.inLockedTx(ctx, tenant, stmts)
+	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
+		return err
+	}
+	// Connections logged in as the dropped role are closed.
+	c.mu.Lock()
+	logins := c.logins
+	c.mu.Unlock()
+	for _, p := range logins {
+		p.Evict(tenant)
+	}
+	return nil
 }
 
 // ownedRoles are the relation roles whose rows a route writes.
