@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -394,4 +395,27 @@ func TestDynamicLoginWiring(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
 	tenancytest.RequireWires(t, login(10))
+}
+
+// TestDynamicReadOnCallerPool: with Pool, the dynamic read opens its own
+// pool from the caller's settings and never borrows the caller's pool.
+func TestDynamicReadOnCallerPool(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), testsvc.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the teardown, which runs on it
+	run := unique()
+	var dyn *postgres.DynamicReads
+	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("dyn", &dyn))
+	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
+	provision(t, c, tenancytest.TenantA)
+	before := pool.Stat().AcquireCount()
+	if got, err := (dynSet{dyn: dyn}).row(ctxA, "SELECT pg_catalog.current_setting('default_transaction_read_only')"); err != nil || got[0] != "on" {
+		t.Errorf("a dynamic read off its own pool: %v %v", got, err)
+	}
+	if n := pool.Stat().AcquireCount() - before; n != 0 {
+		t.Errorf("the dynamic read borrowed the caller's pool %d times", n)
+	}
 }
