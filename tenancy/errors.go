@@ -36,6 +36,8 @@ const (
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
+	// CodeDynamicReadWrote: a Postgres dynamic read's text wrote (rolled back).
+	CodeDynamicReadWrote Code = "postgres_dynamic_read_wrote"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -111,9 +111,9 @@ func (a *AnalyticsRoute) build(tenant tenancy.ID) *analyticsStmts {
 	for _, qn := range slices.Sorted(maps.Keys(a.cfg.Queries)) {
 		q := a.cfg.Queries[qn]
 		// Field names are [A-Za-z0-9_] (validated at wiring).
-		agg := "count(*)"
+		agg := "pg_catalog.count(*)"
 		if q.Agg != AggCount {
-			agg = string(q.Agg) + "((value->>'" + q.Field + "')::float8)"
+			agg = "pg_catalog." + string(q.Agg) + "((value->>'" + q.Field + "')::float8)"
 		}
 		key := "''"
 		if q.GroupBy != "" {

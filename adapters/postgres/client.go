@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/routing"
@@ -30,6 +31,7 @@ type RoutedConfig struct {
 type Client struct {
 	module   string
 	prefix   string
+	static   string // schema of static tables
 	teardown bool
 	routes   []*routeSpec
 
@@ -41,6 +43,77 @@ type Client struct {
 
 	routed *routing.Pools[*pgxpool.Pool]
 	stmts  stmtCache
+	// closers close the pools routes open beside the module's (dynamic
+	// reads), on stop.
+	closers []func()
+	// logins are the per-tenant login pools of dynamic reads, evicted on
+	// Teardown.
+	logins []*routing.Pools[*pgxpool.Pool]
+}
+
+// lazyPool is a pool opened on first use from a config.
+type lazyPool struct {
+	mu   sync.Mutex
+	cfg  *pgxpool.Config
+	pool *pgxpool.Pool
+}
+
+func (l *lazyPool) get(ctx context.Context, module string) (*pgxpool.Pool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pool == nil {
+		if l.cfg == nil {
+			return nil, errNoConnection
+		}
+		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), l.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: module %s: %w", module, err)
+		}
+		l.pool = p
+	}
+	return l.pool, nil
+}
+
+func (l *lazyPool) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pool != nil {
+		l.pool.Close()
+		l.pool = nil
+	}
+}
+
+// dynamicPool returns a pool for a dynamic read on a plain client: the
+// module's connection settings, maxConns connections, nothing cached per
+// connection (DISCARD ALL drops prepared statements) and read-only by
+// default. It is nil on a routed client, whose reads run on the tenant's
+// pool.
+func (c *Client) dynamicPool(maxConns int32) *lazyPool {
+	if c.routed != nil {
+		return nil
+	}
+	var cfg *pgxpool.Config
+	switch {
+	case c.cfg != nil:
+		cfg = c.cfg.Copy()
+	case c.pool != nil:
+		cfg = c.pool.Config()
+	}
+	if cfg != nil {
+		cfg.MaxConns, cfg.MinConns = maxConns, 0
+		cc := cfg.ConnConfig
+		cc.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+		cc.StatementCacheCapacity, cc.DescriptionCacheCapacity = 0, 0
+		if cc.RuntimeParams == nil {
+			cc.RuntimeParams = map[string]string{}
+		}
+		cc.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	l := &lazyPool{cfg: cfg}
+	c.mu.Lock()
+	c.closers = append(c.closers, l.close)
+	c.mu.Unlock()
+	return l
 }
 
 var noRelease = func() {}
@@ -100,6 +173,9 @@ func (c *Client) close() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, f := range c.closers {
+		f()
+	}
 	if c.pool != nil && c.ownPool {
 		c.pool.Close()
 	}

@@ -50,7 +50,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 				"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
 			if !dc.History.IsZero() {
 				out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.History, tenant)+" ("+s.tenantColumn()+
-					"seq bigserial PRIMARY KEY, id text NOT NULL, version bigint NOT NULL, value jsonb, op text NOT NULL, at timestamptz NOT NULL DEFAULT now())")
+					"seq bigserial PRIMARY KEY, id text NOT NULL, version bigint NOT NULL, value jsonb, op text NOT NULL, at timestamptz NOT NULL DEFAULT pg_catalog.now())")
 			}
 			return out
 		}
@@ -89,15 +89,15 @@ func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
 	st.update = "UPDATE " + st.write + " SET version = version + 1, value = " + s.p(2) + " WHERE " + w + "id = " + s.p(1) + " AND version = " + s.p(3) + " RETURNING " + c + "id, version, value"
 	st.delete = "DELETE FROM " + st.write + " WHERE " + w + "id = " + s.p(1) + " RETURNING " + c + "id, version, value"
 	st.list = "SELECT id, version, value FROM " + st.read + " WHERE " + w + "TRUE"
-	st.count = "SELECT count(*) FROM " + st.read + " WHERE " + w + "TRUE"
+	st.count = "SELECT pg_catalog.count(*) FROM " + st.read + " WHERE " + w + "TRUE"
 	if !d.cfg.History.IsZero() {
 		h := d.qualified(d.cfg.History, tenant)
 		keep := func(op string) string {
 			return ", h AS (INSERT INTO " + h + " (" + c + "id, version, value, op) SELECT " + c + "id, version, value, '" + op + "' FROM w)"
 		}
-		st.create = "WITH w AS (" + st.create + " RETURNING " + c + "id, version, value)" + keep("create") + " SELECT count(*) FROM w"
+		st.create = "WITH w AS (" + st.create + " RETURNING " + c + "id, version, value)" + keep("create") + " SELECT pg_catalog.count(*) FROM w"
 		st.update = "WITH w AS (" + st.update + ")" + keep("update") + " SELECT version FROM w"
-		st.delete = "WITH w AS (" + st.delete + ")" + keep("delete") + " SELECT count(*) FROM w"
+		st.delete = "WITH w AS (" + st.delete + ")" + keep("delete") + " SELECT pg_catalog.count(*) FROM w"
 	} else {
 		st.update = strings.TrimSuffix(st.update, " RETURNING "+c+"id, version, value") + " RETURNING version"
 		st.delete = strings.TrimSuffix(st.delete, " RETURNING "+c+"id, version, value")

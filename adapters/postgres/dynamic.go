@@ -2,10 +2,16 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -15,21 +21,65 @@ type DynamicReadConfig struct {
 	// PerTenantSchema: the compiler targets the bound tenant's schema
 	// (namespace). Without it only a routed client clears the origin floor.
 	PerTenantSchema bool
-	// TenantRole runs each read under the tenant's own role (SET LOCAL
-	// ROLE inside its transaction); the role has usage on the tenant's
-	// schema only, so compiled text that names another tenant's schema is
-	// refused by the server. Required unless the client is routed.
+	// TenantRole runs each read under the tenant's own role (set LOCAL
+	// inside its transaction); the role has usage on the tenant's schema
+	// only, so compiled text that names another tenant's schema is refused
+	// by the server. Required unless the client is routed.
 	TenantRole bool
+	// MaxConns sizes the route's own pool on a plain client (default 2):
+	// dynamic reads never share a connection with the module's other
+	// statements. It counts toward the module's worst-case connections.
+	MaxConns int32
+	// Timeout bounds every statement of a read (statement_timeout, set
+	// LOCAL by the route before the compiled text runs; default 30s).
+	Timeout time.Duration
+	// Login, on a plain client with TenantRole, runs each tenant's reads
+	// on connections that log in as the tenant's role, so compiled text
+	// cannot leave it (see DynamicLogin).
+	Login *DynamicLogin
 }
+
+const (
+	defaultDynamicConns   = 2
+	defaultDynamicTimeout = 30 * time.Second
+	// scrubTimeout bounds the clean-up after a read, which runs even when
+	// the caller's context is done.
+	scrubTimeout = 5 * time.Second
+)
 
 // DynamicRead adds a dynamic-read route and provides *DynamicReads.
 func DynamicRead(name string, dc DynamicReadConfig) Option {
+	if dc.MaxConns <= 0 {
+		dc.MaxConns = defaultDynamicConns
+	}
+	if dc.Timeout <= 0 {
+		dc.Timeout = defaultDynamicTimeout
+	}
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: KindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
-			typ:  reflect.TypeFor[*DynamicReads](),
-			rels: []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}}}
+			typ:        reflect.TypeFor[*DynamicReads](),
+			rels:       []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}},
+			ownedConns: int(dc.MaxConns)}
+		if dc.Login != nil {
+			dl := *dc.Login // the caller's value stays as it was
+			dc.Login = &dl
+			if dl.MaxPools <= 0 {
+				dl.MaxPools = defaultLoginPools
+			}
+			spec.login, spec.ownedConns = dl.Secret, dl.MaxPools*int(dc.MaxConns)
+			switch {
+			case !dc.TenantRole:
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))
+			case len(dl.Secret) < minLoginSecret:
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, fmt.Sprintf("the login secret must hold at least %d bytes", minLoginSecret), "pass a random secret of 32 bytes or more, the same on every replica"))
+			}
+		}
 		spec.provide = provideRoute(func(cl *Client) *DynamicReads {
-			return &DynamicReads{route: route{cl, spec}, cfg: dc}
+			d := &DynamicReads{route: route{cl, spec}, cfg: dc, own: cl.dynamicPool(dc.MaxConns)}
+			if dc.Login != nil {
+				d.logins = cl.loginPools(dc.Login, d.own)
+			}
+			return d
 		})
 		c.routes = append(c.routes, spec)
 	}
@@ -39,6 +89,10 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 type DynamicReads struct {
 	route
 	cfg DynamicReadConfig
+	// own is the route's pool on a plain client; nil when routed.
+	own *lazyPool
+	// logins are the per-tenant login pools (DynamicLogin); nil without.
+	logins *routing.Pools[*pgxpool.Pool]
 }
 
 // Schema is the bound tenant's quoted schema name, for the compiler.
@@ -50,33 +104,116 @@ func (d *DynamicReads) Schema(ctx context.Context) (string, error) {
 	return pgx.Identifier{SchemaName(d.c.prefix, tenant)}.Sanitize(), nil
 }
 
-// Query runs text in a read-only transaction, under the tenant's role when
-// configured, and hands the rows to scan before committing.
+// Query runs text in a read-only transaction the route starts, under the
+// tenant's role when configured and within the route's timeout, hands the
+// rows to scan, and rolls back: nothing the text does is committed. The
+// connection is then reset (DISCARD ALL) before it is reused, or closed,
+// so no setting, lock, listener, cursor or prepared statement outlives
+// the call. Text that made the transaction write (a large object, say) is
+// refused with postgres_dynamic_read_wrote, its write rolled back.
 func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
 	tenant, err := tenancy.Require(ctx)
 	if err != nil {
 		return err
 	}
-	pool, release, err := d.c.conn(ctx, tenant)
+	pool, release, err := d.pool(ctx, tenant)
 	if err != nil {
 		return err
 	}
 	defer release()
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if d.cfg.TenantRole {
-			if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{RoleName(d.c.prefix, tenant)}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, text, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if err := scan(rows); err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	})
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
+	d.scrub(ctx, conn)
+	if err == nil && wrote {
+		err = &tenancy.Error{Code: tenancy.CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
+			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
+			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
+	}
+	return err
 }
+
+// pool is the route's own pool on a plain client, the tenant's on a
+// routed one.
+func (d *DynamicReads) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+	if d.logins != nil {
+		return d.logins.AcquireFor(ctx, tenant)
+	}
+	if d.own == nil {
+		return d.c.conn(ctx, tenant)
+	}
+	p, err := d.own.get(ctx, d.c.module)
+	return p, noRelease, err
+}
+
+// run executes one read inside its transaction and reports whether the
+// transaction wrote. The transaction is left open for scrub to roll back
+// when anything fails.
+func (d *DynamicReads) run(ctx context.Context, conn *pgxpool.Conn, tenant tenancy.ID, text string, args []any, scan func(pgx.Rows) error) (bool, error) {
+	// One round trip: the SELECT takes the snapshot, so the compiled text
+	// can no longer switch the transaction to read write.
+	begin := "BEGIN READ ONLY; SET LOCAL statement_timeout = " + strconv.FormatInt(d.cfg.Timeout.Milliseconds(), 10)
+	if d.cfg.TenantRole {
+		begin += "; SET LOCAL ROLE " + pgx.Identifier{RoleName(d.c.prefix, tenant)}.Sanitize()
+	}
+	if _, err := conn.Conn().PgConn().Exec(ctx, begin+"; SELECT").ReadAll(); err != nil {
+		return false, err
+	}
+	rows, err := conn.Query(ctx, text, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return false, err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	// A transaction that wrote has an xid; read-only mode does not stop
+	// every write (lo_from_bytea, for one), the rollback undoes them all.
+	res, err := conn.Conn().PgConn().Exec(ctx, "SELECT pg_catalog.txid_current_if_assigned() IS NOT NULL; ROLLBACK").ReadAll()
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 2 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		return false, errUnexpectedReply
+	}
+	return string(res[0].Rows[0][0]) != "f", nil
+}
+
+// scrub rolls back what run left open and resets the session (DISCARD
+// ALL: settings, role, advisory locks, listeners, cursors, prepared
+// statements, temporary objects) before conn goes back to its pool, all
+// before Query returns. On a routed pool, whose connections the module's
+// statements share, pgx's statement caches are cleared too (DISCARD ALL
+// dropped the statements they name). A connection that cannot be reset is
+// closed, and so destroyed on release. Resetting costs about a millisecond
+// here; closing and reconnecting cost some twenty.
+func (d *DynamicReads) scrub(ctx context.Context, conn *pgxpool.Conn) {
+	defer conn.Release()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
+	defer cancel()
+	pc := conn.Conn().PgConn()
+	if pc.IsClosed() {
+		return
+	}
+	var err error
+	if pc.TxStatus() != 'I' {
+		_, err = pc.Exec(ctx, "ROLLBACK").ReadAll()
+	}
+	if err == nil {
+		_, err = pc.Exec(ctx, "DISCARD ALL").ReadAll()
+	}
+	if err == nil && d.own == nil {
+		err = conn.Conn().DeallocateAll(ctx)
+	}
+	if err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+}
+
+var errUnexpectedReply = errors.New("postgres: dynamic read: unexpected reply to the closing statement")

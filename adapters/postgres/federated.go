@@ -115,7 +115,7 @@ func (f *Federated) build(tenant tenancy.ID) *fedStmts {
 	for _, l := range f.legs {
 		s.tagged = s.tagged || l.tagged
 	}
-	q := "websearch_to_tsquery('" + f.cfg.Config + "', " + s.p(1) + ")"
+	q := "pg_catalog.websearch_to_tsquery('" + f.cfg.Config + "'::pg_catalog.regconfig, " + s.p(1) + ")"
 	parts := make([]string, len(f.legs))
 	for i, l := range f.legs {
 		where := ""
@@ -123,13 +123,13 @@ func (f *Federated) build(tenant tenancy.ID) *fedStmts {
 			where = "tenant_id = $1 AND "
 		}
 		// The leg is its index, a literal: no name reaches the SQL text.
-		parts[i] = "SELECT " + itoa(i) + " AS leg, id, ts_rank(tsv, " + q + ") AS rank FROM " +
+		parts[i] = "SELECT " + itoa(i) + " AS leg, id, pg_catalog.ts_rank(tsv, " + q + ") AS rank FROM " +
 			f.qualified(l.rel, tenant) + " WHERE " + where + "tsv @@ " + q
 	}
 	u := strings.Join(parts, " UNION ALL ")
 	return &fedStmts{sql: s,
 		search: "SELECT leg, id, rank FROM (" + u + ") u ORDER BY rank DESC, leg, id LIMIT " + s.p(2),
-		count:  "SELECT count(*) FROM (" + u + ") u",
+		count:  "SELECT pg_catalog.count(*) FROM (" + u + ") u",
 	}
 }
 

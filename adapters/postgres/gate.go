@@ -37,7 +37,7 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 			return false, err
 		}
 		defer release()
-		stmt := "SELECT EXISTS (SELECT 1 FROM " + oc.Table.ident(c.prefix, tenant).Sanitize() +
+		stmt := "SELECT EXISTS (SELECT 1 FROM " + oc.Table.ident(c.prefix, c.static, tenant).Sanitize() +
 			" WHERE " + s.where() + colID + " = " + s.p(1) + ")"
 		var owned bool
 		err = pool.QueryRow(ctx, stmt, args(s.tagged, tenant, id)...).Scan(&owned)

@@ -26,6 +26,7 @@ type config struct {
 	floor    tenancy.Tier
 	budget   int
 	prefix   string
+	static   string
 	teardown bool
 	// namedOnly: provide route objects under their names only.
 	namedOnly bool
@@ -63,6 +64,11 @@ func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 // "tenant_"): lower-case letters, digits and _, at most 28 bytes.
 func SchemaPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
+// StaticSchema sets the schema of the module's static tables (Table),
+// default "public": every statement names it, whatever the session's
+// search_path says.
+func StaticSchema(s string) Option { return func(c *config) { c.static = s } }
+
 // NamedOnly provides every route object under its route name only, for
 // apps with two modules holding document routes of the same type.
 func NamedOnly() Option { return func(c *config) { c.namedOnly = true } }
@@ -89,6 +95,12 @@ type routeSpec struct {
 	// object builds the route object for the module's workers (a relay's
 	// source, a sweep's target); nil when no worker can drain the kind.
 	object func(*Client) any
+	// ownedConns: connections the route opens beside the module's pool
+	// on a plain client (a dynamic read's own pool).
+	ownedConns int
+	// login: a dynamic read logs in as the tenant's role, with passwords
+	// derived from this secret.
+	login []byte
 	// scopedRoles marks relations that separate tenants by themselves
 	// (federated search legs).
 	scopedRoles map[string]bool
@@ -113,7 +125,7 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 // is also provided unnamed (*Documents[T]) when it is the module's only one
 // of its type, unless NamedOnly is set.
 func Module(name string, opts ...Option) fx.Option {
-	cfg := &config{name: name, prefix: DefaultSchemaPrefix}
+	cfg := &config{name: name, prefix: DefaultSchemaPrefix, static: DefaultStaticSchema}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -124,6 +136,9 @@ func Module(name string, opts ...Option) fx.Option {
 	errs := cfg.errs
 	if err := checkPrefix(cfg.prefix); err != nil {
 		errs = append(errs, Rules.WiringInvalid(name, "", err.Error(), "use a short lower-case prefix"))
+	}
+	if err := validName(cfg.static, maxIdent); err != nil {
+		errs = append(errs, Rules.WiringInvalid(name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
 	}
 	sources := 0
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
@@ -164,6 +179,11 @@ func Module(name string, opts ...Option) fx.Option {
 		mod.WorstCaseConns = int(cfg.pool.Config().MaxConns)
 	}
 
+	if !routed {
+		for _, r := range cfg.routes {
+			mod.WorstCaseConns += r.ownedConns
+		}
+	}
 	types := map[reflect.Type]int{}
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
@@ -175,7 +195,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, teardown: cfg.teardown, routes: cfg.routes}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes}
 			for _, b := range build {
 				b(c)
 			}
@@ -194,6 +214,9 @@ func Module(name string, opts ...Option) fx.Option {
 			}
 		}
 		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
+		if routed && r.login != nil {
+			errs = append(errs, Rules.WiringInvalid(name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
+		}
 		// Without a per-tenant schema the origin floor refuses the route
 		// already, and that is the error to report (DESIGN §1).
 		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.scoped {

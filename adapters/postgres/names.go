@@ -22,7 +22,9 @@ type Relation struct {
 	perTenant bool
 }
 
-// Table is a static table, shared by every tenant of the route.
+// Table is a static table, shared by every tenant of the route. It lives
+// in the module's static schema (StaticSchema, default "public") and is
+// named schema-qualified, so no statement depends on search_path.
 func Table(name string) Relation { return Relation{table: name} }
 
 // SchemaPerTenant is table name inside the bound tenant's own schema
@@ -70,11 +72,15 @@ func RoleName(prefix string, tenant tenancy.ID) string {
 	return SchemaName(prefix, tenant) + roleSuffix
 }
 
+// DefaultStaticSchema holds the static tables of a module.
+const DefaultStaticSchema = "public"
+
 // ident is the qualified identifier of r for tenant (ignored for a static
-// relation).
-func (r Relation) ident(prefix string, tenant tenancy.ID) pgx.Identifier {
+// relation, which lives in the static schema): always schema-qualified, so
+// a session whose search_path names another schema cannot redirect it.
+func (r Relation) ident(prefix, static string, tenant tenancy.ID) pgx.Identifier {
 	if r.perTenant {
 		return pgx.Identifier{SchemaName(prefix, tenant), r.table}
 	}
-	return pgx.Identifier{r.table}
+	return pgx.Identifier{static, r.table}
 }

@@ -25,20 +25,27 @@ func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
 		return tenancy.Unbound()
 	}
-	stmts := c.provisionDDL(tenant)
+	stmts, err := c.provisionDDL(tenant)
+	if err != nil {
+		return err
+	}
 	return c.inLockedTx(ctx, tenant, stmts)
 }
 
-func (c *Client) provisionDDL(tenant tenancy.ID) []string {
+func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
 	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
 	var out []string
 	perTenant, confined := false, false
+	var secret []byte
 	for _, r := range c.routes {
 		for _, rr := range r.rels {
 			perTenant = perTenant || rr.rel.perTenant
 		}
 		confined = confined || r.tenantRole
+		if r.login != nil {
+			secret = r.login
+		}
 	}
 	if perTenant {
 		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+schema)
@@ -50,15 +57,26 @@ func (c *Client) provisionDDL(tenant tenancy.ID) []string {
 	}
 	if confined {
 		// Role names are [a-z0-9_] by construction (names.go), so quoting
-		// them into the DO body is safe.
+		// them into the DO body is safe. The role holds nothing but usage
+		// on its schema and select on its tables: it cannot inherit or
+		// create anything, and logs in only for DynamicLogin.
+		login := "NOLOGIN CONNECTION LIMIT 0"
+		if secret != nil {
+			l, err := loginRoleDDL(secret, RoleName(c.prefix, tenant))
+			if err != nil {
+				return nil, err
+			}
+			login = l
+		}
 		out = append(out,
 			"DO $$ BEGIN CREATE ROLE "+role+" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+			"ALTER ROLE "+role+" NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "+login,
 			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
 			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
 			"GRANT "+role+" TO CURRENT_USER",
 		)
 	}
-	return out
+	return out, nil
 }
 
 // Teardown drops tenant's schema and role and deletes its rows from tagged
@@ -79,17 +97,27 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 			// Only the tables a route writes hold rows: an index or a read
 			// relation (possibly a view) is not deleted from.
 			if !rr.rel.perTenant && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
-				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
+				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, c.static, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
 			}
 		}
 	}
 	role := RoleName(c.prefix, tenant)
 	stmts = append(stmts,
 		"DROP SCHEMA IF EXISTS "+pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()+" CASCADE",
-		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '"+role+"') THEN "+
+		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+role+"') THEN "+
 			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
 	)
-	return c.inLockedTx(ctx, tenant, stmts)
+	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
+		return err
+	}
+	// Connections logged in as the dropped role are closed.
+	c.mu.Lock()
+	logins := c.logins
+	c.mu.Unlock()
+	for _, p := range logins {
+		p.Evict(tenant)
+	}
+	return nil
 }
 
 // ownedRoles are the relation roles whose rows a route writes.
@@ -104,7 +132,7 @@ func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []stri
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// One lock per prefix serializes provisioning in a database: DDL
 		// on shared tables and schemas then never races.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
 			return err
 		}
 		for _, s := range stmts {

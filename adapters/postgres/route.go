@@ -24,7 +24,7 @@ func (r route) tenant(ctx context.Context) (tenancy.ID, error) {
 
 // qualified is rel's quoted name for tenant.
 func (r route) qualified(rel Relation, tenant tenancy.ID) string {
-	return rel.ident(r.c.prefix, tenant).Sanitize()
+	return rel.ident(r.c.prefix, r.c.static, tenant).Sanitize()
 }
 
 // perTenant reports whether any relation of the route is named per tenant,

@@ -60,7 +60,7 @@ func searchDDL(r route, sc SearchConfig, tenant tenancy.ID) []string {
 	heap := r.qualified(sc.Heap, tenant)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
-			"tsv tsvector GENERATED ALWAYS AS (to_tsvector('" + sc.Config + "', body)) STORED, " + s.key("id") + ")",
+			"tsv tsvector GENERATED ALWAYS AS (pg_catalog.to_tsvector('" + sc.Config + "'::pg_catalog.regconfig, body)) STORED, " + s.key("id") + ")",
 		"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.table}.Sanitize() + " ON " + heap + " USING gin (tsv)",
 	}
 }
@@ -90,13 +90,13 @@ func (x *Searches) build(tenant tenancy.ID) *searchStmts {
 	if s.tagged {
 		conflict = "(tenant_id, id)"
 	}
-	q := "websearch_to_tsquery('" + x.cfg.Config + "', " + s.p(1) + ")"
+	q := "pg_catalog.websearch_to_tsquery('" + x.cfg.Config + "'::pg_catalog.regconfig, " + s.p(1) + ")"
 	return &searchStmts{
 		sql:    s,
 		put:    "INSERT INTO " + heap + " (" + s.col() + "id, body) VALUES (" + s.val() + s.p(1) + ", " + s.p(2) + ") ON CONFLICT " + conflict + " DO UPDATE SET body = EXCLUDED.body",
 		del:    "DELETE FROM " + heap + " WHERE " + s.where() + "id = " + s.p(1),
-		search: "SELECT id, ts_rank(tsv, " + q + ") AS rank FROM " + read + " WHERE " + s.where() + "tsv @@ " + q + " ORDER BY rank DESC, id LIMIT " + s.p(2),
-		count:  "SELECT count(*) FROM " + read + " WHERE " + s.where() + "tsv @@ " + q,
+		search: "SELECT id, pg_catalog.ts_rank(tsv, " + q + ") AS rank FROM " + read + " WHERE " + s.where() + "tsv @@ " + q + " ORDER BY rank DESC, id LIMIT " + s.p(2),
+		count:  "SELECT pg_catalog.count(*) FROM " + read + " WHERE " + s.where() + "tsv @@ " + q,
 	}
 }
 
