@@ -26,7 +26,7 @@ type InboxConfig struct {
 func Inbox(name string, ic InboxConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, KindInbox, ic.TenantAware, ic.Table, "inbox",
-			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(), ", "event_id",
+			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
 			func(r route, shared bool) *InboxRoute {
 				i := &InboxRoute{route: r, cfg: ic}
 				if shared {
@@ -56,8 +56,8 @@ func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
 		mark:   "INSERT INTO " + t + " (" + s.col() + "event_id) VALUES (" + s.val() + s.p(1) + ") ON CONFLICT DO NOTHING",
 		seen:   "SELECT EXISTS (SELECT 1 FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1) + ")",
 		forget: "DELETE FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1),
-		count:  "SELECT count(*) FROM " + t + " WHERE " + s.where() + "TRUE",
-		sweep:  "DELETE FROM " + t + " WHERE " + s.where() + "seen_at < now() - " + s.p(1) + " * interval '1 millisecond'",
+		count:  "SELECT pg_catalog.count(*) FROM " + t + " WHERE " + s.where() + "TRUE",
+		sweep:  "DELETE FROM " + t + " WHERE " + s.where() + "seen_at < pg_catalog.now() - " + s.p(1) + " * '1 millisecond'::pg_catalog.interval",
 	}
 }
 

@@ -13,30 +13,20 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
-	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // msgTiers returns, per tier, the connection option and the relation and
 // tenant-awareness of a messaging table named base. The dedicated tier
-// gives each tenant its own search_path, so each tenant's credentials see
-// a different table of the same name (one test database stands in for a
-// database per tenant).
+// routes each tenant to a database of its own.
 func msgTiers(t *testing.T, base string) map[string]struct {
 	conn  postgres.Option
 	aware bool
 	table postgres.Relation
 } {
 	url := testsvc.PostgresURL(t)
-	conn := superuser(t)
-	run := unique()
-	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
-		exec(t, conn, "CREATE SCHEMA rt"+run+"_"+id.Hex())
-	}
-	routed := postgres.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		return routing.Credentials{Endpoint: url + "&search_path=rt" + run + "_" + id.Hex()}, nil
-	}, postgres.RoutedConfig{})
+	routed := postgres.Routed(twoDatabases(t), postgres.RoutedConfig{})
 	type tier = struct {
 		conn  postgres.Option
 		aware bool

@@ -22,8 +22,14 @@ type Relation struct {
 	perTenant bool
 }
 
-// Table is a static table, shared by every tenant of the route.
+// Table is a static table, shared by every tenant of the route. Statements
+// name it in StaticSchema, never through the session's search_path.
 func Table(name string) Relation { return Relation{table: name} }
+
+// StaticSchema holds every static table: statements name it explicitly, so
+// a search_path (a DSN's, a role's) can never redirect them to a table of
+// the same name elsewhere.
+const StaticSchema = "public"
 
 // SchemaPerTenant is table name inside the bound tenant's own schema
 // (prefix + the tenant's 32 hex digits). Statements name it
@@ -70,11 +76,11 @@ func RoleName(prefix string, tenant tenancy.ID) string {
 	return SchemaName(prefix, tenant) + roleSuffix
 }
 
-// ident is the qualified identifier of r for tenant (ignored for a static
-// relation).
+// ident is the schema-qualified identifier of r for tenant (ignored for a
+// static relation).
 func (r Relation) ident(prefix string, tenant tenancy.ID) pgx.Identifier {
 	if r.perTenant {
 		return pgx.Identifier{SchemaName(prefix, tenant), r.table}
 	}
-	return pgx.Identifier{r.table}
+	return pgx.Identifier{StaticSchema, r.table}
 }
