@@ -30,6 +30,7 @@ const (
 	CodeTenantSourceConflict     Code = "tenant_source_conflict"
 	CodeRouteInvalid             Code = "route_invalid"
 	CodeTenantScopeChanged       Code = "tenant_scope_changed"
+	CodeForeignTenant            Code = "foreign_tenant"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"

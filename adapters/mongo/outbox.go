@@ -97,16 +97,18 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 }
 
 // target resolves the outbox collection: per tenant and routed outboxes
-// need the tenant; a shared one does not.
+// need the tenant; a shared one does not. Rows always carry their tenant,
+// so a call for a tenant filters on it even when the outbox is not
+// tenant-aware: a bound reader of a tenant-global outbox (a sharded relay,
+// Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
 	if o.route.core.pools != nil || o.route.perTenant {
-		return o.route.targetFor(ctx, tenant)
-	}
-	t := target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.cfg.Collection.name), release: noop}
-	if o.route.spec.cfg.TenantAware {
+		t, err := o.route.targetFor(ctx, tenant)
 		t.tag = tenant
+		return t, err
 	}
-	return t, nil
+	return target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.cfg.Collection.name),
+		release: noop, tag: tenant}, nil
 }
 
 // readTarget is where the relay reads: with a tenant bound, that tenant's

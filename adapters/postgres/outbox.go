@@ -167,7 +167,9 @@ func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Mes
 	b := &pgx.Batch{}
 	for _, m := range msgs {
 		if !m.Tenant.IsZero() && m.Tenant != tenant {
-			return fmt.Errorf("postgres outbox %s: message for tenant %s written under %s", o.spec.name, m.Tenant, tenant)
+			return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: o.c.module, Backend: Rules.Name, Route: o.spec.name,
+				Detail: fmt.Sprintf("message %s is for tenant %s, written under %s", m.EventID, m.Tenant, tenant),
+				Fix:    "write each message under a context bound to its own tenant, or leave Message.Tenant empty"}
 		}
 		if m.EventID == "" {
 			m.EventID = newEventID()
