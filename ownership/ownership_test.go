@@ -81,7 +81,7 @@ func TestGateFailsClosed(t *testing.T) {
 	}
 }
 
-// TestGateHitAllocs is QUALITY P9's ownership-gate cache hit.
+// TestGateHitAllocs: an ownership-gate cache hit does not allocate.
 func TestGateHitAllocs(t *testing.T) {
 	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
 	g := ownership.New(ownership.Config{Lookup: tb.lookup})
@@ -93,7 +93,7 @@ func TestGateHitAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkGateHit is QUALITY P9's ownership-gate cache hit, for make bench.
+// BenchmarkGateHit measures an ownership-gate cache hit, for make bench.
 func BenchmarkGateHit(b *testing.B) {
 	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
 	g := ownership.New(ownership.Config{Lookup: tb.lookup})

@@ -31,7 +31,7 @@ const (
 // OutboxRoute adds an outbox route, provided as *Outbox name:"<name>".
 // Rows always carry their tenant (for the relay to bind); a tenant-aware
 // outbox also filters on it, and only a tenant-aware outbox passes the
-// tenant to its collection resolver (DESIGN §2).
+// tenant to its collection resolver (the outbox rule of mongo.Rules).
 func OutboxRoute(name string, cfg Config) Option {
 	return namedRoute(name, KindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
 }

@@ -13,10 +13,11 @@ import (
 )
 
 // InboxConfig wires an inbox: the event ids a consumer has handled, so a
-// redelivered message is handled once. Tenant-global by default (event ids
-// are globally unique); TenantAware keeps each tenant's ids apart (tagged)
+// redelivered message is handled once. Tenant-global by default (one id
+// space); TenantAware keeps each tenant's ids apart (tagged), which an inbox
+// of outbox events needs, outbox event ids being unique per tenant only,
 // and lets a per-tenant Table resolve per tenant (namespace). Without
-// TenantAware the resolver gets no tenant (DESIGN §2).
+// TenantAware the resolver gets no tenant (the inbox rule of postgres.Rules).
 type InboxConfig struct {
 	TenantAware bool
 	Table       Relation

@@ -22,7 +22,7 @@ import (
 // route is tenant-global by default (one table, any relay may drain it).
 // TenantAware makes it tagged; a per-tenant Table is then resolved per
 // tenant (namespace). Without TenantAware the resolver gets no tenant
-// (DESIGN §2), so a per-tenant Table names one shared schema, that of the
+// (the outbox rule of postgres.Rules), so a per-tenant Table names one shared schema, that of the
 // zero tenant.
 type OutboxConfig struct {
 	TenantAware bool
