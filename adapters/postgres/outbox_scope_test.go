@@ -129,18 +129,22 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 	}
 }
 
-// TestScopedOutboxRefusesUnbound: a tenant-scoped outbox refuses a write
-// with no tenant bound, and under the tenant-global scope, with
-// tenant_unbound, and stores nothing.
+// TestScopedOutboxRefusesUnbound: a tenant-scoped outbox (tenant-aware,
+// per-tenant or routed) refuses a write with no tenant bound, and under the
+// tenant-global scope, with tenant_unbound, and stores nothing.
 func TestScopedOutboxRefusesUnbound(t *testing.T) {
 	run := unique()
-	var tagged, ns *postgres.OutboxRoute
+	var tagged, ns, routed *postgres.OutboxRoute
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.Outbox("tagged", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("su_" + run)}),
 		postgres.Outbox("ns", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("su")}),
 	), named("tagged", &tagged), named("ns", &ns))
 	provision(t, c, tenancytest.TenantA)
-	for name, o := range map[string]*postgres.OutboxRoute{"tagged": tagged, "namespace": ns} {
+	// A routed client scopes even a tenant-global table.
+	cr := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{}),
+		postgres.Outbox("routed", postgres.OutboxConfig{Table: postgres.Table("su")})), named("routed", &routed))
+	provision(t, cr, tenancytest.TenantA)
+	for name, o := range map[string]*postgres.OutboxRoute{"tagged": tagged, "namespace": ns, "dedicated": routed} {
 		for scope, ctx := range map[string]context.Context{"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background())} {
 			if err := o.Write(ctx, outbox.Message{EventID: "x", Topic: "t"}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 				t.Errorf("%s, %s write: %v, want tenant_unbound", name, scope, err)
