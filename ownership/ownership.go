@@ -11,8 +11,8 @@
 //   - a cached positive stays until the gate is told otherwise: the
 //     precondition is that an id's owner never changes (deleted, then
 //     re-created by another tenant; reassigned) without a call to Forget
-//     or ForgetTenant. The adapters' own delete paths make those calls;
-//     code that deletes or moves ids by other means must make them too;
+//     or ForgetTenant, made by the code that deleted or moved the id once
+//     the change has committed;
 //   - the cache is bounded and cleared wholesale on overflow, so request
 //     traffic cannot grow it without limit;
 //   - with tenancy off the gate short-circuits and allows everything.

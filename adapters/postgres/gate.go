@@ -29,12 +29,12 @@ type OwnershipConfig struct {
 // tenant cut at all (not tenant-aware, static table, plain client) tenancy
 // is off for that table and the gate allows everything.
 //
-// The gate caches positives until told otherwise. The client tells every
-// gate it built when the module itself removes ids: a document route's
-// Delete on the gate's table (id column "id") forgets that (tenant, id),
-// and Teardown forgets the tenant. An id deleted or moved any other way
-// (the Pool escape hatch, another service) needs gate.Forget after the
-// change commits.
+// The gate caches positives until told otherwise: after deleting or moving
+// an id, call gate.Forget(tenant, id); after tearing a tenant down,
+// gate.ForgetTenant(tenant). The client also keeps the gates it built, so
+// a delete path of its own can tell every gate over the table it deleted
+// from (forgetOwned) or every gate (forgetTenant). Build a gate once per
+// table and keep it.
 func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	col := oc.IDColumn
 	if col == "" {
