@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/ownership"
@@ -32,12 +32,13 @@ func TestClientForgetsOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Exec(ctx, "DROP TABLE public."+table)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
+	var c *Client
+	app := fx.New(fx.NopLogger, Module("pg", DSN(url)),
+		fx.Invoke(fx.Annotate(func(cl *Client) { c = cl }, fx.ParamTags(`name:"pg"`))))
+	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := &Client{cfg: cfg, ownPool: true}
-	defer c.close()
+	defer app.Stop(ctx)
 	set := func(owner tenancy.ID) {
 		if _, err := conn.Exec(ctx, "DELETE FROM public."+table); err != nil {
 			t.Fatal(err)
