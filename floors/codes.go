@@ -85,6 +85,9 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantScopeChanged), "run time",
 		"An operation inside a transaction scope ran under a context bound to a different tenant than the one the scope pinned when it began. The scope's tenant, driver and database were fixed at the start, so the operation is refused rather than run against the wrong tenant's data.",
 		"Pass the scope's own context (or one derived from it) to every operation inside the transaction; start a separate transaction for another tenant."},
+	{string(tenancy.CodeForeignTenant), "run time",
+		"A write names a tenant other than the one bound to its context: an outbox message whose Tenant is another tenant's, or a document sent through a tenant-aware raw route whose tenant field holds another value. The row would be stored as another tenant's, so nothing is written.",
+		"Write under a context bound to the row's own tenant, and leave the tenant out of the message or document: the route stamps the bound tenant itself."},
 }
 
 // Explain returns the documentation of a code. Any

@@ -16,8 +16,9 @@ type Message struct {
 	// passes to Deliver, so a tenant-aware destination routes per tenant.
 	// Zero for a deployment-wide row, delivered under tenancy.WithGlobal.
 	Tenant tenancy.ID
-	// EventID is globally unique; consumers deduplicate on it (delivery is
-	// at least once).
+	// EventID is unique within its tenant (tenants choose ids freely, so
+	// two tenants may use the same one); consumers deduplicate on (Tenant,
+	// EventID), delivery being at least once.
 	EventID string
 	// Topic names the logical stream the row is for; destinations map it
 	// to a topic, a stream key or a channel.

@@ -23,9 +23,10 @@ type Source interface {
 // Batch is a claim on some rows.
 type Batch interface {
 	Messages() []Message
-	// Complete marks the delivered event ids done and releases the rest of
-	// the claim for a later attempt.
-	Complete(ctx context.Context, delivered []string) error
+	// Complete marks the delivered messages done and releases the rest of
+	// the claim for a later attempt. A message is named by its Tenant and
+	// EventID together: event ids are unique per tenant, not globally.
+	Complete(ctx context.Context, delivered []Message) error
 	// Abandon releases the whole claim; nothing is marked delivered.
 	Abandon(ctx context.Context)
 }
@@ -166,7 +167,7 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	bound, sharded := tenancy.FromContext(ctx)
-	var delivered []string
+	var delivered []Message
 	var deliverErr error
 	for _, m := range msgs {
 		if sharded && m.Tenant != bound {
@@ -179,7 +180,7 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 			deliverErr = fmt.Errorf("deliver event %s: %w", m.EventID, err)
 			break
 		}
-		delivered = append(delivered, m.EventID)
+		delivered = append(delivered, m)
 	}
 	// Mark what was delivered even when stopping: the destination has it.
 	if err := batch.Complete(context.WithoutCancel(ctx), delivered); err != nil {

@@ -60,11 +60,11 @@ func (s *memSource) Claim(ctx context.Context, limit int) (outbox.Batch, error) 
 }
 
 func (b *memBatch) Messages() []outbox.Message { return b.msgs }
-func (b *memBatch) Complete(_ context.Context, delivered []string) error {
+func (b *memBatch) Complete(_ context.Context, delivered []outbox.Message) error {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	for _, id := range delivered {
-		b.s.done[id] = true
+	for _, m := range delivered {
+		b.s.done[m.EventID] = true
 	}
 	for _, m := range b.msgs {
 		delete(b.s.claimed, m.EventID)

@@ -6,9 +6,13 @@
 // adds the policy every backend shares:
 //
 //   - deny by default: a lookup error means "not owned", never "allowed";
-//   - cache positives only, keyed by (tenant, id): an id's tenant never
-//     changes, so a positive stays true, while a negative may become
+//   - cache positives only, keyed by (tenant, id); a negative may become
 //     positive a moment later and is always looked up again;
+//   - a cached positive stays until the gate is told otherwise: the
+//     precondition is that an id's owner never changes (deleted, then
+//     re-created by another tenant; reassigned) without a call to Forget
+//     or ForgetTenant, made by the code that deleted or moved the id once
+//     the change has committed;
 //   - the cache is bounded and cleared wholesale on overflow, so request
 //     traffic cannot grow it without limit;
 //   - with tenancy off the gate short-circuits and allows everything.
@@ -43,6 +47,9 @@ type Gate struct {
 	cfg Config
 	mu  sync.RWMutex
 	pos map[key]struct{}
+	// gen counts invalidations: a lookup that raced one is not cached,
+	// since it may have read the owner that was just forgotten.
+	gen uint64
 }
 
 type key struct {
@@ -79,6 +86,9 @@ func (g *Gate) Check(ctx context.Context, id string) error {
 	if g.cfg.Lookup == nil {
 		return ErrNotOwned
 	}
+	g.mu.RLock()
+	gen := g.gen
+	g.mu.RUnlock()
 	owned, err := g.cfg.Lookup(ctx, tenant, id)
 	if err != nil {
 		return &denied{cause: err}
@@ -87,12 +97,37 @@ func (g *Gate) Check(ctx context.Context, id string) error {
 		return ErrNotOwned
 	}
 	g.mu.Lock()
-	if len(g.pos) >= g.cfg.MaxEntries {
-		clear(g.pos)
+	if g.gen == gen {
+		if len(g.pos) >= g.cfg.MaxEntries {
+			clear(g.pos)
+		}
+		g.pos[k] = struct{}{}
 	}
-	g.pos[k] = struct{}{}
 	g.mu.Unlock()
 	return nil
+}
+
+// Forget drops the cached positive of (tenant, id): call it when tenant's
+// id is deleted or moves to another owner, so the next Check looks it up
+// again. A Check racing Forget does not cache what it read.
+func (g *Gate) Forget(tenant tenancy.ID, id string) {
+	g.mu.Lock()
+	g.gen++
+	delete(g.pos, key{tenant, id})
+	g.mu.Unlock()
+}
+
+// ForgetTenant drops every cached positive of tenant (its data was torn
+// down or moved). It walks the bounded cache.
+func (g *Gate) ForgetTenant(tenant tenancy.ID) {
+	g.mu.Lock()
+	g.gen++
+	for k := range g.pos {
+		if k.tenant == tenant {
+			delete(g.pos, k)
+		}
+	}
+	g.mu.Unlock()
 }
 
 // Len is the number of cached positives.

@@ -81,7 +81,7 @@ func TestGateFailsClosed(t *testing.T) {
 	}
 }
 
-// TestGateHitAllocs is QUALITY P9's ownership-gate cache hit.
+// TestGateHitAllocs: an ownership-gate cache hit does not allocate.
 func TestGateHitAllocs(t *testing.T) {
 	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
 	g := ownership.New(ownership.Config{Lookup: tb.lookup})
@@ -93,7 +93,7 @@ func TestGateHitAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkGateHit is QUALITY P9's ownership-gate cache hit, for make bench.
+// BenchmarkGateHit measures an ownership-gate cache hit, for make bench.
 func BenchmarkGateHit(b *testing.B) {
 	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
 	g := ownership.New(ownership.Config{Lookup: tb.lookup})
@@ -105,5 +105,92 @@ func BenchmarkGateHit(b *testing.B) {
 		if err := g.Check(ctxA, "m1"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestGateNeverCachesNegatives: a denial is looked up again every time, so
+// an id that becomes the tenant's own is allowed at once.
+func TestGateNeverCachesNegatives(t *testing.T) {
+	tb := &table{owner: map[string]tenancy.ID{}}
+	g := ownership.New(ownership.Config{Lookup: tb.lookup})
+	for range 2 {
+		if err := g.Check(ctxB, "m2"); !errors.Is(err, ownership.ErrNotOwned) {
+			t.Fatalf("unowned id allowed: %v", err)
+		}
+	}
+	if tb.calls != 2 || g.Len() != 0 {
+		t.Errorf("a denial was cached: %d lookups for 2 checks, %d entries", tb.calls, g.Len())
+	}
+	tb.owner["m2"] = tenancytest.TenantB
+	if err := g.Check(ctxB, "m2"); err != nil {
+		t.Errorf("denied, then owned: %v", err)
+	}
+}
+
+// TestGateForget: a cached positive outlives a change of owner until the
+// gate is told; after Forget the old owner is denied and the new one
+// allowed. ForgetTenant drops a tenant's positives only.
+func TestGateForget(t *testing.T) {
+	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA, "m3": tenancytest.TenantA, "m4": tenancytest.TenantB}}
+	g := ownership.New(ownership.Config{Lookup: tb.lookup})
+	for _, c := range []struct {
+		ctx context.Context
+		id  string
+	}{{ctxA, "m1"}, {ctxA, "m3"}, {ctxB, "m4"}} {
+		if err := g.Check(c.ctx, c.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// m1 deleted by A, re-created by B.
+	tb.mu.Lock()
+	tb.owner["m1"] = tenancytest.TenantB
+	tb.mu.Unlock()
+	g.Forget(tenancytest.TenantA, "m1")
+	if err := g.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
+		t.Errorf("old owner allowed after Forget: %v", err)
+	}
+	if err := g.Check(ctxB, "m1"); err != nil {
+		t.Errorf("new owner denied: %v", err)
+	}
+	tb.mu.Lock()
+	delete(tb.owner, "m3")
+	tb.mu.Unlock()
+	g.ForgetTenant(tenancytest.TenantA)
+	if err := g.Check(ctxA, "m3"); !errors.Is(err, ownership.ErrNotOwned) {
+		t.Errorf("torn-down tenant allowed: %v", err)
+	}
+	calls := tb.calls
+	if err := g.Check(ctxB, "m4"); err != nil || tb.calls != calls {
+		t.Errorf("ForgetTenant(A) dropped B's positive: %v, %d lookups", err, tb.calls-calls)
+	}
+}
+
+// TestGateForgetRacesLookup: a lookup that read the owner before a Forget
+// does not cache what it read.
+func TestGateForgetRacesLookup(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls int
+	var mu sync.Mutex
+	g := ownership.New(ownership.Config{Lookup: func(_ context.Context, tenant tenancy.ID, id string) (bool, error) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			close(started)
+			<-release // the owner is read here, then deleted and forgotten
+		}
+		return tenant == tenancytest.TenantA && first, nil
+	}})
+	done := make(chan error)
+	go func() { done <- g.Check(ctxA, "m1") }()
+	<-started
+	g.Forget(tenancytest.TenantA, "m1")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the in-flight check read an owner: %v", err)
+	}
+	if err := g.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
+		t.Errorf("a lookup that raced Forget was cached: %v", err)
 	}
 }

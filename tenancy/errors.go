@@ -33,6 +33,7 @@ const (
 	CodeTenantSourceInvalid      Code = "tenant_source_invalid"
 	CodeTenantHostAmbiguous      Code = "tenant_host_ambiguous"
 	CodeRouteClassOverlap        Code = "route_class_overlap"
+	CodeForeignTenant            Code = "foreign_tenant"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"

@@ -17,8 +17,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Outbox row fields besides _id (the event id) and tenant_id.
+// Outbox row fields besides _id (rowID) and tenant_id.
 const (
+	fieldEvent     = "event_id"
 	fieldTopic     = "topic"
 	fieldKey       = "key"
 	fieldPayload   = "payload"
@@ -30,7 +31,7 @@ const (
 // OutboxRoute adds an outbox route, provided as *Outbox name:"<name>".
 // Rows always carry their tenant (for the relay to bind); a tenant-aware
 // outbox also filters on it, and only a tenant-aware outbox passes the
-// tenant to its collection resolver (DESIGN §2).
+// tenant to its collection resolver (the outbox rule of mongo.Rules).
 func OutboxRoute(name string, cfg Config) Option {
 	return namedRoute(name, KindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
 }
@@ -44,10 +45,11 @@ type Outbox struct{ route route }
 // tenancy.WithGlobal when the outbox is not tenant-scoped. It returns the
 // event id, generated when m.EventID is empty.
 func (o *Outbox) Add(ctx context.Context, m outbox.Message) (string, error) {
-	tenant, bound := tenancy.FromContext(ctx)
-	if !bound && (o.route.scoped() || !tenancy.IsGlobal(ctx)) {
-		return "", o.route.unbound()
+	tenant, err := o.rowTenant(ctx)
+	if err != nil {
+		return "", err
 	}
+	bound := !tenant.IsZero()
 	t, err := o.target(ctx, tenant)
 	if err != nil {
 		return "", err
@@ -58,7 +60,7 @@ func (o *Outbox) Add(ctx context.Context, m outbox.Message) (string, error) {
 		_, _ = rand.Read(b[:])
 		m.EventID = hex.EncodeToString(b[:])
 	}
-	row := bson.D{{Key: "_id", Value: m.EventID}}
+	row := bson.D{{Key: "_id", Value: rowID(tenant, m.EventID)}, {Key: fieldEvent, Value: m.EventID}}
 	if bound {
 		row = append(row, bson.E{Key: fieldTenant, Value: tenant.String()})
 	}
@@ -73,17 +75,40 @@ func (o *Outbox) Add(ctx context.Context, m outbox.Message) (string, error) {
 	return m.EventID, nil
 }
 
+// rowID is a row's _id: the row tenant's 32 hex digits (zeros for a
+// deployment-wide row), a colon, the event id. The fixed-width prefix makes
+// it injective, so event ids are unique per tenant: two tenants may use the
+// same one, and neither can take it first or learn that the other did.
+func rowID(tenant tenancy.ID, eventID string) string {
+	return tenant.Hex() + ":" + eventID
+}
+
+// rowTenant is the tenant a row written or acknowledged under ctx carries:
+// the bound one, or none under the explicit tenant-global scope of an
+// outbox that is not tenant-scoped. Anything else fails closed.
+func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
+	if tenant, bound := tenancy.FromContext(ctx); bound {
+		return tenant, nil
+	}
+	if !o.route.scoped() && tenancy.IsGlobal(ctx) {
+		return tenancy.ID{}, nil
+	}
+	return tenancy.ID{}, o.route.unbound()
+}
+
 // target resolves the outbox collection: per tenant and routed outboxes
-// need the tenant; a shared one does not.
+// need the tenant; a shared one does not. Rows always carry their tenant,
+// so a call for a tenant filters on it even when the outbox is not
+// tenant-aware: a bound reader of a tenant-global outbox (a sharded relay,
+// Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
 	if o.route.core.pools != nil || o.route.perTenant {
-		return o.route.targetFor(ctx, tenant)
-	}
-	t := target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.cfg.Collection.name), release: noop}
-	if o.route.spec.cfg.TenantAware {
+		t, err := o.route.targetFor(ctx, tenant)
 		t.tag = tenant
+		return t, err
 	}
-	return t, nil
+	return target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.cfg.Collection.name),
+		release: noop, tag: tenant}, nil
 }
 
 // readTarget is where the relay reads: with a tenant bound, that tenant's
@@ -134,6 +159,7 @@ func (o *Outbox) Pending(ctx context.Context, limit int) ([]outbox.Message, erro
 // outboxRow is a stored row as the driver decodes it.
 type outboxRow struct {
 	ID      string            `bson:"_id"`
+	EventID string            `bson:"event_id"`
 	Tenant  string            `bson:"tenant_id"`
 	Topic   string            `bson:"topic"`
 	Key     []byte            `bson:"key"`
@@ -142,9 +168,13 @@ type outboxRow struct {
 }
 
 // message is the row as the relay forwards it; a row without a tenant is
-// deployment-wide.
+// deployment-wide. A row written before event ids were scoped per tenant
+// has no event_id field: its _id is the event id.
 func (r outboxRow) message() (outbox.Message, error) {
-	m := outbox.Message{EventID: r.ID, Topic: r.Topic, Key: r.Key, Payload: r.Payload, Headers: r.Headers}
+	m := outbox.Message{EventID: r.EventID, Topic: r.Topic, Key: r.Key, Payload: r.Payload, Headers: r.Headers}
+	if r.EventID == "" {
+		m.EventID = r.ID
+	}
 	if r.Tenant != "" {
 		id, err := tenancy.ParseID(r.Tenant)
 		if err != nil {
@@ -155,21 +185,39 @@ func (r outboxRow) message() (outbox.Message, error) {
 	return m, nil
 }
 
-// MarkDelivered marks rows delivered; under a bound tenant of a
-// tenant-aware outbox, only that tenant's rows. It returns
-// document.ErrNotFound when some id matched no visible row.
+// MarkDelivered marks the rows of the given event ids delivered: the bound
+// tenant's, or the deployment-wide ones under tenancy.WithGlobal on an
+// outbox that is not tenant-scoped (an event id names a row only with its
+// tenant). It returns document.ErrNotFound when some id matched no such
+// row. A row from Pending is acknowledged under outbox.Bind(ctx, m).
 func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 	if len(eventIDs) == 0 {
 		return nil
 	}
+	tenant, err := o.rowTenant(ctx)
+	if err != nil {
+		return err
+	}
 	eventIDs = slices.Compact(slices.Sorted(slices.Values(eventIDs)))
-	t, err := o.readTarget(ctx)
+	t, err := o.target(ctx, tenant)
 	if err != nil {
 		return err
 	}
 	defer t.release()
+	ids := make(bson.A, len(eventIDs))
+	for i, ev := range eventIDs {
+		ids[i] = rowID(tenant, ev)
+	}
+	// A row written before event ids were scoped has the event id as _id
+	// and no event_id: it matches only with its own tenant stamp.
+	var owner any = bson.D{{Key: "$exists", Value: false}}
+	if !tenant.IsZero() {
+		owner = tenant.String()
+	}
+	legacy := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: eventIDs}}},
+		{Key: fieldEvent, Value: bson.D{{Key: "$exists", Value: false}}}, {Key: fieldTenant, Value: owner}}
 	res, err := t.coll.UpdateMany(ctx,
-		t.filter(bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: eventIDs}}}),
+		t.filter(bson.E{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, legacy}}),
 		bson.D{{Key: "$set", Value: bson.D{{Key: fieldDelivered, Value: true}}}})
 	if err != nil {
 		return fmt.Errorf("mongo: %s mark delivered: %w", o.route.spec.name, err)

@@ -6,6 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // RawFilterRoute adds the raw filter hatch, provided as *RawFilter
@@ -50,7 +52,9 @@ func (r *RawFilter) Find(ctx context.Context, filter any, limit int) ([]bson.Raw
 }
 
 // Insert stores a document as given, stamped with the tenant on a
-// tenant-aware route.
+// tenant-aware route. There a tenant field of the caller's own is dropped
+// when it names the bound tenant and refused (foreign_tenant) otherwise:
+// the stored document carries exactly one tenant field, the bound one.
 func (r *RawFilter) Insert(ctx context.Context, doc bson.D) error {
 	t, err := r.route.target(ctx)
 	if err != nil {
@@ -58,10 +62,26 @@ func (r *RawFilter) Insert(ctx context.Context, doc bson.D) error {
 	}
 	defer t.release()
 	if !t.tag.IsZero() {
-		doc = append(bson.D{{Key: fieldTenant, Value: t.tag.String()}}, doc...)
+		own := t.tag.String()
+		rest := make(bson.D, 0, len(doc)+1)
+		rest = append(rest, bson.E{Key: fieldTenant, Value: own})
+		for _, e := range doc {
+			if e.Key != fieldTenant {
+				rest = append(rest, e)
+			} else if v, ok := e.Value.(string); !ok || v != own {
+				return r.foreign(fmt.Sprintf("the document sets %s to %v under tenant %s", fieldTenant, e.Value, own))
+			}
+		}
+		doc = rest
 	}
 	if _, err := t.coll.InsertOne(ctx, doc); err != nil {
 		return fmt.Errorf("mongo: %s insert: %w", r.route.spec.name, err)
 	}
 	return nil
+}
+
+// foreign refuses a write that names another tenant.
+func (r *RawFilter) foreign(detail string) error {
+	return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: r.route.core.module, Backend: Rules.Name,
+		Route: r.route.spec.name, Detail: detail, Fix: "leave " + fieldTenant + " out of the document: the route stamps the bound tenant"}
 }

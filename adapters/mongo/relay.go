@@ -38,7 +38,7 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
-	b := &leaseBatch{o: o, t: t, token: hex.EncodeToString(tok[:])}
+	b := &leaseBatch{o: o, t: t, token: hex.EncodeToString(tok[:]), ids: map[msgKey]string{}}
 	now := time.Now()
 	free := bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: fieldLeaseUntil, Value: bson.D{{Key: "$exists", Value: false}}}},
@@ -67,6 +67,7 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 			return nil, fmt.Errorf("mongo: %s: %w", o.route.spec.name, err)
 		}
 		b.msgs = append(b.msgs, m)
+		b.ids[msgKey{m.Tenant, m.EventID}] = row.ID
 	}
 	return b, nil
 }
@@ -78,17 +79,32 @@ type leaseBatch struct {
 	t     target
 	token string
 	msgs  []outbox.Message
+	ids   map[msgKey]string // _id of each leased message
+}
+
+// msgKey names an outbox row: event ids are unique per tenant only.
+type msgKey struct {
+	tenant tenancy.ID
+	event  string
 }
 
 func (b *leaseBatch) Messages() []outbox.Message { return b.msgs }
 
 // Complete marks the delivered rows and releases the rest of the lease.
-func (b *leaseBatch) Complete(ctx context.Context, delivered []string) error {
+// Only rows of this lease are marked; a message it did not lease is
+// ignored.
+func (b *leaseBatch) Complete(ctx context.Context, delivered []outbox.Message) error {
 	defer b.t.release()
 	var errs []error
-	if len(delivered) > 0 {
+	ids := make(bson.A, 0, len(delivered))
+	for _, m := range delivered {
+		if id, ok := b.ids[msgKey{m.Tenant, m.EventID}]; ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
 		_, err := b.t.coll.UpdateMany(ctx,
-			b.t.filter(bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: delivered}}}, bson.E{Key: fieldClaim, Value: b.token}),
+			b.t.filter(bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, bson.E{Key: fieldClaim, Value: b.token}),
 			bson.D{
 				{Key: "$set", Value: bson.D{{Key: fieldDelivered, Value: true}}},
 				{Key: "$unset", Value: bson.D{{Key: fieldClaim, Value: ""}, {Key: fieldLeaseUntil, Value: ""}}},

@@ -202,6 +202,8 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) error {
 	if n == 0 {
 		return document.ErrNotFound
 	}
+	// The id may be created again by another tenant: a gate must look again.
+	d.c.forgetOwned(d.cfg.Write, tenant, id)
 	return nil
 }
 

@@ -2,6 +2,10 @@ package postgres
 
 import (
 	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"weak"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,6 +28,13 @@ type OwnershipConfig struct {
 // Ownership returns an ownership gate over a PostgreSQL lookup. With no
 // tenant cut at all (not tenant-aware, static table, plain client) tenancy
 // is off for that table and the gate allows everything.
+//
+// The gate caches positives until told otherwise: after deleting or moving
+// an id, call gate.Forget(tenant, id); after tearing a tenant down,
+// gate.ForgetTenant(tenant). The client also keeps the gates it built, so
+// a delete path of its own can tell every gate over the table it deleted
+// from (forgetOwned) or every gate (forgetTenant). Build a gate once per
+// table and keep it.
 func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	col := oc.IDColumn
 	if col == "" {
@@ -43,9 +54,83 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 		err = pool.QueryRow(ctx, stmt, args(s.tagged, tenant, id)...).Scan(&owned)
 		return owned, err
 	}
-	return ownership.New(ownership.Config{
+	g := ownership.New(ownership.Config{
 		Lookup:     lookup,
 		MaxEntries: oc.MaxEntries,
 		TenancyOff: !oc.TenantAware && !oc.Table.perTenant && c.routed == nil,
 	})
+	gatesOf(c).add(builtGate{table: oc.Table, col: col, gate: weak.Make(g)})
+	return g
+}
+
+// builtGate is a gate a client built, with what it looks ids up in. The
+// gate is held weakly: one the caller dropped is pruned, so building gates
+// repeatedly does not grow the set.
+type builtGate struct {
+	table Relation
+	col   string
+	gate  weak.Pointer[ownership.Gate]
+}
+
+// gateSet is the live gates one client built.
+type gateSet struct {
+	mu    sync.Mutex
+	gates []builtGate
+}
+
+func (s *gateSet) add(g builtGate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gates = slices.DeleteFunc(s.gates, func(b builtGate) bool { return b.gate.Value() == nil })
+	s.gates = append(s.gates, g)
+}
+
+func (s *gateSet) each(fn func(table Relation, col string, g *ownership.Gate)) {
+	s.mu.Lock()
+	gates := slices.Clone(s.gates)
+	s.mu.Unlock()
+	for _, b := range gates {
+		if g := b.gate.Value(); g != nil {
+			fn(b.table, b.col, g)
+		}
+	}
+}
+
+// gateSets maps a client to its gates. It is keyed weakly so a client no
+// longer referenced (a stopped app) drops its entry.
+var gateSets sync.Map // weak.Pointer[Client] → *gateSet
+
+func gatesOf(c *Client) *gateSet {
+	k := weak.Make(c)
+	if v, ok := gateSets.Load(k); ok {
+		return v.(*gateSet)
+	}
+	v, loaded := gateSets.LoadOrStore(k, &gateSet{})
+	if !loaded {
+		runtime.AddCleanup(c, func(k weak.Pointer[Client]) { gateSets.Delete(k) }, k)
+	}
+	return v.(*gateSet)
+}
+
+// forgetOwned tells the client's gates over table (keyed by the "id"
+// column) that tenant's id was removed. Call it after the delete commits.
+func (c *Client) forgetOwned(table Relation, tenant tenancy.ID, id string) {
+	v, ok := gateSets.Load(weak.Make(c))
+	if !ok {
+		return
+	}
+	v.(*gateSet).each(func(t Relation, col string, g *ownership.Gate) {
+		if t == table && col == "id" {
+			g.Forget(tenant, id)
+		}
+	})
+}
+
+// forgetTenant tells every gate of the client that tenant's ids are gone.
+func (c *Client) forgetTenant(tenant tenancy.ID) {
+	v, ok := gateSets.Load(weak.Make(c))
+	if !ok {
+		return
+	}
+	v.(*gateSet).each(func(_ Relation, _ string, g *ownership.Gate) { g.ForgetTenant(tenant) })
 }

@@ -55,3 +55,62 @@ func TestOwnershipGate(t *testing.T) {
 		t.Errorf("tenancy off: %v", err)
 	}
 }
+
+// TestOwnershipGateLifecycle runs the gate on its real lookup, tagged and
+// per-tenant: a real owner is allowed and others denied; an id denied and
+// then created by the tenant is allowed at once (denials are not cached);
+// an id deleted by its owner and re-created by another tenant is denied to
+// the old owner once the gate is told, and allowed to the new one.
+func TestOwnershipGateLifecycle(t *testing.T) {
+	run := unique()
+	var tagged, ns *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("gl_" + run), Write: postgres.Table("gl_" + run)}),
+		postgres.Document[item]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("gl"), Write: postgres.SchemaPerTenant("gl")}),
+	), named("tagged", &tagged), named("ns", &ns))
+	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	for name, tc := range map[string]struct {
+		docs *postgres.Documents[item]
+		gate *ownership.Gate
+	}{
+		"tagged":     {tagged, c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("gl_" + run), TenantAware: true})},
+		"per-tenant": {ns, c.Ownership(postgres.OwnershipConfig{Table: postgres.SchemaPerTenant("gl")})},
+	} {
+		d, g := tc.docs, tc.gate
+		if _, err := d.Create(ctxA, "m1", item{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Check(ctxA, "m1"); err != nil {
+			t.Errorf("%s: the owner was denied by the real lookup: %v", name, err)
+		}
+		if err := g.Check(ctxB, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
+			t.Errorf("%s: B allowed on A's id: %v", name, err)
+		}
+		// Denied, then owned.
+		if err := g.Check(ctxB, "m2"); !errors.Is(err, ownership.ErrNotOwned) {
+			t.Errorf("%s: B allowed on an id nobody owns: %v", name, err)
+		}
+		if _, err := d.Create(ctxB, "m2", item{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Check(ctxB, "m2"); err != nil {
+			t.Errorf("%s: denied, then owned, still denied: %v", name, err)
+		}
+		// Owned, deleted, re-created by another tenant.
+		if err := d.Delete(ctxA, "m1"); err != nil {
+			t.Fatal(err)
+		}
+		// Delete tells the gate itself: no Forget here.
+		if _, err := d.Create(ctxB, "m1", item{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
+			t.Errorf("%s: the old owner allowed on a re-created id: %v", name, err)
+		}
+		if err := g.Check(ctxB, "m1"); err != nil {
+			t.Errorf("%s: the new owner denied: %v", name, err)
+		}
+	}
+}

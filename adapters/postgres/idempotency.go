@@ -27,7 +27,7 @@ func Idempotency(name string, ic IdempotencyConfig) Option {
 	}
 	return func(c *config) {
 		addTableRoute(c, name, KindIdempotency, ic.TenantAware, ic.Table, "idempotency",
-			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT now(), expires_at timestamptz NOT NULL, ", "key",
+			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
 			func(r route, shared bool) *IdempotencyStore {
 				x := &IdempotencyStore{route: r, cfg: ic}
 				if shared {
@@ -59,15 +59,15 @@ func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
 		key = "tenant_id, key"
 	}
 	return &idemStmts{sql: s, table: t,
-		get: "SELECT result FROM " + t + " WHERE " + s.where() + "key = " + s.p(1) + " AND expires_at > now()",
+		get: "SELECT result FROM " + t + " WHERE " + s.where() + "key = " + s.p(1) + " AND expires_at > pg_catalog.now()",
 		put: "INSERT INTO " + t + " (" + s.col() + "key, result, expires_at) VALUES (" + s.val() + s.p(1) + ", " + s.p(2) +
-			", now() + " + s.p(3) + " * interval '1 millisecond') ON CONFLICT (" + key + ") DO UPDATE SET result = EXCLUDED.result, " +
-			"created_at = now(), expires_at = EXCLUDED.expires_at",
+			", pg_catalog.now() + " + s.p(3) + " * '1 millisecond'::pg_catalog.interval) ON CONFLICT (" + key + ") DO UPDATE SET result = EXCLUDED.result, " +
+			"created_at = pg_catalog.now(), expires_at = EXCLUDED.expires_at",
 		del:   "DELETE FROM " + t + " WHERE " + s.where() + "key = " + s.p(1),
-		count: "SELECT count(*) FROM " + t + " WHERE " + s.where() + "expires_at > now()",
-		sweep: "DELETE FROM " + t + " WHERE " + s.where() + "expires_at < now() - " + s.p(1) + " * interval '1 millisecond'",
+		count: "SELECT pg_catalog.count(*) FROM " + t + " WHERE " + s.where() + "expires_at > pg_catalog.now()",
+		sweep: "DELETE FROM " + t + " WHERE " + s.where() + "expires_at < pg_catalog.now() - " + s.p(1) + " * '1 millisecond'::pg_catalog.interval",
 		// One lock per (table, tenant, key) serializes first calls.
-		locks: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+		locks: "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))",
 	}
 }
 

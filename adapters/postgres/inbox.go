@@ -13,10 +13,11 @@ import (
 )
 
 // InboxConfig wires an inbox: the event ids a consumer has handled, so a
-// redelivered message is handled once. Tenant-global by default (event ids
-// are globally unique); TenantAware keeps each tenant's ids apart (tagged)
+// redelivered message is handled once. Tenant-global by default (one id
+// space); TenantAware keeps each tenant's ids apart (tagged), which an inbox
+// of outbox events needs, outbox event ids being unique per tenant only,
 // and lets a per-tenant Table resolve per tenant (namespace). Without
-// TenantAware the resolver gets no tenant (DESIGN §2).
+// TenantAware the resolver gets no tenant (the inbox rule of postgres.Rules).
 type InboxConfig struct {
 	TenantAware bool
 	Table       Relation
@@ -26,7 +27,7 @@ type InboxConfig struct {
 func Inbox(name string, ic InboxConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, KindInbox, ic.TenantAware, ic.Table, "inbox",
-			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT now(), ", "event_id",
+			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
 			func(r route, shared bool) *InboxRoute {
 				i := &InboxRoute{route: r, cfg: ic}
 				if shared {
@@ -56,8 +57,8 @@ func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
 		mark:   "INSERT INTO " + t + " (" + s.col() + "event_id) VALUES (" + s.val() + s.p(1) + ") ON CONFLICT DO NOTHING",
 		seen:   "SELECT EXISTS (SELECT 1 FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1) + ")",
 		forget: "DELETE FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1),
-		count:  "SELECT count(*) FROM " + t + " WHERE " + s.where() + "TRUE",
-		sweep:  "DELETE FROM " + t + " WHERE " + s.where() + "seen_at < now() - " + s.p(1) + " * interval '1 millisecond'",
+		count:  "SELECT pg_catalog.count(*) FROM " + t + " WHERE " + s.where() + "TRUE",
+		sweep:  "DELETE FROM " + t + " WHERE " + s.where() + "seen_at < pg_catalog.now() - " + s.p(1) + " * '1 millisecond'::pg_catalog.interval",
 	}
 }
 

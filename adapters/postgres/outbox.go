@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +22,7 @@ import (
 // route is tenant-global by default (one table, any relay may drain it).
 // TenantAware makes it tagged; a per-tenant Table is then resolved per
 // tenant (namespace). Without TenantAware the resolver gets no tenant
-// (DESIGN §2), so a per-tenant Table names one shared schema, that of the
+// (the outbox rule of postgres.Rules), so a per-tenant Table names one shared schema, that of the
 // zero tenant.
 type OutboxConfig struct {
 	TenantAware bool
@@ -43,15 +44,32 @@ func Outbox(name string, oc OutboxConfig) Option {
 			t := r.qualified(oc.Table, rt)
 			return append(sharedSchema(cl, oc.Table, spec, rt),
 				"CREATE TABLE IF NOT EXISTS "+t+" (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, "+
-					"event_id text NOT NULL UNIQUE, topic text NOT NULL, key bytea, payload bytea, headers jsonb, "+
-					"created_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz)",
+					"event_id text NOT NULL, topic text NOT NULL, key bytea, payload bytea, headers jsonb, "+
+					"created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), delivered_at timestamptz, UNIQUE (tenant_id, event_id))",
 				"CREATE INDEX IF NOT EXISTS "+pgx.Identifier{oc.Table.table + "_pending"}.Sanitize()+" ON "+t+" (tenant_id, id) WHERE delivered_at IS NULL",
+				scopeEventIDs(t),
 			)
 		}
 		spec.provide = provideRoute(func(cl *Client) *OutboxRoute { return newOutbox(cl, spec, oc) })
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
 		c.routes = append(c.routes, spec)
 	}
+}
+
+// scopeEventIDs upgrades an outbox table created when event ids were unique
+// across tenants: it drops the UNIQUE (event_id) constraint, which let one
+// tenant learn of or block another's event id, and adds UNIQUE (tenant_id,
+// event_id) when missing. On a current table it only reads the catalog.
+// t is a quoted identifier of [a-z0-9_] names: safe inside the literal.
+func scopeEventIDs(t string) string {
+	lit := "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	return "DO $$ DECLARE rel pg_catalog.regclass := " + lit + "; ev pg_catalog.int2; tn pg_catalog.int2; c pg_catalog.name; BEGIN " +
+		"SELECT attnum INTO ev FROM pg_catalog.pg_attribute WHERE attrelid = rel AND attname = 'event_id'; " +
+		"SELECT attnum INTO tn FROM pg_catalog.pg_attribute WHERE attrelid = rel AND attname = 'tenant_id'; " +
+		"FOR c IN SELECT conname FROM pg_catalog.pg_constraint WHERE conrelid = rel AND contype = 'u' AND conkey = ARRAY[ev] LOOP " +
+		"EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', " + lit + ", c); END LOOP; " +
+		"IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = rel AND contype = 'u' AND conkey @> ARRAY[tn, ev] AND conkey <@ ARRAY[tn, ev]) THEN " +
+		"EXECUTE pg_catalog.format('ALTER TABLE %s ADD UNIQUE (tenant_id, event_id)', " + lit + "); END IF; END $$"
 }
 
 // relTenant is the tenant a ResolverCountsOnlyWhenTenantAware route passes
@@ -94,15 +112,17 @@ func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *OutboxRoute {
 
 func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
 	t := o.qualified(o.cfg.Table, relTenant(o.spec, tenant))
-	sel := "SELECT tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
+	sel := "SELECT id, tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
 	lock := " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
+	old := "delivered_at < pg_catalog.now() - $1 * '1 millisecond'::pg_catalog.interval"
 	return &outboxStmts{
 		insert:      "INSERT INTO " + t + " (tenant_id, event_id, topic, key, payload, headers) VALUES ($1, $2, $3, $4, $5, $6)",
 		claim:       sel + lock,
 		claimTenant: sel + " AND tenant_id = $2" + lock,
-		complete:    "UPDATE " + t + " SET delivered_at = now() WHERE event_id = ANY($1) AND delivered_at IS NULL",
-		sweep:       "DELETE FROM " + t + " WHERE delivered_at < now() - $1 * interval '1 millisecond'",
-		sweepTenant: "DELETE FROM " + t + " WHERE delivered_at < now() - $1 * interval '1 millisecond' AND tenant_id = $2",
+		// By row id: an event id names a row only together with its tenant.
+		complete:    "UPDATE " + t + " SET delivered_at = pg_catalog.now() WHERE id = ANY($1) AND delivered_at IS NULL",
+		sweep:       "DELETE FROM " + t + " WHERE " + old,
+		sweepTenant: "DELETE FROM " + t + " WHERE " + old + " AND tenant_id = $2",
 	}
 }
 
@@ -147,7 +167,9 @@ func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Mes
 	b := &pgx.Batch{}
 	for _, m := range msgs {
 		if !m.Tenant.IsZero() && m.Tenant != tenant {
-			return fmt.Errorf("postgres outbox %s: message for tenant %s written under %s", o.spec.name, m.Tenant, tenant)
+			return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: o.c.module, Backend: Rules.Name, Route: o.spec.name,
+				Detail: fmt.Sprintf("message %s is for tenant %s, written under %s", m.EventID, m.Tenant, tenant),
+				Fix:    "write each message under a context bound to its own tenant, or leave Message.Tenant empty"}
 		}
 		if m.EventID == "" {
 			m.EventID = newEventID()
@@ -188,7 +210,7 @@ func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error
 		release()
 		return nil, err
 	}
-	b := &claim{tx: tx, release: release, stmts: st}
+	b := &claim{tx: tx, release: release, stmts: st, ids: map[msgKey]int64{}}
 	var rows pgx.Rows
 	if bound {
 		rows, err = tx.Query(ctx, st.claimTenant, limit, tenant.Bytes())
@@ -199,12 +221,14 @@ func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error
 		b.Abandon(ctx)
 		return nil, err
 	}
+	var id int64
 	var tb [16]byte
 	var headers []byte
 	var m outbox.Message
-	_, err = pgx.ForEachRow(rows, []any{&tb, &m.EventID, &m.Topic, &m.Key, &m.Payload, &headers}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &tb, &m.EventID, &m.Topic, &m.Key, &m.Payload, &headers}, func() error {
 		msg := m
 		msg.Tenant, _ = tenancy.IDFromBytes(tb)
+		b.ids[msgKey{msg.Tenant, msg.EventID}] = id
 		if len(headers) > 0 {
 			if err := json.Unmarshal(headers, &msg.Headers); err != nil {
 				return err
@@ -226,20 +250,35 @@ type claim struct {
 	release func()
 	stmts   *outboxStmts
 	msgs    []outbox.Message
+	ids     map[msgKey]int64 // row id of each claimed message
 	done    bool
+}
+
+// msgKey names an outbox row: event ids are unique per tenant only.
+type msgKey struct {
+	tenant tenancy.ID
+	event  string
 }
 
 func (b *claim) Messages() []outbox.Message { return b.msgs }
 
 // Complete marks delivered rows done and commits, releasing the others.
-func (b *claim) Complete(ctx context.Context, delivered []string) error {
+// Only rows of this claim are marked; a message it did not claim is
+// ignored.
+func (b *claim) Complete(ctx context.Context, delivered []outbox.Message) error {
 	if b.done {
 		return errors.New("postgres outbox: batch already ended")
 	}
 	b.done = true
 	defer b.release()
-	if len(delivered) > 0 {
-		if _, err := b.tx.Exec(ctx, b.stmts.complete, delivered); err != nil {
+	ids := make([]int64, 0, len(delivered))
+	for _, m := range delivered {
+		if id, ok := b.ids[msgKey{m.Tenant, m.EventID}]; ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := b.tx.Exec(ctx, b.stmts.complete, ids); err != nil {
 			_ = b.tx.Rollback(ctx) // the claim is released either way; err says why
 			return err
 		}

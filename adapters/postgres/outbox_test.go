@@ -50,8 +50,8 @@ func TestOutboxWrites(t *testing.T) {
 	if err := o.Write(context.Background(), outbox.Message{EventID: "unbound"}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
 		t.Errorf("unbound write: %v", err)
 	}
-	if err := o.Write(ctxA, outbox.Message{EventID: "foreign", Tenant: tenancytest.TenantB}); err == nil {
-		t.Error("a row of tenant B written under tenant A")
+	if err := o.Write(ctxA, outbox.Message{EventID: "foreign", Tenant: tenancytest.TenantB}); !errors.Is(err, tenancy.CodeForeignTenant) {
+		t.Errorf("a row of tenant B written under tenant A: %v, want foreign_tenant", err)
 	}
 	if err := o.Write(tenancy.WithGlobal(context.Background()), outbox.Message{EventID: "global", Topic: "t"}); err != nil {
 		t.Fatal(err)

@@ -117,6 +117,7 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	for _, p := range logins {
 		p.Evict(tenant)
 	}
+	c.forgetTenant(tenant)
 	return nil
 }
 
