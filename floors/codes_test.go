@@ -17,6 +17,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeWorkerRouteUnknown, tenancy.CodeWiringInvalid, tenancy.CodeConnectionBudgetExceeded,
 		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid, tenancy.CodeTenantScopeChanged,
 		tenancy.ValidationFailed("postgres"), tenancy.CodeDynamicReadUnconfined,
+		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

@@ -30,6 +30,11 @@ const (
 	CodeTenantSourceConflict     Code = "tenant_source_conflict"
 	CodeRouteInvalid             Code = "route_invalid"
 	CodeTenantScopeChanged       Code = "tenant_scope_changed"
+	// CodeDedicatedTargetShared: a routed tenant resolves to a data target
+	// (database, cluster) another tenant of the process already uses.
+	CodeDedicatedTargetShared Code = "dedicated_target_shared"
+	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
+	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"

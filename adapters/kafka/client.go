@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,8 +97,12 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
 				return openRouted(cr, cfg.routedSASL, cfg.tune)
 			},
-			Close:    (*client).close,
-			MaxPools: cfg.routed.maxPools,
+			Close:      (*client).close,
+			Target:     routedTarget,
+			TargetNoun: "cluster",
+			Module:     module,
+			Backend:    Rules.Name,
+			MaxPools:   cfg.routed.maxPools,
 		})
 		if err != nil {
 			return nil, err
@@ -107,8 +113,8 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 	}
 }
 
-// openRouted builds a tenant's client from its credentials.
-func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer)) (*client, error) {
+// routedBrokers splits a routed Endpoint into its brokers.
+func routedBrokers(cr routing.Credentials) ([]string, error) {
 	var brokers []string
 	for _, b := range strings.Split(cr.Endpoint, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -117,6 +123,38 @@ func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writ
 	}
 	if len(brokers) == 0 {
 		return nil, fmt.Errorf("kafka: routed credentials name no brokers")
+	}
+	return brokers, nil
+}
+
+// routedTarget is where a tenant's records live: the cluster, named by its
+// bootstrap brokers (lower-cased, default port 9092, sorted). Every route
+// of a routed module uses static topic names and group prefixes, so two
+// tenants on one cluster would share every topic; per-tenant topics on a
+// shared cluster are the namespace tier, on a plain client. Credentials
+// do not count. The list is not resolved to a cluster id (that would
+// connect): a resolver must not name one cluster by two broker lists.
+func routedTarget(cr routing.Credentials) (string, error) {
+	brokers, err := routedBrokers(cr)
+	if err != nil {
+		return "", err
+	}
+	for i, b := range brokers {
+		b = strings.ToLower(b)
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			b = net.JoinHostPort(b, "9092")
+		}
+		brokers[i] = b
+	}
+	slices.Sort(brokers)
+	return strings.Join(slices.Compact(brokers), ","), nil
+}
+
+// openRouted builds a tenant's client from its credentials.
+func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer)) (*client, error) {
+	brokers, err := routedBrokers(cr)
+	if err != nil {
+		return nil, err
 	}
 	var mech sasl.Mechanism
 	switch {

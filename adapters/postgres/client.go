@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +27,10 @@ type RoutedConfig struct {
 	// TTL is how long a tenant's credentials are trusted before they are
 	// resolved again (default 5 minutes).
 	TTL time.Duration
+	// MaxWait bounds how long a call waits for a pool slot when MaxPools
+	// pools are open or still closing (default 10 seconds; the call's
+	// context bounds it too). MaxPools × MaxConnsPerPool is a hard limit.
+	MaxWait time.Duration
 }
 
 // Client is a module's connection: one pool, or one pool per credential
@@ -127,6 +135,35 @@ func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgx
 		cfg.MaxConns = maxConns
 		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	}
+}
+
+// routedTarget is where a tenant's data lives: the server addresses and
+// the database its pool would connect to. User and password do not count:
+// two roles on one database still share its tables.
+func routedTarget(cr routing.Credentials) (string, error) {
+	cfg, err := pgxpool.ParseConfig(cr.Endpoint)
+	if err != nil {
+		return "", fmt.Errorf("postgres: routed credentials: %w", err)
+	}
+	cc := cfg.ConnConfig
+	db := cc.Database
+	if d := cr.Params["database"]; d != "" {
+		db = d
+	}
+	hosts := []string{hostPort(cc.Host, cc.Port)}
+	for _, f := range cc.Fallbacks { // more hosts, or TLS variants of one
+		hosts = append(hosts, hostPort(f.Host, f.Port))
+	}
+	slices.Sort(hosts)
+	return strings.Join(slices.Compact(hosts), ",") + "/" + db, nil
+}
+
+// hostPort is a canonical address; a Unix socket directory keeps its case.
+func hostPort(host string, port uint16) string {
+	if !strings.HasPrefix(host, "/") {
+		host = strings.ToLower(host)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // stmtCache holds statements built per (tenant, route): bounded, and
