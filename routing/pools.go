@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,18 +59,18 @@ var ErrClosed = errors.New("routing: pools closed")
 type Pools[C any] struct {
 	cfg   Config[C]
 	clock atomic.Uint64 // LRU ticks
-	// slots holds one token per client that is opening, open or closing:
-	// the hard bound behind a connection budget.
-	slots chan struct{}
-
-	mu       sync.RWMutex
-	closed   bool
-	tenants  map[tenancy.ID]*binding[C]
-	pools    map[poolKey]*pool[C]
-	held     map[tenancy.ID]claimKey // this Pools' claims, kept past eviction
-	draining int                     // retired clients not closed yet
-	waiting  int                     // callers waiting for a slot
-	live     sync.WaitGroup          // clients holding a slot; Close waits on it
+	mu      sync.RWMutex
+	closed  bool
+	tenants map[tenancy.ID]*binding[C]
+	pools   map[poolKey]*pool[C]
+	held    map[tenancy.ID]claimKey // this Pools' claims, kept past eviction
+	// used counts slots: clients opening, open or closing, the hard bound
+	// behind a connection budget. waiters queue for one, first come first
+	// served; draining counts retired clients not closed yet.
+	used     int
+	waiters  []chan struct{}
+	draining int
+	live     sync.WaitGroup // clients holding a slot; Close waits on it
 }
 
 // poolKey identifies a client. With claims, the tenant is part of it: a
@@ -120,7 +121,6 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	}
 	return &Pools[C]{
 		cfg:     cfg,
-		slots:   make(chan struct{}, cfg.MaxPools),
 		tenants: make(map[tenancy.ID]*binding[C]),
 		pools:   make(map[poolKey]*pool[C]),
 		held:    make(map[tenancy.ID]claimKey),
@@ -232,6 +232,9 @@ func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credential
 			}
 			p.rebind(tenant, pl)
 			pl.refs.Add(1)
+			// Callers may have queued while this client was opening, with
+			// nothing live to retire for them then.
+			p.makeRoom()
 			p.mu.Unlock()
 			p.discard(opened) // lost the race to open this key
 			return pl, nil
@@ -252,15 +255,17 @@ func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, cre
 	}
 	p.mu.Lock()
 	if p.closed {
+		p.freeSlot()
 		p.mu.Unlock()
-		<-p.slots
 		return nil, ErrClosed
 	}
 	p.live.Add(1) // under mu and before closed is set: ordered before Close's Wait
 	p.mu.Unlock()
 	client, err := p.cfg.Open(ctx, creds)
 	if err != nil {
-		<-p.slots
+		p.mu.Lock()
+		p.freeSlot()
+		p.mu.Unlock()
 		p.live.Done()
 		return nil, fmt.Errorf("routing: opening client for tenant %s: %w", tenant, err)
 	}
@@ -337,8 +342,8 @@ func (p *Pools[C]) closeOnce(pl *pool[C]) {
 			p.cfg.Close(pl.client)
 			p.mu.Lock()
 			p.draining--
+			p.freeSlot()
 			p.mu.Unlock()
-			<-p.slots
 		}()
 	})
 }
@@ -356,36 +361,59 @@ func (p *Pools[C]) releaser(pl *pool[C]) func() {
 }
 
 // takeSlot waits for room to open a client. When every slot is taken and
-// fewer clients are draining than callers are waiting, it retires the
-// least recently used client so that one frees up; the wait is bounded by
-// ctx and MaxWait. A caller that holds a client while opening another can
-// wait on itself: that ends in connection_budget_exhausted, not a hang.
+// fewer clients are draining than callers are waiting, the least recently
+// used client is retired so that one frees up; the wait is bounded by ctx
+// and MaxWait. A caller that holds a client while opening another can wait
+// on itself: that ends in connection_budget_exhausted, not a hang.
 func (p *Pools[C]) takeSlot(ctx context.Context) error {
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-	}
 	p.mu.Lock()
-	p.waiting++
-	if !p.closed && p.waiting > p.draining {
-		p.retireLRU()
-	}
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.waiting--
+	if p.used < p.cfg.MaxPools && len(p.waiters) == 0 {
+		p.used++
 		p.mu.Unlock()
-	}()
+		return nil
+	}
+	ch := make(chan struct{})
+	p.waiters = append(p.waiters, ch)
+	p.makeRoom()
+	p.mu.Unlock()
 	timer := time.NewTimer(p.cfg.MaxWait)
 	defer timer.Stop()
+	var cause error
 	select {
-	case p.slots <- struct{}{}:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
-		return p.exhausted(ctx.Err())
+		cause = ctx.Err()
 	case <-timer.C:
-		return p.exhausted(fmt.Errorf("waited %s", p.cfg.MaxWait))
+		cause = fmt.Errorf("waited %s", p.cfg.MaxWait)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.waiters, ch); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+	} else { // granted while giving up: pass it on
+		p.freeSlot()
+	}
+	return p.exhausted(cause)
+}
+
+// freeSlot hands a slot to the first waiter, or returns it. Called with
+// mu held.
+func (p *Pools[C]) freeSlot() {
+	if len(p.waiters) == 0 {
+		p.used--
+		return
+	}
+	close(p.waiters[0])
+	p.waiters = slices.Delete(p.waiters, 0, 1)
+	p.makeRoom()
+}
+
+// makeRoom retires idle-most clients until as many are draining as callers
+// wait for a slot. Called with mu held.
+func (p *Pools[C]) makeRoom() {
+	for !p.closed && len(p.waiters) > p.draining && len(p.pools) > 0 {
+		p.retireLRU()
 	}
 }
 
@@ -457,7 +485,7 @@ type Stats struct{ Pools, Clients, Tenants, Claims int }
 func (p *Pools[C]) Stats() Stats {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return Stats{Pools: len(p.pools), Clients: len(p.slots), Tenants: len(p.tenants), Claims: len(p.held)}
+	return Stats{Pools: len(p.pools), Clients: p.used, Tenants: len(p.tenants), Claims: len(p.held)}
 }
 
 // Close retires every client, releases this Pools' claims and waits until
