@@ -14,6 +14,9 @@ import (
 func requireShared(t *testing.T, h *harness, id tenancy.ID) {
 	t.Helper()
 	c, release, err := h.pools.Acquire(tenancy.WithTenant(context.Background(), id))
+	if release != nil {
+		release() // before failing: Close waits for it
+	}
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeDedicatedTargetShared || c != nil || release != nil {
 		t.Fatalf("tenant %s on another tenant's target: client %v, err %v", id, c, err)
