@@ -31,6 +31,11 @@ type RoutedConfig struct {
 	// pools are open or still closing (default 10 seconds; the call's
 	// context bounds it too). MaxPools × MaxConnsPerPool is a hard limit.
 	MaxWait time.Duration
+	// Configure adjusts each tenant's pool configuration (tracer, TLS,
+	// dialer, timeouts) before it is built. It must not change where the
+	// pool connects (hosts, port, database): that is the tenant's claimed
+	// target. MaxConns is set after it.
+	Configure func(*pgxpool.Config)
 }
 
 // Client is a module's connection: one pool, or one pool per credential
@@ -117,7 +122,7 @@ func (c *Client) close() {
 
 // openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
 // when set, override the DSN's. pgxpool.NewWithConfig does not connect.
-func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
+func openRouted(maxConns int32, configure func(*pgxpool.Config)) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
 	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
 		cfg, err := pgxpool.ParseConfig(cr.Endpoint)
 		if err != nil {
@@ -131,6 +136,14 @@ func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgx
 		}
 		if db := cr.Params["database"]; db != "" {
 			cfg.ConnConfig.Database = db
+		}
+		if configure != nil {
+			cc := cfg.ConnConfig
+			host, port, db, fallbacks := cc.Host, cc.Port, cc.Database, len(cc.Fallbacks)
+			configure(cfg)
+			if cc = cfg.ConnConfig; cc.Host != host || cc.Port != port || cc.Database != db || len(cc.Fallbacks) != fallbacks {
+				return nil, errors.New("postgres: RoutedConfig.Configure changed the pool's host, port or database")
+			}
 		}
 		cfg.MaxConns = maxConns
 		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)

@@ -34,9 +34,12 @@ func msgTiers(t *testing.T, base string) map[string]struct {
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
 		exec(t, conn, "CREATE SCHEMA rt"+run+"_"+id.Hex())
 	}
-	routed := postgres.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		return routing.Credentials{Endpoint: url + "&search_path=rt" + run + "_" + id.Hex()}, nil
-	}, postgres.RoutedConfig{})
+	// Dedicated means a database per tenant: tenants in two schemas of one
+	// database are refused (dedicated_target_shared).
+	_, dsns := databases(t, 2, "")
+	routed := postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: dsns[0]}, tenancytest.TenantB: {Endpoint: dsns[1]},
+	}), postgres.RoutedConfig{})
 	type tier = struct {
 		conn  postgres.Option
 		aware bool

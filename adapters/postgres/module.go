@@ -144,7 +144,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
-			Open:       openRouted(cfg.routed.MaxConnsPerPool),
+			Open:       openRouted(cfg.routed.MaxConnsPerPool, cfg.routed.Configure),
 			Close:      (*pgxpool.Pool).Close,
 			Target:     routedTarget,
 			TargetNoun: "database",
