@@ -26,10 +26,12 @@ type client struct {
 	transport *kafkago.Transport
 	dialer    *kafkago.Dialer
 	writer    *kafkago.Writer
+	conns     *conns // the transport's connections
 }
 
 func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer)) *client {
-	tr := &kafkago.Transport{SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
+	cs := newConns()
+	tr := &kafkago.Transport{Dial: cs.dial, SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
 	w := &kafkago.Writer{
 		Addr:         kafkago.TCP(brokers...),
 		Balancer:     &kafkago.Hash{},
@@ -50,6 +52,7 @@ func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(
 		transport: tr,
 		dialer:    &kafkago.Dialer{Timeout: 5 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc},
 		writer:    w,
+		conns:     cs,
 	}
 }
 
@@ -72,9 +75,13 @@ func (c *client) recover(err error) {
 	c.transport.CloseIdleConnections()
 }
 
+// close returns once every connection of the writer and the admin client
+// is closed, so a routed client's slot is freed only then. Readers dial
+// with their own dialer and are closed by their consumers before release.
 func (c *client) close() {
 	_ = c.writer.Close()
 	c.transport.CloseIdleConnections()
+	c.conns.closeAll()
 }
 
 // core is a module's connection state, private to the module.
