@@ -59,6 +59,7 @@ var ErrClosed = errors.New("routing: pools closed")
 type Pools[C any] struct {
 	cfg   Config[C]
 	clock atomic.Uint64 // LRU ticks
+
 	mu      sync.RWMutex
 	closed  bool
 	tenants map[tenancy.ID]*binding[C]

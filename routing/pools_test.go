@@ -31,7 +31,7 @@ type harness struct {
 	// current counts clients opened and not yet closed; peak its maximum.
 	current, peak atomic.Int64
 	closed        chan *client
-	pools  *routing.Pools[*client]
+	pools         *routing.Pools[*client]
 }
 
 func newHarness(t *testing.T, maxPools int) *harness {

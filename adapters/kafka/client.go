@@ -29,9 +29,9 @@ type client struct {
 	conns     *conns // the transport's connections
 }
 
-func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer)) *client {
-	cs := newConns()
-	tr := &kafkago.Transport{Dial: cs.dial, SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
+func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer), dial DialFunc) *client {
+	cs := newConns(dial)
+	tr := &kafkago.Transport{Dial: cs.dialTracked, SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
 	w := &kafkago.Writer{
 		Addr:         kafkago.TCP(brokers...),
 		Balancer:     &kafkago.Hash{},
@@ -95,14 +95,14 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 	return func(lc fx.Lifecycle) (*core, error) {
 		c := &core{module: module}
 		if cfg.routed == nil {
-			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune)
+			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil)
 			lc.Append(fx.StopHook(c.shared.close))
 			return c, nil
 		}
 		pools, err := routing.New(routing.Config[*client]{
 			Resolve: cfg.routed.resolve,
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
-				return openRouted(cr, cfg.routedSASL, cfg.tune)
+				return openRouted(cr, cfg.routedSASL, cfg.tune, cfg.routedDial)
 			},
 			Close:      (*client).close,
 			Target:     routedTarget,
@@ -158,7 +158,7 @@ func routedTarget(cr routing.Credentials) (string, error) {
 }
 
 // openRouted builds a tenant's client from its credentials.
-func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer)) (*client, error) {
+func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer), dial DialFunc) (*client, error) {
 	brokers, err := routedBrokers(cr)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writ
 	if cr.Params["tls"] == "true" {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return newClient(brokers, mech, tc, tune), nil
+	return newClient(brokers, mech, tc, tune, dial), nil
 }
 
 // clientFor returns the client to use for tenant (zero: the shared client

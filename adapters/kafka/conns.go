@@ -16,17 +16,22 @@ type conns struct {
 	mu     sync.Mutex
 	open   map[*trackedConn]struct{}
 	closed bool
-	dialer net.Dialer
+	dial   DialFunc
 }
 
 var errClientClosed = errors.New("kafka: client closed")
 
-func newConns() *conns {
-	return &conns{open: map[*trackedConn]struct{}{}, dialer: net.Dialer{Timeout: 5 * time.Second, DualStack: true}}
+// newConns tracks the connections dial opens (nil: a plain net.Dialer).
+func newConns(dial DialFunc) *conns {
+	if dial == nil {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		dial = d.DialContext
+	}
+	return &conns{open: map[*trackedConn]struct{}{}, dial: dial}
 }
 
-func (cs *conns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	nc, err := cs.dialer.DialContext(ctx, network, addr)
+func (cs *conns) dialTracked(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := cs.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}

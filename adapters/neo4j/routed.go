@@ -32,8 +32,9 @@ const DefaultMaxConnsPerDriver = 16
 // Routed gives every tenant its own driver, built from the credentials
 // resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
 // Secret the basic-auth pair, and Params["database"] the database its
-// sessions open ("" for the server default). Tenants with identical
-// credentials share a driver; no tenant ever falls back to a shared one.
+// sessions open ("" for the server default). A driver serves one tenant,
+// a tenant resolving to another tenant's server database is refused
+// (dedicated_target_shared), and no tenant ever falls back to a shared one.
 func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
 	return func(c *config) {
 		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerDriver}
