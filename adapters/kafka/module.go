@@ -73,8 +73,10 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // Routed gives every tenant its own client, built from the credentials
 // resolve returns (dedicated). Credentials.Endpoint holds the tenant's
 // brokers, comma-separated; User and Secret, when set, authenticate with
-// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true" dials TLS. At most maxClients clients live at once
-// (0: 64). Routed replaces Brokers.
+// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true"
+// dials TLS. A tenant resolving to a cluster another tenant uses is
+// refused (dedicated_target_shared). At most maxClients clients exist at
+// once, counting those still closing (0: 64). Routed replaces Brokers.
 func Routed(resolve routing.Resolver, maxClients int) Option {
 	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxPools: maxClients} }
 }

@@ -80,8 +80,9 @@ type RoutedConfig struct {
 	// User and Secret authenticate (when User is set), and
 	// Params["database"] overrides the module's database.
 	Resolve routing.Resolver
-	// MaxClients bounds live clients (default 64); TTL is how long a
-	// resolution is trusted (default 5 minutes).
+	// MaxClients bounds clients open or still closing (default 64), one
+	// per tenant; TTL is how long a resolution is trusted (default 5
+	// minutes).
 	MaxClients int
 	TTL        time.Duration
 	// PoolSize is each client's connection pool maximum (default 100, the

@@ -20,7 +20,8 @@ import (
 
 // RoutedConfig bounds a routed client.
 type RoutedConfig struct {
-	// MaxPools bounds live per-credential pools (default 64).
+	// MaxPools bounds pools open or still closing (default 64), one per
+	// tenant.
 	MaxPools int
 	// MaxConnsPerPool caps each pool (default 4).
 	MaxConnsPerPool int32
