@@ -77,3 +77,31 @@ func TestTaggedOnRoutedKeepsThePredicate(t *testing.T) {
 		}
 	}
 }
+
+// A target is the server and database: scheme, case, the default port and
+// credentials do not make two targets.
+func TestRoutedTarget(t *testing.T) {
+	base, err := routedTarget(routing.Credentials{Endpoint: "neo4j://db.example:7687"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []routing.Credentials{
+		{Endpoint: "bolt+s://DB.example", User: "u", Secret: "p"},
+		{Endpoint: "neo4j+ssc://db.example:7687/"},
+	} {
+		if got, err := routedTarget(c); err != nil || got != base {
+			t.Errorf("%+v: %s, %v; want %s", c, got, err, base)
+		}
+	}
+	for _, c := range []routing.Credentials{
+		{Endpoint: "neo4j://db.example:7688"},
+		{Endpoint: "neo4j://db.example", Params: map[string]string{"database": "t1"}},
+	} {
+		if got, _ := routedTarget(c); got == base {
+			t.Errorf("%+v shares %s", c, base)
+		}
+	}
+	if _, err := routedTarget(routing.Credentials{Endpoint: "not a uri"}); err == nil {
+		t.Error("an invalid URI was accepted")
+	}
+}
