@@ -18,6 +18,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid, tenancy.CodeTenantScopeChanged,
 		tenancy.ValidationFailed("postgres"), tenancy.CodeDynamicReadUnconfined,
 		tenancy.CodeTenantSourceInvalid, tenancy.CodeTenantHostAmbiguous, tenancy.CodeRouteClassOverlap,
+		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

@@ -11,8 +11,9 @@
 //		Open: func(_ context.Context, c routing.Credentials) (*redis.Client, error) {
 //			return redis.NewClient(&redis.Options{Addr: c.Endpoint, Username: c.User, Password: c.Secret}), nil
 //		},
-//		Close:    func(c *redis.Client) { c.Close() },
-//		MaxPools: 64,
+//		Close:       func(c *redis.Client) { c.Close() },
+//		TenantKeyed: true, // every key carries the tenant; others set Target
+//		MaxPools:    64,
 //	})
 //
 //	client, release, err := pools.Acquire(ctx) // tenant read from ctx
@@ -26,12 +27,28 @@
 //
 //   - Fail closed: no tenant bound gives tenancy.Unbound(); a resolver error
 //     is returned as is; there is no default client.
-//   - Tenants whose credentials are identical share one client. Clients are
-//     keyed by a Fingerprint, an HMAC-SHA256 of the whole credential set
-//     under a per-process random key, so a secret never sits in a map key
-//     and fingerprints mean nothing outside the process.
-//   - Bounded: at most MaxPools live clients (least recently used retired
-//     first) and at most MaxTenants remembered tenant bindings.
+//   - One tenant per data target. Config.Target names where a credential
+//     set's data lives (host, port, database; brokers), without user or
+//     secret. The first tenant to resolve to a target claims it for the
+//     process; another tenant resolving to it is refused with
+//     dedicated_target_shared before anything is opened. Claims are
+//     process-wide, survive eviction (the data is still there), move only
+//     when the tenant's own credentials name a new target, and are released
+//     by Close; each costs about 150 bytes, kept for every tenant resolved.
+//     Replicas do not share them: across processes the resolver must keep
+//     tenants apart. A client never serves two tenants.
+//   - TenantKeyed instead of Target, for a client whose every key carries
+//     the tenant (Redis): no claims, and tenants whose credentials are
+//     identical share one client.
+//   - Clients are keyed by a Fingerprint, an HMAC-SHA256 of the whole
+//     credential set under a per-process random key, so a secret never sits
+//     in a map key and fingerprints mean nothing outside the process.
+//   - A hard bound: at most MaxPools clients exist at once, counting retired
+//     ones until their Close has returned. Opening one more retires the
+//     least recently used client and waits for a slot, first come first
+//     served, bounded by the context and MaxWait, then fails with
+//     connection_budget_exhausted. At most MaxTenants tenant bindings are
+//     remembered.
 //   - Evict(tenant) forgets a tenant's binding and retires its client when
 //     no other tenant still uses it. After TTL a tenant's credentials are
 //     resolved again; a changed fingerprint moves the tenant to a new client.

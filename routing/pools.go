@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,13 +23,30 @@ type Config[C any] struct {
 	Open func(ctx context.Context, c Credentials) (C, error)
 	// Close releases a retired client; it runs once, after the drain.
 	Close func(C)
-	// MaxPools bounds live clients (default 64).
+	// Target names where the data of a credential set lives (host, port
+	// and database; brokers), independent of user and secret, in one
+	// canonical form. Two tenants whose credentials name one target are
+	// refused (dedicated_target_shared). Required unless TenantKeyed.
+	Target func(Credentials) (string, error)
+	// TargetNoun names a target in refusals ("database", "cluster").
+	TargetNoun string
+	// TenantKeyed declares that every name the client touches carries the
+	// tenant, so tenants on one target cannot meet: no claims are taken,
+	// and tenants with identical credentials share one client.
+	TenantKeyed bool
+	// Module and Backend name the client in refusals.
+	Module, Backend string
+	// MaxPools bounds clients that are open or still closing (default
+	// 64): opening one more waits for a slot.
 	MaxPools int
 	// MaxTenants bounds remembered tenant bindings (default 16 × MaxPools).
 	MaxTenants int
 	// TTL is how long a resolution is trusted before the tenant's
 	// credentials are resolved again (default 5 minutes).
 	TTL time.Duration
+	// MaxWait bounds how long opening a client waits for a slot, on top of
+	// the caller's context (default 10 seconds).
+	MaxWait time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -45,8 +63,22 @@ type Pools[C any] struct {
 	mu      sync.RWMutex
 	closed  bool
 	tenants map[tenancy.ID]*binding[C]
-	pools   map[Fingerprint]*pool[C]
-	live    sync.WaitGroup // pools in the map or draining; Close waits on it
+	pools   map[poolKey]*pool[C]
+	held    map[tenancy.ID]claimKey // this Pools' claims, kept past eviction
+	// used counts slots: clients opening, open or closing, the hard bound
+	// behind a connection budget. waiters queue for one, first come first
+	// served; draining counts retired clients not closed yet.
+	used     int
+	waiters  []chan struct{}
+	draining int
+	live     sync.WaitGroup // clients holding a slot; Close waits on it
+}
+
+// poolKey identifies a client. With claims, the tenant is part of it: a
+// client never serves two tenants even if two resolved alike.
+type poolKey struct {
+	tenant tenancy.ID
+	fp     Fingerprint
 }
 
 type binding[C any] struct {
@@ -56,7 +88,7 @@ type binding[C any] struct {
 }
 
 type pool[C any] struct {
-	fp       Fingerprint
+	key      poolKey
 	client   C
 	refs     atomic.Int64
 	retired  atomic.Bool
@@ -70,6 +102,9 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Resolve == nil || cfg.Open == nil || cfg.Close == nil {
 		return nil, errors.New("routing: Config needs Resolve, Open and Close")
 	}
+	if cfg.Target == nil && !cfg.TenantKeyed {
+		return nil, errors.New("routing: Config needs Target, or TenantKeyed when every name carries the tenant")
+	}
 	if cfg.MaxPools <= 0 {
 		cfg.MaxPools = 64
 	}
@@ -79,17 +114,21 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 5 * time.Minute
 	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 10 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Pools[C]{
 		cfg:     cfg,
 		tenants: make(map[tenancy.ID]*binding[C]),
-		pools:   make(map[Fingerprint]*pool[C]),
+		pools:   make(map[poolKey]*pool[C]),
+		held:    make(map[tenancy.ID]claimKey),
 	}, nil
 }
 
-// MaxPools is the bound on live clients, for connection-budget arithmetic.
+// MaxPools is the bound on clients, for connection-budget arithmetic.
 func (p *Pools[C]) MaxPools() int { return p.cfg.MaxPools }
 
 // Acquire returns the client of the tenant bound to ctx and a release
@@ -142,43 +181,108 @@ func (p *Pools[C]) fast(tenant tenancy.ID) (*pool[C], bool) {
 }
 
 // bind points tenant at the pool for creds, opening it when needed, and
-// takes a reference on it.
+// takes a reference on it. With claims, the target is checked before
+// anything is opened and claimed atomically with the binding.
 func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credentials) (*pool[C], error) {
-	fp := creds.Fingerprint()
+	key := poolKey{fp: creds.Fingerprint()}
+	var (
+		target string
+		ck     claimKey
+	)
+	claims := !p.cfg.TenantKeyed
+	if claims {
+		var err error
+		if target, err = p.cfg.Target(creds); err != nil {
+			return nil, fmt.Errorf("routing: credentials of tenant %s: %w", tenant, err)
+		}
+		ck = claimKeyOf(p.cfg.Backend, target)
+		key.tenant = tenant
+	}
 	var opened *pool[C]
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			if opened != nil {
-				p.cfg.Close(opened.client)
-			}
+			p.discard(opened)
 			return nil, ErrClosed
 		}
-		pl, ok := p.pools[fp]
+		pl, ok := p.pools[key]
 		if !ok && opened != nil {
 			pl = opened
-			opened = nil
-			p.makeRoomForPool()
-			p.pools[fp] = pl
-			p.live.Add(1) // under mu and before closed is set: ordered before Close's Wait
+		}
+		if claims {
+			// With a client at hand the claim is taken, under mu, in the
+			// same step as the binding; before opening one it is only
+			// looked at, so a refused tenant opens nothing.
+			var err error
+			if pl != nil {
+				err = p.claimFor(tenant, ck, target)
+			} else {
+				err = p.claimLook(tenant, ck, target)
+			}
+			if err != nil {
+				p.mu.Unlock()
+				p.discard(opened)
+				return nil, err
+			}
 		}
 		if pl != nil {
+			if pl == opened {
+				p.pools[key] = pl
+				opened = nil
+			}
 			p.rebind(tenant, pl)
 			pl.refs.Add(1)
+			// Callers may have queued while this client was opening, with
+			// nothing live to retire for them then.
+			p.makeRoom()
 			p.mu.Unlock()
-			if opened != nil { // lost the race to open this fingerprint
-				p.cfg.Close(opened.client)
-			}
+			p.discard(opened) // lost the race to open this key
 			return pl, nil
 		}
 		p.mu.Unlock()
-		client, err := p.cfg.Open(ctx, creds)
-		if err != nil {
-			return nil, fmt.Errorf("routing: opening client for tenant %s: %w", tenant, err)
+		var err error
+		if opened, err = p.open(ctx, tenant, key, creds); err != nil {
+			return nil, err
 		}
-		opened = &pool[C]{fp: fp, client: client}
 	}
+}
+
+// open takes a slot and builds a client; the slot is returned when the
+// client has closed.
+func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, creds Credentials) (*pool[C], error) {
+	if err := p.takeSlot(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.freeSlot()
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p.live.Add(1) // under mu and before closed is set: ordered before Close's Wait
+	p.mu.Unlock()
+	client, err := p.cfg.Open(ctx, creds)
+	if err != nil {
+		p.mu.Lock()
+		p.freeSlot()
+		p.mu.Unlock()
+		p.live.Done()
+		return nil, fmt.Errorf("routing: opening client for tenant %s: %w", tenant, err)
+	}
+	return &pool[C]{key: key, client: client}, nil
+}
+
+// discard closes a client that was opened but never published.
+func (p *Pools[C]) discard(pl *pool[C]) {
+	if pl == nil {
+		return
+	}
+	p.mu.Lock()
+	pl.retired.Store(true)
+	p.draining++
+	p.mu.Unlock()
+	p.closeOnce(pl)
 }
 
 // rebind records tenant → pl; a tenant moving away from its old pool
@@ -219,20 +323,28 @@ func (p *Pools[C]) unref(pl *pool[C]) {
 // retire removes pl from routing and closes it once drained. Called with
 // mu held.
 func (p *Pools[C]) retire(pl *pool[C]) {
-	if cur, ok := p.pools[pl.fp]; ok && cur == pl {
-		delete(p.pools, pl.fp)
+	if cur, ok := p.pools[pl.key]; ok && cur == pl {
+		delete(p.pools, pl.key)
 	}
-	pl.retired.Store(true)
+	if !pl.retired.Swap(true) {
+		p.draining++
+	}
 	if pl.refs.Load() == 0 {
 		p.closeOnce(pl)
 	}
 }
 
+// closeOnce closes pl off the lock and then frees its slot: the slot
+// counts the client's connections until Close has returned.
 func (p *Pools[C]) closeOnce(pl *pool[C]) {
 	pl.closing.Do(func() {
 		go func() { // never call user code with mu held
 			defer p.live.Done()
 			p.cfg.Close(pl.client)
+			p.mu.Lock()
+			p.draining--
+			p.freeSlot()
+			p.mu.Unlock()
 		}()
 	})
 }
@@ -249,21 +361,86 @@ func (p *Pools[C]) releaser(pl *pool[C]) func() {
 	}
 }
 
-// makeRoomForPool retires the least recently used pool when the bound is
-// reached; its tenants resolve again on their next call. Called with mu held.
-func (p *Pools[C]) makeRoomForPool() {
-	if len(p.pools) < p.cfg.MaxPools {
+// takeSlot waits for room to open a client. When every slot is taken and
+// fewer clients are draining than callers are waiting, the least recently
+// used client is retired so that one frees up; the wait is bounded by ctx
+// and MaxWait. A caller that holds a client while opening another can wait
+// on itself: that ends in connection_budget_exhausted, not a hang.
+func (p *Pools[C]) takeSlot(ctx context.Context) error {
+	p.mu.Lock()
+	if p.used < p.cfg.MaxPools && len(p.waiters) == 0 {
+		p.used++
+		p.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	p.waiters = append(p.waiters, ch)
+	p.makeRoom()
+	p.mu.Unlock()
+	timer := time.NewTimer(p.cfg.MaxWait)
+	defer timer.Stop()
+	var cause error
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-timer.C:
+		cause = fmt.Errorf("waited %s", p.cfg.MaxWait)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.waiters, ch); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+	} else { // granted while giving up: pass it on
+		p.freeSlot()
+	}
+	return p.exhausted(cause)
+}
+
+// freeSlot hands a slot to the first waiter, or returns it. Called with
+// mu held.
+func (p *Pools[C]) freeSlot() {
+	if len(p.waiters) == 0 {
+		p.used--
 		return
 	}
+	close(p.waiters[0])
+	p.waiters = slices.Delete(p.waiters, 0, 1)
+	p.makeRoom()
+}
+
+// makeRoom retires idle-most clients until as many are draining as callers
+// wait for a slot. Called with mu held.
+func (p *Pools[C]) makeRoom() {
+	for !p.closed && len(p.waiters) > p.draining && len(p.pools) > 0 {
+		p.retireLRU()
+	}
+}
+
+func (p *Pools[C]) exhausted(cause error) error {
+	return fmt.Errorf("%w: %w", &tenancy.Error{
+		Code: tenancy.CodeConnectionBudgetExhausted, Module: p.cfg.Module, Backend: p.cfg.Backend,
+		Detail: fmt.Sprintf("all %d client slots are held by clients in use or still closing, so no client could be opened for this tenant", p.cfg.MaxPools),
+		Fix:    "raise the routed pool bound (and the connection budget), make calls shorter, or release a tenant's client before acquiring another tenant's",
+	}, cause)
+}
+
+// retireLRU retires the least recently used live pool; its tenants
+// resolve again on their next call. Called with mu held.
+func (p *Pools[C]) retireLRU() {
 	var oldest *pool[C]
 	for _, pl := range p.pools {
 		if oldest == nil || pl.lastUsed.Load() < oldest.lastUsed.Load() {
 			oldest = pl
 		}
 	}
+	if oldest == nil {
+		return
+	}
 	for t, b := range p.tenants {
 		if b.pool == oldest {
-			delete(p.tenants, t)
+			delete(p.tenants, t) // the claim stays: see Evict
 		}
 	}
 	p.retire(oldest)
@@ -288,7 +465,9 @@ func (p *Pools[C]) dropOldestTenant(keep tenancy.ID) {
 }
 
 // Evict forgets tenant's binding, so its next call resolves again, and
-// retires its client when no other tenant shares it (after the drain).
+// retires its client (after the drain). The tenant keeps its claim on its
+// target: an evicted tenant's data is still there, so no other tenant may
+// take the target until this tenant resolves to another one.
 func (p *Pools[C]) Evict(tenant tenancy.ID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -298,19 +477,21 @@ func (p *Pools[C]) Evict(tenant tenancy.ID) {
 	}
 }
 
-// Stats is a snapshot of the live state.
-type Stats struct{ Pools, Tenants int }
+// Stats is a snapshot of the live state: Pools live clients, Clients
+// slots in use (open, opening or closing), Tenants bindings, Claims
+// targets claimed.
+type Stats struct{ Pools, Clients, Tenants, Claims int }
 
-// Stats reports how many clients and tenant bindings are live.
+// Stats reports the live state.
 func (p *Pools[C]) Stats() Stats {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return Stats{Pools: len(p.pools), Tenants: len(p.tenants)}
+	return Stats{Pools: len(p.pools), Clients: p.used, Tenants: len(p.tenants), Claims: len(p.held)}
 }
 
-// Close retires every client and waits until each has drained and closed,
-// so it blocks while an acquired client is unreleased. Later Acquires fail
-// with ErrClosed.
+// Close retires every client, releases this Pools' claims and waits until
+// each client has drained and closed, so it blocks while an acquired
+// client is unreleased. Later Acquires fail with ErrClosed.
 func (p *Pools[C]) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -318,6 +499,22 @@ func (p *Pools[C]) Close() {
 		p.retire(pl)
 	}
 	clear(p.tenants)
+	keys := make([]claimKey, 0, len(p.held))
+	for _, k := range p.held {
+		keys = append(keys, k)
+	}
+	clear(p.held)
 	p.mu.Unlock()
+	dropClaims(keys)
 	p.live.Wait()
+}
+
+// AtRoute names route in a routing refusal that does not name one yet.
+func AtRoute(err error, route string) error {
+	var e *tenancy.Error
+	if errors.As(err, &e) && e.Route == "" &&
+		(e.Code == tenancy.CodeDedicatedTargetShared || e.Code == tenancy.CodeConnectionBudgetExhausted) {
+		e.Route = route
+	}
+	return err
 }

@@ -22,29 +22,46 @@ type client struct {
 }
 
 type harness struct {
+	name   string // the harness's endpoint: targets are process-wide
 	mu     sync.Mutex
 	creds  map[tenancy.ID]routing.Credentials
 	fail   map[tenancy.ID]error
 	now    time.Time
 	opened atomic.Int64
-	closed chan *client
-	pools  *routing.Pools[*client]
+	// current counts clients opened and not yet closed; peak its maximum.
+	current, peak atomic.Int64
+	closed        chan *client
+	pools         *routing.Pools[*client]
 }
 
 func newHarness(t *testing.T, maxPools int) *harness {
 	t.Helper()
-	return newHarnessTenants(t, maxPools, 0)
+	return newHarnessWith(t, maxPools, nil)
 }
 
 func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
 	t.Helper()
+	return newHarnessWith(t, maxPools, func(c *routing.Config[*client]) { c.MaxTenants = maxTenants })
+}
+
+// target is the harness's Target: endpoint and database, no credentials.
+func target(c routing.Credentials) (string, error) {
+	if c.Params["db"] == "" {
+		return "", errors.New("no database")
+	}
+	return c.Endpoint + "/" + c.Params["db"], nil
+}
+
+func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*client])) *harness {
+	t.Helper()
 	h := &harness{
+		name:   t.Name(),
 		creds:  map[tenancy.ID]routing.Credentials{},
 		fail:   map[tenancy.ID]error{},
 		now:    time.Unix(1_000_000, 0),
 		closed: make(chan *client, 1024),
 	}
-	p, err := routing.New(routing.Config[*client]{
+	cfg := routing.Config[*client]{
 		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -59,6 +76,9 @@ func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
 		},
 		Open: func(_ context.Context, c routing.Credentials) (*client, error) {
 			h.opened.Add(1)
+			n := h.current.Add(1)
+			for p := h.peak.Load(); n > p && !h.peak.CompareAndSwap(p, n); p = h.peak.Load() {
+			}
 			return &client{creds: c}, nil
 		},
 		Close: func(c *client) {
@@ -68,20 +88,27 @@ func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
 			if c.closed.Swap(true) {
 				panic("closed twice")
 			}
+			h.current.Add(-1)
 			select { // tests that churn many clients do not read this
 			case h.closed <- c:
 			default:
 			}
 		},
-		MaxPools:   maxPools,
-		MaxTenants: maxTenants,
-		TTL:        time.Minute,
+		Target:   target,
+		Module:   "m",
+		Backend:  "fake",
+		MaxPools: maxPools,
+		TTL:      time.Minute,
 		Now: func() time.Time {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			return h.now
 		},
-	})
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	p, err := routing.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +117,14 @@ func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
 	return h
 }
 
-func (h *harness) set(id tenancy.ID, secret string) {
+// set gives id its own database and the secret.
+func (h *harness) set(id tenancy.ID, secret string) { h.setDB(id, id.Hex(), secret) }
+
+// setDB points id at database db with the secret.
+func (h *harness) setDB(id tenancy.ID, db, secret string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.creds[id] = routing.Credentials{Endpoint: "db:5432", User: "u", Secret: secret}
+	h.creds[id] = routing.Credentials{Endpoint: h.name, User: "u", Secret: secret, Params: map[string]string{"db": db}}
 }
 
 func (h *harness) advance(d time.Duration) {
@@ -136,11 +167,16 @@ func requireOpen(t *testing.T, h *harness) {
 	}
 }
 
+// tenantKeyed is a harness whose client keys carry the tenant: no claims.
+func tenantKeyed(c *routing.Config[*client]) { c.TenantKeyed, c.Target = true, nil }
+
+// TestSharedFingerprintReusesOnePool: on a tenant-keyed client (Redis),
+// identical credentials share one client.
 func TestSharedFingerprintReusesOnePool(t *testing.T) {
-	h := newHarness(t, 8)
-	h.set(tenant(1), "same")
-	h.set(tenant(2), "same")
-	h.set(tenant(3), "other")
+	h := newHarnessWith(t, 8, tenantKeyed)
+	h.setDB(tenant(1), "shared", "same")
+	h.setDB(tenant(2), "shared", "same")
+	h.setDB(tenant(3), "shared", "other")
 	c1, r1 := h.acquire(t, tenant(1))
 	c2, r2 := h.acquire(t, tenant(2))
 	c3, r3 := h.acquire(t, tenant(3))
@@ -153,8 +189,8 @@ func TestSharedFingerprintReusesOnePool(t *testing.T) {
 	if c1 == c3 {
 		t.Error("tenants with different secrets share a client")
 	}
-	if got := h.pools.Stats(); got.Pools != 2 || got.Tenants != 3 {
-		t.Errorf("stats %+v, want 2 pools and 3 tenants", got)
+	if got := h.pools.Stats(); got.Pools != 2 || got.Tenants != 3 || got.Claims != 0 {
+		t.Errorf("stats %+v, want 2 pools, 3 tenants and no claims", got)
 	}
 	// Evicting one sharer keeps the client the other still uses.
 	h.pools.Evict(tenant(1))
@@ -357,6 +393,9 @@ func TestFingerprint(t *testing.T) {
 		t.Error("parameter order changed the fingerprint")
 	}
 	for _, c := range []routing.Credentials{
+		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "y", "tls": "on"}}, // same names, another value
+		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "x", "tls": "off"}},
+		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"dbx": "", "tls": "on"}}, // name/value shift
 		{Endpoint: "h", User: "u", Secret: "q", Params: a.Params},
 		{Endpoint: "hu", User: "", Secret: "p", Params: a.Params}, // concatenation shift
 		{Endpoint: "h", User: "u", Secret: "p"},
@@ -373,9 +412,9 @@ func TestFingerprint(t *testing.T) {
 // TestTenantBoundKeepsSharedPool: trimming the oldest binding must not
 // retire the pool the new tenant is being bound to.
 func TestTenantBoundKeepsSharedPool(t *testing.T) {
-	h := newHarnessTenants(t, 4, 1)
-	h.set(tenant(1), "same")
-	h.set(tenant(2), "same")
+	h := newHarnessWith(t, 4, func(c *routing.Config[*client]) { tenantKeyed(c); c.MaxTenants = 1 })
+	h.setDB(tenant(1), "shared", "same")
+	h.setDB(tenant(2), "shared", "same")
 	c1, r1 := h.acquire(t, tenant(1))
 	r1()
 	c2, r2 := h.acquire(t, tenant(2))

@@ -34,6 +34,11 @@ const (
 	CodeTenantHostAmbiguous      Code = "tenant_host_ambiguous"
 	CodeRouteClassOverlap        Code = "route_class_overlap"
 	CodeForeignTenant            Code = "foreign_tenant"
+	// CodeDedicatedTargetShared: a routed tenant resolves to a data target
+	// (database, cluster) another tenant of the process already uses.
+	CodeDedicatedTargetShared Code = "dedicated_target_shared"
+	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
+	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"

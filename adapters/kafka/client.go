@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,10 +26,12 @@ type client struct {
 	transport *kafkago.Transport
 	dialer    *kafkago.Dialer
 	writer    *kafkago.Writer
+	conns     *conns // the transport's connections
 }
 
-func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer)) *client {
-	tr := &kafkago.Transport{SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
+func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer), dial DialFunc) *client {
+	cs := newConns(dial)
+	tr := &kafkago.Transport{Dial: cs.dialTracked, SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
 	w := &kafkago.Writer{
 		Addr:         kafkago.TCP(brokers...),
 		Balancer:     &kafkago.Hash{},
@@ -48,6 +52,7 @@ func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(
 		transport: tr,
 		dialer:    &kafkago.Dialer{Timeout: 5 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc},
 		writer:    w,
+		conns:     cs,
 	}
 }
 
@@ -70,9 +75,13 @@ func (c *client) recover(err error) {
 	c.transport.CloseIdleConnections()
 }
 
+// close returns once every connection of the writer and the admin client
+// is closed, so a routed client's slot is freed only then. Readers dial
+// with their own dialer and are closed by their consumers before release.
 func (c *client) close() {
 	_ = c.writer.Close()
 	c.transport.CloseIdleConnections()
+	c.conns.closeAll()
 }
 
 // core is a module's connection state, private to the module.
@@ -86,17 +95,21 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 	return func(lc fx.Lifecycle) (*core, error) {
 		c := &core{module: module}
 		if cfg.routed == nil {
-			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune)
+			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil)
 			lc.Append(fx.StopHook(c.shared.close))
 			return c, nil
 		}
 		pools, err := routing.New(routing.Config[*client]{
 			Resolve: cfg.routed.resolve,
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
-				return openRouted(cr, cfg.routedSASL, cfg.tune)
+				return openRouted(cr, cfg.routedSASL, cfg.tune, cfg.routedDial)
 			},
-			Close:    (*client).close,
-			MaxPools: cfg.routed.maxPools,
+			Close:      (*client).close,
+			Target:     routedTarget,
+			TargetNoun: "cluster",
+			Module:     module,
+			Backend:    Rules.Name,
+			MaxPools:   cfg.routed.maxPools,
 		})
 		if err != nil {
 			return nil, err
@@ -107,8 +120,8 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 	}
 }
 
-// openRouted builds a tenant's client from its credentials.
-func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer)) (*client, error) {
+// routedBrokers splits a routed Endpoint into its brokers.
+func routedBrokers(cr routing.Credentials) ([]string, error) {
 	var brokers []string
 	for _, b := range strings.Split(cr.Endpoint, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -117,6 +130,38 @@ func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writ
 	}
 	if len(brokers) == 0 {
 		return nil, fmt.Errorf("kafka: routed credentials name no brokers")
+	}
+	return brokers, nil
+}
+
+// routedTarget is where a tenant's records live: the cluster, named by its
+// bootstrap brokers (lower-cased, default port 9092, sorted). Every route
+// of a routed module uses static topic names and group prefixes, so two
+// tenants on one cluster would share every topic; per-tenant topics on a
+// shared cluster are the namespace tier, on a plain client. Credentials
+// do not count. The list is not resolved to a cluster id (that would
+// connect): a resolver must not name one cluster by two broker lists.
+func routedTarget(cr routing.Credentials) (string, error) {
+	brokers, err := routedBrokers(cr)
+	if err != nil {
+		return "", err
+	}
+	for i, b := range brokers {
+		b = strings.ToLower(b)
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			b = net.JoinHostPort(b, "9092")
+		}
+		brokers[i] = b
+	}
+	slices.Sort(brokers)
+	return strings.Join(slices.Compact(brokers), ","), nil
+}
+
+// openRouted builds a tenant's client from its credentials.
+func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer), dial DialFunc) (*client, error) {
+	brokers, err := routedBrokers(cr)
+	if err != nil {
+		return nil, err
 	}
 	var mech sasl.Mechanism
 	switch {
@@ -133,7 +178,7 @@ func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writ
 	if cr.Params["tls"] == "true" {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return newClient(brokers, mech, tc, tune), nil
+	return newClient(brokers, mech, tc, tune, dial), nil
 }
 
 // clientFor returns the client to use for tenant (zero: the shared client

@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
@@ -28,6 +30,7 @@ type config struct {
 	floor      tenancy.Tier
 	routed     *routedConfig
 	routedSASL SASLFunc
+	routedDial DialFunc
 	tune       func(*kafkago.Writer)
 	routes     []*routeSpec
 	consumers  []*consumerSpec
@@ -70,10 +73,22 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // Routed gives every tenant its own client, built from the credentials
 // resolve returns (dedicated). Credentials.Endpoint holds the tenant's
 // brokers, comma-separated; User and Secret, when set, authenticate with
-// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true" dials TLS. At most maxClients clients live at once
-// (0: 64). Routed replaces Brokers.
+// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true"
+// dials TLS. A tenant resolving to a cluster another tenant uses is
+// refused (dedicated_target_shared). At most maxClients clients exist at
+// once, counting those still closing (0: 64). Routed replaces Brokers.
 func Routed(resolve routing.Resolver, maxClients int) Option {
 	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxPools: maxClients} }
+}
+
+// DialFunc opens a network connection to a broker (a SOCKS dialer, a
+// dialer that records connections).
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// RoutedDial makes every routed client's writer and admin connections go
+// through dial. A client's close still waits until each is closed.
+func RoutedDial(dial DialFunc) Option {
+	return func(c *config) { c.routedDial = dial }
 }
 
 // RoutedSASL builds each tenant's SASL mechanism with fn.

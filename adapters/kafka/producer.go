@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -147,7 +148,7 @@ func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
 func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.Message) error {
 	c, release, err := p.core.clientFor(ctx, tenant)
 	if err != nil {
-		return err
+		return routing.AtRoute(err, p.spec.name)
 	}
 	defer release()
 	if err := c.writer.WriteMessages(ctx, msgs...); err != nil {

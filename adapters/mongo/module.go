@@ -1,7 +1,6 @@
 package mongo
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -81,8 +80,9 @@ type RoutedConfig struct {
 	// User and Secret authenticate (when User is set), and
 	// Params["database"] overrides the module's database.
 	Resolve routing.Resolver
-	// MaxClients bounds live clients (default 64); TTL is how long a
-	// resolution is trusted (default 5 minutes).
+	// MaxClients bounds clients open or still closing (default 64), one
+	// per tenant; TTL is how long a resolution is trusted (default 5
+	// minutes).
 	MaxClients int
 	TTL        time.Duration
 	// PoolSize is each client's connection pool maximum (default 100, the
@@ -91,6 +91,10 @@ type RoutedConfig struct {
 	// ClientOptions adjusts each tenant's client options (timeouts); it
 	// must not connect.
 	ClientOptions func(*options.ClientOptions)
+	// MaxWait bounds how long a call waits for a client slot when
+	// MaxClients clients are open or still closing (default 10 seconds;
+	// the call's context bounds it too).
+	MaxWait time.Duration
 }
 
 func (rc *RoutedConfig) maxClients() int {
@@ -219,11 +223,6 @@ type core struct {
 	pools  *routing.Pools[*routedClient]
 }
 
-type routedClient struct {
-	client *driver.Client
-	db     string
-}
-
 type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
@@ -235,7 +234,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		c := &core{module: module, db: cfg.database}
 		switch {
 		case cfg.routed != nil:
-			p, err := newPools(cfg.database, cfg.routed)
+			p, err := newPools(module, cfg.database, cfg.routed)
 			if err != nil {
 				return nil, err
 			}
@@ -258,37 +257,4 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		}
 		return c, nil
 	}
-}
-
-// newPools builds the routed clients of a Routed module; db is the
-// database a tenant uses unless its credentials name another.
-func newPools(db string, rc *RoutedConfig) (*routing.Pools[*routedClient], error) {
-	return routing.New(routing.Config[*routedClient]{
-		Resolve:  rc.Resolve,
-		MaxPools: rc.maxClients(),
-		TTL:      rc.TTL,
-		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
-			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.poolSize()))
-			if cr.User != "" {
-				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
-			}
-			if rc.ClientOptions != nil {
-				rc.ClientOptions(o)
-			}
-			cl, err := driver.Connect(o) // lazy: no dial here
-			if err != nil {
-				return nil, err
-			}
-			name := db
-			if d := cr.Params["database"]; d != "" {
-				if err := ValidDatabaseName(d); err != nil {
-					_ = cl.Disconnect(context.Background())
-					return nil, err
-				}
-				name = d
-			}
-			return &routedClient{client: cl, db: name}, nil
-		},
-		Close: func(rc *routedClient) { _ = rc.client.Disconnect(context.Background()) },
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -73,7 +74,7 @@ func (r *route) targetFor(ctx context.Context, id tenancy.ID) (target, error) {
 	if r.core.pools != nil {
 		rc, rel, err := r.core.pools.AcquireFor(ctx, id)
 		if err != nil {
-			return target{}, fmt.Errorf("mongo: route %s: %w", r.spec.name, err)
+			return target{}, fmt.Errorf("mongo: route %s: %w", r.spec.name, routing.AtRoute(err, r.spec.name))
 		}
 		client, db, release = rc.client, rc.db, rel
 	}

@@ -209,7 +209,7 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
 		c := &core{module: module, database: cfg.database}
 		if cfg.routed != nil {
-			p, err := newPools(cfg)
+			p, err := newPools(module, cfg)
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -55,7 +56,7 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 			if errors.As(err, &te) && te.Code == tenancy.CodeTenantUnbound {
 				return scope{}, r.unbound()
 			}
-			return scope{}, fmt.Errorf("neo4j: route %s: %w", r.spec.name, err)
+			return scope{}, fmt.Errorf("neo4j: route %s: %w", r.spec.name, routing.AtRoute(err, r.spec.name))
 		}
 		sc.drv, sc.release = td.drv, release
 		if td.database != "" {

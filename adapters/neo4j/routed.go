@@ -3,6 +3,9 @@ package neo4j
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"time"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -19,6 +22,7 @@ type routedConfig struct {
 	maxDrivers int
 	maxConns   int
 	ttl        time.Duration
+	maxWait    time.Duration
 }
 
 // DefaultMaxConnsPerDriver is the per-driver connection pool bound the
@@ -28,8 +32,9 @@ const DefaultMaxConnsPerDriver = 16
 // Routed gives every tenant its own driver, built from the credentials
 // resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
 // Secret the basic-auth pair, and Params["database"] the database its
-// sessions open ("" for the server default). Tenants with identical
-// credentials share a driver; no tenant ever falls back to a shared one.
+// sessions open ("" for the server default). A driver serves one tenant,
+// a tenant resolving to another tenant's server database is refused
+// (dedicated_target_shared), and no tenant ever falls back to a shared one.
 func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
 	return func(c *config) {
 		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerDriver}
@@ -78,7 +83,7 @@ type tenantDriver struct {
 
 type tenantPools = *routing.Pools[*tenantDriver]
 
-func newPools(cfg *config) (tenantPools, error) {
+func newPools(module string, cfg *config) (tenantPools, error) {
 	rc := cfg.routed
 	open := func(_ context.Context, c routing.Credentials) (*tenantDriver, error) {
 		td := &tenantDriver{database: c.Params["database"]}
@@ -96,10 +101,37 @@ func newPools(cfg *config) (tenantPools, error) {
 		return td, nil
 	}
 	return routing.New(routing.Config[*tenantDriver]{
-		Resolve:  rc.resolve,
-		Open:     open,
-		Close:    func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
-		MaxPools: rc.maxDrivers,
-		TTL:      rc.ttl,
+		Resolve:    rc.resolve,
+		Open:       open,
+		Close:      func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
+		Target:     routedTarget,
+		TargetNoun: "server database",
+		Module:     module,
+		Backend:    Rules.Name,
+		MaxPools:   rc.maxDrivers,
+		TTL:        rc.ttl,
+		MaxWait:    rc.maxWait,
 	})
 }
+
+// routedTarget is where a tenant's data lives: the server (host and port;
+// the URI scheme only picks routing and TLS) and Params["database"], ""
+// being the server's default database. Credentials do not count. A
+// route's PerTenantDatabase is not part of it: on a routed driver the
+// tenant's own server database is what dedicated promises.
+func routedTarget(c routing.Credentials) (string, error) {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("neo4j: routed endpoint is not a neo4j:// or bolt:// URI")
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = "7687"
+	}
+	return net.JoinHostPort(host, port) + "/" + c.Params["database"], nil
+}
+
+// MaxWait bounds how long a call waits for a driver slot when MaxDrivers
+// drivers are open or still closing (default 10 seconds; the call's
+// context bounds it too).
+func MaxWait(d time.Duration) RoutedOption { return func(r *routedConfig) { r.maxWait = d } }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,13 +21,23 @@ import (
 
 // RoutedConfig bounds a routed client.
 type RoutedConfig struct {
-	// MaxPools bounds live per-credential pools (default 64).
+	// MaxPools bounds pools open or still closing (default 64), one per
+	// tenant.
 	MaxPools int
 	// MaxConnsPerPool caps each pool (default 4).
 	MaxConnsPerPool int32
 	// TTL is how long a tenant's credentials are trusted before they are
 	// resolved again (default 5 minutes).
 	TTL time.Duration
+	// MaxWait bounds how long a call waits for a pool slot when MaxPools
+	// pools are open or still closing (default 10 seconds; the call's
+	// context bounds it too). MaxPools × MaxConnsPerPool is a hard limit.
+	MaxWait time.Duration
+	// Configure adjusts each tenant's pool configuration (tracer, TLS,
+	// dialer, timeouts) before it is built. It must not change where the
+	// pool connects (hosts, port, database): that is the tenant's claimed
+	// target. MaxConns is set after it.
+	Configure func(*pgxpool.Config)
 }
 
 // Client is a module's connection: one pool, or one pool per credential
@@ -185,7 +199,7 @@ func (c *Client) close() {
 
 // openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
 // when set, override the DSN's. pgxpool.NewWithConfig does not connect.
-func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
+func openRouted(maxConns int32, configure func(*pgxpool.Config)) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
 	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
 		cfg, err := pgxpool.ParseConfig(cr.Endpoint)
 		if err != nil {
@@ -200,9 +214,46 @@ func openRouted(maxConns int32) func(context.Context, routing.Credentials) (*pgx
 		if db := cr.Params["database"]; db != "" {
 			cfg.ConnConfig.Database = db
 		}
+		if configure != nil {
+			cc := cfg.ConnConfig
+			host, port, db, fallbacks := cc.Host, cc.Port, cc.Database, len(cc.Fallbacks)
+			configure(cfg)
+			if cc = cfg.ConnConfig; cc.Host != host || cc.Port != port || cc.Database != db || len(cc.Fallbacks) != fallbacks {
+				return nil, errors.New("postgres: RoutedConfig.Configure changed the pool's host, port or database")
+			}
+		}
 		cfg.MaxConns = maxConns
 		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	}
+}
+
+// routedTarget is where a tenant's data lives: the server addresses and
+// the database its pool would connect to. User and password do not count:
+// two roles on one database still share its tables.
+func routedTarget(cr routing.Credentials) (string, error) {
+	cfg, err := pgxpool.ParseConfig(cr.Endpoint)
+	if err != nil {
+		return "", fmt.Errorf("postgres: routed credentials: %w", err)
+	}
+	cc := cfg.ConnConfig
+	db := cc.Database
+	if d := cr.Params["database"]; d != "" {
+		db = d
+	}
+	hosts := []string{hostPort(cc.Host, cc.Port)}
+	for _, f := range cc.Fallbacks { // more hosts, or TLS variants of one
+		hosts = append(hosts, hostPort(f.Host, f.Port))
+	}
+	slices.Sort(hosts)
+	return strings.Join(slices.Compact(hosts), ",") + "/" + db, nil
+}
+
+// hostPort is a canonical address; a Unix socket directory keeps its case.
+func hostPort(host string, port uint16) string {
+	if !strings.HasPrefix(host, "/") {
+		host = strings.ToLower(host)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // stmtCache holds statements built per (tenant, route): bounded, and

@@ -158,11 +158,16 @@ func Module(name string, opts ...Option) fx.Option {
 			cfg.routed.MaxConnsPerPool = 4
 		}
 		rc := routing.Config[*pgxpool.Pool]{
-			Resolve:  cfg.resolve,
-			Open:     openRouted(cfg.routed.MaxConnsPerPool),
-			Close:    (*pgxpool.Pool).Close,
-			MaxPools: cfg.routed.MaxPools,
-			TTL:      cfg.routed.TTL,
+			Resolve:    cfg.resolve,
+			Open:       openRouted(cfg.routed.MaxConnsPerPool, cfg.routed.Configure),
+			Close:      (*pgxpool.Pool).Close,
+			Target:     routedTarget,
+			TargetNoun: "database",
+			Module:     name,
+			Backend:    Rules.Name,
+			MaxPools:   cfg.routed.MaxPools,
+			TTL:        cfg.routed.TTL,
+			MaxWait:    cfg.routed.MaxWait,
 		}
 		build = append(build, func(c *Client) { c.routed, _ = routing.New(rc) }) // rc is complete: New cannot fail
 		mod.WorstCaseConns = cfg.routed.MaxPools * int(cfg.routed.MaxConnsPerPool)

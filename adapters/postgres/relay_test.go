@@ -169,9 +169,12 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 			var o *postgres.OutboxRoute
 			conn := postgres.DSN(url)
 			if name == "sharded over routed" {
-				conn = postgres.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
-					return routing.Credentials{Endpoint: url}, nil
-				}, postgres.RoutedConfig{})
+				_, dsns := databases(t, len(three), "")
+				creds := map[tenancy.ID]routing.Credentials{}
+				for i, id := range three {
+					creds[id] = routing.Credentials{Endpoint: dsns[i]}
+				}
+				conn = postgres.Routed(resolverOf(creds), postgres.RoutedConfig{})
 			}
 			mod := append([]postgres.Option{conn, postgres.SchemaPrefix("tw" + run + "_")}, wire(s, "out_"+run)...)
 			app, c := build(t, postgres.Module("pg", mod...), named("out", &o))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -141,7 +142,7 @@ func beginCall[S any](ctx context.Context, r route, static *S, build func(tenanc
 	}
 	pool, release, err := r.c.conn(ctx, tenant)
 	if err != nil {
-		return tenant, nil, nil, nil, err
+		return tenant, nil, nil, nil, routing.AtRoute(err, r.spec.name)
 	}
 	return tenant, cached(r, static, tenant, build), pool, release, nil
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -17,15 +18,22 @@ import (
 )
 
 // TestRoutedEvictReResolves: after Evict, a tenant's next call resolves
-// its credentials again and runs on the new database.
+// its credentials again and runs on its new database, on every later
+// call; its old database is then free for another tenant, and it cannot
+// move onto a database another tenant uses.
 func TestRoutedEvictReResolves(t *testing.T) {
-	inner := twoDatabases(t)
+	_, dsns := databases(t, 3, "")
 	var moved atomic.Bool
-	resolve := func(ctx context.Context, tn tenancy.ID) (routing.Credentials, error) {
-		if moved.Load() && tn == tenancytest.TenantA {
-			tn = tenancytest.TenantB // A's credentials now name B's database
+	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		switch {
+		case tn == tenancytest.TenantA && moved.Load():
+			return routing.Credentials{Endpoint: dsns[2]}, nil
+		case tn == tenancytest.TenantA:
+			return routing.Credentials{Endpoint: dsns[0]}, nil
+		case tn == tenancytest.TenantB:
+			return routing.Credentials{Endpoint: dsns[1]}, nil
 		}
-		return inner(ctx, tn)
+		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", tn)
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
@@ -40,8 +48,11 @@ func TestRoutedEvictReResolves(t *testing.T) {
 		t.Fatalf("before eviction the binding holds: %v", err)
 	}
 	c.Evict(tenancytest.TenantA)
-	if _, err := d.Get(ctxA, "a1"); !errors.Is(err, document.ErrNotFound) {
-		t.Fatalf("after eviction A should run on the new database: %v", err)
+	provision(t, c, tenancytest.TenantA)
+	for range 3 {
+		if _, err := d.Get(ctxA, "a1"); !errors.Is(err, document.ErrNotFound) {
+			t.Fatalf("after eviction A should run on the new database: %v", err)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -57,7 +58,7 @@ func (r *route) target(ctx context.Context, user string) (goredis.UniversalClien
 	c, done := r.core.client, nop
 	if r.core.routes != nil {
 		if c, done, err = r.core.routes.client(ctx, id); err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, routing.AtRoute(err, r.name)
 		}
 	}
 	return c, buildKey(r.marker, ns, id, r.code, r.name, user), done, nil

@@ -27,10 +27,12 @@ type RoutedConfig struct {
 	// Open builds a client from credentials without connecting; default
 	// goredis.NewUniversalClient as described above.
 	Open func(routing.Credentials) (goredis.UniversalClient, error)
-	// MaxPools bounds live clients (default 64); MaxTenants bounds
-	// remembered tenants; TTL is how long a resolution is trusted.
+	// MaxPools bounds clients open or still closing (default 64);
+	// MaxTenants bounds remembered tenants; TTL is how long a resolution is
+	// trusted; MaxWait bounds how long a call waits for a client slot
+	// (default 10 seconds; the call's context bounds it too).
 	MaxPools, MaxTenants int
-	TTL                  time.Duration
+	TTL, MaxWait         time.Duration
 	// PoolSize is each client's connection pool size (default go-redis's,
 	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxPools × PoolSize.
 	PoolSize int
@@ -86,10 +88,19 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		Open: func(_ context.Context, c routing.Credentials) (goredis.UniversalClient, error) {
 			return open(c)
 		},
-		Close:      func(c goredis.UniversalClient) { _ = c.Close() },
-		MaxPools:   rc.MaxPools,
-		MaxTenants: rc.MaxTenants,
-		TTL:        rc.TTL,
+		Close: func(c goredis.UniversalClient) { _ = c.Close() },
+		// Every key and channel of a routed module carries the tenant
+		// (tw:d:<hex>:...), so tenants on one server, even on one client,
+		// never meet: no target claims. What dedicated adds on Redis is
+		// the tenant's own credentials, which an ACL can confine to its
+		// keys.
+		TenantKeyed: true,
+		Module:      module,
+		Backend:     Rules.Name,
+		MaxPools:    rc.MaxPools,
+		MaxTenants:  rc.MaxTenants,
+		TTL:         rc.TTL,
+		MaxWait:     rc.MaxWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis module %s: %w", module, err)

@@ -1,0 +1,161 @@
+package mongo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/connprobe"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+func routedDocs(t *testing.T, db string, creds map[tenancy.ID]routing.Credentials, opts ...func(*mongo.RoutedConfig)) *mongo.Documents[item] {
+	t.Helper()
+	rc := mongo.RoutedConfig{Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		if c, ok := creds[id]; ok {
+			return c, nil
+		}
+		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
+	}}
+	for _, o := range opts {
+		o(&rc)
+	}
+	var docs *mongo.Documents[item]
+	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(rc), mongo.RequiredIsolation(tenancy.Dedicated),
+		mongo.Document[item]("items", mongo.Config{Collection: mongo.Static("items")})), fx.Populate(&docs))
+	return docs
+}
+
+// TestRoutedSharedDatabaseRefused: tenant B resolving to tenant A's server
+// and database (with other URI options) is refused on every call: it
+// neither reads nor writes A's documents.
+func TestRoutedSharedDatabaseRefused(t *testing.T) {
+	db := dbName(t)
+	sep := "?"
+	if u, _ := url.Parse(uriA); u.RawQuery != "" {
+		sep = "&"
+	}
+	docs := routedDocs(t, db, map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: uriA},
+		tenancytest.TenantB: {Endpoint: uriA + sep + "appName=other"},
+	})
+	ctxA, ctxB := ctxOf(tenancytest.TenantA), ctxOf(tenancytest.TenantB)
+	if _, err := docs.Create(ctxA, "p1", item{"secret", 1}); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(op string, err error) {
+		t.Helper()
+		var te *tenancy.Error
+		if !errors.As(err, &te) || te.Code != tenancy.CodeDedicatedTargetShared || te.Module != "m" || te.Backend != "mongodb" || te.Route != "items" {
+			t.Fatalf("B's %s on A's database: %v", op, err)
+		}
+	}
+	_, err := docs.Get(ctxB, "p1")
+	refused("get", err)
+	_, err = docs.Count(ctxB, document.Query{})
+	refused("count", err)
+	refused("delete", docs.Delete(ctxB, "p1"))
+	_, err = docs.Create(ctxB, "p2", item{"b", 2})
+	refused("create", err)
+	if n, err := docs.Count(ctxA, document.Query{}); err != nil || n != 1 {
+		t.Fatalf("A's documents after B's attempts: %d, %v", n, err)
+	}
+}
+
+// TestRoutedDatabasesOnOneServer: tenants on one server that differ only
+// in the database name are separate: what A writes, B does not find.
+func TestRoutedDatabasesOnOneServer(t *testing.T) {
+	db := dbName(t)
+	docs := routedDocs(t, db, map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: uriA, Params: map[string]string{"database": db + "_a"}},
+		tenancytest.TenantB: {Endpoint: uriA, Params: map[string]string{"database": db + "_b"}},
+	})
+	ctxA, ctxB := ctxOf(tenancytest.TenantA), ctxOf(tenancytest.TenantB)
+	if _, err := docs.Create(ctxA, "p1", item{"a", 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docs.Get(ctxB, "p1"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("B reading A's document: %v", err)
+	}
+	if err := docs.Delete(ctxB, "p1"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("B deleting A's document: %v", err)
+	}
+	if _, err := docs.Get(ctxA, "p1"); err != nil {
+		t.Fatalf("A lost its document: %v", err)
+	}
+}
+
+// TestRoutedBudgetIsAHardLimit: MaxClients 2 with a pool of one holds
+// twelve tenants calling at once to two pooled connections, counted from
+// the driver's pool events. A proxy in front of the server also counts
+// the driver's monitoring connections, which no pool setting bounds: it
+// shows at most two clients' worth.
+func TestRoutedBudgetIsAHardLimit(t *testing.T) {
+	const tenants = 12
+	u, err := url.Parse(uriA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := connprobe.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	db := dbName(t)
+	creds := map[tenancy.ID]routing.Credentials{}
+	ids := make([]tenancy.ID, tenants)
+	for i := range ids {
+		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+100))
+		creds[ids[i]] = routing.Credentials{Endpoint: u.String(), Params: map[string]string{"database": fmt.Sprintf("%s_%d", db, i)}}
+	}
+	var open, peak atomic.Int64
+	monitor := &event.PoolMonitor{Event: func(e *event.PoolEvent) {
+		switch e.Type {
+		case event.ConnectionCreated:
+			n := open.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+		case event.ConnectionClosed:
+			open.Add(-1)
+		}
+	}}
+	docs := routedDocs(t, db, creds, func(rc *mongo.RoutedConfig) {
+		rc.MaxClients, rc.PoolSize, rc.MaxWait = 2, 1, time.Minute
+		rc.ClientOptions = func(o *options.ClientOptions) { o.SetPoolMonitor(monitor).SetDirect(true) }
+	})
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			ctx := ctxOf(id)
+			for j := range 3 {
+				key := fmt.Sprint("k", j)
+				if _, err := docs.Create(ctx, key, item{"n", i}); err != nil {
+					t.Error(err)
+					return
+				}
+				if r, err := docs.Get(ctx, key); err != nil || r.Value.N != i {
+					t.Errorf("get: %+v, %v", r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("peak connections: %d pooled, %d at the proxy (monitoring included)", peak.Load(), proxy.Peak())
+	if p := peak.Load(); p > 2 || p == 0 {
+		t.Errorf("peak %d pooled connections for a budget of 2", p)
+	}
+	if p := proxy.Peak(); p > 2*3 {
+		t.Errorf("peak %d server connections for two clients", p)
+	}
+}
