@@ -2,6 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -20,7 +22,10 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	broker := testsvc.KafkaSASLBroker(t)
 	creds := map[tenancy.ID]routing.Credentials{
 		tenantA: {Endpoint: broker, User: testsvc.KafkaSASLUser, Secret: testsvc.KafkaSASLSecret},
-		tenantB: {Endpoint: broker, User: testsvc.KafkaSASLUser, Secret: "wrong"},
+		// The same listener under another name: a target of B's own, so the
+		// refusal below is the broker's authentication, not the shared-target
+		// check (which compares targets as spelled).
+		tenantB: {Endpoint: strings.Replace(broker, "127.0.0.1", "localhost", 1), User: testsvc.KafkaSASLUser, Secret: "wrong"},
 	}
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }
 	got := newReceived()
@@ -40,6 +45,8 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	}
 	if err := d.Provision.Provision(ctx, tenantB); err == nil {
 		t.Fatal("provisioned with a wrong secret")
+	} else if errors.Is(err, tenancy.CodeDedicatedTargetShared) {
+		t.Fatalf("B was refused as sharing A's target, so its secret was never checked: %v", err)
 	}
 	startApp(t, app)
 	values := produceEach(t, d.Producer, 2, tenantA)
