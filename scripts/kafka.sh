@@ -2,7 +2,8 @@
 # A real Apache Kafka broker (KRaft, broker+controller in one JVM) for the
 # tests, run from Maven Central artifacts: no Docker, no tarball.
 #
-#   scripts/kafka.sh start|stop|status                  one node, 127.0.0.1:9092
+#   scripts/kafka.sh start|stop|status                  two single nodes,
+#                                                        127.0.0.1:9092 and 9492
 #   scripts/kafka.sh start-cluster|stop-cluster|status-cluster
 #                                                        three nodes, RF 3
 #
@@ -19,6 +20,7 @@ VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")
 CACHE=${TENANTWIRE_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire}/kafka-$VERSION
 LIBS=$CACHE/libs
 HEAP=${TENANTWIRE_KAFKA_HEAP:-512m}
+SECOND_HEAP=${TENANTWIRE_KAFKA_SECOND_HEAP:-384m}
 START_TIMEOUT=${TENANTWIRE_KAFKA_START_TIMEOUT:-90} # seconds
 
 # The single node: plaintext for the tests, SASL/PLAIN for the credentials
@@ -32,6 +34,11 @@ SASL_PORT=9094
 GATED_PORT=9095
 GATED_ADVERTISED_PORT=9096
 SASL_USERS='user_tenant-a="secret-a" user_tenant-b="secret-b"'
+# The second single node, a cluster of its own for the dedicated tier's
+# tests (one tenant per cluster): plaintext only. 9492 is clear of the
+# three-node cluster's 9N92 ports.
+SECOND_PORT=9492
+SECOND_CONTROLLER_PORT=9493
 # The three-node cluster, on other ports (broker N on 9N92, its controller
 # on 9N93).
 CLUSTER_NODES=(1 2 3)
@@ -40,6 +47,7 @@ cluster_controller_port() { echo "9${1}93"; }
 
 # Cluster ids are fixed: the storage is private to this cache directory.
 SINGLE_ID=dGVuYW50d2lyZS1rYWZrYQ
+SECOND_ID=dGVuYW50d2lyZS1zZWNuZA
 CLUSTER_ID=dGVuYW50d2lyZS1jbHN0cg
 
 log() { echo "kafka: $*"; }
@@ -130,8 +138,8 @@ EOF
 # A test broker on a shared machine: the C1 compiler alone and the serial
 # collector start it in about half the CPU time (6.6 s against 10 to 12 s
 # here); peak throughput does not matter.
-java_opts() { # <dir>
-	echo "-Xms128m -Xmx$HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto -Djava.awt.headless=true" \
+java_opts() { # <dir> [max heap]
+	echo "-Xms128m -Xmx${2:-$HEAP} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto -Djava.awt.headless=true" \
 		"-Dlog4j.configuration=file:$HERE/kafka/log4j.properties -Dkafka.logs.dir=$1"
 }
 
@@ -158,11 +166,12 @@ format_storage() { # <dir> <cluster id>
 	fi
 }
 
-# launch <dir> <name> <port>...: starts the node in the background,
-# detached from this shell, and records its pid. Its ports must be free.
+# launch <dir> <name> <max heap> <port>...: starts the node in the
+# background, detached from this shell, and records its pid. Its ports
+# must be free.
 launch() {
-	local dir=$1 name=$2 port
-	shift 2
+	local dir=$1 name=$2 heap=$3 port
+	shift 3
 	if ours "$dir" >/dev/null; then return; fi
 	for port in "$@"; do
 		if port_open "$port"; then
@@ -174,7 +183,7 @@ launch() {
 	[ -f "$dir/broker.log" ] && mv "$dir/broker.log" "$dir/broker.log.1"
 	log "starting $name on 127.0.0.1:$1"
 	# shellcheck disable=SC2046
-	setsid java $(java_opts "$dir") -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+	setsid java $(java_opts "$dir" "$heap") -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
 		</dev/null >"$dir/broker.log" 2>&1 9>&- &
 	echo $! >"$dir/broker.pid"
 }
@@ -241,34 +250,56 @@ lock() {
 }
 
 single_dir() { echo "$CACHE/single"; }
+second_dir() { echo "$CACHE/second"; }
 node_dir() { echo "$CACHE/cluster/node$1"; }
 
-start_single() {
-	local dir
-	dir=$(single_dir)
-	local want
-	want=$(write_props "$dir" 1 "$PORT" "$CONTROLLER_PORT" "1@127.0.0.1:$CONTROLLER_PORT" 1 test-listeners)
-	if ours "$dir" >/dev/null && port_open "$PORT"; then
+# up_node <dir> <name> <cluster id> <max heap> <port> <controller port>
+# [test listeners]: launches a single node unless it already runs with
+# these settings, and adds its dir to LAUNCHED; the caller waits for it.
+LAUNCHED=()
+up_node() {
+	local dir=$1 name=$2 id=$3 heap=$4 port=$5 cport=$6 extra=${7:-}
+	local want ports=("$port" "$cport")
+	want=$(write_props "$dir" 1 "$port" "$cport" "1@127.0.0.1:$cport" 1 "$extra")
+	[ -n "$extra" ] && ports+=("$SASL_PORT" "$GATED_PORT")
+	if ours "$dir" >/dev/null && port_open "$port"; then
 		if [ "$want" = "$(cat "$dir/server.properties")" ]; then
-			log "broker is running on 127.0.0.1:$PORT"
+			log "$name is running on 127.0.0.1:$port"
 			return
 		fi
 		# Started by an older version of this script: tests may need a
 		# listener or setting it lacks.
-		log "the running broker's settings differ from this script's; restarting it"
-		stop_nodes 30 "the Kafka broker" "$dir"
+		log "the running $name's settings differ from this script's; restarting it"
+		stop_nodes 30 "$name" "$dir"
 	fi
 	command -v java >/dev/null 2>&1 || die "java not found; run scripts/services.sh, which installs it"
 	fetch_libs
 	mkdir -p "$dir/data"
 	printf '%s\n' "$want" >"$dir/server.properties"
-	format_storage "$dir" "$SINGLE_ID"
-	launch "$dir" "the Kafka broker" "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$GATED_PORT" || exit 1
-	if ! wait_ready "$dir" "$PORT" "the Kafka broker"; then
-		stop_nodes 5 "the Kafka broker" "$dir" >/dev/null
-		exit 1
-	fi
-	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on $SASL_PORT, gated $GATED_PORT advertised as $GATED_ADVERTISED_PORT), log $dir/broker.log"
+	format_storage "$dir" "$id"
+	launch "$dir" "$name" "$heap" "${ports[@]}" || return 1
+	LAUNCHED+=("$dir|$port|$name")
+}
+
+# start_singles: both single nodes, launched before either is waited for,
+# so a cold start costs one JVM start of wall time, not two. A node that
+# fails is stopped; the other is left running.
+start_singles() {
+	local rc=0 entry dir port name
+	up_node "$(single_dir)" "the Kafka broker" "$SINGLE_ID" "$HEAP" "$PORT" "$CONTROLLER_PORT" test-listeners || rc=1
+	up_node "$(second_dir)" "the second Kafka broker" "$SECOND_ID" "$SECOND_HEAP" "$SECOND_PORT" "$SECOND_CONTROLLER_PORT" || rc=1
+	for entry in ${LAUNCHED[@]+"${LAUNCHED[@]}"}; do
+		IFS='|' read -r dir port name <<<"$entry"
+		if ! wait_ready "$dir" "$port" "$name"; then
+			stop_nodes 5 "$name" "$dir" >/dev/null
+			rc=1
+			continue
+		fi
+		log "$name is ready on 127.0.0.1:$port, log $dir/broker.log"
+	done
+	[ $rc -eq 0 ] || exit 1
+	log "ready: 127.0.0.1:$PORT (SASL/PLAIN on $SASL_PORT, gated $GATED_PORT advertised as $GATED_ADVERTISED_PORT)," \
+		"second cluster 127.0.0.1:$SECOND_PORT"
 }
 
 start_cluster() {
@@ -290,7 +321,7 @@ start_cluster() {
 	# One failing stops the others: no half cluster is left behind.
 	local dirs=("$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)")
 	for n in "${CLUSTER_NODES[@]}"; do
-		if ! launch "$(node_dir "$n")" "cluster node $n" "$(cluster_port "$n")" "$(cluster_controller_port "$n")"; then
+		if ! launch "$(node_dir "$n")" "cluster node $n" "$HEAP" "$(cluster_port "$n")" "$(cluster_controller_port "$n")"; then
 			stop_nodes 8 "cluster node" "${dirs[@]}" >/dev/null
 			exit 1
 		fi
@@ -321,9 +352,14 @@ status_node() { # <dir> <port> <name>
 }
 
 case ${1:-} in
-start) lock; start_single ;;
-stop) lock; stop_nodes 30 "the Kafka broker" "$(single_dir)" ;;
-status) status_node "$(single_dir)" "$PORT" "the Kafka broker" ;;
+start) lock; start_singles ;;
+stop) lock; stop_nodes 30 "Kafka broker" "$(single_dir)" "$(second_dir)" ;;
+status)
+	rc=0
+	status_node "$(single_dir)" "$PORT" "the Kafka broker" || rc=1
+	status_node "$(second_dir)" "$SECOND_PORT" "the second Kafka broker" || rc=1
+	exit $rc
+	;;
 start-cluster) lock; start_cluster ;;
 stop-cluster)
 	lock
