@@ -40,6 +40,18 @@ func KafkaBrokers(t testing.TB) string {
 	return brokers
 }
 
+// KafkaSecondBroker is the second test broker (scripts/kafka.sh), a
+// cluster of its own beside KafkaBrokers' (one tenant per cluster, as the
+// dedicated tier has it), as a comma-separated bootstrap list; the first
+// address must answer.
+func KafkaSecondBroker(t testing.TB) string {
+	t.Helper()
+	brokers := env("TENANTWIRE_KAFKA_BROKERS_2", "127.0.0.1:9492")
+	first, _, _ := strings.Cut(brokers, ",")
+	reachable(t, "Kafka (second broker)", "kafka://"+strings.TrimSpace(first))
+	return brokers
+}
+
 // The SASL/PLAIN users scripts/kafka.sh configures on its SASL listener.
 const (
 	KafkaSASLUser   = "tenant-a"
