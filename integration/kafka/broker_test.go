@@ -39,6 +39,13 @@ func spaceOn(t *testing.T, broker string) *space {
 	return s
 }
 
+// alsoOn cleans this space's names on another broker too, for a test
+// whose routes use the same names on two clusters.
+func (s *space) alsoOn(t *testing.T, broker string) {
+	other := &space{broker: broker, prefix: s.prefix}
+	t.Cleanup(func() { other.clean(t) })
+}
+
 // name is n in this test's namespace.
 func (s *space) name(n string) string { return s.prefix + n }
 

@@ -3,23 +3,27 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Dedicated: each tenant's records go to its own cluster, through a routed
-// client built from its own credentials. Tenant A's cluster is the real
-// test broker; tenant B's is kfake, in-process, since a second real cluster
-// would cost another JVM on every run.
+// client built from its own credentials. Tenant A's cluster is the test
+// broker, tenant B's the second test broker: two real clusters, each read
+// back with a plain client to find only its own tenant's records.
 func TestDedicatedRoutedClusters(t *testing.T) {
 	s := newSpace(t)
 	brokerA := s.broker
-	_, brokerB := fakeCluster(t)
+	brokerB := strings.Split(testsvc.KafkaSecondBroker(t), ",")[0]
+	s.alsoOn(t, brokerB)
 	endpoints := map[tenancy.ID]string{tenantA: brokerA, tenantB: brokerB}
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		ep, ok := endpoints[id]
@@ -53,6 +57,36 @@ func TestDedicatedRoutedClusters(t *testing.T) {
 	got.waitFor(t, values...)
 	probe(t, d.Producer, got)
 	requireOwnTenant(t, got, values)
+
+	// On each cluster, read by a plain client: the records of its tenant
+	// only, each once, stamped with that tenant. The probe's record was
+	// written under A, so it is on A's cluster alone.
+	for _, c := range []struct {
+		id     tenancy.ID
+		broker string
+		probes int
+	}{{tenantA, brokerA, 1}, {tenantB, brokerB, 0}} {
+		var want, have []string
+		for _, v := range values {
+			if strings.HasPrefix(v, c.id.String()+"/") {
+				want = append(want, v)
+			}
+		}
+		probes := 0
+		for _, r := range readTopic(t, c.broker, s.name("orders")) {
+			if tn := header(r, kafka.HeaderTenant); tn != c.id.String() {
+				t.Errorf("%s on %s's cluster has tenant header %q", r.Value, c.id, tn)
+			}
+			if strings.HasPrefix(string(r.Value), "probe-") {
+				probes++
+				continue
+			}
+			have = append(have, string(r.Value))
+		}
+		if !slices.Equal(have, want) || probes != c.probes {
+			t.Errorf("%s's cluster holds %v and %d probe records, want %v and %d", c.id, have, probes, want, c.probes)
+		}
+	}
 
 	// A tenant with no credentials gets an error, never another's cluster.
 	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantC), kafka.Message{Value: []byte("c")}); err == nil {
