@@ -19,10 +19,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// routedApp starts a routed module with one producer route on topic
-// "orders" and returns its producer and provisioner; the app stops when
-// the test ends.
-func routedApp(t *testing.T, resolve routing.Resolver, maxClients int, opts ...kafka.Option) (*kafka.Producer, *kafka.Provisioner) {
+// routedApp starts a routed module with one producer route on topic and
+// returns its producer and provisioner; the app stops when the test ends.
+func routedApp(t *testing.T, topic string, resolve routing.Resolver, maxClients int, opts ...kafka.Option) (*kafka.Producer, *kafka.Provisioner) {
 	t.Helper()
 	var out struct {
 		fx.In
@@ -31,7 +30,7 @@ func routedApp(t *testing.T, resolve routing.Resolver, maxClients int, opts ...k
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", append([]kafka.Option{kafka.Routed(resolve, maxClients), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.Topic("orders"))}, opts...)...),
+			kafka.ProducerRoute("orders", kafka.Topic(topic))}, opts...)...),
 		fx.Populate(&out))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -69,17 +68,13 @@ func records(t *testing.T, broker, topic string) int64 {
 // anything is produced or provisioned: every route of a routed module
 // uses the same topic names, so B's records would be handled as A's.
 func TestRoutedSharedClusterRefused(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	broker := c.ListenAddrs()[0]
+	s := newSpace(t)
+	broker, topic := s.broker, s.name("orders")
 	creds := map[tenancy.ID]routing.Credentials{
 		tenancytest.TenantA: {Endpoint: broker},
 		tenancytest.TenantB: {Endpoint: " " + broker + "," + broker, User: "b", Secret: "other"},
 	}
-	prod, prov := routedApp(t, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, 4)
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, 4)
 	ctx := context.Background()
 	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 		t.Fatal(err)
@@ -95,13 +90,13 @@ func TestRoutedSharedClusterRefused(t *testing.T) {
 		}
 	}
 	refused("provision", prov.Provision(ctx, tenancytest.TenantB))
-	err = prod.Produce(tenancy.WithTenant(ctx, tenancytest.TenantB), kafka.Message{Value: []byte("b")})
+	err := prod.Produce(tenancy.WithTenant(ctx, tenancytest.TenantB), kafka.Message{Value: []byte("b")})
 	refused("produce", err)
 	var te *tenancy.Error
 	if errors.As(err, &te); te.Route != "orders" {
 		t.Errorf("refusal names route %q", te.Route)
 	}
-	if n := records(t, broker, "orders"); n != 1 {
+	if n := records(t, broker, topic); n != 1 {
 		t.Fatalf("%d records on A's topic, want only A's", n)
 	}
 }
@@ -145,7 +140,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		clientSide.opened(addr)
 		return &countedConn{Conn: nc, count: &clientSide, key: addr}, nil
 	}
-	prod, prov := routedApp(t, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+	prod, prov := routedApp(t, "orders", func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: brokers[id]}, nil
 	}, 2, kafka.RoutedDial(dial))
 	ctx := context.Background()
