@@ -87,7 +87,12 @@ func (c *Client) loginPools(dl *DynamicLogin, base *lazyPool) *routing.Pools[*pg
 	if maxPools <= 0 {
 		maxPools = defaultLoginPools
 	}
-	p, _ := routing.New(routing.Config[*pgxpool.Pool]{ // the config is complete: New cannot fail
+	p, err := routing.New(routing.Config[*pgxpool.Pool]{
+		// One database, a login per tenant: the role, not the target,
+		// separates tenants, so no target claims are taken.
+		TenantKeyed: true,
+		Module:      c.module,
+		Backend:     Rules.Name,
 		Resolve: func(_ context.Context, tenant tenancy.ID) (routing.Credentials, error) {
 			role := RoleName(c.prefix, tenant)
 			return routing.Credentials{User: role, Secret: loginPassword(dl.Secret, role)}, nil
@@ -107,6 +112,11 @@ func (c *Client) loginPools(dl *DynamicLogin, base *lazyPool) *routing.Pools[*pg
 		Close:    (*pgxpool.Pool).Close,
 		MaxPools: maxPools,
 	})
+	if err != nil {
+		// A fixed, complete config: failing here is a bug, and falling back
+		// to the shared pool would let compiled text out of its login.
+		panic("postgres: dynamic read login pools: " + err.Error())
+	}
 	c.mu.Lock()
 	c.closers = append(c.closers, p.Close)
 	c.logins = append(c.logins, p)
