@@ -37,7 +37,7 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
-## bench: QUALITY's ratio pairs (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
+## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \

@@ -39,7 +39,7 @@ func (r *routeSpec) validate() []string {
 		bad = append(bad, "TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)")
 	}
 	if r.namespace != nil && (r.kind == KindStream || r.kind == KindPubSub) {
-		bad = append(bad, fmt.Sprintf("%s routes have no per-tenant key namespace (DESIGN §2)", r.kind))
+		bad = append(bad, fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind))
 	}
 	if r.beatEvery > 0 && r.beatTTL <= r.beatEvery {
 		bad = append(bad, "a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet")
