@@ -5,14 +5,14 @@ GO ?= go
 FUZZTIME ?= 3s
 LONG_FUZZTIME ?= 60s
 
-.PHONY: demo test services deps vet fuzz fuzz-short bench soak matrix lint
+.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
 	$(GO) run ./examples/quickstart
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
-test: services deps vet
+test: services deps tidy-check vet
 	TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
@@ -25,6 +25,12 @@ services:
 deps:
 	$(GO) mod download
 	cd integration && $(GO) mod download
+
+# tidy-check fails when `go mod tidy` would change go.mod or go.sum in either
+# module (it prints the diff): run `go mod tidy` there and commit the result.
+tidy-check:
+	$(GO) mod tidy -diff
+	cd integration && $(GO) mod tidy -diff
 
 vet:
 	$(GO) vet ./...
