@@ -5,14 +5,14 @@ GO ?= go
 FUZZTIME ?= 3s
 LONG_FUZZTIME ?= 60s
 
-.PHONY: demo test services deps vet fuzz fuzz-short bench soak matrix lint
+.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
 	$(GO) run ./examples/quickstart
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
-test: services deps vet
+test: services deps tidy-check vet
 	TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
@@ -26,6 +26,12 @@ deps:
 	$(GO) mod download
 	cd integration && $(GO) mod download
 
+# tidy-check fails when `go mod tidy` would change go.mod or go.sum in either
+# module (it prints the diff): run `go mod tidy` there and commit the result.
+tidy-check:
+	$(GO) mod tidy -diff
+	cd integration && $(GO) mod tidy -diff
+
 vet:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
@@ -37,7 +43,7 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
-## bench: QUALITY's ratio pairs (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
+## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \

@@ -91,6 +91,13 @@ func (cs Capabilities) table() table {
 // WriteText renders the capability matrix as aligned columns.
 func (cs Capabilities) WriteText(w io.Writer) error { return cs.table().writeText(w) }
 
+// WriteTextWidth renders the capability matrix as aligned columns when
+// they fit in width, and otherwise as one wrapped block per route kind.
+// width <= 0 means no limit.
+func (cs Capabilities) WriteTextWidth(w io.Writer, width int) error {
+	return cs.table().writeTextWidth(w, width)
+}
+
 // WriteMarkdown renders the capability matrix as a Markdown table.
 func (cs Capabilities) WriteMarkdown(w io.Writer) error { return cs.table().writeMarkdown(w) }
 

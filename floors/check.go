@@ -79,7 +79,8 @@ func checkModule(rep *Report, m Module, matrix bool) {
 			Code: tenancy.CodeConnectionBudgetExceeded, Module: m.Name, Backend: m.Backend.Name,
 			Detail: fmt.Sprintf("the module's clients can open up to %d connections, over its declared budget of %d",
 				m.WorstCaseConns, m.ConnBudget),
-			Fix: "lower the routed pool bound or the per-pool maximum, or raise the budget",
+			Fix: fmt.Sprintf("lower the routed pool bound or the per-pool maximum connections until their product is at most %d, or raise the module's connection budget to %d",
+				m.ConnBudget, m.WorstCaseConns),
 		})
 	}
 	for _, r := range m.Routes {
@@ -272,12 +273,18 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 			} else if !r.TenantAware {
 				reason = "per-tenant containers"
 			}
+			// The route isolates at its own tier only for a bound tenant: an
+			// unbound pass reads every tenant's data, which is tier none. So
+			// the worker reaches none and needs the route's tier.
+			tier := Reach(rule, r)
 			rep.Errors = append(rep.Errors, &tenancy.Error{
 				Code: tenancy.CodeTenantGlobalRequired, Module: m.Name, Backend: m.Backend.Name,
-				Route: r.Name, Tiers: true, Reached: Reach(rule, r), Required: tenancy.None,
+				Route: r.Name, Tiers: true, Reached: tenancy.None, Required: tier,
 				Ceiling: m.Backend.Ceiling, Origin: EffectiveOrigin(rule, r),
-				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound", w.Name, w.Binding, reason),
-				Fix:    "run the worker sharded (one bound pass per assigned tenant), or make the drained route tenant-global",
+				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound: the route is %s, and a pass reads at %s only with a tenant bound",
+					w.Name, w.Binding, reason, tier, tier),
+				Fix: fmt.Sprintf("run worker %q sharded (the backend's sharded constructor, such as ShardedRelay, or a Tenants list in its config: one pass per assigned tenant, each bound), "+
+					"or make route %q tenant-global: drop what scopes it per tenant (%s)", w.Name, r.Name, scopeReasons(r)),
 			})
 			return
 		}

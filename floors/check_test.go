@@ -37,8 +37,9 @@ func route(routed bool, res resolver, aware bool, origin tenancy.Origin, fleet, 
 	}
 }
 
-// expected is the oracle: DESIGN §1–§3 written out plainly, independent of
-// the engine's code.
+// expected is the oracle: the tier rules (how a route reaches its tier, the
+// floors, and the deployment-wide routes) written out plainly, independent
+// of the engine's code.
 func expected(routed bool, res resolver, aware bool, origin tenancy.Origin, declared, ceiling tenancy.Tier, fleet, global bool) (tenancy.Tier, []tenancy.Code, bool) {
 	reached := tenancy.None
 	switch {

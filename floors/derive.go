@@ -6,7 +6,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Reach derives the tier a route reaches under its kind's rule (DESIGN §2):
+// Reach derives the tier a route reaches under its kind's rule:
 // a routed client reaches dedicated; else a per-tenant resolver on every
 // counted relation reaches namespace; else tenant-aware reaches tagged; else
 // none. A route that names no counted relation never reaches namespace.

@@ -4,6 +4,10 @@
 // drain routes in the background, and renders the result as a matrix. It
 // does no I/O and knows no backend by name: each backend states its rules
 // as data in a Backend value.
+//
+// It is for backend authors. An application never calls it: including an
+// adapter's module in fx.New runs these checks, and `tenantwire matrix` and
+// `tenantwire explain` print what they decide.
 package floors
 
 import "github.com/tenantwire/tenantwire/tenancy"

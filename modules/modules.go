@@ -3,6 +3,10 @@
 // Worker, and both add the enforcing fx.Invoke, so including a module in an
 // app is enough for its floors to be checked during fx.New, before any
 // OnStart hook can run.
+//
+// Provide is for backend authors. An application uses only Worker (to
+// declare a background reader of its own) and Live (the tenancy matrix of
+// the running app).
 package modules
 
 import (

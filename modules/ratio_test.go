@@ -67,7 +67,7 @@ func newApps(t testing.TB, routes int, enforce, routeObjects bool) func(int) {
 	}
 }
 
-// TestRatioP8 is QUALITY P8: fx.New with enforcement over 1,000 routes
+// TestRatioP8 is the P8 pair: fx.New with enforcement over 1,000 routes
 // against the same graph without it, and how the enforced build scales from
 // 1,000 to 10,000 routes. The scale pair leaves out the route objects:
 // fx's own cost per provided value grows faster than linearly, and that

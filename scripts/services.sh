@@ -8,6 +8,12 @@
 #                                 database
 #   scripts/services.sh stop      stops what this script started, and only
 #                                 that (pid and marker files in $STATE)
+#
+# TENANTWIRE_PG_URL (postgres://user@host:port/db?...) and
+# TENANTWIRE_REDIS_ADDR (host:port), the variables the tests read, name
+# servers of your own: when set, this script only checks that they answer
+# (and creates the named database if it is missing); it installs, starts,
+# reconfigures and stops nothing of theirs.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,10 +24,43 @@ COMPANIONS=(kafka neo4j)
 
 PGHOST=127.0.0.1
 PGPORT=5432
+PGUSER=postgres
 TEST_DB=tenantwire_test
+REDIS_HOST=127.0.0.1
 REDIS_PORT=6379
 
 log() { echo "services: $*"; }
+
+# parse_pg_url sets PGHOST, PGPORT, PGUSER and TEST_DB from a
+# postgres://[user[:password]@]host[:port][/db][?params] URL.
+parse_pg_url() {
+	local rest=${1#*://} hostport
+	rest=${rest%%\?*}
+	if [[ $rest == *@* ]]; then
+		PGUSER=${rest%%@*}
+		PGUSER=${PGUSER%%:*}
+		rest=${rest#*@}
+	fi
+	hostport=${rest%%/*}
+	[[ $rest == */* && -n ${rest#*/} ]] && TEST_DB=${rest#*/}
+	if [[ $hostport == \[* ]]; then # [ipv6]:port
+		PGHOST=${hostport%%]*}
+		PGHOST=${PGHOST#[}
+		[[ $hostport == *]:* ]] && PGPORT=${hostport##*]:}
+	else
+		PGHOST=${hostport%%:*}
+		[[ $hostport == *:* ]] && PGPORT=${hostport##*:}
+	fi
+	[ -n "$PGHOST" ] || PGHOST=127.0.0.1
+}
+
+if [ -n "${TENANTWIRE_PG_URL:-}" ]; then parse_pg_url "$TENANTWIRE_PG_URL"; fi
+if [ -n "${TENANTWIRE_REDIS_ADDR:-}" ]; then
+	REDIS_HOST=${TENANTWIRE_REDIS_ADDR%:*}
+	REDIS_PORT=${TENANTWIRE_REDIS_ADDR##*:}
+	REDIS_HOST=${REDIS_HOST#[}
+	REDIS_HOST=${REDIS_HOST%]}
+fi
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -46,6 +85,7 @@ wait_for() { # wait_for <what> <command...>
 }
 
 pg_ready() { pg_isready -q -h "$PGHOST" -p "$PGPORT"; }
+pg_psql() { psql -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" "$@"; }
 
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi
@@ -54,16 +94,27 @@ as_postgres() {
 ensure_trust_auth() {
 	# Tests connect as postgres over TCP without a password, as on the
 	# machines this project targets. A stock install asks for one.
-	if psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1; then return; fi
+	if pg_psql -d postgres -Atc 'select 1' >/dev/null 2>&1; then return; fi
+	if [ -n "${TENANTWIRE_PG_URL:-}" ]; then
+		log "cannot connect to $PGHOST:$PGPORT as $PGUSER (TENANTWIRE_PG_URL); not changing a server of yours"
+		return 1
+	fi
 	local hba
 	hba=$(as_postgres psql -Atc 'show hba_file')
-	log "enabling trust auth for loopback in $hba"
+	log "about to edit $hba: inserting at its top the lines"
+	log "  host all all 127.0.0.1/32 trust"
+	log "  host all all ::1/128 trust"
+	log "(trust auth for loopback connections), then reloading PostgreSQL's configuration"
 	as_root sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
 	as_postgres psql -qc 'select pg_reload_conf()' >/dev/null
 }
 
 start_postgres() {
-	if pg_ready 2>/dev/null; then log "PostgreSQL is running"; return; fi
+	if pg_ready 2>/dev/null; then log "PostgreSQL is running on $PGHOST:$PGPORT"; return; fi
+	if [ -n "${TENANTWIRE_PG_URL:-}" ]; then
+		log "PostgreSQL at $PGHOST:$PGPORT (TENANTWIRE_PG_URL) does not answer; start it, or unset TENANTWIRE_PG_URL to use a local one"
+		return 1
+	fi
 	if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /usr/lib/postgresql 2>/dev/null)" ]; then
 		log "installing PostgreSQL"
 		apt_install postgresql postgresql-client
@@ -96,16 +147,25 @@ stop_postgres() {
 
 create_test_db() {
 	ensure_trust_auth
-	if [ "$(psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -Atc "select 1 from pg_database where datname = '$TEST_DB'")" != 1 ]; then
+	if [ "$(pg_psql -d postgres -Atc "select 1 from pg_database where datname = '$TEST_DB'")" != 1 ]; then
 		log "creating database $TEST_DB"
-		psql -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres -qc "create database $TEST_DB" || true
+		pg_psql -d postgres -qc "create database \"$TEST_DB\"" || true
 	fi
 }
 
-redis_ready() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping | grep -q PONG; }
+redis_ready() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" ping | grep -q PONG; }
 
 start_redis() {
-	if command -v redis-cli >/dev/null 2>&1 && redis_ready 2>/dev/null; then log "Redis is running"; return; fi
+	if command -v redis-cli >/dev/null 2>&1 && redis_ready 2>/dev/null; then log "Redis is running on $REDIS_HOST:$REDIS_PORT"; return; fi
+	if [ -n "${TENANTWIRE_REDIS_ADDR:-}" ]; then
+		if ! command -v redis-cli >/dev/null 2>&1; then
+			log "installing the Redis client"
+			apt_install redis-tools
+			if redis_ready 2>/dev/null; then log "Redis is running on $REDIS_HOST:$REDIS_PORT"; return; fi
+		fi
+		log "Redis at $REDIS_HOST:$REDIS_PORT (TENANTWIRE_REDIS_ADDR) does not answer; start it, or unset TENANTWIRE_REDIS_ADDR to use a local one"
+		return 1
+	fi
 	if ! command -v redis-server >/dev/null 2>&1; then
 		log "installing Redis"
 		apt_install redis-server redis-tools
@@ -153,7 +213,7 @@ start() {
 	ensure_jvm
 	local c
 	for c in "${COMPANIONS[@]}"; do "$HERE/$c.sh" start; done
-	log "ready: postgres://postgres@$PGHOST:$PGPORT/$TEST_DB, redis://127.0.0.1:$REDIS_PORT, ${COMPANIONS[*]}"
+	log "ready: postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB, redis://$REDIS_HOST:$REDIS_PORT, ${COMPANIONS[*]}"
 }
 
 stop() {

@@ -1,6 +1,3 @@
-// Package tenancy holds the vocabulary every tenantwire package shares: the
-// isolation tiers, tenant IDs and their binding in a context, statement
-// origins, and the coded error type that every refusal carries.
 package tenancy
 
 import "fmt"

@@ -45,7 +45,7 @@ type Probe struct {
 // Boundary writes under tenant A, proves A reads its own write (so the
 // probe cannot pass by seeing nothing at all), then reads, lists, counts,
 // searches, updates and deletes under tenant B and asserts B sees and
-// changes nothing of A's. It is QUALITY R1's probe.
+// changes nothing of A's.
 func Boundary(t testing.TB, p Probe) {
 	t.Helper()
 	if p.Write == nil || p.Read == nil {

@@ -72,7 +72,7 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 				Fix:    "register it as tenanthttp.Tenant, tenanthttp.Operator or tenanthttp.Blocked",
 			})
 		case r.Class != Blocked && r.Handler == nil:
-			errs = append(errs, routeInvalid(r.Pattern, "the route has a nil handler"))
+			errs = append(errs, routeInvalid(r.Pattern, "the route has a nil handler", "set the route's Handler"))
 		}
 	}
 	if len(errs) > 0 {
@@ -204,19 +204,23 @@ func anyMethod(pattern string) string {
 func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = routeInvalid(pattern, fmt.Sprint(p))
+			err = routeInvalid(pattern, fmt.Sprint(p), patternFix)
 		}
 	}()
 	mux.Handle(pattern, h)
 	return nil
 }
 
-func routeInvalid(pattern, detail string) error {
+// patternFix is what to change when net/http refuses a pattern.
+const patternFix = "write the pattern as net/http's ServeMux takes it (\"[METHOD ][HOST]/[PATH]\", wildcards as {name} or {name...}) and " +
+	"give it a path no other route of its class registers (the operator listener already serves GET /healthz and GET /tenancy/matrix)"
+
+func routeInvalid(pattern, detail, fix string) error {
 	return &tenancy.Error{
 		Code:   tenancy.CodeRouteInvalid,
 		Module: "tenanthttp",
 		Route:  pattern,
 		Detail: detail,
-		Fix:    "fix the pattern, or give each route a distinct pattern (the operator listener already serves GET /healthz and GET /tenancy/matrix)",
+		Fix:    fix,
 	}
 }

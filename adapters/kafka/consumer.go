@@ -89,22 +89,25 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: s.cfg.Name, Module: module, Route: s.route, Binding: s.binding()}
 }
 
-func (s *consumerSpec) validate(spec *routeSpec, routed bool) []string {
-	var bad []string
+func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
+	var bad []problem
 	if s.cfg.Group == "" {
-		bad = append(bad, "a consumer needs a Group")
+		bad = append(bad, problem{"a consumer needs a Group", "set ConsumerConfig.Group to the consumer group's name"})
 	}
 	if s.cfg.Handle == nil {
-		bad = append(bad, "a consumer needs a Handle")
+		bad = append(bad, problem{"a consumer needs a Handle", "set ConsumerConfig.Handle to the function that handles each record"})
 	}
 	if s.cfg.Tenants != nil && s.cfg.TenantFromHeaders {
-		bad = append(bad, "a consumer is either sharded (Tenants) or binds from headers, not both")
+		bad = append(bad, problem{"a consumer is either sharded (Tenants) or binds from headers, not both",
+			"drop ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop ConsumerConfig.Tenants"})
 	}
 	if s.cfg.TenantFromHeaders && s.cfg.DeadLetter == nil {
-		bad = append(bad, "TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less")
+		bad = append(bad, problem{"TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less",
+			"set ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
 	}
 	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
-		bad = append(bad, "a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records")
+		bad = append(bad, problem{"a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
+			"replace kafka.Topic with kafka.TenantTopics(prefix) on this route, or build the module with kafka.Routed"})
 	}
 	return bad
 }

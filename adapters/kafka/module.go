@@ -45,7 +45,7 @@ type routeSpec struct {
 	tenantAware bool
 	partitions  int
 	replication int
-	bad         []string
+	bad         []problem
 }
 
 type routedConfig struct {
@@ -115,7 +115,7 @@ func PerTenantTopic(fn TopicFunc) RouteOption {
 func TenantTopics(prefix string) RouteOption {
 	return func(r *routeSpec) {
 		if err := validPrefix(prefix); err != nil {
-			r.bad = append(r.bad, err.Error())
+			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("pass kafka.TenantTopics a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", MaxTopicLen-32)})
 		}
 		r.perTenant, r.prefix = TenantTopic(prefix), prefix
 	}
@@ -158,23 +158,30 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-func (r *routeSpec) validate() []string {
-	bad := append([]string(nil), r.bad...)
+// problem is wiring the floor rules cannot express: what is wrong and
+// exactly what to change.
+type problem struct{ msg, fix string }
+
+func (r *routeSpec) validate() []problem {
+	bad := append([]problem(nil), r.bad...)
 	if r.name == "" {
-		bad = append(bad, "a route needs a name")
+		bad = append(bad, problem{"a route needs a name", "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
 	}
 	switch {
 	case r.topic != "" && r.perTenant != nil:
-		bad = append(bad, "a route has either a static Topic or a per-tenant topic, not both")
+		bad = append(bad, problem{"a route has either a static Topic or a per-tenant topic, not both",
+			"drop kafka.Topic (shared topic) or drop kafka.TenantTopics/kafka.PerTenantTopic (one topic per tenant, namespace)"})
 	case r.topic == "" && r.perTenant == nil:
-		bad = append(bad, "a route needs a Topic or a per-tenant topic (TenantTopics, PerTenantTopic)")
+		bad = append(bad, problem{"a route needs a Topic or a per-tenant topic",
+			"add kafka.Topic(name), or kafka.TenantTopics(prefix) for one topic per tenant (namespace)"})
 	case r.topic != "":
 		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, err.Error())
+			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", MaxTopicLen)})
 		}
 	}
 	if r.partitions < 0 {
-		bad = append(bad, "Partitions must not be negative")
+		bad = append(bad, problem{"Partitions must not be negative",
+			fmt.Sprintf("pass kafka.Partitions a partition count of 0 (the broker's default) or more, not %d", r.partitions)})
 	}
 	return bad
 }
@@ -194,8 +201,8 @@ func Module(name string, opts ...Option) fx.Option {
 	topics := map[string]string{} // metric name → topic or prefix
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, msg := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
+		for _, p := range r.validate() {
+			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
 		}
 		if seen[r.name] {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
@@ -224,8 +231,8 @@ func Module(name string, opts ...Option) fx.Option {
 	parts := []fx.Option{modules.Provide(mod)}
 	for _, c := range cfg.consumers {
 		spec := cfg.route(c.route)
-		for _, msg := range c.validate(spec, cfg.routed != nil) {
-			errs = append(errs, Rules.WiringInvalid(name, c.route, msg, "fix the consumer's config"))
+		for _, p := range c.validate(spec, cfg.routed != nil) {
+			errs = append(errs, Rules.WiringInvalid(name, c.route, p.msg, p.fix))
 		}
 		parts = append(parts, modules.Worker(c.decl(name)))
 	}

@@ -36,7 +36,7 @@ type ConsumerConfig struct {
 func Consume(cfg ConsumerConfig) Option {
 	return optionFunc(func(c *config) {
 		if cfg.Name == "" || cfg.Handle == nil {
-			c.problems = append(c.problems, problem{cfg.Stream, "a consumer has no Name or no Handle", "give the consumer a Name and a Handle"})
+			c.problems = append(c.problems, problem{cfg.Stream, "a consumer has no Name or no Handle", "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
 			return
 		}
 		c.consumers = append(c.consumers, cfg)

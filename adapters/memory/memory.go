@@ -55,7 +55,7 @@ func (c Container) name(id tenancy.ID) string {
 // validate refuses names that could make a per-tenant name collide.
 func (c Container) validate(route string) *problem {
 	if c.base == "" {
-		return &problem{route, "the route names an empty container", "name its container with Static or PerTenant"}
+		return &problem{route, "the route names an empty container", "set the route's container to memory.Static(name) (shared) or memory.PerTenant(base) (namespace)"}
 	}
 	for _, r := range c.base {
 		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {

@@ -141,7 +141,7 @@ func TestStreamBoundary(t *testing.T) {
 	}
 }
 
-// TestParity is QUALITY R8: the same operations with tenancy off, and with
+// TestParity: the same operations with tenancy off, and with
 // tenancy on and only the default tenant bound, give identical results.
 func TestParity(t *testing.T) {
 	run := func(aware bool, ctx context.Context) []string {

@@ -2,7 +2,7 @@
 // a search route, counters, an outbox a relay drains, and a raw filter
 // hatch, on the official driver (go.mongodb.org/mongo-driver/v2).
 //
-// A route's tier comes from its wiring (DESIGN §2): TenantAware stamps a
+// A route's tier comes from its wiring: TenantAware stamps a
 // tenant_id field on every write and places it in every filter, update,
 // delete and aggregation $match the adapter builds (tagged); a per-tenant
 // collection or database on every counted relation names a container per

@@ -89,7 +89,7 @@ func calls(r routes) map[string]func(context.Context) error {
 	return m
 }
 
-// QUALITY R4: no tenant bound is an error on every scoped route, never the
+// Fail closed: no tenant bound is an error on every scoped route, never the
 // default tenant.
 func TestNoTenantFailsClosed(t *testing.T) {
 	for name, src := range map[string]func(*testing.T) (mongo.Option, mongo.Config){
@@ -123,7 +123,7 @@ func TestNoTenantFailsClosed(t *testing.T) {
 	}
 }
 
-// QUALITY R4: a credential resolver error is returned, and no shared
+// Fail closed: a credential resolver error is returned, and no shared
 // client is used instead.
 func TestResolverErrorFailsClosed(t *testing.T) {
 	boom := errors.New("vault unreachable")

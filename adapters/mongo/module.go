@@ -168,7 +168,7 @@ func (cfg *config) validate(module string) []error {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
 		}
 		if err := r.cfg.Collection.validate(); err != nil {
-			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "fix the route's collection"))
+			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the database prefix of PerTenantDatabase): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
 		}
 		if r.cfg.TextIndex && r.kind != KindSearch {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))

@@ -30,7 +30,7 @@ func graphOps(g *Graph) map[string]func(context.Context) error {
 	}
 }
 
-// R4: every tenant-scoped call with no tenant (unbound, or in the
+// Fail closed: every tenant-scoped call with no tenant (unbound, or in the
 // tenant-global scope) fails with tenant_unbound at every scoped tier,
 // opens no session and runs no statement; never the default tenant.
 func TestFailClosedWithoutTenant(t *testing.T) {
@@ -63,7 +63,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	}
 }
 
-// R4: a credential resolver error is returned, and no driver is opened
+// Fail closed: a credential resolver error is returned, and no driver is opened
 // and no statement runs; a database resolver error likewise.
 func TestFailClosedOnResolverErrors(t *testing.T) {
 	boom := errors.New("vault down")

@@ -6,6 +6,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// R6: nothing the adapter starts (routed driver closers included) outlives
+// Nothing the adapter starts (routed driver closers included) outlives
 // the tests.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

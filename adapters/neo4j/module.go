@@ -49,7 +49,7 @@ type routeSpec struct {
 	prefix      string
 	prefixSet   bool
 	maxDepth    int
-	bad         []string
+	bad         []problem
 }
 
 // Driver runs the module on d, a driver the caller owns and closes.
@@ -94,7 +94,7 @@ func PerTenantDatabasePrefix(prefix string) RouteOption {
 func MaxDepth(n int) RouteOption {
 	return func(r *routeSpec) {
 		if n < 1 || n > 64 {
-			r.bad = append(r.bad, fmt.Sprintf("MaxDepth %d: want 1 to 64", n))
+			r.bad = append(r.bad, problem{fmt.Sprintf("MaxDepth %d: want 1 to 64", n), "pass neo4j.MaxDepth a depth from 1 to 64, or drop it for the default"})
 		}
 		r.maxDepth = n
 	}
@@ -134,14 +134,20 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-func (r *routeSpec) validate() []string {
-	bad := append([]string(nil), r.bad...)
+// problem is wiring the floor rules cannot express: what is wrong and
+// exactly what to change.
+type problem struct{ msg, fix string }
+
+func (r *routeSpec) validate() []problem {
+	bad := append([]problem(nil), r.bad...)
 	if !validRouteName(r.name) {
-		bad = append(bad, fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name))
+		bad = append(bad, problem{fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name),
+			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"})
 	}
 	if r.prefixSet {
 		if err := validPrefix(r.prefix); err != nil {
-			bad = append(bad, err.Error())
+			bad = append(bad, problem{err.Error(), fmt.Sprintf(
+				"pass neo4j.PerTenantDatabasePrefix 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
 		}
 	}
 	return bad
@@ -159,8 +165,8 @@ func Module(name string, opts ...Option) fx.Option {
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, msg := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
+		for _, p := range r.validate() {
+			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
 		}
 		if seen[r.name] {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))

@@ -34,7 +34,7 @@ func TestTenantDatabase(t *testing.T) {
 	}
 }
 
-// R5: tenant database names are injective (distinct tenants, distinct
+// Tenant database names are injective (distinct tenants, distinct
 // names, for any one prefix) and valid whenever the prefix is accepted.
 func FuzzTenantDatabase(f *testing.F) {
 	f.Add("acme", []byte("0123456789abcdef"), []byte("0123456789abcdeg"))

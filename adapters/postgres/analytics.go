@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -50,11 +51,12 @@ func Analytics(name string, ac AnalyticsConfig) Option {
 		spec := &routeSpec{name: name, kind: KindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*AnalyticsRoute](),
 			rels: []roleRel{{"source", ac.Source}}}
 		if err := validName(ac.Source.table, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source"))
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
 		}
 		for qn, a := range ac.Queries {
 			if err := a.validate(); err != nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(), "fix the aggregate"))
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(),
+					"correct AnalyticsConfig.Queries["+strconv.Quote(qn)+"]: Agg one of count, sum, avg, min, max, and Field, GroupBy and Filters naming lower-case fields"))
 			}
 		}
 		spec.provide = provideRoute(func(cl *Client) *AnalyticsRoute {

@@ -22,7 +22,7 @@ type item struct {
 	N    int    `json:"n"`
 }
 
-// docProbe is the R1 probe of a document route. B's update and delete
+// docProbe is the cross-tenant boundary probe of a document route. B's update and delete
 // must fail with document.ErrNotFound precisely, not any error.
 func docProbe(t *testing.T, d *postgres.Documents[item]) tenancytest.Probe {
 	const id = "probe-1"
@@ -131,8 +131,8 @@ func TestDocumentBoundaryDedicated(t *testing.T) {
 }
 
 // TestDocumentParity runs the same operations with tenancy off and with a
-// tagged route under the default tenant: the results must be identical
-// (QUALITY R8), and the tagged column's default is the default tenant.
+// tagged route under the default tenant: the results must be identical,
+// and the tagged column's default is the default tenant.
 func TestDocumentParity(t *testing.T) {
 	run := unique()
 	var off, on *postgres.Documents[item]

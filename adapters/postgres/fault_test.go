@@ -11,7 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestBackendsTerminated is QUALITY R3 for PostgreSQL: every backend of
+// TestBackendsTerminated: every backend of
 // the module is terminated mid-use; calls fail with an error (no panic),
 // the module recovers on its own, and acknowledged writes survive.
 func TestBackendsTerminated(t *testing.T) {

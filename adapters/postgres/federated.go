@@ -16,7 +16,7 @@ import (
 // one; a table leg is any other static table with id, body and tsv
 // columns (a per-tenant leg must be a hub). The
 // route is tagged only when it is TenantAware and every leg is a hub leg
-// that is tenant-aware or per-tenant; otherwise it is none (DESIGN §2).
+// that is tenant-aware or per-tenant; otherwise it is none.
 // It never reaches namespace.
 type FederatedConfig struct {
 	TenantAware bool
@@ -58,7 +58,7 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the leg's table"))
 			}
 			if t.perTenant {
-				// Only a hub leg may be scoped (DESIGN §2); a per-tenant table
+				// Only a hub leg may be scoped; a per-tenant table
 				// would be counted as one by the tier rules.
 				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it as a HubSearch route and name it in Hubs"))
 			}

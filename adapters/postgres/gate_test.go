@@ -44,7 +44,7 @@ func TestOwnershipGate(t *testing.T) {
 	if err := g.Check(ctxB, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
 		t.Errorf("per-tenant: %v", err)
 	}
-	// R4: a query error (here a missing table) denies.
+	// Fail closed: a query error (here a missing table) denies.
 	bad := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("missing_" + run), TenantAware: true})
 	if err := bad.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
 		t.Errorf("query error allowed: %v", err)

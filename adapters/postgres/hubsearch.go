@@ -8,7 +8,7 @@ import (
 
 // HubSearchConfig wires a hub search: full-text search over one hub table
 // (id, body and a generated tsvector, with its GIN index). A hub never
-// reaches namespace (DESIGN §2): tenant-aware → tagged, routed →
+// reaches namespace: tenant-aware → tagged, routed →
 // dedicated, otherwise none. A per-tenant Table is allowed (each tenant's
 // schema holds its own hub) but is rated as the hub rule says, not higher.
 type HubSearchConfig struct {

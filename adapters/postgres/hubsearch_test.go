@@ -14,8 +14,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestHubSearchBoundary is QUALITY R1 for hub search at tagged and
-// dedicated (a hub never reaches namespace).
+// TestHubSearchBoundary: under hub search at tagged and dedicated (a hub
+// never reaches namespace), tenant B sees and changes nothing of tenant A's.
 func TestHubSearchBoundary(t *testing.T) {
 	for name, tc := range msgTiers(t, "hub_"+unique()) {
 		if name == "namespace" {
@@ -44,8 +44,9 @@ func TestHubSearchBoundary(t *testing.T) {
 	}
 }
 
-// TestFederatedSearchBoundary is QUALITY R1 for a tagged federated search:
-// a tenant-aware hub leg and a per-tenant hub leg.
+// TestFederatedSearchBoundary: tenant B sees nothing of tenant A's through a
+// tagged federated search over a tenant-aware hub leg and a per-tenant hub
+// leg.
 func TestFederatedSearchBoundary(t *testing.T) {
 	run := unique()
 	var (
@@ -81,7 +82,8 @@ func TestFederatedSearchBoundary(t *testing.T) {
 	}
 }
 
-// TestMessagingTiers: DESIGN §2's rules, read from the live matrix.
+// TestMessagingTiers: the tier each messaging route reaches for its wiring,
+// read from the live matrix.
 func TestMessagingTiers(t *testing.T) {
 	hub := func(name string, aware bool, rel postgres.Relation) postgres.Option {
 		return postgres.HubSearch(name, postgres.HubSearchConfig{TenantAware: aware, Table: rel})

@@ -40,7 +40,8 @@ func msgTiers(t *testing.T, base string) map[string]struct {
 	}
 }
 
-// TestInboxBoundary is QUALITY R1 for the inbox at every tier it reaches.
+// TestInboxBoundary: at every tier the inbox reaches, tenant B sees and
+// changes nothing of tenant A's.
 func TestInboxBoundary(t *testing.T) {
 	for name, tc := range msgTiers(t, "inbox_"+unique()) {
 		t.Run(name, func(t *testing.T) {
@@ -104,7 +105,8 @@ func TestInboxOnce(t *testing.T) {
 	}
 }
 
-// TestIdempotencyBoundary is QUALITY R1 for the idempotency store.
+// TestIdempotencyBoundary: tenant B sees and changes nothing of tenant A's
+// in the idempotency store.
 func TestIdempotencyBoundary(t *testing.T) {
 	for name, tc := range msgTiers(t, "idem_"+unique()) {
 		t.Run(name, func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConcurrentLoad is QUALITY R2 for the document store: 32 goroutines,
+// TestConcurrentLoad loads the document store: 32 goroutines,
 // 50 tenants, mixed operations, every value carrying its writer's tenant.
 // No read may observe another tenant's value and no acknowledged write may
 // be lost.
@@ -32,7 +32,7 @@ func TestConcurrentLoad(t *testing.T) {
 	}
 }
 
-// TestSoakPostgresLoad is R2 for longer (make soak): each goroutine runs
+// TestSoakPostgresLoad is TestConcurrentLoad for longer (make soak): each goroutine runs
 // TENANTWIRE_SOAK_OPS operations (default 3000) per tier.
 func TestSoakPostgresLoad(t *testing.T) {
 	if os.Getenv("TENANTWIRE_SOAK") != "1" {
@@ -124,7 +124,7 @@ func load(t *testing.T, tier tenancy.Tier, ops int) {
 	}
 }
 
-// TestStopLeavesNoGoroutine is QUALITY R6: after the app stops, the pools
+// TestStopLeavesNoGoroutine: after the app stops, the pools
 // (plain and routed) have closed and nothing is left running.
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -223,7 +223,7 @@ func Module(name string, opts ...Option) fx.Option {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 		}
 		// Without a per-tenant schema the origin floor refuses the route
-		// already, and that is the error to report (DESIGN §1).
+		// already, and that is the error to report.
 		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.scoped {
 			errs = append(errs, &tenancy.Error{
 				Code: tenancy.CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,

@@ -34,7 +34,7 @@ func relayOption(route string, tenants TenantsFunc, rc RelayConfig) Option {
 		w.binding = floors.Sharded
 	}
 	if rc.Destination == nil {
-		w.bad = append(w.bad, "needs a Destination")
+		w.bad = append(w.bad, problem{"needs a Destination", "set RelayConfig.Destination to the sink each outbox row is delivered to"})
 	}
 	w.build = func(obj any) (runner, error) {
 		cfg := rc

@@ -44,7 +44,7 @@ func TestTwoRelaysSideBySide(t *testing.T) {
 	}
 }
 
-// TestRelayBackendsTerminated is QUALITY R3 for the relay: every backend
+// TestRelayBackendsTerminated: every backend
 // of the module is terminated mid-relay; the relay backs off, recovers on
 // its own, and every row is delivered at least once.
 func TestRelayBackendsTerminated(t *testing.T) {
@@ -132,8 +132,7 @@ func TestRelayRefusals(t *testing.T) {
 }
 
 // TestWorkersStopClean: a relay and a sweep over one outbox deliver, then
-// delete the delivered rows; stopping the app leaves no goroutine behind
-// (QUALITY R6).
+// delete the delivered rows; stopping the app leaves no goroutine behind.
 func TestWorkersStopClean(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	run := unique()

@@ -291,7 +291,7 @@ func TestDynamicReadWiring(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Search("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
-	// The rule itself counts the index (DESIGN §2).
+	// The rule itself counts the index.
 	rule := postgres.Rules.Kinds[postgres.KindSearch]
 	r := floors.Route{Kind: postgres.KindSearch, Relations: []floors.Relation{
 		{Role: "read", PerTenant: true}, {Role: "heap", PerTenant: true}, {Role: "index"}}}

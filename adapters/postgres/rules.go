@@ -20,7 +20,7 @@ const (
 )
 
 // Rules is what PostgreSQL can reach and which relations of each route kind
-// count toward namespace (DESIGN §2). Enforcement, the matrix and the docs
+// count toward namespace. Enforcement, the matrix and the docs
 // all read this value.
 var Rules = floors.Backend{
 	Name:    "postgres",

@@ -52,7 +52,7 @@ func Sweep(route string, sc SweepConfig) Option {
 		w.binding = floors.Sharded
 	}
 	if sc.Retain < 0 {
-		w.bad = append(w.bad, "Retain must not be negative")
+		w.bad = append(w.bad, problem{"Retain must not be negative", fmt.Sprintf("set SweepConfig.Retain to 0 (the default) or a positive duration, not %s", sc.Retain)})
 	}
 	w.build = func(obj any) (runner, error) {
 		retain := sc.Retain

@@ -24,7 +24,7 @@ type workerSpec struct {
 	what        string
 	kinds       []floors.Kind
 	binding     floors.Binding
-	bad         []string
+	bad         []problem
 	build       func(obj any) (runner, error)
 }
 
@@ -43,12 +43,16 @@ func (w workerSpec) find(routes []*routeSpec) *routeSpec {
 	return nil
 }
 
+// problem is a worker misconfiguration: what is wrong and exactly what to
+// change.
+type problem struct{ msg, fix string }
+
 // check reports misconfiguration as wiring_invalid. A route the module does
 // not declare is left to the floors check (worker_route_unknown).
 func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	var errs []error
 	for _, b := range w.bad {
-		errs = append(errs, Rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b, "complete the worker's config"))
+		errs = append(errs, Rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b.msg, b.fix))
 	}
 	if r := w.find(routes); r != nil && !slices.Contains(w.kinds, r.kind) {
 		kinds := make([]string, len(w.kinds))

@@ -4,7 +4,7 @@
 // go-redis UniversalClient (single node, cluster or sentinel) the service
 // already has.
 //
-// A route's tier comes from its wiring (DESIGN §2): TenantAware puts the
+// A route's tier comes from its wiring: TenantAware puts the
 // tenant in every key (tagged); a per-tenant key-namespace resolver names a
 // namespace per tenant (namespace; streams and pub/sub have none); a routed
 // client reaches dedicated. Every tenant-scoped operation reads the tenant

@@ -10,7 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// R4: every tenant-scoped operation without a tenant (unbound, or in the
+// Fail closed: every tenant-scoped operation without a tenant (unbound, or in the
 // tenant-global scope) fails with tenant_unbound and touches no key.
 func TestFailClosedWithoutTenant(t *testing.T) {
 	e := newEnv(t)

@@ -98,7 +98,8 @@ func (l *loadChecker) run(ctx context.Context, goroutines int) *sync.WaitGroup {
 	return &wg
 }
 
-// R2: 32 goroutines, 50 tenants, every tenant-scoped tier, under -race.
+// 32 goroutines, 50 tenants, every tenant-scoped tier, under -race: no read
+// observes another tenant's value.
 func TestConcurrentLoadNoCrossTenantObservation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
@@ -106,7 +107,7 @@ func TestConcurrentLoadNoCrossTenantObservation(t *testing.T) {
 	loadEveryTier(t, 700*time.Millisecond)
 }
 
-// TestSoakRedisLoad is R2 for longer (make soak; TENANTWIRE_SOAK_DURATION
+// TestSoakRedisLoad is the concurrent load test for longer (make soak; TENANTWIRE_SOAK_DURATION
 // per tier, default 30s).
 func TestSoakRedisLoad(t *testing.T) {
 	if os.Getenv("TENANTWIRE_SOAK") != "1" {

@@ -6,6 +6,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// R6 over the whole package: every worker, heartbeat, subscription and
+// Over the whole package: every worker, heartbeat, subscription and
 // client a test started is gone when the tests end.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

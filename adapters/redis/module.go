@@ -29,23 +29,30 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
+// problem is wiring the floor rules cannot express: what is wrong and
+// exactly what to change.
+type problem struct{ msg, fix string }
+
 // validate reports wiring the floor rules cannot express.
-func (r *routeSpec) validate() []string {
-	var bad []string
+func (r *routeSpec) validate() []problem {
+	var bad []problem
 	if err := validName("route name", r.name); err != nil {
-		bad = append(bad, err.Error())
+		bad = append(bad, problem{err.Error(), "rename the route: 1 to 128 letters, digits, '_', '.' or '-'"})
 	}
 	if r.global && r.kind != KindLock && r.kind != KindPubSub {
-		bad = append(bad, "TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)")
+		bad = append(bad, problem{"TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
+			"drop redis.TenantGlobal() from this " + string(r.kind) + " route"})
 	}
 	if r.namespace != nil && (r.kind == KindStream || r.kind == KindPubSub) {
-		bad = append(bad, fmt.Sprintf("%s routes have no per-tenant key namespace (DESIGN §2)", r.kind))
+		bad = append(bad, problem{fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
+			"drop redis.PerTenantNamespace from this route; use redis.TenantAware() (tagged) or a routed client (dedicated)"})
 	}
 	if r.beatEvery > 0 && r.beatTTL <= r.beatEvery {
-		bad = append(bad, "a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet")
+		bad = append(bad, problem{"a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet",
+			fmt.Sprintf("pass redis.Heartbeat(every, ttl) with ttl above every (now every=%s, ttl=%s); 3×every is usual", r.beatEvery, r.beatTTL)})
 	}
 	if r.replica != "" && r.kind != KindFleet {
-		bad = append(bad, "Replica applies to fleet routes only")
+		bad = append(bad, problem{"Replica applies to fleet routes only", "drop redis.Replica from this " + string(r.kind) + " route"})
 	}
 	return append(bad, r.badOptions...)
 }
@@ -65,8 +72,8 @@ func Module(name string, opts ...Option) fx.Option {
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, msg := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, msg, "fix the route's options"))
+		for _, p := range r.validate() {
+			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
 		}
 		if seen[r.name] {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name",
@@ -79,8 +86,8 @@ func Module(name string, opts ...Option) fx.Option {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
 	for _, w := range cfg.workers {
-		for _, msg := range w.bad {
-			errs = append(errs, Rules.WiringInvalid(name, w.route, msg, "complete the worker's config"))
+		for _, p := range w.bad {
+			errs = append(errs, Rules.WiringInvalid(name, w.route, p.msg, p.fix))
 		}
 		spec := cfg.route(w.route)
 		if spec == nil || spec.kind != KindStream {

@@ -41,7 +41,7 @@ type routeSpec struct {
 	replica    string
 	beatEvery  time.Duration
 	beatTTL    time.Duration
-	badOptions []string
+	badOptions []problem
 }
 
 // Client runs the module on c, a client the caller owns and closes. Any
@@ -93,7 +93,8 @@ func TenantGlobal() RouteOption { return func(r *routeSpec) { r.global = true } 
 func Heartbeat(every, ttl time.Duration) RouteOption {
 	return func(r *routeSpec) {
 		if r.kind != KindFleet {
-			r.badOptions = append(r.badOptions, "Heartbeat applies to fleet routes only")
+			r.badOptions = append(r.badOptions, problem{"Heartbeat applies to fleet routes only",
+				"drop redis.Heartbeat from this " + string(r.kind) + " route, or declare the route with redis.FleetRoute"})
 		}
 		r.beatEvery, r.beatTTL = every, ttl
 	}

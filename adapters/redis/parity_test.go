@@ -12,7 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// R8: the same script run with tenancy off (tier none, nothing bound) and
+// Parity: the same script run with tenancy off (tier none, nothing bound) and
 // with tenancy on and only the default tenant bound gives identical
 // results. Every step reads its own writes, so a run that saw nothing
 // could not pass.

@@ -81,9 +81,9 @@ func (p *privateRedis) kill() {
 	p.cmd = nil
 }
 
-// R3: Redis killed and restarted mid-load. Calls fail with errors (no
-// panic) while it is down, succeed again once it is back, and R2's
-// invariants hold throughout: no cross-tenant observation, no acknowledged
+// Redis killed and restarted mid-load. Calls fail with errors (no
+// panic) while it is down, succeed again once it is back, and the load
+// test's invariants hold throughout: no cross-tenant observation, no acknowledged
 // write lost.
 func TestRedisRestartMidLoad(t *testing.T) {
 	if testing.Short() {
@@ -140,7 +140,7 @@ func TestRedisRestartMidLoad(t *testing.T) {
 			}
 			cancel()
 			wg.Wait()
-			errsDown := l.errs.Load() // every error belongs to the outage: R2 runs error-free
+			errsDown := l.errs.Load() // every error belongs to the outage: the load runs error-free
 			if okBefore == 0 || errsDown == 0 {
 				t.Fatalf("the fault did not show: %d ok before, %d errors while down", okBefore, errsDown)
 			}

@@ -32,7 +32,7 @@ func TestRoutedKeysLandOnTheTenantsClient(t *testing.T) {
 	}
 }
 
-// R4: a credential resolver error fails the call; nothing falls back to a
+// Fail closed: a credential resolver error fails the call; nothing falls back to a
 // shared client or writes anywhere.
 func TestRoutedResolverErrorFailsClosed(t *testing.T) {
 	e := newEnv(t)

@@ -24,8 +24,9 @@ type Stream struct {
 	groups map[string]struct{} // stream key + group, known to exist
 }
 
-// groupCacheMax bounds the memo of created groups (R7); on overflow it is
-// cleared wholesale and groups are re-created idempotently.
+// groupCacheMax bounds the memo of created groups, so many tenants cannot
+// grow it without limit; on overflow it is cleared wholesale and groups are
+// re-created idempotently.
 const groupCacheMax = 10000
 
 func newStream(r route) *Stream { return &Stream{route: r, groups: map[string]struct{}{}} }

@@ -67,7 +67,7 @@ type workerSpec struct {
 	sharded bool
 	run     func(ctx context.Context, s *Stream, scopes []context.Context)
 	tenants TenantsFunc
-	bad     []string
+	bad     []problem
 }
 
 // StreamConsumer adds a consumer-group worker over a stream route of the
@@ -84,9 +84,12 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
 	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
-	var bad []string
-	if cfg.Group == "" || cfg.Handle == nil {
-		bad = append(bad, fmt.Sprintf("consumer %q needs a Group and a Handle", cfg.Name))
+	var bad []problem
+	if cfg.Group == "" {
+		bad = append(bad, problem{fmt.Sprintf("consumer %q has no consumer group", cfg.Name), "set ConsumerConfig.Group to the group name"})
+	}
+	if cfg.Handle == nil {
+		bad = append(bad, problem{fmt.Sprintf("consumer %q has no handler", cfg.Name), "set ConsumerConfig.Handle to the function that handles each entry"})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
@@ -104,9 +107,10 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 	}
 	cfg.Every = cmp0(cfg.Every, time.Minute)
 	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
-	var bad []string
+	var bad []problem
 	if cfg.MaxLen <= 0 {
-		bad = append(bad, fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name))
+		bad = append(bad, problem{fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
+			fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{

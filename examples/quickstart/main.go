@@ -40,7 +40,7 @@ func run(w io.Writer) error {
 	var orders *memory.Documents[Order]
 	var live modules.Live
 	app := fx.New(
-		fx.NopLogger,
+		fx.NopLogger, // fx's own "[Fx] ..." log stays quiet; fx.WithLogger sends it to slog instead
 		memory.Module("shop",
 			memory.RequiredIsolation(tenancy.Namespace),
 			// A container per tenant on every relation: namespace. A shared

@@ -120,7 +120,7 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 	}
 }
 
-// QUALITY R3, reduced to the destination: with no broker at start,
+// The broker is gone at start, reduced to the destination: with no broker,
 // deliveries fail (and the consumer keeps retrying); once a broker
 // appears, everything is delivered and handled exactly once. The app
 // reaches the test broker through a gate, closed at first.

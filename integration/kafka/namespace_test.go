@@ -30,7 +30,7 @@ type deps struct {
 	Provision *kafka.Provisioner `name:"events"`
 }
 
-// probe is the QUALITY R1 probe over a producer and a sharded consumer:
+// probe is the cross-tenant boundary probe over a producer and a sharded consumer:
 // a record is "visible" to a tenant when that tenant's consumer handled it.
 func probe(t *testing.T, p *kafka.Producer, got *received) {
 	value := fmt.Sprintf("probe-%d", time.Now().UnixNano())

@@ -13,7 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// TestRatioTenantTopicProduce is QUALITY P7: a synchronous produce to a
+// TestRatioTenantTopicProduce is the P7 pair: a synchronous produce to a
 // per-tenant topic through the adapter vs a raw kafka-go Writer with the
 // same settings, on the real test broker, interleaved, median of rounds.
 func TestRatioTenantTopicProduce(t *testing.T) {

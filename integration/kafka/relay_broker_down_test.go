@@ -54,7 +54,7 @@ func (a *attempts) wrap(next func() outbox.Destination, sharded bool) outbox.Des
 	})
 }
 
-// QUALITY R3: the relay starts with no broker, its passes fail and back
+// The broker is gone at relay start: the relay starts with no broker, its passes fail and back
 // off, and once the broker is up (and the topics provisioned) every row of
 // three tenants reaches its own tenant's topic and is marked delivered.
 // The app reaches the test broker through a gate, closed at first.

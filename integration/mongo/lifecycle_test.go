@@ -19,7 +19,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// QUALITY R6: a routed module disconnects every tenant's client on stop.
+// A routed module disconnects every tenant's client on stop, so no goroutine
+// is left running.
 // Other tests' clients predate the check.
 func TestRoutedStopLeavesNoGoroutine(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
@@ -76,7 +77,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 	}
 }
 
-// QUALITY R8: the same operations give the same results with tenancy off
+// Parity: the same operations give the same results with tenancy off
 // and with tenancy on and only the default tenant bound.
 func TestParityWithTenancyOff(t *testing.T) {
 	run := func(cfg mongo.Config, ctx context.Context) string {

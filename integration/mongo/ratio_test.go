@@ -13,7 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestRatioFindByID is QUALITY P6: a tagged find-by-id through the adapter
+// TestRatioFindByID is the P6 pair: a tagged find-by-id through the adapter
 // against the same lookup written by hand with the raw driver (same
 // filter, same client, same server), interleaved, median of 7 rounds.
 func TestRatioFindByID(t *testing.T) {

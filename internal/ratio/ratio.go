@@ -1,6 +1,6 @@
-// Package ratio measures QUALITY's performance pairs the only way that
-// counts on shared machines: ours and the baseline side by side in one run,
-// interleaved, the median of per-round ratios. It prints
+// Package ratio measures the performance pairs of docs/performance.md the
+// only way that counts on shared machines: ours and the baseline side by
+// side in one run, interleaved, the median of per-round ratios. It prints
 // "ratio <label>-<name> <ours/baseline>" lines for `make bench`.
 package ratio
 
@@ -16,7 +16,7 @@ import (
 
 // Pair is one measured comparison.
 type Pair struct {
-	Label    string // QUALITY label, such as "P1"
+	Label    string // the pair's label in docs/performance.md, such as "P1"
 	Name     string // such as "pg-tagged-get"
 	Ours     func(n int)
 	Baseline func(n int)

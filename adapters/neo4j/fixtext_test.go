@@ -1,0 +1,30 @@
+package neo4j_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// Every route option refusal says exactly what to change, naming the option.
+func TestOptionRefusalsSayWhatToChange(t *testing.T) {
+	for name, c := range map[string]struct {
+		opt neo4j.Option
+		fix string
+	}{
+		"route name":    {neo4j.GraphRoute(`g"x`), "rename the route: 1 to 64 letters"},
+		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0)), "pass neo4j.MaxDepth a depth from 1 to 64"},
+		"bad prefix":    {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("Acme")), "pass neo4j.PerTenantDatabasePrefix 1 to 30 characters of lower-case letters"},
+		"system prefix": {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("system")), `not with "system"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", c.opt))
+			if !strings.Contains(e.Fix, c.fix) {
+				t.Errorf("fix %q lacks %q", e.Fix, c.fix)
+			}
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package tenanthttp_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
+)
+
+// The boundary resolves the tenant of each request once and binds it into
+// the request's context; handlers and adapters read it from there. The
+// tenant handler is built during fx.New, so this example serves requests
+// through it directly, without opening a listener.
+func Example() {
+	whoami := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := tenancy.Require(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "tenant", id)
+	})
+	var srv *tenanthttp.Server
+	app := fx.New(fx.NopLogger,
+		tenanthttp.Module(tenanthttp.Config{
+			// A proxy in front sets X-Tenant-ID and strips the client's;
+			// header mode refuses to boot without this assertion.
+			TrustedProxy: true,
+		}),
+		tenanthttp.Route("GET /whoami", tenanthttp.Tenant, whoami),
+		fx.Populate(&srv),
+	)
+	if err := app.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, header := range []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7", "", "not-a-uuid"} {
+		req := httptest.NewRequest("GET", "/whoami", nil)
+		if header != "" {
+			req.Header.Set(tenanthttp.DefaultHeader, header)
+		}
+		rec := httptest.NewRecorder()
+		srv.TenantHandler().ServeHTTP(rec, req)
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// 200 tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7
+	// 200 tenant 00000000-0000-0000-0000-000000000001
+	// 400 {"error":"invalid tenant header (must be a UUID)"}
+}
+
+// Header mode without a trusted proxy is refused during fx.New: any client
+// could name any tenant.
+func ExampleModule_untrustedHeader() {
+	app := fx.New(fx.NopLogger, tenanthttp.Module(tenanthttp.Config{}))
+	fmt.Println(tenancy.CodeOf(app.Err()))
+	// Output:
+	// trusted_proxy_required
+}
