@@ -1,13 +1,20 @@
 package neo4j_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
+
+func noCredentials(context.Context, tenancy.ID) (routing.Credentials, error) {
+	return routing.Credentials{}, errors.New("no tenant is served")
+}
 
 // Every route option refusal says exactly what to change, naming the option.
 func TestOptionRefusalsSayWhatToChange(t *testing.T) {
@@ -19,6 +26,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0)), "pass neo4j.MaxDepth a depth from 1 to 64"},
 		"bad prefix":    {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("Acme")), "pass neo4j.PerTenantDatabasePrefix 1 to 30 characters of lower-case letters"},
 		"system prefix": {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("system")), `not with "system"`},
+		"max drivers":   {neo4j.Routed(noCredentials, neo4j.MaxDrivers(-1)), "pass MaxDrivers(0) for the default bound"},
+		"conns":         {neo4j.Routed(noCredentials, neo4j.MaxConnsPerDriver(0)), "pass MaxConnsPerDriver(n) with n >= 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", c.opt))

@@ -61,8 +61,13 @@ func (r *routedConfig) validate(module string) []error {
 	if r.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
-	if r.maxDrivers < 0 || r.maxConns < 1 {
-		errs = append(errs, Rules.WiringInvalid(module, "", "MaxDrivers must be >= 0 and MaxConnsPerDriver >= 1", "fix the routed options"))
+	if r.maxDrivers < 0 {
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxDrivers(%d) is negative", r.maxDrivers),
+			"pass MaxDrivers(0) for the default bound, or a positive number of live per-tenant drivers"))
+	}
+	if r.maxConns < 1 {
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxConnsPerDriver(%d) is below 1", r.maxConns),
+			fmt.Sprintf("pass MaxConnsPerDriver(n) with n >= 1, or drop it for the default %d", DefaultMaxConnsPerDriver)))
 	}
 	return errs
 }
