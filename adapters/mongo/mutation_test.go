@@ -58,3 +58,36 @@ func TestNameBounds(t *testing.T) {
 		t.Error("a 31-character database prefix accepted: its names would pass MongoDB's 63 bytes")
 	}
 }
+
+// Every edge of every allowed range is in, its neighbours out.
+func TestValidBaseAlphabetEdges(t *testing.T) {
+	for _, ok := range []string{"az", "AZ", "09", "_-"} {
+		if err := validBase("collection", ok, 64); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, c := range "`{@[/:" {
+		if validBase("collection", "a"+string(c), 64) == nil {
+			t.Errorf("%q accepted", "a"+string(c))
+		}
+	}
+	if err := ValidDatabaseName(strings.Repeat("d", 63)); err != nil {
+		t.Errorf("a 63-byte database name refused: %v", err)
+	}
+}
+
+// The static-name guard recognises exactly '_' and 32 lowercase hex digits
+// at the end, however short the rest.
+func TestLooksPerTenantDBEdges(t *testing.T) {
+	hex := strings.Repeat("f", 31)
+	for _, s := range []string{"_" + hex + "0", "_" + hex + "9", "_" + hex + "a", "_" + hex + "f", "app_" + hex + "f"} {
+		if !looksPerTenantDB(s) {
+			t.Errorf("%q not taken for a per-tenant database name", s)
+		}
+	}
+	for _, s := range []string{"_" + hex + "g", "_" + hex + "/", "_" + hex + ":", "_" + hex + "`", hex + "f", "-" + hex + "f"} {
+		if looksPerTenantDB(s) {
+			t.Errorf("%q taken for a per-tenant database name", s)
+		}
+	}
+}
