@@ -4,14 +4,26 @@
 // one "mutation <package> killed=K ..." line on stdout and one
 // "lived <file>:<line>:<col> <mutator>" line per survivor on stderr.
 // usage: go run scripts/mutatesum.go <package dir> <report.json>
+//
+// Gremlins v0.6.0 judges a mutant by go test's exit status, which is 1 for
+// a build failure as for a failing test, so a mutant that cannot compile
+// (a string concatenation turned into a subtraction) is reported killed.
+// The package is type-checked here and such mutants are counted not_viable.
 package main
 
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 type report struct {
@@ -42,6 +54,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mutatesum: %s: %v\n", file, err)
 		os.Exit(1)
 	}
+	strAdd, err := stringAdditions(pkg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mutatesum: type-checking %s: %v\n", pkg, err)
+		os.Exit(1)
+	}
 	counts := map[string]int{}
 	type pos struct {
 		file      string
@@ -51,6 +68,9 @@ func main() {
 	var lived []pos
 	for _, f := range r.Files {
 		for _, m := range f.Mutations {
+			if m.Type == "ARITHMETIC_BASE" && strAdd[fmt.Sprintf("%s:%d:%d", f.Name, m.Line, m.Column)] {
+				m.Status = "NOT VIABLE"
+			}
 			counts[m.Status]++
 			if m.Status == "LIVED" {
 				lived = append(lived, pos{path.Join(pkg, f.Name), m.Line, m.Column, m.Type})
@@ -72,4 +92,39 @@ func main() {
 	for _, l := range lived {
 		fmt.Fprintf(os.Stderr, "lived %s:%d:%d %s\n", l.file, l.line, l.col, l.typ)
 	}
+}
+
+// stringAdditions returns the positions (file:line:col, file relative to
+// dir) of every binary '+' on strings in the package in dir.
+func stringAdditions(dir string) (map[string]bool, error) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range pkgs {
+		var files []*ast.File
+		for _, f := range p.Files {
+			files = append(files, f)
+		}
+		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
+		conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+		if _, err := conf.Check(p.Name, fset, files, info); err != nil {
+			return nil, err
+		}
+		for expr, tv := range info.Types {
+			b, ok := expr.(*ast.BinaryExpr)
+			if !ok || b.Op != token.ADD {
+				continue
+			}
+			if t, ok := tv.Type.Underlying().(*types.Basic); ok && t.Info()&types.IsString != 0 {
+				pos := fset.Position(b.OpPos)
+				out[fmt.Sprintf("%s:%d:%d", filepath.Base(pos.Filename), pos.Line, pos.Column)] = true
+			}
+		}
+	}
+	return out, nil
 }
