@@ -182,3 +182,45 @@ func TestBindingNames(t *testing.T) {
 		}
 	}
 }
+
+// Describe states, per kind, how each tier is reached; it is what the
+// capabilities table of the docs is generated from.
+func TestDescribeEveryRule(t *testing.T) {
+	b := postgresLike()
+	caps := map[floors.Kind]floors.Capability{}
+	for _, c := range floors.Describe(b) {
+		caps[c.Kind] = c
+	}
+	want := map[floors.Kind][3]string{
+		"fleet":        {"refused (fleet)", "refused (fleet)", "refused (fleet)"},
+		"topic":        {"no (TenantAware refused)", "per-tenant resolver on every relation", "routed client"},
+		"federated":    {"TenantAware, when every relation is scoped", "never", "routed client"},
+		"outbox":       {"TenantAware", "per-tenant resolver on table (counts only when TenantAware)", "routed client"},
+		"search":       {"TenantAware", "per-tenant resolver on read, heap, index", "routed client"},
+		"dynamic_read": {"TenantAware", "per-tenant resolver on schema", "routed client"},
+	}
+	for k, w := range want {
+		c := caps[k]
+		if got := [3]string{c.Tagged, c.Namespace, c.Dedicated}; got != w {
+			t.Errorf("%s: %q, want %q", k, got, w)
+		}
+	}
+	if c := caps["dynamic_read"]; c.OriginFloor != tenancy.Namespace || c.Ceiling != tenancy.Dedicated {
+		t.Errorf("dynamic_read: origin floor %v, ceiling %v", c.OriginFloor, c.Ceiling)
+	}
+	b.Ceiling = tenancy.Namespace
+	for _, c := range floors.Describe(b) {
+		if c.Kind == "document" && (c.Namespace != "per-tenant resolver on read, write, history" || c.Dedicated != "no (ceiling namespace)") {
+			t.Errorf("document at ceiling namespace: %+v", c)
+		}
+	}
+	b.Ceiling = tenancy.Tagged
+	for _, c := range floors.Describe(b) {
+		if c.Kind == "document" && c.Namespace != "no (ceiling)" {
+			t.Errorf("document at ceiling tagged: namespace %q", c.Namespace)
+		}
+	}
+	if got := (floors.Warning{Module: "m", Route: "r", Message: "x"}).String(); got != "m/r: x" {
+		t.Errorf("Warning.String() = %q", got)
+	}
+}
