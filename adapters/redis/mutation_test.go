@@ -83,3 +83,12 @@ func TestValidNameEdges(t *testing.T) {
 		}
 	}
 }
+
+// The longest route name builds a key like any other (the size estimate
+// for the builder stays positive).
+func TestKeyOfTheLongestRoute(t *testing.T) {
+	route := strings.Repeat("r", 128)
+	if got, want := buildKey("s", "", tenancy.ID{}, 'c', route, "k"), "tw:s:c:"+route+":k"; got != want {
+		t.Fatalf("buildKey = %q, want %q", got, want)
+	}
+}
