@@ -71,6 +71,12 @@ func TestValidBaseAlphabetEdges(t *testing.T) {
 			t.Errorf("%q accepted", "a"+string(c))
 		}
 	}
+	if err := ValidCollectionName(strings.Repeat("c", 255)); err != nil {
+		t.Errorf("a 255-byte collection name refused: %v", err)
+	}
+	if ValidCollectionName(strings.Repeat("c", 256)) == nil {
+		t.Error("a 256-byte collection name accepted")
+	}
 	if err := ValidDatabaseName(strings.Repeat("d", 63)); err != nil {
 		t.Errorf("a 63-byte database name refused: %v", err)
 	}

@@ -92,3 +92,11 @@ func TestKeyOfTheLongestRoute(t *testing.T) {
 		t.Fatalf("buildKey = %q, want %q", got, want)
 	}
 }
+
+// The longest namespace builds a key like any other.
+func TestKeyOfTheLongestNamespace(t *testing.T) {
+	ns := strings.Repeat("n", 128)
+	if got, want := buildKey("n", ns, tenancy.ID{}, 'c', "r", ""), "tw:n:"+ns+":c:r:"; got != want {
+		t.Fatalf("buildKey = %q, want %q", got, want)
+	}
+}
