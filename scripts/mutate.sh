@@ -19,10 +19,11 @@ version=v0.6.0
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/gremlins-$version
 gremlins=$cache/gremlins
 out=${MUTATE_OUT:-${TMPDIR:-/tmp}/tenantwire-mutate}
-# The per-mutant timeout is the package's coverage run times this factor;
-# that run already includes a build, so 10 is generous even on a loaded
-# machine, and a slow mutant is reported as timed_out, not as lived.
-coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-10}
+# The per-mutant timeout is the package's coverage run times this factor.
+# That run reuses the build cache while every mutant recompiles and links
+# its package, so the factor is large: on a loaded machine a smaller one
+# reports slow builds as timed_out.
+coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-30}
 
 # In an adapter only the naming and scoping code is mutated: the files
 # listed here; a package not listed is mutated whole.
