@@ -74,6 +74,7 @@ for pkg in "${targets[@]}"; do
 	fi
 	name=${pkg//\//_}
 	echo "mutate: $pkg${only[$pkg]:+ (${only[$pkg]})}" >&2
+	rm -f "$out/$name.json" # gremlins writes none when a package has no mutant
 	goflags=${GOFLAGS:-}
 	[ -n "${run[$pkg]:-}" ] && goflags="$goflags -run=${run[$pkg]}"
 	if ! GOFLAGS=$goflags nice -n 19 "$gremlins" unleash "./$pkg" \
