@@ -4,11 +4,16 @@ package postgres
 // found unchecked (make mutate; docs/reliability.md).
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -76,5 +81,26 @@ func TestTaggedStatementParts(t *testing.T) {
 	}
 	if got, want := args(false, id, "k", 1), []any{"k", 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("untagged args = %v, want %v", got, want)
+	}
+}
+
+// execOne reports "none" only when the statement ran and touched no row; a
+// failed statement returns its own error, never a not-found.
+func TestExecOneTellsNoRowFromFailure(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testsvc.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	none := errors.New("no such row")
+	if err := execOne(ctx, pool, "SELECT 1", nil, none); err != nil {
+		t.Errorf("one row touched: %v", err)
+	}
+	if err := execOne(ctx, pool, "SELECT 1 WHERE false", nil, none); !errors.Is(err, none) {
+		t.Errorf("no row touched: %v, want none", err)
+	}
+	if err := execOne(ctx, pool, "SELEC 1", nil, none); err == nil || errors.Is(err, none) {
+		t.Errorf("failed statement: %v, want its own error", err)
 	}
 }
