@@ -76,7 +76,9 @@ for pkg in "${targets[@]}"; do
 	name=${pkg//\//_}
 	echo "mutate: $pkg${only[$pkg]:+ (${only[$pkg]})}" >&2
 	rm -f "$out/$name.json" # gremlins writes none when a package has no mutant
-	goflags=${GOFLAGS:-}
+	# -count=1: a cached coverage run would take no time and leave every
+	# mutant a timeout too short to build in.
+	goflags="${GOFLAGS:-} -count=1"
 	[ -n "${run[$pkg]:-}" ] && goflags="$goflags -run=${run[$pkg]}"
 	if ! GOFLAGS=$goflags nice -n 19 "$gremlins" unleash "./$pkg" \
 		--workers 1 --timeout-coefficient "$coefficient" \
