@@ -96,3 +96,25 @@ func TestBindingStaleAtExactlyTTL(t *testing.T) {
 		t.Fatalf("%d resolves once the TTL passed, want 2", c.resolves)
 	}
 }
+
+// MaxTenants bindings are kept; only one more drops the oldest.
+func TestMaxTenantsBindingsKept(t *testing.T) {
+	c := &counted{now: time.Unix(1_000_000, 0)}
+	cfg := c.config()
+	cfg.MaxTenants = 2
+	p, err := routing.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantA} {
+		_, release, err := p.AcquireFor(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	if c.resolves != 2 {
+		t.Fatalf("%d resolves for two tenants under a bound of two, want 2", c.resolves)
+	}
+}
