@@ -118,3 +118,26 @@ func TestMaxTenantsBindingsKept(t *testing.T) {
 		t.Fatalf("%d resolves for two tenants under a bound of two, want 2", c.resolves)
 	}
 }
+
+// Over the bound, the binding dropped is the oldest other tenant's, never
+// the one just made.
+func TestOverflowDropsTheOldestOtherBinding(t *testing.T) {
+	c := &counted{now: time.Unix(1_000_000, 0)}
+	cfg := c.config()
+	cfg.MaxTenants = 1
+	p, err := routing.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantB} {
+		_, release, err := p.AcquireFor(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	if c.resolves != 2 {
+		t.Fatalf("%d resolves, want 2: the new binding was dropped instead of the oldest", c.resolves)
+	}
+}
