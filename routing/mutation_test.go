@@ -141,3 +141,26 @@ func TestOverflowDropsTheOldestOtherBinding(t *testing.T) {
 		t.Fatalf("%d resolves, want 2: the new binding was dropped instead of the oldest", c.resolves)
 	}
 }
+
+// Of several other bindings, the least recently used one is dropped.
+func TestOverflowDropsTheLeastRecentlyUsed(t *testing.T) {
+	c := &counted{now: time.Unix(1_000_000, 0)}
+	cfg := c.config()
+	cfg.MaxTenants = 2
+	p, err := routing.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tenantC := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenantC, tenancytest.TenantB} {
+		_, release, err := p.AcquireFor(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	if c.resolves != 3 {
+		t.Fatalf("%d resolves, want 3: B, more recent than A, was dropped", c.resolves)
+	}
+}
