@@ -5,7 +5,7 @@ GO ?= go
 FUZZTIME ?= 3s
 LONG_FUZZTIME ?= 60s
 
-.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint
+.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
@@ -54,6 +54,11 @@ bench: services deps
 soak: services deps
 	TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
 	cd integration && TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
+
+## mutate: mutation testing of the tenant-deciding code, one "mutation <pkg> killed=K lived=L ..." line each
+## (MUTATE_PKGS=tenancy limits it; docs/reliability.md)
+mutate: services deps
+	TENANTWIRE_REQUIRE_SERVICES=1 scripts/mutate.sh $(MUTATE_PKGS)
 
 ## matrix: regenerate docs/tenancy-matrix.md and docs/errors.md
 matrix:
