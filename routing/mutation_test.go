@@ -27,6 +27,9 @@ func (c *counted) config() routing.Config[int] {
 		Open:  func(context.Context, routing.Credentials) (int, error) { return 1, nil },
 		Close: func(int) {},
 		Now:   func() time.Time { return c.now },
+		// One credential set for every tenant: only a tenant-keyed client
+		// may serve them all (the claims have tests of their own).
+		TenantKeyed: true,
 	}
 }
 
