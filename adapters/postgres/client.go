@@ -285,7 +285,10 @@ const (
 )
 
 // unpreparer is a statement set that can be told to run unprepared.
-type unpreparer interface{ setUnprepared() }
+type unpreparer interface {
+	setUnprepared()
+	isUnprepared() bool
+}
 
 func (s *stmtCache) get(k stmtKey) (any, bool) {
 	s.mu.RLock()
@@ -304,11 +307,15 @@ func (s *stmtCache) put(k stmtKey, v any) {
 		s.prepared = 0
 	}
 	if u, ok := v.(unpreparer); ok {
-		if _, again := s.m[k]; !again && s.prepared < preparedSets {
+		prev, again := s.m[k]
+		switch {
+		case again: // built twice at once: keep the first one's mode
+			if prev.(unpreparer).isUnprepared() {
+				u.setUnprepared()
+			}
+		case s.prepared < preparedSets:
 			s.prepared++
-		} else if !again {
-			u.setUnprepared()
-		} else if prev, ok := s.m[k].(interface{ isUnprepared() bool }); ok && prev.isUnprepared() {
+		default:
 			u.setUnprepared()
 		}
 	}
