@@ -258,9 +258,18 @@ func hostPort(host string, port uint16) string {
 
 // stmtCache holds statements built per (tenant, route): bounded, and
 // cleared wholesale on overflow (rebuilding is cheap and exact).
+//
+// Statements built per tenant differ in text (the schema is in it), so
+// preparing each of them would fill pgx's per-connection statement cache
+// (512 by default) once tenants × statements outgrow it: every read would
+// then pay a deallocation and a prepare round trip, and each connection
+// would hold statements for every tenant it served. Only the first
+// preparedSets statement sets may run as named prepared statements; the
+// others run unprepared (one round trip, nothing held on the server).
 type stmtCache struct {
-	mu sync.RWMutex
-	m  map[stmtKey]any
+	mu       sync.RWMutex
+	m        map[stmtKey]any
+	prepared int // sets admitted as prepared statements since the last clear
 }
 
 type stmtKey struct {
@@ -268,7 +277,18 @@ type stmtKey struct {
 	route  string
 }
 
-const maxCachedStmts = 8192
+const (
+	maxCachedStmts = 8192
+	// preparedSets × the statements of a route stays well under pgx's
+	// default statement cache, leaving room for the static statements.
+	preparedSets = 32
+)
+
+// unpreparer is a statement set that can be told to run unprepared.
+type unpreparer interface {
+	setUnprepared()
+	isUnprepared() bool
+}
 
 func (s *stmtCache) get(k stmtKey) (any, bool) {
 	s.mu.RLock()
@@ -277,11 +297,27 @@ func (s *stmtCache) get(k stmtKey) (any, bool) {
 	return v, ok
 }
 
+// put stores v, first marking it unprepared when the prepared budget is
+// spent; v is not shared before it is stored.
 func (s *stmtCache) put(k stmtKey, v any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil || len(s.m) >= maxCachedStmts {
 		s.m = make(map[stmtKey]any)
+		s.prepared = 0
+	}
+	if u, ok := v.(unpreparer); ok {
+		prev, again := s.m[k]
+		switch {
+		case again: // built twice at once: keep the first one's mode
+			if prev.(unpreparer).isUnprepared() {
+				u.setUnprepared()
+			}
+		case s.prepared < preparedSets:
+			s.prepared++
+		default:
+			u.setUnprepared()
+		}
 	}
 	s.m[k] = v
 }

@@ -44,7 +44,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			r := route{cl, spec}
-			s := sql{dc.TenantAware}
+			s := sql{tagged: dc.TenantAware}
 			var out []string
 			out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.Write, tenant)+" ("+s.tenantColumn()+
 				"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
@@ -80,7 +80,7 @@ type docStmts struct {
 }
 
 func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
-	s := sql{d.cfg.TenantAware}
+	s := sql{tagged: d.cfg.TenantAware}
 	st := &docStmts{sql: s, read: d.qualified(d.cfg.Read, tenant), write: d.qualified(d.cfg.Write, tenant)}
 	w, c, v := s.where(), s.col(), s.val()
 	st.get = "SELECT version, value FROM " + st.read + " WHERE " + w + "id = " + s.p(1)
@@ -121,10 +121,15 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], 
 	var raw []byte
 	// The point read builds its arguments inline: the hot path allocates
 	// what a hand-written call does and nothing more.
+	// An unprepared set reads in one round trip without describing: the
+	// id is a Go string, which the exec mode sends as text.
 	var a []any
-	if st.tagged {
-		a = []any{tenant.Bytes(), id}
-	} else {
+	switch {
+	case st.tagged:
+		a = st.mode([]any{tenant.Bytes(), id})
+	case st.unprepared:
+		a = []any{pgx.QueryExecModeExec, id}
+	default:
 		a = []any{id}
 	}
 	err = pool.QueryRow(ctx, st.get, a...).Scan(&rec.Version, &raw)
@@ -149,7 +154,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 		return 0, err
 	}
 	defer release()
-	n, err := d.affected(ctx, pool, st.create, args(st.tagged, tenant, id, raw))
+	n, err := d.affected(ctx, pool, st.create, st.mode(args(st.tagged, tenant, id, raw)))
 	if err != nil {
 		return 0, err
 	}
@@ -173,10 +178,10 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 	}
 	defer release()
 	var next document.Version
-	err = pool.QueryRow(ctx, st.update, args(st.tagged, tenant, id, raw, int64(expected))...).Scan(&next)
+	err = pool.QueryRow(ctx, st.update, st.mode(args(st.tagged, tenant, id, raw, int64(expected)))...).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
-		err = pool.QueryRow(ctx, st.exists, args(st.tagged, tenant, id)...).Scan(&one)
+		err = pool.QueryRow(ctx, st.exists, st.mode(args(st.tagged, tenant, id))...).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, document.ErrNotFound
 		}
@@ -195,7 +200,7 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	defer release()
-	n, err := d.affected(ctx, pool, st.delete, args(st.tagged, tenant, id))
+	n, err := d.affected(ctx, pool, st.delete, st.mode(args(st.tagged, tenant, id)))
 	if err != nil {
 		return err
 	}
@@ -233,7 +238,7 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.R
 	if err != nil {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, stmt, a...)
+	rows, err := pool.Query(ctx, stmt, st.mode(a)...)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +272,7 @@ func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error)
 		return 0, err
 	}
 	var n int
-	err = pool.QueryRow(ctx, stmt, a...).Scan(&n)
+	err = pool.QueryRow(ctx, stmt, st.mode(a)...).Scan(&n)
 	return n, err
 }
 

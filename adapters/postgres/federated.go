@@ -111,7 +111,7 @@ type fedStmts struct {
 }
 
 func (f *Federated) build(tenant tenancy.ID) *fedStmts {
-	s := sql{false}
+	s := sql{tagged: false}
 	for _, l := range f.legs {
 		s.tagged = s.tagged || l.tagged
 	}

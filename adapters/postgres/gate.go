@@ -40,7 +40,7 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	if col == "" {
 		col = "id"
 	}
-	s := sql{oc.TenantAware}
+	s := sql{tagged: oc.TenantAware}
 	colID := pgx.Identifier{col}.Sanitize()
 	lookup := func(ctx context.Context, tenant tenancy.ID, id string) (bool, error) {
 		pool, release, err := c.conn(ctx, tenant)

@@ -52,7 +52,7 @@ type idemStmts struct {
 }
 
 func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
-	s := sql{x.cfg.TenantAware}
+	s := sql{tagged: x.cfg.TenantAware}
 	t := x.qualified(x.cfg.Table, relTenant(x.spec, tenant))
 	key := "key"
 	if s.tagged {

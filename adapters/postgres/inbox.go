@@ -51,7 +51,7 @@ type inboxStmts struct {
 }
 
 func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
-	s := sql{i.cfg.TenantAware}
+	s := sql{tagged: i.cfg.TenantAware}
 	t := i.qualified(i.cfg.Table, relTenant(i.spec, tenant))
 	return &inboxStmts{sql: s,
 		mark:   "INSERT INTO " + t + " (" + s.col() + "event_id) VALUES (" + s.val() + s.p(1) + ") ON CONFLICT DO NOTHING",
@@ -162,7 +162,7 @@ func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, 
 	}
 	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 		rt := relTenant(spec, tenant)
-		s := sql{aware}
+		s := sql{tagged: aware}
 		return append(sharedSchema(cl, table, spec, rt),
 			"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(table, rt)+" ("+s.tenantColumn()+columns+s.key(key)+")")
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -64,8 +66,22 @@ func args(tagged bool, tenant tenancy.ID, rest ...any) []any {
 }
 
 // sql holds the placeholder layout of a possibly tagged statement: the
-// tenant is $1 when tagged, and the other parameters follow it.
-type sql struct{ tagged bool }
+// tenant is $1 when tagged, and the other parameters follow it. An
+// unprepared set runs without named prepared statements (see stmtCache).
+type sql struct{ tagged, unprepared bool }
+
+func (s *sql) setUnprepared()     { s.unprepared = true }
+func (s *sql) isUnprepared() bool { return s.unprepared }
+
+// mode prepends the query mode of an unprepared set to a: the statement
+// is described once per connection (pgx's description cache) and runs
+// unnamed, so types are still known (a []byte reaches a jsonb column).
+func (s sql) mode(a []any) []any {
+	if !s.unprepared {
+		return a
+	}
+	return append([]any{pgx.QueryExecModeCacheDescribe}, a...)
+}
 
 // p is the placeholder of the i-th (1-based) non-tenant parameter.
 func (s sql) p(i int) string {
