@@ -100,70 +100,40 @@ func TestBindingStaleAtExactlyTTL(t *testing.T) {
 	}
 }
 
-// MaxTenants bindings are kept; only one more drops the oldest.
-func TestMaxTenantsBindingsKept(t *testing.T) {
-	c := &counted{now: time.Unix(1_000_000, 0)}
-	cfg := c.config()
-	cfg.MaxTenants = 2
-	p, err := routing.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantA} {
-		_, release, err := p.AcquireFor(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		release()
-	}
-	if c.resolves != 2 {
-		t.Fatalf("%d resolves for two tenants under a bound of two, want 2", c.resolves)
-	}
-}
-
-// Over the bound, the binding dropped is the oldest other tenant's, never
-// the one just made.
-func TestOverflowDropsTheOldestOtherBinding(t *testing.T) {
-	c := &counted{now: time.Unix(1_000_000, 0)}
-	cfg := c.config()
-	cfg.MaxTenants = 1
-	p, err := routing.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantB} {
-		_, release, err := p.AcquireFor(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		release()
-	}
-	if c.resolves != 2 {
-		t.Fatalf("%d resolves, want 2: the new binding was dropped instead of the oldest", c.resolves)
-	}
-}
-
-// Of several other bindings, the least recently used one is dropped.
-func TestOverflowDropsTheLeastRecentlyUsed(t *testing.T) {
-	c := &counted{now: time.Unix(1_000_000, 0)}
-	cfg := c.config()
-	cfg.MaxTenants = 2
-	p, err := routing.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	tenantC := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
-	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenantC, tenancytest.TenantB} {
-		_, release, err := p.AcquireFor(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		release()
-	}
-	if c.resolves != 3 {
-		t.Fatalf("%d resolves, want 3: B, more recent than A, was dropped", c.resolves)
+// The MaxTenants bound: bindings within it are kept; over it, the one
+// dropped is the least recently used other tenant's, never the one just made.
+// Each case counts resolves: a dropped binding resolves again.
+func TestMaxTenantsBound(t *testing.T) {
+	a, b := tenancytest.TenantA, tenancytest.TenantB
+	c3 := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
+	for name, tc := range map[string]struct {
+		max      int
+		calls    []tenancy.ID
+		resolves int
+	}{
+		"within the bound, kept":           {2, []tenancy.ID{a, b, a}, 2},
+		"over it, the new binding is kept": {1, []tenancy.ID{a, b, b}, 2},
+		"over it, the least recently used": {2, []tenancy.ID{a, b, c3, b}, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &counted{now: time.Unix(1_000_000, 0)}
+			cfg := c.config()
+			cfg.MaxTenants = tc.max
+			p, err := routing.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for _, id := range tc.calls {
+				_, release, err := p.AcquireFor(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release()
+			}
+			if c.resolves != tc.resolves {
+				t.Fatalf("%d resolves, want %d", c.resolves, tc.resolves)
+			}
+		})
 	}
 }
