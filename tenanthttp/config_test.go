@@ -130,7 +130,7 @@ func TestRouteClassOverlapRefused(t *testing.T) {
 	} {
 		opts := []fx.Option{tenanthttp.Module(ok)}
 		for _, rt := range c.routes {
-			var hh http.Handler = h
+			hh := h
 			if rt.class == tenanthttp.Blocked {
 				hh = nil
 			}

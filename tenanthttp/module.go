@@ -90,7 +90,7 @@ func wire(p wireParams) error {
 	if err != nil {
 		return err
 	}
-	var th http.Handler = m.tenant
+	th := m.tenant
 	for i := len(cfg.Wrap) - 1; i >= 0; i-- {
 		th = cfg.Wrap[i](th)
 	}

@@ -25,7 +25,7 @@ func TestScramVerifierMatchesServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx) // the role never outlives the test
+	defer func() { _ = tx.Rollback(ctx) }() // the role never outlives the test
 	const pw = "c2VjcmV0LXBhc3N3b3Jk_-x"
 	for _, s := range []string{"SET LOCAL password_encryption = 'scram-sha-256'", "CREATE ROLE tw_scram_probe PASSWORD '" + pw + "'"} {
 		if _, err := tx.Exec(ctx, s); err != nil {

@@ -31,14 +31,14 @@ func TestClientForgetsOwned(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE public."+table+" (tenant_id uuid NOT NULL, id text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Exec(ctx, "DROP TABLE public."+table)
+	defer func() { _, _ = conn.Exec(ctx, "DROP TABLE public."+table) }()
 	var c *Client
 	app := fx.New(fx.NopLogger, Module("pg", DSN(url)),
 		fx.Invoke(fx.Annotate(func(cl *Client) { c = cl }, fx.ParamTags(`name:"pg"`))))
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer app.Stop(ctx)
+	defer func() { _ = app.Stop(ctx) }()
 	set := func(owner tenancy.ID) {
 		if _, err := conn.Exec(ctx, "DELETE FROM public."+table); err != nil {
 			t.Fatal(err)
