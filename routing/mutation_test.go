@@ -137,3 +137,59 @@ func TestMaxTenantsBound(t *testing.T) {
 		})
 	}
 }
+
+// A client shared by tenant-keyed tenants stays open while any of them is
+// bound to it: evicting one tenant must not retire the others' client,
+// whether the survivor bound to it first, later, or moved onto it when its
+// credentials changed. Each case counts opens: a retired client reopens.
+func TestSharedClientCountsItsTenants(t *testing.T) {
+	a, b := tenancytest.TenantA, tenancytest.TenantB
+	shared := routing.Credentials{Endpoint: "x"}
+	for name, aFirst := range map[string]routing.Credentials{
+		"bound to it":   shared,
+		"moved onto it": {Endpoint: "y"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			now := time.Unix(1_000_000, 0)
+			creds := map[tenancy.ID]routing.Credentials{a: aFirst, b: shared}
+			opens := 0
+			p, err := routing.New(routing.Config[int]{
+				Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil },
+				Open: func(context.Context, routing.Credentials) (int, error) {
+					opens++
+					return opens, nil
+				},
+				Close:       func(int) {},
+				Now:         func() time.Time { return now },
+				TTL:         time.Minute,
+				TenantKeyed: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			use := func(id tenancy.ID) int {
+				t.Helper()
+				c, release, err := p.AcquireFor(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release()
+				return c
+			}
+			use(b)
+			use(a)
+			if aFirst.Endpoint != shared.Endpoint { // A's credentials change: it moves onto B's client
+				creds[a] = shared
+				now = now.Add(2 * time.Minute)
+				use(b)
+				use(a)
+			}
+			want := opens
+			p.Evict(b)
+			if got := use(a); got > want || opens != want {
+				t.Fatalf("A's client was retired with B's eviction: %d opens, want %d", opens, want)
+			}
+		})
+	}
+}
