@@ -8,7 +8,6 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
-	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -165,15 +164,7 @@ func TestBoundaryNamespace(t *testing.T) {
 // physically are.
 func TestBoundaryDedicated(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		switch id {
-		case tenancytest.TenantA:
-			return credentials(s1), nil
-		case tenancytest.TenantB:
-			return credentials(s2), nil
-		}
-		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
-	}
+	resolve := aOnFirstBOnSecond(s1, s2)
 	g := graph(t, "g", neo4j.Routed(resolve), neo4j.GraphRoute("g"))
 	label := probeGraph(t, g)
 	a, errA := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []string{label}, nil)

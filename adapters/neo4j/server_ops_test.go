@@ -327,15 +327,7 @@ func TestServerTransactions(t *testing.T) {
 // without credentials is served by no server.
 func TestServerRawCypher(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		switch id {
-		case tenancytest.TenantA:
-			return credentials(s1), nil
-		case tenancytest.TenantB:
-			return credentials(s2), nil
-		}
-		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
-	}
+	resolve := aOnFirstBOnSecond(s1, s2)
 	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve), neo4j.RawCypherRoute("raw"))
 	label := uniqueLabel(t)
 	d1, d2 := directTo(t, s1), directTo(t, s2)
@@ -384,15 +376,7 @@ func TestServerConcurrentTenants(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	tenants := []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB,
 		tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c"), tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")}
-	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		switch id {
-		case tenancytest.TenantA:
-			return credentials(s1), nil
-		case tenancytest.TenantB:
-			return credentials(s2), nil
-		}
-		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
-	}
+	resolve := aOnFirstBOnSecond(s1, s2)
 	for _, tc := range []struct {
 		name    string
 		tenants []tenancy.ID

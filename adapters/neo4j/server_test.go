@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"testing"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -13,6 +14,8 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // Helpers for the tests that run against the real Neo4j servers
@@ -29,6 +32,20 @@ func connect(s testsvc.Neo4jServer) neo4j.Option { return neo4j.Connect(s.URI, a
 
 func credentials(s testsvc.Neo4jServer) routing.Credentials {
 	return routing.Credentials{Endpoint: s.URI, User: s.User, Secret: s.Password}
+}
+
+// aOnFirstBOnSecond routes tenant A to s1 and B to s2; any other tenant has
+// no server.
+func aOnFirstBOnSecond(s1, s2 testsvc.Neo4jServer) routing.Resolver {
+	return func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		switch id {
+		case tenancytest.TenantA:
+			return credentials(s1), nil
+		case tenancytest.TenantB:
+			return credentials(s2), nil
+		}
+		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
+	}
 }
 
 // start builds and starts a module and returns its route named route.
