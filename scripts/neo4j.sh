@@ -26,29 +26,8 @@ MAIN=tenantwire.neo4j.Launcher
 log() { echo "neo4j: $*"; }
 die() { echo "neo4j: $*" >&2; exit 1; }
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-apt_updated=0
-apt_install() {
-	if [ "$apt_updated" -eq 0 ]; then
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		apt_updated=1
-	fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-
-ensure_tools() {
-	if ! command -v javac >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
-		log "installing a JDK"
-		apt_install openjdk-17-jdk-headless
-	fi
-	if ! command -v mvn >/dev/null 2>&1; then
-		log "installing Maven"
-		apt_install maven
-	fi
-}
+# shellcheck source=install.sh
+. "$HERE/install.sh"
 
 version() { sed -n 's:.*<neo4j.version>\(.*\)</neo4j.version>.*:\1:p' "$SRC/pom.xml"; }
 
@@ -63,7 +42,7 @@ build_dir() {
 build() {
 	local dir=$1
 	if [ -f "$dir/.built" ]; then return; fi
-	ensure_tools
+	ensure_jvm
 	log "building the launcher (Neo4j $(version)) into $dir"
 	local tmp=$dir.tmp.$$
 	rm -rf "$tmp"

@@ -62,18 +62,8 @@ if [ -n "${TENANTWIRE_REDIS_ADDR:-}" ]; then
 	REDIS_HOST=${REDIS_HOST%]}
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-apt_updated=0
-apt_install() {
-	if [ "$apt_updated" -eq 0 ]; then
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-		apt_updated=1
-	fi
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=install.sh
+. "$HERE/install.sh"
 
 wait_for() { # wait_for <what> <command...>
 	local what=$1; shift
@@ -193,13 +183,6 @@ stop_redis() {
 		sleep 0.2
 	done
 	rm -f "$STATE/redis.pid"
-}
-
-# The Kafka broker runs on the JVM from Maven Central artifacts.
-ensure_jvm() {
-	if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then return; fi
-	log "installing a JDK and Maven"
-	apt_install openjdk-17-jdk-headless maven
 }
 
 start() {

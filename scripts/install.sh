@@ -1,0 +1,23 @@
+# Sourced by services.sh and neo4j.sh: installing what the test servers need
+# with apt-get. The caller defines log().
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=0
+apt_install() {
+	if [ "$apt_updated" -eq 0 ]; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		apt_updated=1
+	fi
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Kafka and Neo4j run on the JVM from Maven Central artifacts; the Neo4j
+# launcher is compiled, so a JDK, not only a runtime.
+ensure_jvm() {
+	if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then return; fi
+	log "installing a JDK and Maven"
+	apt_install openjdk-17-jdk-headless maven
+}
