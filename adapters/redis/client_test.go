@@ -21,7 +21,7 @@ func TestClientSources(t *testing.T) {
 		label string
 		opts  []fx.Option
 	}{
-		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: []string{e.client.Options().Addr}}),
+		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: e.addrs}),
 			redis.CacheRoute(name))}},
 		{"graph", []fx.Option{redis.Module("m", redis.CacheRoute(name)),
 			fx.Supply(fx.Annotate(e.client, fx.As(new(goredis.UniversalClient))))}},

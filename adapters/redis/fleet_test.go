@@ -98,7 +98,9 @@ func TestTenantGlobalLockAndWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if n, err := p.Publish(g, "outbox", []byte("go")); err != nil || n != 1 {
+	// A cluster counts only the subscribers on the node that took the
+	// PUBLISH; the Receive below is what proves delivery there.
+	if n, err := p.Publish(g, "outbox", []byte("go")); err != nil || (n != 1 && !e.cluster) {
 		t.Fatalf("publish: %d %v", n, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

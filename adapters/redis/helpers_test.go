@@ -6,7 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,27 +36,51 @@ var (
 )
 
 // env is a real Redis client plus a per-run suffix for route names; every
-// key a test writes carries the suffix, and cleanup deletes them.
+// key a test writes carries the suffix, and cleanup deletes them. With
+// TENANTWIRE_REDIS_CLUSTER set the client is go-redis's cluster client on
+// that cluster (the Makefile's second run of this package), otherwise a
+// plain client on the single test server.
 type env struct {
-	client *goredis.Client
-	suffix string
-	// dbs are the databases the routed tests give tenants: A 14, B 15,
-	// every other tenant 13, and tenantNoCreds none at all.
-	dbs map[int]*goredis.Client
+	client goredis.UniversalClient
+	// addrs is the single server's address, or the cluster's seeds.
+	addrs   []string
+	cluster bool
+	suffix  string
+	// dbs are the databases the routed tests give tenants (routedDB): on
+	// the single server A 14, B 15, every other tenant 13, and
+	// tenantNoCreds none at all; a cluster has only database 0.
+	dbs map[int]goredis.UniversalClient
 }
 
 var tenantNoCreds = tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	addr := testsvc.RedisAddr(t)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	e := &env{client: goredis.NewClient(&goredis.Options{Addr: addr}), suffix: hex.EncodeToString(b[:]),
-		dbs: map[int]*goredis.Client{}}
-	e.dbs[0] = e.client
-	for _, db := range []int{13, 14, 15} {
-		e.dbs[db] = goredis.NewClient(&goredis.Options{Addr: addr, DB: db})
+	e := &env{suffix: hex.EncodeToString(b[:]), dbs: map[int]goredis.UniversalClient{}}
+	if os.Getenv(testsvc.RedisClusterEnv) != "" {
+		e.addrs, e.cluster = testsvc.RedisCluster(t), true
+		cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: e.addrs})
+		// The cluster client makes a client per node on first contact, each
+		// with housekeeping goroutines: meet every node now, so that tests
+		// checking for leaked goroutines see them as already there.
+		err := cc.ForEachShard(context.Background(), func(ctx context.Context, c *goredis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+		if err != nil {
+			t.Fatalf("redis cluster: %v", err)
+		}
+		e.client = cc
+		e.dbs[0] = cc
+	} else {
+		addr := testsvc.RedisAddr(t)
+		e.addrs = []string{addr}
+		e.client = goredis.NewClient(&goredis.Options{Addr: addr})
+		e.dbs[0] = e.client
+		for _, db := range []int{13, 14, 15} {
+			e.dbs[db] = goredis.NewClient(&goredis.Options{Addr: addr, DB: db})
+		}
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -66,22 +94,47 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
+// skipOnCluster skips a test that needs what only a single server has.
+func (e *env) skipOnCluster(t testing.TB, why string) {
+	t.Helper()
+	if e.cluster {
+		t.Skip("SKIPPED on the Redis Cluster run: " + why)
+	}
+}
+
+// routedDB is the database the routed tests give tenant id.
+func (e *env) routedDB(id tenancy.ID) int {
+	switch {
+	case e.cluster:
+		return 0
+	case id == tenancytest.TenantA:
+		return 14
+	case id == tenancytest.TenantB:
+		return 15
+	}
+	return 13
+}
+
+// creds are the credentials of database db on the env's server or cluster
+// (comma-separated seeds make the default Open build a cluster client).
+func (e *env) creds(db int) routing.Credentials {
+	c := routing.Credentials{Endpoint: strings.Join(e.addrs, ",")}
+	if !e.cluster {
+		c.Params = map[string]string{"db": strconv.Itoa(db)}
+	}
+	return c
+}
+
 // routed is the routed client option of the dedicated tier: each tenant
-// gets a client of its own on its own database.
+// gets a client of its own on its own database (on a cluster, the tenants
+// share it and their keys carry the tenant).
 func (e *env) routed() redis.Option {
-	addr := e.client.Options().Addr
 	return redis.Routed(redis.RoutedConfig{
 		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-			db := "13"
-			switch id {
-			case tenancytest.TenantA:
-				db = "14"
-			case tenancytest.TenantB:
-				db = "15"
-			case tenantNoCreds:
+			if id == tenantNoCreds {
 				return routing.Credentials{}, errNoCreds
 			}
-			return routing.Credentials{Endpoint: addr, Params: map[string]string{"db": db}}, nil
+			return e.creds(e.routedDB(id)), nil
 		},
 		PoolSize: 4,
 	})
@@ -106,14 +159,37 @@ func (e *env) keys(t testing.TB) []string {
 
 func (e *env) keysIn(t testing.TB, db int) []string {
 	t.Helper()
-	var out []string
-	iter := e.dbs[db].Scan(context.Background(), 0, "tw:*-"+e.suffix+":*", 1000).Iterator()
-	for iter.Next(context.Background()) {
-		out = append(out, iter.Val())
+	ctx := context.Background()
+	scan := func(c goredis.UniversalClient) ([]string, error) {
+		var out []string
+		iter := c.Scan(ctx, 0, "tw:*-"+e.suffix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			out = append(out, iter.Val())
+		}
+		return out, iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	cc, ok := e.dbs[db].(*goredis.ClusterClient)
+	if !ok {
+		out, err := scan(e.dbs[db])
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		return out
+	}
+	// SCAN walks one node: a cluster's keys are the union over its masters.
+	var mu sync.Mutex
+	var out []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *goredis.Client) error {
+		ks, err := scan(node)
+		mu.Lock()
+		out = append(out, ks...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -23,6 +23,8 @@ type Message struct {
 }
 
 // Publish sends payload on channel and returns how many subscribers got it.
+// On a cluster that is Redis's count on the node that took the PUBLISH
+// only; subscribers on other nodes get the message but are not counted.
 func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (int64, error) {
 	cl, k, done, err := p.target(ctx, channel)
 	if err != nil {

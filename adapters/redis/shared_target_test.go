@@ -23,10 +23,10 @@ import (
 // identical credentials (one shared client), never see each other's keys.
 func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	e := newEnv(t)
-	addr := e.client.Options().Addr
+	db := e.routedDB(tenantNoCreds) // neither A's nor B's own database
 	shared := redis.Routed(redis.RoutedConfig{
 		Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
-			return routing.Credentials{Endpoint: addr, Params: map[string]string{"db": "13"}}, nil
+			return e.creds(db), nil
 		},
 		PoolSize: 2,
 	})
@@ -49,7 +49,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 			t.Fatalf("got %q, %v, %v; want %q", v, ok, err, want)
 		}
 	}
-	keys := e.keysIn(t, 13)
+	keys := e.keysIn(t, db)
 	if len(keys) != 2 || !strings.Contains(strings.Join(keys, " "), tenancytest.TenantA.Hex()) ||
 		!strings.Contains(strings.Join(keys, " "), tenancytest.TenantB.Hex()) {
 		t.Fatalf("keys in the shared database: %v", keys)
@@ -62,7 +62,8 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 // linger a moment, hence the allowance there).
 func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	e := newEnv(t)
-	addr := e.client.Options().Addr
+	e.skipOnCluster(t, "it counts one server's connections in CLIENT LIST, and a cluster client holds a pool per node")
+	addr := e.addrs[0]
 	clientName := "twbudget" + e.suffix
 	var dialed connprobe.Counter
 	const tenants = 12

@@ -30,6 +30,35 @@ func RedisAddr(t testing.TB) string {
 	return addr
 }
 
+// RedisClusterEnv names the Redis Cluster the tests use, as a
+// comma-separated host:port list. Packages that run their suite a second
+// time on a cluster do so when it is set.
+const RedisClusterEnv = "TENANTWIRE_REDIS_CLUSTER"
+
+// RedisCluster is the test Redis Cluster (scripts/redis-cluster.sh: three
+// masters and three replicas), as seed addresses for go-redis's cluster
+// client; the first must answer.
+func RedisCluster(t testing.TB) []string {
+	t.Helper()
+	addrs := strings.Split(env(RedisClusterEnv,
+		"127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105"), ",")
+	for i := range addrs {
+		addrs[i] = strings.TrimSpace(addrs[i])
+	}
+	reachable(t, "Redis Cluster", "redis://"+addrs[0])
+	return addrs
+}
+
+// PostgresSecondURL is the superuser URL of the test database on the
+// second PostgreSQL server (scripts/services.sh, port 5433), where the
+// dedicated tier's tests place some tenants.
+func PostgresSecondURL(t testing.TB) string {
+	t.Helper()
+	u := env("TENANTWIRE_PG_URL_2", "postgres://postgres@127.0.0.1:5433/tenantwire_test?sslmode=disable")
+	reachable(t, "PostgreSQL (second server)", u)
+	return u
+}
+
 // KafkaBrokers is the test Kafka broker (scripts/kafka.sh), as a
 // comma-separated bootstrap list; the first address must answer.
 func KafkaBrokers(t testing.TB) string {
