@@ -150,7 +150,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case cfg.client != nil:
 			c.client = cfg.client
 		case cfg.connect != nil:
-			c.client = goredis.NewUniversalClient(cfg.connect)
+			c.client = newClient(cfg.connect)
 			in.Lifecycle.Append(fx.StopHook(c.client.Close))
 		case in.Client != nil:
 			c.client = in.Client

@@ -120,7 +120,7 @@ func (rc *routedConfig) defaultOpen(c routing.Credentials) (goredis.UniversalCli
 		}
 		opts.DB = n
 	}
-	return goredis.NewUniversalClient(opts), nil
+	return newClient(opts), nil
 }
 
 func (r *router) client(ctx context.Context, id tenancy.ID) (goredis.UniversalClient, func(), error) {
