@@ -2,8 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
+	osexec "os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -26,21 +31,27 @@ func twoServers(t *testing.T) map[tenancy.ID]string {
 	run := unique()
 	dsns := map[tenancy.ID]string{}
 	for id, base := range map[tenancy.ID]string{tenancytest.TenantA: first, tenancytest.TenantB: second, tenantC: second} {
-		db := "tw_srv_" + run + "_" + id.Hex()[:4]
-		conn, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(t, conn, "CREATE DATABASE "+db)
-		t.Cleanup(func() {
-			exec(t, conn, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-			conn.Close(context.Background())
-		})
-		u, _ := url.Parse(base)
-		u.Path = "/" + db
-		dsns[id] = u.String()
+		dsns[id] = createDatabase(t, base, "tw_srv_"+run+"_"+id.Hex()[:4])
 	}
 	return dsns
+}
+
+// createDatabase creates db on the server of base, drops it when the test
+// ends, and returns its DSN.
+func createDatabase(t *testing.T, base, db string) string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, conn, "CREATE DATABASE "+db)
+	t.Cleanup(func() {
+		exec(t, conn, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		conn.Close(context.Background())
+	})
+	u, _ := url.Parse(base)
+	u.Path = "/" + db
+	return u.String()
 }
 
 func credsOf(dsns map[tenancy.ID]string) routing.Resolver {
@@ -163,5 +174,109 @@ func relayOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	}
 	if len(s.count) != len(rows) {
 		t.Errorf("%d deliveries for %d rows", len(s.count), len(rows))
+	}
+}
+
+// TestMoveTenantBetweenServers follows docs/postgres.md's move of a tenant
+// from one server to another: the resolver refuses the tenant while it
+// moves and Evict drops its pool, so no call reaches either database (no
+// fallback); pg_dump copies its database; the resolver then names the new
+// one, and the tenant's next call runs there with all its records, its
+// claim moved along.
+func TestMoveTenantBetweenServers(t *testing.T) {
+	first, second := testsvc.PostgresURL(t), testsvc.PostgresSecondURL(t)
+	run := unique()
+	from := createDatabase(t, first, "tw_move_"+run+"_from")
+	to := createDatabase(t, second, "tw_move_"+run+"_to")
+	errMoving := errors.New("tenant is moving")
+	var mu sync.Mutex
+	creds := map[tenancy.ID]routing.Credentials{tenancytest.TenantA: {Endpoint: from}}
+	moving := false
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id == tenancytest.TenantA && moving {
+			return routing.Credentials{}, errMoving
+		}
+		if c, ok := creds[id]; ok {
+			return c, nil
+		}
+		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
+	}
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2}),
+		postgres.RequiredIsolation(tenancy.Dedicated),
+		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
+	provision(t, c, tenancytest.TenantA)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	for i := range 3 {
+		if _, err := d.Create(ctxA, fmt.Sprint("r", i), item{Name: "a", N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := serverPort(t, c, tenancytest.TenantA); p == 5433 {
+		t.Fatalf("A starts on port %d, the second server", p)
+	}
+
+	// 1. Stop the tenant's traffic: the resolver refuses it, Evict drops
+	// its pool (every replica does the same, or waits for TTL).
+	mu.Lock()
+	moving = true
+	mu.Unlock()
+	c.Evict(tenancytest.TenantA)
+	if _, err := d.Get(ctxA, "r0"); !errors.Is(err, errMoving) {
+		t.Fatalf("a call during the move: %v, want the resolver's error", err)
+	}
+	// 2. Copy the database.
+	dump := osexec.Command("pg_dump", "--no-owner", "--dbname="+from)
+	restore := osexec.Command("psql", "-q", "-v", "ON_ERROR_STOP=1", "--dbname="+to)
+	pipe, err := dump.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore.Stdin = pipe
+	if err := dump.Start(); err != nil {
+		msg := fmt.Sprintf("pg_dump cannot run (%v); the move needs the PostgreSQL client tools", err)
+		if testsvc.Required() {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED: " + msg)
+	}
+	if out, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	if err := dump.Wait(); err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	// 3. Point the resolver at the new database and let the tenant back.
+	mu.Lock()
+	creds[tenancytest.TenantA] = routing.Credentials{Endpoint: to}
+	moving = false
+	mu.Unlock()
+	if p := serverPort(t, c, tenancytest.TenantA); p != 5433 {
+		t.Fatalf("A moved to port %d, want the second server's 5433", p)
+	}
+	if n, err := d.Count(ctxA, document.Query{}); err != nil || n != 3 {
+		t.Fatalf("A's records after the move: %d, %v", n, err)
+	}
+	if v, err := d.Update(ctxA, "r1", item{Name: "moved", N: 1}, 1); err != nil || v != 2 {
+		t.Fatalf("update after the move: version %d, %v", v, err)
+	}
+	// The claim moved with A: another tenant resolving to A's new database
+	// is refused, and the old one is A's no longer. It still holds A's
+	// copy, which a tenant handed that database would read: that is why
+	// the move ends by dropping it.
+	mu.Lock()
+	creds[tenancytest.TenantB] = routing.Credentials{Endpoint: to}
+	mu.Unlock()
+	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	_, err = d.Get(ctxB, "r1")
+	requireSharedTarget(t, "B on A's new database", err)
+	mu.Lock()
+	creds[tenancytest.TenantB] = routing.Credentials{Endpoint: from}
+	mu.Unlock()
+	c.Evict(tenancytest.TenantB)
+	if r, err := d.Get(ctxB, "r1"); err != nil || r.Value.Name != "a" {
+		t.Fatalf("B on A's old database, whose claim A released: %+v, %v", r, err)
 	}
 }
