@@ -46,12 +46,16 @@ type routeSpec struct {
 
 // Client runs the module on c, a client the caller owns and closes. Any
 // go-redis UniversalClient works: *Client, *ClusterClient, a failover
-// client. Without Client or Connect, the module takes a
+// client; give a *ClusterClient a ClusterStateReloadInterval of a few
+// seconds, or calls for a dead master's slots fail for up to a minute
+// after its replica took over. Without Client or Connect, the module takes a
 // goredis.UniversalClient from the fx graph.
 func Client(c goredis.UniversalClient) Option { return func(cfg *config) { cfg.client = c } }
 
 // Connect makes the module build its own client from opts (lazily: go-redis
-// dials on the first command) and close it on stop.
+// dials on the first command) and close it on stop. A cluster client built
+// here re-reads the slot map every 2 seconds, so a failed-over master's
+// slots recover within seconds (go-redis's default is a minute).
 func Connect(opts *goredis.UniversalOptions) Option {
 	return func(cfg *config) { cfg.connect = opts }
 }

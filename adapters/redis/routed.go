@@ -25,7 +25,8 @@ type RoutedConfig struct {
 	// may set "db" (a database number) and "master" (a sentinel master).
 	Resolve routing.Resolver
 	// Open builds a client from credentials without connecting; default
-	// goredis.NewUniversalClient as described above.
+	// goredis.NewUniversalClient as described above (a cluster client
+	// re-reads its slot map every 2 seconds).
 	Open func(routing.Credentials) (goredis.UniversalClient, error)
 	// MaxPools bounds clients open or still closing (default 64);
 	// MaxTenants bounds remembered tenants; TTL is how long a resolution is
