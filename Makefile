@@ -4,8 +4,12 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 FUZZTIME ?= 3s
 LONG_FUZZTIME ?= 60s
-# The Redis Cluster of scripts/redis-cluster.sh, where `make test` runs the
-# Redis adapter's suite a second time.
+# The Redis Cluster where `make test` runs the Redis adapter's suite a second
+# time: yours when TENANTWIRE_REDIS_CLUSTER names one, else the one
+# scripts/redis-cluster.sh starts.
+ifdef TENANTWIRE_REDIS_CLUSTER
+REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
+endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
 .PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
@@ -16,7 +20,7 @@ demo:
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
 test: services deps tidy-check vet
-	TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER= $(GO) test -race -count=1 ./...
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short

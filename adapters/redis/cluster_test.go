@@ -190,7 +190,7 @@ func TestClusterFailover(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		calm := true
 		for label, l := range loads {
-			calm = calm && time.Since(time.Unix(0, l.lastErr.Load())) > time.Second && l.ok.Load() > atFailover[label]+300
+			calm = calm && time.Since(time.Unix(0, l.lastErr.Load())) > time.Second && l.ok.Load() > atFailover[label]+100
 		}
 		if calm {
 			break
