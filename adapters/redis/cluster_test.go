@@ -69,6 +69,9 @@ func TestClusterHostileBracesDoNotPinSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if want := int64(redis.ClusterSlot(k)); s != want {
+			t.Fatalf("CLUSTER KEYSLOT %q = %d, the unit tests' slot function says %d", k, s, want)
+		}
 		slots[s] = true
 		m, err := e.client.(*goredis.ClusterClient).MasterForKey(bg, k)
 		if err != nil {

@@ -112,7 +112,7 @@ func FuzzKeyInjective(f *testing.F) {
 				continue
 			}
 			key := p.k.build()
-			if strings.ContainsAny(key, "{}") {
+			if strings.ContainsAny(key, "{}") || clusterSlot(key) != crc16(key)%16384 {
 				t.Fatalf("key %q carries a brace", key)
 			}
 			back, ok := parseKey(key)
