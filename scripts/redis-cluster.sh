@@ -20,9 +20,10 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PORTS=(7100 7101 7102 7103 7104 7105)
 ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/redis-cluster
-# Short enough that a lost master is replaced within seconds, long enough
-# that a busy shared machine does not trigger failovers on its own.
-NODE_TIMEOUT=${TENANTWIRE_REDIS_CLUSTER_NODE_TIMEOUT:-5000} # milliseconds
+# Long enough that a busy shared machine (a node stalled for seconds) does
+# not trigger failovers on its own; the failover test starts a private
+# cluster with a short one.
+NODE_TIMEOUT=${TENANTWIRE_REDIS_CLUSTER_NODE_TIMEOUT:-15000} # milliseconds
 
 log() { echo "redis-cluster: $*"; }
 die() { echo "redis-cluster: $*" >&2; exit 1; }
