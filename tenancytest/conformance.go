@@ -133,6 +133,8 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 // tenant_unbound that says how to fix it: never the default tenant, never
 // a shared container. Update and Delete are left out: a probe writes them
 // as tenant B's attempts, free to assert B's own error, such as not found.
+// A Delivered read is no call to refuse: under no tenant it must report
+// nothing delivered, and no error.
 func FailsClosed(t testing.TB, p Probe) {
 	t.Helper()
 	if p.Write == nil || p.Read == nil {
@@ -143,7 +145,16 @@ func FailsClosed(t testing.TB, p Probe) {
 		name string
 		ctx  context.Context
 	}{{"no tenant", bg}, {"tenant-global", tenancy.WithGlobal(bg)}} {
+		if p.Delivered {
+			found, err := p.Read(c.ctx)
+			if err != nil || found {
+				t.Errorf("delivered under %s: found=%v err=%v, want nothing delivered", c.name, found, err)
+			}
+		}
 		for _, op := range p.calls(false) {
+			if op.name == "read" && p.Delivered {
+				continue
+			}
 			err := op.call(c.ctx)
 			var coded *tenancy.Error
 			switch {

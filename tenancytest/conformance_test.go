@@ -62,8 +62,10 @@ type toyStore struct {
 	leaky bool // ignores the tenant
 	blind bool // never finds anything
 	open  bool // an unbound call runs as the default tenant
-	mu    sync.Mutex
-	data  map[string]bool
+	// delivered: Read reports deliveries; unboundSeen: one ran unbound.
+	delivered, unboundSeen bool
+	mu                     sync.Mutex
+	data                   map[string]bool
 }
 
 var errNotFound = errors.New("not found")
@@ -94,7 +96,8 @@ func (s *toyStore) probe() tenancytest.Probe {
 		return s.data[k] && !s.blind, nil
 	}
 	return tenancytest.Probe{
-		RecordID: "rec",
+		Delivered: s.delivered,
+		RecordID:  "rec",
 		Write: func(ctx context.Context) error {
 			k, err := s.key(ctx)
 			if err != nil {
@@ -105,7 +108,12 @@ func (s *toyStore) probe() tenancytest.Probe {
 			s.data[k] = true
 			return nil
 		},
-		Read: found,
+		Read: func(ctx context.Context) (bool, error) {
+			if _, bound := tenancy.FromContext(ctx); !bound && s.delivered {
+				return s.unboundSeen, nil
+			}
+			return found(ctx)
+		},
 		Count: func(ctx context.Context) (int, error) {
 			ok, err := found(ctx)
 			if ok {
@@ -162,6 +170,12 @@ var factories = map[string]tenancytest.Factory{
 		}
 		return (&toyStore{}).probe(), nil
 	},
+	"delivered": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+		return (&toyStore{delivered: true}).probe(), nil
+	},
+	"delivered-unbound": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+		return (&toyStore{delivered: true, unboundSeen: true}).probe(), nil
+	},
 	"broken": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return tenancytest.Probe{}, errors.New("server down")
 	},
@@ -199,6 +213,8 @@ func TestConformanceVerdicts(t *testing.T) {
 		}},
 		{"unavailable", true, []string{"--- SKIP: TestConformanceChild/dyn/namespace", "SKIPPED toy dyn/namespace: the toy server has no schemas"}},
 		{"unavailable-silent", false, []string{"toy dyn/namespace: unavailable without a reason"}},
+		{"delivered", true, []string{"--- PASS: TestConformanceChild/topic/dedicated"}},
+		{"delivered-unbound", false, []string{"delivered under no tenant: found=true err=<nil>, want nothing delivered"}},
 		{"broken", false, []string{"the factory failed: server down"}},
 	} {
 		t.Run(c.factory, func(t *testing.T) {
