@@ -87,8 +87,12 @@ func rawProbe(t *testing.T, raw *neo4j.RawCypher, s1, s2 testsvc.Neo4jServer) te
 		},
 		Count:  count,
 		Intact: func(ctx context.Context) (bool, error) { n, err := count(ctx); return n == 1, err },
-		Update: func(ctx context.Context) error { return changed(raw.Write(ctx, match+"SET n.k = 'b' RETURN count(n) AS c", nil)) },
-		Delete: func(ctx context.Context) error { return changed(raw.Write(ctx, match+"DETACH DELETE n RETURN count(*) AS c", nil)) },
+		Update: func(ctx context.Context) error {
+			return changed(raw.Write(ctx, match+"SET n.k = 'b' RETURN count(n) AS c", nil))
+		},
+		Delete: func(ctx context.Context) error {
+			return changed(raw.Write(ctx, match+"DETACH DELETE n RETURN count(*) AS c", nil))
+		},
 	}
 }
 
