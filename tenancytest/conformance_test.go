@@ -218,6 +218,7 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"broken", false, []string{"the factory failed: server down"}},
 	} {
 		t.Run(c.factory, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceChild$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), childEnv+"="+c.factory)
 			out, err := cmd.CombinedOutput()
