@@ -98,6 +98,14 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 	var uncovered, skipped []string
 	for _, c := range cells {
 		t.Run(c.String(), func(t *testing.T) {
+			// A skip, the factory's own (a server not reachable) or an
+			// unavailable cell's, is listed in the summary too.
+			reason := "the factory skipped it (see the cell's log)"
+			defer func() {
+				if t.Skipped() {
+					skipped = append(skipped, c.String()+": "+reason)
+				}
+			}()
 			p, err := f(t, c.Kind, c.Tier)
 			var u *unavailable
 			switch {
@@ -109,7 +117,7 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 				if strings.TrimSpace(u.reason) == "" {
 					t.Fatalf("%s %s/%s: unavailable without a reason; say what the server lacks", b.Name, c.Kind, c.Tier)
 				}
-				skipped = append(skipped, c.String()+": "+u.reason)
+				reason = u.reason
 				t.Skipf("SKIPPED %s %s/%s: %s", b.Name, c.Kind, c.Tier, u.reason)
 			case err != nil:
 				t.Fatalf("%s %s/%s: the factory failed: %v", b.Name, c.Kind, c.Tier, err)

@@ -176,6 +176,12 @@ var factories = map[string]tenancytest.Factory{
 	"delivered-unbound": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return (&toyStore{delivered: true, unboundSeen: true}).probe(), nil
 	},
+	"skips": func(t *testing.T, k floors.Kind, _ tenancy.Tier) (tenancytest.Probe, error) {
+		if k == "log" {
+			t.Skip("SKIPPED: no log server here")
+		}
+		return (&toyStore{}).probe(), nil
+	},
 	"broken": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return tenancytest.Probe{}, errors.New("server down")
 	},
@@ -215,6 +221,7 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"unavailable-silent", false, []string{"toy dyn/namespace: unavailable without a reason"}},
 		{"delivered", true, []string{"--- PASS: TestConformanceChild/topic/dedicated"}},
 		{"delivered-unbound", false, []string{"delivered under no tenant: found=true err=<nil>, want nothing delivered"}},
+		{"skips", true, []string{"toy: cell skipped: log/tagged: the factory skipped it", "toy: cell skipped: log/dedicated"}},
 		{"broken", false, []string{"the factory failed: server down"}},
 	} {
 		t.Run(c.factory, func(t *testing.T) {
