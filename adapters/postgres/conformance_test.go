@@ -12,16 +12,17 @@ import (
 )
 
 // TestConformance probes every (kind, tier) cell of postgres.Rules on the
-// real server. Each tier is one or two apps holding every kind at that
-// tier, started once and shared by the tier's cells (each cell probes
-// tables of its own), so the run costs a few apps, not one per cell.
+// real server. Each tier is one app holding every kind that reaches it
+// (tierRoutes' and the messaging ones), started and provisioned once and
+// shared by the tier's cells, each probing tables of its own: DDL and
+// CREATE DATABASE are the slow part of the run, not the probes.
 func TestConformance(t *testing.T) {
 	core := map[tenancy.Tier]routeSet{}
-	msg := map[tenancy.Tier]messagingSet{}
-	conns := msgTiers(t, "")
+	msg := map[tenancy.Tier]*messagingSet{}
+	dbs := twoDatabases(t)
 	for _, tier := range tiers {
-		core[tier] = tierRoutes(t, tier)
-		msg[tier] = messagingRoutes(t, tier, conns[tier.String()].conn, conns[tier.String()].aware)
+		ms, opts, targets := messagingRoutes(tier)
+		core[tier], msg[tier] = tierRoutesOn(t, tier, dbs, opts, targets...), ms
 	}
 	tenancytest.Conformance(t, postgres.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		rs, ms := core[tier], msg[tier]
@@ -62,19 +63,21 @@ type messagingSet struct {
 	federate *postgres.Federated
 }
 
-// messagingRoutes starts the inbox, idempotency and outbox kinds at tier,
-// and the hub and federated search kinds where they reach it, on conn
-// (msgTiers) under a module whose floor is tier, and provisions A and B.
-func messagingRoutes(t *testing.T, tier tenancy.Tier, conn postgres.Option, aware bool) messagingSet {
+// messagingRoutes returns the inbox, idempotency and outbox routes at
+// tier, and the hub and federated search routes where they reach it, for
+// tierRoutesOn's module, and the set their values fill. Below dedicated
+// they are tenant-aware; at dedicated, plain on the routed client.
+func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any) {
 	run := unique()
+	aware := tier != tenancy.Dedicated
 	rel := func(base string) postgres.Relation {
 		if tier == tenancy.Namespace {
 			return postgres.SchemaPerTenant(base)
 		}
 		return postgres.Table(base + "_" + run)
 	}
-	ms := messagingSet{run: run}
-	opts := []postgres.Option{conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix("tw" + run + "_"), postgres.AllowTeardown(),
+	ms := &messagingSet{run: run}
+	opts := []postgres.Option{
 		postgres.Inbox("in", postgres.InboxConfig{TenantAware: aware, Table: rel("in")}),
 		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: aware, Table: rel("idem")}),
 		postgres.Outbox("out", postgres.OutboxConfig{TenantAware: aware, Table: rel("out")}),
@@ -94,12 +97,7 @@ func messagingRoutes(t *testing.T, tier tenancy.Tier, conn postgres.Option, awar
 			postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"hub", "own"}}))
 		targets = append(targets, named("hub", &ms.hub), named("own", &ms.own), named("all", &ms.federate))
 	}
-	c := start(t, postgres.Module("pg", opts...), targets...)
-	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
-	if tier == tenancy.Namespace {
-		t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
-	}
-	return ms
+	return ms, opts, targets
 }
 
 // outboxProbe writes one message and finds it by claiming the outbox (the
@@ -132,7 +130,7 @@ func outboxProbe(o *postgres.OutboxRoute, ev string) tenancytest.Probe {
 
 // federatedProbe puts a document holding word into each leg; A must find
 // both through the federated search and B neither.
-func federatedProbe(ms messagingSet, word string) tenancytest.Probe {
+func federatedProbe(ms *messagingSet, word string) tenancytest.Probe {
 	hits := func(ctx context.Context) (int, error) {
 		hs, err := ms.federate.Search(ctx, word, 10)
 		return len(hs), err

@@ -56,6 +56,17 @@ type routeSet struct {
 
 // tierRoutes starts every route kind at one tier and provisions A and B.
 func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
+	var resolve routing.Resolver
+	if tier == tenancy.Dedicated {
+		resolve = twoDatabases(t)
+	}
+	return tierRoutesOn(t, tier, resolve, nil)
+}
+
+// tierRoutesOn is tierRoutes with the dedicated tier's databases given by
+// resolve (nil below dedicated), and extra routes in the same module,
+// filling extraTargets.
+func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, extra []postgres.Option, extraTargets ...any) routeSet {
 	run := unique()
 	prefix := "tw" + run + "_"
 	rel := func(name string) postgres.Relation { return postgres.Table(name + "_" + run) }
@@ -65,7 +76,7 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
+		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()
@@ -84,7 +95,7 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
 		targets = append(targets, named("dyn", &rs.dyn))
 	}
-	rs.client = start(t, postgres.Module("pg", opts...), targets...)
+	rs.client = start(t, postgres.Module("pg", append(opts, extra...)...), append(targets, extraTargets...)...)
 	provision(t, rs.client, tenancytest.TenantA, tenancytest.TenantB)
 	if tier == tenancy.Namespace {
 		t.Cleanup(func() { teardown(t, rs.client, tenancytest.TenantA, tenancytest.TenantB) })
