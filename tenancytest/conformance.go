@@ -86,9 +86,10 @@ func Unavailable(reason string) error { return &unavailable{reason: reason} }
 // Conformance runs the boundary probe on every cell of b's rules (see
 // Cells), each in a subtest named kind/tier: A writes and reads its own,
 // B sees and changes nothing of A's through every operation the probe
-// sets, and every operation fails closed with tenant_unbound when no tenant
-// is bound (see Boundary and FailsClosed). Cells the factory does not
-// cover fail the run, and the kit lists them at the end.
+// sets (Boundary), and the write and every read fail closed with
+// tenant_unbound when no tenant is bound (FailsClosed). Cells the factory
+// does not cover fail the run, and the kit lists them at the end with the
+// cells it skipped and why.
 func Conformance(t *testing.T, b floors.Backend, f Factory) {
 	t.Helper()
 	cells := Cells(b)
