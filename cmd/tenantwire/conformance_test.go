@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // TestEveryBackendRunsTheConformanceKit: each backend in Backends has a
@@ -107,4 +111,60 @@ func isSelector(e ast.Expr, imports map[string]string, pkg, name string) bool {
 	}
 	id, ok := sel.X.(*ast.Ident)
 	return ok && imports[id.Name] == pkg
+}
+
+// TestCellsAgreeWithReach: the cells the kit probes are exactly the tiers
+// floors.Reach grants each shipped kind (for a route wired for that tier)
+// within the backend's ceiling and above the kind's origin floor, so the
+// kit and the rules engine cannot drift apart.
+func TestCellsAgreeWithReach(t *testing.T) {
+	for _, b := range Backends {
+		want := map[tenancytest.Cell]bool{}
+		for kind, rule := range b.Kinds {
+			floor, err := rule.Origin.Floor()
+			if rule.Fleet || err != nil {
+				continue
+			}
+			for _, tier := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated} {
+				if tier <= b.Ceiling && tier >= floor && floors.Reach(rule, routeFor(rule, kind, tier)) == tier {
+					want[tenancytest.Cell{Kind: kind, Tier: tier}] = true
+				}
+			}
+		}
+		got := tenancytest.Cells(b)
+		for _, c := range got {
+			if !want[c] {
+				t.Errorf("%s: the kit probes %s, which no route reaches under the rules", b.Name, c)
+			}
+			delete(want, c)
+		}
+		for c := range want {
+			t.Errorf("%s: the rules reach %s, but the kit does not probe it", b.Name, c)
+		}
+	}
+}
+
+// routeFor is the route of kind wired the way tier asks: tenant-aware over
+// scoped relations for tagged; a per-tenant resolver on every counted
+// relation for namespace (tenant-aware too where the resolver counts only
+// then); a routed client for dedicated.
+func routeFor(rule floors.KindRule, kind floors.Kind, tier tenancy.Tier) floors.Route {
+	roles := rule.Relations
+	if len(roles) == 0 {
+		roles = []string{"relation"}
+	}
+	r := floors.Route{Name: "probe", Kind: kind}
+	for _, role := range roles {
+		r.Relations = append(r.Relations, floors.Relation{Role: role, Name: role,
+			PerTenant: tier == tenancy.Namespace, Scoped: tier == tenancy.Tagged})
+	}
+	switch tier {
+	case tenancy.Tagged:
+		r.TenantAware = true
+	case tenancy.Namespace:
+		r.TenantAware = rule.ResolverCountsOnlyWhenTenantAware
+	case tenancy.Dedicated:
+		r.Routed = true
+	}
+	return r
 }
