@@ -40,6 +40,12 @@ type Probe struct {
 	// fail (not found) and change nothing.
 	Update func(ctx context.Context) error
 	Delete func(ctx context.Context) error
+
+	// Delivered marks a Read that reports a background delivery (a
+	// consumer handing the record to a handler under the context's
+	// binding) rather than a call the route refuses. Under no tenant such
+	// a Read must then find nothing delivered (FailsClosed).
+	Delivered bool
 }
 
 // Boundary writes under tenant A, proves A reads its own write (so the

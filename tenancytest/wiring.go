@@ -1,6 +1,12 @@
 // Package tenancytest is the testkit for users and adapters: assert that a
 // set of fx options wires or is refused with a code, without touching any
 // server, and probe a route's tenant boundary for real.
+//
+// For backend authors, Conformance is the backend conformance kit: given
+// a backend's Rules and a Factory that builds a route of a kind at a tier
+// against a live server, it runs the Boundary probe and FailsClosed on
+// every cell of the capability matrix the rules reach, and fails the run
+// for any cell the factory does not cover.
 package tenancytest
 
 import (

@@ -27,6 +27,32 @@ func visible(err error) (bool, error) {
 // probeGraph runs the node and the relationship probes on g, then removes
 // what it wrote under both tenants.
 func probeGraph(t *testing.T, g *neo4j.Graph) (label string) {
+	label, w, node, rel := graphProbes(t, g)
+	t.Run("node", func(t *testing.T) {
+		tenancytest.Boundary(t, node)
+		// B cannot link its own node to A's.
+		ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+		own, err := g.CreateNode(ctxB, []string{label}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.CreateRelationship(ctxB, own.ID, w.to, "LINK", nil); !errors.Is(err, neo4j.ErrNotFound) {
+			t.Errorf("B linked to A's node: %v", err)
+		}
+	})
+	t.Run("relationship", func(t *testing.T) { tenancytest.Boundary(t, rel) })
+	return label
+}
+
+// graphWrite is what a graph probe's Write made last: two nodes and the
+// relationship between them.
+type graphWrite struct{ from, to, rel string }
+
+// graphProbes returns the node and the relationship probes of g over a
+// fresh label, and removes what they wrote under both tenants when the
+// test ends. Each probe's Write creates two nodes and a relationship, and
+// records their ids in w.
+func graphProbes(t *testing.T, g *neo4j.Graph) (label string, w *graphWrite, node, rel tenancytest.Probe) {
 	label = uniqueLabel(t)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
@@ -38,7 +64,7 @@ func probeGraph(t *testing.T, g *neo4j.Graph) (label string) {
 			}
 		}
 	})
-	var from, to, rel string
+	w = &graphWrite{}
 	write := func(ctx context.Context) error {
 		a, err := g.CreateNode(ctx, []string{label}, map[string]any{"k": "a"})
 		if err != nil {
@@ -49,81 +75,69 @@ func probeGraph(t *testing.T, g *neo4j.Graph) (label string) {
 			return err
 		}
 		r, err := g.CreateRelationship(ctx, a.ID, b.ID, "LINK", map[string]any{"k": "a"})
-		from, to, rel = a.ID, b.ID, r.ID
+		*w = graphWrite{a.ID, b.ID, r.ID}
 		return err
 	}
 	search := func(ctx context.Context) (int, error) {
-		paths, err := g.Traverse(ctx, from, neo4j.Traversal{Types: []string{"LINK"}, MaxDepth: 2})
+		paths, err := g.Traverse(ctx, w.from, neo4j.Traversal{Types: []string{"LINK"}, MaxDepth: 2})
 		return len(paths), err
 	}
-	t.Run("node", func(t *testing.T) {
-		tenancytest.Boundary(t, tenancytest.Probe{
-			Write: write,
-			Read:  func(ctx context.Context) (bool, error) { _, err := g.GetNode(ctx, from); return visible(err) },
-			Intact: func(ctx context.Context) (bool, error) {
-				n, err := g.GetNode(ctx, from)
-				return err == nil && n.Props["k"] == "a", err
-			},
-			List: func(ctx context.Context) ([]string, error) {
-				nodes, err := g.MatchNodes(ctx, []string{label}, nil, 0)
-				var ids []string
-				for _, n := range nodes {
-					if n.ID == from {
-						ids = append(ids, "probe")
-					}
+	node = tenancytest.Probe{
+		Write: write,
+		Read:  func(ctx context.Context) (bool, error) { _, err := g.GetNode(ctx, w.from); return visible(err) },
+		Intact: func(ctx context.Context) (bool, error) {
+			n, err := g.GetNode(ctx, w.from)
+			return err == nil && n.Props["k"] == "a", err
+		},
+		List: func(ctx context.Context) ([]string, error) {
+			nodes, err := g.MatchNodes(ctx, []string{label}, nil, 0)
+			var ids []string
+			for _, n := range nodes {
+				if n.ID == w.from {
+					ids = append(ids, "probe")
 				}
-				return ids, err
-			},
-			RecordID: "probe",
-			Count: func(ctx context.Context) (int, error) {
-				return g.CountNodes(ctx, []string{label}, map[string]any{"k": "a"})
-			},
-			Search: search,
-			Update: func(ctx context.Context) error {
-				_, err := g.UpdateNode(ctx, from, map[string]any{"k": "changed"})
-				return err
-			},
-			Delete: func(ctx context.Context) error { return g.DeleteNode(ctx, from) },
-		})
-		// B cannot link its own node to A's.
-		own, err := g.CreateNode(ctxB, []string{label}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := g.CreateRelationship(ctxB, own.ID, to, "LINK", nil); !errors.Is(err, neo4j.ErrNotFound) {
-			t.Errorf("B linked to A's node: %v", err)
-		}
-	})
-	t.Run("relationship", func(t *testing.T) {
-		tenancytest.Boundary(t, tenancytest.Probe{
-			Write: write,
-			Read: func(ctx context.Context) (bool, error) {
-				_, err := g.GetRelationship(ctx, rel)
-				return visible(err)
-			},
-			Intact: func(ctx context.Context) (bool, error) {
-				r, err := g.GetRelationship(ctx, rel)
-				return err == nil && r.Props["k"] == "a", err
-			},
-			Count: func(ctx context.Context) (int, error) {
-				rs, err := g.MatchRelationships(ctx, "LINK", map[string]any{"k": "a"}, 0)
-				n := 0
-				for _, r := range rs {
-					if r.ID == rel {
-						n++
-					}
+			}
+			return ids, err
+		},
+		RecordID: "probe",
+		Count: func(ctx context.Context) (int, error) {
+			return g.CountNodes(ctx, []string{label}, map[string]any{"k": "a"})
+		},
+		Search: search,
+		Update: func(ctx context.Context) error {
+			_, err := g.UpdateNode(ctx, w.from, map[string]any{"k": "changed"})
+			return err
+		},
+		Delete: func(ctx context.Context) error { return g.DeleteNode(ctx, w.from) },
+	}
+	rel = tenancytest.Probe{
+		Write: write,
+		Read: func(ctx context.Context) (bool, error) {
+			_, err := g.GetRelationship(ctx, w.rel)
+			return visible(err)
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			r, err := g.GetRelationship(ctx, w.rel)
+			return err == nil && r.Props["k"] == "a", err
+		},
+		Count: func(ctx context.Context) (int, error) {
+			rs, err := g.MatchRelationships(ctx, "LINK", map[string]any{"k": "a"}, 0)
+			n := 0
+			for _, r := range rs {
+				if r.ID == w.rel {
+					n++
 				}
-				return n, err
-			},
-			Search: search,
-			Update: func(ctx context.Context) error {
-				_, err := g.UpdateRelationship(ctx, rel, map[string]any{"k": "changed"})
-				return err
-			},
-			Delete: func(ctx context.Context) error { return g.DeleteRelationship(ctx, rel) },
-		})
-	})
-	return label
+			}
+			return n, err
+		},
+		Search: search,
+		Update: func(ctx context.Context) error {
+			_, err := g.UpdateRelationship(ctx, w.rel, map[string]any{"k": "changed"})
+			return err
+		},
+		Delete: func(ctx context.Context) error { return g.DeleteRelationship(ctx, w.rel) },
+	}
+	return label, w, node, rel
 }
 
 func TestBoundaryTagged(t *testing.T) {

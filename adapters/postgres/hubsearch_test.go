@@ -27,20 +27,24 @@ func TestHubSearchBoundary(t *testing.T) {
 			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
 				postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: tc.aware, Table: tc.table})), named("hub", &h))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
-			word := "zebra" + run
-			found := func(ctx context.Context) (bool, error) {
-				hits, err := h.Search(ctx, word, 10)
-				return len(hits) == 1 && hits[0].ID == "doc", err
-			}
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write:  func(ctx context.Context) error { return h.Put(ctx, "doc", "a "+word+" crossing") },
-				Read:   found,
-				Intact: found,
-				Search: func(ctx context.Context) (int, error) { hits, err := h.Search(ctx, word, 10); return len(hits), err },
-				Count:  func(ctx context.Context) (int, error) { return h.Count(ctx, word) },
-				Delete: func(ctx context.Context) error { return h.Remove(ctx, "doc") },
-			})
+			tenancytest.Boundary(t, hubProbe(h, "zebra"+run))
 		})
+	}
+}
+
+// hubProbe puts a document holding word into the hub.
+func hubProbe(h *postgres.HubSearches, word string) tenancytest.Probe {
+	found := func(ctx context.Context) (bool, error) {
+		hits, err := h.Search(ctx, word, 10)
+		return len(hits) == 1 && hits[0].ID == "doc", err
+	}
+	return tenancytest.Probe{
+		Write:  func(ctx context.Context) error { return h.Put(ctx, "doc", "a "+word+" crossing") },
+		Read:   found,
+		Intact: found,
+		Search: func(ctx context.Context) (int, error) { hits, err := h.Search(ctx, word, 10); return len(hits), err },
+		Count:  func(ctx context.Context) (int, error) { return h.Count(ctx, word) },
+		Delete: func(ctx context.Context) error { return h.Remove(ctx, "doc") },
 	}
 }
 

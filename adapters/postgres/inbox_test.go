@@ -51,13 +51,7 @@ func TestInboxBoundary(t *testing.T) {
 				postgres.Inbox("in", postgres.InboxConfig{TenantAware: tc.aware, Table: tc.table})), named("in", &in))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			ev := "ev-" + run
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write:  func(ctx context.Context) error { _, err := in.Mark(ctx, ev); return err },
-				Read:   func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
-				Count:  func(ctx context.Context) (int, error) { return in.Count(ctx) },
-				Delete: func(ctx context.Context) error { return in.Forget(ctx, ev) },
-				Intact: func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
-			})
+			tenancytest.Boundary(t, inboxProbe(in, ev))
 			// B handling the same event id is B's own first time.
 			ran, err := in.Once(tenancy.WithTenant(context.Background(), tenancytest.TenantB), ev,
 				func(context.Context, pgx.Tx) error { return nil })
@@ -65,6 +59,17 @@ func TestInboxBoundary(t *testing.T) {
 				t.Errorf("B's first handling of %s skipped: %v", ev, err)
 			}
 		})
+	}
+}
+
+// inboxProbe marks the event ev handled.
+func inboxProbe(in *postgres.InboxRoute, ev string) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write:  func(ctx context.Context) error { _, err := in.Mark(ctx, ev); return err },
+		Read:   func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
+		Count:  func(ctx context.Context) (int, error) { return in.Count(ctx) },
+		Delete: func(ctx context.Context) error { return in.Forget(ctx, ev) },
+		Intact: func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
 	}
 }
 
@@ -116,16 +121,7 @@ func TestIdempotencyBoundary(t *testing.T) {
 				postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: tc.aware, Table: tc.table})), named("idem", &st))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			key := "k-" + run
-			result := func(v string) func(context.Context) ([]byte, error) {
-				return func(context.Context) ([]byte, error) { return []byte(v), nil }
-			}
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
-				Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
-				Count:  func(ctx context.Context) (int, error) { return st.Count(ctx) },
-				Delete: func(ctx context.Context) error { return st.Delete(ctx, key) },
-				Intact: func(ctx context.Context) (bool, error) { v, _, err := st.Get(ctx, key); return string(v) == "a", err },
-			})
+			tenancytest.Boundary(t, idempotencyProbe(st, key))
 			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 			ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
 			if v, replayed, err := st.Do(ctxB, key, result("b")); err != nil || replayed || string(v) != "b" {
@@ -135,6 +131,21 @@ func TestIdempotencyBoundary(t *testing.T) {
 				t.Errorf("A's replay %q replayed=%v err=%v", v, replayed, err)
 			}
 		})
+	}
+}
+
+func result(v string) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) { return []byte(v), nil }
+}
+
+// idempotencyProbe stores the result "a" under key.
+func idempotencyProbe(st *postgres.IdempotencyStore, key string) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
+		Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
+		Count:  func(ctx context.Context) (int, error) { return st.Count(ctx) },
+		Delete: func(ctx context.Context) error { return st.Delete(ctx, key) },
+		Intact: func(ctx context.Context) (bool, error) { v, _, err := st.Get(ctx, key); return string(v) == "a", err },
 	}
 }
 

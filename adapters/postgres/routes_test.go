@@ -56,6 +56,17 @@ type routeSet struct {
 
 // tierRoutes starts every route kind at one tier and provisions A and B.
 func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
+	var resolve routing.Resolver
+	if tier == tenancy.Dedicated {
+		resolve = twoDatabases(t)
+	}
+	return tierRoutesOn(t, tier, resolve, nil)
+}
+
+// tierRoutesOn is tierRoutes with the dedicated tier's databases given by
+// resolve (nil below dedicated), and extra routes in the same module,
+// filling extraTargets.
+func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, extra []postgres.Option, extraTargets ...any) routeSet {
 	run := unique()
 	prefix := "tw" + run + "_"
 	rel := func(name string) postgres.Relation { return postgres.Table(name + "_" + run) }
@@ -65,7 +76,7 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
+		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()
@@ -84,7 +95,7 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
 		targets = append(targets, named("dyn", &rs.dyn))
 	}
-	rs.client = start(t, postgres.Module("pg", opts...), targets...)
+	rs.client = start(t, postgres.Module("pg", append(opts, extra...)...), append(targets, extraTargets...)...)
 	provision(t, rs.client, tenancytest.TenantA, tenancytest.TenantB)
 	if tier == tenancy.Namespace {
 		t.Cleanup(func() { teardown(t, rs.client, tenancytest.TenantA, tenancytest.TenantB) })
@@ -112,8 +123,8 @@ func TestRouteBoundaries(t *testing.T) {
 		t.Run(tier.String(), func(t *testing.T) {
 			rs := tierRoutes(t, tier)
 			t.Run("document", func(t *testing.T) { tenancytest.Boundary(t, docProbe(t, rs.docs)) })
-			t.Run("counter", func(t *testing.T) { counterBoundary(t, rs.counter) })
-			t.Run("search", func(t *testing.T) { searchBoundary(t, rs.search) })
+			t.Run("counter", func(t *testing.T) { tenancytest.Boundary(t, counterProbe(rs.counter)) })
+			t.Run("search", func(t *testing.T) { tenancytest.Boundary(t, searchProbe(t, rs.search)) })
 			t.Run("analytics", func(t *testing.T) { analyticsBoundary(t, rs) })
 			if rs.dyn != nil {
 				t.Run("dynamic_read", func(t *testing.T) { dynamicBoundary(t, rs, tier) })
@@ -122,8 +133,8 @@ func TestRouteBoundaries(t *testing.T) {
 	}
 }
 
-func counterBoundary(t *testing.T, k *postgres.Counters) {
-	tenancytest.Boundary(t, tenancytest.Probe{
+func counterProbe(k *postgres.Counters) tenancytest.Probe {
+	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { _, err := k.Add(ctx, "hits", 1); return err },
 		Read: func(ctx context.Context) (bool, error) {
 			v, err := k.Get(ctx, "hits")
@@ -146,10 +157,10 @@ func counterBoundary(t *testing.T, k *postgres.Counters) {
 			}
 			return k.Delete(ctx, "hits") // B's own counter is gone: A's must remain
 		},
-	})
+	}
 }
 
-func searchBoundary(t *testing.T, x *postgres.Searches) {
+func searchProbe(t *testing.T, x *postgres.Searches) tenancytest.Probe {
 	ids := func(ctx context.Context) ([]string, error) {
 		hits, err := x.Search(ctx, "zebra quantum", 10)
 		var out []string
@@ -158,7 +169,7 @@ func searchBoundary(t *testing.T, x *postgres.Searches) {
 		}
 		return out, err
 	}
-	tenancytest.Boundary(t, tenancytest.Probe{
+	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { return x.Put(ctx, "s1", "a zebra studies quantum physics") },
 		Read: func(ctx context.Context) (bool, error) {
 			got, err := ids(ctx)
@@ -172,16 +183,11 @@ func searchBoundary(t *testing.T, x *postgres.Searches) {
 			}
 			return errors.New("refused")
 		},
-	})
+	}
 }
 
-func analyticsBoundary(t *testing.T, rs routeSet) {
-	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
-	for i, n := range []int{2, 7, 9} {
-		if _, err := rs.docs.Create(ctxA, fmt.Sprint("an", i), item{Name: fmt.Sprint("g", i%2), N: n}); err != nil {
-			t.Fatal(err)
-		}
-	}
+// analyticsProbe writes three documents and aggregates them.
+func analyticsProbe(rs routeSet) tenancytest.Probe {
 	total := func(ctx context.Context) (int, error) {
 		rows, err := rs.stats.Run(ctx, "big")
 		if err != nil || len(rows) != 1 {
@@ -189,14 +195,26 @@ func analyticsBoundary(t *testing.T, rs routeSet) {
 		}
 		return int(rows[0].Value), nil
 	}
-	tenancytest.Boundary(t, tenancytest.Probe{
-		Write: func(context.Context) error { return nil }, // written above
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error {
+			for i, n := range []int{2, 7, 9} {
+				if _, err := rs.docs.Create(ctx, fmt.Sprint("an", i), item{Name: fmt.Sprint("g", i%2), N: n}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		Read: func(ctx context.Context) (bool, error) {
 			n, err := total(ctx)
 			return n > 0, err
 		},
 		Count: total,
-	})
+	}
+}
+
+func analyticsBoundary(t *testing.T, rs routeSet) {
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	tenancytest.Boundary(t, analyticsProbe(rs))
 	rows, err := rs.stats.Run(ctxA, "byName")
 	if err != nil || len(rows) < 2 || rows[0].Key != "g0" || rows[0].Value != 11 || rows[1].Key != "g1" {
 		t.Errorf("byName: %v %v", rows, err)
@@ -206,23 +224,8 @@ func analyticsBoundary(t *testing.T, rs routeSet) {
 	}
 }
 
-func dynamicBoundary(t *testing.T, rs routeSet, tier tenancy.Tier) {
-	count := func(ctx context.Context, schema string) (int, error) {
-		var n int
-		table := rs.table
-		if schema != "" {
-			table = schema + "." + rs.table
-		}
-		err := rs.dyn.Query(ctx, "SELECT count(*) FROM "+table+" WHERE id = $1", []any{"dyn1"}, func(r pgx.Rows) error {
-			for r.Next() {
-				if err := r.Scan(&n); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		return n, err
-	}
+// dynamicProbe writes a document and reads it back through runtime SQL.
+func dynamicProbe(rs routeSet, tier tenancy.Tier) tenancytest.Probe {
 	own := func(ctx context.Context) (int, error) {
 		s := ""
 		if tier == tenancy.Namespace {
@@ -231,15 +234,39 @@ func dynamicBoundary(t *testing.T, rs routeSet, tier tenancy.Tier) {
 				return 0, err
 			}
 		}
-		return count(ctx, s)
+		return dynCount(ctx, rs, s)
 	}
-	tenancytest.Boundary(t, tenancytest.Probe{
+	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { _, err := rs.docs.Create(ctx, "dyn1", item{}); return err },
 		Read: func(ctx context.Context) (bool, error) {
 			n, err := own(ctx)
 			return n > 0, err
 		},
+	}
+}
+
+// dynCount counts the document dyn1 through runtime SQL on table, in
+// schema when not empty.
+func dynCount(ctx context.Context, rs routeSet, schema string) (int, error) {
+	var n int
+	table := rs.table
+	if schema != "" {
+		table = schema + "." + rs.table
+	}
+	err := rs.dyn.Query(ctx, "SELECT count(*) FROM "+table+" WHERE id = $1", []any{"dyn1"}, func(r pgx.Rows) error {
+		for r.Next() {
+			if err := r.Scan(&n); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	return n, err
+}
+
+func dynamicBoundary(t *testing.T, rs routeSet, tier tenancy.Tier) {
+	tenancytest.Boundary(t, dynamicProbe(rs, tier))
+	count := func(ctx context.Context, schema string) (int, error) { return dynCount(ctx, rs, schema) }
 	if tier != tenancy.Namespace {
 		return
 	}

@@ -29,23 +29,7 @@ func TestBoundaryCache(t *testing.T) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("cache" + tc.tier.String())
 			c := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.opts...))...)
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error { return c.Set(ctx, "k{1}", []byte("a"), time.Minute) },
-				Read: func(ctx context.Context) (bool, error) {
-					_, ok, err := c.Get(ctx, "k{1}")
-					return ok, err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					v, _, err := c.Get(ctx, "k{1}")
-					return string(v) == "a", err
-				},
-				Count: func(ctx context.Context) (int, error) {
-					_, ok, err := c.TTL(ctx, "k{1}")
-					return map[bool]int{true: 1}[ok], err
-				},
-				Update: func(ctx context.Context) error { return found(c.Replace(ctx, "k{1}", []byte("b"))) },
-				Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "k{1}")) },
-			})
+			tenancytest.Boundary(t, cacheProbe(c))
 			// B writing the same key writes its own.
 			if err := c.Set(ctxB, "k{1}", []byte("b"), 0); err != nil {
 				t.Fatal(err)
@@ -63,18 +47,7 @@ func TestBoundaryCounter(t *testing.T) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("ctr" + tc.tier.String())
 			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error { _, err := c.Incr(ctx, "hits", 5); return err },
-				Read: func(ctx context.Context) (bool, error) {
-					n, err := c.Get(ctx, "hits")
-					return n != 0, err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					n, err := c.Get(ctx, "hits")
-					return n == 5, err
-				},
-				Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "hits")) },
-			})
+			tenancytest.Boundary(t, counterProbe(c))
 			if n, err := c.Incr(ctxB, "hits", 1); err != nil || n != 1 {
 				t.Fatalf("B's own counter: %d, %v", n, err)
 			}
@@ -91,21 +64,7 @@ func TestBoundaryIdempotency(t *testing.T) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("idem" + tc.tier.String())
 			i := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.opts...))...)
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error {
-					stored, _, err := i.Store(ctx, "req-1", []byte("a"), time.Minute)
-					return found(stored, err)
-				},
-				Read: func(ctx context.Context) (bool, error) {
-					_, ok, err := i.Lookup(ctx, "req-1")
-					return ok, err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					v, _, err := i.Lookup(ctx, "req-1")
-					return string(v) == "a", err
-				},
-				Delete: func(ctx context.Context) error { return found(i.Forget(ctx, "req-1")) },
-			})
+			tenancytest.Boundary(t, idempotencyProbe(i))
 			// A's second store loses to its first; B's first store wins in B's space.
 			stored, prev, err := i.Store(ctxA, "req-1", []byte("again"), time.Minute)
 			if err != nil || stored || string(prev) != "a" {
@@ -126,20 +85,7 @@ func TestBoundaryLock(t *testing.T) {
 			name := e.name("lock" + tc.tier.String())
 			l := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.opts...))...)
 			var lease *redis.Lease
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) (err error) {
-					lease, err = l.Acquire(ctx, "job", time.Minute)
-					return err
-				},
-				Read: func(ctx context.Context) (bool, error) { return l.Held(ctx, "job") },
-				// B holding A's token still cannot renew or release A's lock.
-				Update: func(ctx context.Context) error { return l.Renew(ctx, "job", lease.Token(), time.Hour) },
-				Delete: func(ctx context.Context) error { return l.Release(ctx, "job", lease.Token()) },
-				Intact: func(ctx context.Context) (bool, error) {
-					err := lease.Renew(ctx, time.Minute)
-					return err == nil, err
-				},
-			})
+			tenancytest.Boundary(t, lockProbe(l, &lease))
 			if err := lease.Release(ctxB); !errors.Is(err, redis.ErrNotOwner) {
 				t.Fatalf("A's lease released under B: %v", err)
 			}
@@ -171,36 +117,7 @@ func TestBoundaryStream(t *testing.T) {
 			name := e.name("stream" + tc.tier.String())
 			s := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.opts...))...)
 			var id string
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) (err error) {
-					id, err = s.Append(ctx, map[string]any{"v": "a"})
-					return err
-				},
-				Read: func(ctx context.Context) (bool, error) {
-					n, err := s.Len(ctx)
-					return n > 0, err
-				},
-				RecordID: "a",
-				List: func(ctx context.Context) ([]string, error) {
-					es, err := s.Range(ctx, "-", "+", 100)
-					vals := make([]string, len(es))
-					for i, en := range es {
-						vals[i], _ = en.Values["v"].(string)
-					}
-					return vals, err
-				},
-				Delete: func(ctx context.Context) error {
-					n, err := s.Trim(ctx, 0)
-					if err == nil && n == 0 {
-						return errNotFound
-					}
-					return err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					n, err := s.Len(ctx)
-					return n == 1, err
-				},
-			})
+			tenancytest.Boundary(t, streamProbe(s, &id))
 			// B's consumer group reads nothing of A's stream; A's reads A's entry.
 			if es, err := s.ReadGroup(ctxB, "g", "c1", 100, 0); err != nil || len(es) != 0 {
 				t.Fatalf("B's group read %v, %v", es, err)
@@ -262,5 +179,119 @@ func TestSharedTierIsShared(t *testing.T) {
 	}
 	if ks := e.keysOf(t, name); len(ks) != 1 || ks[0] != fmt.Sprintf("tw:s:c:%s:k", name) {
 		t.Fatalf("keys %v", ks)
+	}
+}
+
+// cacheProbe sets one key.
+func cacheProbe(c *redis.Cache) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { return c.Set(ctx, "k{1}", []byte("a"), time.Minute) },
+		Read: func(ctx context.Context) (bool, error) {
+			_, ok, err := c.Get(ctx, "k{1}")
+			return ok, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			v, _, err := c.Get(ctx, "k{1}")
+			return string(v) == "a", err
+		},
+		Count: func(ctx context.Context) (int, error) {
+			_, ok, err := c.TTL(ctx, "k{1}")
+			return map[bool]int{true: 1}[ok], err
+		},
+		Update: func(ctx context.Context) error { return found(c.Replace(ctx, "k{1}", []byte("b"))) },
+		Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "k{1}")) },
+	}
+}
+
+// counterProbe adds 5 to one counter.
+func counterProbe(c *redis.Counter) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := c.Incr(ctx, "hits", 5); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := c.Get(ctx, "hits")
+			return n != 0, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			n, err := c.Get(ctx, "hits")
+			return n == 5, err
+		},
+		Delete: func(ctx context.Context) error { return found(c.Delete(ctx, "hits")) },
+	}
+}
+
+// idempotencyProbe stores one result.
+func idempotencyProbe(i *redis.Idempotency) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error {
+			stored, _, err := i.Store(ctx, "req-1", []byte("a"), time.Minute)
+			return found(stored, err)
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			_, ok, err := i.Lookup(ctx, "req-1")
+			return ok, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			v, _, err := i.Lookup(ctx, "req-1")
+			return string(v) == "a", err
+		},
+		Delete: func(ctx context.Context) error { return found(i.Forget(ctx, "req-1")) },
+	}
+}
+
+// lockProbe acquires one lock and keeps its lease in lease.
+func lockProbe(l *redis.Locks, lease **redis.Lease) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error {
+			got, err := l.Acquire(ctx, "job", time.Minute)
+			if err == nil {
+				*lease = got
+			}
+			return err
+		},
+		Read: func(ctx context.Context) (bool, error) { return l.Held(ctx, "job") },
+		// B holding A's token still cannot renew or release A's lock.
+		Update: func(ctx context.Context) error { return l.Renew(ctx, "job", (*lease).Token(), time.Hour) },
+		Delete: func(ctx context.Context) error { return l.Release(ctx, "job", (*lease).Token()) },
+		Intact: func(ctx context.Context) (bool, error) {
+			err := (*lease).Renew(ctx, time.Minute)
+			return err == nil, err
+		},
+	}
+}
+
+// streamProbe appends one entry and keeps its id in id.
+func streamProbe(s *redis.Stream, id *string) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error {
+			got, err := s.Append(ctx, map[string]any{"v": "a"})
+			if err == nil {
+				*id = got
+			}
+			return err
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := s.Len(ctx)
+			return n > 0, err
+		},
+		RecordID: "a",
+		List: func(ctx context.Context) ([]string, error) {
+			es, err := s.Range(ctx, "-", "+", 100)
+			vals := make([]string, len(es))
+			for i, en := range es {
+				vals[i], _ = en.Values["v"].(string)
+			}
+			return vals, err
+		},
+		Delete: func(ctx context.Context) error {
+			n, err := s.Trim(ctx, 0)
+			if err == nil && n == 0 {
+				return errNotFound
+			}
+			return err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			n, err := s.Len(ctx)
+			return n == 1, err
+		},
 	}
 }

@@ -88,41 +88,7 @@ func TestBoundaryDocuments(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			var docs *mongo.Documents[item]
 			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Populate(&docs))
-			q := document.Query{Filters: []document.Filter{{Field: "name", Op: document.Eq, Value: "probe"}}}
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error { _, err := docs.Create(ctx, "p1", item{"probe", 1}); return err },
-				Read: func(ctx context.Context) (bool, error) {
-					_, err := docs.Get(ctx, "p1")
-					if errors.Is(err, document.ErrNotFound) {
-						return false, nil
-					}
-					return err == nil, err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					r, err := docs.Get(ctx, "p1")
-					return r.Value == item{"probe", 1} && r.Version == 1, err
-				},
-				RecordID: "p1",
-				List: func(ctx context.Context) ([]string, error) {
-					recs, err := docs.List(ctx, document.Query{})
-					var ids []string
-					for _, r := range recs {
-						ids = append(ids, r.ID)
-					}
-					return ids, err
-				},
-				Count: func(ctx context.Context) (int, error) { return docs.Count(ctx, q) },
-				Update: func(ctx context.Context) error {
-					_, err := docs.Update(ctx, "p1", item{"stolen", 2}, 1)
-					requireNotFound(t, "update", err)
-					return err
-				},
-				Delete: func(ctx context.Context) error {
-					err := docs.Delete(ctx, "p1")
-					requireNotFound(t, "delete", err)
-					return err
-				},
-			})
+			tenancytest.Boundary(t, docProbe(t, docs))
 			// B may use the same id without learning of A's record.
 			if _, err := docs.Create(ctxOf(tenancytest.TenantB), "p1", item{"b", 9}); err != nil {
 				t.Fatalf("B's create of the same id: %v", err)
@@ -146,29 +112,7 @@ func TestBoundarySearch(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			var s *mongo.Search
 			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), named("find", &s))
-			ids := func(ctx context.Context) ([]string, error) {
-				hits, err := s.Query(ctx, "Apple", 0)
-				var out []string
-				for _, h := range hits {
-					out = append(out, h.ID)
-				}
-				return out, err
-			}
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error { return s.Put(ctx, "p1", "red apple pie") },
-				Read: func(ctx context.Context) (bool, error) {
-					got, err := ids(ctx)
-					return slices.Contains(got, "p1"), err
-				},
-				RecordID: "p1",
-				List:     ids,
-				Search:   func(ctx context.Context) (int, error) { return s.Count(ctx, "apple pie") },
-				Delete: func(ctx context.Context) error {
-					err := s.Remove(ctx, "p1")
-					requireNotFound(t, "remove", err)
-					return err
-				},
-			})
+			tenancytest.Boundary(t, searchProbe(t, s))
 			// B's put of the same id lands in B's own index.
 			if err := s.Put(ctxOf(tenancytest.TenantB), "p1", "blue"); err != nil {
 				t.Fatal(err)
@@ -186,18 +130,7 @@ func TestBoundaryCounter(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			var c *mongo.Counter
 			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), named("hits", &c))
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error { _, err := c.Add(ctx, "p1", 5); return err },
-				Read: func(ctx context.Context) (bool, error) {
-					n, err := c.Get(ctx, "p1")
-					return n != 0, err
-				},
-				Intact: func(ctx context.Context) (bool, error) {
-					n, err := c.Get(ctx, "p1")
-					return n == 5, err
-				},
-				Delete: func(ctx context.Context) error { return c.Reset(ctx, "p1") },
-			})
+			tenancytest.Boundary(t, counterProbe(c))
 			if n, err := c.Add(ctxOf(tenancytest.TenantB), "p1", 1); err != nil || n != 1 {
 				t.Fatalf("B's add: %d %v, want a fresh counter at 1", n, err)
 			}
@@ -213,31 +146,7 @@ func TestBoundaryOutbox(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			var o *mongo.Outbox
 			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), named("events", &o))
-			pending := func(ctx context.Context) ([]string, error) {
-				msgs, err := o.Pending(ctx, 0)
-				var ids []string
-				for _, m := range msgs {
-					ids = append(ids, m.EventID)
-				}
-				return ids, err
-			}
-			tenancytest.Boundary(t, tenancytest.Probe{
-				Write: func(ctx context.Context) error {
-					_, err := o.Add(ctx, outbox.Message{EventID: "evt-1", Topic: "orders", Payload: []byte("x")})
-					return err
-				},
-				Read: func(ctx context.Context) (bool, error) {
-					ids, err := pending(ctx)
-					return slices.Contains(ids, "evt-1"), err
-				},
-				RecordID: "evt-1",
-				List:     pending,
-				Update: func(ctx context.Context) error {
-					err := o.MarkDelivered(ctx, "evt-1")
-					requireNotFound(t, "mark delivered", err)
-					return err
-				},
-			})
+			tenancytest.Boundary(t, outboxProbe(t, o))
 			msgs, err := o.Pending(ctxOf(tenancytest.TenantA), 0)
 			if err != nil || len(msgs) != 1 || msgs[0].Tenant != tenancytest.TenantA || msgs[0].Topic != "orders" {
 				t.Fatalf("A's rows: %+v %v", msgs, err)
@@ -250,6 +159,122 @@ func TestBoundaryRawFilter(t *testing.T) {
 	tr := tiers[len(tiers)-1] // the raw hatch clears only dedicated
 	var r *mongo.RawFilter
 	wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), named("raw", &r))
+	tenancytest.Boundary(t, rawProbe(r))
+}
+
+// docProbe creates the document p1.
+func docProbe(t *testing.T, docs *mongo.Documents[item]) tenancytest.Probe {
+	q := document.Query{Filters: []document.Filter{{Field: "name", Op: document.Eq, Value: "probe"}}}
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := docs.Create(ctx, "p1", item{"probe", 1}); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			_, err := docs.Get(ctx, "p1")
+			if errors.Is(err, document.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			r, err := docs.Get(ctx, "p1")
+			return r.Value == item{"probe", 1} && r.Version == 1, err
+		},
+		RecordID: "p1",
+		List: func(ctx context.Context) ([]string, error) {
+			recs, err := docs.List(ctx, document.Query{})
+			var ids []string
+			for _, r := range recs {
+				ids = append(ids, r.ID)
+			}
+			return ids, err
+		},
+		Count: func(ctx context.Context) (int, error) { return docs.Count(ctx, q) },
+		Update: func(ctx context.Context) error {
+			_, err := docs.Update(ctx, "p1", item{"stolen", 2}, 1)
+			requireNotFound(t, "update", err)
+			return err
+		},
+		Delete: func(ctx context.Context) error {
+			err := docs.Delete(ctx, "p1")
+			requireNotFound(t, "delete", err)
+			return err
+		},
+	}
+}
+
+// searchProbe indexes p1 as "red apple pie".
+func searchProbe(t *testing.T, s *mongo.Search) tenancytest.Probe {
+	ids := func(ctx context.Context) ([]string, error) {
+		hits, err := s.Query(ctx, "Apple", 0)
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out, err
+	}
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { return s.Put(ctx, "p1", "red apple pie") },
+		Read: func(ctx context.Context) (bool, error) {
+			got, err := ids(ctx)
+			return slices.Contains(got, "p1"), err
+		},
+		RecordID: "p1",
+		List:     ids,
+		Search:   func(ctx context.Context) (int, error) { return s.Count(ctx, "apple pie") },
+		Delete: func(ctx context.Context) error {
+			err := s.Remove(ctx, "p1")
+			requireNotFound(t, "remove", err)
+			return err
+		},
+	}
+}
+
+// counterProbe adds 5 to the counter p1.
+func counterProbe(c *mongo.Counter) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := c.Add(ctx, "p1", 5); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := c.Get(ctx, "p1")
+			return n != 0, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			n, err := c.Get(ctx, "p1")
+			return n == 5, err
+		},
+		Delete: func(ctx context.Context) error { return c.Reset(ctx, "p1") },
+	}
+}
+
+// outboxProbe adds the event evt-1.
+func outboxProbe(t *testing.T, o *mongo.Outbox) tenancytest.Probe {
+	pending := func(ctx context.Context) ([]string, error) {
+		msgs, err := o.Pending(ctx, 0)
+		var ids []string
+		for _, m := range msgs {
+			ids = append(ids, m.EventID)
+		}
+		return ids, err
+	}
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error {
+			_, err := o.Add(ctx, outbox.Message{EventID: "evt-1", Topic: "orders", Payload: []byte("x")})
+			return err
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			ids, err := pending(ctx)
+			return slices.Contains(ids, "evt-1"), err
+		},
+		RecordID: "evt-1",
+		List:     pending,
+		Update: func(ctx context.Context) error {
+			err := o.MarkDelivered(ctx, "evt-1")
+			requireNotFound(t, "mark delivered", err)
+			return err
+		},
+	}
+}
+
+// rawProbe inserts the document p1 through the raw hatch.
+func rawProbe(r *mongo.RawFilter) tenancytest.Probe {
 	find := func(ctx context.Context) ([]string, error) {
 		docs, err := r.Find(ctx, bson.D{}, 0)
 		var ids []string
@@ -258,7 +283,7 @@ func TestBoundaryRawFilter(t *testing.T) {
 		}
 		return ids, err
 	}
-	tenancytest.Boundary(t, tenancytest.Probe{
+	return tenancytest.Probe{
 		Write: func(ctx context.Context) error {
 			return r.Insert(ctx, bson.D{{Key: "_id", Value: "p1"}, {Key: "x", Value: 1}})
 		},
@@ -268,5 +293,5 @@ func TestBoundaryRawFilter(t *testing.T) {
 		},
 		RecordID: "p1",
 		List:     find,
-	})
+	}
 }

@@ -1,0 +1,71 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestConformance probes every (kind, tier) cell of memory.Rules.
+func TestConformance(t *testing.T) {
+	tenancytest.Conformance(t, memory.Rules, conformanceRoute)
+}
+
+// conformanceRoute builds one route of kind at tier under a module whose
+// floor is that tier, so fx.New proves the route reaches it: tagged is a
+// tenant-aware shared container, namespace a container per tenant.
+func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	aware, container := tier == tenancy.Tagged, memory.PerTenant("probe")
+	if aware {
+		container = memory.Static("probe")
+	}
+	floor := memory.RequiredIsolation(tier)
+	switch kind {
+	case "document":
+		docs, _, _ := build(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
+		return documentProbe(docs), nil
+	case "cache":
+		_, kv, _ := build(t, floor, memory.Cache("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
+		return cacheProbe(kv), nil
+	case "stream":
+		_, _, st := build(t, floor, memory.Stream("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
+		return streamProbe(st), nil
+	}
+	return tenancytest.Probe{}, tenancytest.ErrNotCovered
+}
+
+func cacheProbe(kv *memory.KV) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { return kv.Set(ctx, "k", []byte("a"), 0) },
+		Read: func(ctx context.Context) (bool, error) {
+			_, ok, err := kv.Get(ctx, "k")
+			return ok, err
+		},
+		Intact: func(ctx context.Context) (bool, error) {
+			v, ok, err := kv.Get(ctx, "k")
+			return ok && string(v) == "a", err
+		},
+		Delete: func(ctx context.Context) error {
+			if ok, err := kv.Delete(ctx, "k"); err != nil || !ok {
+				return errors.Join(err, document.ErrNotFound)
+			}
+			return nil
+		},
+	}
+}
+
+func streamProbe(st *memory.Streams) tenancytest.Probe {
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := st.Append(ctx, []byte("probe")); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			msgs, err := st.Read(ctx, 0, 0)
+			return len(msgs) > 0, err
+		},
+	}
+}

@@ -1,0 +1,100 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestConformance probes every (kind, tier) cell of redis.Rules on the
+// real server: each cell is one route under a module whose floor is the
+// cell's tier, wired as keyedTiers and channelTiers wire it.
+func TestConformance(t *testing.T) {
+	e := newEnv(t)
+	tenancytest.Conformance(t, redis.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+		var tc scoped
+		for _, s := range keyedTiers(e) {
+			if s.tier == tier {
+				tc = s
+			}
+		}
+		tc.mod = append(tc.mod, redis.RequiredIsolation(tier))
+		name := e.name("kit-" + string(kind) + "-" + tier.String())
+		switch kind {
+		case redis.KindCache:
+			return cacheProbe(route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.opts...))...)), nil
+		case redis.KindCounter:
+			return counterProbe(route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)), nil
+		case redis.KindIdempotency:
+			return idempotencyProbe(route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.opts...))...)), nil
+		case redis.KindLock:
+			var lease *redis.Lease
+			return lockProbe(route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.opts...))...), &lease), nil
+		case redis.KindStream:
+			var id string
+			return streamProbe(route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.opts...))...), &id), nil
+		case redis.KindPubSub:
+			return pubsubProbe(t, route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.opts...))...))
+		}
+		return tenancytest.Probe{}, tenancytest.ErrNotCovered
+	})
+}
+
+// pubsubProbe subscribes A and B to one channel before A publishes on it.
+// Read under a tenant reports whether that tenant's subscription received
+// the message: A waits up to two seconds for it, B, by then, a few hundred
+// milliseconds (a leak would arrive with A's delivery). Read with no
+// tenant tries to subscribe, which must fail closed.
+func pubsubProbe(t *testing.T, p *redis.PubSub) (tenancytest.Probe, error) {
+	subs := map[tenancy.ID]*redis.Subscription{}
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
+		sub, err := p.Subscribe(tenancy.WithTenant(context.Background(), id), "news")
+		if err != nil {
+			return tenancytest.Probe{}, err
+		}
+		t.Cleanup(func() { sub.Close() })
+		subs[id] = sub
+	}
+	got := map[tenancy.ID]bool{}
+	return tenancytest.Probe{
+		Write: func(ctx context.Context) error { _, err := p.Publish(ctx, "news", []byte("probe")); return err },
+		Read: func(ctx context.Context) (bool, error) {
+			id, bound := tenancy.FromContext(ctx)
+			if !bound {
+				sub, err := p.Subscribe(ctx, "news")
+				if err == nil {
+					sub.Close()
+				}
+				return false, err
+			}
+			if got[id] {
+				return true, nil
+			}
+			wait := 300 * time.Millisecond
+			if id == tenancytest.TenantA {
+				wait = 2 * time.Second
+			}
+			rctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			m, err := subs[id].Receive(rctx)
+			// The wait ended with nothing received: the socket's read
+			// deadline (set from rctx) can fire just before rctx's own.
+			var ne net.Error
+			if rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			got[id] = string(m.Payload) == "probe"
+			return got[id], nil
+		},
+	}, nil
+}

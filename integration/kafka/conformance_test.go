@@ -1,0 +1,105 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// kitTier is one tier's app: a producer route and a sharded consumer of
+// what it writes, and the cluster each tenant's records land on.
+type kitTier struct {
+	producer *kafka.Producer
+	got      *received
+	clusters map[tenancy.ID]string
+}
+
+// TestConformance probes every (kind, tier) cell of kafka.Rules on the
+// real brokers: namespace is a topic per tenant on the first broker,
+// dedicated a routed client putting A on the first broker and B on the
+// second. Each tier is one app, started once and shared by its cells.
+func TestConformance(t *testing.T) {
+	s := newSpace(t)
+	second := strings.Split(testsvc.KafkaSecondBroker(t), ",")[0]
+	s.alsoOn(t, second)
+	apps := map[tenancy.Tier]kitTier{
+		tenancy.Namespace: startKitTier(t, s, tenancy.Namespace, map[tenancy.ID]string{tenantA: s.broker, tenantB: s.broker}),
+		tenancy.Dedicated: startKitTier(t, s, tenancy.Dedicated, map[tenancy.ID]string{tenantA: s.broker, tenantB: second}),
+	}
+	tenancytest.Conformance(t, kafka.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+		app := apps[tier]
+		value := fmt.Sprintf("kit-%s-%s-%d", kind, tier, time.Now().UnixNano())
+		write := func(ctx context.Context) error { return app.producer.Produce(ctx, kafka.Message{Value: []byte(value)}) }
+		switch kind {
+		case kafka.KindProducer:
+			// A record is visible to a tenant when it is on the topic the
+			// producer names for that tenant, on that tenant's cluster.
+			return tenancytest.Probe{Write: write, Read: func(ctx context.Context) (bool, error) {
+				topic, err := app.producer.TopicFor(ctx)
+				if err != nil {
+					return false, err
+				}
+				id, _ := tenancy.FromContext(ctx)
+				return slices.ContainsFunc(readTopic(t, app.clusters[id], topic), func(m kafkago.Message) bool {
+					return string(m.Value) == value
+				}), nil
+			}}, nil
+		case kafka.KindConsumer:
+			// A record is visible to a binding when the consumer handed it
+			// to the handler under that binding.
+			return tenancytest.Probe{Write: write, Delivered: true, Read: func(ctx context.Context) (bool, error) {
+				app.got.waitFor(t, value)
+				return app.got.scopeOf(value) == scope(ctx), nil
+			}}, nil
+		}
+		return tenancytest.Probe{}, tenancytest.ErrNotCovered
+	})
+}
+
+// startKitTier starts a producer and a consumer sharded over A and B at
+// tier, on topics provisioned for both.
+func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenancy.ID]string) kitTier {
+	k := kitTier{got: newReceived(), clusters: clusters}
+	conn, topic := kafka.Brokers(s.broker), kafka.TenantTopics(s.name("kit-ns."))
+	if tier == tenancy.Dedicated {
+		conn = kafka.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+			ep, ok := clusters[id]
+			if !ok {
+				return routing.Credentials{}, fmt.Errorf("no cluster for tenant %s", id)
+			}
+			return routing.Credentials{Endpoint: ep}, nil
+		}, 4)
+		topic = kafka.Topic(s.name("kit-ded"))
+	}
+	var d deps
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
+			kafka.ProducerRoute("orders", topic),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,
+				Tenants: tenants(tenantA, tenantB)}, topic)),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []tenancy.ID{tenantA, tenantB} {
+		if err := d.Provision.Provision(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startApp(t, app)
+	k.producer = d.Producer
+	return k
+}
