@@ -137,6 +137,15 @@ type Module struct {
 	WorstCaseConns int
 }
 
+// Unbound is the refusal of a tenant-scoped call of route that ran with no
+// tenant bound: tenant_unbound naming the module, backend and route, so
+// every adapter reports it with the same fields.
+func (b Backend) Unbound(module, route string) *tenancy.Error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = module, b.Name, route
+	return e
+}
+
 // WiringInvalid is the refusal of a route whose options cannot be wired at
 // all (a bad name, a missing client), raised by the backend's module
 // before any tier is rated.
