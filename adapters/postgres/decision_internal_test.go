@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -116,14 +115,6 @@ func uniquePrefix(tag string) string {
 	return "td" + tag + strconv.FormatInt(time.Now().UnixNano()%1e12, 36) + "_"
 }
 
-func wantUnbound(t *testing.T, err error, route string) {
-	t.Helper()
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantUnbound || te.Module != "pg" || te.Backend != "postgres" || te.Route != route {
-		t.Errorf("unbound call: %v, want tenant_unbound naming module pg, backend postgres, route %s", err, route)
-	}
-}
-
 // TestCounterScopeFollowsRule: giving the counter kind the rule "the
 // resolver is passed the tenant only when tenant-aware" moves both the
 // matrix row (namespace → none) and the runtime (the tenant's schema and a
@@ -139,7 +130,7 @@ func TestCounterScopeFollowsRule(t *testing.T) {
 	if p.reached != tenancy.Namespace {
 		t.Errorf("default rule: reached %s, want namespace", p.reached)
 	}
-	wantUnbound(t, p.unbound, "hits")
+	tenancytest.RequireUnbound(t, p.unbound, "pg", "postgres", "hits")
 	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !equal(p.schemas, want) {
 		t.Errorf("default rule: rows in %v, want %v", p.schemas, want)
 	}
@@ -190,7 +181,7 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 	if p.reached != tenancy.Namespace {
 		t.Errorf("flipped rule: reached %s, want namespace", p.reached)
 	}
-	wantUnbound(t, p.unbound, "events")
+	tenancytest.RequireUnbound(t, p.unbound, "pg", "postgres", "events")
 	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !equal(p.schemas, want) {
 		t.Errorf("flipped rule: rows in %v, want %v", p.schemas, want)
 	}

@@ -269,9 +269,8 @@ func TestRoutesFailClosed(t *testing.T) {
 	e4 := rs.dyn.Query(ctx, "SELECT 1", nil, func(pgx.Rows) error { return nil })
 	_, e5 := rs.dyn.Schema(ctx)
 	for i, err := range []error{e1, e2, e3, e4, e5, rs.search.Put(ctx, "x", "y")} {
-		if tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
-			t.Errorf("op %d unbound: %v", i, err)
-		}
+		route := []string{"counter", "search", "stats", "dyn", "dyn", "search"}[i]
+		tenancytest.RequireUnbound(t, err, "pg", "postgres", route)
 	}
 }
 

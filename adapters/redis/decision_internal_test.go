@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"testing"
 	"time"
 
@@ -79,10 +78,7 @@ func TestCacheScopeFollowsRule(t *testing.T) {
 	if reached != tenancy.Namespace {
 		t.Errorf("default rule: reached %s, want namespace", reached)
 	}
-	var te *tenancy.Error
-	if !errors.As(unbound, &te) || te.Code != tenancy.CodeTenantUnbound || te.Module != "r" || te.Backend != "redis" || te.Route != route {
-		t.Errorf("default rule: unbound call %v, want tenant_unbound naming module, backend and route", unbound)
-	}
+	tenancytest.RequireUnbound(t, unbound, "r", "redis", route)
 	landed(t, nsKey, "a")
 	if n := rdb.Exists(ctx, sharedKey).Val(); n != 0 {
 		t.Errorf("default rule: the shared key exists")

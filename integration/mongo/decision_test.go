@@ -2,7 +2,6 @@ package mongo_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
@@ -99,14 +98,6 @@ func outboxCase() scopeCase {
 		unbound: tenancy.WithGlobal(context.Background())}
 }
 
-func wantUnbound(t *testing.T, err error) {
-	t.Helper()
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantUnbound || te.Module != "m" || te.Backend != "mongodb" || te.Route != "r" {
-		t.Errorf("unbound call: %v, want tenant_unbound naming module m, backend mongodb, route r", err)
-	}
-}
-
 // TestScopeFollowsRule: flipping "the resolver is passed the tenant only
 // when tenant-aware" on a kind moves its matrix row and its runtime
 // together: the collection a call lands in, and whether an unbound call is
@@ -125,7 +116,7 @@ func TestScopeFollowsRule(t *testing.T) {
 			t.Errorf("rows landed in %v, want %v", colls, wantColls)
 		}
 		if refused {
-			wantUnbound(t, unbound)
+			tenancytest.RequireUnbound(t, unbound, "m", "mongodb", "r")
 		} else if unbound != nil {
 			t.Errorf("unbound call refused: %v", unbound)
 		}
