@@ -23,6 +23,10 @@ type Backend struct {
 	// Kinds holds every route kind the backend ships. A route of a kind
 	// missing here is refused (wiring_invalid): the rules must be stated.
 	Kinds map[Kind]KindRule
+	// Codes documents the codes only this backend raises, each named
+	// "<Name>_...": `tenantwire errors` and `tenantwire explain` read them
+	// from the backend, so a new backend states its own codes here.
+	Codes []CodeDoc
 }
 
 // KindRule states a route kind's exceptions to the default derivation rule.

@@ -128,7 +128,7 @@ func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan 
 	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
 	d.scrub(ctx, conn)
 	if err == nil && wrote {
-		err = &tenancy.Error{Code: tenancy.CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
+		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
 			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
 	}

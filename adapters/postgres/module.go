@@ -221,7 +221,7 @@ func Module(name string, opts ...Option) fx.Option {
 		// already, and that is the error to report.
 		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
 			errs = append(errs, &tenancy.Error{
-				Code: tenancy.CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
+				Code: CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
 				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
 				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 			})

@@ -276,7 +276,7 @@ func TestRoutesFailClosed(t *testing.T) {
 
 func TestDynamicReadWiring(t *testing.T) {
 	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicRead("dyn", dc) }
-	tenancytest.RequireRefused(t, tenancy.CodeDynamicReadUnconfined,
+	tenancytest.RequireRefused(t, postgres.CodeDynamicReadUnconfined,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
