@@ -30,7 +30,7 @@ var CodeDocs = []CodeDoc{
 		"A route declares, or a config names, a statement origin that is none of structured, compiled or raw. An origin nobody can name has no floor, so it is refused rather than defaulted.",
 		"Declare structured, compiled or raw."},
 	{validationPattern, "fx.New",
-		"A route of the module reaches a tier below the module's declared RequiredIsolation, or a Kafka route is marked tenant-aware (a topic has no row filter). When the declared floor is above the backend's ceiling, the same code is raised once for the module as a capability mismatch: `errors.Is(err, tenancy.ErrCapabilityMismatch)` tells the two apart.",
+		"A route of the module reaches a tier below the module's declared RequiredIsolation, or a route of a kind with no tagged tier (a Kafka topic has no row filter) is marked tenant-aware. When the declared floor is above the backend's ceiling, the same code is raised once for the module as a capability mismatch: `errors.Is(err, tenancy.ErrCapabilityMismatch)` tells the two apart.",
 		"Wiring gap: add what the message names (TenantAware for tagged, a per-tenant resolver on every relation the route names for namespace, a routed client for dedicated). Capability mismatch: lower the floor to the backend's ceiling, or move the module to a backend that can reach it."},
 	{string(tenancy.CodeTenantGlobalRequired), "fx.New",
 		"A background worker (relay, consumer, sweep, scheduler, or one you registered) would read a tenant-aware resource, per-tenant containers, or a routed client with no tenant bound. A worker that drains everything unbound would mix tenants. The error reports reached=none (an unbound pass isolates nothing) and required=the route's tier, which a pass reaches only with a tenant bound.",

@@ -40,7 +40,9 @@ type KindRule struct {
 	Relations []string
 	// ResolverCountsOnlyWhenTenantAware: the route passes its resolver the
 	// tenant only when it is tenant-aware, so a per-tenant relation counts
-	// only then (Postgres inbox, idempotency store, outbox).
+	// only then; otherwise it names one container shared by every tenant
+	// and needs no tenant bound (Decide). PostgreSQL inbox, idempotency
+	// store and outbox; MongoDB outbox.
 	ResolverCountsOnlyWhenTenantAware bool
 	// NeverNamespace: the kind has no per-route namespace (Redis streams,
 	// Postgres hub search); a resolver never lifts it to namespace.
