@@ -1,7 +1,9 @@
 // Package floors is the pure rules engine: it derives the tier each route of
 // a module reaches from its wiring, checks it against the origin floor, the
 // backend's ceiling and the module's declared floor, checks the workers that
-// drain routes in the background, and renders the result as a matrix. It
+// drain routes in the background, and renders the result as a matrix.
+// Decide gives each route's Decision: the tier the matrix prints and the
+// scope its adapter applies on every call, from one derivation. It
 // does no I/O and knows no backend by name: each backend states its rules
 // as data in a Backend value.
 //
