@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestCounterScopeFollowsRule(t *testing.T) {
 		t.Errorf("default rule: reached %s, want namespace", p.reached)
 	}
 	tenancytest.RequireUnbound(t, p.unbound, "pg", "postgres", "hits")
-	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !equal(p.schemas, want) {
+	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !maps.Equal(p.schemas, want) {
 		t.Errorf("default rule: rows in %v, want %v", p.schemas, want)
 	}
 
@@ -145,7 +146,7 @@ func TestCounterScopeFollowsRule(t *testing.T) {
 		t.Errorf("flipped rule: unbound call refused: %v", p.unbound)
 	}
 	// One row, counted twice: A's call and the unbound one share a schema.
-	if want := map[string]int64{SchemaName(prefix, tenancy.ID{}): 1}; !equal(p.schemas, want) {
+	if want := map[string]int64{SchemaName(prefix, tenancy.ID{}): 1}; !maps.Equal(p.schemas, want) {
 		t.Errorf("flipped rule: rows in %v, want %v", p.schemas, want)
 	}
 }
@@ -171,7 +172,7 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 	if p.unbound != nil {
 		t.Errorf("shipped rule: tenant-global write refused: %v", p.unbound)
 	}
-	if want := map[string]int64{SchemaName(prefix, tenancy.ID{}): 2}; !equal(p.schemas, want) {
+	if want := map[string]int64{SchemaName(prefix, tenancy.ID{}): 2}; !maps.Equal(p.schemas, want) {
 		t.Errorf("shipped rule: rows in %v, want %v", p.schemas, want)
 	}
 
@@ -182,19 +183,7 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 		t.Errorf("flipped rule: reached %s, want namespace", p.reached)
 	}
 	tenancytest.RequireUnbound(t, p.unbound, "pg", "postgres", "events")
-	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !equal(p.schemas, want) {
+	if want := map[string]int64{SchemaName(prefix, tenancytest.TenantA): 1}; !maps.Equal(p.schemas, want) {
 		t.Errorf("flipped rule: rows in %v, want %v", p.schemas, want)
 	}
-}
-
-func equal(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
