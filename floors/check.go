@@ -96,7 +96,8 @@ func checkModule(rep *Report, m Module, matrix bool) {
 func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	rule, known := m.Backend.Kinds[r.Kind]
 	origin := EffectiveOrigin(rule, r)
-	reached := Reach(rule, r)
+	decision := Decide(rule, r)
+	reached := decision.Reached
 	row := Row{
 		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
 		Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
@@ -141,7 +142,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 		return row, errs, nil
 	}
 
-	global := r.Fleet || r.TenantGlobal || rule.Fleet
+	global := decision.Global
 	switch {
 	case r.Fleet || rule.Fleet:
 		row.Scope = "fleet"
@@ -264,7 +265,8 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 				continue
 			}
 			rule := m.Backend.Kinds[r.Kind]
-			if w.Binding.ReadsBound() || !drainsTenantScoped(rule, r) {
+			d := Decide(rule, r)
+			if w.Binding.ReadsBound() || !d.NeedsTenant {
 				return
 			}
 			reason := "a tenant-aware resource"
@@ -276,7 +278,7 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 			// The route isolates at its own tier only for a bound tenant: an
 			// unbound pass reads every tenant's data, which is tier none. So
 			// the worker reaches none and needs the route's tier.
-			tier := Reach(rule, r)
+			tier := d.Reached
 			rep.Errors = append(rep.Errors, &tenancy.Error{
 				Code: tenancy.CodeTenantGlobalRequired, Module: m.Name, Backend: m.Backend.Name,
 				Route: r.Name, Tiers: true, Reached: tenancy.None, Required: tier,
@@ -294,22 +296,4 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 		Detail: fmt.Sprintf("worker %q drains a route no module declares", w.Name),
 		Fix:    "register the worker against a route of a module included in the app",
 	})
-}
-
-// drainsTenantScoped reports whether reading the whole route needs a tenant:
-// it is tenant-aware, routed, or has a per-tenant container its resolver
-// is really passed a tenant for.
-func drainsTenantScoped(rule KindRule, r Route) bool {
-	if r.Routed || r.TenantAware {
-		return true
-	}
-	if rule.ResolverCountsOnlyWhenTenantAware {
-		return false
-	}
-	for _, rel := range r.Relations {
-		if rel.PerTenant {
-			return true
-		}
-	}
-	return false
 }

@@ -20,7 +20,8 @@ type CodeDoc struct {
 // validationPattern stands for every "<backend>_tenancy_validation_failed".
 const validationPattern = "<backend>_tenancy_validation_failed"
 
-// CodeDocs lists every code the project raises.
+// CodeDocs lists every code shared by the backends. A code only one
+// backend raises is documented in that backend's Backend.Codes.
 var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeStatementOriginFloor), "fx.New",
 		"A route's statement origin needs a stronger tier than the route reaches: compiled text (written per request by a compiler) needs namespace, raw text (an engine string nothing can verify) needs dedicated. Verification raises confidence in a claim; it does not create a boundary. No declaration lowers an origin floor, and when the declared floor also fails, this is the error reported.",
@@ -29,7 +30,7 @@ var CodeDocs = []CodeDoc{
 		"A route declares, or a config names, a statement origin that is none of structured, compiled or raw. An origin nobody can name has no floor, so it is refused rather than defaulted.",
 		"Declare structured, compiled or raw."},
 	{validationPattern, "fx.New",
-		"A route of the module reaches a tier below the module's declared RequiredIsolation, or a Kafka route is marked tenant-aware (a topic has no row filter). When the declared floor is above the backend's ceiling, the same code is raised once for the module as a capability mismatch: `errors.Is(err, tenancy.ErrCapabilityMismatch)` tells the two apart.",
+		"A route of the module reaches a tier below the module's declared RequiredIsolation, or a route of a kind with no tagged tier (a Kafka topic has no row filter) is marked tenant-aware. When the declared floor is above the backend's ceiling, the same code is raised once for the module as a capability mismatch: `errors.Is(err, tenancy.ErrCapabilityMismatch)` tells the two apart.",
 		"Wiring gap: add what the message names (TenantAware for tagged, a per-tenant resolver on every relation the route names for namespace, a routed client for dedicated). Capability mismatch: lower the floor to the backend's ceiling, or move the module to a backend that can reach it."},
 	{string(tenancy.CodeTenantGlobalRequired), "fx.New",
 		"A background worker (relay, consumer, sweep, scheduler, or one you registered) would read a tenant-aware resource, per-tenant containers, or a routed client with no tenant bound. A worker that drains everything unbound would mix tenants. The error reports reached=none (an unbound pass isolates nothing) and required=the route's tier, which a pass reaches only with a tenant bound.",
@@ -67,12 +68,6 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeDedicatedTargetShared), "run time",
 		"A routed client is rated dedicated, and the tenant bound to the call resolves to a data target (PostgreSQL host, port and database; MongoDB hosts and database; Kafka brokers; Neo4j server and database) that another tenant already uses in this process. Nothing is opened, read or written. The first tenant to use a target keeps it for the life of the process (eviction does not release it) until its own credentials move it to another target. Detection is per process: across replicas, the resolver itself must map tenants to distinct targets.",
 		"Make the credential resolver give each tenant its own database (or cluster), or lower the floor and run the module on a plain client with the namespace or tagged tier."},
-	{string(tenancy.CodeDynamicReadUnconfined), "fx.New",
-		"A PostgreSQL dynamic-read route (compiled SQL) runs in a per-tenant schema but not under a per-tenant role. Schema-qualified compiled text could then name another tenant's schema: the schema is a name, the role is the boundary.",
-		"Set TenantRole on the dynamic read (the provisioner creates a role with usage on the tenant's own schema only, and each read runs under SET LOCAL ROLE), or run it on a routed client."},
-	{string(tenancy.CodeDynamicReadWrote), "run time",
-		"The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
-		"Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
 	{string(tenancy.CodeTenantSourceConflict), "HTTP request",
 		"Two tenant sources of one request name different tenants: an authenticated claim and the tenant header, a claim and the host label, or the header and the host label. The request is refused with `403` and a JSON body naming this code; it is never resolved to either tenant.",
 		"Send only the tenant the caller is entitled to, or drop the conflicting source (a stale header, a wrong host)."},
@@ -96,12 +91,20 @@ var CodeDocs = []CodeDoc{
 		"Write under a context bound to the row's own tenant, and leave the tenant out of the message or document: the route stamps the bound tenant itself."},
 }
 
-// Explain returns the documentation of a code. Any
-// "<backend>_tenancy_validation_failed" resolves to the shared entry.
-func Explain(code string) (CodeDoc, bool) {
+// Explain returns the documentation of a code: a shared one, or one of
+// the given backends' own. Any "<backend>_tenancy_validation_failed"
+// resolves to the shared entry.
+func Explain(code string, backends ...Backend) (CodeDoc, bool) {
 	for _, d := range CodeDocs {
 		if d.Code == code {
 			return d, true
+		}
+	}
+	for _, b := range backends {
+		for _, d := range b.Codes {
+			if d.Code == code {
+				return d, true
+			}
 		}
 	}
 	if backend, ok := strings.CutSuffix(code, "_tenancy_validation_failed"); ok && backend != "" {
@@ -115,11 +118,12 @@ func Explain(code string) (CodeDoc, bool) {
 	return CodeDoc{}, false
 }
 
-// WriteCodesMarkdown renders docs/errors.md. backends name the concrete
-// validation codes to list under the shared entry.
+// WriteCodesMarkdown renders docs/errors.md: the shared codes, the
+// concrete validation code of each backend under the shared entry, then
+// each backend's own codes.
 func WriteCodesMarkdown(w io.Writer, backends ...Backend) error {
 	var b strings.Builder
-	b.WriteString("# Error codes\n\n<!-- Generated by `make matrix` from floors.CodeDocs; do not edit. -->\n\n")
+	b.WriteString("# Error codes\n\n<!-- Generated by `make matrix` from floors.CodeDocs and each backend's Codes; do not edit. -->\n\n")
 	b.WriteString("Every refusal is a `*tenancy.Error`: `errors.As` finds it through fx's wrapping, and\n")
 	b.WriteString("`errors.Is(err, tenancy.Code(\"...\"))` compares it to a code. Wiring refusals carry the module,\n")
 	b.WriteString("backend, route, reached tier, required tier, ceiling, origin and a fix. `tenantwire explain CODE`\n")
@@ -132,6 +136,11 @@ func WriteCodesMarkdown(w io.Writer, backends ...Backend) error {
 				fmt.Fprintf(&b, " `%s`", tenancy.ValidationFailed(be.Name))
 			}
 			b.WriteString(".\n\n")
+		}
+	}
+	for _, be := range backends {
+		for _, d := range be.Codes {
+			fmt.Fprintf(&b, "## `%s`\n\n**Backend:** %s. **Raised:** %s\n\n%s\n\n**Fix:** %s\n\n", d.Code, be.Name, d.When, d.Meaning, d.Fix)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -16,7 +16,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeTrustedProxyRequired, tenancy.CodeRouteUnclassified, tenancy.CodeInvalidTenantHeader,
 		tenancy.CodeWorkerRouteUnknown, tenancy.CodeWiringInvalid, tenancy.CodeConnectionBudgetExceeded,
 		tenancy.CodeTenantSourceConflict, tenancy.CodeRouteInvalid, tenancy.CodeTenantScopeChanged,
-		tenancy.ValidationFailed("postgres"), tenancy.CodeDynamicReadUnconfined,
+		tenancy.ValidationFailed("postgres"),
 		tenancy.CodeTenantSourceInvalid, tenancy.CodeTenantHostAmbiguous, tenancy.CodeRouteClassOverlap,
 		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
 	}

@@ -1,7 +1,9 @@
 // Package floors is the pure rules engine: it derives the tier each route of
 // a module reaches from its wiring, checks it against the origin floor, the
 // backend's ceiling and the module's declared floor, checks the workers that
-// drain routes in the background, and renders the result as a matrix. It
+// drain routes in the background, and renders the result as a matrix.
+// Decide gives each route's Decision: the tier the matrix prints and the
+// scope its adapter applies on every call, from one derivation. It
 // does no I/O and knows no backend by name: each backend states its rules
 // as data in a Backend value.
 //
@@ -23,6 +25,10 @@ type Backend struct {
 	// Kinds holds every route kind the backend ships. A route of a kind
 	// missing here is refused (wiring_invalid): the rules must be stated.
 	Kinds map[Kind]KindRule
+	// Codes documents the codes only this backend raises, each named
+	// "<Name>_...": `tenantwire errors` and `tenantwire explain` read them
+	// from the backend, so a new backend states its own codes here.
+	Codes []CodeDoc
 }
 
 // KindRule states a route kind's exceptions to the default derivation rule.
@@ -36,7 +42,9 @@ type KindRule struct {
 	Relations []string
 	// ResolverCountsOnlyWhenTenantAware: the route passes its resolver the
 	// tenant only when it is tenant-aware, so a per-tenant relation counts
-	// only then (Postgres inbox, idempotency store, outbox).
+	// only then; otherwise it names one container shared by every tenant
+	// and needs no tenant bound (Decide). PostgreSQL inbox, idempotency
+	// store and outbox; MongoDB outbox.
 	ResolverCountsOnlyWhenTenantAware bool
 	// NeverNamespace: the kind has no per-route namespace (Redis streams,
 	// Postgres hub search); a resolver never lifts it to namespace.
@@ -135,6 +143,15 @@ type Module struct {
 	// WorstCaseConns is the most connections the module's clients can open
 	// (routed: pool bound × per-pool maximum). Zero when unknown or N/A.
 	WorstCaseConns int
+}
+
+// Unbound is the refusal of a tenant-scoped call of route that ran with no
+// tenant bound: tenant_unbound naming the module, backend and route, so
+// every adapter reports it with the same fields.
+func (b Backend) Unbound(module, route string) *tenancy.Error {
+	e := tenancy.Unbound()
+	e.Module, e.Backend, e.Route = module, b.Name, route
+	return e
 }
 
 // WiringInvalid is the refusal of a route whose options cannot be wired at

@@ -13,7 +13,8 @@ type Code string
 func (c Code) Error() string { return string(c) }
 
 // The codes shared by every backend. Backend-specific floor misses use
-// ValidationFailed(backend).
+// ValidationFailed(backend); a code only one backend raises is declared
+// by that backend's package.
 const (
 	CodeStatementOriginFloor     Code = "statement_origin_isolation_floor"
 	CodeStatementOriginUnknown   Code = "statement_origin_unknown"
@@ -39,11 +40,6 @@ const (
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"
 	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
 	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
-
-	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
-	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
-	// CodeDynamicReadWrote: a Postgres dynamic read's text wrote (rolled back).
-	CodeDynamicReadWrote Code = "postgres_dynamic_read_wrote"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

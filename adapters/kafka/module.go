@@ -154,7 +154,7 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 	return floors.Route{
 		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
-		Relations: []floors.Relation{{Role: "topic", Name: name, PerTenant: r.perTenant != nil}},
+		Relations: []floors.Relation{{Role: roleTopic, Name: name, PerTenant: r.perTenant != nil}},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -31,10 +32,17 @@ type route struct {
 	spec *routeSpec
 	// scoped: calls need a bound tenant.
 	scoped bool
+	// routed: calls run on the tenant's own client.
+	routed bool
+	// perTenantTopic: the rules pass the topic resolver the bound tenant.
+	perTenantTopic bool
 }
 
+// newRoute applies the rules' decision for the route; nothing here
+// re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
-	return route{core: c, spec: spec, scoped: c.pools != nil || spec.perTenant != nil}
+	d := Rules.Decide(spec.floorsRoute(c.pools != nil))
+	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic)}
 }
 
 // topicFor names the route's topic for tenant, validating a resolver's
@@ -43,7 +51,13 @@ func (r *route) topicFor(tenant tenancy.ID) (string, error) {
 	if r.spec.perTenant == nil {
 		return r.spec.topic, nil
 	}
+	if !r.perTenantTopic {
+		tenant = tenancy.ID{} // one topic for every tenant, as the rules decide
+	}
 	t, err := r.spec.perTenant(tenant)
+	if errors.Is(err, tenancy.CodeTenantUnbound) {
+		return "", r.unbound()
+	}
 	if err != nil {
 		return "", fmt.Errorf("kafka: route %s: topic resolver: %w", r.spec.name, err)
 	}
@@ -56,11 +70,7 @@ func (r *route) topicFor(tenant tenancy.ID) (string, error) {
 	return t, nil
 }
 
-func (r *route) unbound() error {
-	e := tenancy.Unbound()
-	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
-	return e
-}
+func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }
 
 // Message is one record to produce.
 type Message struct {

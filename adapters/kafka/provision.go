@@ -24,14 +24,14 @@ type Provisioner struct {
 // cluster.
 func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return tenancy.Unbound()
+		return Rules.Unbound(p.core.module, "")
 	}
 	var topics []kafkago.TopicConfig
 	for _, r := range p.routes {
-		if r.perTenant == nil && p.core.pools == nil {
+		rt := newRoute(p.core, r)
+		if !rt.perTenantTopic && !rt.routed {
 			continue
 		}
-		rt := newRoute(p.core, r)
 		name, err := rt.topicFor(tenant)
 		if err != nil {
 			return err
@@ -49,8 +49,12 @@ func (p *Provisioner) ProvisionShared(ctx context.Context) error {
 	}
 	var topics []kafkago.TopicConfig
 	for _, r := range p.routes {
-		if r.perTenant == nil {
-			topics = append(topics, topicConfig(r.topic, r))
+		if rt := newRoute(p.core, r); !rt.perTenantTopic {
+			name, err := rt.topicFor(tenancy.ID{})
+			if err != nil {
+				return err
+			}
+			topics = append(topics, topicConfig(name, r))
 		}
 	}
 	return p.create(ctx, tenancy.ID{}, topics)

@@ -11,6 +11,9 @@ const (
 	KindConsumer floors.Kind = "consumer"
 )
 
+// roleTopic is the one relation a Kafka route names: its topic.
+const roleTopic = "topic"
+
 // noTagged is why Kafka refuses TenantAware, for the matrix and the docs.
 const noTagged = "a topic has no row filter, so Kafka has no tagged tier: per-tenant topic → namespace, routed client → dedicated"
 

@@ -25,12 +25,13 @@ func Cache(route string, cfg CacheConfig) Option {
 			c.problems = append(c.problems, *p)
 			return
 		}
-		c.routes = append(c.routes, floors.Route{
+		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{cfg.Keys.relation("keys")},
-		})
+		}
+		c.routes = append(c.routes, fr)
 		c.provides = append(c.provides, fx.Provide(func(s *store) *KV {
-			return &KV{s: s, keys: cfg.Keys, r: routeConfig{name: route, tenantAware: cfg.TenantAware}}
+			return &KV{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
 		}))
 	})
 }
@@ -43,7 +44,7 @@ type KV struct {
 }
 
 func (c *KV) key(ctx context.Context, key string) (string, entryKey, error) {
-	name, tag, err := c.r.scope(ctx, c.keys)
+	name, tag, err := c.r.scope(ctx, c.keys, "keys")
 	return name, entryKey{tenant: tag, key: key}, err
 }
 

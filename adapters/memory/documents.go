@@ -42,12 +42,13 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 				return
 			}
 		}
-		c.routes = append(c.routes, floors.Route{
+		fr := floors.Route{
 			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
 			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
-		})
+		}
+		c.routes = append(c.routes, fr)
 		c.provides = append(c.provides, fx.Provide(func(s *store) *Documents[T] {
-			return &Documents[T]{s: s, cfg: cfg, r: routeConfig{name: route, tenantAware: cfg.TenantAware}}
+			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
 		}))
 	})
 }
@@ -60,11 +61,11 @@ type Documents[T any] struct {
 }
 
 func (d *Documents[T]) locate(ctx context.Context, write bool) (map[entryKey]docEntry, string, entryKey, error) {
-	c := d.cfg.Read
+	c, role := d.cfg.Read, "read"
 	if write {
-		c = d.cfg.Write
+		c, role = d.cfg.Write, "write"
 	}
-	name, tag, err := d.r.scope(ctx, c)
+	name, tag, err := d.r.scope(ctx, c, role)
 	if err != nil {
 		return nil, "", entryKey{}, err
 	}

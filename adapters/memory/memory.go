@@ -111,7 +111,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	parts := []fx.Option{
-		fx.Provide(fx.Private, newStore),
+		fx.Provide(fx.Private, func() *store { s := newStore(); s.module = name; return s }),
 		modules.Provide(mod),
 	}
 	parts = append(parts, c.provides...)
@@ -121,29 +121,36 @@ func Module(name string, opts ...Option) fx.Option {
 	return fx.Module(name, parts...)
 }
 
-// routeConfig is what every route shares: how it finds its container and
-// whether it stamps and filters on the tenant.
+// routeConfig is what every route shares: the rules' decision for it,
+// which says whether a call needs a tenant, which containers are per
+// tenant and whether records are tagged.
 type routeConfig struct {
-	name        string
-	tenantAware bool
+	module, name string
+	decision     floors.Decision
 }
 
-// scope resolves where a call lands: the container and the tenant tag
-// (zero for an untagged route). It fails closed when the route is
+func newRouteConfig(s *store, r floors.Route) routeConfig {
+	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r)}
+}
+
+// scope resolves where a call lands: the container in role and the tenant
+// tag (zero for an untagged route). It fails closed when the route is
 // tenant-scoped and no tenant is bound.
-func (r routeConfig) scope(ctx context.Context, c Container) (string, tenancy.ID, error) {
-	if !r.tenantAware && !c.perTenant {
+func (r routeConfig) scope(ctx context.Context, c Container, role string) (string, tenancy.ID, error) {
+	if !r.decision.NeedsTenant {
 		return c.name(tenancy.ID{}), tenancy.ID{}, nil
 	}
-	id, err := tenancy.Require(ctx)
-	if err != nil {
-		e := tenancy.Unbound()
-		e.Backend, e.Route = "memory", r.name
-		return "", tenancy.ID{}, e
+	id, ok := tenancy.FromContext(ctx)
+	if !ok {
+		return "", tenancy.ID{}, Rules.Unbound(r.module, r.name)
+	}
+	name := c.name(tenancy.ID{})
+	if r.decision.ResolvesPerTenant(role) {
+		name = c.name(id)
 	}
 	var tag tenancy.ID
-	if r.tenantAware {
+	if r.decision.Tagged {
 		tag = id
 	}
-	return c.name(id), tag, nil
+	return name, tag, nil
 }

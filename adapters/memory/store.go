@@ -10,6 +10,7 @@ import (
 // store is one app's memory. Every map is keyed by container and then by
 // (tenant tag, name), so the same key under two tenants is two entries.
 type store struct {
+	module  string
 	mu      sync.RWMutex
 	docs    map[string]map[entryKey]docEntry
 	kv      map[string]map[entryKey]kvEntry

@@ -33,10 +33,7 @@ func Stream(route string, cfg StreamConfig) Option {
 			c.problems = append(c.problems, *p)
 			return
 		}
-		c.routes = append(c.routes, floors.Route{
-			Name: route, Kind: "stream", TenantAware: cfg.TenantAware,
-			Relations: []floors.Relation{cfg.Stream.relation("stream")},
-		})
+		c.routes = append(c.routes, streamRoute(route, cfg))
 		if c.streams == nil {
 			c.streams = map[string]StreamConfig{}
 		}
@@ -47,8 +44,15 @@ func Stream(route string, cfg StreamConfig) Option {
 	})
 }
 
+func streamRoute(route string, cfg StreamConfig) floors.Route {
+	return floors.Route{
+		Name: route, Kind: "stream", TenantAware: cfg.TenantAware,
+		Relations: []floors.Relation{cfg.Stream.relation("stream")},
+	}
+}
+
 func newStreams(s *store, route string, cfg StreamConfig) *Streams {
-	return &Streams{s: s, cfg: cfg, r: routeConfig{name: route, tenantAware: cfg.TenantAware}}
+	return &Streams{s: s, cfg: cfg, r: newRouteConfig(s, streamRoute(route, cfg))}
 }
 
 // Streams is a stream route.
@@ -60,7 +64,7 @@ type Streams struct {
 
 // Append adds payload and returns its offset.
 func (st *Streams) Append(ctx context.Context, payload []byte) (int64, error) {
-	name, tag, err := st.r.scope(ctx, st.cfg.Stream)
+	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +85,7 @@ func (st *Streams) Read(ctx context.Context, after int64, limit int) ([]Message,
 
 // read also returns the channel closed by the next append, for consumers.
 func (st *Streams) read(ctx context.Context, after int64, limit int) ([]Message, <-chan struct{}, error) {
-	name, tag, err := st.r.scope(ctx, st.cfg.Stream)
+	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -102,7 +102,7 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // tenant-aware: a bound reader of a tenant-global outbox (a sharded relay,
 // Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
-	if o.route.core.pools != nil || o.route.perTenant {
+	if o.route.decision.Routed || o.route.perTenant {
 		t, err := o.route.targetFor(ctx, tenant)
 		t.tag = tenant
 		return t, err

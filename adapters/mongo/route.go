@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -24,22 +25,20 @@ const (
 type route struct {
 	core *core
 	spec *routeSpec
-	// perTenant: the collection or database is named per tenant.
+	// decision is the rules' decision for the route: the only source of
+	// its runtime scope.
+	decision floors.Decision
+	// perTenant: the rules resolve the collection or database per tenant.
 	perTenant bool
 }
 
 func newRoute(c *core, spec *routeSpec) route {
-	pt := spec.cfg.Collection.PerTenantName()
-	if spec.kind == KindOutbox && !spec.cfg.TenantAware {
-		pt = false // the outbox passes its resolver the tenant only when tenant-aware
-	}
-	return route{core: c, spec: spec, perTenant: pt}
+	d := Rules.Decide(spec.floorsRoute(c.pools != nil))
+	return route{core: c, spec: spec, decision: d, perTenant: d.ResolvesPerTenant(roleCollection)}
 }
 
 // scoped reports whether calls need a bound tenant.
-func (r *route) scoped() bool {
-	return r.core.pools != nil || r.perTenant || r.spec.cfg.TenantAware
-}
+func (r *route) scoped() bool { return r.decision.NeedsTenant }
 
 // target is where one call lands.
 type target struct {
@@ -80,17 +79,13 @@ func (r *route) targetFor(ctx context.Context, id tenancy.ID) (target, error) {
 	}
 	db, coll := r.spec.cfg.Collection.resolve(db, id, r.perTenant)
 	t := target{coll: client.Database(db).Collection(coll), release: release}
-	if r.spec.cfg.TenantAware {
+	if r.decision.Tagged {
 		t.tag = id
 	}
 	return t, nil
 }
 
-func (r *route) unbound() error {
-	e := tenancy.Unbound()
-	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
-	return e
-}
+func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }
 
 // key is the stored _id of a user id: for a tenant-aware route it is
 // prefixed with the tenant, so two tenants may use the same id in one

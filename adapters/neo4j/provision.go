@@ -22,7 +22,7 @@ var ErrEnterpriseRequired = errors.New("neo4j: CREATE DATABASE needs Neo4j Enter
 // idempotent.
 func (g *Graph) Provision(ctx context.Context, tenant tenancy.ID) (string, error) {
 	r := g.r
-	if r.spec.database == nil {
+	if !r.perTenantDB {
 		return "", fmt.Errorf("neo4j: route %s has no per-tenant database to provision", r.spec.name)
 	}
 	sc, err := r.openFor(ctx, tenant)

@@ -16,10 +16,18 @@ type route struct {
 	spec *routeSpec
 	// scoped: calls need a bound tenant.
 	scoped bool
+	// perTenantDB: the rules resolve the database per tenant.
+	perTenantDB bool
+	// tagged: the tenant predicate applies to every pattern.
+	tagged bool
 }
 
+// newRoute applies the rules' decision for the route; nothing here
+// re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) *route {
-	return &route{core: c, spec: spec, scoped: spec.tenantAware || spec.database != nil || c.routed()}
+	d := Rules.Decide(spec.floorsRoute(c.routed()))
+	return &route{core: c, spec: spec, scoped: d.NeedsTenant,
+		perTenantDB: d.ResolvesPerTenant(roleDatabase), tagged: d.Tagged}
 }
 
 // scope is what a transaction pins for its whole life.
@@ -63,7 +71,7 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 			sc.database = td.database
 		}
 	}
-	if r.spec.database != nil {
+	if r.perTenantDB {
 		name, err := r.databaseName(id)
 		if err != nil {
 			sc.release()
@@ -107,7 +115,7 @@ func (r *route) checkScope(ctx context.Context, sc scope) error {
 // builder is the statement builder for a scope: tagged when the route is
 // tenant-aware, with the scope's tenant as $tenant.
 func (r *route) builder(sc scope) builder {
-	return builder{tagged: r.spec.tenantAware, tenant: sc.tenant.String()}
+	return builder{tagged: r.tagged, tenant: sc.tenant.String()}
 }
 
 // transact runs fn in one managed transaction on the scope's session.
@@ -138,8 +146,4 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 	return err
 }
 
-func (r *route) unbound() error {
-	e := tenancy.Unbound()
-	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.spec.name
-	return e
-}
+func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }

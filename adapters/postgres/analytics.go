@@ -107,7 +107,7 @@ type Row struct {
 }
 
 func (a *AnalyticsRoute) build(tenant tenancy.ID) *analyticsStmts {
-	s := sql{tagged: a.cfg.TenantAware}
+	s := sql{tagged: a.spec.decision.Tagged}
 	src := a.qualified(a.cfg.Source, tenant)
 	out := &analyticsStmts{sql: s, stmts: map[string]analyticsStmt{}}
 	for _, qn := range slices.Sorted(maps.Keys(a.cfg.Queries)) {

@@ -141,7 +141,7 @@ var errNoConnection = errors.New("postgres: module has no connection configured"
 func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
 	if c.routed != nil {
 		if tenant.IsZero() {
-			return nil, nil, tenancy.Unbound()
+			return nil, nil, Rules.Unbound(c.module, "")
 		}
 		return c.routed.AcquireFor(ctx, tenant)
 	}
@@ -170,9 +170,9 @@ func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, fu
 func (c *Client) Pool(ctx context.Context) (*pgxpool.Pool, func(), error) {
 	var tenant tenancy.ID
 	if c.routed != nil {
-		var err error
-		if tenant, err = tenancy.Require(ctx); err != nil {
-			return nil, nil, err
+		var ok bool
+		if tenant, ok = tenancy.FromContext(ctx); !ok {
+			return nil, nil, Rules.Unbound(c.module, "")
 		}
 	}
 	return c.conn(ctx, tenant)

@@ -26,7 +26,7 @@ func Counter(name string, cc CounterConfig) Option {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			s := sql{tagged: cc.TenantAware}
+			s := sql{tagged: spec.decision.Tagged}
 			return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(cc.Table, tenant) + " (" +
 				s.tenantColumn() + "name text NOT NULL, value bigint NOT NULL, " + s.key("name") + ")"}
 		}
@@ -54,7 +54,7 @@ type counterStmts struct {
 }
 
 func (k *Counters) build(tenant tenancy.ID) *counterStmts {
-	s := sql{tagged: k.cfg.TenantAware}
+	s := sql{tagged: k.spec.decision.Tagged}
 	t := k.qualified(k.cfg.Table, tenant)
 	conflict := "(name)"
 	if s.tagged {

@@ -44,7 +44,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			r := route{cl, spec}
-			s := sql{tagged: dc.TenantAware}
+			s := sql{tagged: spec.decision.Tagged}
 			var out []string
 			out = append(out, "CREATE TABLE IF NOT EXISTS "+r.qualified(dc.Write, tenant)+" ("+s.tenantColumn()+
 				"id text NOT NULL, version bigint NOT NULL, value jsonb NOT NULL, "+s.key("id")+")")
@@ -80,7 +80,7 @@ type docStmts struct {
 }
 
 func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
-	s := sql{tagged: d.cfg.TenantAware}
+	s := sql{tagged: d.spec.decision.Tagged}
 	st := &docStmts{sql: s, read: d.qualified(d.cfg.Read, tenant), write: d.qualified(d.cfg.Write, tenant)}
 	w, c, v := s.where(), s.col(), s.val()
 	st.get = "SELECT version, value FROM " + st.read + " WHERE " + w + "id = " + s.p(1)

@@ -97,9 +97,9 @@ type DynamicReads struct {
 
 // Schema is the bound tenant's quoted schema name, for the compiler.
 func (d *DynamicReads) Schema(ctx context.Context) (string, error) {
-	tenant, err := tenancy.Require(ctx)
-	if err != nil {
-		return "", err
+	tenant, ok := tenancy.FromContext(ctx)
+	if !ok {
+		return "", d.unbound()
 	}
 	return pgx.Identifier{SchemaName(d.c.prefix, tenant)}.Sanitize(), nil
 }
@@ -112,9 +112,9 @@ func (d *DynamicReads) Schema(ctx context.Context) (string, error) {
 // the call. Text that made the transaction write (a large object, say) is
 // refused with postgres_dynamic_read_wrote, its write rolled back.
 func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
-	tenant, err := tenancy.Require(ctx)
-	if err != nil {
-		return err
+	tenant, ok := tenancy.FromContext(ctx)
+	if !ok {
+		return d.unbound()
 	}
 	pool, release, err := d.pool(ctx, tenant)
 	if err != nil {
@@ -128,7 +128,7 @@ func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan 
 	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
 	d.scrub(ctx, conn)
 	if err == nil && wrote {
-		err = &tenancy.Error{Code: tenancy.CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
+		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
 			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
 	}

@@ -129,7 +129,7 @@ func TestDynamicReadWritesNothing(t *testing.T) {
 	provision(t, ds.c, tenancytest.TenantA)
 	su := superuser(t)
 	got, err := ds.row(ctxA, "SELECT pg_catalog.lo_from_bytea(0, pg_catalog.convert_to(pg_catalog.repeat('x', 8388608), 'UTF8'))")
-	if tenancy.CodeOf(err) != tenancy.CodeDynamicReadWrote {
+	if tenancy.CodeOf(err) != postgres.CodeDynamicReadWrote {
 		t.Errorf("a large object written by a dynamic read: %v", err)
 	}
 	if len(got) == 1 {

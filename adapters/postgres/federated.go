@@ -51,7 +51,7 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 			role := "hub:" + h
 			spec.rels = append(spec.rels, roleRel{role, hub.cfg.Table})
 			spec.scopedRoles[role] = hub.cfg.TenantAware || hub.cfg.Table.perTenant
-			legs = append(legs, fedLeg{name: h, rel: hub.cfg.Table, tagged: fc.TenantAware && hub.cfg.TenantAware})
+			legs = append(legs, fedLeg{name: h, rel: hub.cfg.Table, hubTagged: hub.cfg.TenantAware})
 		}
 		for _, t := range fc.Tables {
 			if err := validName(t.table, maxIdent); err != nil {
@@ -85,9 +85,11 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 }
 
 type fedLeg struct {
-	name   string
-	rel    Relation
-	tagged bool
+	name string
+	rel  Relation
+	// hubTagged: the leg is a tenant-aware hub; it is filtered when the
+	// federated route is tagged too.
+	hubTagged bool
 }
 
 // Federated is a federated search route.
@@ -111,15 +113,16 @@ type fedStmts struct {
 }
 
 func (f *Federated) build(tenant tenancy.ID) *fedStmts {
+	tagged := func(l fedLeg) bool { return f.spec.decision.Tagged && l.hubTagged }
 	s := sql{tagged: false}
 	for _, l := range f.legs {
-		s.tagged = s.tagged || l.tagged
+		s.tagged = s.tagged || tagged(l)
 	}
 	q := "pg_catalog.websearch_to_tsquery('" + f.cfg.Config + "'::pg_catalog.regconfig, " + s.p(1) + ")"
 	parts := make([]string, len(f.legs))
 	for i, l := range f.legs {
 		where := ""
-		if l.tagged {
+		if tagged(l) {
 			where = "tenant_id = $1 AND "
 		}
 		// The leg is its index, a literal: no name reaches the SQL text.

@@ -39,7 +39,7 @@ func HubSearch(name string, hc HubSearchConfig) Option {
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
 		spec.provide = provideRoute(func(cl *Client) *HubSearches {
 			x := &Searches{route: route{cl, spec}, cfg: sc}
-			if !hc.Table.perTenant {
+			if !x.perTenant() {
 				x.static = x.build(tenancy.ID{})
 			}
 			return &HubSearches{x}

@@ -52,8 +52,8 @@ type idemStmts struct {
 }
 
 func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
-	s := sql{tagged: x.cfg.TenantAware}
-	t := x.qualified(x.cfg.Table, relTenant(x.spec, tenant))
+	s := sql{tagged: x.spec.decision.Tagged}
+	t := x.qualified(x.cfg.Table, tenant)
 	key := "key"
 	if s.tagged {
 		key = "tenant_id, key"

@@ -51,8 +51,8 @@ type inboxStmts struct {
 }
 
 func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
-	s := sql{tagged: i.cfg.TenantAware}
-	t := i.qualified(i.cfg.Table, relTenant(i.spec, tenant))
+	s := sql{tagged: i.spec.decision.Tagged}
+	t := i.qualified(i.cfg.Table, tenant)
 	return &inboxStmts{sql: s,
 		mark:   "INSERT INTO " + t + " (" + s.col() + "event_id) VALUES (" + s.val() + s.p(1) + ") ON CONFLICT DO NOTHING",
 		seen:   "SELECT EXISTS (SELECT 1 FROM " + t + " WHERE " + s.where() + "event_id = " + s.p(1) + ")",
@@ -161,13 +161,10 @@ func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, 
 		c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
 	}
 	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-		rt := relTenant(spec, tenant)
-		s := sql{tagged: aware}
-		return append(sharedSchema(cl, table, spec, rt),
-			"CREATE TABLE IF NOT EXISTS "+route{cl, spec}.qualified(table, rt)+" ("+s.tenantColumn()+columns+s.key(key)+")")
+		s := sql{tagged: spec.decision.Tagged}
+		return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(table, tenant) + " (" + s.tenantColumn() + columns + s.key(key) + ")"}
 	}
-	shared := !(aware && table.perTenant)
-	build := func(cl *Client) R { return newRoute(route{cl, spec}, shared) }
+	build := func(cl *Client) R { r := route{cl, spec}; return newRoute(r, !r.perTenant()) }
 	spec.provide = provideRoute(build)
 	spec.object = func(cl *Client) any { return build(cl) }
 	c.routes = append(c.routes, spec)

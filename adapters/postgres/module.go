@@ -84,8 +84,9 @@ type routeSpec struct {
 	rels        []roleRel
 	origin      tenancy.Origin
 	tenantRole  bool
-	// scoped: the route needs a bound tenant (set by Module).
-	scoped bool
+	// decision is the rules' decision for the route (set by Module): the
+	// only source of its runtime scope.
+	decision floors.Decision
 	// ddl lists the statements that create the route's relations.
 	ddl func(c *Client, tenant tenancy.ID) []string
 	// provide contributes the route object; unnamed when its type is the
@@ -210,23 +211,17 @@ func Module(name string, opts ...Option) fx.Option {
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
 	}
 	for _, r := range cfg.routes {
-		r.scoped = routed || r.tenantAware
-		// A kind whose resolver gets the tenant only when tenant-aware
-		// names one shared container otherwise: it needs no tenant.
-		if !Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
-			for _, rr := range r.rels {
-				r.scoped = r.scoped || rr.rel.perTenant
-			}
-		}
-		mod.Routes = append(mod.Routes, r.floorsRoute(routed))
+		fr := r.floorsRoute(routed)
+		r.decision = Rules.Decide(fr)
+		mod.Routes = append(mod.Routes, fr)
 		if routed && r.login != nil {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 		}
 		// Without a per-tenant schema the origin floor refuses the route
 		// already, and that is the error to report.
-		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.scoped {
+		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
 			errs = append(errs, &tenancy.Error{
-				Code: tenancy.CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
+				Code: CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
 				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
 				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 			})

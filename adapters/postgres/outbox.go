@@ -39,16 +39,14 @@ func Outbox(name string, oc OutboxConfig) Option {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			r := route{cl, spec}
-			rt := relTenant(spec, tenant)
-			t := r.qualified(oc.Table, rt)
-			return append(sharedSchema(cl, oc.Table, spec, rt),
-				"CREATE TABLE IF NOT EXISTS "+t+" (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, "+
-					"event_id text NOT NULL, topic text NOT NULL, key bytea, payload bytea, headers jsonb, "+
+			t := route{cl, spec}.qualified(oc.Table, tenant)
+			return []string{
+				"CREATE TABLE IF NOT EXISTS " + t + " (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, " +
+					"event_id text NOT NULL, topic text NOT NULL, key bytea, payload bytea, headers jsonb, " +
 					"created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), delivered_at timestamptz, UNIQUE (tenant_id, event_id))",
-				"CREATE INDEX IF NOT EXISTS "+pgx.Identifier{oc.Table.table + "_pending"}.Sanitize()+" ON "+t+" (tenant_id, id) WHERE delivered_at IS NULL",
+				"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{oc.Table.table + "_pending"}.Sanitize() + " ON " + t + " (tenant_id, id) WHERE delivered_at IS NULL",
 				scopeEventIDs(t),
-			)
+			}
 		}
 		spec.provide = provideRoute(func(cl *Client) *OutboxRoute { return newOutbox(cl, spec, oc) })
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
@@ -72,24 +70,6 @@ func scopeEventIDs(t string) string {
 		"EXECUTE pg_catalog.format('ALTER TABLE %s ADD UNIQUE (tenant_id, event_id)', " + lit + "); END IF; END $$"
 }
 
-// relTenant is the tenant a ResolverCountsOnlyWhenTenantAware route passes
-// its resolver: the bound one only when tenant-aware.
-func relTenant(spec *routeSpec, tenant tenancy.ID) tenancy.ID {
-	if spec.tenantAware {
-		return tenant
-	}
-	return tenancy.ID{}
-}
-
-// sharedSchema creates the one shared schema a per-tenant relation names
-// when the resolver gets no tenant (Provision creates only the tenant's).
-func sharedSchema(cl *Client, rel Relation, spec *routeSpec, rt tenancy.ID) []string {
-	if !rel.perTenant || spec.tenantAware {
-		return nil
-	}
-	return []string{"CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{SchemaName(cl.prefix, rt)}.Sanitize()}
-}
-
 // OutboxRoute is an outbox: Write adds rows (in the caller's transaction
 // with WriteTx), and it is the outbox.Source its relay drains.
 type OutboxRoute struct {
@@ -104,14 +84,14 @@ type outboxStmts struct {
 
 func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *OutboxRoute {
 	o := &OutboxRoute{route: route{cl, spec}, cfg: oc}
-	if !(oc.TenantAware && oc.Table.perTenant) {
+	if !o.perTenant() {
 		o.static = o.build(tenancy.ID{})
 	}
 	return o
 }
 
 func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
-	t := o.qualified(o.cfg.Table, relTenant(o.spec, tenant))
+	t := o.qualified(o.cfg.Table, tenant)
 	sel := "SELECT id, tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
 	lock := " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
 	old := "delivered_at < pg_catalog.now() - $1 * '1 millisecond'::pg_catalog.interval"
@@ -133,10 +113,10 @@ func (o *OutboxRoute) rowTenant(ctx context.Context) (tenancy.ID, error) {
 	if id, ok := tenancy.FromContext(ctx); ok {
 		return id, nil
 	}
-	if !o.spec.scoped && tenancy.IsGlobal(ctx) {
+	if !o.spec.decision.NeedsTenant && tenancy.IsGlobal(ctx) {
 		return tenancy.ID{}, nil
 	}
-	return tenancy.ID{}, tenancy.Unbound()
+	return tenancy.ID{}, o.unbound()
 }
 
 // Write adds msgs in a transaction of its own.
@@ -197,8 +177,8 @@ func newEventID() string {
 // where the route resolves one; unbound, the route must be tenant-global.
 func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	tenant, bound := tenancy.FromContext(ctx)
-	if !bound && o.spec.scoped {
-		return nil, tenancy.Unbound()
+	if !bound && o.spec.decision.NeedsTenant {
+		return nil, o.unbound()
 	}
 	st := cached(o.route, o.static, tenant, o.build)
 	pool, release, err := o.c.conn(ctx, tenant)
@@ -302,8 +282,8 @@ func (b *claim) Abandon(ctx context.Context) {
 // under a sharded pass, every row otherwise.
 func (o *OutboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, bound := tenancy.FromContext(ctx)
-	if !bound && o.spec.scoped {
-		return 0, tenancy.Unbound()
+	if !bound && o.spec.decision.NeedsTenant {
+		return 0, o.unbound()
 	}
 	st := cached(o.route, o.static, tenant, o.build)
 	pool, release, err := o.c.conn(ctx, tenant)

@@ -23,7 +23,7 @@ var ErrTeardownDisabled = errors.New("postgres: teardown is disabled (build the 
 // provision for someone else by accident.
 func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return tenancy.Unbound()
+		return Rules.Unbound(c.module, "")
 	}
 	stmts, err := c.provisionDDL(tenant)
 	if err != nil {
@@ -36,11 +36,12 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
 	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
 	var out []string
-	perTenant, confined := false, false
+	perTenant, shared, confined := false, false, false
 	var secret []byte
 	for _, r := range c.routes {
+		perTenant = perTenant || len(r.decision.PerTenant) > 0
 		for _, rr := range r.rels {
-			perTenant = perTenant || rr.rel.perTenant
+			shared = shared || r.shared(rr.rel)
 		}
 		confined = confined || r.tenantRole
 		if r.login != nil {
@@ -49,6 +50,11 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	}
 	if perTenant {
 		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+schema)
+	}
+	if shared {
+		// A per-tenant relation the rules resolve for no tenant names the
+		// zero tenant's schema, one for every tenant.
+		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{SchemaName(c.prefix, tenancy.ID{})}.Sanitize())
 	}
 	for _, r := range c.routes {
 		if r.ddl != nil {
@@ -86,18 +92,18 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		return ErrTeardownDisabled
 	}
 	if tenant.IsZero() {
-		return tenancy.Unbound()
+		return Rules.Unbound(c.module, "")
 	}
 	var stmts []string
 	for _, r := range c.routes {
-		if !r.tenantAware {
+		if !r.decision.Tagged {
 			continue
 		}
 		for _, rr := range r.rels {
 			// Only the tables a route writes hold rows: an index or a read
 			// relation (possibly a view) is not deleted from.
-			if !rr.rel.perTenant && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
-				stmts = append(stmts, "DELETE FROM "+rr.rel.ident(c.prefix, c.static, tenant).Sanitize()+" WHERE tenant_id = '"+tenant.String()+"'")
+			if !r.decision.ResolvesPerTenant(rr.role) && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
+				stmts = append(stmts, "DELETE FROM "+route{c, r}.qualified(rr.rel, tenant)+" WHERE tenant_id = '"+tenant.String()+"'")
 			}
 		}
 	}

@@ -19,27 +19,49 @@ type route struct {
 // tenant returns the bound tenant of a tenant-scoped route, failing closed
 // when none is bound; an unscoped route (tenancy off) needs none.
 func (r route) tenant(ctx context.Context) (tenancy.ID, error) {
-	if !r.spec.scoped {
+	if !r.spec.decision.NeedsTenant {
 		return tenancy.ID{}, nil
 	}
-	return tenancy.Require(ctx)
+	if id, ok := tenancy.FromContext(ctx); ok {
+		return id, nil
+	}
+	return tenancy.ID{}, r.unbound()
 }
 
-// qualified is rel's quoted name for tenant.
+// unbound is the route's tenant_unbound error.
+func (r route) unbound() error { return Rules.Unbound(r.c.module, r.spec.name) }
+
+// qualified is rel's quoted name for tenant: in the tenant's schema only
+// when the rules resolve rel per tenant (see shared).
 func (r route) qualified(rel Relation, tenant tenancy.ID) string {
+	if r.spec.shared(rel) {
+		tenant = tenancy.ID{}
+	}
 	return rel.ident(r.c.prefix, r.c.static, tenant).Sanitize()
 }
 
-// perTenant reports whether any relation of the route is named per tenant,
-// so its statements must be built per tenant.
-func (r route) perTenant() bool {
-	for _, rr := range r.spec.rels {
-		if rr.rel.perTenant {
-			return true
+// shared reports whether rel, wired per tenant, names one container for
+// every tenant because the rules' decision resolves none of its roles per
+// tenant: its resolver is passed the zero tenant.
+func (s *routeSpec) shared(rel Relation) bool {
+	if !rel.perTenant {
+		return false
+	}
+	held := false
+	for _, rr := range s.rels {
+		if rr.rel == rel {
+			if s.decision.ResolvesPerTenant(rr.role) {
+				return false
+			}
+			held = true
 		}
 	}
-	return false
+	return held
 }
+
+// perTenant reports whether any relation of the route is resolved per
+// tenant, so its statements must be built per tenant.
+func (r route) perTenant() bool { return len(r.spec.decision.PerTenant) > 0 }
 
 // cached returns the route's statements for tenant: built once for a
 // static route, once per (tenant, route) otherwise.

@@ -296,15 +296,14 @@ func TestRoutesFailClosed(t *testing.T) {
 	e4 := rs.dyn.Query(ctx, "SELECT 1", nil, func(pgx.Rows) error { return nil })
 	_, e5 := rs.dyn.Schema(ctx)
 	for i, err := range []error{e1, e2, e3, e4, e5, rs.search.Put(ctx, "x", "y")} {
-		if tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
-			t.Errorf("op %d unbound: %v", i, err)
-		}
+		route := []string{"counter", "search", "stats", "dyn", "dyn", "search"}[i]
+		tenancytest.RequireUnbound(t, err, "pg", "postgres", route)
 	}
 }
 
 func TestDynamicReadWiring(t *testing.T) {
 	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicRead("dyn", dc) }
-	tenancytest.RequireRefused(t, tenancy.CodeDynamicReadUnconfined,
+	tenancytest.RequireRefused(t, postgres.CodeDynamicReadUnconfined,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))

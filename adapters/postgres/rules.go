@@ -19,6 +19,14 @@ const (
 	KindFederatedSearch floors.Kind = "federated_search"
 )
 
+// Codes only the PostgreSQL backend raises, documented in Rules.Codes.
+const (
+	// CodeDynamicReadUnconfined: a dynamic read lacks a per-tenant role.
+	CodeDynamicReadUnconfined tenancy.Code = "postgres_dynamic_read_unconfined"
+	// CodeDynamicReadWrote: a dynamic read's text wrote (rolled back).
+	CodeDynamicReadWrote tenancy.Code = "postgres_dynamic_read_wrote"
+)
+
 // Rules is what PostgreSQL can reach and which relations of each route kind
 // count toward namespace. Enforcement, the matrix and the docs
 // all read this value.
@@ -79,5 +87,13 @@ var Rules = floors.Backend{
 			TaggedNeedsScopedRelations: true,
 			Note:                       "tagged only when tenant-aware and every leg is a scoped hub leg",
 		},
+	},
+	Codes: []floors.CodeDoc{
+		{Code: string(CodeDynamicReadUnconfined), When: "fx.New",
+			Meaning: "A PostgreSQL dynamic-read route (compiled SQL) runs in a per-tenant schema but not under a per-tenant role. Schema-qualified compiled text could then name another tenant's schema: the schema is a name, the role is the boundary.",
+			Fix:     "Set TenantRole on the dynamic read (the provisioner creates a role with usage on the tenant's own schema only, and each read runs under SET LOCAL ROLE), or run it on a routed client."},
+		{Code: string(CodeDynamicReadWrote), When: "run time",
+			Meaning: "The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
+			Fix:     "Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
 	},
 }

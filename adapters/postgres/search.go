@@ -56,7 +56,7 @@ func Search(name string, sc SearchConfig) Option {
 
 // searchDDL creates a search heap and its text index.
 func searchDDL(r route, sc SearchConfig, tenant tenancy.ID) []string {
-	s := sql{tagged: sc.TenantAware}
+	s := sql{tagged: r.spec.decision.Tagged}
 	heap := r.qualified(sc.Heap, tenant)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
@@ -84,7 +84,7 @@ type Hit struct {
 }
 
 func (x *Searches) build(tenant tenancy.ID) *searchStmts {
-	s := sql{tagged: x.cfg.TenantAware}
+	s := sql{tagged: x.spec.decision.Tagged}
 	heap, read := x.qualified(x.cfg.Heap, tenant), x.qualified(x.cfg.Read, tenant)
 	conflict := "(id)"
 	if s.tagged {

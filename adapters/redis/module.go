@@ -43,7 +43,9 @@ func (r *routeSpec) validate() []problem {
 		bad = append(bad, problem{"TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
 			"drop redis.TenantGlobal() from this " + string(r.kind) + " route"})
 	}
-	if r.namespace != nil && (r.kind == KindStream || r.kind == KindPubSub) {
+	// A kind the rules never lift to namespace has no key namespace: a
+	// resolver there would promise a cut that does not exist.
+	if r.namespace != nil && Rules.Kinds[r.kind].NeverNamespace {
 		bad = append(bad, problem{fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
 			"drop redis.PerTenantNamespace from this route; use redis.TenantAware() (tagged) or a routed client (dedicated)"})
 	}

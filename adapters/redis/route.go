@@ -25,14 +25,22 @@ type route struct {
 	ns     NamespaceFunc
 }
 
+// newRoute applies the rules' decision for the route: whether calls need
+// a tenant, and which key segments (routed, namespace, tenant) its keys
+// carry. Nothing here re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
-	routed := c.routes != nil
-	return route{
+	fr := spec.floorsRoute(c.routes != nil)
+	d := Rules.Decide(fr)
+	namespace := d.ResolvesPerTenant(fr.Relations[0].Role)
+	r := route{
 		core: c, name: spec.name, kind: spec.kind, code: kindCode[spec.kind],
-		marker: scopeMarker(spec.global || spec.kind == KindFleet, routed, spec.namespace != nil, spec.tenantAware),
-		scoped: routed || spec.namespace != nil || spec.tenantAware,
-		ns:     spec.namespace,
+		marker: scopeMarker(d.Global, d.Routed, namespace, d.Tagged),
+		scoped: d.NeedsTenant,
 	}
+	if namespace {
+		r.ns = spec.namespace
+	}
+	return r
 }
 
 // Name is the route's name.
@@ -77,11 +85,7 @@ func (r *route) namespace(id tenancy.ID) (string, error) {
 	return ns, nil
 }
 
-func (r *route) unbound() error {
-	e := tenancy.Unbound()
-	e.Module, e.Backend, e.Route = r.core.module, Rules.Name, r.name
-	return e
-}
+func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.name) }
 
 // provideRoute provides the route's runtime object under its name.
 func provideRoute(spec *routeSpec) fx.Option {

@@ -83,7 +83,7 @@ func commands(env func(string) string) map[string]*command {
 					fmt.Fprintln(stderr, "usage: tenantwire explain CODE")
 					return 2
 				}
-				d, ok := floors.Explain(args[0])
+				d, ok := floors.Explain(args[0], Backends...)
 				if !ok {
 					fmt.Fprintf(stderr, "tenantwire: unknown code %q\n", args[0])
 					if near := closestCodes(args[0], knownCodes(), 3); len(near) > 0 {

@@ -43,6 +43,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"matrix", "--format", "yaml"}, 2, "unknown format"},
 		{[]string{"explain", "tenant_global_required"}, 0, "sharded"},
 		{[]string{"explain", "kafka_tenancy_validation_failed"}, 0, "capability mismatch"},
+		{[]string{"explain", "postgres_dynamic_read_wrote"}, 0, "read-only SQL"},
 		{[]string{"explain", "nope"}, 1, "unknown code"},
 		{[]string{}, 2, "usage"},
 		{[]string{"frobnicate"}, 2, "unknown command"},

@@ -20,6 +20,9 @@ func knownCodes() []string {
 	}
 	for _, b := range Backends {
 		codes = append(codes, string(tenancy.ValidationFailed(b.Name)))
+		for _, d := range b.Codes {
+			codes = append(codes, d.Code)
+		}
 	}
 	return codes
 }

@@ -1,0 +1,134 @@
+package mongo_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// setRule edits kind's rule in mongo.Rules for the rest of the test. The
+// rules are package state: tests using it must not run in parallel.
+func setRule(t *testing.T, kind floors.Kind, edit func(*floors.KindRule)) {
+	t.Helper()
+	old := mongo.Rules.Kinds[kind]
+	r := old
+	edit(&r)
+	mongo.Rules.Kinds[kind] = r
+	t.Cleanup(func() { mongo.Rules.Kinds[kind] = old })
+}
+
+// scopeCase is one route over a per-tenant collection and how a call
+// writes through it.
+type scopeCase struct {
+	kind  floors.Kind
+	route func(name string) mongo.Option
+	write func(ctx context.Context, name string, obj any) error
+	// unbound is the context of the call made with no tenant bound.
+	unbound context.Context
+}
+
+// probe builds the route under the current rules and reports its matrix
+// row, the unbound call's error and the non-empty collections after one
+// call bound to tenant A and the unbound one.
+func (c scopeCase) probe(t *testing.T) (tenancy.Tier, error, []string) {
+	t.Helper()
+	opts, db := plainDB(t)
+	var (
+		m   floors.Matrix
+		obj any
+	)
+	start(t, mongo.Module("m", append(opts, c.route("r"))...),
+		fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
+		fx.Invoke(fx.Annotate(func(v *mongo.Counter) {
+			if v != nil {
+				obj = v
+			}
+		}, fx.ParamTags(`name:"r" optional:"true"`))),
+		fx.Invoke(fx.Annotate(func(v *mongo.Outbox) {
+			if v != nil {
+				obj = v
+			}
+		}, fx.ParamTags(`name:"r" optional:"true"`))))
+	if len(m.Rows) != 1 {
+		t.Fatalf("matrix rows %+v", m.Rows)
+	}
+	if err := c.write(ctxOf(tenancytest.TenantA), "a1", obj); err != nil {
+		t.Fatalf("bound call: %v", err)
+	}
+	unbound := c.write(c.unbound, "u1", obj)
+	names, err := client(t, uriA).Database(db).ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return m.Rows[0].Reached, unbound, names
+}
+
+func counterCase() scopeCase {
+	return scopeCase{kind: mongo.KindCounter,
+		route: func(name string) mongo.Option {
+			return mongo.CounterRoute(name, mongo.Config{Collection: mongo.PerTenant("hits")})
+		},
+		write: func(ctx context.Context, _ string, obj any) error {
+			_, err := obj.(*mongo.Counter).Add(ctx, "n", 1)
+			return err
+		},
+		unbound: context.Background()}
+}
+
+func outboxCase() scopeCase {
+	return scopeCase{kind: mongo.KindOutbox,
+		route: func(name string) mongo.Option {
+			return mongo.OutboxRoute(name, mongo.Config{Collection: mongo.PerTenant("hits")})
+		},
+		write: func(ctx context.Context, id string, obj any) error {
+			_, err := obj.(*mongo.Outbox).Add(ctx, outbox.Message{EventID: id, Topic: "t"})
+			return err
+		},
+		unbound: tenancy.WithGlobal(context.Background())}
+}
+
+// TestScopeFollowsRule: flipping "the resolver is passed the tenant only
+// when tenant-aware" on a kind moves its matrix row and its runtime
+// together: the collection a call lands in, and whether an unbound call is
+// refused. A route that decided its scope on its own would move only the
+// matrix.
+func TestScopeFollowsRule(t *testing.T) {
+	perTenant := []string{mongo.CollectionName("hits", tenancytest.TenantA)}
+	shared := []string{"hits"}
+	check := func(t *testing.T, c scopeCase, wantTier tenancy.Tier, wantColls []string, refused bool) {
+		t.Helper()
+		reached, unbound, colls := c.probe(t)
+		if reached != wantTier {
+			t.Errorf("reached %s, want %s", reached, wantTier)
+		}
+		if !slices.Equal(colls, wantColls) {
+			t.Errorf("rows landed in %v, want %v", colls, wantColls)
+		}
+		if refused {
+			tenancytest.RequireUnbound(t, unbound, "m", "mongodb", "r")
+		} else if unbound != nil {
+			t.Errorf("unbound call refused: %v", unbound)
+		}
+	}
+	t.Run("counter", func(t *testing.T) {
+		check(t, counterCase(), tenancy.Namespace, perTenant, true)
+		setRule(t, mongo.KindCounter, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
+		check(t, counterCase(), tenancy.None, shared, false)
+	})
+	t.Run("outbox", func(t *testing.T) {
+		check(t, outboxCase(), tenancy.None, shared, false)
+		setRule(t, mongo.KindOutbox, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
+		check(t, outboxCase(), tenancy.Namespace, perTenant, true)
+	})
+}
