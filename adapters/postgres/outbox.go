@@ -101,7 +101,7 @@ type OutboxRoute struct {
 
 type outboxStmts struct {
 	sql
-	table string
+	table                                                    string
 	insert, claim, claimTenant, complete, sweep, sweepTenant string
 }
 
