@@ -172,4 +172,3 @@ func scaleBackendMemory(t *testing.T, pool *pgxpool.Pool, tenants int) {
 	t.Logf("S%d: the route's backend holds %d bytes in memory contexts and %d prepared statements", tenants, bytes, prepared)
 	os.Stdout.WriteString("scale backend tenants=" + strconv.Itoa(tenants) + " bytes=" + strconv.FormatInt(bytes, 10) + " prepared=" + strconv.FormatInt(prepared, 10) + "\n")
 }
-
