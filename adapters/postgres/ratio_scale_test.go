@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"os"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -148,7 +148,12 @@ func scaleNamespace(t *testing.T, tenants int) {
 		baseWrite(tenants)
 		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-update-vs-" + b.name, Iterations: writeIters, Rounds: ratioRounds, Ours: write, Baseline: baseWrite}, b.target)
 	}
-	scaleBackendMemory(t, pool, tenants)
+	for _, side := range []struct {
+		name string
+		pool *pgxpool.Pool
+	}{{"ours", pool}, {"search-path", pathPool}, {"pipelined", pipePool}, {"hand", handPool}} {
+		scaleBackendMemory(t, side.name, side.pool, tenants)
+	}
 }
 
 // writeIters: a write costs several reads (its commit), so fewer per round.
@@ -162,13 +167,13 @@ func scalePool(t *testing.T) (*pgxpool.Pool, *atomic.Int64) {
 	return countedPoolWith(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["synchronous_commit"] = "off" })
 }
 
-// scaleBackendMemory prints the server-side memory of the route's
-// connection after it served every tenant: the sum of its backend's memory
-// contexts, and the prepared statements it holds.
-func scaleBackendMemory(t *testing.T, pool *pgxpool.Pool, tenants int) {
+// scaleBackendMemory prints the server-side memory of a side's connection
+// after it served every tenant: the sum of its backend's memory contexts
+// (the catalog caches of every relation it touched among them), and the
+// prepared statements it holds.
+func scaleBackendMemory(t *testing.T, side string, pool *pgxpool.Pool, tenants int) {
 	var bytes, prepared int64
 	must0(t, pool.QueryRow(context.Background(), `SELECT (SELECT pg_catalog.sum(total_bytes) FROM pg_catalog.pg_backend_memory_contexts)::bigint,
 		(SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements)`, pgx.QueryExecModeSimpleProtocol).Scan(&bytes, &prepared))
-	t.Logf("S%d: the route's backend holds %d bytes in memory contexts and %d prepared statements", tenants, bytes, prepared)
-	os.Stdout.WriteString("scale backend tenants=" + strconv.Itoa(tenants) + " bytes=" + strconv.FormatInt(bytes, 10) + " prepared=" + strconv.FormatInt(prepared, 10) + "\n")
+	fmt.Printf("scale backend tenants=%d side=%s bytes=%d prepared=%d\n", tenants, side, bytes, prepared)
 }
