@@ -85,7 +85,8 @@ func parse(r io.Reader) ([]cost, error) {
 // operation measures it again) and one per baseline. A pair named
 // "<op>-vs-<baseline>" contributes to the curves "<op>" and
 // "<op> / <baseline>"; a pair without "-vs-" to "<op>" and
-// "<op> / hand-written".
+// "<op> / hand-written"; "<op>-vs-1-tenant" (the route at one tenant) adds
+// a point at 1 to "<op>".
 func series(costs []cost) map[string]map[int]float64 {
 	samples := map[string]map[int][]float64{}
 	add := func(curve string, n int, ns float64) {
@@ -100,6 +101,11 @@ func series(costs []cost) map[string]map[int]float64 {
 			base = "hand-written"
 		}
 		add(op+" (ours)", c.tenants, c.oursNs)
+		if base == "1-tenant" {
+			// The route against itself at one tenant: a point of its own curve.
+			add(op+" (ours)", 1, c.baseNs)
+			continue
+		}
 		add(op+" / "+base, c.tenants, c.baseNs)
 	}
 	out := map[string]map[int]float64{}
