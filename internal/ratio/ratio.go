@@ -102,6 +102,16 @@ func (r Result) PrintCost(w io.Writer) {
 	fmt.Fprintf(w, "scale-cost %s-%s ours_ns=%.0f base_ns=%.0f\n", r.Pair.Label, r.Pair.Name, r.OursNs, r.BaseNs)
 }
 
+// Inform measures the pair and prints its ratio line like Report, for a
+// pair kept as information: it has no target.
+func Inform(t testing.TB, p Pair) Result {
+	t.Helper()
+	r := Measure(p)
+	r.Print(os.Stdout)
+	t.Logf("%s-%s: median %.3f over %d rounds %v; information, no target", p.Label, p.Name, r.Median, len(r.Rounds), r.Rounds)
+	return r
+}
+
 // ReportScale is Report followed by the pair's scale-cost line.
 func ReportScale(t testing.TB, p Pair, target float64) Result {
 	t.Helper()
