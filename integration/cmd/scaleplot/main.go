@@ -113,7 +113,12 @@ func series(costs []cost) map[string]map[int]float64 {
 		out[curve] = map[int]float64{}
 		for n, v := range byN {
 			slices.Sort(v)
-			out[curve][n] = v[len(v)/2]
+			m := len(v) / 2
+			if len(v)%2 == 0 { // an even count: the mean of the middle two
+				out[curve][n] = (v[m-1] + v[m]) / 2
+			} else {
+				out[curve][n] = v[m]
+			}
 		}
 	}
 	return out
