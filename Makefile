@@ -51,11 +51,13 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
-## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
+## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each), the
+## scale pairs' costs and memory ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks
 bench: services deps
-	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
-	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \
-	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
+	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
+	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
+	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
+	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers

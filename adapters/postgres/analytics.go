@@ -130,7 +130,7 @@ func (a *AnalyticsRoute) build(tenant tenancy.ID) *analyticsStmts {
 		}
 		for _, f := range q.Filters {
 			v, _ := jsonValue(f.Value)
-			fargs = append(fargs, v)
+			fargs = append(fargs, jsonArg(v))
 			fmt.Fprintf(&b, " AND value->'%s' %s $%d::jsonb", f.Field, f.Op, n+len(fargs))
 		}
 		if q.GroupBy != "" {
@@ -157,7 +157,7 @@ func (a *AnalyticsRoute) Run(ctx context.Context, name string) ([]Row, error) {
 		return nil, err
 	}
 	defer release()
-	rows, err := pool.Query(ctx, q.text, args(st.tagged, tenant, q.args...)...)
+	rows, err := pool.Query(ctx, q.text, st.mode(args(st.tagged, tenant, q.args...))...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,63 +7,73 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// TestStmtCacheBounded: per-(tenant, route) statements never outgrow the
-// bound; overflow clears the cache wholesale.
+func cacheKey(i int) stmtKey {
+	return stmtKey{tenant: tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+1)), route: "r"}
+}
+
+// TestStmtCacheBounded: per-(tenant, route) statements never outgrow two
+// generations however many tenants pass; a set in use stays, an idle one
+// ages out, and a route's statements never serve another route.
 func TestStmtCacheBounded(t *testing.T) {
 	var c stmtCache
-	for i := range maxCachedStmts + 10 {
-		var b [16]byte
-		b[0], b[1], b[15] = byte(i), byte(i>>8), 1
-		id, _ := tenancy.IDFromBytes(b)
-		c.put(stmtKey{tenant: id, route: "r"}, i)
-		if len(c.m) > maxCachedStmts {
-			t.Fatalf("cache holds %d entries", len(c.m))
+	hot := cacheKey(-1 + 1<<20)
+	c.put(hot, "hot")
+	for i := range 10 * stmtGeneration {
+		c.put(cacheKey(i), i)
+		if n := c.len(); n > 2*stmtGeneration {
+			t.Fatalf("cache holds %d sets, want at most %d", n, 2*stmtGeneration)
+		}
+		if i%(stmtGeneration/2) == 0 {
+			if v, ok := c.get(hot); !ok || v != "hot" {
+				t.Fatalf("after %d other tenants the set in use was dropped", i)
+			}
 		}
 	}
-	if len(c.m) != 10 {
-		t.Errorf("after overflow the cache holds %d entries, want the 10 put since", len(c.m))
+	if _, ok := c.get(cacheKey(0)); ok {
+		t.Error("an idle tenant's set never aged out")
 	}
-	k := stmtKey{tenant: tenancy.Default, route: "r"}
-	c.put(k, "x")
-	if v, ok := c.get(k); !ok || v != "x" {
-		t.Errorf("get: %v %v", v, ok)
+	if v, ok := c.get(cacheKey(10*stmtGeneration - 1)); !ok || v != 10*stmtGeneration-1 {
+		t.Errorf("the latest set: %v %v", v, ok)
 	}
-	if _, ok := c.get(stmtKey{tenant: tenancy.Default, route: "other"}); ok {
+	if _, ok := c.get(stmtKey{tenant: hot.tenant, route: "other"}); ok {
 		t.Error("a route's statements were served to another route")
 	}
 }
 
-// The prepared budget: the first preparedSets sets prepare, later ones run
-// unprepared, a set built twice keeps its first mode, and a clear counts
-// again.
+// The prepared budget: the first preparedSets pairs prepare, for good;
+// later ones run unprepared, and a set rebuilt or moved between
+// generations keeps its pair's mode however many tenants passed.
 func TestStmtCachePreparedBudget(t *testing.T) {
 	var s stmtCache
-	key := func(i int) stmtKey {
-		return stmtKey{tenant: tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+1)), route: "r"}
-	}
 	for i := range preparedSets + 1 {
 		st := &docStmts{}
-		s.put(key(i), st)
+		s.put(cacheKey(i), st)
 		if want := i >= preparedSets; st.unprepared != want {
 			t.Fatalf("set %d: unprepared = %v, want %v", i, st.unprepared, want)
 		}
 	}
 	again := &docStmts{}
-	s.put(key(preparedSets), again)
+	s.put(cacheKey(preparedSets), again)
 	if !again.unprepared {
 		t.Fatal("a rebuilt unprepared set became prepared")
 	}
-	again = &docStmts{}
-	s.put(key(0), again)
-	if again.unprepared {
-		t.Fatal("a rebuilt prepared set became unprepared")
+	for i := preparedSets + 1; i < 3*stmtGeneration; i++ {
+		s.put(cacheKey(i), &docStmts{})
 	}
-	for i := preparedSets + 1; i < maxCachedStmts; i++ {
-		s.put(key(i), &docStmts{})
+	if _, ok := s.get(cacheKey(0)); ok {
+		t.Fatal("the first set is still cached: the test does not reach a rebuild")
+	}
+	rebuilt := &docStmts{}
+	s.put(cacheKey(0), rebuilt)
+	if rebuilt.unprepared {
+		t.Fatal("a rebuilt prepared pair became unprepared")
 	}
 	fresh := &docStmts{}
-	s.put(key(maxCachedStmts), fresh) // clears the full cache first
-	if fresh.unprepared {
-		t.Fatal("the budget was not renewed when the cache was cleared")
+	s.put(cacheKey(3*stmtGeneration), fresh)
+	if !fresh.unprepared {
+		t.Fatal("a new pair became prepared after the cache rolled over: the budget grew")
+	}
+	if n := len(s.prepared); n != preparedSets {
+		t.Errorf("%d prepared pairs, want %d", n, preparedSets)
 	}
 }

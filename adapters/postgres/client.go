@@ -256,20 +256,25 @@ func hostPort(host string, port uint16) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
-// stmtCache holds statements built per (tenant, route): bounded, and
-// cleared wholesale on overflow (rebuilding is cheap and exact).
+// stmtCache holds statements built per (tenant, route), bounded: two
+// generations of at most stmtGeneration sets each. A hit in the older one
+// moves the set to the newer; when the newer fills up, the older is
+// dropped. Tenants in use stay cached, idle ones age out, and the heap
+// does not grow with the tenant count (rebuilding a set is cheap and
+// exact).
 //
 // Statements built per tenant differ in text (the schema is in it), so
 // preparing each of them would fill pgx's per-connection statement cache
-// (512 by default) once tenants × statements outgrow it: every read would
+// (512 by default) once tenants × statements outgrow it: every call would
 // then pay a deallocation and a prepare round trip, and each connection
 // would hold statements for every tenant it served. Only the first
-// preparedSets statement sets may run as named prepared statements; the
-// others run unprepared (one round trip, nothing held on the server).
+// preparedSets (tenant, route) pairs built run as prepared statements, for
+// good; every other set runs unprepared (sql.mode: one round trip, nothing
+// held on the server, nothing cached per statement text in the client).
 type stmtCache struct {
 	mu       sync.RWMutex
-	m        map[stmtKey]any
-	prepared int // sets admitted as prepared statements since the last clear
+	cur, old map[stmtKey]any
+	prepared map[stmtKey]struct{}
 }
 
 type stmtKey struct {
@@ -278,7 +283,7 @@ type stmtKey struct {
 }
 
 const (
-	maxCachedStmts = 8192
+	stmtGeneration = 1024
 	// preparedSets × the statements of a route stays well under pgx's
 	// default statement cache, leaving room for the static statements.
 	preparedSets = 32
@@ -292,34 +297,48 @@ type unpreparer interface {
 
 func (s *stmtCache) get(k stmtKey) (any, bool) {
 	s.mu.RLock()
-	v, ok := s.m[k]
+	v, ok := s.cur[k]
+	if !ok {
+		if v, ok = s.old[k]; ok {
+			s.mu.RUnlock()
+			s.put(k, v) // in use again: into the newer generation
+			return v, true
+		}
+	}
 	s.mu.RUnlock()
 	return v, ok
 }
 
-// put stores v, first marking it unprepared when the prepared budget is
-// spent; v is not shared before it is stored.
+// put stores v, first marking it unprepared unless k is one of the
+// prepared pairs; v is not shared before it is first stored, and a set
+// moved between generations keeps its mode (k's membership never changes).
 func (s *stmtCache) put(k stmtKey, v any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) >= maxCachedStmts {
-		s.m = make(map[stmtKey]any)
-		s.prepared = 0
+	if s.cur == nil || len(s.cur) >= stmtGeneration {
+		s.old, s.cur = s.cur, make(map[stmtKey]any)
+		if s.prepared == nil {
+			s.prepared = make(map[stmtKey]struct{})
+		}
 	}
 	if u, ok := v.(unpreparer); ok {
-		prev, again := s.m[k]
-		switch {
-		case again: // built twice at once: keep the first one's mode
-			if prev.(unpreparer).isUnprepared() {
-				u.setUnprepared()
-			}
-		case s.prepared < preparedSets:
-			s.prepared++
-		default:
+		_, prepared := s.prepared[k]
+		if !prepared && len(s.prepared) < preparedSets {
+			s.prepared[k], prepared = struct{}{}, true
+		}
+		if !prepared && !u.isUnprepared() {
 			u.setUnprepared()
 		}
 	}
-	s.m[k] = v
+	s.cur[k] = v
+	delete(s.old, k)
+}
+
+// len is how many sets are held.
+func (s *stmtCache) len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.cur) + len(s.old)
 }
 
 // pgxPool is the handle every statement runs on.

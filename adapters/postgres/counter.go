@@ -81,7 +81,7 @@ func (k *Counters) Add(ctx context.Context, name string, delta int64) (int64, er
 	}
 	defer release()
 	var v int64
-	err = pool.QueryRow(ctx, st.add, args(st.tagged, tenant, name, delta)...).Scan(&v)
+	err = pool.QueryRow(ctx, st.add, st.mode(args(st.tagged, tenant, name, delta))...).Scan(&v)
 	return v, err
 }
 
@@ -93,7 +93,7 @@ func (k *Counters) Get(ctx context.Context, name string) (int64, error) {
 	}
 	defer release()
 	var v int64
-	err = pool.QueryRow(ctx, st.get, args(st.tagged, tenant, name)...).Scan(&v)
+	err = pool.QueryRow(ctx, st.get, st.mode(args(st.tagged, tenant, name))...).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -107,5 +107,5 @@ func (k *Counters) Delete(ctx context.Context, name string) error {
 		return err
 	}
 	defer release()
-	return execOne(ctx, pool, st.del, args(st.tagged, tenant, name), document.ErrNotFound)
+	return execOne(ctx, pool, st.del, st.mode(args(st.tagged, tenant, name)), document.ErrNotFound)
 }

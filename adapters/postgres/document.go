@@ -154,7 +154,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 		return 0, err
 	}
 	defer release()
-	n, err := d.affected(ctx, pool, st.create, st.mode(args(st.tagged, tenant, id, raw)))
+	n, err := d.affected(ctx, pool, st.create, st.mode(args(st.tagged, tenant, id, jsonArg(raw))))
 	if err != nil {
 		return 0, err
 	}
@@ -178,7 +178,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 	}
 	defer release()
 	var next document.Version
-	err = pool.QueryRow(ctx, st.update, st.mode(args(st.tagged, tenant, id, raw, int64(expected)))...).Scan(&next)
+	err = pool.QueryRow(ctx, st.update, st.mode(args(st.tagged, tenant, id, jsonArg(raw), int64(expected)))...).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
 		err = pool.QueryRow(ctx, st.exists, st.mode(args(st.tagged, tenant, id))...).Scan(&one)
@@ -288,7 +288,7 @@ func filtered(base string, s sql, tenant tenancy.ID, q document.Query, order boo
 		if err != nil {
 			return "", nil, err
 		}
-		a = append(a, v)
+		a = append(a, jsonArg(v))
 		fmt.Fprintf(&b, " AND value->'%s' %s $%d::jsonb", f.Field, f.Op, len(a))
 	}
 	if !order {

@@ -150,7 +150,7 @@ func (f *Federated) Search(ctx context.Context, query string, limit int) ([]Fede
 		return nil, err
 	}
 	defer release()
-	rows, err := pool.Query(ctx, st.search, args(st.tagged, tenant, query, limit)...)
+	rows, err := pool.Query(ctx, st.search, st.mode(args(st.tagged, tenant, query, limit))...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +172,6 @@ func (f *Federated) Count(ctx context.Context, query string) (int, error) {
 	}
 	defer release()
 	var n int
-	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant, query)...).Scan(&n)
+	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant, query))...).Scan(&n)
 	return n, err
 }

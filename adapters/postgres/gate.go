@@ -40,7 +40,9 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	if col == "" {
 		col = "id"
 	}
-	s := sql{tagged: oc.TenantAware}
+	// A per-tenant table's lookup differs in text per tenant: unprepared,
+	// like every statement set past the prepared budget (see stmtCache).
+	s := sql{tagged: oc.TenantAware, unprepared: oc.Table.perTenant}
 	colID := pgx.Identifier{col}.Sanitize()
 	lookup := func(ctx context.Context, tenant tenancy.ID, id string) (bool, error) {
 		pool, release, err := c.conn(ctx, tenant)
@@ -51,7 +53,7 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 		stmt := "SELECT EXISTS (SELECT 1 FROM " + oc.Table.ident(c.prefix, c.static, tenant).Sanitize() +
 			" WHERE " + s.where() + colID + " = " + s.p(1) + ")"
 		var owned bool
-		err = pool.QueryRow(ctx, stmt, args(s.tagged, tenant, id)...).Scan(&owned)
+		err = pool.QueryRow(ctx, stmt, s.mode(args(s.tagged, tenant, id))...).Scan(&owned)
 		return owned, err
 	}
 	g := ownership.New(ownership.Config{

@@ -89,7 +89,7 @@ func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx conte
 		if _, err := tx.Exec(ctx, st.locks, st.table+"/"+tenant.String()+"/"+key); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, st.get, args(st.tagged, tenant, key)...).Scan(&result)
+		err := tx.QueryRow(ctx, st.get, st.mode(args(st.tagged, tenant, key))...).Scan(&result)
 		if err == nil {
 			replayed = true
 			return nil
@@ -100,7 +100,7 @@ func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx conte
 		if result, err = fn(ctx); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, st.put, args(st.tagged, tenant, key, result, x.cfg.TTL.Milliseconds())...)
+		_, err = tx.Exec(ctx, st.put, st.mode(args(st.tagged, tenant, key, result, x.cfg.TTL.Milliseconds()))...)
 		return err
 	})
 	if err != nil {
@@ -117,7 +117,7 @@ func (x *IdempotencyStore) Get(ctx context.Context, key string) ([]byte, bool, e
 	}
 	defer release()
 	var result []byte
-	err = pool.QueryRow(ctx, st.get, args(st.tagged, tenant, key)...).Scan(&result)
+	err = pool.QueryRow(ctx, st.get, st.mode(args(st.tagged, tenant, key))...).Scan(&result)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -132,7 +132,7 @@ func (x *IdempotencyStore) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	defer release()
-	return execOne(ctx, pool, st.del, args(st.tagged, tenant, key), ErrNoKey)
+	return execOne(ctx, pool, st.del, st.mode(args(st.tagged, tenant, key)), ErrNoKey)
 }
 
 // ErrNoKey is returned by Delete for a key with nothing stored.
@@ -147,7 +147,7 @@ func (x *IdempotencyStore) Count(ctx context.Context) (int, error) {
 	}
 	defer release()
 	var n int
-	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant)...).Scan(&n)
+	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant))...).Scan(&n)
 	return n, err
 }
 
@@ -158,6 +158,6 @@ func (x *IdempotencyStore) sweep(ctx context.Context, retain time.Duration) (int
 		return 0, err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.sweep, args(st.tagged, tenant, retain.Milliseconds())...)
+	tag, err := pool.Exec(ctx, st.sweep, st.mode(args(st.tagged, tenant, retain.Milliseconds()))...)
 	return tag.RowsAffected(), err
 }

@@ -77,7 +77,7 @@ func (i *InboxRoute) Once(ctx context.Context, eventID string, fn func(ctx conte
 	defer release()
 	ran := false
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, st.mark, args(st.tagged, tenant, eventID)...)
+		tag, err := tx.Exec(ctx, st.mark, st.mode(args(st.tagged, tenant, eventID))...)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -94,7 +94,7 @@ func (i *InboxRoute) Mark(ctx context.Context, eventID string) (bool, error) {
 		return false, err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.mark, args(st.tagged, tenant, eventID)...)
+	tag, err := pool.Exec(ctx, st.mark, st.mode(args(st.tagged, tenant, eventID))...)
 	return err == nil && tag.RowsAffected() == 1, err
 }
 
@@ -106,7 +106,7 @@ func (i *InboxRoute) Seen(ctx context.Context, eventID string) (bool, error) {
 	}
 	defer release()
 	var seen bool
-	err = pool.QueryRow(ctx, st.seen, args(st.tagged, tenant, eventID)...).Scan(&seen)
+	err = pool.QueryRow(ctx, st.seen, st.mode(args(st.tagged, tenant, eventID))...).Scan(&seen)
 	return seen, err
 }
 
@@ -118,7 +118,7 @@ func (i *InboxRoute) Forget(ctx context.Context, eventID string) error {
 		return err
 	}
 	defer release()
-	return execOne(ctx, pool, st.forget, args(st.tagged, tenant, eventID), ErrNotMarked)
+	return execOne(ctx, pool, st.forget, st.mode(args(st.tagged, tenant, eventID)), ErrNotMarked)
 }
 
 // Count returns how many event ids are marked (the bound tenant's when the
@@ -130,7 +130,7 @@ func (i *InboxRoute) Count(ctx context.Context) (int, error) {
 	}
 	defer release()
 	var n int
-	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant)...).Scan(&n)
+	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant))...).Scan(&n)
 	return n, err
 }
 
@@ -144,7 +144,7 @@ func (i *InboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, er
 		return 0, err
 	}
 	defer release()
-	tag, err := pool.Exec(ctx, st.sweep, args(st.tagged, tenant, retain.Milliseconds())...)
+	tag, err := pool.Exec(ctx, st.sweep, st.mode(args(st.tagged, tenant, retain.Milliseconds()))...)
 	return tag.RowsAffected(), err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,8 @@ type OutboxRoute struct {
 }
 
 type outboxStmts struct {
+	sql
+	table                                                    string
 	insert, claim, claimTenant, complete, sweep, sweepTenant string
 }
 
@@ -95,12 +98,12 @@ func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
 	sel := "SELECT id, tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
 	lock := " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
 	old := "delivered_at < pg_catalog.now() - $1 * '1 millisecond'::pg_catalog.interval"
-	return &outboxStmts{
+	return &outboxStmts{table: t,
 		insert:      "INSERT INTO " + t + " (tenant_id, event_id, topic, key, payload, headers) VALUES ($1, $2, $3, $4, $5, $6)",
 		claim:       sel + lock,
 		claimTenant: sel + " AND tenant_id = $2" + lock,
 		// By row id: an event id names a row only together with its tenant.
-		complete:    "UPDATE " + t + " SET delivered_at = pg_catalog.now() WHERE id = ANY($1) AND delivered_at IS NULL",
+		complete:    "UPDATE " + t + " SET delivered_at = pg_catalog.now() WHERE id = ANY($1::bigint[]) AND delivered_at IS NULL",
 		sweep:       "DELETE FROM " + t + " WHERE " + old,
 		sweepTenant: "DELETE FROM " + t + " WHERE " + old + " AND tenant_id = $2",
 	}
@@ -144,7 +147,7 @@ func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Mes
 		return err
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	b := &pgx.Batch{}
+	rows := make([][]any, 0, len(msgs))
 	for _, m := range msgs {
 		if !m.Tenant.IsZero() && m.Tenant != tenant {
 			return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: o.c.module, Backend: Rules.Name, Route: o.spec.name,
@@ -160,9 +163,44 @@ func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Mes
 				return err
 			}
 		}
-		b.Queue(st.insert, tenant.Bytes(), m.EventID, m.Topic, m.Key, m.Payload, headers)
+		rows = append(rows, []any{tenant.Bytes(), m.EventID, m.Topic, m.Key, m.Payload, jsonArg(headers)})
+	}
+	if st.unprepared {
+		// A batch runs in the connection's default mode, which prepares:
+		// multi-row statements in the exec mode instead, in chunks that stay
+		// under the protocol's 65,535 parameters.
+		for c := range slices.Chunk(rows, 1000) {
+			if _, err := tx.Exec(ctx, st.insertRows(len(c)), st.mode(slices.Concat(c...))...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		b.Queue(st.insert, st.mode(r)...)
 	}
 	return tx.SendBatch(ctx, b).Close()
+}
+
+// insertRows is the insert of n messages in one statement.
+func (st *outboxStmts) insertRows(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + st.table + " (tenant_id, event_id, topic, key, payload, headers) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(")
+		for j := range 6 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + itoa(i*6+j+1))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }
 
 func newEventID() string {
@@ -193,9 +231,9 @@ func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error
 	b := &claim{tx: tx, release: release, stmts: st, ids: map[msgKey]int64{}}
 	var rows pgx.Rows
 	if bound {
-		rows, err = tx.Query(ctx, st.claimTenant, limit, tenant.Bytes())
+		rows, err = tx.Query(ctx, st.claimTenant, st.mode([]any{limit, tenant.Bytes()})...)
 	} else {
-		rows, err = tx.Query(ctx, st.claim, limit)
+		rows, err = tx.Query(ctx, st.claim, st.mode([]any{limit})...)
 	}
 	if err != nil {
 		b.Abandon(ctx)
@@ -258,7 +296,7 @@ func (b *claim) Complete(ctx context.Context, delivered []outbox.Message) error 
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := b.tx.Exec(ctx, b.stmts.complete, ids); err != nil {
+		if _, err := b.tx.Exec(ctx, b.stmts.complete, b.stmts.mode([]any{ids})...); err != nil {
 			_ = b.tx.Rollback(ctx) // the claim is released either way; err says why
 			return err
 		}
@@ -293,9 +331,9 @@ func (o *OutboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, e
 	defer release()
 	var tag pgconn.CommandTag
 	if bound {
-		tag, err = pool.Exec(ctx, st.sweepTenant, retain.Milliseconds(), tenant.Bytes())
+		tag, err = pool.Exec(ctx, st.sweepTenant, st.mode([]any{retain.Milliseconds(), tenant.Bytes()})...)
 	} else {
-		tag, err = pool.Exec(ctx, st.sweep, retain.Milliseconds())
+		tag, err = pool.Exec(ctx, st.sweep, st.mode([]any{retain.Milliseconds()})...)
 	}
 	return tag.RowsAffected(), err
 }

@@ -2,143 +2,178 @@ package postgres_test
 
 import (
 	"context"
-	"os"
+	"encoding/json"
+	"fmt"
 	"strconv"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/ratio"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// TestRatioScaleNamespace: S<N>, a namespace point read cycling over N
-// tenants vs SET search_path per checkout and vs the hand-written
-// schema-qualified statement in pgx's exec mode, each on its own
-// one-connection pool. TENANTWIRE_SCALE_TENANTS lists the N (default
-// "1,1000").
+// TestRatioScaleNamespace: S<N>, a namespace point read and a point write
+// (an optimistic Update) cycling over N warm tenants, against three ways of
+// writing them by hand: SET search_path per checkout, the same pipelined
+// with the statement in one batch, and the schema-qualified statement in
+// the best mode for N (handMode). Each side runs on its own
+// one-connection pool. TENANTWIRE_SCALE_TENANTS lists the N.
 func TestRatioScaleNamespace(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
-	counts := []int{1, 1000}
-	if s := os.Getenv("TENANTWIRE_SCALE_TENANTS"); s != "" {
-		counts = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			must0(t, err)
-			counts = append(counts, n)
-		}
-	}
-	for _, n := range counts {
+	for _, n := range scaleCounts(t) {
 		t.Run(strconv.Itoa(n), func(t *testing.T) { scaleNamespace(t, n) })
 	}
 }
 
 func scaleNamespace(t *testing.T, tenants int) {
-	prefix := "tw" + unique() + "_"
-	pool, writes := countedPool(t)
+	f := newScaleFleet(t, tenants)
+	pool, writes := scalePool(t)
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})), &d)
-	ids := make([]tenancy.ID, tenants)
-	ctxs := make([]context.Context, tenants)
+	start(t, scaleModule(pool), &d)
 	schemas := make([]string, tenants)
-	for i := range ids {
-		ids[i] = scaleTenant(i)
-		ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
-		schemas[i] = postgres.SchemaName(prefix, ids[i])
+	for i, id := range f.ids {
+		schemas[i] = pgx.Identifier{postgres.SchemaName(scalePrefix, id)}.Sanitize()
 	}
-	began := time.Now()
-	parallel(t, tenants, func(i int) error { return c.Provision(context.Background(), ids[i]) })
-	t.Logf("provisioned %d tenants in %v", tenants, time.Since(began).Round(time.Millisecond))
-	t.Cleanup(func() {
-		began := time.Now()
-		parallel(t, tenants, func(i int) error { return c.Teardown(context.Background(), ids[i]) })
-		t.Logf("tore down %d tenants in %v", tenants, time.Since(began).Round(time.Millisecond))
-	})
-	for i := range ids {
-		_, err := d.Create(ctxs[i], "k", item{Name: "bench", N: i})
+	// versions is each record's current version, whichever side wrote last.
+	versions := make([]int64, tenants)
+	for i, ctx := range f.ctxs {
+		rec, err := d.Get(ctx, "k")
 		must0(t, err)
+		versions[i] = int64(rec.Version)
 	}
-	ours := func(n int) {
+	value := func(i int) []byte {
+		raw, err := json.Marshal(item{Name: "bench", N: i})
+		must0(t, err)
+		return raw
+	}
+
+	read := func(n int) {
 		for i := range n {
-			if _, err := d.Get(ctxs[i%tenants], "k"); err != nil {
+			if _, err := d.Get(f.ctxs[i%tenants], "k"); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	ours(tenants) // every tenant warm: what a busy service sees
+	write := func(n int) {
+		for i := range n {
+			j := i % tenants
+			v, err := d.Update(f.ctxs[j], "k", item{Name: "bench", N: i}, document.Version(versions[j]))
+			must0(t, err)
+			versions[j] = int64(v)
+		}
+	}
+	read(tenants) // warm: a prepared set's first call prepares
+	write(tenants)
 	before := writes.Load()
-	ours(tenants)
+	read(tenants)
 	t.Logf("ours: %.2f round trips per read over %d tenants", float64(writes.Load()-before)/float64(tenants), tenants)
+	before = writes.Load()
+	write(tenants)
+	t.Logf("ours: %.2f round trips per write over %d tenants", float64(writes.Load()-before)/float64(tenants), tenants)
 
-	handPool, _ := countedPool(t)
-	hand := func(n int) {
-		for i := range n {
-			ctx := ctxs[i%tenants]
-			tn, _ := tenancy.Require(ctx)
-			stmt := "SELECT version, value FROM " + postgres.SchemaName(prefix, tn) + ".docs WHERE id = $1"
-			var v int64
-			var raw []byte
-			must0(t, handPool.QueryRow(ctx, stmt, pgx.QueryExecModeExec, "k").Scan(&v, &raw))
-			decode(t, raw)
-		}
+	const (
+		get    = "SELECT version, value FROM docs WHERE id = $1"
+		update = "UPDATE docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
+	)
+	// (a) SET search_path per checkout, then the unqualified statement.
+	pathPool, _ := scalePool(t)
+	pathRun := func(i int, stmt string, a []any, dst ...any) {
+		ctx := f.ctxs[i%tenants]
+		conn, err := pathPool.Acquire(ctx)
+		must0(t, err)
+		defer conn.Release()
+		_, err = conn.Exec(ctx, "SET search_path TO "+schemas[i%tenants])
+		must0(t, err)
+		must0(t, conn.QueryRow(ctx, stmt, a...).Scan(dst...))
 	}
-	pathPool, _ := countedPool(t)
-	searchPath := func(n int) {
-		for i := range n {
-			ctx := ctxs[i%tenants]
-			tn, _ := tenancy.Require(ctx)
-			conn, err := pathPool.Acquire(ctx)
-			must0(t, err)
-			_, err = conn.Exec(ctx, "SET search_path TO "+postgres.SchemaName(prefix, tn))
-			must0(t, err)
-			var v int64
-			var raw []byte
-			must0(t, conn.QueryRow(ctx, "SELECT version, value FROM docs WHERE id = $1", "k").Scan(&v, &raw))
-			conn.Release()
-			decode(t, raw)
-		}
+	// (b) the same pipelined: set_config and the statement in one batch,
+	// one round trip.
+	pipePool, _ := scalePool(t)
+	// pgx prepares a batch's statements before sending it: the unqualified
+	// statements must resolve once, so the connection starts in a schema.
+	_, err := pipePool.Exec(context.Background(), "SET search_path TO "+schemas[0])
+	must0(t, err)
+	pipeRun := func(i int, stmt string, a []any, dst ...any) {
+		ctx := f.ctxs[i%tenants]
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_catalog.set_config('search_path', $1, false)", schemas[i%tenants])
+		b.Queue(stmt, a...).QueryRow(func(r pgx.Row) error { return r.Scan(dst...) })
+		must0(t, pipePool.SendBatch(ctx, b).Close())
 	}
-	hand(tenants)
-	searchPath(tenants)
-	label := "S" + strconv.Itoa(tenants)
-	ratio.Report(t, ratio.Pair{Label: label, Name: "pg-namespace-get-vs-search-path", Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: searchPath}, 0.70)
-	ratio.Report(t, ratio.Pair{Label: label, Name: "pg-namespace-get-vs-hand", Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: hand}, 1.05)
-}
-
-// parallel runs f(0..n-1) on a few workers: provisioning is DDL, bound by
-// the server's round trips more than its cores.
-func parallel(t *testing.T, n int, f func(int) error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	next := make(chan int)
-	for range 4 {
-		wg.Go(func() {
-			for i := range next {
-				if err := f(i); err != nil {
-					mu.Lock()
-					first = firstErr(first, err)
-					mu.Unlock()
-				}
+	// (c) the schema-qualified statement, in the best mode for N.
+	handPool, _ := scalePool(t)
+	mode := handMode(tenants, 2)
+	handRun := func(i int, stmt string, a []any, dst ...any) {
+		ctx := f.ctxs[i%tenants]
+		qualified := "SELECT version, value FROM " + schemas[i%tenants] + ".docs WHERE id = $1"
+		if stmt == update {
+			qualified = "UPDATE " + schemas[i%tenants] + ".docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
+			if mode == pgx.QueryExecModeExec {
+				a[1] = string(a[1].([]byte)) // jsonb as text: exec mode would send []byte as bytea
 			}
-		})
+		}
+		must0(t, handPool.QueryRow(ctx, qualified, append([]any{mode}, a...)...).Scan(dst...))
 	}
-	for i := range n {
-		next <- i
+
+	label := "S" + strconv.Itoa(tenants)
+	for _, b := range []struct {
+		name   string
+		run    func(int, string, []any, ...any)
+		target float64
+	}{
+		{"search-path", pathRun, 0.70},
+		{"pipelined", pipeRun, 0.90},
+		{"hand", handRun, 1.05},
+	} {
+		baseRead := func(n int) {
+			for i := range n {
+				var v int64
+				var raw []byte
+				b.run(i, get, []any{"k"}, &v, &raw)
+				decode(t, raw)
+			}
+		}
+		baseWrite := func(n int) {
+			for i := range n {
+				j := i % tenants
+				b.run(i, update, []any{"k", value(i), versions[j]}, &versions[j])
+			}
+		}
+		baseRead(tenants)
+		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-get-vs-" + b.name, Iterations: ratioIters, Rounds: ratioRounds, Ours: read, Baseline: baseRead}, b.target)
+		baseWrite(tenants)
+		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-update-vs-" + b.name, Iterations: writeIters, Rounds: ratioRounds, Ours: write, Baseline: baseWrite}, b.target)
 	}
-	close(next)
-	wg.Wait()
-	must0(t, first)
+	for _, side := range []struct {
+		name string
+		pool *pgxpool.Pool
+	}{{"ours", pool}, {"search-path", pathPool}, {"pipelined", pipePool}, {"hand", handPool}} {
+		scaleBackendMemory(t, side.name, side.pool, tenants)
+	}
 }
 
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+// writeIters: a write costs several reads (its commit), so fewer per round.
+const writeIters = 300
+
+// scalePool is a counted one-connection pool that commits without waiting
+// for the WAL flush: the disk's fsync is the same for every side and for
+// any way of writing the statement, and on a shared machine it is mostly
+// noise.
+func scalePool(t *testing.T) (*pgxpool.Pool, *atomic.Int64) {
+	return countedPoolWith(t, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["synchronous_commit"] = "off" })
+}
+
+// scaleBackendMemory prints the server-side memory of a side's connection
+// after it served every tenant: the sum of its backend's memory contexts
+// (the catalog caches of every relation it touched among them), and the
+// prepared statements it holds.
+func scaleBackendMemory(t *testing.T, side string, pool *pgxpool.Pool, tenants int) {
+	var bytes, prepared int64
+	must0(t, pool.QueryRow(context.Background(), `SELECT (SELECT pg_catalog.sum(total_bytes) FROM pg_catalog.pg_backend_memory_contexts)::bigint,
+		(SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_statements)`, pgx.QueryExecModeSimpleProtocol).Scan(&bytes, &prepared))
+	fmt.Printf("scale backend tenants=%d side=%s bytes=%d prepared=%d\n", tenants, side, bytes, prepared)
 }

@@ -171,7 +171,8 @@ func TestRatioNamespace(t *testing.T) {
 
 // TestRatioRouted: P4, a routed point read cycling over 20 warm tenants,
 // each on its own database (a pool never serves two tenants, and the
-// server allows 100 connections), vs one fixed pool.
+// server allows 100 connections), vs hand-written per-tenant pools (the
+// target) and vs one fixed pool (information).
 func TestRatioRouted(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	routedRatio(t, "pg-routed-get", 20)
@@ -229,7 +230,8 @@ func routedRatio(t *testing.T, name string, tenants int) {
 	}
 	handRead(tenants)
 	ratio.Report(t, ratio.Pair{Label: "P4", Name: name + "-vs-hand-routed", Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: handRead}, 1.05)
-	ratio.Report(t, ratio.Pair{Label: "P4", Name: name, Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: func(n int) {
+	// One fixed pool is not a dedicated tier: information only.
+	ratio.Inform(t, ratio.Pair{Label: "P4", Name: name, Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: func(n int) {
 		ctx := context.Background()
 		for i := range n {
 			var v int64
@@ -237,7 +239,7 @@ func routedRatio(t *testing.T, name string, tenants int) {
 			must0(t, fixed.QueryRow(ctx, stmt, key(i)).Scan(&v, &raw))
 			decode(t, raw)
 		}
-	}}, 1.05)
+	}})
 }
 
 const seeded = 200

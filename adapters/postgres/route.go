@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -89,21 +91,53 @@ func args(tagged bool, tenant tenancy.ID, rest ...any) []any {
 
 // sql holds the placeholder layout of a possibly tagged statement: the
 // tenant is $1 when tagged, and the other parameters follow it. An
-// unprepared set runs without named prepared statements (see stmtCache).
+// unprepared set runs without prepared statements (see stmtCache, mode).
 type sql struct{ tagged, unprepared bool }
 
 func (s *sql) setUnprepared()     { s.unprepared = true }
 func (s *sql) isUnprepared() bool { return s.unprepared }
 
-// mode prepends the query mode of an unprepared set to a: the statement
-// is described once per connection (pgx's description cache) and runs
-// unnamed, so types are still known (a []byte reaches a jsonb column).
+// mode readies a's arguments for the set's statements. A prepared set
+// runs them as they are. An unprepared set runs in pgx's exec mode: one
+// round trip, nothing prepared or described, so nothing is cached per
+// statement text on either side however many tenants a connection serves.
+// That mode sends text parameters whose type the server infers from the
+// statement, so a jsonb value travels as a string (as []byte it would be
+// bytea) and a tenant id as a UUID.
 func (s sql) mode(a []any) []any {
 	if !s.unprepared {
+		copied := false // a may be shared (a cached statement's arguments)
+		for i, v := range a {
+			if j, ok := v.(jsonArg); ok {
+				if !copied {
+					a, copied = slices.Clone(a), true
+				}
+				a[i] = []byte(j)
+			}
+		}
 		return a
 	}
-	return append([]any{pgx.QueryExecModeCacheDescribe}, a...)
+	out := make([]any, 0, len(a)+1)
+	out = append(out, pgx.QueryExecModeExec)
+	for _, v := range a {
+		switch v := v.(type) {
+		case jsonArg:
+			if v == nil {
+				out = append(out, nil)
+			} else {
+				out = append(out, string(v))
+			}
+		case [16]byte:
+			out = append(out, pgtype.UUID{Bytes: v, Valid: true})
+		default:
+			out = append(out, v)
+		}
+	}
+	return out
 }
+
+// jsonArg marks a jsonb parameter for mode; nil is SQL NULL.
+type jsonArg []byte
 
 // p is the placeholder of the i-th (1-based) non-tenant parameter.
 func (s sql) p(i int) string {

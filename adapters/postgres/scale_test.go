@@ -32,9 +32,18 @@ func (c countingConn) Write(b []byte) (int, error) {
 // countedPool is a one-connection pool whose writes are counted.
 func countedPool(t *testing.T) (*pgxpool.Pool, *atomic.Int64) {
 	t.Helper()
+	return countedPoolWith(t, nil)
+}
+
+// countedPoolWith is countedPool with its configuration adjusted by adjust.
+func countedPoolWith(t *testing.T, adjust func(*pgxpool.Config)) (*pgxpool.Pool, *atomic.Int64) {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(testsvc.PostgresURL(t))
 	must0(t, err)
 	cfg.MaxConns = 1
+	if adjust != nil {
+		adjust(cfg)
+	}
 	writes := new(atomic.Int64)
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {

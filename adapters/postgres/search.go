@@ -111,7 +111,7 @@ func (x *Searches) Put(ctx context.Context, id, body string) error {
 		return err
 	}
 	defer release()
-	_, err = pool.Exec(ctx, st.put, args(st.tagged, tenant, id, body)...)
+	_, err = pool.Exec(ctx, st.put, st.mode(args(st.tagged, tenant, id, body))...)
 	return err
 }
 
@@ -122,7 +122,7 @@ func (x *Searches) Remove(ctx context.Context, id string) error {
 		return err
 	}
 	defer release()
-	return execOne(ctx, pool, st.del, args(st.tagged, tenant, id), document.ErrNotFound)
+	return execOne(ctx, pool, st.del, st.mode(args(st.tagged, tenant, id)), document.ErrNotFound)
 }
 
 // Search returns the best hits for a web-search style query.
@@ -135,7 +135,7 @@ func (x *Searches) Search(ctx context.Context, query string, limit int) ([]Hit, 
 		return nil, err
 	}
 	defer release()
-	rows, err := pool.Query(ctx, st.search, args(st.tagged, tenant, query, limit)...)
+	rows, err := pool.Query(ctx, st.search, st.mode(args(st.tagged, tenant, query, limit))...)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +150,6 @@ func (x *Searches) Count(ctx context.Context, query string) (int, error) {
 	}
 	defer release()
 	var n int
-	err = pool.QueryRow(ctx, st.count, args(st.tagged, tenant, query)...).Scan(&n)
+	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant, query))...).Scan(&n)
 	return n, err
 }

@@ -29,6 +29,10 @@ type Result struct {
 	Pair   Pair
 	Median float64
 	Rounds []float64
+	// OursNs and BaseNs are the median cost of one operation of each side
+	// over the rounds: absolute, so noisy, but what a plot against scale
+	// needs.
+	OursNs, BaseNs float64
 }
 
 // Enabled reports whether ratio benchmarks were asked for (make bench sets
@@ -55,6 +59,7 @@ func Measure(p Pair) Result {
 	p.Ours(p.Iterations / 10)
 	p.Baseline(p.Iterations / 10)
 	res := Result{Pair: p}
+	var oursNs, baseNs []float64
 	for i := range p.Rounds {
 		var ours, base time.Duration
 		if i%2 == 0 {
@@ -63,11 +68,18 @@ func Measure(p Pair) Result {
 			base, ours = timed(p.Baseline, p.Iterations), timed(p.Ours, p.Iterations)
 		}
 		res.Rounds = append(res.Rounds, float64(ours)/float64(base))
+		oursNs = append(oursNs, float64(ours)/float64(p.Iterations))
+		baseNs = append(baseNs, float64(base)/float64(p.Iterations))
 	}
-	sorted := slices.Clone(res.Rounds)
-	slices.Sort(sorted)
-	res.Median = sorted[len(sorted)/2]
+	res.Median = median(res.Rounds)
+	res.OursNs, res.BaseNs = median(oursNs), median(baseNs)
 	return res
+}
+
+func median(v []float64) float64 {
+	sorted := slices.Clone(v)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
 }
 
 // timed collects garbage first, so one side's garbage is not billed to the
@@ -82,6 +94,30 @@ func timed(f func(int), n int) time.Duration {
 // Print writes the line make bench collects.
 func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "ratio %s-%s %.2f\n", r.Pair.Label, r.Pair.Name, r.Median)
+}
+
+// PrintCost writes the per-operation costs of both sides, the line a plot
+// against scale reads.
+func (r Result) PrintCost(w io.Writer) {
+	fmt.Fprintf(w, "scale-cost %s-%s ours_ns=%.0f base_ns=%.0f\n", r.Pair.Label, r.Pair.Name, r.OursNs, r.BaseNs)
+}
+
+// Inform measures the pair and prints its ratio line like Report, for a
+// pair kept as information: it has no target.
+func Inform(t testing.TB, p Pair) Result {
+	t.Helper()
+	r := Measure(p)
+	r.Print(os.Stdout)
+	t.Logf("%s-%s: median %.3f over %d rounds %v; information, no target", p.Label, p.Name, r.Median, len(r.Rounds), r.Rounds)
+	return r
+}
+
+// ReportScale is Report followed by the pair's scale-cost line.
+func ReportScale(t testing.TB, p Pair, target float64) Result {
+	t.Helper()
+	r := Report(t, p, target)
+	r.PrintCost(os.Stdout)
+	return r
 }
 
 // Report measures the pair, prints its ratio line to stdout, and logs how

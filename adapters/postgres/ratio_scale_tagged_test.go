@@ -1,0 +1,114 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// scaleTagged is the tagged table of the scale pairs: fixed, seeded once
+// with one record per tenant (ON CONFLICT DO NOTHING makes a rerun cheap).
+const scaleTagged = "twscale_tagged"
+
+// TestRatioScaleTagged: a tagged point read cycling over 10,000 tenants
+// whose rows share one table, vs the hand-written predicate on the same
+// pool; and the route's cost per read there vs reading one tenant's row.
+func TestRatioScaleTagged(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	const tenants = 10000
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=1"),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(scaleTagged), Write: postgres.Table(scaleTagged)})), &d)
+	provision(t, c, scaleTenant(0))
+	conn := superuser(t)
+	// scaleTenant(i) is 00000000-0000-4000-9000-<i+1 in 12 hex digits>.
+	exec(t, conn, `INSERT INTO `+scaleTagged+` (tenant_id, id, version, value)
+		SELECT ('00000000-0000-4000-9000-' || pg_catalog.lpad(pg_catalog.to_hex(g), 12, '0'))::uuid, 'k', 1, '{"name":"bench","n":1}'
+		FROM pg_catalog.generate_series(1, $1::int) g ON CONFLICT DO NOTHING`, tenants)
+	exec(t, conn, "ANALYZE "+scaleTagged)
+	ctxs := make([]context.Context, tenants)
+	for i := range ctxs {
+		ctxs[i] = tenancy.WithTenant(context.Background(), scaleTenant(i))
+	}
+	pool, _, err := c.Pool(ctxs[0])
+	must0(t, err)
+	read := func(over int) func(int) {
+		return func(n int) {
+			for i := range n {
+				if _, err := d.Get(ctxs[i%over], "k"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	stmt := "SELECT version, value FROM " + scaleTagged + " WHERE tenant_id = $1 AND id = $2"
+	hand := func(n int) {
+		for i := range n {
+			tn, _ := tenancy.Require(ctxs[i%tenants])
+			var v int64
+			var raw []byte
+			must0(t, pool.QueryRow(ctxs[i%tenants], stmt, tn.Bytes(), "k").Scan(&v, &raw))
+			decode(t, raw)
+		}
+	}
+	read(tenants)(tenants)
+	hand(tenants)
+	label := "S" + strconv.Itoa(tenants)
+	ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-tagged-get-vs-hand", Iterations: ratioIters, Rounds: ratioRounds, Ours: read(tenants), Baseline: hand}, 1.05)
+	ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-tagged-get-vs-1-tenant", Iterations: ratioIters, Rounds: ratioRounds, Ours: read(tenants), Baseline: read(1)}, 1.2)
+}
+
+// TestRatioScaleHeap: the client's Go heap after a fresh module has served
+// 1, 1,000 and 10,000 namespace tenants (a read each, and an ownership
+// gate check each), and the ratio of the growth at 10,000 to the growth at
+// 1,000 (target ≤ 2: every per-tenant cache is bounded).
+func TestRatioScaleHeap(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	counts := scaleCounts(t)
+	growth := map[int]uint64{}
+	for _, n := range counts {
+		f := newScaleFleet(t, n)
+		pool, _ := scalePool(t)
+		var d *postgres.Documents[item]
+		c := start(t, scaleModule(pool), &d)
+		g := c.Ownership(postgres.OwnershipConfig{Table: postgres.SchemaPerTenant("docs")})
+		before := heap()
+		for _, ctx := range f.ctxs {
+			if _, err := d.Get(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			must0(t, g.Check(ctx, "k"))
+		}
+		after := heap()
+		growth[n] = after - min(before, after)
+		fmt.Fprintf(os.Stdout, "scale heap tenants=%d bytes=%d growth=%d\n", n, after, growth[n])
+		t.Logf("after serving %d tenants: heap %d bytes, %d more than before (%d cached statement sets, %d gate entries)", n, after, growth[n], postgres.CachedStatementSets(c), g.Len())
+		runtime.KeepAlive(d)
+	}
+	if g1, g10 := growth[1000], growth[10000]; g1 > 0 && g10 > 0 {
+		r := float64(g10) / float64(g1)
+		fmt.Fprintf(os.Stdout, "ratio S10000-heap-growth-vs-S1000 %.2f\n", r)
+		verdict := "meets"
+		if r > 2 {
+			verdict = "MISSES"
+		}
+		t.Logf("heap growth at 10,000 tenants / at 1,000: %.2f; %s target <= 2", r, verdict)
+	}
+}
+
+// heap is the live heap after a full collection.
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
