@@ -102,14 +102,15 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o.apply(&c)
 	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	if len(c.problems) > 0 {
 		errs := make([]error, len(c.problems))
 		for i, p := range c.problems {
 			errs[i] = Rules.WiringInvalid(name, p.route, p.detail, p.fix)
 		}
-		return fx.Error(errs...)
+		// Reported by the app's check with every other module's violations.
+		return fx.Module(name, modules.Provide(mod, errs...))
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	parts := []fx.Option{
 		fx.Provide(fx.Private, newStore),
 		modules.Provide(mod),

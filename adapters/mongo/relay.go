@@ -168,6 +168,24 @@ type relaySpec struct {
 	cfg   outbox.RelayConfig
 }
 
+// problems are the relay's option errors, reported with the module's.
+func (r relaySpec) problems(module string, routes []*routeSpec) []error {
+	isOutbox := false
+	for _, s := range routes {
+		isOutbox = isOutbox || (s.name == r.route && s.kind == KindOutbox)
+	}
+	if !isOutbox {
+		return []error{Rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
+			"point the relay at an OutboxRoute of the same module")}
+	}
+	if r.cfg.Destination == nil {
+		return []error{Rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")}
+	}
+	return nil
+}
+
 // relayOptions declares the relay to the app's checks and runs it.
 func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
 	binding := floors.PerRow
@@ -175,19 +193,6 @@ func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
 		binding = floors.Sharded
 	}
 	opts := []fx.Option{modules.Worker(floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding})}
-	isOutbox := false
-	for _, s := range routes {
-		isOutbox = isOutbox || (s.name == r.route && s.kind == KindOutbox)
-	}
-	if !isOutbox {
-		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
-			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
-			"point the relay at an OutboxRoute of the same module")))
-	}
-	if r.cfg.Destination == nil {
-		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
-			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")))
-	}
 	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox) error {
 		cfg := r.cfg
 		cfg.Source = o

@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -240,7 +238,8 @@ func Module(name string, opts ...Option) fx.Option {
 		fxo = append(fxo, w.options(name, cfg.routes))
 	}
 	if len(errs) > 0 {
-		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))
+		// Reported by the app's check with every other module's violations.
+		return fx.Module(name, modules.Provide(mod, errs...))
 	}
 	fxo = append(fxo, modules.Provide(mod))
 	return fx.Module(name, fxo...)

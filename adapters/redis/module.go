@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -81,7 +80,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
-	parts := []fx.Option{modules.Provide(mod)}
+	var parts []fx.Option
 	if cfg.routed != nil {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
@@ -98,9 +97,10 @@ func Module(name string, opts ...Option) fx.Option {
 		parts = append(parts, modules.Worker(w.decl(name)), w.invoke())
 	}
 	if len(errs) > 0 {
-		return fx.Module(name, fx.Error(errors.Join(errs...)))
+		// Reported by the app's check with every other module's violations.
+		return fx.Module(name, modules.Provide(mod, errs...))
 	}
-	parts = append(parts, fx.Provide(fx.Private, newCore(name, cfg)))
+	parts = append(parts, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 		if r.kind == KindFleet && r.beatEvery > 0 {
