@@ -39,6 +39,9 @@ const (
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"
 	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
 	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
+	// CodeTenantNotProvisioned: the bound tenant's schema or table does not
+	// exist yet: nobody called the backend's provisioning for it.
+	CodeTenantNotProvisioned Code = "tenant_not_provisioned"
 
 	// CodeDynamicReadUnconfined: a Postgres dynamic read lacks a per-tenant role.
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
