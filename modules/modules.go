@@ -5,8 +5,9 @@
 // OnStart hook can run.
 //
 // Provide is for backend authors. An application uses only Worker (to
-// declare a background reader of its own) and Live (the tenancy matrix of
-// the running app).
+// declare a background reader of its own), Live (the tenancy matrix and
+// warnings of the running app) and DryRun (every violation and the matrix
+// of an app's options, without building it).
 package modules
 
 import (

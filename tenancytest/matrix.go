@@ -101,7 +101,7 @@ func RequireMatrix(t testing.TB, path string, opts ...fx.Option) {
 		t.Fatalf("tenancytest.RequireMatrix: %s: %v", path, err)
 	}
 	if diff := diffMatrix(want, got); diff != "" {
-		t.Fatalf("tenancy matrix differs from %s (- golden, + now); if the change is intended, rerun with -tenancy.update:\n%s", path, diff)
+		t.Fatalf("tenancy matrix differs from %s (- golden, + now); if the change is intended, rerun with -tenancy.update:\n%s", path, strings.TrimSuffix(diff, "\n"))
 	}
 }
 
