@@ -31,6 +31,8 @@ func badOptions() fx.Option {
 			memory.RequiredIsolation(tenancy.Namespace),
 			memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
 		),
+		// A container name with a dot: the route's own option error.
+		memory.Module("misc", memory.Cache("bad", memory.CacheConfig{Keys: memory.Static("a.b")})),
 		modules.Worker(floors.Worker{Name: "sweep", Module: "shop", Route: "nowhere"}),
 	)
 }
@@ -39,6 +41,8 @@ var wantBadCodes = []tenancy.Code{
 	"memory_tenancy_validation_failed",
 	// the PostgreSQL module's options: no connection source, no relations
 	tenancy.CodeWiringInvalid, tenancy.CodeWiringInvalid,
+	// the misc module's bad container name
+	tenancy.CodeWiringInvalid,
 	tenancy.CodeWorkerRouteUnknown,
 }
 
@@ -75,6 +79,7 @@ func TestDryRunReportsEveryViolationAndEveryRow(t *testing.T) {
 	wantRows := map[string]string{
 		"pg/orders":  string(tenancy.CodeWiringInvalid),
 		"shop/carts": "memory_tenancy_validation_failed",
+		"misc/bad":   string(tenancy.CodeWiringInvalid),
 	}
 	if !maps(verdicts, wantRows) {
 		t.Fatalf("verdicts %v, want %v", verdicts, wantRows)

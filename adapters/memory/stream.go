@@ -29,14 +29,15 @@ type Message struct {
 // Stream adds a stream route and provides *Streams to the app.
 func Stream(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
-		if p := cfg.Stream.validate(route); p != nil {
-			c.problems = append(c.problems, *p)
-			return
-		}
+		// The route is listed even when refused, so the matrix shows it.
 		c.routes = append(c.routes, floors.Route{
 			Name: route, Kind: "stream", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{cfg.Stream.relation("stream")},
 		})
+		if p := cfg.Stream.validate(route); p != nil {
+			c.problems = append(c.problems, *p)
+			return
+		}
 		if c.streams == nil {
 			c.streams = map[string]StreamConfig{}
 		}
