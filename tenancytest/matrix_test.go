@@ -143,3 +143,17 @@ func TestRequireRefusedRouteMatchesTheRoute(t *testing.T) {
 		t.Fatalf("failures %v", failed)
 	}
 }
+
+// A test package's own -update flag (the usual golden-file convention)
+// coexists with tenancytest's, and rewrites the matrix too.
+var pkgUpdate = flag.Bool("update", false, "rewrite golden files")
+
+func TestRequireMatrixHonoursThePackagesUpdateFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tenancy.golden")
+	*pkgUpdate = true
+	tenancytest.RequireMatrix(t, path, shop(true))
+	*pkgUpdate = false
+	if failed := within(t, func(tb testing.TB) { tenancytest.RequireMatrix(tb, path, shop(true)) }); len(failed) > 0 {
+		t.Fatalf("-update did not write the golden file: %v", failed)
+	}
+}
