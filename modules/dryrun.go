@@ -34,7 +34,9 @@ type declared struct {
 // dry-runs as fast as one pointed at a live one. DryRun checks tenancy
 // only; fx.ValidateApp checks the rest of the dependency graph. An error
 // that stops fx before any invoke (a type provided twice, an fx.Error of
-// the app's own) is returned with an empty report.
+// the app's own) is returned with an empty report. The dry run ends by
+// failing its first invoke, so an fx.ErrorHook of the app's is called
+// with that error.
 //
 // Use it in CI or in a command that prints the matrix of a build before it
 // ships; tenancytest.RequireMatrix compares it with a golden file.

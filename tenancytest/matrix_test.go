@@ -125,6 +125,16 @@ func TestRequireMatrixRejectsAMangledGolden(t *testing.T) {
 	}
 }
 
+func TestRequireMatrixFailsWhenFxStopsFirst(t *testing.T) {
+	path := writeGolden(t, shop(true))
+	failed := within(t, func(tb testing.TB) {
+		tenancytest.RequireMatrix(tb, path, shop(true), fx.Provide(func() int { return 1 }), fx.Provide(func() int { return 2 }))
+	})
+	if len(failed) != 1 || !strings.Contains(failed[0], "fx stopped before the wiring could be read") {
+		t.Fatalf("failures %v", failed)
+	}
+}
+
 func TestRequireRefusedRouteMatchesTheRoute(t *testing.T) {
 	refused := memory.Module("shop",
 		memory.RequiredIsolation(tenancy.Namespace),
