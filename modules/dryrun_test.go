@@ -31,8 +31,14 @@ func badOptions() fx.Option {
 			memory.RequiredIsolation(tenancy.Namespace),
 			memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
 		),
-		// A container name with a dot: the route's own option error.
-		memory.Module("misc", memory.Cache("bad", memory.CacheConfig{Keys: memory.Static("a.b")})),
+		// A container name with a dot: the route's own option error; the
+		// module's unbound consumer over a tenant-aware stream is still
+		// checked.
+		memory.Module("misc",
+			memory.Cache("bad", memory.CacheConfig{Keys: memory.Static("a.b")}),
+			memory.Stream("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")}),
+			memory.Consume(memory.ConsumerConfig{Name: "drain", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}),
+		),
 		modules.Worker(floors.Worker{Name: "sweep", Module: "shop", Route: "nowhere"}),
 	)
 }
@@ -41,8 +47,8 @@ var wantBadCodes = []tenancy.Code{
 	"memory_tenancy_validation_failed",
 	// the PostgreSQL module's options: no connection source, no relations
 	tenancy.CodeWiringInvalid, tenancy.CodeWiringInvalid,
-	// the misc module's bad container name
-	tenancy.CodeWiringInvalid,
+	// the misc module's bad container name, and its unbound consumer
+	tenancy.CodeWiringInvalid, tenancy.CodeTenantGlobalRequired,
 	tenancy.CodeWorkerRouteUnknown,
 }
 
@@ -77,9 +83,10 @@ func TestDryRunReportsEveryViolationAndEveryRow(t *testing.T) {
 		verdicts[r.Module+"/"+r.Route] = r.Verdict
 	}
 	wantRows := map[string]string{
-		"pg/orders":  string(tenancy.CodeWiringInvalid),
-		"shop/carts": "memory_tenancy_validation_failed",
-		"misc/bad":   string(tenancy.CodeWiringInvalid),
+		"pg/orders":   string(tenancy.CodeWiringInvalid),
+		"shop/carts":  "memory_tenancy_validation_failed",
+		"misc/bad":    string(tenancy.CodeWiringInvalid),
+		"misc/events": floors.VerdictOK,
 	}
 	if !maps(verdicts, wantRows) {
 		t.Fatalf("verdicts %v, want %v", verdicts, wantRows)

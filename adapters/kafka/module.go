@@ -236,8 +236,9 @@ func Module(name string, opts ...Option) fx.Option {
 		parts = append(parts, modules.Worker(c.decl(name)))
 	}
 	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations
+		// (its consumers' included); nothing of the module is built.
+		return fx.Module(name, append(parts, modules.Provide(mod, errs...))...)
 	}
 	parts = append(parts,
 		modules.Provide(mod),

@@ -108,8 +108,14 @@ func Module(name string, opts ...Option) fx.Option {
 		for i, p := range c.problems {
 			errs[i] = Rules.WiringInvalid(name, p.route, p.detail, p.fix)
 		}
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations
+		// (its consumers' included: with no streams, only their
+		// declarations); nothing of the module is built.
+		parts := []fx.Option{modules.Provide(mod, errs...)}
+		for _, cc := range c.consumers {
+			parts = append(parts, consumerOptions(name, nil, cc)...)
+		}
+		return fx.Module(name, parts...)
 	}
 	parts := []fx.Option{
 		fx.Provide(fx.Private, newStore),

@@ -201,8 +201,13 @@ func Module(name string, opts ...Option) fx.Option {
 		errs = append(errs, r.problems(name, cfg.routes)...)
 	}
 	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations
+		// (its relays' included); nothing of the module is built.
+		parts := []fx.Option{modules.Provide(mod, errs...)}
+		for _, r := range cfg.relays {
+			parts = append(parts, modules.Worker(r.decl(name)))
+		}
+		return fx.Module(name, parts...)
 	}
 	parts := []fx.Option{
 		modules.Provide(mod),

@@ -186,13 +186,18 @@ func (r relaySpec) problems(module string, routes []*routeSpec) []error {
 	return nil
 }
 
-// relayOptions declares the relay to the app's checks and runs it.
-func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
+// decl is the relay as enforcement sees it.
+func (r relaySpec) decl(module string) floors.Worker {
 	binding := floors.PerRow
 	if r.cfg.Tenants != nil {
 		binding = floors.Sharded
 	}
-	opts := []fx.Option{modules.Worker(floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding})}
+	return floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding}
+}
+
+// relayOptions declares the relay to the app's checks and runs it.
+func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
+	opts := []fx.Option{modules.Worker(r.decl(module))}
 	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox) error {
 		cfg := r.cfg
 		cfg.Source = o

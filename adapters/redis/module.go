@@ -80,7 +80,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
-	var parts []fx.Option
+	var parts, decls []fx.Option
 	if cfg.routed != nil {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
@@ -94,13 +94,15 @@ func Module(name string, opts ...Option) fx.Option {
 				"add StreamRoute with that name to the module"))
 			continue
 		}
-		parts = append(parts, modules.Worker(w.decl(name)), w.invoke())
+		decls = append(decls, modules.Worker(w.decl(name)))
+		parts = append(parts, w.invoke())
 	}
 	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations
+		// (its workers' included); nothing of the module is built.
+		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
 	}
-	parts = append(parts, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
+	parts = append(append(parts, decls...), modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 		if r.kind == KindFleet && r.beatEvery > 0 {
