@@ -164,3 +164,17 @@ func TestDryRunReturnsWhatStopsFxFirst(t *testing.T) {
 		t.Fatalf("err %v, rows %d", err, len(rep.Matrix.Rows))
 	}
 }
+
+// A module-level option error (no connection source) refuses every route
+// of the module, and the matrix says so.
+func TestDryRunModuleOptionErrorMarksEveryRoute(t *testing.T) {
+	rep, err := modules.DryRun(postgres.Module("pg",
+		postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.Table("orders"), Write: postgres.Table("orders")}),
+	))
+	if !errors.Is(err, tenancy.CodeWiringInvalid) {
+		t.Fatalf("err %v", err)
+	}
+	if len(rep.Matrix.Rows) != 1 || rep.Matrix.Rows[0].Verdict != string(tenancy.CodeWiringInvalid) {
+		t.Fatalf("matrix %+v", rep.Matrix.Rows)
+	}
+}

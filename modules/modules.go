@@ -111,17 +111,18 @@ func (l Live) check(run func([]floors.Module, []floors.Worker) floors.Report) fl
 	return rep
 }
 
-// markRefused gives a route refused by its module's options that verdict,
-// so the matrix shows it refused even when its floors are met.
+// markRefused gives a route refused by its module's options (every route
+// of the module, for a module-level option error) that verdict, so the
+// matrix shows it refused even when its floors are met.
 func markRefused(m *floors.Matrix, problems []error) {
 	for _, p := range problems {
 		var e *tenancy.Error
-		if !errors.As(p, &e) || e.Route == "" {
+		if !errors.As(p, &e) {
 			continue
 		}
 		for i := range m.Rows {
 			r := &m.Rows[i]
-			if r.Module == e.Module && r.Route == e.Route && r.Verdict == floors.VerdictOK {
+			if r.Module == e.Module && (e.Route == "" || r.Route == e.Route) && r.Verdict == floors.VerdictOK {
 				r.Verdict = string(e.Code)
 			}
 		}
