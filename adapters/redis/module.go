@@ -80,7 +80,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
-	var parts, decls []fx.Option
+	var decls, invokes []fx.Option
 	if cfg.routed != nil {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
@@ -95,14 +95,16 @@ func Module(name string, opts ...Option) fx.Option {
 			continue
 		}
 		decls = append(decls, modules.Worker(w.decl(name)))
-		parts = append(parts, w.invoke())
+		invokes = append(invokes, w.invoke())
 	}
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
 		// (its workers' included); nothing of the module is built.
 		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
 	}
-	parts = append(append(parts, decls...), modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
+	// Enforcement's invoke comes first, so no worker runs on refused wiring.
+	parts := append(decls, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
+	parts = append(parts, invokes...)
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 		if r.kind == KindFleet && r.beatEvery > 0 {
