@@ -48,7 +48,7 @@ func writeGolden(t *testing.T, opts ...fx.Option) string {
 	if err := flag.Set("tenancy.update", "true"); err != nil {
 		t.Fatal(err)
 	}
-	defer flag.Set("tenancy.update", "false")
+	defer func() { _ = flag.Set("tenancy.update", "false") }()
 	tenancytest.RequireMatrix(t, path, opts...)
 	return path
 }
