@@ -10,8 +10,12 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -176,5 +180,29 @@ func TestDryRunModuleOptionErrorMarksEveryRoute(t *testing.T) {
 	}
 	if len(rep.Matrix.Rows) != 1 || rep.Matrix.Rows[0].Verdict != string(tenancy.CodeWiringInvalid) {
 		t.Fatalf("matrix %+v", rep.Matrix.Rows)
+	}
+}
+
+// Every backend reports its option errors through the app's check, so
+// another module's floor miss is reported with them.
+func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
+	floorMiss := memory.Module("shop",
+		memory.RequiredIsolation(tenancy.Namespace),
+		memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
+	)
+	for name, bad := range map[string]fx.Option{
+		"postgres": postgres.Module("x"), // no DSN, Pool or Routed
+		"redis":    redis.Module("x", redis.CacheRoute("c"), redis.CacheRoute("c")),
+		"mongo":    mongo.Module("x"), // no database
+		"kafka":    kafka.Module("x"), // no brokers
+		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g"), neo4j.GraphRoute("g")),
+		"memory":   memory.Module("x", memory.Cache("c", memory.CacheConfig{Keys: memory.Static("a.b")})),
+	} {
+		t.Run(name, func(t *testing.T) {
+			codes := tenancy.Codes(fx.New(fx.NopLogger, bad, floorMiss).Err())
+			if !slices.Contains(codes, tenancy.CodeWiringInvalid) || !slices.Contains(codes, "memory_tenancy_validation_failed") {
+				t.Fatalf("codes %v, want the option error and the other module's floor miss", codes)
+			}
+		})
 	}
 }
