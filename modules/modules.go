@@ -5,13 +5,13 @@
 // OnStart hook can run.
 //
 // Provide is for backend authors. An application uses only Worker (to
-// declare a background reader of its own) and Live (the tenancy matrix of
-// the running app).
+// declare a background reader of its own), Live (the tenancy matrix and
+// warnings of the running app) and DryRun (every violation and the matrix
+// of an app's options, without building it).
 package modules
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -20,6 +20,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 const (
@@ -29,8 +30,12 @@ const (
 
 // Wiring is one module's contribution to the app's checked wiring.
 type Wiring struct {
-	Module  floors.Module
-	checked atomic.Bool
+	Module floors.Module
+	// Problems are the module's own option errors (a bad DSN, two routes
+	// of one name), each a *tenancy.Error; they are reported together with
+	// every floor and worker violation of the app.
+	Problems []error
+	checked  atomic.Bool
 }
 
 // WorkerDecl is one background reader declared to the app.
@@ -41,9 +46,15 @@ type WorkerDecl struct {
 
 // Provide contributes a module's wiring to the app and enforces it. Each
 // app gets its own Wiring value, so one Option can build many apps.
-func Provide(m floors.Module) fx.Option {
+//
+// problems are the module's option errors. A backend passes them here
+// rather than to fx.Error: fx.Error stops fx.New before any check runs, so
+// it would hide every other module's violations. A module with problems
+// should provide no constructor, only this.
+func Provide(m floors.Module, problems ...error) fx.Option {
+	problems = slices.Clip(slices.DeleteFunc(slices.Clone(problems), func(e error) bool { return e == nil }))
 	return fx.Options(
-		fx.Provide(fx.Annotate(func() *Wiring { return &Wiring{Module: m} }, fx.ResultTags(wiringGroup))),
+		fx.Provide(fx.Annotate(func() *Wiring { return &Wiring{Module: m, Problems: problems} }, fx.ResultTags(wiringGroup))),
 		enforce,
 	)
 }
@@ -72,22 +83,50 @@ type Live struct {
 	Logger  *slog.Logger  `optional:"true"`
 }
 
-// Report checks the whole wiring and builds the matrix.
+// Report checks the whole wiring and builds the matrix. Its Errors hold
+// the modules' option errors, then every floor and worker violation; its
+// Warnings are the findings Enforce logs.
 func (l Live) Report() floors.Report { return l.check(floors.Check) }
 
 func (l Live) check(run func([]floors.Module, []floors.Worker) floors.Report) floors.Report {
-	mods := make([]floors.Module, len(l.Wirings))
-	for i, w := range l.Wirings {
+	wirings := slices.Clone(l.Wirings)
+	// dig delivers value groups in no fixed order; sort for stable output.
+	slices.SortStableFunc(wirings, func(a, b *Wiring) int { return strings.Compare(a.Module.Name, b.Module.Name) })
+	mods := make([]floors.Module, len(wirings))
+	var problems []error
+	for i, w := range wirings {
 		mods[i] = w.Module
+		problems = append(problems, w.Problems...)
 	}
 	workers := make([]floors.Worker, len(l.Workers))
 	for i, w := range l.Workers {
 		workers[i] = w.Worker
 	}
-	// dig delivers value groups in no fixed order; sort for stable output.
-	slices.SortStableFunc(mods, func(a, b floors.Module) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(workers, func(a, b floors.Worker) int { return strings.Compare(a.Name, b.Name) })
-	return run(mods, workers)
+	rep := run(mods, workers)
+	if len(problems) > 0 {
+		rep.Errors = append(problems, rep.Errors...)
+		markRefused(&rep.Matrix, problems)
+	}
+	return rep
+}
+
+// markRefused gives a route refused by its module's options (every route
+// of the module, for a module-level option error) that verdict, so the
+// matrix shows it refused even when its floors are met.
+func markRefused(m *floors.Matrix, problems []error) {
+	for _, p := range problems {
+		var e *tenancy.Error
+		if !errors.As(p, &e) {
+			continue
+		}
+		for i := range m.Rows {
+			r := &m.Rows[i]
+			if r.Module == e.Module && (e.Route == "" || r.Route == e.Route) && r.Verdict == floors.VerdictOK {
+				r.Verdict = string(e.Code)
+			}
+		}
+	}
 }
 
 // Matrix is the live tenancy matrix: every route of every module, with the
@@ -116,7 +155,7 @@ func Enforce(l Live) error {
 		log.Warn("tenantwire: redundant tenant marker", "module", w.Module, "route", w.Route, "detail", w.Message)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("tenantwire: wiring refused (%d violation(s)): %w", len(rep.Errors), errors.Join(rep.Errors...))
+		return refused(rep.Errors)
 	}
 	return nil
 }

@@ -12,10 +12,12 @@
 // adapters/memory examples. Bind the tenant once per request with
 // WithTenant, or with the tenanthttp middleware, and every adapter reads it
 // from the context. Prove a route's boundary in a test with
-// tenancytest.Boundary. `go run ./cmd/tenantwire explain CODE` explains any
-// error code.
+// tenancytest.Boundary, and pin the app's tenancy matrix in CI with
+// tenancytest.RequireMatrix, so a change that weakens a route fails a test.
+// `go run ./cmd/tenantwire explain CODE` explains any error code.
 //
 // Packages floors and modules are for backend authors; an application
-// needs them only to declare a worker of its own (modules.Worker) or to read
-// the live matrix (modules.Live).
+// needs them only to declare a worker of its own (modules.Worker), to read
+// the live matrix (modules.Live) or to check its wiring without starting it
+// (modules.DryRun).
 package tenancy

@@ -40,6 +40,9 @@ const (
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"
 	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
 	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
+	// CodeTenantNotProvisioned: the bound tenant's schema or table does not
+	// exist yet: nobody called the backend's provisioning for it.
+	CodeTenantNotProvisioned Code = "tenant_not_provisioned"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

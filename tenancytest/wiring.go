@@ -1,6 +1,8 @@
 // Package tenancytest is the testkit for users and adapters: assert that a
-// set of fx options wires or is refused with a code, without touching any
-// server, and probe a route's tenant boundary for real.
+// set of fx options wires or is refused with a code (RequireWires,
+// RequireRefused, RequireRefusedRoute), pin the app's tenancy matrix to a
+// golden file (RequireMatrix), all without touching any server, and probe a
+// route's tenant boundary for real (Boundary).
 //
 // For backend authors, Conformance is the backend conformance kit: given
 // a backend's Rules and a Factory that builds a route of a kind at a tier
@@ -35,27 +37,44 @@ func RequireRefused(t testing.TB, code tenancy.Code, opts ...fx.Option) *tenancy
 	if err == nil {
 		t.Fatalf("wiring accepted, want refusal with %s", code)
 	}
-	found := firstWithCode(err, code)
+	found := first(err, func(e *tenancy.Error) bool { return e.Code == code })
 	if found == nil {
 		t.Fatalf("wiring refused without %s: %v", code, err)
 	}
 	return found
 }
 
-func firstWithCode(err error, code tenancy.Code) *tenancy.Error {
+// RequireRefusedRoute is RequireRefused for one route: it fails the test
+// unless the app is refused with a *tenancy.Error of the given code naming
+// that module and route, so a refusal of another route with the same code
+// does not pass for it. An empty route matches a module-level refusal.
+func RequireRefusedRoute(t testing.TB, code tenancy.Code, module, route string, opts ...fx.Option) *tenancy.Error {
+	t.Helper()
+	err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
+	if err == nil {
+		t.Fatalf("wiring accepted, want refusal of %s/%s with %s", module, route, code)
+	}
+	found := first(err, func(e *tenancy.Error) bool { return e.Code == code && e.Module == module && e.Route == route })
+	if found == nil {
+		t.Fatalf("wiring refused, but not route %s/%s with %s: %v", module, route, code, err)
+	}
+	return found
+}
+
+func first(err error, match func(*tenancy.Error) bool) *tenancy.Error {
 	switch u := err.(type) {
 	case *tenancy.Error:
-		if u.Code == code {
+		if match(u) {
 			return u
 		}
 	case interface{ Unwrap() []error }:
 		for _, inner := range u.Unwrap() {
-			if e := firstWithCode(inner, code); e != nil {
+			if e := first(inner, match); e != nil {
 				return e
 			}
 		}
 	case interface{ Unwrap() error }:
-		return firstWithCode(u.Unwrap(), code)
+		return first(u.Unwrap(), match)
 	}
 	return nil
 }

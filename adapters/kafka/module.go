@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 
@@ -228,7 +227,7 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil && cfg.routed.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 	}
-	parts := []fx.Option{modules.Provide(mod)}
+	var parts []fx.Option
 	for _, c := range cfg.consumers {
 		spec := cfg.route(c.route)
 		for _, p := range c.validate(spec, cfg.routed != nil) {
@@ -237,9 +236,12 @@ func Module(name string, opts ...Option) fx.Option {
 		parts = append(parts, modules.Worker(c.decl(name)))
 	}
 	if len(errs) > 0 {
-		return fx.Module(name, fx.Error(errors.Join(errs...)))
+		// Reported by the app's check with every other module's violations
+		// (its consumers' included); nothing of the module is built.
+		return fx.Module(name, append(parts, modules.Provide(mod, errs...))...)
 	}
 	parts = append(parts,
+		modules.Provide(mod),
 		fx.Provide(fx.Private, newCore(name, cfg)),
 		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes} },
 			fx.ResultTags(nameTag(name)))),

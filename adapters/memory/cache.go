@@ -21,15 +21,16 @@ type CacheConfig struct {
 // Cache adds a cache route and provides *Cache to the app.
 func Cache(route string, cfg CacheConfig) Option {
 	return optionFunc(func(c *config) {
-		if p := cfg.Keys.validate(route); p != nil {
-			c.problems = append(c.problems, *p)
-			return
-		}
 		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{cfg.Keys.relation("keys")},
 		}
+		// The route is listed even when refused, so the matrix shows it.
 		c.routes = append(c.routes, fr)
+		if p := cfg.Keys.validate(route); p != nil {
+			c.problems = append(c.problems, *p)
+			return
+		}
 		c.provides = append(c.provides, fx.Provide(func(s *store) *KV {
 			return &KV{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
 		}))

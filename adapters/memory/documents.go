@@ -36,17 +36,18 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 		if cfg.Write == (Container{}) {
 			cfg.Write = cfg.Read
 		}
+		fr := floors.Route{
+			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
+			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
+		}
+		// The route is listed even when refused, so the matrix shows it.
+		c.routes = append(c.routes, fr)
 		for _, ct := range []Container{cfg.Read, cfg.Write} {
 			if p := ct.validate(route); p != nil {
 				c.problems = append(c.problems, *p)
 				return
 			}
 		}
-		fr := floors.Route{
-			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
-			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
-		}
-		c.routes = append(c.routes, fr)
 		c.provides = append(c.provides, fx.Provide(func(s *store) *Documents[T] {
 			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
 		}))

@@ -102,14 +102,21 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o.apply(&c)
 	}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	if len(c.problems) > 0 {
 		errs := make([]error, len(c.problems))
 		for i, p := range c.problems {
 			errs[i] = Rules.WiringInvalid(name, p.route, p.detail, p.fix)
 		}
-		return fx.Error(errs...)
+		// Reported by the app's check with every other module's violations
+		// (its consumers' included: with no streams, only their
+		// declarations); nothing of the module is built.
+		parts := []fx.Option{modules.Provide(mod, errs...)}
+		for _, cc := range c.consumers {
+			parts = append(parts, consumerOptions(name, nil, cc)...)
+		}
+		return fx.Module(name, parts...)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
 	parts := []fx.Option{
 		fx.Provide(fx.Private, func() *store { s := newStore(); s.module = name; return s }),
 		modules.Provide(mod),

@@ -29,11 +29,12 @@ type Message struct {
 // Stream adds a stream route and provides *Streams to the app.
 func Stream(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
+		// The route is listed even when refused, so the matrix shows it.
+		c.routes = append(c.routes, streamRoute(route, cfg))
 		if p := cfg.Stream.validate(route); p != nil {
 			c.problems = append(c.problems, *p)
 			return
 		}
-		c.routes = append(c.routes, streamRoute(route, cfg))
 		if c.streams == nil {
 			c.streams = map[string]StreamConfig{}
 		}

@@ -1,7 +1,6 @@
 package mongo
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -197,8 +196,18 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
 	}
-	if errs := cfg.validate(name); len(errs) > 0 {
-		return fx.Module(name, fx.Error(errors.Join(errs...)))
+	errs := cfg.validate(name)
+	for _, r := range cfg.relays {
+		errs = append(errs, r.problems(name, cfg.routes)...)
+	}
+	if len(errs) > 0 {
+		// Reported by the app's check with every other module's violations
+		// (its relays' included); nothing of the module is built.
+		parts := []fx.Option{modules.Provide(mod, errs...)}
+		for _, r := range cfg.relays {
+			parts = append(parts, modules.Worker(r.decl(name)))
+		}
+		return fx.Module(name, parts...)
 	}
 	parts := []fx.Option{
 		modules.Provide(mod),

@@ -168,26 +168,36 @@ type relaySpec struct {
 	cfg   outbox.RelayConfig
 }
 
-// relayOptions declares the relay to the app's checks and runs it.
-func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
-	binding := floors.PerRow
-	if r.cfg.Tenants != nil {
-		binding = floors.Sharded
-	}
-	opts := []fx.Option{modules.Worker(floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding})}
+// problems are the relay's option errors, reported with the module's.
+func (r relaySpec) problems(module string, routes []*routeSpec) []error {
 	isOutbox := false
 	for _, s := range routes {
 		isOutbox = isOutbox || (s.name == r.route && s.kind == KindOutbox)
 	}
 	if !isOutbox {
-		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
+		return []error{Rules.WiringInvalid(module, r.route,
 			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
-			"point the relay at an OutboxRoute of the same module")))
+			"point the relay at an OutboxRoute of the same module")}
 	}
 	if r.cfg.Destination == nil {
-		return append(opts, fx.Error(Rules.WiringInvalid(module, r.route,
-			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")))
+		return []error{Rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")}
 	}
+	return nil
+}
+
+// decl is the relay as enforcement sees it.
+func (r relaySpec) decl(module string) floors.Worker {
+	binding := floors.PerRow
+	if r.cfg.Tenants != nil {
+		binding = floors.Sharded
+	}
+	return floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding}
+}
+
+// relayOptions declares the relay to the app's checks and runs it.
+func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
+	opts := []fx.Option{modules.Worker(r.decl(module))}
 	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox) error {
 		cfg := r.cfg
 		cfg.Source = o

@@ -2,7 +2,6 @@ package neo4j
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -178,7 +177,8 @@ func Module(name string, opts ...Option) fx.Option {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
 	if len(errs) > 0 {
-		return fx.Module(name, modules.Provide(mod), fx.Error(errors.Join(errs...)))
+		// Reported by the app's check with every other module's violations.
+		return fx.Module(name, modules.Provide(mod, errs...))
 	}
 	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
 	for _, r := range cfg.routes {

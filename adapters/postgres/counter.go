@@ -74,7 +74,8 @@ func (k *Counters) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPoo
 }
 
 // Add adds delta to the counter (creating it at 0) and returns the result.
-func (k *Counters) Add(ctx context.Context, name string, delta int64) (int64, error) {
+func (k *Counters) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
+	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return 0, err
@@ -86,7 +87,8 @@ func (k *Counters) Add(ctx context.Context, name string, delta int64) (int64, er
 }
 
 // Get returns the counter's value; a missing counter is 0.
-func (k *Counters) Get(ctx context.Context, name string) (int64, error) {
+func (k *Counters) Get(ctx context.Context, name string) (_ int64, err error) {
+	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return 0, err
@@ -101,7 +103,8 @@ func (k *Counters) Get(ctx context.Context, name string) (int64, error) {
 }
 
 // Delete removes the counter, or fails with document.ErrNotFound.
-func (k *Counters) Delete(ctx context.Context, name string) error {
+func (k *Counters) Delete(ctx context.Context, name string) (err error) {
+	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return err

@@ -111,7 +111,8 @@ func (d *Documents[T]) begin(ctx context.Context) (tenancy.ID, *docStmts, pgxPoo
 }
 
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
-func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], error) {
+func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
+	defer d.notProvisioned(&err)
 	var rec document.Record[T]
 	tenant, st, pool, release, err := d.begin(ctx)
 	if err != nil {
@@ -144,7 +145,8 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], 
 }
 
 // Create stores v as version 1, or fails with document.ErrExists.
-func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Version, error) {
+func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.Version, err error) {
+	defer d.notProvisioned(&err)
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return 0, err
@@ -167,7 +169,8 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 // Update replaces the value when the stored version is expected and
 // returns the new version: document.ErrConflict when the version moved,
 // document.ErrNotFound when the bound tenant has no such record.
-func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (document.Version, error) {
+func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (_ document.Version, err error) {
+	defer d.notProvisioned(&err)
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return 0, err
@@ -194,7 +197,8 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 }
 
 // Delete removes the record, or fails with document.ErrNotFound.
-func (d *Documents[T]) Delete(ctx context.Context, id string) error {
+func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
+	defer d.notProvisioned(&err)
 	tenant, st, pool, release, err := d.begin(ctx)
 	if err != nil {
 		return err
@@ -225,7 +229,8 @@ func (d *Documents[T]) affected(ctx context.Context, pool pgxPool, stmt string, 
 }
 
 // List returns the bound tenant's records matching q.
-func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.Record[T], error) {
+func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document.Record[T], err error) {
+	defer d.notProvisioned(&err)
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -258,7 +263,8 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.R
 
 // Count returns how many of the bound tenant's records match q (its
 // ordering and limit are ignored).
-func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error) {
+func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err error) {
+	defer d.notProvisioned(&err)
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}

@@ -110,7 +110,8 @@ func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx conte
 }
 
 // Get returns key's unexpired stored result.
-func (x *IdempotencyStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+func (x *IdempotencyStore) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return nil, false, err
@@ -126,7 +127,8 @@ func (x *IdempotencyStore) Get(ctx context.Context, key string) ([]byte, bool, e
 
 // Delete forgets key, so the next Do runs again; ErrNoKey when nothing
 // was stored under it.
-func (x *IdempotencyStore) Delete(ctx context.Context, key string) error {
+func (x *IdempotencyStore) Delete(ctx context.Context, key string) (err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return err
@@ -140,7 +142,8 @@ var ErrNoKey = errors.New("postgres idempotency: no result stored under the key"
 
 // Count returns how many unexpired keys are stored (the bound tenant's
 // when the store is tenant-scoped).
-func (x *IdempotencyStore) Count(ctx context.Context) (int, error) {
+func (x *IdempotencyStore) Count(ctx context.Context) (_ int, err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err

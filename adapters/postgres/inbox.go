@@ -88,7 +88,8 @@ func (i *InboxRoute) Once(ctx context.Context, eventID string, fn func(ctx conte
 }
 
 // Mark records eventID and reports whether it was new.
-func (i *InboxRoute) Mark(ctx context.Context, eventID string) (bool, error) {
+func (i *InboxRoute) Mark(ctx context.Context, eventID string) (_ bool, err error) {
+	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
@@ -99,7 +100,8 @@ func (i *InboxRoute) Mark(ctx context.Context, eventID string) (bool, error) {
 }
 
 // Seen reports whether eventID was marked.
-func (i *InboxRoute) Seen(ctx context.Context, eventID string) (bool, error) {
+func (i *InboxRoute) Seen(ctx context.Context, eventID string) (_ bool, err error) {
+	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
@@ -112,7 +114,8 @@ func (i *InboxRoute) Seen(ctx context.Context, eventID string) (bool, error) {
 
 // Forget removes eventID's mark, so the message is handled again if it
 // comes back; ErrNotMarked when there was none.
-func (i *InboxRoute) Forget(ctx context.Context, eventID string) error {
+func (i *InboxRoute) Forget(ctx context.Context, eventID string) (err error) {
+	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return err
@@ -123,7 +126,8 @@ func (i *InboxRoute) Forget(ctx context.Context, eventID string) error {
 
 // Count returns how many event ids are marked (the bound tenant's when the
 // inbox is tenant-scoped).
-func (i *InboxRoute) Count(ctx context.Context) (int, error) {
+func (i *InboxRoute) Count(ctx context.Context) (_ int, err error) {
+	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return 0, err

@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -230,12 +228,16 @@ func Module(name string, opts ...Option) fx.Option {
 		// its values, so it rarely collides); NamedOnly turns that off.
 		fxo = append(fxo, r.provide(r.name, r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly))
 	}
+	var decls []fx.Option
 	for _, w := range cfg.workers {
 		errs = append(errs, w.check(name, cfg.routes)...)
 		fxo = append(fxo, w.options(name, cfg.routes))
+		decls = append(decls, modules.Worker(w.decl(name)))
 	}
 	if len(errs) > 0 {
-		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))
+		// Reported by the app's check with every other module's violations
+		// (its workers' included); nothing of the module is built.
+		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
 	}
 	fxo = append(fxo, modules.Provide(mod))
 	return fx.Module(name, fxo...)

@@ -105,7 +105,8 @@ func (x *Searches) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool
 }
 
 // Put indexes body under id, replacing what was there.
-func (x *Searches) Put(ctx context.Context, id, body string) error {
+func (x *Searches) Put(ctx context.Context, id, body string) (err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return err
@@ -116,7 +117,8 @@ func (x *Searches) Put(ctx context.Context, id, body string) error {
 }
 
 // Remove drops id from the index, or fails with document.ErrNotFound.
-func (x *Searches) Remove(ctx context.Context, id string) error {
+func (x *Searches) Remove(ctx context.Context, id string) (err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return err
@@ -126,7 +128,8 @@ func (x *Searches) Remove(ctx context.Context, id string) error {
 }
 
 // Search returns the best hits for a web-search style query.
-func (x *Searches) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+func (x *Searches) Search(ctx context.Context, query string, limit int) (_ []Hit, err error) {
+	defer x.notProvisioned(&err)
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
 	}
@@ -143,7 +146,8 @@ func (x *Searches) Search(ctx context.Context, query string, limit int) ([]Hit, 
 }
 
 // Count returns how many documents match the query.
-func (x *Searches) Count(ctx context.Context, query string) (int, error) {
+func (x *Searches) Count(ctx context.Context, query string) (_ int, err error) {
+	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err

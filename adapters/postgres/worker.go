@@ -66,10 +66,15 @@ func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	return errs
 }
 
+// decl is the worker as enforcement sees it.
+func (w workerSpec) decl(module string) floors.Worker {
+	return floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: w.binding}
+}
+
 // options declares the worker to enforcement and runs it from OnStart to
 // OnStop. Enforcement runs during fx.New, so a refused worker never starts.
 func (w workerSpec) options(module string, routes []*routeSpec) fx.Option {
-	decl := modules.Worker(floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: w.binding})
+	decl := modules.Worker(w.decl(module))
 	r := w.find(routes)
 	if r == nil || r.object == nil || !slices.Contains(w.kinds, r.kind) {
 		return decl

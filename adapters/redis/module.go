@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -83,7 +82,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
-	parts := []fx.Option{modules.Provide(mod)}
+	var decls, invokes []fx.Option
 	if cfg.routed != nil {
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
@@ -97,12 +96,17 @@ func Module(name string, opts ...Option) fx.Option {
 				"add StreamRoute with that name to the module"))
 			continue
 		}
-		parts = append(parts, modules.Worker(w.decl(name)), w.invoke())
+		decls = append(decls, modules.Worker(w.decl(name)))
+		invokes = append(invokes, w.invoke())
 	}
 	if len(errs) > 0 {
-		return fx.Module(name, fx.Error(errors.Join(errs...)))
+		// Reported by the app's check with every other module's violations
+		// (its workers' included); nothing of the module is built.
+		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
 	}
-	parts = append(parts, fx.Provide(fx.Private, newCore(name, cfg)))
+	// Enforcement's invoke comes first, so no worker runs on refused wiring.
+	parts := append(decls, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
+	parts = append(parts, invokes...)
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 		if r.kind == KindFleet && r.beatEvery > 0 {

@@ -97,21 +97,10 @@ func ordersHandler(h handlers) http.Handler {
 	})
 }
 
-func run(out io.Writer) error {
-	pgURL := env("TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable")
-	redisAddr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
-	// A prefix of its own per run, so runs never see each other's schemas.
-	prefix := fmt.Sprintf("svc%d", time.Now().UnixNano()%1_000_000_000)
-
-	var (
-		srv   *tenanthttp.Server
-		pg    *postgres.Client
-		views *redis.Counter
-		live  modules.Live
-	)
-	app := fx.New(
-		fx.NopLogger,
-		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
+// wiring is the service's modules and routes: what its tests dry-run to
+// pin its tenancy matrix (main_test.go, testdata/tenancy.golden).
+func wiring(pgURL, redisAddr, prefix string) fx.Option {
+	return fx.Options(
 		postgres.Module("orders",
 			postgres.DSN(pgURL),
 			postgres.SchemaPrefix(prefix),
@@ -130,6 +119,25 @@ func run(out io.Writer) error {
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		tenanthttp.RouteWith("PUT /orders/{id}", tenanthttp.Tenant, ordersHandler),
 		tenanthttp.RouteWith("GET /orders/{id}", tenanthttp.Tenant, ordersHandler),
+	)
+}
+
+func run(out io.Writer) error {
+	pgURL := env("TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable")
+	redisAddr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
+	// A prefix of its own per run, so runs never see each other's schemas.
+	prefix := fmt.Sprintf("svc%d", time.Now().UnixNano()%1_000_000_000)
+
+	var (
+		srv   *tenanthttp.Server
+		pg    *postgres.Client
+		views *redis.Counter
+		live  modules.Live
+	)
+	app := fx.New(
+		fx.NopLogger,
+		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		wiring(pgURL, redisAddr, prefix),
 		fx.Populate(&srv, &live),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { pg, views = c, v },
 			fx.ParamTags(`name:"orders"`, `name:"views"`))),

@@ -6,7 +6,18 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
+
+// TestTenancyMatrix fails, with a diff naming the route, when a change
+// alters any route's tier, origin, floor or verdict. It needs no server:
+// the dry run opens no connection. After an intended change:
+//
+//	go test ./examples/service -run TestTenancyMatrix -tenancy.update
+func TestTenancyMatrix(t *testing.T) {
+	tenancytest.RequireMatrix(t, "testdata/tenancy.golden",
+		wiring("postgres://nobody@127.0.0.1:1/none?sslmode=disable", "127.0.0.1:1", "svc"))
+}
 
 func TestService(t *testing.T) {
 	t.Setenv("TENANTWIRE_PG_URL", testsvc.PostgresURL(t))

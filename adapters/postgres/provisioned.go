@@ -1,0 +1,36 @@
+package postgres
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// SQLSTATEs of a missing schema or table.
+const (
+	stateInvalidSchemaName = "3F000"
+	stateUndefinedTable    = "42P01"
+)
+
+// notProvisioned turns a missing schema or table on a route whose
+// containers are the tenant's own (a per-tenant schema, or the tenant's
+// database on a routed client) into tenant_not_provisioned, which says what
+// to call. It reads the error the call already has: no extra round trip.
+// A static table missing on a plain client is a deployment fault, not a
+// tenant's, and keeps the driver's error.
+func (r route) notProvisioned(errp *error) {
+	var pe *pgconn.PgError
+	if *errp == nil || !errors.As(*errp, &pe) || (pe.Code != stateInvalidSchemaName && pe.Code != stateUndefinedTable) {
+		return
+	}
+	if r.c.routed == nil && !r.perTenant() {
+		return
+	}
+	*errp = &tenancy.Error{
+		Code: tenancy.CodeTenantNotProvisioned, Module: r.c.module, Backend: Rules.Name, Route: r.spec.name,
+		Detail: "the bound tenant's schema or table does not exist (" + pe.Code + ": " + pe.Message + ")",
+		Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client for this tenant before its first call (it is idempotent: an onboarding step or a startup hook may call it for every known tenant)",
+	}
+}

@@ -1,0 +1,45 @@
+package modules_test
+
+import (
+	"fmt"
+	"os"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+type Order struct{ Item string }
+
+// DryRun checks an app's options without building it: the PostgreSQL
+// module points at a server that does not exist, and nothing notices,
+// because no constructor runs. Every violation comes back, each a
+// *tenancy.Error, with the matrix of every route, refused ones included.
+func ExampleDryRun() {
+	appOptions := fx.Options(
+		postgres.Module("orders",
+			postgres.DSN("postgres://app@db.invalid:5432/shop?pool_max_conns=4"),
+			postgres.RequiredIsolation(tenancy.Namespace),
+			postgres.Document[Order]("orders", postgres.DocumentConfig{
+				Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders"),
+			}),
+		),
+		memory.Module("cache",
+			memory.RequiredIsolation(tenancy.Namespace),
+			memory.Cache("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
+		),
+	)
+	report, err := modules.DryRun(appOptions)
+	for _, code := range tenancy.Codes(err) {
+		fmt.Println("refused:", code)
+	}
+	_ = report.Matrix.WriteText(os.Stdout)
+	// Output:
+	// refused: memory_tenancy_validation_failed
+	// MODULE  ROUTE     KIND      REACHED    ORIGIN      ORIGIN FLOOR  DECLARED   MAX CONNS  VERDICT
+	// cache   sessions  cache     tagged     structured  none          namespace  -          memory_tenancy_validation_failed
+	// orders  orders    document  namespace  structured  none          namespace  4          ok
+}
