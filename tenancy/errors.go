@@ -44,6 +44,13 @@ const (
 	CodeDynamicReadUnconfined Code = "postgres_dynamic_read_unconfined"
 	// CodeDynamicReadWrote: a Postgres dynamic read's text wrote (rolled back).
 	CodeDynamicReadWrote Code = "postgres_dynamic_read_wrote"
+
+	// CodeMigrationHistoryConflict: a migration already applied to a
+	// container was edited, removed or is older than one applied after it.
+	CodeMigrationHistoryConflict Code = "migration_history_conflict"
+	// CodeTenantMigrationBehind: a tenant's containers are at an older
+	// migration version than the module's routes need.
+	CodeTenantMigrationBehind Code = "tenant_migration_behind"
 )
 
 // ValidationFailed returns the backend's floor-miss code,
