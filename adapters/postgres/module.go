@@ -36,6 +36,8 @@ type config struct {
 	workers []workerSpec
 	// hubs are the hub search routes declared so far (federated legs).
 	hubs []hubLeg
+	// life: migrations, required version and tenant registry.
+	life lifecycle
 	errs []error
 }
 
@@ -200,7 +202,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient()}
 			for _, b := range build {
 				b(c)
 			}
@@ -239,6 +241,9 @@ func Module(name string, opts ...Option) fx.Option {
 		errs = append(errs, w.check(name, cfg.routes)...)
 		fxo = append(fxo, w.options(name, cfg.routes))
 	}
+	lerrs, lopt := lifecycleWiring(cfg, routed)
+	errs = append(errs, lerrs...)
+	fxo = append(fxo, lopt)
 	if len(errs) > 0 {
 		fxo = append(fxo, fx.Error(fmt.Errorf("postgres module %s: %w", name, errors.Join(errs...))))
 	}

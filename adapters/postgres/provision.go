@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -29,7 +30,15 @@ func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if err != nil {
 		return err
 	}
-	return c.inLockedTx(ctx, tenant, stmts)
+	if r := c.registry(); r != nil {
+		if err := r.Put(ctx, tenant, migrate.Provisioning); err != nil {
+			return err
+		}
+	}
+	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
+		return err
+	}
+	return c.provisioned(ctx, tenant)
 }
 
 func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
@@ -118,6 +127,12 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		p.Evict(tenant)
 	}
 	c.forgetTenant(tenant)
+	if c.life != nil {
+		c.life.current.forget(tenant)
+	}
+	if r := c.registry(); r != nil {
+		return r.Remove(ctx, tenant)
+	}
 	return nil
 }
 

@@ -1,0 +1,374 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Migrations gives the module its versioned SQL migrations: every
+// "<version>_<name>.sql" file at the top of fsys, written against
+// unqualified table names. They run in each tenant's schema (a route with
+// a per-tenant relation), in each tenant's database (a routed client), or
+// once in the static schema (tagged and static routes on a plain client),
+// each run in one transaction under SET LOCAL search_path, so no pooled
+// connection keeps it. Provision applies them to a new tenant; MigrateAll
+// to every tenant.
+func Migrations(fsys fs.FS) Option {
+	return func(c *config) {
+		set, err := migrate.Load(fsys, "sql")
+		if err != nil {
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, "", err.Error(), "name each migration <version>_<name>.sql, versions unique"))
+		}
+		c.life.set = set
+	}
+}
+
+// RequiredVersion declares the migration version the module's routes need:
+// the app refuses to start while a registered tenant (or the shared
+// tables) is behind it, and a call for a tenant that is behind is refused
+// (tenant_migration_behind). A module whose routes name per-tenant
+// containers needs a TenantRegistry to know its tenants at start.
+func RequiredVersion(v int64) Option { return func(c *config) { c.life.required = v } }
+
+// TenantRegistry records the module's tenants: Provision puts them,
+// Teardown removes them, MigrateAll reads them and records each tenant's
+// version, and the start-up check reads it.
+func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.registry = r } }
+
+// lifecycle is a module's migrations and what it knows of its tenants'
+// versions. Each client has its own copy (its cache is per client).
+type lifecycle struct {
+	set      migrate.Set
+	required int64
+	registry migrate.Registry
+	// shared: one migration target for all tenants (the static schema of
+	// a plain client); perTenantSchema: the target is the tenant's schema.
+	shared, perTenantSchema bool
+	current                 currentSet
+}
+
+// lifecycleWiring checks the migration options and returns the start-up
+// check; it runs in Module, after every option.
+func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
+	l := &cfg.life
+	for _, r := range cfg.routes {
+		for _, rr := range r.rels {
+			l.perTenantSchema = l.perTenantSchema || rr.rel.perTenant
+		}
+	}
+	l.shared = !routed && !l.perTenantSchema
+	var errs []error
+	if l.required > l.set.Latest() {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", l.required, l.set.Latest()), "add the migration or lower RequiredVersion"))
+	}
+	if l.required > 0 && !l.shared && l.registry == nil {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", "RequiredVersion needs to know the module's tenants at start", "pass postgres.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	}
+	if l.required == 0 {
+		return errs, fx.Options()
+	}
+	return errs, fx.Invoke(func(lc fx.Lifecycle, c *Client) { lc.Append(fx.StartHook(c.checkVersions)) })
+}
+
+func (l *lifecycle) forClient() *lifecycle {
+	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema}
+}
+
+// migrationTable is where a target records its applied steps.
+const migrationTable = "tenantwire_migrations"
+
+// target is the schema the migrations of tenant run in.
+func (c *Client) target(tenant tenancy.ID) string {
+	if c.life.perTenantSchema {
+		return SchemaName(c.prefix, tenant)
+	}
+	return c.static
+}
+
+// StepError is a migration step that failed for one tenant: its
+// transaction rolled back, so the tenant stays at its previous version.
+type StepError struct {
+	Tenant    tenancy.ID // zero: the shared tables
+	Module    string
+	File      string
+	Statement string
+	Err       error
+}
+
+func (e *StepError) Error() string {
+	who := "shared tables"
+	if !e.Tenant.IsZero() {
+		who = "tenant " + e.Tenant.String()
+	}
+	return fmt.Sprintf("postgres: module %s: migration %s failed for %s (rolled back) at %q: %v", e.Module, e.File, who, e.Statement, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Migrate applies the pending migrations to tenant (ignored when the
+// module's target is shared) and returns what it applied. It holds an
+// advisory transaction lock keyed by (tenant, module), so concurrent
+// migrators apply each step once; the whole run is one transaction, so a
+// failing step leaves the tenant at its previous version.
+func (c *Client) Migrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
+	return c.migrateTenant(ctx, tenant, false)
+}
+
+// PlanMigrate lists the migrations Migrate would apply, changing nothing.
+func (c *Client) PlanMigrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
+	return c.migrateTenant(ctx, tenant, true)
+}
+
+func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.Change, error) {
+	l := c.life
+	if l == nil || len(l.set) == 0 {
+		return nil, nil
+	}
+	if l.shared {
+		tenant = tenancy.ID{}
+	} else if tenant.IsZero() {
+		return nil, tenancy.Unbound()
+	}
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	schema := pgx.Identifier{c.target(tenant)}.Sanitize()
+	table := schema + "." + migrationTable
+	var changes []migrate.Change
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.migrate."+c.module+"."+tenant.Hex()); err != nil {
+			return err
+		}
+		applied, err := readApplied(ctx, tx, table, c.module, dry)
+		if err != nil {
+			return err
+		}
+		pending, err := l.set.Pending(applied, c.module, Rules.Name, tenant)
+		if err != nil {
+			return err
+		}
+		for _, st := range pending {
+			changes = append(changes, migrate.Change{Tenant: tenant, Module: c.module, Version: st.Version, Name: st.Name})
+		}
+		if dry || len(pending) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, true)", schema); err != nil {
+			return err
+		}
+		for _, st := range pending {
+			// Simple protocol: a file may hold several statements.
+			if _, err := tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
+				return &StepError{Tenant: tenant, Module: c.module, File: st.File(), Statement: failedStatement(string(st.Body), err), Err: err}
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (module, version, name, checksum) VALUES ($1, $2, $3, $4)", c.module, st.Version, st.Name, st.Checksum); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !dry {
+		if l.registry != nil && !l.shared {
+			if err := l.registry.SetVersion(ctx, tenant, c.module, l.set.Latest()); err != nil {
+				return changes, fmt.Errorf("postgres: module %s: tenant %s migrated, registry not updated: %w", c.module, tenant, err)
+			}
+		}
+		l.current.add(tenant)
+	}
+	return changes, nil
+}
+
+// readApplied reads the target's applied steps, creating the table first
+// unless dry (then a missing table is no steps).
+func readApplied(ctx context.Context, tx pgx.Tx, table, module string, dry bool) ([]migrate.Applied, error) {
+	if dry {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+			return nil, err
+		}
+	} else if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+
+		" (module text NOT NULL, version bigint NOT NULL, name text NOT NULL, checksum text NOT NULL,"+
+		" applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (module, version))"); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, "SELECT version, name, checksum FROM "+table+" WHERE module = $1 ORDER BY version", module)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (migrate.Applied, error) {
+		var a migrate.Applied
+		err := r.Scan(&a.Version, &a.Name, &a.Checksum)
+		return a, err
+	})
+}
+
+// failedStatement is the statement of body the server's error points at
+// (its whole text when the error has no position).
+func failedStatement(body string, err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Position <= 0 || int(pe.Position) > len(body) {
+		return strings.TrimSpace(body)
+	}
+	pos := int(pe.Position) - 1
+	start := strings.LastIndexByte(body[:pos], ';') + 1
+	end := strings.IndexByte(body[pos:], ';')
+	if end < 0 {
+		end = len(body)
+	} else {
+		end += pos
+	}
+	return strings.TrimSpace(body[start:end])
+}
+
+// MigrateAll migrates every tenant (tenants, or the registry's ready
+// tenants when nil) with bounded concurrency: each tenant in its own
+// transaction and lock, failures reported per tenant while the others go
+// on, progress logged. A rerun after a crash continues where it stopped.
+// A module whose target is shared migrates it once.
+func (c *Client) MigrateAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) (migrate.Report, error) {
+	op := "migrate " + c.module
+	if c.life == nil || len(c.life.set) == 0 {
+		return migrate.Report{Op: op}, nil
+	}
+	if c.life.shared {
+		tenants = []tenancy.ID{{}}
+	} else if tenants == nil {
+		if c.life.registry == nil {
+			return migrate.Report{Op: op}, fmt.Errorf("postgres: module %s: MigrateAll without a tenant list needs a TenantRegistry", c.module)
+		}
+		var err error
+		if tenants, err = migrate.ReadyTenants(ctx, c.life.registry); err != nil {
+			return migrate.Report{Op: op}, err
+		}
+	}
+	if o.DryRun {
+		op += " (dry run)"
+	}
+	return migrate.Each(ctx, op, tenants, o, func(ctx context.Context, t tenancy.ID, rec *migrate.Recorder) error {
+		ch, err := c.migrateTenant(ctx, t, o.DryRun)
+		rec.Add(ch...)
+		return err
+	}), nil
+}
+
+// ProvisionAll provisions tenants with bounded concurrency, recording each
+// in the registry; it is idempotent, so a rerun after a crash completes
+// the tenants left half done. DryRun is not supported.
+func (c *Client) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) (migrate.Report, error) {
+	if o.DryRun {
+		return migrate.Report{}, errors.New("postgres: ProvisionAll has no dry run")
+	}
+	return migrate.Each(ctx, "provision "+c.module, tenants, o, func(ctx context.Context, t tenancy.ID, _ *migrate.Recorder) error {
+		return c.Provision(ctx, t)
+	}), nil
+}
+
+// provisioned runs after a tenant's DDL: its migrations, then its registry
+// entry.
+func (c *Client) provisioned(ctx context.Context, tenant tenancy.ID) error {
+	if _, err := c.migrateTenant(ctx, tenant, false); err != nil {
+		return err
+	}
+	if r := c.registry(); r != nil {
+		return r.Put(ctx, tenant, migrate.Ready)
+	}
+	return nil
+}
+
+// registry is the module's tenant registry, if any.
+func (c *Client) registry() migrate.Registry {
+	if c.life == nil {
+		return nil
+	}
+	return c.life.registry
+}
+
+// appliedVersion is the newest version applied to tenant's target (0 when
+// nothing was).
+func (c *Client) appliedVersion(ctx context.Context, pool pgxPool, tenant tenancy.ID) (int64, error) {
+	table := pgx.Identifier{c.target(tenant), migrationTable}.Sanitize()
+	var v int64
+	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+table+" WHERE module = $1", c.module).Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // no table, no schema
+		return 0, nil
+	}
+	return v, err
+}
+
+// ensureCurrent refuses a call for a tenant whose target is behind the
+// required version. A tenant found current is remembered, so the check
+// costs a round trip once per tenant, not per call.
+func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool pgxPool, route string) error {
+	l := c.life
+	if l == nil || l.required == 0 {
+		return nil
+	}
+	if l.shared {
+		tenant = tenancy.ID{}
+	}
+	if l.current.has(tenant) {
+		return nil
+	}
+	v, err := c.appliedVersion(ctx, pool, tenant)
+	if err != nil {
+		return err
+	}
+	if v < l.required {
+		return migrate.Behind(c.module, Rules.Name, route, tenant, v, l.required)
+	}
+	l.current.add(tenant)
+	return nil
+}
+
+// staleShown is how many stale tenants a start-up refusal names.
+const staleShown = 5
+
+// checkVersions refuses to start while the shared tables or any registered
+// tenant are behind the required version.
+func (c *Client) checkVersions(ctx context.Context) error {
+	l := c.life
+	if l.shared {
+		pool, release, err := c.conn(ctx, tenancy.ID{})
+		if err != nil {
+			return err
+		}
+		defer release()
+		return c.ensureCurrent(ctx, tenancy.ID{}, pool, "")
+	}
+	stale, err := migrate.Stale(ctx, l.registry, c.module, l.required)
+	if err != nil {
+		return fmt.Errorf("postgres: module %s: reading the tenant registry: %w", c.module, err)
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	names := make([]string, 0, staleShown)
+	for _, t := range stale[:min(len(stale), staleShown)] {
+		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[c.module]))
+	}
+	more := ""
+	if len(stale) > staleShown {
+		more = fmt.Sprintf(" and %d more", len(stale)-staleShown)
+	}
+	return &tenancy.Error{
+		Code: tenancy.CodeTenantMigrationBehind, Module: c.module, Backend: Rules.Name,
+		Detail: fmt.Sprintf("%d registered tenants are behind migration version %d: %s%s", len(stale), l.required, strings.Join(names, ", "), more),
+		Fix:    "run the module's migrations for every tenant (the service's migrate command, or MigrateAll), then start again",
+	}
+}
