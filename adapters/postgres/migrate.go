@@ -170,8 +170,8 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 		}
 		for _, st := range pending {
 			// Simple protocol: a file may hold several statements.
-			if _, err := tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
-				return &StepError{Tenant: tenant, Module: c.module, File: st.File(), Statement: failedStatement(string(st.Body), err), Err: err}
+			if res, err := tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
+				return &StepError{Tenant: tenant, Module: c.module, File: st.File(), Statement: failedStatement(string(st.Body), res), Err: err}
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (module, version, name, checksum) VALUES ($1, $2, $3, $4)", c.module, st.Version, st.Name, st.Checksum); err != nil {
 				return err
@@ -217,22 +217,19 @@ func readApplied(ctx context.Context, tx pgx.Tx, table, module string, dry bool)
 	})
 }
 
-// failedStatement is the statement of body the server's error points at
-// (its whole text when the error has no position).
-func failedStatement(body string, err error) string {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Position <= 0 || int(pe.Position) > len(body) {
-		return strings.TrimSpace(body)
+// failedStatement is the statement of body that failed after the results
+// res of the ones before it (the whole body when that cannot be told).
+func failedStatement(body string, res []*pgconn.Result) string {
+	ok := 0
+	for _, r := range res {
+		if r.Err == nil {
+			ok++
+		}
 	}
-	pos := int(pe.Position) - 1
-	start := strings.LastIndexByte(body[:pos], ';') + 1
-	end := strings.IndexByte(body[pos:], ';')
-	if end < 0 {
-		end = len(body)
-	} else {
-		end += pos
+	if stmts := splitStatements(body); ok < len(stmts) {
+		return stmts[ok]
 	}
-	return strings.TrimSpace(body[start:end])
+	return strings.TrimSpace(body)
 }
 
 // MigrateAll migrates every tenant (tenants, or the registry's ready
