@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -148,10 +149,8 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 	table := schema + "." + migrationTable
 	var changes []migrate.Change
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.migrate."+c.module+"."+tenant.Hex()); err != nil {
-			return err
-		}
-		applied, err := readApplied(ctx, tx, table, c.module, dry)
+		// The lock, the history and the search_path go in one round trip.
+		applied, err := readApplied(ctx, tx, table, schema, "tenantwire.migrate."+c.module+"."+tenant.Hex(), c.module, dry)
 		if err != nil {
 			return err
 		}
@@ -159,25 +158,25 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 		if err != nil {
 			return err
 		}
+		var (
+			versions    = make([]int64, 0, len(pending))
+			names, sums = make([]string, 0, len(pending)), make([]string, 0, len(pending))
+		)
 		for _, st := range pending {
 			changes = append(changes, migrate.Change{Tenant: tenant, Module: c.module, Version: st.Version, Name: st.Name})
+			versions, names, sums = append(versions, st.Version), append(names, st.Name), append(sums, st.Checksum)
 		}
 		if dry || len(pending) == 0 {
 			return nil
-		}
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, true)", schema); err != nil {
-			return err
 		}
 		for _, st := range pending {
 			// Simple protocol: a file may hold several statements.
 			if res, err := tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
 				return &StepError{Tenant: tenant, Module: c.module, File: st.File(), Statement: failedStatement(string(st.Body), res), Err: err}
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (module, version, name, checksum) VALUES ($1, $2, $3, $4)", c.module, st.Version, st.Name, st.Checksum); err != nil {
-				return err
-			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, "INSERT INTO "+table+" (module, version, name, checksum) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[])", c.module, versions, names, sums)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -193,28 +192,45 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 	return changes, nil
 }
 
-// readApplied reads the target's applied steps, creating the table first
-// unless dry (then a missing table is no steps).
-func readApplied(ctx context.Context, tx pgx.Tx, table, module string, dry bool) ([]migrate.Applied, error) {
+// readApplied takes the (tenant, module) lock and reads the target's
+// applied steps. Unless dry, it creates the table first and sets the
+// transaction's search_path to the target schema, all in one round trip
+// (one simple-protocol message: the table may not exist when it is sent).
+// Dry, a missing table is no steps.
+func readApplied(ctx context.Context, tx pgx.Tx, table, schema, lock, module string, dry bool) ([]migrate.Applied, error) {
+	pg := tx.Conn().PgConn()
+	q := "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(" + literal(lock) + ", 0));"
 	if dry {
-		var exists bool
-		if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+		res, err := pg.Exec(ctx, q+"SELECT pg_catalog.to_regclass("+literal(table)+") IS NOT NULL").ReadAll()
+		if err != nil || string(res[len(res)-1].Rows[0][0]) != "t" {
 			return nil, err
 		}
-	} else if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+
-		" (module text NOT NULL, version bigint NOT NULL, name text NOT NULL, checksum text NOT NULL,"+
-		" applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (module, version))"); err != nil {
-		return nil, err
+		q = ""
+	} else {
+		q += "CREATE TABLE IF NOT EXISTS " + table +
+			" (module text NOT NULL, version bigint NOT NULL, name text NOT NULL, checksum text NOT NULL," +
+			" applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (module, version));" +
+			"SELECT pg_catalog.set_config('search_path', " + literal(schema) + ", true);"
 	}
-	rows, err := tx.Query(ctx, "SELECT version, name, checksum FROM "+table+" WHERE module = $1 ORDER BY version", module)
+	res, err := pg.Exec(ctx, q+"SELECT version, name, checksum FROM "+table+" WHERE module = "+literal(module)+" ORDER BY version").ReadAll()
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (migrate.Applied, error) {
-		var a migrate.Applied
-		err := r.Scan(&a.Version, &a.Name, &a.Checksum)
-		return a, err
-	})
+	var applied []migrate.Applied
+	for _, row := range res[len(res)-1].Rows {
+		v, err := strconv.ParseInt(string(row[0]), 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		applied = append(applied, migrate.Applied{Version: v, Name: string(row[1]), Checksum: string(row[2])})
+	}
+	return applied, nil
+}
+
+// literal quotes s as an SQL string literal (standard_conforming_strings,
+// on since PostgreSQL 9.1, which pgx's simple protocol needs too).
+func literal(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''") + "'"
 }
 
 // failedStatement is the statement of body that failed after the results
