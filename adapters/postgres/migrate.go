@@ -63,8 +63,11 @@ type lifecycle struct {
 func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	l := &cfg.life
 	for _, r := range cfg.routes {
+		// A route that is not tenant-aware and whose resolver gets the
+		// tenant only when it is names one shared schema.
+		owned := r.tenantAware || !Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware
 		for _, rr := range r.rels {
-			l.perTenantSchema = l.perTenantSchema || rr.rel.perTenant
+			l.perTenantSchema = l.perTenantSchema || rr.rel.perTenant && owned
 		}
 	}
 	l.shared = !routed && !l.perTenantSchema
