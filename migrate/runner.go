@@ -81,6 +81,15 @@ func (r *Recorder) Add(c ...Change) {
 // cancelled ctx stops handing out tenants and the run returns what it
 // finished. op names the run in progress lines ("migrate orders").
 func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn func(ctx context.Context, tenant tenancy.ID, rec *Recorder) error) Report {
+	return EachBatch(ctx, op, tenants, 1, o, func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error {
+		return []error{fn(ctx, batch[0], rec)}
+	})
+}
+
+// EachBatch is Each for backends that serve many tenants in one request
+// (Kafka creates a batch's topics in one admin call): fn gets up to size
+// tenants and returns one error per tenant, in order (nil: done).
+func EachBatch(ctx context.Context, op string, tenants []tenancy.ID, size int, o Options, fn func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error) Report {
 	workers := o.Concurrency
 	if workers <= 0 {
 		workers = 4
@@ -89,14 +98,16 @@ func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn fu
 	if every <= 0 {
 		every = 100
 	}
+	size = max(size, 1)
 	start := time.Now()
 	rep := Report{Op: op, Total: len(tenants)}
 	rec := &Recorder{}
 	var mu sync.Mutex
 	finished := 0
-	progress := func(force bool) {
-		// Called with mu held.
-		if finished%every != 0 && !force {
+	progress := func(before int, force bool) {
+		// Called with mu held: a line each time finished passes a
+		// multiple of every.
+		if before/every == finished/every && !force {
 			return
 		}
 		el := time.Since(start)
@@ -108,31 +119,40 @@ func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn fu
 			fmt.Fprintf(o.Progress, "\r%s: %d/%d done, %d failed, %.0f tenants/s ", op, rep.Done, rep.Total, len(rep.Failures), rate)
 		}
 	}
-	next := make(chan tenancy.ID)
+	next := make(chan []tenancy.ID)
 	var wg sync.WaitGroup
-	for range min(workers, max(len(tenants), 1)) {
+	for range min(workers, max((len(tenants)+size-1)/size, 1)) {
 		wg.Go(func() {
-			for t := range next {
-				err := fn(ctx, t, rec)
+			for batch := range next {
+				errs := fn(ctx, batch, rec)
 				mu.Lock()
-				finished++
-				if err != nil {
-					rep.Failures = append(rep.Failures, Failure{Tenant: t, Err: err})
-					if o.Logger != nil {
-						o.Logger.Error(op+" failed", "tenant", t.String(), "err", err)
+				before := finished
+				finished += len(batch)
+				for i, t := range batch {
+					var err error
+					if i < len(errs) {
+						err = errs[i]
+					} else {
+						err = fmt.Errorf("migrate: %s returned no result for tenant %s", op, t)
 					}
-				} else {
-					rep.Done++
+					if err != nil {
+						rep.Failures = append(rep.Failures, Failure{Tenant: t, Err: err})
+						if o.Logger != nil {
+							o.Logger.Error(op+" failed", "tenant", t.String(), "err", err)
+						}
+					} else {
+						rep.Done++
+					}
 				}
-				progress(false)
+				progress(before, false)
 				mu.Unlock()
 			}
 		})
 	}
 feed:
-	for _, t := range tenants {
+	for i := 0; i < len(tenants); i += size {
 		select {
-		case next <- t:
+		case next <- tenants[i:min(i+size, len(tenants))]:
 		case <-ctx.Done():
 			break feed
 		}
@@ -143,7 +163,7 @@ feed:
 	rep.Elapsed = time.Since(start)
 	rep.Changes = rec.changes
 	mu.Lock()
-	progress(true)
+	progress(finished, true)
 	mu.Unlock()
 	if o.Progress != nil {
 		fmt.Fprintln(o.Progress)

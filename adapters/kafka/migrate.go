@@ -174,22 +174,65 @@ func (p *Provisioner) MigrateAll(ctx context.Context, tenants []tenancy.ID, set 
 	}), nil
 }
 
+// provisionBatch is how many tenants' topics one CreateTopics request of
+// ProvisionAll carries on a shared client.
+const provisionBatch = 100
+
 // ProvisionAll provisions tenants' topics with bounded concurrency,
-// recording each in reg when given; creating a topic that exists is a
-// no-op, so a rerun after a crash completes the rest.
+// recording each in reg when given. On a shared client the topics of up to
+// 100 tenants go in one admin request (a routed client calls each
+// tenant's own cluster). Creating a topic that exists is a no-op, so a
+// rerun after a crash completes the rest.
 func (p *Provisioner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, reg migrate.Registry, o migrate.Options) migrate.Report {
-	return migrate.Each(ctx, "provision "+p.core.module, tenants, o, func(ctx context.Context, t tenancy.ID, _ *migrate.Recorder) error {
+	size := provisionBatch
+	if p.core.pools != nil {
+		size = 1
+	}
+	return migrate.EachBatch(ctx, "provision "+p.core.module, tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *migrate.Recorder) []error {
+		errs := make([]error, len(batch))
 		if reg != nil {
-			if err := reg.Put(ctx, t, migrate.Provisioning); err != nil {
-				return err
+			for i, t := range batch {
+				errs[i] = reg.Put(ctx, t, migrate.Provisioning)
 			}
 		}
-		if err := p.Provision(ctx, t); err != nil {
-			return err
+		var topics []kafkago.TopicConfig
+		owner := map[string]int{}
+		for i, t := range batch {
+			if errs[i] != nil {
+				continue
+			}
+			tt, err := p.tenantTopics(t)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			for _, tc := range tt {
+				owner[tc.Topic] = i
+			}
+			topics = append(topics, tt...)
+		}
+		tenant := tenancy.ID{}
+		if size == 1 {
+			tenant = batch[0]
+		}
+		perTopic, err := p.createTopics(ctx, tenant, topics)
+		for i := range batch {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		for topic, e := range perTopic {
+			if i := owner[topic]; errs[i] == nil {
+				errs[i] = e
+			}
 		}
 		if reg != nil {
-			return reg.Put(ctx, t, migrate.Ready)
+			for i, t := range batch {
+				if errs[i] == nil {
+					errs[i] = reg.Put(ctx, t, migrate.Ready)
+				}
+			}
 		}
-		return nil
+		return errs
 	})
 }
