@@ -531,3 +531,29 @@ func built(t *testing.T, mod fx.Option) *postgres.Client {
 	must0(t, app.Err())
 	return c
 }
+
+// TestVersionCheckOncePerTenant: the run-time version check reads a
+// tenant's version on its first call only; later calls cost the round
+// trip of the statement alone.
+func TestVersionCheckOncePerTenant(t *testing.T) {
+	f := newMigFixture(t)
+	tn := migTenants(1)[0]
+	provisionAll(t, start(t, f.module(postgres.Migrations(f.threeSteps()))), []tenancy.ID{tn})
+	pool, writes := countedPool(t)
+	var d *postgres.Documents[item]
+	start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
+		postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})), &d)
+	ctx := tenancy.WithTenant(context.Background(), tn)
+	var per []int64
+	for range 3 {
+		before := writes.Load()
+		if _, err := d.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+			t.Fatal(err)
+		}
+		per = append(per, writes.Load()-before)
+	}
+	if per[0] < 2 || per[1] != 1 || per[2] != 1 {
+		t.Errorf("round trips per Get: %v (want the first to read the version, then one each)", per)
+	}
+}
