@@ -43,11 +43,11 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
-## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each) and allocation benchmarks
+## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each), the "scale ..." throughput lines, and allocation benchmarks
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -run '^TestRatio' -v ./...) 2>&1 \
-	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |--- (FAIL|SKIP)|FAIL)' || true
+	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale |--- (FAIL|SKIP)|FAIL)' || true
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers
