@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -390,4 +391,56 @@ func built(t *testing.T, mod fx.Option) *postgres.Client {
 	app := fx.New(fx.NopLogger, mod, named("pg", &c))
 	must0(t, app.Err())
 	return c
+}
+
+// cancelAfter cancels a run once n tenants were recorded ready.
+type cancelAfter struct {
+	migrate.Registry
+	n      atomic.Int32
+	at     int32
+	cancel func()
+}
+
+func (c *cancelAfter) Put(ctx context.Context, tn tenancy.ID, s migrate.State) error {
+	err := c.Registry.Put(ctx, tn, s)
+	if s == migrate.Ready && c.n.Add(1) == c.at {
+		c.cancel()
+	}
+	return err
+}
+
+// TestProvisionAllResumes: a ProvisionAll cut off mid-run leaves its
+// unfinished tenants unprovisioned or "provisioning"; the rerun completes
+// every tenant, each schema once, all ready in the registry.
+func TestProvisionAllResumes(t *testing.T) {
+	f := newMigFixture(t)
+	tenants := migTenants(30)
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := &cancelAfter{Registry: f.reg, at: 8, cancel: cancel}
+	mod := func(r migrate.Registry) fx.Option {
+		return postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(r),
+			postgres.Migrations(f.threeSteps()),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}))
+	}
+	cut, err := start(t, mod(reg)).ProvisionAll(ctx, tenants, migrate.Options{Concurrency: 3})
+	must0(t, err)
+	if cut.Err == nil || cut.Done >= len(tenants) {
+		t.Fatalf("the run was not cut: %+v", cut)
+	}
+	ready, err := migrate.ReadyTenants(context.Background(), f.reg)
+	must0(t, err)
+	if len(ready) >= len(tenants) || len(ready) < 8 {
+		t.Fatalf("%d ready after the cut", len(ready))
+	}
+	rest, err := start(t, mod(f.reg)).ProvisionAll(context.Background(), tenants, migrate.Options{Concurrency: 3})
+	must0(t, err)
+	if rest.Done != len(tenants) || len(rest.Failures) != 0 {
+		t.Fatalf("rerun: %+v", rest)
+	}
+	ready, err = migrate.ReadyTenants(context.Background(), f.reg)
+	must0(t, err)
+	if len(ready) != len(tenants) {
+		t.Errorf("%d ready after the rerun", len(ready))
+	}
+	requireOnce(t, f.applied(t), f.targets(tenants))
 }
