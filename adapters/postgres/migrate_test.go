@@ -269,15 +269,24 @@ func TestMigrateResumesAfterCrash(t *testing.T) {
 			t.Errorf("%s is half-migrated after the crash: %v", target, s)
 		}
 	}
-	if len(mid) != cut.Done {
-		t.Errorf("%d targets migrated, the report says %d", len(mid), cut.Done)
+	// A tenant in flight at the cut may have committed and then failed to
+	// record its version in the registry: migrated, yet reported failed.
+	if len(mid) < cut.Done || len(mid) > cut.Done+2 {
+		t.Errorf("%d targets migrated, the report says %d done (2 in flight)", len(mid), cut.Done)
 	}
 	rest, err := c.MigrateAll(context.Background(), nil, migrate.Options{Concurrency: 2})
 	must0(t, err)
-	if rest.Done != len(tenants) || len(rest.Changes) != 3*(len(tenants)-cut.Done) {
-		t.Errorf("rerun: done %d, %d changes, want %d", rest.Done, len(rest.Changes), 3*(len(tenants)-cut.Done))
+	if rest.Done != len(tenants) || len(rest.Changes) != 3*(len(tenants)-len(mid)) {
+		t.Errorf("rerun: done %d, %d changes, want %d", rest.Done, len(rest.Changes), 3*(len(tenants)-len(mid)))
 	}
 	requireOnce(t, f.applied(t), f.targets(tenants))
+	all, err := f.reg.List(context.Background())
+	must0(t, err)
+	for _, tn := range all {
+		if tn.Versions["pg"] != 3 {
+			t.Errorf("registry after the rerun: %s at %d", tn.ID, tn.Versions["pg"])
+		}
+	}
 }
 
 // TestMigrateConcurrentMigrators: two migrators (two apps) over the same
