@@ -52,7 +52,7 @@ fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
 ## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each), the
-## scale pairs' costs and memory ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks
+## scale pairs' costs, memory and provisioning throughput ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \

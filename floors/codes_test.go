@@ -19,6 +19,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.ValidationFailed("postgres"),
 		tenancy.CodeTenantSourceInvalid, tenancy.CodeTenantHostAmbiguous, tenancy.CodeRouteClassOverlap,
 		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
+		tenancy.CodeMigrationHistoryConflict, tenancy.CodeTenantMigrationBehind,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

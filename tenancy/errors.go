@@ -43,6 +43,12 @@ const (
 	// CodeTenantNotProvisioned: the bound tenant's schema or table does not
 	// exist yet: nobody called the backend's provisioning for it.
 	CodeTenantNotProvisioned Code = "tenant_not_provisioned"
+	// CodeMigrationHistoryConflict: a migration already applied to a
+	// container was edited, removed or is older than one applied after it.
+	CodeMigrationHistoryConflict Code = "migration_history_conflict"
+	// CodeTenantMigrationBehind: a tenant's containers are at an older
+	// migration version than the module's routes need.
+	CodeTenantMigrationBehind Code = "tenant_migration_behind"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -26,6 +26,18 @@ func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
 		return Rules.Unbound(p.core.module, "")
 	}
+	topics, err := p.tenantTopics(tenant)
+	if err != nil {
+		return err
+	}
+	return p.create(ctx, tenant, topics)
+}
+
+// tenantTopics is the topics Provision creates for tenant.
+func (p *Provisioner) tenantTopics(tenant tenancy.ID) ([]kafkago.TopicConfig, error) {
+	if tenant.IsZero() {
+		return nil, tenancy.Unbound()
+	}
 	var topics []kafkago.TopicConfig
 	for _, r := range p.routes {
 		rt := newRoute(p.core, r)
@@ -34,11 +46,11 @@ func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 		}
 		name, err := rt.topicFor(tenant)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		topics = append(topics, topicConfig(name, r))
 	}
-	return p.create(ctx, tenant, topics)
+	return topics, nil
 }
 
 // ProvisionShared creates the static topics of a module on a shared
@@ -72,9 +84,24 @@ func topicConfig(name string, r *routeSpec) kafkago.TopicConfig {
 }
 
 func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) error {
+	perTopic, err := p.createTopics(ctx, tenant, topics)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range perTopic {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// createTopics creates topics on tenant's client (zero: the shared one)
+// in one request; it returns the topics that failed, an existing topic
+// not counting.
+func (p *Provisioner) createTopics(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) (map[string]error, error) {
 	// Routes may share a topic (a producer and its consumer).
 	seen := map[string]bool{}
-	uniq := topics[:0]
+	var uniq []kafkago.TopicConfig
 	for _, t := range topics {
 		if !seen[t.Topic] {
 			seen[t.Topic] = true
@@ -82,23 +109,23 @@ func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []ka
 		}
 	}
 	if len(uniq) == 0 {
-		return nil
+		return nil, nil
 	}
 	c, release, err := p.core.clientFor(ctx, tenant)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
 	resp, err := c.admin().CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: uniq})
 	if err != nil {
 		c.recover(err)
-		return fmt.Errorf("kafka: module %s: creating topics: %w", p.core.module, err)
+		return nil, fmt.Errorf("kafka: module %s: creating topics: %w", p.core.module, err)
 	}
-	var errs []error
+	failed := map[string]error{}
 	for name, e := range resp.Errors {
 		if e != nil && !errors.Is(e, kafkago.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("kafka: module %s: creating topic %s: %w", p.core.module, name, e))
+			failed[name] = fmt.Errorf("kafka: module %s: creating topic %s: %w", p.core.module, name, e)
 		}
 	}
-	return errors.Join(errs...)
+	return failed, nil
 }

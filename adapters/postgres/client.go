@@ -48,6 +48,7 @@ type Client struct {
 	static   string // schema of static tables
 	teardown bool
 	routes   []*routeSpec
+	life     *lifecycle
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use

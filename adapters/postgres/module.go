@@ -34,6 +34,8 @@ type config struct {
 	workers []workerSpec
 	// hubs are the hub search routes declared so far (federated legs).
 	hubs []hubLeg
+	// life: migrations, required version and tenant registry.
+	life lifecycle
 	errs []error
 }
 
@@ -199,7 +201,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient()}
 			for _, b := range build {
 				b(c)
 			}
@@ -234,6 +236,9 @@ func Module(name string, opts ...Option) fx.Option {
 		fxo = append(fxo, w.options(name, cfg.routes))
 		decls = append(decls, modules.Worker(w.decl(name)))
 	}
+	lerrs, lopt := lifecycleWiring(cfg, routed)
+	errs = append(errs, lerrs...)
+	fxo = append(fxo, lopt)
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
 		// (its workers' included); nothing of the module is built.

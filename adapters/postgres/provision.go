@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -29,7 +31,15 @@ func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if err != nil {
 		return err
 	}
-	return c.inLockedTx(ctx, tenant, stmts)
+	if r := c.registry(); r != nil {
+		if err := r.Put(ctx, tenant, migrate.Provisioning); err != nil {
+			return err
+		}
+	}
+	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
+		return err
+	}
+	return c.provisioned(ctx, tenant)
 }
 
 func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
@@ -79,7 +89,12 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 			"ALTER ROLE "+role+" NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "+login,
 			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
 			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
-			"GRANT "+role+" TO CURRENT_USER",
+			// A superuser may SET ROLE to any role already, and each grant
+			// makes the server check membership cycles over every role
+			// the user belongs to (about a second per grant at 10,000
+			// tenant roles): grant only where it is needed.
+			"DO $$ BEGIN IF NOT pg_catalog.pg_has_role(CURRENT_USER, '"+RoleName(c.prefix, tenant)+"', 'MEMBER') THEN "+
+				"EXECUTE 'GRANT "+role+" TO ' || pg_catalog.quote_ident(CURRENT_USER); END IF; END $$",
 		)
 	}
 	return out, nil
@@ -124,6 +139,12 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		p.Evict(tenant)
 	}
 	c.forgetTenant(tenant)
+	if c.life != nil {
+		c.life.current.forget(tenant)
+	}
+	if r := c.registry(); r != nil {
+		return r.Remove(ctx, tenant)
+	}
 	return nil
 }
 
@@ -136,17 +157,47 @@ func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []stri
 		return err
 	}
 	defer release()
+	// One lock per prefix serializes provisioning in a database when a
+	// route creates shared tables or schemas, so that DDL never races;
+	// when every relation is the tenant's own, tenants provision in
+	// parallel under a lock of their own.
+	lock := "tenantwire.provision." + c.prefix
+	if c.tenantOwnedDDL() {
+		lock += "." + tenant.Hex()
+	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// One lock per prefix serializes provisioning in a database: DDL
-		// on shared tables and schemas then never races.
-		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.provision."+c.prefix); err != nil {
-			return err
-		}
-		for _, s := range stmts {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("postgres: provisioning tenant %s: %s: %w", tenant, s, err)
+		// One round trip: the statements are literal text (no parameters).
+		body := "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(" + literal(lock) + ", 0));\n" + strings.Join(stmts, ";\n")
+		if res, err := tx.Conn().PgConn().Exec(ctx, body).ReadAll(); err != nil {
+			ok := -1 // the lock's result
+			for _, r := range res {
+				if r.Err == nil {
+					ok++
+				}
 			}
+			stmt := strings.Join(stmts, "; ")
+			if ok >= 0 && ok < len(stmts) {
+				stmt = stmts[ok]
+			}
+			return fmt.Errorf("postgres: provisioning tenant %s: %s: %w", tenant, stmt, err)
 		}
 		return nil
 	})
+}
+
+// tenantOwnedDDL reports whether every relation the module's routes
+// create is named per tenant and resolved with the tenant (not the one
+// shared schema of a route that is not tenant-aware).
+func (c *Client) tenantOwnedDDL() bool {
+	for _, r := range c.routes {
+		if r.ddl == nil {
+			continue
+		}
+		for _, rr := range r.rels {
+			if !rr.rel.perTenant || !r.tenantAware && Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -216,5 +216,9 @@ func beginCall[S any](ctx context.Context, r route, static *S, build func(tenanc
 	if err != nil {
 		return tenant, nil, nil, nil, routing.AtRoute(err, r.spec.name)
 	}
+	if err := r.c.ensureCurrent(ctx, tenant, pool, r.spec.name); err != nil {
+		release()
+		return tenant, nil, nil, nil, err
+	}
 	return tenant, cached(r, static, tenant, build), pool, release, nil
 }

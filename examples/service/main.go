@@ -5,6 +5,9 @@
 // each sees, tears its schemas down and exits. It needs PostgreSQL and
 // Redis (`make services`); TENANTWIRE_PG_URL and TENANTWIRE_REDIS_ADDR
 // override where they are.
+//
+// `service migrate [-dry-run] [-concurrency N] [-prefix P]` migrates every
+// tenant of the orders module listed in its registry (migrate.go).
 package main
 
 import (
@@ -19,12 +22,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
@@ -49,6 +54,13 @@ func env(key, def string) string {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		if err := runMigrate(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "service migrate:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "service:", err)
 		os.Exit(1)
@@ -99,18 +111,9 @@ func ordersHandler(h handlers) http.Handler {
 
 // wiring is the service's modules and routes: what its tests dry-run to
 // pin its tenancy matrix (main_test.go, testdata/tenancy.golden).
-func wiring(pgURL, redisAddr, prefix string) fx.Option {
+func wiring(pgURL, redisAddr, prefix string, reg migrate.Registry) fx.Option {
 	return fx.Options(
-		postgres.Module("orders",
-			postgres.DSN(pgURL),
-			postgres.SchemaPrefix(prefix),
-			postgres.AllowTeardown(),
-			postgres.RequiredIsolation(tenancy.Namespace),
-			postgres.Document[Order]("orders", postgres.DocumentConfig{
-				Read:  postgres.SchemaPerTenant("orders"),
-				Write: postgres.SchemaPerTenant("orders"),
-			}),
-		),
+		ordersModule(pgURL, prefix, reg),
 		redis.Module("cache",
 			redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}),
 			redis.RequiredIsolation(tenancy.Tagged),
@@ -128,6 +131,17 @@ func run(out io.Writer) error {
 	// A prefix of its own per run, so runs never see each other's schemas.
 	prefix := fmt.Sprintf("svc%d", time.Now().UnixNano()%1_000_000_000)
 
+	regPool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		return err
+	}
+	defer regPool.Close()
+	reg, err := registry(regPool, prefix)
+	if err != nil {
+		return err
+	}
+	defer func() { _, _ = regPool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+prefix+"reg CASCADE") }()
+
 	var (
 		srv   *tenanthttp.Server
 		pg    *postgres.Client
@@ -137,7 +151,7 @@ func run(out io.Writer) error {
 	app := fx.New(
 		fx.NopLogger,
 		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		wiring(pgURL, redisAddr, prefix),
+		wiring(pgURL, redisAddr, prefix, reg),
 		fx.Populate(&srv, &live),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { pg, views = c, v },
 			fx.ParamTags(`name:"orders"`, `name:"views"`))),

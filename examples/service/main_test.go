@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -16,7 +17,7 @@ import (
 //	go test ./examples/service -run TestTenancyMatrix -tenancy.update
 func TestTenancyMatrix(t *testing.T) {
 	tenancytest.RequireMatrix(t, "testdata/tenancy.golden",
-		wiring("postgres://nobody@127.0.0.1:1/none?sslmode=disable", "127.0.0.1:1", "svc"))
+		wiring("postgres://nobody@127.0.0.1:1/none?sslmode=disable", "127.0.0.1:1", "svc", migrate.NewMemoryRegistry()))
 }
 
 func TestService(t *testing.T) {

@@ -1,0 +1,181 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TestStartRefusesStaleTenants: with RequiredVersion, the app does not
+// start while registered tenants are behind, naming how many and which;
+// once migrated, it starts.
+func TestStartRefusesStaleTenants(t *testing.T) {
+	f := newMigFixture(t)
+	tenants := migTenants(7)
+	provisionAll(t, start(t, f.module()), tenants)
+	mod := f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3))
+	app := fx.New(fx.NopLogger, mod)
+	must0(t, app.Err())
+	err := app.Start(context.Background())
+	var te *tenancy.Error
+	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Module != "pg" || te.Fix == "" {
+		t.Fatalf("start: %v", err)
+	}
+	for _, want := range []string{"7 registered tenants are behind migration version 3", tenants[0].String() + " (at 0)", "and 2 more"} {
+		if !strings.Contains(te.Detail, want) {
+			t.Errorf("detail %q lacks %q", te.Detail, want)
+		}
+	}
+	// Migrating (an app built, not started: the command a service runs)
+	// clears it.
+	rep, err := built(t, mod).MigrateAll(context.Background(), nil, migrate.Options{})
+	must0(t, err)
+	if rep.Done != 7 {
+		t.Fatal(rep.Failures)
+	}
+	start(t, mod)
+}
+
+// TestRuntimeRefusesStaleTenant: a call for a tenant whose schema is
+// behind (here one the registry does not know, so start could not see it)
+// is refused with a coded error before its statement runs, not with the
+// driver's error; after Migrate it is served.
+func TestRuntimeRefusesStaleTenant(t *testing.T) {
+	f := newMigFixture(t)
+	stale := migTenants(1)[0]
+	var d *postgres.Documents[item]
+	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
+	// Provisioned by an older build without the registry: at version 0.
+	old := start(t, postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})))
+	provision(t, old, stale)
+	ctx := tenancy.WithTenant(context.Background(), stale)
+	_, err := d.Get(ctx, "x")
+	var te *tenancy.Error
+	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Route != "docs" || !strings.Contains(te.Detail, "at migration version 0; the routes need 3") {
+		t.Fatalf("get on a stale tenant: %v", err)
+	}
+	if _, err := c.Migrate(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("get after migrating: %v", err)
+	}
+	// A tenant provisioned by the new build is migrated by Provision.
+	fresh := migTenants(2)[1]
+	provision(t, c, fresh)
+	if _, err := d.Get(tenancy.WithTenant(context.Background(), fresh), "x"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("get on a freshly provisioned tenant: %v", err)
+	}
+}
+
+// TestMigrateTaggedSharedOnce: tagged routes share their tables, so the
+// migration runs once there, whatever the tenants; the start-up check
+// reads the shared tables.
+func TestMigrateTaggedSharedOnce(t *testing.T) {
+	f := newMigFixture(t)
+	u := unique()
+	table, static := "tdocs", "s_"+u
+	_, err := f.pool.Exec(context.Background(), "CREATE SCHEMA "+static)
+	must0(t, err)
+	mod := func(extra ...postgres.Option) fx.Option {
+		return postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.StaticSchema(static),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table), TenantAware: true}),
+		}, extra...)...)
+	}
+	tenants := migTenants(3)
+	provisionAll(t, start(t, mod()), tenants)
+	steps := fstest.MapFS{"0001_total.sql": {Data: []byte(fmt.Sprintf("ALTER TABLE %s ADD COLUMN total int;\nINSERT INTO %s VALUES (current_schema(), 1);", table, f.counter))}}
+	app := fx.New(fx.NopLogger, mod(postgres.Migrations(steps), postgres.RequiredVersion(1)))
+	if err := app.Start(context.Background()); tenancy.CodeOf(err) != tenancy.CodeTenantMigrationBehind {
+		t.Fatalf("start with the shared tables behind: %v", err)
+	}
+	_ = app.Stop(context.Background())
+	c := start(t, mod(postgres.Migrations(steps)))
+	for range 2 {
+		rep, err := c.MigrateAll(context.Background(), tenants, migrate.Options{})
+		must0(t, err)
+		if rep.Total != 1 || len(rep.Failures) != 0 {
+			t.Fatalf("shared run: %+v", rep)
+		}
+	}
+	if got := f.applied(t); len(got) != 1 || got[static][1] != 1 {
+		t.Fatalf("applied: %v", got)
+	}
+	start(t, mod(postgres.Migrations(steps), postgres.RequiredVersion(1)))
+}
+
+// TestMigrationWiring: a required version above the set, a per-tenant
+// requirement with no registry, and a misnamed file are refused at fx.New.
+func TestMigrationWiring(t *testing.T) {
+	f := newMigFixture(t)
+	for name, opts := range map[string][]postgres.Option{
+		"above":       {postgres.Pool(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(4), postgres.TenantRegistry(f.reg)},
+		"no registry": {postgres.Pool(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)},
+		"misnamed":    {postgres.Pool(f.pool), postgres.Migrations(fstest.MapFS{"add_total.sql": {}}), postgres.TenantRegistry(f.reg)},
+	} {
+		opts = append(opts, postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}))
+		err := fx.New(fx.NopLogger, postgres.Module("pg", opts...)).Err()
+		if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestRegistry: teardown removes the tenant; a late, lower version never
+// replaces a higher one.
+func TestRegistry(t *testing.T) {
+	f := newMigFixture(t)
+	tenants := migTenants(3)
+	c := start(t, f.module(postgres.Migrations(f.threeSteps())))
+	provisionAll(t, c, tenants)
+	ctx := context.Background()
+	must0(t, f.reg.SetVersion(ctx, tenants[0], "pg", 1))
+	must0(t, c.Teardown(ctx, tenants[1]))
+	ids, err := migrate.ReadyTenants(ctx, f.reg)
+	must0(t, err)
+	if len(ids) != 2 || ids[0] != tenants[0] || ids[1] != tenants[2] {
+		t.Fatalf("ready tenants: %v", ids)
+	}
+	all, err := f.reg.List(ctx)
+	must0(t, err)
+	if all[0].Versions["pg"] != 3 {
+		t.Errorf("version moved back: %v", all[0].Versions)
+	}
+}
+
+// TestVersionCheckOncePerTenant: the run-time version check reads a
+// tenant's version on its first call only; later calls cost the round
+// trip of the statement alone.
+func TestVersionCheckOncePerTenant(t *testing.T) {
+	f := newMigFixture(t)
+	tn := migTenants(1)[0]
+	provisionAll(t, start(t, f.module(postgres.Migrations(f.threeSteps()))), []tenancy.ID{tn})
+	pool, writes := countedPool(t)
+	var d *postgres.Documents[item]
+	start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
+		postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})), &d)
+	ctx := tenancy.WithTenant(context.Background(), tn)
+	var per []int64
+	for range 3 {
+		before := writes.Load()
+		if _, err := d.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+			t.Fatal(err)
+		}
+		per = append(per, writes.Load()-before)
+	}
+	if per[0] < 2 || per[1] != 1 || per[2] != 1 {
+		t.Errorf("round trips per Get: %v (want the first to read the version, then one each)", per)
+	}
+}

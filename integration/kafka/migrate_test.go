@@ -1,0 +1,106 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/fstest"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TestTopicMigrations: on the real broker, topic-configuration steps reach
+// every tenant's topics of the routes they name, the registry records each
+// tenant's version, a dry run lists what would change, and a rerun
+// changes nothing.
+func TestTopicMigrations(t *testing.T) {
+	s := newSpace(t)
+	var d struct {
+		fx.In
+		Provision *kafka.Provisioner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.ProducerRoute("audit", kafka.TenantTopics(s.name("audit."))),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	ctx := context.Background()
+	ids := []tenancy.ID{tenantA, tenantB, tenantC}
+	reg := migrate.NewMemoryRegistry()
+	if rep := d.Provision.ProvisionAll(ctx, ids, reg, migrate.Options{Concurrency: 2}); rep.Done != 3 {
+		t.Fatalf("provision: %+v", rep)
+	}
+	set, err := d.Provision.LoadTopicMigrations(fstest.MapFS{
+		"0001_retention.json":   {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)},
+		"0002_orders_size.json": {Data: []byte(`{"routes": ["orders"], "configs": {"max.message.bytes": "2000000"}}`)},
+		"0003_unset.json":       {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": null}}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := d.Provision.MigrateAll(ctx, nil, set, reg, migrate.Options{DryRun: true})
+	if err != nil || len(plan.Changes) != 9 {
+		t.Fatalf("dry run: %d changes, %v", len(plan.Changes), err)
+	}
+	for i, want := range []int{9, 0} {
+		rep, err := d.Provision.MigrateAll(ctx, nil, set, reg, migrate.Options{Concurrency: 2})
+		if err != nil || rep.Done != 3 || len(rep.Failures) != 0 || len(rep.Changes) != want {
+			t.Fatalf("run %d: %d changes, failures %v, %v", i, len(rep.Changes), rep.Failures, err)
+		}
+	}
+	all, _ := reg.List(ctx)
+	for _, tn := range all {
+		if tn.Versions["events"] != 3 {
+			t.Errorf("registry: %s at %d", tn.ID, tn.Versions["events"])
+		}
+	}
+	c, closeAdmin := admin(s.broker)
+	defer closeAdmin()
+	for _, id := range ids {
+		orders := topicConfigs(t, c, s.name("orders.")+id.Hex())
+		audit := topicConfigs(t, c, s.name("audit.")+id.Hex())
+		if orders["retention.ms"] != "3600000" || orders["max.message.bytes"] != "2000000" {
+			t.Errorf("%s orders topic: %v", id, orders)
+		}
+		if _, set := audit["retention.ms"]; set || audit["max.message.bytes"] != "" {
+			t.Errorf("%s audit topic: %v", id, audit)
+		}
+	}
+	if _, err := d.Provision.LoadTopicMigrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["nope"], "configs": {"retention.ms": "1"}}`)}}); err == nil {
+		t.Error("a step naming an unknown route loaded")
+	}
+}
+
+// topicConfigs is the configs set on topic itself (not broker defaults).
+func topicConfigs(t *testing.T, c *kafkago.Client, topic string) map[string]string {
+	t.Helper()
+	resp, err := c.DescribeConfigs(context.Background(), &kafkago.DescribeConfigsRequest{
+		Resources: []kafkago.DescribeConfigRequestResource{{ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			t.Fatal(fmt.Errorf("%s: %w", topic, r.Error))
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigSource == 1 { // DYNAMIC_TOPIC_CONFIG
+				out[e.ConfigName] = e.ConfigValue
+			}
+		}
+	}
+	return out
+}
