@@ -1,0 +1,366 @@
+package soak_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// tally is one sink's count over every tenant. A record is keyed by its
+// stream and sequence number ("orders/17"); the tenant it was found under
+// is compared with the tenant its body names.
+type tally struct {
+	sink      string
+	sent      int
+	delivered int
+	missing   int
+	duplicate int
+	cross     int
+	extra     int  // records under the right tenant that were never acknowledged
+	dupOK     bool // before the inbox: redelivery is allowed
+	noDup     bool // the sink cannot hold a record twice (a key holds one value)
+	noCross   bool // the sink holds no body to compare (a counter)
+	examples  []string
+}
+
+func (t *tally) note(format string, args ...any) {
+	if len(t.examples) < 5 {
+		t.examples = append(t.examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// tenant adds one tenant's records: want are the keys it wrote, seen
+// what the sink holds under it (key → count, found only for records whose
+// body names this tenant), cross how many records under it name another.
+func (t *tally) tenant(id tenancy.ID, want []string, seen map[string]int, cross int) {
+	t.sent += len(want)
+	wanted := make(map[string]bool, len(want))
+	for _, k := range want {
+		wanted[k] = true
+		switch n := seen[k]; {
+		case n == 0:
+			t.missing++
+			t.note("%s missing %s", id, k)
+		default:
+			t.delivered++
+			if n > 1 {
+				t.duplicate += n - 1
+				if !t.dupOK {
+					t.note("%s %s held %d times", id, k, n)
+				}
+			}
+		}
+	}
+	for k := range seen {
+		if !wanted[k] {
+			t.extra++
+			t.note("%s holds %s, never acknowledged", id, k)
+		}
+	}
+	if cross > 0 {
+		t.cross += cross
+		t.note("%s holds %d records of other tenants", id, cross)
+	}
+}
+
+// count adds a counter: it says how many, not which.
+func (t *tally) count(id tenancy.ID, name string, want, got int) {
+	t.sent += want
+	t.delivered += min(want, got)
+	if got < want {
+		t.missing += want - got
+		t.note("%s counter %s: %d of %d", id, name, got, want)
+	}
+	if got > want {
+		t.duplicate += got - want
+		t.note("%s counter %s: %d for %d records", id, name, got, want)
+	}
+}
+
+func (t *tally) failed() bool {
+	return t.missing > 0 || t.cross > 0 || t.extra > 0 || (t.duplicate > 0 && !t.dupOK)
+}
+
+func (t *tally) String() string {
+	dup, cross := strconv.Itoa(t.duplicate), strconv.Itoa(t.cross)
+	if t.noDup {
+		dup = "n/a"
+	}
+	if t.noCross {
+		cross = "n/a"
+	}
+	s := fmt.Sprintf("soak %s sent=%d delivered=%d missing=%d duplicate=%s cross_tenant=%s", t.sink, t.sent, t.delivered, t.missing, dup, cross)
+	if t.dupOK {
+		s += " (before the inbox: redelivery allowed)"
+	}
+	if t.extra > 0 {
+		s += fmt.Sprintf(" unacknowledged=%d", t.extra)
+	}
+	return s
+}
+
+func keys(stream string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = stream + "/" + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+func both(n int) []string { return append(keys(streamOrders, n), keys(streamAudits, n)...) }
+
+// bodyKey files a record: under its key when its body names owner, else
+// as cross-tenant.
+func bodyKey(stream string, owner tenancy.ID, raw []byte, seen map[string]int) (cross bool, err error) {
+	var b Body
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, err
+	}
+	return file(stream, owner, b, seen), nil
+}
+
+func file(stream string, owner tenancy.ID, b Body, seen map[string]int) bool {
+	if b.Tenant != owner.String() {
+		return true
+	}
+	seen[stream+"/"+strconv.Itoa(b.Seq)]++
+	return false
+}
+
+// check reads every sink, as each tenant through the adapters and as the
+// operator through raw connections, and counts.
+func check(ctx context.Context, s *sinks, admin *pgx.Conn, sent map[tenancy.ID]int, tenants []tenancy.ID) ([]*tally, error) {
+	d := s.deps
+	var out []*tally
+	add := func(t *tally) *tally { out = append(out, t); return t }
+
+	for _, docs := range []struct {
+		sink  string
+		route *postgres.Documents[Body]
+	}{{"pg-namespace-docs", d.NS}, {"pg-tagged-docs", d.Tagged}} {
+		t := add(&tally{sink: docs.sink})
+		for _, id := range tenants {
+			recs, err := docs.route.List(tenancy.WithTenant(ctx, id), document.Query{})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", docs.sink, err)
+			}
+			seen, cross := map[string]int{}, 0
+			for _, r := range recs {
+				if r.ID != "doc-"+strconv.Itoa(r.Value.Seq) || file("doc", id, r.Value, seen) {
+					cross++
+				}
+			}
+			t.tenant(id, keys("doc", sent[id]), seen, cross)
+		}
+	}
+	// The tagged table as the operator sees it: every row's tenant column
+	// against its body.
+	{
+		t := add(&tally{sink: "pg-tagged-docs-raw"})
+		rows, err := admin.Query(ctx, "SELECT tenant_id, value FROM public.soak_docs")
+		if err != nil {
+			return nil, err
+		}
+		byTenant, cross, err := raw(rows, "doc")
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range tenants {
+			t.tenant(id, keys("doc", sent[id]), byTenant[id], cross[id])
+		}
+	}
+
+	// Outboxes: every acknowledged row present and marked delivered.
+	{
+		t := add(&tally{sink: "outbox-orders(tenant-global)"})
+		rows, err := admin.Query(ctx, "SELECT tenant_id, payload FROM public.soak_orders_outbox WHERE delivered_at IS NOT NULL")
+		if err != nil {
+			return nil, err
+		}
+		byTenant, cross, err := raw(rows, streamOrders)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range tenants {
+			t.tenant(id, keys(streamOrders, sent[id]), byTenant[id], cross[id])
+		}
+	}
+	{
+		t := add(&tally{sink: "outbox-audits(namespace)"})
+		for _, id := range tenants {
+			schema := pgx.Identifier{postgres.SchemaName(schemaPrefix, id), "audits_outbox"}.Sanitize()
+			rows, err := admin.Query(ctx, "SELECT tenant_id, payload FROM "+schema+" WHERE delivered_at IS NOT NULL")
+			if err != nil {
+				return nil, err
+			}
+			byTenant, cross, err := raw(rows, streamAudits)
+			if err != nil {
+				return nil, err
+			}
+			// A row in this schema under any other tenant is cross-tenant.
+			n := 0
+			for other := range byTenant {
+				if other != id {
+					for _, c := range byTenant[other] {
+						n += c
+					}
+				}
+			}
+			for _, c := range cross {
+				n += c
+			}
+			t.tenant(id, keys(streamAudits, sent[id]), byTenant[id], n)
+		}
+	}
+
+	// Kafka, as handled by the consumers: before the inbox.
+	s.mu.Lock()
+	for _, st := range []struct{ stream, sink string }{
+		{streamOrders, "kafka-orders(per-tenant topics, sharded consumer)"},
+		{streamAudits, "kafka-audits(shared topic, header-bound consumer)"},
+	} {
+		t := add(&tally{sink: st.sink, dupOK: true})
+		for _, id := range tenants {
+			seen, cross := map[string]int{}, 0
+			for b, n := range s.kafka[st.stream][id] {
+				if b.Tenant != id.String() {
+					cross += n
+					continue
+				}
+				seen[st.stream+"/"+strconv.Itoa(b.Seq)] += n
+			}
+			t.tenant(id, keys(st.stream, sent[id]), seen, cross)
+		}
+	}
+	dead := s.dead
+	mongoDup := make(map[tenancy.ID]int, len(s.mongoDup))
+	for k, v := range s.mongoDup {
+		mongoDup[k] = v
+	}
+	s.mu.Unlock()
+	if dead > 0 {
+		return nil, fmt.Errorf("%d records dead-lettered: every record the relay writes carries its tenant header", dead)
+	}
+
+	// After the inbox: the sink rows written in the inbox's transaction.
+	{
+		t := add(&tally{sink: "pg-inbox-sink"})
+		rows, err := admin.Query(ctx, "SELECT tenant_id, stream, body FROM "+sinkTable)
+		if err != nil {
+			return nil, err
+		}
+		byTenant, cross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
+		var tb [16]byte
+		var stream string
+		var body []byte
+		_, err = pgx.ForEachRow(rows, []any{&tb, &stream, &body}, func() error {
+			id, _ := tenancy.IDFromBytes(tb)
+			if byTenant[id] == nil {
+				byTenant[id] = map[string]int{}
+			}
+			c, err := bodyKey(stream, id, body, byTenant[id])
+			if c {
+				cross[id]++
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range tenants {
+			t.tenant(id, both(sent[id]), byTenant[id], cross[id])
+			marks, err := d.Inbox.Count(tenancy.WithTenant(ctx, id))
+			if err != nil {
+				return nil, err
+			}
+			if marks != 2*sent[id] {
+				t.extra += marks - 2*sent[id]
+				t.note("%s: %d inbox marks for %d records", id, marks, 2*sent[id])
+			}
+		}
+	}
+	{
+		t := add(&tally{sink: "redis-counter(tagged)", noCross: true})
+		for _, id := range tenants {
+			for _, st := range streams {
+				n, err := d.Counter.Get(tenancy.WithTenant(ctx, id), st)
+				if err != nil {
+					return nil, err
+				}
+				t.count(id, st, sent[id], int(n))
+			}
+		}
+	}
+	{
+		t := add(&tally{sink: "redis-cache(namespace)", noDup: true})
+		for _, id := range tenants {
+			bound := tenancy.WithTenant(ctx, id)
+			seen, cross := map[string]int{}, 0
+			for _, st := range streams {
+				for seq := 1; seq <= sent[id]; seq++ {
+					v, ok, err := d.Cache.Get(bound, st+"-"+strconv.Itoa(seq))
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						continue
+					}
+					c, err := bodyKey(st, id, v, seen)
+					if err != nil {
+						return nil, err
+					}
+					if c {
+						cross++
+					}
+				}
+			}
+			t.tenant(id, both(sent[id]), seen, cross)
+		}
+	}
+	{
+		t := add(&tally{sink: "mongo-docs(tagged)"})
+		for _, id := range tenants {
+			recs, err := d.Mongo.List(tenancy.WithTenant(ctx, id), document.Query{})
+			if err != nil {
+				return nil, err
+			}
+			seen, cross := map[string]int{}, 0
+			for _, r := range recs {
+				stream, seq, _ := strings.Cut(r.ID, "-")
+				if seq != strconv.Itoa(r.Value.Seq) || file(stream, id, r.Value, seen) {
+					cross++
+				}
+			}
+			t.tenant(id, both(sent[id]), seen, cross)
+			t.duplicate += mongoDup[id]
+		}
+	}
+	return out, nil
+}
+
+// raw files rows of (tenant_id, json body) by the tenant column.
+func raw(rows pgx.Rows, stream string) (map[tenancy.ID]map[string]int, map[tenancy.ID]int, error) {
+	byTenant, cross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
+	var tb [16]byte
+	var body []byte
+	_, err := pgx.ForEachRow(rows, []any{&tb, &body}, func() error {
+		id, _ := tenancy.IDFromBytes(tb)
+		if byTenant[id] == nil {
+			byTenant[id] = map[string]int{}
+		}
+		c, err := bodyKey(stream, id, body, byTenant[id])
+		if c {
+			cross[id]++
+		}
+		return err
+	})
+	return byTenant, cross, err
+}

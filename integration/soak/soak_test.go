@@ -1,0 +1,215 @@
+// Package soak_test is the end-to-end multi-tenant soak: HTTP → PostgreSQL
+// (documents and transactional outbox rows) → relays → Kafka → consumers →
+// inbox → Redis and MongoDB, for fifty tenants that all use the same ids,
+// with faults injected on a schedule. `make soak` runs it for minutes
+// (TENANTWIRE_SOAK=1, SOAK_DURATION); `make test` runs a few seconds of it.
+package soak_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(relayChildEnv) == "1" {
+		os.Exit(relayChild())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// soakConfig is the run's size: the long run under `make soak`, a short
+// one in `make test`.
+type soakConfig struct {
+	duration time.Duration
+	tenants  int
+	workers  int
+	pace     time.Duration
+	long     bool
+}
+
+func config(t *testing.T) soakConfig {
+	c := soakConfig{duration: 6 * time.Second, tenants: 50, workers: 8, pace: 5 * time.Millisecond}
+	if os.Getenv("TENANTWIRE_SOAK") == "1" {
+		c.duration, c.long = 3*time.Minute, true
+	}
+	if v := os.Getenv("SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("SOAK_DURATION=%q: %v", v, err)
+		}
+		c.duration, c.long = d, true
+	}
+	return c
+}
+
+func soakTenants(n int) []tenancy.ID {
+	out := make([]tenancy.ID, n)
+	for i := range out {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		b[6] = b[6]&0x0f | 0x40
+		b[8] = b[8]&0x3f | 0x80
+		out[i], _ = tenancy.IDFromBytes([16]byte(b))
+	}
+	return out
+}
+
+type memSample struct {
+	goroutines int
+	heap       uint64
+}
+
+func sampleMem() memSample {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSample{runtime.NumGoroutine(), ms.HeapAlloc}
+}
+
+func TestSoak(t *testing.T) {
+	cfg := config(t)
+	goredis.SetLogger(quiet{}) // the Redis restart's dial failures are counted, not logged
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	// Servers of the soak's own.
+	pg := startPrivatePG(t)
+	rds := startPrivateRedis(t)
+	brk := startBroker(t)
+	mongoURI := startFerretDB(t)
+
+	prefixBytes := make([]byte, 4)
+	_, _ = rand.Read(prefixBytes)
+	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.addr(),
+		broker: brk.addr(), mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
+	ctx := context.Background()
+
+	s := newSinks()
+	var consumerErrs countErr
+	a, err := newApp(e, s, consumerErrs.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, pg.plainURL("soak-admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if err := provision(ctx, a, admin, e.tenants); err != nil {
+		t.Fatal(err)
+	}
+	relay := newRelayProc(e)
+	if err := relay.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer relay.kill()
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := a.fx.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stopApp := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		stop, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := a.fx.Stop(stop); err != nil {
+			t.Errorf("stopping the app: %v", err)
+		}
+	}
+	defer stopApp()
+
+	l := newLoad("http://"+a.deps.Server.TenantAddr(), e.tenants, cfg.workers, cfg.pace)
+	memStart := sampleMem()
+	begin := time.Now()
+	run, stopLoad := context.WithTimeout(ctx, cfg.duration)
+	defer stopLoad()
+	hard, stopHard := context.WithTimeout(ctx, cfg.duration+2*time.Minute)
+	defer stopHard()
+	loadDone := make(chan struct{})
+	go func() { defer close(loadDone); l.run(run, hard) }()
+	<-loadDone
+	traffic := time.Since(begin)
+	sent := l.sent()
+	total := 0
+	for _, n := range sent {
+		total += n
+	}
+
+	// Drain: every acknowledged record through every sink, or the
+	// checker reports what is missing.
+	drainStart := time.Now()
+	if err := s.waitDelivered(sent, 3*time.Minute); err != nil {
+		t.Errorf("drain: %v", err)
+	}
+	drained := time.Since(drainStart)
+	memEnd := sampleMem()
+
+	tallies, err := check(ctx, s, admin, sent, e.tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("soak run duration=%v tenants=%d workers=%d requests=%d (%.0f/s) records=%d (%.0f/s end to end, drain %v) request_errors=%d consumer_errors=%d relay_warnings=%d",
+		traffic.Round(time.Millisecond), cfg.tenants, cfg.workers, total, float64(total)/traffic.Seconds(),
+		2*total, float64(2*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
+		l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load())
+	t.Logf("soak process goroutines start=%d end=%d heap_start=%s heap_end=%s", memStart.goroutines, memEnd.goroutines,
+		mb(memStart.heap), mb(memEnd.heap))
+	for _, tl := range tallies {
+		t.Log(tl.String())
+		if tl.failed() {
+			t.Errorf("%s: %v", tl.sink, tl.examples)
+		}
+	}
+	if total == 0 {
+		t.Fatal("no request was acknowledged")
+	}
+}
+
+func mb(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "MiB" }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// provision creates every tenant's schemas, collections and topics, and
+// the sink table the consumers write in the inbox's transaction.
+func provision(ctx context.Context, a *app, admin *pgx.Conn, tenants []tenancy.ID) error {
+	d := a.deps
+	if _, err := admin.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+sinkTable+
+		" (tenant_id uuid NOT NULL, stream text NOT NULL, seq int NOT NULL, body jsonb NOT NULL)"); err != nil {
+		return err
+	}
+	if err := d.Kafka.ProvisionShared(ctx); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	for _, id := range tenants {
+		if err := d.Client.Provision(ctx, id); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		if err := d.Kafka.Provision(ctx, id); err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		if err := d.MongoP.Provision(ctx, id); err != nil {
+			return fmt.Errorf("mongo: %w", err)
+		}
+	}
+	return nil
+}
