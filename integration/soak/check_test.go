@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,6 +30,7 @@ type tally struct {
 	noDup     bool // the sink cannot hold a record twice (a key holds one value)
 	noCross   bool // the sink holds no body to compare (a counter)
 	examples  []string
+	took      time.Duration // how long reading the sink took
 }
 
 func (t *tally) note(format string, args ...any) {
@@ -104,6 +106,7 @@ func (t *tally) String() string {
 	if t.extra > 0 {
 		s += fmt.Sprintf(" unacknowledged=%d", t.extra)
 	}
+	s += fmt.Sprintf(" (read in %v)", t.took.Round(time.Millisecond))
 	return s
 }
 
@@ -140,7 +143,20 @@ func file(stream string, owner tenancy.ID, b Body, seen map[string]int) bool {
 func check(ctx context.Context, s *sinks, admin *pgx.Conn, sent map[tenancy.ID]int, tenants []tenancy.ID) ([]*tally, error) {
 	d := s.deps
 	var out []*tally
-	add := func(t *tally) *tally { out = append(out, t); return t }
+	last := time.Now()
+	add := func(t *tally) *tally {
+		if len(out) > 0 {
+			out[len(out)-1].took = time.Since(last)
+		}
+		last = time.Now()
+		out = append(out, t)
+		return t
+	}
+	defer func() {
+		if len(out) > 0 {
+			out[len(out)-1].took = time.Since(last)
+		}
+	}()
 
 	for _, docs := range []struct {
 		sink  string

@@ -268,15 +268,19 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// startFerretDB runs FerretDB (SQLite backend) in process on a free port.
-func startFerretDB(t *testing.T) string {
+// startFerretDB runs FerretDB in process on a free port, storing in a
+// database of the private PostgreSQL (its SQLite backend, pure Go, is
+// far too slow under the race detector for a soak).
+func startFerretDB(t *testing.T, pg *privatePG) string {
 	t.Helper()
-	dir := t.TempDir()
+	if out, err := pg.run("createdb", "-h", "127.0.0.1", "-p", pg.port, "ferretdb"); err != nil {
+		t.Fatalf("createdb: %v\n%s", err, out)
+	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:" + freePort(t)},
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir + "/",
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:" + freePort(t)},
+		Handler:       "postgresql",
+		PostgreSQLURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%s/ferretdb?sslmode=disable&application_name=soak-ferretdb", pg.port),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,11 @@ func sampleMem() memSample {
 
 func TestSoak(t *testing.T) {
 	cfg := config(t)
+	phase := time.Now()
+	step := func(name string) {
+		t.Logf("soak phase %s took %v", name, time.Since(phase).Round(time.Millisecond))
+		phase = time.Now()
+	}
 	goredis.SetLogger(quiet{}) // the Redis restart's dial failures are counted, not logged
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
@@ -90,8 +95,9 @@ func TestSoak(t *testing.T) {
 	pg := startPrivatePG(t)
 	rds := startPrivateRedis(t)
 	brk := startBroker(t)
-	mongoURI := startFerretDB(t)
+	mongoURI := startFerretDB(t, pg)
 
+	step("servers")
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.addr(),
@@ -112,6 +118,7 @@ func TestSoak(t *testing.T) {
 	if err := provision(ctx, a, admin, e.tenants); err != nil {
 		t.Fatal(err)
 	}
+	step("provision")
 	relay := newRelayProc(e)
 	if err := relay.start(); err != nil {
 		t.Fatal(err)
@@ -122,6 +129,7 @@ func TestSoak(t *testing.T) {
 	if err := a.fx.Start(startCtx); err != nil {
 		t.Fatal(err)
 	}
+	step("start")
 	stopped := false
 	stopApp := func() {
 		if stopped {
@@ -162,14 +170,19 @@ func TestSoak(t *testing.T) {
 	drained := time.Since(drainStart)
 	memEnd := sampleMem()
 
+	step("traffic and drain")
 	tallies, err := check(ctx, s, admin, sent, e.tenants)
 	if err != nil {
 		t.Fatal(err)
 	}
+	step("check")
 	t.Logf("soak run duration=%v tenants=%d workers=%d requests=%d (%.0f/s) records=%d (%.0f/s end to end, drain %v) request_errors=%d consumer_errors=%d relay_warnings=%d",
 		traffic.Round(time.Millisecond), cfg.tenants, cfg.workers, total, float64(total)/traffic.Seconds(),
 		2*total, float64(2*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
 		l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load())
+	if v, ok := consumerErrs.last.Load().(string); ok {
+		t.Logf("last consumer error: %s", v)
+	}
 	t.Logf("soak process goroutines start=%d end=%d heap_start=%s heap_end=%s", memStart.goroutines, memEnd.goroutines,
 		mb(memStart.heap), mb(memEnd.heap))
 	for _, tl := range tallies {
@@ -181,6 +194,10 @@ func TestSoak(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no request was acknowledged")
 	}
+	relay.stop()
+	step("relay stop")
+	stopApp()
+	step("app stop")
 }
 
 func mb(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "MiB" }
