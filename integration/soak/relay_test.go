@@ -63,8 +63,10 @@ func relayChild() int {
 		})
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	rc := func(name string, dest outbox.Destination) postgres.RelayConfig {
-		return postgres.RelayConfig{Name: name, Destination: dest, BatchSize: 50, Idle: 50 * time.Millisecond,
+	// The sharded relay polls once per tenant: a longer idle wait keeps
+	// fifty idle passes from loading the server.
+	rc := func(name string, dest outbox.Destination, idle time.Duration) postgres.RelayConfig {
+		return postgres.RelayConfig{Name: name, Destination: dest, BatchSize: 50, Idle: idle,
 			MaxBackoff: time.Second, Logger: logger}
 	}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return ids, nil }
@@ -74,8 +76,8 @@ func relayChild() int {
 			kafka.ProducerRoute("orders", ordersTopics(prefix)),
 			kafka.ProducerRoute("audits", auditsTopic(prefix))),
 		pgOptions(os.Getenv("SOAK_PG"),
-			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }))),
-			postgres.ShardedRelay(auditsOutbox, assigned, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits })))),
+			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond)),
+			postgres.ShardedRelay(auditsOutbox, assigned, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond))),
 		fx.Populate(&prod),
 	)
 	if err := app.Err(); err != nil {

@@ -110,12 +110,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, pg.plainURL("soak-admin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if err := provision(ctx, a, admin, e.tenants); err != nil {
+	if err := provision(ctx, a, pg, e.tenants); err != nil {
 		t.Fatal(err)
 	}
 	step("provision")
@@ -151,8 +146,15 @@ func TestSoak(t *testing.T) {
 	defer stopLoad()
 	hard, stopHard := context.WithTimeout(ctx, cfg.duration+2*time.Minute)
 	defer stopHard()
+	clock := &faultClock{load: l, count: func() counters {
+		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
+	}}
+	s.onDelivered = clock.delivered
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
+	if err := clock.run(run, begin, schedule(cfg, pg, rds, brk, relay)); err != nil {
+		t.Error(err)
+	}
 	<-loadDone
 	traffic := time.Since(begin)
 	sent := l.sent()
@@ -171,6 +173,11 @@ func TestSoak(t *testing.T) {
 	memEnd := sampleMem()
 
 	step("traffic and drain")
+	admin, err := pgx.Connect(ctx, pg.plainURL("soak-admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
 	tallies, err := check(ctx, s, admin, sent, e.tenants)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +192,12 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak process goroutines start=%d end=%d heap_start=%s heap_end=%s", memStart.goroutines, memEnd.goroutines,
 		mb(memStart.heap), mb(memEnd.heap))
+	for _, line := range clock.report() {
+		t.Log(line)
+	}
+	if f := clock.unrecovered(); len(f) > 0 {
+		t.Errorf("faults the pipeline did not recover from: %v", f)
+	}
 	for _, tl := range tallies {
 		t.Log(tl.String())
 		if tl.failed() {
@@ -200,6 +213,40 @@ func TestSoak(t *testing.T) {
 	step("app stop")
 }
 
+// schedule spreads the faults over the traffic: all of them in the long
+// run, two in the short one.
+func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, relay *relayProc) []fault {
+	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
+	outage := 3 * time.Second
+	if !cfg.long {
+		outage = time.Second
+	}
+	terminate := fault{"pg-terminate-backends", at(0.15), func() (string, error) { return terminateBackends(pg) }}
+	kill := fault{"relay-kill", at(0.6), func() (string, error) { return killRelay(relay, pendingRows(pg)) }}
+	if !cfg.long {
+		terminate.at, kill.at = at(0.25), at(0.55)
+		return []fault{terminate, kill}
+	}
+	return []fault{
+		terminate,
+		{"kafka-broker-outage", at(0.3), func() (string, error) {
+			brk.stop()
+			time.Sleep(outage)
+			brk.start()
+			return fmt.Sprintf("every broker connection cut and refused for %v", outage), nil
+		}},
+		{"redis-restart", at(0.45), func() (string, error) {
+			rds.kill()
+			time.Sleep(outage)
+			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.start()
+		}},
+		kill,
+		{"pg-restart", at(0.75), func() (string, error) {
+			return "pg_ctl restart -m fast of the PostgreSQL server", pg.restart()
+		}},
+	}
+}
+
 func mb(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "MiB" }
 
 type quiet struct{}
@@ -208,8 +255,13 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 // provision creates every tenant's schemas, collections and topics, and
 // the sink table the consumers write in the inbox's transaction.
-func provision(ctx context.Context, a *app, admin *pgx.Conn, tenants []tenancy.ID) error {
+func provision(ctx context.Context, a *app, pg *privatePG, tenants []tenancy.ID) error {
 	d := a.deps
+	admin, err := pgx.Connect(ctx, pg.plainURL("soak-admin"))
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+sinkTable+
 		" (tenant_id uuid NOT NULL, stream text NOT NULL, seq int NOT NULL, body jsonb NOT NULL)"); err != nil {
 		return err
