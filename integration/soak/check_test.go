@@ -245,15 +245,13 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, sent map[tenancy.ID]i
 	} {
 		t := add(&tally{sink: st.sink, dupOK: true})
 		for _, id := range tenants {
-			seen, cross := map[string]int{}, 0
-			for b, n := range s.kafka[st.stream][id] {
-				if b.Tenant != id.String() {
-					cross += n
-					continue
+			seen := map[string]int{}
+			for i, n := range s.kafka[st.stream][id] {
+				if n > 0 {
+					seen[st.stream+"/"+strconv.Itoa(i+1)] = int(n)
 				}
-				seen[st.stream+"/"+strconv.Itoa(b.Seq)] += n
 			}
-			t.tenant(id, keys(st.stream, sent[id]), seen, cross)
+			t.tenant(id, keys(st.stream, sent[id]), seen, s.kafkaCross[st.stream][id])
 		}
 	}
 	dead := s.dead

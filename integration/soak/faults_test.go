@@ -193,7 +193,9 @@ func (s *sinks) redelivered() int {
 	for _, byTenant := range s.kafka {
 		for _, seen := range byTenant {
 			for _, c := range seen {
-				n += c - 1
+				if c > 1 {
+					n += int(c) - 1
+				}
 			}
 		}
 	}

@@ -26,7 +26,7 @@ type load struct {
 
 	mu    sync.Mutex
 	acked map[tenancy.ID]int
-	ackAt map[tenancy.ID][]time.Time // ackAt[t][seq-1]
+	ackAt map[tenancy.ID][]int64 // ackAt[t][seq-1], Unix nanoseconds (small next to the heap the soak measures)
 
 	ok, failed atomic.Int64
 	lastErr    atomic.Value // string
@@ -35,7 +35,7 @@ type load struct {
 func newLoad(url string, tenants []tenancy.ID, workers int, pace time.Duration) *load {
 	return &load{url: url, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}, Timeout: 10 * time.Second},
 		tenants: tenants, workers: workers, pace: pace,
-		acked: map[tenancy.ID]int{}, ackAt: map[tenancy.ID][]time.Time{}}
+		acked: map[tenancy.ID]int{}, ackAt: map[tenancy.ID][]int64{}}
 }
 
 // run sends until ctx ends, then finishes the requests in flight (retrying
@@ -76,7 +76,7 @@ func (l *load) send(hard context.Context, tenant tenancy.ID, seq int) bool {
 			l.ok.Add(1)
 			l.mu.Lock()
 			l.acked[tenant] = seq
-			l.ackAt[tenant] = append(l.ackAt[tenant], time.Now())
+			l.ackAt[tenant] = append(l.ackAt[tenant], time.Now().UnixNano())
 			l.mu.Unlock()
 			return true
 		}
@@ -123,7 +123,7 @@ func (l *load) ackedAt(tenant tenancy.ID, seq int) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a := l.ackAt[tenant]; seq >= 1 && seq <= len(a) {
-		return a[seq-1]
+		return time.Unix(0, a[seq-1])
 	}
 	return time.Time{}
 }

@@ -202,27 +202,32 @@ type sinks struct {
 	deps appDeps
 
 	mu sync.Mutex
-	// kafka[stream][tenant handled under][Body] counts records handled,
-	// before the inbox: redeliveries show up here.
-	kafka map[string]map[tenancy.ID]map[Body]int
+	// kafka[stream][tenant][seq] counts the tenant's own records handled
+	// before the inbox (redeliveries show up here); kafkaCross counts
+	// records handled under a tenant their body does not name. Slices
+	// indexed by sequence number keep the soak's own bookkeeping small
+	// next to the heap it measures.
+	kafka      map[string]map[tenancy.ID][]uint16
+	kafkaCross map[string]map[tenancy.ID]int
 	// mongoDup counts records the inbox let through twice, seen as an
 	// existing document.
 	mongoDup map[tenancy.ID]int
 	dead     int
 	// done[stream][tenant] holds the sequence numbers that passed every
 	// sink.
-	done map[string]map[tenancy.ID]map[int]bool
+	done map[string]map[tenancy.ID][]bool
 	// onDelivered is told each record's (stream, tenant, seq) once it has
 	// passed every sink; the fault clock uses it for recovery times.
 	onDelivered func(stream string, tenant tenancy.ID, seq int)
 }
 
 func newSinks() *sinks {
-	s := &sinks{kafka: map[string]map[tenancy.ID]map[Body]int{}, mongoDup: map[tenancy.ID]int{},
-		done: map[string]map[tenancy.ID]map[int]bool{}}
+	s := &sinks{kafka: map[string]map[tenancy.ID][]uint16{}, kafkaCross: map[string]map[tenancy.ID]int{},
+		mongoDup: map[tenancy.ID]int{}, done: map[string]map[tenancy.ID][]bool{}}
 	for _, st := range streams {
-		s.kafka[st] = map[tenancy.ID]map[Body]int{}
-		s.done[st] = map[tenancy.ID]map[int]bool{}
+		s.kafka[st] = map[tenancy.ID][]uint16{}
+		s.kafkaCross[st] = map[tenancy.ID]int{}
+		s.done[st] = map[tenancy.ID][]bool{}
 	}
 	return s
 }
@@ -250,12 +255,12 @@ func (s *sinks) handle(stream string) kafka.Handler {
 			return err
 		}
 		s.mu.Lock()
-		byTenant := s.kafka[stream][tenant]
-		if byTenant == nil {
-			byTenant = map[Body]int{}
-			s.kafka[stream][tenant] = byTenant
+		if b.Tenant != tenant.String() || b.Seq < 1 {
+			s.kafkaCross[stream][tenant]++
+		} else {
+			s.kafka[stream][tenant] = grow(s.kafka[stream][tenant], b.Seq)
+			s.kafka[stream][tenant][b.Seq-1]++
 		}
-		byTenant[b]++
 		s.mu.Unlock()
 
 		event := stream + "/evt-" + strconv.Itoa(b.Seq)
@@ -294,10 +299,10 @@ func (s *sinks) handle(stream string) kafka.Handler {
 			}
 		}
 		s.mu.Lock()
-		if s.done[stream][tenant] == nil {
-			s.done[stream][tenant] = map[int]bool{}
+		if b.Seq >= 1 {
+			s.done[stream][tenant] = grow(s.done[stream][tenant], b.Seq)
+			s.done[stream][tenant][b.Seq-1] = true
 		}
-		s.done[stream][tenant][b.Seq] = true
 		s.mu.Unlock()
 		if s.onDelivered != nil {
 			s.onDelivered(stream, tenant, b.Seq)
@@ -315,8 +320,9 @@ func (s *sinks) waitDelivered(sent map[tenancy.ID]int, timeout time.Duration) er
 		s.mu.Lock()
 		for _, st := range streams {
 			for id, n := range sent {
+				done := s.done[st][id]
 				for seq := 1; seq <= n; seq++ {
-					if !s.done[st][id][seq] {
+					if seq > len(done) || !done[seq-1] {
 						left++
 					}
 				}
@@ -331,6 +337,14 @@ func (s *sinks) waitDelivered(sent map[tenancy.ID]int, timeout time.Duration) er
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// grow extends s to hold index n-1.
+func grow[T any](s []T, n int) []T {
+	if n > len(s) {
+		s = append(s, make([]T, n-len(s))...)
+	}
+	return s
 }
 
 // countErr counts errors and keeps the last one.

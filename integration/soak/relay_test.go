@@ -126,6 +126,7 @@ func newRelayProc(e env) *relayProc {
 func (r *relayProc) start() error {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = r.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the soak
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

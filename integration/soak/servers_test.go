@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
@@ -43,24 +45,25 @@ func missing(t *testing.T, what string) {
 	t.Skip("SKIPPED: " + msg)
 }
 
-// privatePG is a PostgreSQL 15 cluster of the soak's own (initdb and
-// pg_ctl as the postgres user, in a temporary directory, on a free port).
+// privatePG is a PostgreSQL 15 cluster of the soak's own: initdb and the
+// postmaster run as the postgres user, in a temporary directory, on a free
+// port. The postmaster is this process's child and dies with it
+// (Pdeathsig), so a soak killed by its timeout leaves no server behind.
 type privatePG struct {
 	t    *testing.T
-	bin  string
 	dir  string
 	port string
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 const pgBin = "/usr/lib/postgresql/15/bin"
 
 func startPrivatePG(t *testing.T) *privatePG {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(pgBin, "pg_ctl")); err != nil {
+	if _, err := os.Stat(filepath.Join(pgBin, "postgres")); err != nil {
 		missing(t, "PostgreSQL 15 ("+pgBin+")")
-	}
-	if _, err := exec.LookPath("runuser"); err != nil {
-		missing(t, "runuser")
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
@@ -75,40 +78,100 @@ func startPrivatePG(t *testing.T) *privatePG {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	p := &privatePG{t: t, bin: pgBin, dir: dir, port: freePort(t)}
+	p := &privatePG{t: t, dir: dir, port: freePort(t), cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	t.Cleanup(func() {
-		_ = p.ctl("stop", "-m", "immediate")
+		p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
 		_ = os.RemoveAll(dir)
 	})
-	if out, err := p.run("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
+	initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	// A clean shutdown (pg_ctl restart -m fast) writes everything out, so
-	// fsync buys the soak nothing but disk load on a shared machine.
-	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c full_page_writes=off", p.port, dir)
-	if err := p.ctl("start", "-o", opts); err != nil {
+	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := p.run("createdb", "-h", "127.0.0.1", "-p", p.port, "soak"); err != nil {
-		t.Fatalf("createdb: %v\n%s", err, out)
+	for _, db := range []string{"soak", "ferretdb"} {
+		if err := p.exec("postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return p
 }
 
-func (p *privatePG) data() string { return filepath.Join(p.dir, "data") }
-
-func (p *privatePG) run(prog string, args ...string) ([]byte, error) {
-	cmd := exec.Command("runuser", append([]string{"-u", "postgres", "--", filepath.Join(p.bin, prog)}, args...)...)
+func (p *privatePG) command(prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(pgBin, prog), args...)
 	cmd.Dir = p.dir
-	return cmd.CombinedOutput()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
-func (p *privatePG) ctl(action string, args ...string) error {
-	out, err := p.run("pg_ctl", append([]string{action, "-D", p.data(), "-w", "-t", "60", "-l", filepath.Join(p.dir, "log")}, args...)...)
+func (p *privatePG) data() string { return filepath.Join(p.dir, "data") }
+
+// start runs the postmaster and waits until it accepts connections.
+func (p *privatePG) start() error {
+	log, err := os.OpenFile(filepath.Join(p.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("pg_ctl %s: %v\n%s", action, err, out)
+		return err
 	}
-	return nil
+	defer log.Close()
+	// A clean shutdown (SIGINT, "fast") writes everything out, so fsync
+	// buys the soak nothing but disk load on a shared machine.
+	cmd := p.command("postgres", "-D", p.data(), "-p", p.port, "-k", p.dir, "-c", "listen_addresses=127.0.0.1",
+		"-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := pgx.Connect(ctx, p.plainURL("soak-admin"))
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("postgres exited at start (see %s/log): %v", p.dir, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready after 60s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop signals the postmaster (SIGINT: fast shutdown, sessions
+// terminated and the data written out; SIGQUIT: immediate) and waits.
+func (p *privatePG) stop(sig syscall.Signal) {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.cmd = nil
+}
+
+func (p *privatePG) exec(db, stmt string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", p.port, db))
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, stmt)
+	return err
 }
 
 // url is a DSN for the soak database under an application name (which
@@ -123,8 +186,11 @@ func (p *privatePG) plainURL(app string) string {
 }
 
 // restart stops the server (fast: sessions are terminated, the data is
-// written out) and starts it again.
-func (p *privatePG) restart() error { return p.ctl("restart", "-m", "fast") }
+// written out) and starts it again, as pg_ctl restart -m fast does.
+func (p *privatePG) restart() error {
+	p.stop(syscall.SIGINT)
+	return p.start()
+}
 
 // privateRedis is a redis-server of the soak's own, with an fsync-always
 // append-only file so an acknowledged write survives a kill.
@@ -153,6 +219,7 @@ func (p *privateRedis) addr() string { return "127.0.0.1:" + p.port }
 func (p *privateRedis) start() error {
 	p.cmd = exec.Command("redis-server", "--port", p.port, "--bind", "127.0.0.1", "--dir", p.dir,
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no")
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the soak
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
@@ -180,92 +247,59 @@ func (p *privateRedis) kill() {
 	p.cmd = nil
 }
 
-// broker is an in-process Kafka broker (kfake) whose listener can be
-// taken down: every connection is cut and new ones are refused until it
-// comes back. That is a broker outage as its clients see it; the broker's
-// log and group offsets survive, as a restarted broker's do (kfake keeps
-// them in memory, so closing the cluster itself would lose them).
+// broker is an in-process Kafka broker (kfake) persisting to a directory,
+// so that it can be stopped and started again on the same port with its
+// topics, records and committed group offsets, as a real broker restarts.
 type broker struct {
-	cluster *kfake.Cluster
+	t    *testing.T
+	dir  string
+	port int
+	addr string
+
 	mu      sync.Mutex
-	down    bool
-	conns   map[net.Conn]struct{}
+	cluster *kfake.Cluster
 }
 
 func startBroker(t *testing.T) *broker {
 	t.Helper()
-	b := &broker{conns: map[net.Conn]struct{}{}}
-	listen := func(network, address string) (net.Listener, error) {
-		ln, err := net.Listen(network, address)
-		if err != nil {
-			return nil, err
-		}
-		return &gatedListener{Listener: ln, b: b}, nil
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.ListenFn(listen))
-	if err != nil {
+	port, _ := strconv.Atoi(freePort(t))
+	b := &broker{t: t, dir: t.TempDir(), port: port}
+	if err := b.start(); err != nil {
 		t.Fatal(err)
 	}
-	b.cluster = c
-	t.Cleanup(c.Close)
+	t.Cleanup(b.stop)
 	return b
 }
 
-func (b *broker) addr() string { return b.cluster.ListenAddrs()[0] }
+func (b *broker) start() error {
+	var err error
+	var c *kfake.Cluster
+	// The port may take a moment to be free again after a stop.
+	for range 50 {
+		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.Ports(b.port), kfake.DataDir(b.dir))
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("starting kfake: %w", err)
+	}
+	b.mu.Lock()
+	b.cluster, b.addr = c, c.ListenAddrs()[0]
+	b.mu.Unlock()
+	return nil
+}
 
-// stop cuts every connection and refuses new ones.
+// stop shuts the broker down: every client connection is closed.
 func (b *broker) stop() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.down = true
-	for c := range b.conns {
-		_ = c.Close()
-	}
-}
-
-func (b *broker) start() {
-	b.mu.Lock()
-	b.down = false
+	c := b.cluster
+	b.cluster = nil
 	b.mu.Unlock()
-}
-
-type gatedListener struct {
-	net.Listener
-	b *broker
-}
-
-func (l *gatedListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l.b.mu.Lock()
-		if l.b.down {
-			l.b.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		tc := &trackedConn{Conn: c, b: l.b}
-		l.b.conns[tc] = struct{}{}
-		l.b.mu.Unlock()
-		return tc, nil
+	if c != nil {
+		c.Close()
 	}
-}
-
-type trackedConn struct {
-	net.Conn
-	b    *broker
-	once sync.Once
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.b.mu.Lock()
-		delete(c.b.conns, c)
-		c.b.mu.Unlock()
-	})
-	return c.Conn.Close()
 }
 
 // startFerretDB runs FerretDB in process on a free port, storing in a
@@ -273,9 +307,6 @@ func (c *trackedConn) Close() error {
 // far too slow under the race detector for a soak).
 func startFerretDB(t *testing.T, pg *privatePG) string {
 	t.Helper()
-	if out, err := pg.run("createdb", "-h", "127.0.0.1", "-p", pg.port, "ferretdb"); err != nil {
-		t.Fatalf("createdb: %v\n%s", err, out)
-	}
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:" + freePort(t)},
 		Handler:       "postgresql",

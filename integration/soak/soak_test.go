@@ -83,6 +83,16 @@ func sampleMem() memSample {
 
 func TestSoak(t *testing.T) {
 	cfg := config(t)
+	// Registered first, so it runs last: after every server, process and
+	// app the soak started has stopped, nothing of theirs may be left.
+	before := goleak.IgnoreCurrent() // the goroutines of the test binary itself
+	t.Cleanup(func() {
+		if err := goleak.Find(before); err != nil {
+			t.Errorf("goroutines left after shutdown: %v", err)
+		} else {
+			t.Log("soak goleak after shutdown: no goroutine left")
+		}
+	})
 	phase := time.Now()
 	step := func(name string) {
 		t.Logf("soak phase %s took %v", name, time.Since(phase).Round(time.Millisecond))
@@ -101,7 +111,7 @@ func TestSoak(t *testing.T) {
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.addr(),
-		broker: brk.addr(), mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
+		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
 	ctx := context.Background()
 
 	s := newSinks()
@@ -150,6 +160,23 @@ func TestSoak(t *testing.T) {
 		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
 	}}
 	s.onDelivered = clock.delivered
+	smp := newSampler(pg, rds.addr())
+	sampling, stopSampling := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	go func() { defer close(samplerDone); smp.run(sampling, 250*time.Millisecond) }()
+	defer func() { stopSampling(); <-samplerDone }()
+	// The heap one minute in, against the end: only a run of two minutes
+	// or more says anything about growth.
+	var memMinute1 memSample
+	minute1 := make(chan struct{})
+	go func() {
+		defer close(minute1)
+		select {
+		case <-run.Done():
+		case <-time.After(time.Until(begin.Add(time.Minute))):
+			memMinute1 = sampleMem()
+		}
+	}()
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
 	if err := clock.run(run, begin, schedule(cfg, pg, rds, brk, relay)); err != nil {
@@ -170,7 +197,10 @@ func TestSoak(t *testing.T) {
 		t.Errorf("drain: %v", err)
 	}
 	drained := time.Since(drainStart)
+	<-minute1
 	memEnd := sampleMem()
+	stopSampling()
+	<-samplerDone
 
 	step("traffic and drain")
 	admin, err := pgx.Connect(ctx, pg.plainURL("soak-admin"))
@@ -192,6 +222,21 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak process goroutines start=%d end=%d heap_start=%s heap_end=%s", memStart.goroutines, memEnd.goroutines,
 		mb(memStart.heap), mb(memEnd.heap))
+	if memMinute1.heap > 0 {
+		growth := (float64(memEnd.heap) - float64(memMinute1.heap)) / float64(memMinute1.heap)
+		t.Logf("soak heap minute_1=%s end=%s change=%+.1f%% (goroutines minute_1=%d end=%d)", mb(memMinute1.heap), mb(memEnd.heap),
+			100*growth, memMinute1.goroutines, memEnd.goroutines)
+		if cfg.duration >= 2*time.Minute && (growth > 0.2 || growth < -0.2) {
+			t.Errorf("heap moved %+.1f%% between minute 1 and the end (bound: 20%%)", 100*growth)
+		}
+	}
+	lines, over := smp.report()
+	for _, line := range lines {
+		t.Log(line)
+	}
+	for _, o := range over {
+		t.Error(o)
+	}
 	for _, line := range clock.report() {
 		t.Log(line)
 	}
@@ -229,11 +274,10 @@ func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, rel
 	}
 	return []fault{
 		terminate,
-		{"kafka-broker-outage", at(0.3), func() (string, error) {
+		{"kafka-broker-restart", at(0.3), func() (string, error) {
 			brk.stop()
 			time.Sleep(outage)
-			brk.start()
-			return fmt.Sprintf("every broker connection cut and refused for %v", outage), nil
+			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
 		}},
 		{"redis-restart", at(0.45), func() (string, error) {
 			rds.kill()
@@ -242,7 +286,7 @@ func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, rel
 		}},
 		kill,
 		{"pg-restart", at(0.75), func() (string, error) {
-			return "pg_ctl restart -m fast of the PostgreSQL server", pg.restart()
+			return "PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pg.restart()
 		}},
 	}
 }
