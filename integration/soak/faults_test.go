@@ -30,7 +30,8 @@ type faultRun struct {
 	outage  time.Duration // how long inject took (the server's downtime)
 	base    counters
 	atRecov counters
-	recov   time.Duration // 0: not recovered
+	writes  time.Duration // until the first request acknowledged after the fault began; 0: none
+	recov   time.Duration // until a record acknowledged after the fault began passed every sink; 0: not yet
 }
 
 // counters are the run's error counts, and the records handled more than
@@ -48,23 +49,47 @@ type faultClock struct {
 
 	mu   sync.Mutex
 	runs []*faultRun
-	open atomic.Pointer[faultRun] // the fault waiting for recovery
+	open atomic.Int32 // faults not yet recovered end to end
 }
 
-// delivered is the sinks' callback: the first record acknowledged after
-// the open fault began that passes every sink ends its recovery.
+// acked is the load's callback: the first request acknowledged after a
+// fault began ends the writers' outage.
+func (c *faultClock) acked(at time.Time) {
+	if c.open.Load() == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.runs {
+		if r.writes == 0 && at.After(r.start) {
+			r.writes = at.Sub(r.start)
+		}
+	}
+}
+
+// delivered is the sinks' callback: the first record acknowledged after a
+// fault began that passes every sink ends the fault's recovery.
 func (c *faultClock) delivered(_ string, tenant tenancy.ID, seq int) {
-	r := c.open.Load()
-	if r == nil {
+	if c.open.Load() == 0 {
 		return
 	}
-	if at := c.load.ackedAt(tenant, seq); at.IsZero() || at.Before(r.start) {
+	at := c.load.ackedAt(tenant, seq)
+	if at.IsZero() {
 		return
 	}
-	if c.open.CompareAndSwap(r, nil) {
-		c.mu.Lock()
-		r.recov, r.atRecov = time.Since(r.start), c.count()
-		c.mu.Unlock()
+	var now counters
+	counted := false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.runs {
+		if r.recov != 0 || at.Before(r.start) {
+			continue
+		}
+		if !counted {
+			now, counted = c.count(), true
+		}
+		r.recov, r.atRecov = time.Since(r.start), now
+		c.open.Add(-1)
 	}
 }
 
@@ -80,7 +105,7 @@ func (c *faultClock) run(ctx context.Context, begin time.Time, faults []fault) e
 		c.mu.Lock()
 		c.runs = append(c.runs, r)
 		c.mu.Unlock()
-		c.open.Store(r)
+		c.open.Add(1)
 		did, err := f.inject()
 		c.mu.Lock()
 		r.did, r.outage = did, time.Since(r.start)
@@ -107,8 +132,8 @@ func (c *faultClock) report() []string {
 			line += "; NOT recovered before the traffic ended"
 		} else {
 			d := r.atRecov.minus(r.base)
-			line += fmt.Sprintf("; recovered end to end in %v; errors until then: requests=%d consumer=%d relay=%d",
-				r.recov.Round(time.Millisecond), d.request, d.consumer, d.relay)
+			line += fmt.Sprintf("; requests acknowledged again after %v; recovered end to end in %v; errors until then: requests=%d consumer=%d relay=%d",
+				r.writes.Round(time.Millisecond), r.recov.Round(time.Millisecond), d.request, d.consumer, d.relay)
 		}
 		line += fmt.Sprintf("; redelivered before the inbox until the next fault: %d", next.minus(r.base).redelivered)
 		out = append(out, line)

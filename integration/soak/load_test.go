@@ -30,6 +30,7 @@ type load struct {
 
 	ok, failed atomic.Int64
 	lastErr    atomic.Value // string
+	onAck      func(time.Time)
 }
 
 func newLoad(url string, tenants []tenancy.ID, workers int, pace time.Duration) *load {
@@ -73,11 +74,15 @@ func (l *load) send(hard context.Context, tenant tenancy.ID, seq int) bool {
 	for {
 		err := l.post(hard, tenant, seq)
 		if err == nil {
+			now := time.Now()
 			l.ok.Add(1)
 			l.mu.Lock()
 			l.acked[tenant] = seq
-			l.ackAt[tenant] = append(l.ackAt[tenant], time.Now().UnixNano())
+			l.ackAt[tenant] = append(l.ackAt[tenant], now.UnixNano())
 			l.mu.Unlock()
+			if l.onAck != nil {
+				l.onAck(now)
+			}
 			return true
 		}
 		l.failed.Add(1)

@@ -81,7 +81,15 @@ func kafkaOptions(addr string, extra ...kafka.Option) fx.Option {
 }
 
 func ordersTopics(prefix string) kafka.RouteOption { return kafka.TenantTopics(prefix + "orders.") }
-func auditsTopic(prefix string) kafka.RouteOption  { return kafka.Topic(prefix + "audits") }
+
+// auditsTopic is one topic for every tenant, its partitions shared by
+// auditMembers consumers of one group: a single header-bound reader
+// handles records one at a time and would trail the writers.
+func auditsTopic(prefix string) []kafka.RouteOption {
+	return []kafka.RouteOption{kafka.Topic(prefix + "audits"), kafka.Partitions(auditMembers, -1)}
+}
+
+const auditMembers = 4
 
 // app is the service under soak: the HTTP boundary writing documents and
 // outbox rows, and the consumers writing the inbox, Redis and MongoDB.
@@ -131,13 +139,10 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 		),
 		mongo.Module("soakmongo", mongo.Connect(e.mongoURI), mongo.Database("soak"),
 			mongo.Document[Body]("records", mongo.Config{TenantAware: true, Collection: mongo.Static("records")})),
-		kafkaOptions(e.broker,
+		kafkaOptions(e.broker, append([]kafka.Option{
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
 				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second}, ordersTopics(e.prefix)),
-			kafka.Consumer("audits-in", kafka.ConsumerConfig{Group: e.prefix + "audits", TenantFromHeaders: true,
-				Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second},
-				auditsTopic(e.prefix)),
-		),
+		}, auditConsumers(e.prefix, s, onConsumerErr)...)...),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
 			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
 		tenanthttp.RouteWith("POST /orders/{seq}", tenanthttp.Tenant, func(d appDeps) http.Handler { return writeHandler(d) }),
@@ -145,6 +150,17 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 		fx.Invoke(func(d appDeps) { s.deps = d }),
 	)
 	return a, a.fx.Err()
+}
+
+// auditConsumers are the header-bound members of the audits group.
+func auditConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option {
+	var out []kafka.Option
+	for i := range auditMembers {
+		out = append(out, kafka.Consumer(fmt.Sprintf("audits-in-%d", i), kafka.ConsumerConfig{Group: prefix + "audits", TenantFromHeaders: true,
+			Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second},
+			auditsTopic(prefix)...))
+	}
+	return out
 }
 
 // writeHandler is the tenant route: the request's tenant (bound by the

@@ -74,7 +74,7 @@ func relayChild() int {
 		kafka.Module("soakkafka", kafka.Brokers(os.Getenv("SOAK_BROKER")),
 			kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchTimeout = time.Millisecond }),
 			kafka.ProducerRoute("orders", ordersTopics(prefix)),
-			kafka.ProducerRoute("audits", auditsTopic(prefix))),
+			kafka.ProducerRoute("audits", auditsTopic(prefix)...)),
 		pgOptions(os.Getenv("SOAK_PG"),
 			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond)),
 			postgres.ShardedRelay(auditsOutbox, assigned, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond))),

@@ -128,7 +128,7 @@ func (p *privatePG) start() error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := pgx.Connect(ctx, p.plainURL("soak-admin"))
+		c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%s/postgres?sslmode=disable", p.port))
 		cancel()
 		if err == nil {
 			c.Close(context.Background())

@@ -43,7 +43,7 @@ type soakConfig struct {
 }
 
 func config(t *testing.T) soakConfig {
-	c := soakConfig{duration: 6 * time.Second, tenants: 50, workers: 8, pace: 5 * time.Millisecond}
+	c := soakConfig{duration: 6 * time.Second, tenants: 50, workers: 8, pace: 100 * time.Millisecond}
 	if os.Getenv("TENANTWIRE_SOAK") == "1" {
 		c.duration, c.long = 3*time.Minute, true
 	}
@@ -159,7 +159,7 @@ func TestSoak(t *testing.T) {
 	clock := &faultClock{load: l, count: func() counters {
 		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
 	}}
-	s.onDelivered = clock.delivered
+	s.onDelivered, l.onAck = clock.delivered, clock.acked
 	smp := newSampler(pg, rds.addr())
 	sampling, stopSampling := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
@@ -217,6 +217,9 @@ func TestSoak(t *testing.T) {
 		traffic.Round(time.Millisecond), cfg.tenants, cfg.workers, total, float64(total)/traffic.Seconds(),
 		2*total, float64(2*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
 		l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load())
+	if v, ok := l.lastErr.Load().(string); ok {
+		t.Logf("last request error: %s", v)
+	}
 	if v, ok := consumerErrs.last.Load().(string); ok {
 		t.Logf("last consumer error: %s", v)
 	}
