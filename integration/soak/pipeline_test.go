@@ -58,6 +58,7 @@ const (
 	appPGConns   = 24
 	relayPGConns = 12
 	redisConns   = 16
+	mongoConns   = 16
 )
 
 // pgOptions are the PostgreSQL routes both processes declare (the app

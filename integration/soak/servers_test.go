@@ -326,5 +326,7 @@ func startFerretDB(t *testing.T, pg *privatePG) string {
 		cancel()
 		<-done
 	})
-	return f.MongoDBURI()
+	// A bounded pool: the driver would otherwise open up to 100
+	// connections (each with goroutines on both ends, in this process).
+	return f.MongoDBURI() + "?maxPoolSize=" + strconv.Itoa(mongoConns) // the TCP listener's URI has no query
 }

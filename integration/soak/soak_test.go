@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -175,6 +176,7 @@ func TestSoak(t *testing.T) {
 		case <-run.Done():
 		case <-time.After(time.Until(begin.Add(time.Minute))):
 			memMinute1 = sampleMem()
+			dumpGoroutines(t, "minute1")
 		}
 	}()
 	loadDone := make(chan struct{})
@@ -199,6 +201,9 @@ func TestSoak(t *testing.T) {
 	drained := time.Since(drainStart)
 	<-minute1
 	memEnd := sampleMem()
+	if cfg.long {
+		dumpGoroutines(t, "end")
+	}
 	stopSampling()
 	<-samplerDone
 
@@ -208,7 +213,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	tallies, err := check(ctx, s, admin, sent, e.tenants)
+	tallies, err := check(ctx, s, admin, e.mongoURI, sent, e.tenants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +267,8 @@ func TestSoak(t *testing.T) {
 }
 
 // schedule spreads the faults over the traffic: all of them in the long
-// run, two in the short one.
+// run, two in the short one. The broker restart, after which every
+// consumer group rejoins, comes after minute 1, where the heap is sampled.
 func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
@@ -277,21 +283,33 @@ func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, rel
 	}
 	return []fault{
 		terminate,
-		{"kafka-broker-restart", at(0.3), func() (string, error) {
-			brk.stop()
-			time.Sleep(outage)
-			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
-		}},
-		{"redis-restart", at(0.45), func() (string, error) {
+		{"redis-restart", at(0.3), func() (string, error) {
 			rds.kill()
 			time.Sleep(outage)
 			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.start()
+		}},
+		{"kafka-broker-restart", at(0.45), func() (string, error) {
+			brk.stop()
+			time.Sleep(outage)
+			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
 		}},
 		kill,
 		{"pg-restart", at(0.75), func() (string, error) {
 			return "PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pg.restart()
 		}},
 	}
+}
+
+// dumpGoroutines writes the goroutine profile (grouped stacks) of the
+// long run to a file, for reading a growth between minute 1 and the end.
+func dumpGoroutines(t *testing.T, label string) {
+	f, err := os.CreateTemp("", "tenantwire-soak-goroutines-"+label+"-*.txt")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+	t.Logf("soak goroutine profile at %s: %s", label, f.Name())
 }
 
 func mb(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "MiB" }
