@@ -174,7 +174,8 @@ func terminateBackends(pg *privatePG) (string, error) {
 // with rows still waiting (so inside a batch: the rows it delivered are
 // not marked), and starts a new one.
 func killRelay(r *relayProc, pending func() int) (string, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	// Bounded, so that the kill still falls inside the traffic.
+	deadline := time.Now().Add(2 * time.Second)
 	for pending() < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
