@@ -60,10 +60,12 @@ bench: services deps
 	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
-## soak: long concurrent and fault-injection runs against the real servers
+## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
+## multi-tenant soak under faults (integration/soak; SOAK_DURATION=10m to lengthen, docs/reliability.md)
+# pipefail: a failing soak fails the target, not only the grep after it.
 soak: services deps
-	TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
-	cd integration && TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
+	set -o pipefail; TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
+	set -o pipefail; cd integration && TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
 
 ## mutate: mutation testing of the tenant-deciding code, one "mutation <pkg> killed=K lived=L ..." line each
 ## (MUTATE_PKGS=tenancy limits it; docs/reliability.md)

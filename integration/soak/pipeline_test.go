@@ -1,0 +1,376 @@
+package soak_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	goredis "github.com/redis/go-redis/v9"
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
+)
+
+// Body is what every record of the soak carries: the tenant that wrote it
+// and its sequence number. Every tenant uses the same ids for it
+// (doc-<seq>, evt-<seq>, <stream>-<seq>), so a record found under the
+// wrong tenant is told apart only by its body.
+type Body struct {
+	Tenant string `json:"tenant"`
+	Seq    int    `json:"seq"`
+}
+
+// The two streams: "orders" goes through the tenant-global outbox, the
+// plain relay and per-tenant topics to a sharded consumer; "audits"
+// through the namespace outbox (a schema per tenant), the sharded relay
+// and one shared topic to the header-bound consumer.
+const (
+	streamOrders = "orders"
+	streamAudits = "audits"
+)
+
+var streams = []string{streamOrders, streamAudits}
+
+const (
+	pgModule     = "soakdb"
+	schemaPrefix = "soak_t_"
+	ordersOutbox = "orders_outbox"
+	auditsOutbox = "audits_outbox"
+	sinkTable    = "soak_sink"
+
+	// Connection budgets the sampler holds each process to.
+	appPGConns   = 24
+	relayPGConns = 12
+	redisConns   = 16
+	mongoConns   = 16
+)
+
+// pgOptions are the PostgreSQL routes both processes declare (the app
+// writes the outboxes, the relay process drains them).
+func pgOptions(dsn string, extra ...postgres.Option) fx.Option {
+	return postgres.Module(pgModule, append([]postgres.Option{postgres.DSN(dsn), postgres.SchemaPrefix(schemaPrefix),
+		// namespace: a schema per tenant.
+		postgres.Document[Body]("ns_docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
+		// tagged: one table, the tenant on every row and predicate.
+		postgres.Document[Body]("tagged_docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("soak_docs"), Write: postgres.Table("soak_docs")}),
+		postgres.Outbox(ordersOutbox, postgres.OutboxConfig{Table: postgres.Table("soak_orders_outbox")}),
+		postgres.Outbox(auditsOutbox, postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("audits_outbox")}),
+		postgres.Inbox("inbox", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("soak_inbox")}),
+	}, extra...)...)
+}
+
+// kafkaOptions are the Kafka routes: producers for the relay process,
+// consumers for the app.
+func kafkaOptions(addr string, extra ...kafka.Option) fx.Option {
+	return kafka.Module("soakkafka", append([]kafka.Option{kafka.Brokers(addr)}, extra...)...)
+}
+
+func ordersTopics(prefix string) kafka.RouteOption { return kafka.TenantTopics(prefix + "orders.") }
+
+// auditsTopic is one topic for every tenant, its partitions shared by
+// auditMembers consumers of one group: a single header-bound reader
+// handles records one at a time and would trail the writers.
+func auditsTopic(prefix string) []kafka.RouteOption {
+	return []kafka.RouteOption{kafka.Topic(prefix + "audits"), kafka.Partitions(auditMembers, -1)}
+}
+
+const auditMembers = 4
+
+// app is the service under soak: the HTTP boundary writing documents and
+// outbox rows, and the consumers writing the inbox, Redis and MongoDB.
+type app struct {
+	fx     *fx.App
+	server *tenanthttp.Server
+	deps   appDeps
+	sinks  *sinks
+}
+
+type appDeps struct {
+	fx.In
+	Client  *postgres.Client          `name:"soakdb"`
+	NS      *postgres.Documents[Body] `name:"ns_docs"`
+	Tagged  *postgres.Documents[Body] `name:"tagged_docs"`
+	Orders  *postgres.OutboxRoute     `name:"orders_outbox"`
+	Audits  *postgres.OutboxRoute     `name:"audits_outbox"`
+	Inbox   *postgres.InboxRoute      `name:"inbox"`
+	Counter *redis.Counter            `name:"delivered"`
+	Cache   *redis.Cache              `name:"latest"`
+	Mongo   *mongo.Documents[Body]
+	Kafka   *kafka.Provisioner `name:"soakkafka"`
+	MongoP  *mongo.Provisioner `name:"soakmongo"`
+	Server  *tenanthttp.Server
+}
+
+type env struct {
+	pgDSN     string
+	redisAddr string
+	broker    string
+	relayDSN  string
+	mongoURI  string
+	prefix    string // topic and group prefix of this run
+	tenants   []tenancy.ID
+}
+
+func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
+	a := &app{sinks: s}
+	assigned := func(context.Context) ([]tenancy.ID, error) { return e.tenants, nil }
+	a.fx = fx.New(fx.NopLogger,
+		pgOptions(e.pgDSN),
+		redis.Module("soakredis",
+			redis.Connect(&goredis.UniversalOptions{Addrs: []string{e.redisAddr}, PoolSize: redisConns,
+				DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second}),
+			redis.CounterRoute("delivered", redis.TenantAware()),
+			redis.CacheRoute("latest", redis.PerTenantNamespace(redis.TenantNamespace("soak"))),
+		),
+		mongo.Module("soakmongo", mongo.Connect(e.mongoURI), mongo.Database("soak"),
+			mongo.Document[Body]("records", mongo.Config{TenantAware: true, Collection: mongo.Static("records")})),
+		kafkaOptions(e.broker, append([]kafka.Option{
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
+				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second}, ordersTopics(e.prefix)),
+		}, auditConsumers(e.prefix, s, onConsumerErr)...)...),
+		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
+			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
+		tenanthttp.RouteWith("POST /orders/{seq}", tenanthttp.Tenant, func(d appDeps) http.Handler { return writeHandler(d) }),
+		fx.Populate(&a.deps),
+		fx.Invoke(func(d appDeps) { s.deps = d }),
+	)
+	return a, a.fx.Err()
+}
+
+// auditConsumers are the header-bound members of the audits group.
+func auditConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option {
+	var out []kafka.Option
+	for i := range auditMembers {
+		out = append(out, kafka.Consumer(fmt.Sprintf("audits-in-%d", i), kafka.ConsumerConfig{Group: prefix + "audits", TenantFromHeaders: true,
+			Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second},
+			auditsTopic(prefix)...))
+	}
+	return out
+}
+
+// writeHandler is the tenant route: the request's tenant (bound by the
+// boundary) writes doc-<seq> to the namespace and the tagged document
+// routes, and its two outbox rows in one transaction. It is idempotent,
+// so the load generator retries a failed request until it is
+// acknowledged: a retry of a request whose commit did land finds its rows
+// there (unique per tenant) and acknowledges.
+func writeHandler(d appDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		tenant, err := tenancy.Require(ctx)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		seq, err := strconv.Atoi(r.PathValue("seq"))
+		if err != nil {
+			http.Error(w, "bad seq", http.StatusBadRequest)
+			return
+		}
+		body, _ := json.Marshal(Body{Tenant: tenant.String(), Seq: seq})
+		id := "doc-" + strconv.Itoa(seq)
+		for _, docs := range []*postgres.Documents[Body]{d.NS, d.Tagged} {
+			if _, err := docs.Create(ctx, id, Body{Tenant: tenant.String(), Seq: seq}); err != nil && !errors.Is(err, document.ErrExists) {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		pool, release, err := d.Client.Pool(ctx)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer release()
+		event := "evt-" + strconv.Itoa(seq)
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := d.Orders.WriteTx(ctx, tx, outbox.Message{EventID: event, Topic: streamOrders, Key: []byte(id), Payload: body}); err != nil {
+				return err
+			}
+			return d.Audits.WriteTx(ctx, tx, outbox.Message{EventID: event, Topic: streamAudits, Key: []byte(id), Payload: body})
+		})
+		var pe *pgconn.PgError
+		if err != nil && !(errors.As(err, &pe) && pe.Code == "23505") {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// sinks is the consumers' side: what reached Kafka (before the inbox)
+// and what the inbox let through to the sinks after it.
+type sinks struct {
+	deps appDeps
+
+	mu sync.Mutex
+	// kafka[stream][tenant][seq] counts the tenant's own records handled
+	// before the inbox (redeliveries show up here); kafkaCross counts
+	// records handled under a tenant their body does not name. Slices
+	// indexed by sequence number keep the soak's own bookkeeping small
+	// next to the heap it measures.
+	kafka      map[string]map[tenancy.ID][]uint16
+	kafkaCross map[string]map[tenancy.ID]int
+	// mongoDup counts records the inbox let through twice, seen as an
+	// existing document.
+	mongoDup map[tenancy.ID]int
+	dead     int
+	// done[stream][tenant] holds the sequence numbers that passed every
+	// sink.
+	done map[string]map[tenancy.ID][]bool
+	// onDelivered is told each record's (stream, tenant, seq) once it has
+	// passed every sink; the fault clock uses it for recovery times.
+	onDelivered func(stream string, tenant tenancy.ID, seq int)
+}
+
+func newSinks() *sinks {
+	s := &sinks{kafka: map[string]map[tenancy.ID][]uint16{}, kafkaCross: map[string]map[tenancy.ID]int{},
+		mongoDup: map[tenancy.ID]int{}, done: map[string]map[tenancy.ID][]bool{}}
+	for _, st := range streams {
+		s.kafka[st] = map[tenancy.ID][]uint16{}
+		s.kafkaCross[st] = map[tenancy.ID]int{}
+		s.done[st] = map[tenancy.ID][]bool{}
+	}
+	return s
+}
+
+func (s *sinks) deadLetter(_ context.Context, _ kafkago.Message, _ error) error {
+	s.mu.Lock()
+	s.dead++
+	s.mu.Unlock()
+	return nil
+}
+
+// handle is a consumer's handler: the record's tenant is the one its
+// consumer bound (its shard, or its header). The inbox marks
+// (tenant, <stream>/<event id>) and writes the sink row in one
+// transaction; the Redis and MongoDB writes follow once it committed, and
+// are retried here rather than by redelivery (which the inbox would skip).
+func (s *sinks) handle(stream string) kafka.Handler {
+	return func(ctx context.Context, m kafkago.Message) error {
+		tenant, err := tenancy.Require(ctx)
+		if err != nil {
+			return err
+		}
+		var b Body
+		if err := json.Unmarshal(m.Value, &b); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if b.Tenant != tenant.String() || b.Seq < 1 {
+			s.kafkaCross[stream][tenant]++
+		} else {
+			s.kafka[stream][tenant] = grow(s.kafka[stream][tenant], b.Seq)
+			s.kafka[stream][tenant][b.Seq-1]++
+		}
+		s.mu.Unlock()
+
+		event := stream + "/evt-" + strconv.Itoa(b.Seq)
+		ran, err := s.deps.Inbox.Once(ctx, event, func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO "+sinkTable+" (tenant_id, stream, seq, body) VALUES ($1, $2, $3, $4)",
+				tenant.String(), stream, b.Seq, m.Value)
+			return err
+		})
+		if err != nil || !ran {
+			return err
+		}
+		key := stream + "-" + strconv.Itoa(b.Seq)
+		for _, step := range []func() error{
+			func() error { _, err := s.deps.Counter.Incr(ctx, stream, 1); return err },
+			func() error { return s.deps.Cache.Set(ctx, key, m.Value, 0) },
+			func() error {
+				_, err := s.deps.Mongo.Create(ctx, key, b)
+				if errors.Is(err, document.ErrExists) {
+					s.mu.Lock()
+					s.mongoDup[tenant]++
+					s.mu.Unlock()
+					return nil
+				}
+				return err
+			},
+		} {
+			for {
+				err := step()
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return ctx.Err() // stopping: the record is lost to the sinks after the inbox, and the checker says so
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		s.mu.Lock()
+		if b.Seq >= 1 {
+			s.done[stream][tenant] = grow(s.done[stream][tenant], b.Seq)
+			s.done[stream][tenant][b.Seq-1] = true
+		}
+		s.mu.Unlock()
+		if s.onDelivered != nil {
+			s.onDelivered(stream, tenant, b.Seq)
+		}
+		return nil
+	}
+}
+
+// waitDelivered waits until every acknowledged record of both streams
+// passed every sink.
+func (s *sinks) waitDelivered(sent map[tenancy.ID]int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := 0
+		s.mu.Lock()
+		for _, st := range streams {
+			for id, n := range sent {
+				done := s.done[st][id]
+				for seq := 1; seq <= n; seq++ {
+					if seq > len(done) || !done[seq-1] {
+						left++
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d records still on their way after %v", left, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// grow extends s to hold index n-1.
+func grow[T any](s []T, n int) []T {
+	if n > len(s) {
+		s = append(s, make([]T, n-len(s))...)
+	}
+	return s
+}
+
+// countErr counts errors and keeps the last one.
+type countErr struct {
+	n    atomic.Int64
+	last atomic.Value
+}
+
+func (c *countErr) add(err error) {
+	c.n.Add(1)
+	c.last.Store(err.Error())
+}

@@ -1,0 +1,332 @@
+package soak_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+)
+
+// The soak restarts its servers, so it runs servers of its own: restarting
+// the shared test servers would break the tests running beside it.
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func missing(t *testing.T, what string) {
+	t.Helper()
+	msg := what + " is not installed; the soak runs private servers (scripts/services.sh installs them)"
+	if testsvc.Required() {
+		t.Fatal(msg)
+	}
+	t.Skip("SKIPPED: " + msg)
+}
+
+// privatePG is a PostgreSQL 15 cluster of the soak's own: initdb and the
+// postmaster run as the postgres user, in a temporary directory, on a free
+// port. The postmaster is this process's child and dies with it
+// (Pdeathsig), so a soak killed by its timeout leaves no server behind.
+type privatePG struct {
+	t    *testing.T
+	dir  string
+	port string
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+const pgBin = "/usr/lib/postgresql/15/bin"
+
+func startPrivatePG(t *testing.T) *privatePG {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(pgBin, "postgres")); err != nil {
+		missing(t, "PostgreSQL 15 ("+pgBin+")")
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		missing(t, "the postgres user")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir, err := os.MkdirTemp("", "tenantwire-soak-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	p := &privatePG{t: t, dir: dir, port: freePort(t), cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	t.Cleanup(func() {
+		p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
+		_ = os.RemoveAll(dir)
+	})
+	initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"soak", "ferretdb"} {
+		if err := p.exec("postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func (p *privatePG) command(prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(pgBin, prog), args...)
+	cmd.Dir = p.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func (p *privatePG) data() string { return filepath.Join(p.dir, "data") }
+
+// start runs the postmaster and waits until it accepts connections.
+func (p *privatePG) start() error {
+	log, err := os.OpenFile(filepath.Join(p.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	// A clean shutdown (SIGINT, "fast") writes everything out, so fsync
+	// buys the soak nothing but disk load on a shared machine.
+	cmd := p.command("postgres", "-D", p.data(), "-p", p.port, "-k", p.dir, "-c", "listen_addresses=127.0.0.1",
+		"-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%s/postgres?sslmode=disable", p.port))
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("postgres exited at start (see %s/log): %v", p.dir, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready after 60s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop signals the postmaster (SIGINT: fast shutdown, sessions
+// terminated and the data written out; SIGQUIT: immediate) and waits.
+func (p *privatePG) stop(sig syscall.Signal) {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.cmd = nil
+}
+
+func (p *privatePG) exec(db, stmt string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable", p.port, db))
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, stmt)
+	return err
+}
+
+// url is a DSN for the soak database under an application name (which
+// the connection sampler groups by) and a pool bound.
+func (p *privatePG) url(app string, maxConns int) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s&pool_max_conns=%d", p.port, app, maxConns)
+}
+
+// plainURL is a DSN for a single connection (no pool settings).
+func (p *privatePG) plainURL(app string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s", p.port, app)
+}
+
+// restart stops the server (fast: sessions are terminated, the data is
+// written out) and starts it again, as pg_ctl restart -m fast does.
+func (p *privatePG) restart() error {
+	p.stop(syscall.SIGINT)
+	return p.start()
+}
+
+// privateRedis is a redis-server of the soak's own, with an fsync-always
+// append-only file so an acknowledged write survives a kill.
+type privateRedis struct {
+	t    *testing.T
+	port string
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startPrivateRedis(t *testing.T) *privateRedis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		missing(t, "redis-server")
+	}
+	p := &privateRedis{t: t, port: freePort(t), dir: t.TempDir()}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *privateRedis) addr() string { return "127.0.0.1:" + p.port }
+
+func (p *privateRedis) start() error {
+	p.cmd = exec.Command("redis-server", "--port", p.port, "--bind", "127.0.0.1", "--dir", p.dir,
+		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no")
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the soak
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", p.addr(), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("private redis-server did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill stops the server this test started, by its process.
+func (p *privateRedis) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+// broker is an in-process Kafka broker (kfake) persisting to a directory,
+// so that it can be stopped and started again on the same port with its
+// topics, records and committed group offsets, as a real broker restarts.
+type broker struct {
+	t    *testing.T
+	dir  string
+	port int
+	addr string
+
+	mu      sync.Mutex
+	cluster *kfake.Cluster
+}
+
+func startBroker(t *testing.T) *broker {
+	t.Helper()
+	port, _ := strconv.Atoi(freePort(t))
+	b := &broker{t: t, dir: t.TempDir(), port: port}
+	if err := b.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.stop)
+	return b
+}
+
+func (b *broker) start() error {
+	var err error
+	var c *kfake.Cluster
+	// The port may take a moment to be free again after a stop.
+	for range 50 {
+		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.Ports(b.port), kfake.DataDir(b.dir))
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("starting kfake: %w", err)
+	}
+	b.mu.Lock()
+	b.cluster, b.addr = c, c.ListenAddrs()[0]
+	b.mu.Unlock()
+	return nil
+}
+
+// stop shuts the broker down: every client connection is closed.
+func (b *broker) stop() {
+	b.mu.Lock()
+	c := b.cluster
+	b.cluster = nil
+	b.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// startFerretDB runs FerretDB in process on a free port, storing in a
+// database of the private PostgreSQL (its SQLite backend, pure Go, is
+// far too slow under the race detector for a soak).
+func startFerretDB(t *testing.T, pg *privatePG) string {
+	t.Helper()
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:" + freePort(t)},
+		Handler:       "postgresql",
+		PostgreSQLURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%s/ferretdb?sslmode=disable&application_name=soak-ferretdb", pg.port),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	// A bounded pool: the driver would otherwise open up to 100
+	// connections (each with goroutines on both ends, in this process).
+	return f.MongoDBURI() + "?maxPoolSize=" + strconv.Itoa(mongoConns) // the TCP listener's URI has no query
+}
