@@ -291,7 +291,8 @@ func (s *sinks) handle(stream string) kafka.Handler {
 		}
 		key := stream + "-" + strconv.Itoa(b.Seq)
 		for _, step := range []func() error{
-			func() error { _, err := s.deps.Counter.Incr(ctx, stream, 1); return err },
+			// IncrOnce: a retry after a lost reply (the Redis restart) must not count twice.
+			func() error { _, _, err := s.deps.Counter.IncrOnce(ctx, stream, event, 1, time.Hour); return err },
 			func() error { return s.deps.Cache.Set(ctx, key, m.Value, 0) },
 			func() error {
 				_, err := s.deps.Mongo.Create(ctx, key, b)
