@@ -139,8 +139,8 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 // FailsClosed calls Write, Read and whichever of List, Count and Search
 // the probe sets with no tenant bound, and again under a tenant-global
 // context, and asserts each fails with a *tenancy.Error of code
-// tenant_unbound that says how to fix it: never the default tenant, never
-// a shared container. Update and Delete are left out: a probe writes them
+// tenant_unbound that names the module, backend and route and says how to
+// fix it: never the default tenant, never a shared container. Update and Delete are left out: a probe writes them
 // as tenant B's attempts, free to assert B's own error, such as not found.
 // A Delivered read is no call to refuse: under no tenant it must report
 // nothing delivered, and no error.
@@ -173,6 +173,9 @@ func FailsClosed(t testing.TB, p Probe) {
 				t.Errorf("%s under %s: %v, want a *tenancy.Error with code tenant_unbound", op.name, c.name, err)
 			case coded.Fix == "":
 				t.Errorf("%s under %s: tenant_unbound without a fix text: %v", op.name, c.name, err)
+			case coded.Module == "" || coded.Backend == "" || coded.Route == "":
+				t.Errorf("%s under %s: tenant_unbound names module=%q backend=%q route=%q; want all three",
+					op.name, c.name, coded.Module, coded.Backend, coded.Route)
 			}
 		}
 	}

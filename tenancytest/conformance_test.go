@@ -62,6 +62,8 @@ type toyStore struct {
 	leaky bool // ignores the tenant
 	blind bool // never finds anything
 	open  bool // an unbound call runs as the default tenant
+	// nameless: its tenant_unbound does not say which module and route.
+	nameless bool
 	// delivered: Read reports deliveries; unboundSeen: one ran unbound.
 	delivered, unboundSeen bool
 	mu                     sync.Mutex
@@ -74,7 +76,11 @@ func (s *toyStore) key(ctx context.Context) (string, error) {
 	id, err := tenancy.Require(ctx)
 	if err != nil {
 		if !s.open {
-			return "", &tenancy.Error{Code: tenancy.CodeTenantUnbound, Backend: "toy", Fix: "bind a tenant first"}
+			e := &tenancy.Error{Code: tenancy.CodeTenantUnbound, Backend: "toy", Module: "m", Route: "r", Fix: "bind a tenant first"}
+			if s.nameless {
+				e.Module, e.Route = "", ""
+			}
+			return "", e
 		}
 		id = tenancy.Default
 	}
@@ -152,6 +158,9 @@ var factories = map[string]tenancytest.Factory{
 	"open": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return (&toyStore{open: true}).probe(), nil
 	},
+	"nameless": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+		return (&toyStore{nameless: true}).probe(), nil
+	},
 	"uncovered": func(_ *testing.T, k floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		if k == "topic" || tier == tenancy.Dedicated && k == "raw" {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
@@ -212,6 +221,7 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"leaky", false, []string{"--- FAIL: TestConformanceChild/log/tagged", "read under B: found=true"}},
 		{"blind", false, []string{"read under A: found=false, want true"}},
 		{"open", false, []string{"write under no tenant succeeded: want tenant_unbound", "read under tenant-global succeeded"}},
+		{"nameless", false, []string{`write under no tenant: tenant_unbound names module="" backend="toy" route=""; want all three`}},
 		{"uncovered", false, []string{
 			"--- FAIL: TestConformanceChild/topic/namespace",
 			"toy topic: the rules say a route reaches namespace, but the factory builds no probe for it",
