@@ -218,7 +218,7 @@ func (m *Migrator) migrateTarget(ctx context.Context, tenant tenancy.ID, t targe
 // come online, so that "applied" means usable.
 func (m *Migrator) runStep(ctx context.Context, sess session, tenant tenancy.ID, st migrate.Step) error {
 	for _, s := range m.stmts[st.Version] {
-		if _, err := sess.Run(ctx, s, nil); err != nil {
+		if err := runSchema(ctx, sess, s); err != nil {
 			if enterpriseOnly(err) || isEnterpriseSchema(err) {
 				err = fmt.Errorf("%w: %w", ErrEnterpriseRequired, err)
 			}
@@ -238,13 +238,37 @@ func isEnterpriseSchema(err error) bool {
 	return errors.As(err, &ne) && strings.Contains(strings.ToLower(ne.Msg), "enterprise edition")
 }
 
-// ensureHistory creates the history's uniqueness constraint. Two
-// migrators creating it at once: one may be told it already exists.
+// ensureHistory creates the history's uniqueness constraint when it is
+// missing. Two migrators creating it at once on one database can deadlock
+// on the label's schema lock (a transient error) or be told it exists.
 func ensureHistory(ctx context.Context, sess session) error {
 	q := "CREATE CONSTRAINT " + historyConstraint + " IF NOT EXISTS FOR (h:" + historyLabel + ") REQUIRE (h.module, h.target, h.version) IS UNIQUE"
-	_, err := sess.Run(ctx, q, nil)
+	recs, err := sess.Run(ctx, "SHOW CONSTRAINTS YIELD name WHERE name = $n RETURN name", map[string]any{"n": historyConstraint})
+	if err != nil || len(recs) > 0 {
+		return err
+	}
+	err = runSchema(ctx, sess, q)
 	if err != nil && strings.Contains(neoCode(err), "AlreadyExists") {
-		_, err = sess.Run(ctx, q, nil)
+		return nil
+	}
+	return err
+}
+
+// runSchema runs a schema command auto-commit, again after a transient
+// error (a deadlock with another schema change on the database): the
+// driver retries only managed transactions, and every command a step may
+// hold is safe to repeat.
+func runSchema(ctx context.Context, sess session, q string) error {
+	var err error
+	for attempt := range 5 {
+		if _, err = sess.Run(ctx, q, nil); err == nil || !strings.HasPrefix(neoCode(err), "Neo.TransientError.") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+		}
 	}
 	return err
 }
