@@ -329,8 +329,10 @@ func claimStep(ctx context.Context, sess session, rec map[string]any) (bool, err
 		}
 		recs := res.([]*drv.Record)
 		switch {
-		case len(recs) == 0: // released after a failure: claim again
+		case len(recs) == 0 && time.Now().Before(deadline): // released after a failure: claim again
 			continue
+		case len(recs) == 0:
+			return false, ErrStepClaimed
 		case recs[0].Values[0] == "applied":
 			return false, nil
 		case recs[0].Values[1] == true:

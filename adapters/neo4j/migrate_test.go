@@ -330,3 +330,29 @@ func TestMigrateNamespace(t *testing.T) {
 		t.Fatalf("namespace: %+v, %v", rep, err)
 	}
 }
+
+// A step added below the newest applied version is refused with
+// migration_history_conflict for the whole target, and nothing runs.
+func TestMigrateOutOfOrderRefused(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	module := strings.ToLower(label)
+	t.Cleanup(func() { cleanMigrations(d, module, label) })
+	all := threeSteps(label, true)
+	gap := fstest.MapFS{"0001_code_unique.cypher": all["0001_code_unique.cypher"], "0003_by_name.cypher": all["0003_by_name.cypher"]}
+	ctx := context.Background()
+	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(gap))
+	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 2 {
+		t.Fatalf("first set: %v, %v", ch, err)
+	}
+	m2, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(all))
+	_, err := m2.Migrate(ctx, tenancy.ID{})
+	var te *tenancy.Error
+	if !errors.As(err, &te) || te.Code != tenancy.CodeMigrationHistoryConflict || !strings.Contains(te.Detail, "0002_by_total.cypher is not applied, but version 3") {
+		t.Fatalf("out of order: %v", err)
+	}
+	if sc := fmt.Sprint(d.schema(label)); strings.Contains(sc, label+"_total") {
+		t.Fatalf("the out-of-order step ran: %s", sc)
+	}
+}
