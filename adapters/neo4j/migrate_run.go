@@ -318,9 +318,11 @@ func claimStep(ctx context.Context, sess session, rec map[string]any) (bool, err
 		}
 		res, err := sess.ExecuteWrite(ctx, func(run runner) (any, error) {
 			// Take over a stale claim in the same statement that reads
-			// it, so two migrators cannot both take it over.
+			// it, after taking the node's write lock (the first SET), so
+			// the read sees any other takeover committed meanwhile and two
+			// migrators cannot both take it over.
 			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version}) "+
-				"WITH h, h.state = 'applying' AND h.at < datetime() - duration({seconds: $ttl}) AS stale "+
+				"SET h.lock = true REMOVE h.lock WITH h, h.state = 'applying' AND h.at < datetime() - duration({seconds: $ttl}) AS stale "+
 				"SET h.at = CASE WHEN stale THEN datetime() ELSE h.at END, h.checksum = CASE WHEN stale THEN $checksum ELSE h.checksum END "+
 				"RETURN h.state, stale", withTTL(rec))
 		})
