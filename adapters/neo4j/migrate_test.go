@@ -175,6 +175,16 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 		t.Fatal("a second node with the same code was created under the uniqueness constraint")
 	}
 
+	// Fail closed: no tenant is no target (never a shared one), and a
+	// tenant without credentials reaches no server.
+	if _, err := m.Migrate(ctx, tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Fatalf("the zero tenant on a routed module: %v, want tenant_unbound", err)
+	}
+	stranger := tenancy.MustParseID("00000000-0000-4000-8000-0000000000cc")
+	if ch, err := m.Migrate(ctx, stranger); err == nil || len(ch) != 0 {
+		t.Fatalf("a tenant without credentials: %v, %v", ch, err)
+	}
+
 	rerun, err := m.MigrateAll(ctx, nil, reg, migrate.Options{})
 	if err != nil || len(rerun.Changes) != 0 || rerun.Done != 2 {
 		t.Fatalf("rerun: %+v, %v", rerun, err)
