@@ -125,7 +125,8 @@ func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, er
 		out = append(out, target{drv: sc.drv, database: sc.database, release: sc.release})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("neo4j: module %s has no per-tenant database: migrate its shared database (the zero tenant)", m.core.module)
+		return nil, Rules.WiringInvalid(m.core.module, "", fmt.Sprintf("Migrate for tenant %s: the module has no per-tenant database", tenant),
+			"migrate the module's shared database: Migrate with the zero tenant, or MigrateAll")
 	}
 	return out, nil
 }
