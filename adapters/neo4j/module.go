@@ -3,6 +3,7 @@ package neo4j
 import (
 	"context"
 	"fmt"
+	"io/fs"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/auth"
@@ -27,6 +28,8 @@ type config struct {
 	budget   int
 	routed   *routedConfig
 	routes   []*routeSpec
+	// migrations: the Migrations option's files (nil: none).
+	migrations fs.FS
 	// test seams: a recording driver stands in for a server.
 	fake     driver
 	openFake func(endpoint string) driver
@@ -176,6 +179,8 @@ func Module(name string, opts ...Option) fx.Option {
 		mod.WorstCaseConns = cfg.routed.worstCase()
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
+	migErrs, migPart := migrationParts(name, cfg)
+	errs = append(errs, migErrs...)
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations.
 		return fx.Module(name, modules.Provide(mod, errs...))
@@ -183,6 +188,9 @@ func Module(name string, opts ...Option) fx.Option {
 	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
+	}
+	if migPart != nil {
+		parts = append(parts, migPart)
 	}
 	return fx.Module(name, parts...)
 }

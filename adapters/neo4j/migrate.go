@@ -1,0 +1,160 @@
+package neo4j
+
+import (
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/migrate"
+)
+
+// Migrations gives the module its versioned schema migrations: every
+// "<version>_<name>.cypher" file at the top of fsys, each holding one or
+// more schema commands separated by ';' (CREATE ... IF NOT EXISTS, DROP
+// ... IF EXISTS of constraints and indexes). The module then provides a
+// *Migrator as name:"<module>". Files are checked at fx.New: a misnamed
+// file, a statement that is not an idempotent schema command, or (on a
+// module with tagged routes) a uniqueness constraint without the tenant
+// property is wiring_invalid.
+func Migrations(fsys fs.FS) Option { return func(c *config) { c.migrations = fsys } }
+
+// schemaCommand is what a step may hold: Neo4j 5 runs schema commands
+// only in their own transaction, never beside writes, and a step must be
+// safe to repeat (a crash between a statement and its record reruns it).
+var (
+	schemaCommand = regexp.MustCompile(`(?is)^(CREATE|DROP)\s+(CONSTRAINT|((RANGE|TEXT|POINT|FULLTEXT|LOOKUP|VECTOR)\s+)?INDEX)\b`)
+	ifNotExists   = regexp.MustCompile(`(?is)\bIF\s+NOT\s+EXISTS\b`)
+	ifExists      = regexp.MustCompile(`(?is)\bIF\s+EXISTS\b`)
+	// uniqueness: REQUIRE <properties> IS [NODE|REL[ATIONSHIP]] UNIQUE|KEY.
+	uniqueness = regexp.MustCompile(`(?is)\bREQUIRE\s+(.+?)\s+IS\s+((NODE|REL|RELATIONSHIP)\s+)?(UNIQUE|KEY)\b`)
+)
+
+// loadMigrations reads and checks the module's files; tagged says a route
+// stamps the tenant property on the module's shared database.
+func loadMigrations(module string, fsys fs.FS, tagged bool) (migrate.Set, map[int64][]string, []error) {
+	set, err := migrate.Load(fsys, "cypher")
+	if err != nil {
+		return nil, nil, []error{Rules.WiringInvalid(module, "", err.Error(),
+			"name every migration file <version>_<name>.cypher (version a positive integer, unique) at the top of the fs.FS")}
+	}
+	stmts := make(map[int64][]string, len(set))
+	var errs []error
+	for _, st := range set {
+		ss := splitStatements(string(st.Body))
+		if len(ss) == 0 {
+			errs = append(errs, Rules.WiringInvalid(module, "", "migration "+st.File()+" holds no statement", "put a schema command in the file or remove it"))
+		}
+		for _, s := range ss {
+			if p := checkStatement(s, tagged); p != nil {
+				errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), p.fix))
+			}
+		}
+		stmts[st.Version] = ss
+	}
+	return set, stmts, errs
+}
+
+func checkStatement(s string, tagged bool) *problem {
+	m := schemaCommand.FindStringSubmatch(s)
+	if m == nil {
+		return &problem{"not a schema command",
+			"a Neo4j migration holds only CREATE/DROP CONSTRAINT or INDEX commands (Neo4j 5 cannot run them beside writes); do data changes through the module's routes"}
+	}
+	if strings.EqualFold(m[1], "CREATE") && !ifNotExists.MatchString(s) {
+		return &problem{"CREATE without IF NOT EXISTS",
+			"write CREATE CONSTRAINT|INDEX <name> IF NOT EXISTS ...: a step cut off by a crash runs again, so it must be safe to repeat"}
+	}
+	if strings.EqualFold(m[1], "DROP") && !ifExists.MatchString(s) {
+		return &problem{"DROP without IF EXISTS",
+			"write DROP CONSTRAINT|INDEX <name> IF EXISTS: a step cut off by a crash runs again, so it must be safe to repeat"}
+	}
+	if u := uniqueness.FindStringSubmatch(s); u != nil && tagged && !hasTenantProperty(u[1]) {
+		return &problem{"a uniqueness constraint without " + TenantProperty + " on a module with tagged routes spans every tenant (one tenant's value blocks, and reveals, another's)",
+			fmt.Sprintf("put the tenant property first in the constraint: REQUIRE (n.%s, n.<property>) IS UNIQUE", TenantProperty)}
+	}
+	return nil
+}
+
+// hasTenantProperty reports whether a REQUIRE property list ("n.code",
+// "(n.tenant_id, n.code)") names the tenant property.
+func hasTenantProperty(list string) bool {
+	list = strings.Trim(strings.TrimSpace(list), "()")
+	for _, p := range strings.Split(list, ",") {
+		_, prop, ok := strings.Cut(strings.TrimSpace(p), ".")
+		if ok && strings.Trim(strings.TrimSpace(prop), "`") == TenantProperty {
+			return true
+		}
+	}
+	return false
+}
+
+// splitStatements cuts a file at ';' outside quotes, backticks and
+// comments, dropping comments and empty statements.
+func splitStatements(body string) []string {
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c == '/' && i+1 < len(body) && body[i+1] == '/':
+			for i < len(body) && body[i] != '\n' {
+				i++
+			}
+			cur.WriteByte('\n')
+		case c == '/' && i+1 < len(body) && body[i+1] == '*':
+			end := strings.Index(body[i+2:], "*/")
+			if end < 0 {
+				i = len(body)
+			} else {
+				i += end + 3
+			}
+			cur.WriteByte(' ')
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for j < len(body) && body[j] != c {
+				if body[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			cur.WriteString(body[i:min(j+1, len(body))])
+			i = j
+		case c == ';':
+			flush()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return out
+}
+
+// migrationParts checks the module's migrations and provides its
+// *Migrator; both nil when the module has none.
+func migrationParts(module string, cfg *config) ([]error, fx.Option) {
+	if cfg.migrations == nil {
+		return nil, nil
+	}
+	tagged := false
+	for _, r := range cfg.routes {
+		if cfg.routed == nil && Rules.Decide(r.floorsRoute(false)).Tagged {
+			tagged = true
+		}
+	}
+	set, stmts, errs := loadMigrations(module, cfg.migrations, tagged)
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	return nil, fx.Provide(fx.Annotate(func(c *core) *Migrator {
+		return &Migrator{core: c, routes: cfg.routes, set: set, stmts: stmts}
+	}, fx.ResultTags(`name:"`+module+`"`)))
+}
