@@ -6,6 +6,7 @@
 package migrate
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -67,7 +68,7 @@ func Load(fsys fs.FS, kinds ...string) (Set, error) {
 		st.Checksum = hex.EncodeToString(sum[:])
 		set = append(set, st)
 	}
-	slices.SortFunc(set, func(a, b Step) int { return int(a.Version - b.Version) })
+	slices.SortFunc(set, func(a, b Step) int { return cmp.Compare(a.Version, b.Version) })
 	for i := 1; i < len(set); i++ {
 		if set[i].Version == set[i-1].Version {
 			return nil, fmt.Errorf("migrate: two migrations have version %d: %s and %s", set[i].Version, set[i-1].file(), set[i].file())

@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -94,7 +95,7 @@ func (p *Provisioner) LoadMigrations(fsys fs.FS, goSteps ...GoStep) (*Migrations
 		set = append(set, migrate.Step{Version: g.Version, Name: g.Name, Kind: "go", Checksum: "go:" + g.Name})
 		m.run[g.Version] = g.Run
 	}
-	slices.SortFunc(set, func(a, b migrate.Step) int { return int(a.Version - b.Version) })
+	slices.SortFunc(set, func(a, b migrate.Step) int { return cmp.Compare(a.Version, b.Version) })
 	m.set = set
 	return m, nil
 }
@@ -219,7 +220,7 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 	for _, d := range done {
 		applied = append(applied, migrate.Applied{Version: d.Version, Name: d.Name, Checksum: d.Checksum})
 	}
-	slices.SortFunc(applied, func(a, b migrate.Applied) int { return int(a.Version - b.Version) })
+	slices.SortFunc(applied, func(a, b migrate.Applied) int { return cmp.Compare(a.Version, b.Version) })
 	pending, err := m.set.Pending(applied, p.core.module, Rules.Name, tenant)
 	if err != nil {
 		return nil, err
