@@ -70,10 +70,10 @@ func Database(name string) Option { return func(c *config) { c.database = name }
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
 
-// ConnectionBudget caps the connections the module's drivers can open in
+// ConnBudget caps the connections the module's drivers can open in
 // the worst case (routed: MaxDrivers × MaxConnsPerDriver); fx.New refuses
 // a wiring above it with connection_budget_exceeded.
-func ConnectionBudget(n int) Option { return func(c *config) { c.budget = n } }
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // TenantAware stamps the tenant property on everything the route writes
 // and puts the tenant predicate on every pattern element it reads (tagged).
