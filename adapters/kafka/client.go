@@ -109,7 +109,7 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 			TargetNoun: "cluster",
 			Module:     module,
 			Backend:    Rules.Name,
-			MaxPools:   cfg.routed.maxPools,
+			MaxClients: cfg.routed.maxClients,
 		})
 		if err != nil {
 			return nil, err

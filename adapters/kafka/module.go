@@ -48,8 +48,8 @@ type routeSpec struct {
 }
 
 type routedConfig struct {
-	resolve  routing.Resolver
-	maxPools int
+	resolve    routing.Resolver
+	maxClients int
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
@@ -77,7 +77,7 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // refused (dedicated_target_shared). At most maxClients clients exist at
 // once, counting those still closing (0: 64). Routed replaces Brokers.
 func Routed(resolve routing.Resolver, maxClients int) Option {
-	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxPools: maxClients} }
+	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxClients: maxClients} }
 }
 
 // DialFunc opens a network connection to a broker (a SOCKS dialer, a

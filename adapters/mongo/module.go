@@ -84,9 +84,9 @@ type RoutedConfig struct {
 	// minutes).
 	MaxClients int
 	TTL        time.Duration
-	// PoolSize is each client's connection pool maximum (default 100, the
-	// driver's); MaxClients × PoolSize is the module's worst case.
-	PoolSize int
+	// MaxConnsPerClient is each client's connection pool maximum (default 100, the
+	// driver's); MaxClients × MaxConnsPerClient is the module's worst case.
+	MaxConnsPerClient int
 	// ClientOptions adjusts each tenant's client options (timeouts); it
 	// must not connect.
 	ClientOptions func(*options.ClientOptions)
@@ -103,15 +103,15 @@ func (rc *RoutedConfig) maxClients() int {
 	return 64
 }
 
-func (rc *RoutedConfig) poolSize() int {
-	if rc.PoolSize > 0 {
-		return rc.PoolSize
+func (rc *RoutedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
 	}
 	return 100
 }
 
 // ConnBudget caps the connections a routed module's clients may open:
-// fx.New refuses (connection_budget_exceeded) when MaxClients × PoolSize
+// fx.New refuses (connection_budget_exceeded) when MaxClients × MaxConnsPerClient
 // exceeds n.
 func ConnBudget(n int) Option { return func(cfg *config) { cfg.budget = n } }
 
@@ -191,7 +191,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.poolSize()
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 	}
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))

@@ -27,7 +27,7 @@ func newPools(module, db string, rc *RoutedConfig) (*routing.Pools[*routedClient
 		TargetNoun: "database",
 		Module:     module,
 		Backend:    Rules.Name,
-		MaxPools:   rc.maxClients(),
+		MaxClients: rc.maxClients(),
 		TTL:        rc.TTL,
 		MaxWait:    rc.MaxWait,
 		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
@@ -35,7 +35,7 @@ func newPools(module, db string, rc *RoutedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.poolSize()))
+			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.maxConnsPerClient()))
 			if cr.User != "" {
 				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
 			}

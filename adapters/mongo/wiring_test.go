@@ -124,7 +124,7 @@ func TestNoClientIsAWiringError(t *testing.T) {
 }
 
 func TestConnBudget(t *testing.T) {
-	small := mongo.Routed(mongo.RoutedConfig{Resolve: creds, MaxClients: 8, PoolSize: 4})
+	small := mongo.Routed(mongo.RoutedConfig{Resolve: creds, MaxClients: 8, MaxConnsPerClient: 4})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
 		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
 	if e.Module != "m" {

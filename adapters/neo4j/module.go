@@ -71,7 +71,7 @@ func Database(name string) Option { return func(c *config) { c.database = name }
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
 
 // ConnBudget caps the connections the module's drivers can open in
-// the worst case (routed: MaxDrivers × MaxConnsPerDriver); fx.New refuses
+// the worst case (routed: MaxClients × MaxConnsPerClient); fx.New refuses
 // a wiring above it with connection_budget_exceeded.
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 

@@ -19,15 +19,15 @@ type RoutedOption func(*routedConfig)
 
 type routedConfig struct {
 	resolve    routing.Resolver
-	maxDrivers int
+	maxClients int
 	maxConns   int
 	ttl        time.Duration
 	maxWait    time.Duration
 }
 
-// DefaultMaxConnsPerDriver is the per-driver connection pool bound the
+// DefaultMaxConnsPerClient is the per-driver connection pool bound the
 // routed driver sets (the Neo4j driver's own default is 100).
-const DefaultMaxConnsPerDriver = 16
+const DefaultMaxConnsPerClient = 16
 
 // Routed gives every tenant its own driver, built from the credentials
 // resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
@@ -37,7 +37,7 @@ const DefaultMaxConnsPerDriver = 16
 // (dedicated_target_shared), and no tenant ever falls back to a shared one.
 func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
 	return func(c *config) {
-		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerDriver}
+		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerClient}
 		for _, o := range opts {
 			o(rc)
 		}
@@ -45,12 +45,12 @@ func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
 	}
 }
 
-// MaxDrivers bounds live per-tenant drivers (least recently used closed
+// MaxClients bounds live per-tenant drivers (least recently used closed
 // first; default 64).
-func MaxDrivers(n int) RoutedOption { return func(r *routedConfig) { r.maxDrivers = n } }
+func MaxClients(n int) RoutedOption { return func(r *routedConfig) { r.maxClients = n } }
 
-// MaxConnsPerDriver bounds each driver's connection pool.
-func MaxConnsPerDriver(n int) RoutedOption { return func(r *routedConfig) { r.maxConns = n } }
+// MaxConnsPerClient bounds each driver's connection pool.
+func MaxConnsPerClient(n int) RoutedOption { return func(r *routedConfig) { r.maxConns = n } }
 
 // ResolveTTL is how long a tenant's credentials are trusted before they
 // are resolved again (default 5 minutes).
@@ -61,19 +61,19 @@ func (r *routedConfig) validate(module string) []error {
 	if r.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
-	if r.maxDrivers < 0 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxDrivers(%d) is negative", r.maxDrivers),
-			"pass MaxDrivers(0) for the default bound, or a positive number of live per-tenant drivers"))
+	if r.maxClients < 0 {
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxClients(%d) is negative", r.maxClients),
+			"pass MaxClients(0) for the default bound, or a positive number of live per-tenant drivers"))
 	}
 	if r.maxConns < 1 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxConnsPerDriver(%d) is below 1", r.maxConns),
-			fmt.Sprintf("pass MaxConnsPerDriver(n) with n >= 1, or drop it for the default %d", DefaultMaxConnsPerDriver)))
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxConnsPerClient(%d) is below 1", r.maxConns),
+			fmt.Sprintf("pass MaxConnsPerClient(n) with n >= 1, or drop it for the default %d", DefaultMaxConnsPerClient)))
 	}
 	return errs
 }
 
 func (r *routedConfig) worstCase() int {
-	n := r.maxDrivers
+	n := r.maxClients
 	if n <= 0 {
 		n = 64
 	}
@@ -113,7 +113,7 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		TargetNoun: "server database",
 		Module:     module,
 		Backend:    Rules.Name,
-		MaxPools:   rc.maxDrivers,
+		MaxClients: rc.maxClients,
 		TTL:        rc.ttl,
 		MaxWait:    rc.maxWait,
 	})
@@ -136,7 +136,7 @@ func routedTarget(c routing.Credentials) (string, error) {
 	return net.JoinHostPort(host, port) + "/" + c.Params["database"], nil
 }
 
-// MaxWait bounds how long a call waits for a driver slot when MaxDrivers
+// MaxWait bounds how long a call waits for a driver slot when MaxClients
 // drivers are open or still closing (default 10 seconds; the call's
 // context bounds it too).
 func MaxWait(d time.Duration) RoutedOption { return func(r *routedConfig) { r.maxWait = d } }

@@ -30,7 +30,7 @@ func TestRoutedTargetsAreDedicatedAndClosedOnStop(t *testing.T) {
 		tB: {Endpoint: "neo4j://b", User: "u", Secret: "other"},
 	})
 	var g *Graph
-	app := fx.New(fx.NopLogger, Module("m", withFakeRouted(rec), Routed(resolve, MaxDrivers(4)), GraphRoute("g")),
+	app := fx.New(fx.NopLogger, Module("m", withFakeRouted(rec), Routed(resolve, MaxClients(4)), GraphRoute("g")),
 		fx.Invoke(fx.Annotate(func(v *Graph) { g = v }, fx.ParamTags(`name:"g"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

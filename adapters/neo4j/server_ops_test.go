@@ -431,7 +431,7 @@ func concurrentTenants(t *testing.T, g *neo4j.Graph, label string, tenants []ten
 func TestServerCancelledCallsDoNotLeakConnections(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) { return credentials(s), nil }
-	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, neo4j.MaxConnsPerDriver(2)), neo4j.RawCypherRoute("raw"))
+	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, neo4j.MaxConnsPerClient(2)), neo4j.RawCypherRoute("raw"))
 	slow := "UNWIND range(1, 100000000) AS x RETURN count(x) AS c"
 	for range 6 {
 		ctx, cancel := context.WithTimeout(srvA, 50*time.Millisecond)

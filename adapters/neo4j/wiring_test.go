@@ -123,9 +123,9 @@ func TestNoDriverRefused(t *testing.T) {
 
 func TestConnectionBudget(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m",
-		neo4j.ConnBudget(100), neo4j.Routed(resolver, neo4j.MaxDrivers(10), neo4j.MaxConnsPerDriver(16)),
+		neo4j.ConnBudget(100), neo4j.Routed(resolver, neo4j.MaxClients(10), neo4j.MaxConnsPerClient(16)),
 		neo4j.GraphRoute("g")))
 	tenancytest.RequireWires(t, neo4j.Module("m",
-		neo4j.ConnBudget(160), neo4j.Routed(resolver, neo4j.MaxDrivers(10), neo4j.MaxConnsPerDriver(16)),
+		neo4j.ConnBudget(160), neo4j.Routed(resolver, neo4j.MaxClients(10), neo4j.MaxConnsPerClient(16)),
 		neo4j.GraphRoute("g")))
 }

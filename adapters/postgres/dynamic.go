@@ -63,10 +63,10 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 		if dc.Login != nil {
 			dl := *dc.Login // the caller's value stays as it was
 			dc.Login = &dl
-			if dl.MaxPools <= 0 {
-				dl.MaxPools = defaultLoginPools
+			if dl.MaxClients <= 0 {
+				dl.MaxClients = defaultLoginPools
 			}
-			spec.login, spec.ownedConns = dl.Secret, dl.MaxPools*int(dc.MaxConns)
+			spec.login, spec.ownedConns = dl.Secret, dl.MaxClients*int(dc.MaxConns)
 			switch {
 			case !dc.TenantRole:
 				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))

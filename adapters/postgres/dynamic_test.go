@@ -290,7 +290,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 		d   *postgres.Documents[item]
 		dyn *postgres.DynamicReads
 	)
-	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
 		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
 	provision(t, c, tenancytest.TenantA)
@@ -344,7 +344,7 @@ func TestDynamicReadLogin(t *testing.T) {
 	var dyn *postgres.DynamicReads
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
-			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxPools: 2}})), named("dyn", &dyn))
+			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxClients: 2}})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ds := dynSet{dyn: dyn}
@@ -391,7 +391,7 @@ func TestDynamicLoginWiring(t *testing.T) {
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
 	login := func(budget int) fx.Option {
 		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
-			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxPools: 3}}))
+			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxClients: 3}}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
 	tenancytest.RequireWires(t, login(10))

@@ -76,7 +76,7 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
+		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2})
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()

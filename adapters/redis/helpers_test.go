@@ -136,7 +136,7 @@ func (e *env) routed() redis.Option {
 			}
 			return e.creds(e.routedDB(id)), nil
 		},
-		PoolSize: 4,
+		MaxConnsPerClient: 4,
 	})
 }
 

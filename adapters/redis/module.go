@@ -67,7 +67,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxPools() * cfg.routed.poolSize()
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 	}
 	var errs []error
 	seen := map[string]bool{}

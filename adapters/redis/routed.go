@@ -28,15 +28,15 @@ type RoutedConfig struct {
 	// goredis.NewUniversalClient as described above (a cluster client
 	// re-reads its slot map every 2 seconds).
 	Open func(routing.Credentials) (goredis.UniversalClient, error)
-	// MaxPools bounds clients open or still closing (default 64);
+	// MaxClients bounds clients open or still closing (default 64);
 	// MaxTenants bounds remembered tenants; TTL is how long a resolution is
 	// trusted; MaxWait bounds how long a call waits for a client slot
 	// (default 10 seconds; the call's context bounds it too).
-	MaxPools, MaxTenants int
-	TTL, MaxWait         time.Duration
-	// PoolSize is each client's connection pool size (default go-redis's,
-	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxPools × PoolSize.
-	PoolSize int
+	MaxClients, MaxTenants int
+	TTL, MaxWait           time.Duration
+	// MaxConnsPerClient is each client's connection pool size (default go-redis's,
+	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxClients × MaxConnsPerClient.
+	MaxConnsPerClient int
 }
 
 // Routed runs the module's routes on per-tenant clients (dedicated). Every
@@ -47,7 +47,7 @@ func Routed(cfg RoutedConfig) Option {
 }
 
 // ConnBudget caps the connections the module's clients may open in the
-// worst case; on a routed module that is MaxPools × PoolSize, checked
+// worst case; on a routed module that is MaxClients × MaxConnsPerClient, checked
 // during fx.New (connection_budget_exceeded).
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
@@ -60,16 +60,16 @@ func (rc *routedConfig) validate(module string) []error {
 	return nil
 }
 
-func (rc *routedConfig) maxPools() int {
-	if rc.MaxPools > 0 {
-		return rc.MaxPools
+func (rc *routedConfig) maxClients() int {
+	if rc.MaxClients > 0 {
+		return rc.MaxClients
 	}
 	return 64
 }
 
-func (rc *routedConfig) poolSize() int {
-	if rc.PoolSize > 0 {
-		return rc.PoolSize
+func (rc *routedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
 	}
 	return 10 * runtime.GOMAXPROCS(0)
 }
@@ -98,7 +98,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		TenantKeyed: true,
 		Module:      module,
 		Backend:     Rules.Name,
-		MaxPools:    rc.MaxPools,
+		MaxClients:  rc.MaxClients,
 		MaxTenants:  rc.MaxTenants,
 		TTL:         rc.TTL,
 		MaxWait:     rc.MaxWait,
@@ -112,7 +112,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 func (rc *routedConfig) defaultOpen(c routing.Credentials) (goredis.UniversalClient, error) {
 	opts := &goredis.UniversalOptions{
 		Addrs: strings.Split(c.Endpoint, ","), Username: c.User, Password: c.Secret,
-		PoolSize: rc.PoolSize, MasterName: c.Params["master"],
+		PoolSize: rc.MaxConnsPerClient, MasterName: c.Params["master"],
 	}
 	if db := c.Params["db"]; db != "" {
 		n, err := strconv.Atoi(db)

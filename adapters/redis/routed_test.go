@@ -56,7 +56,7 @@ func TestRoutedWiring(t *testing.T) {
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: "127.0.0.1:1"}, nil
 	}
-	routed := redis.Routed(redis.RoutedConfig{Resolve: resolve, MaxPools: 8, PoolSize: 4})
+	routed := redis.Routed(redis.RoutedConfig{Resolve: resolve, MaxClients: 8, MaxConnsPerClient: 4})
 	tenancytest.RequireWires(t, redis.Module("m", routed, redis.RequiredIsolation(tenancy.Dedicated),
 		redis.CacheRoute("c"), redis.StreamRoute("s"), redis.PubSubRoute("p")))
 	tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,

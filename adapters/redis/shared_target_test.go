@@ -28,7 +28,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 		Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
 			return e.creds(db), nil
 		},
-		PoolSize: 2,
+		MaxConnsPerClient: 2,
 	})
 	name := e.name("sharedtarget")
 	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name))
@@ -56,7 +56,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	}
 }
 
-// TestRoutedBudgetIsAHardLimit: MaxPools 2 with one connection per client
+// TestRoutedBudgetIsAHardLimit: MaxClients 2 with one connection per client
 // holds twelve tenants calling at once to two connections, counted exactly
 // by a dialer wrapper and in CLIENT LIST (where a closed connection may
 // linger a moment, hence the allowance there).
@@ -83,7 +83,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 					return dialed.Track(nc), nil
 				}}), nil
 		},
-		MaxPools: 2, PoolSize: 1, MaxWait: time.Minute,
+		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
 	})
 	name := e.name("budget")
 	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name))

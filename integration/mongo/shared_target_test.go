@@ -130,7 +130,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		}
 	}}
 	docs := routedDocs(t, db, creds, func(rc *mongo.RoutedConfig) {
-		rc.MaxClients, rc.PoolSize, rc.MaxWait = 2, 1, time.Minute
+		rc.MaxClients, rc.MaxConnsPerClient, rc.MaxWait = 2, 1, time.Minute
 		rc.ClientOptions = func(o *options.ClientOptions) { o.SetPoolMonitor(monitor).SetDirect(true) }
 	})
 	var wg sync.WaitGroup
