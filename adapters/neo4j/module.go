@@ -239,7 +239,7 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 			c.plain = newRealDriver(in.Driver)
 		default:
 			return nil, Rules.WiringInvalid(module, "", "the module has no Neo4j driver",
-				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve), or provide a neo4j.DriverWithContext in the graph")
+				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve, cfg), or provide a neo4j.DriverWithContext in the graph")
 		}
 		return c, nil
 	}
