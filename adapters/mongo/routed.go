@@ -20,9 +20,9 @@ type routedClient struct {
 
 // newPools builds the routed clients of a Routed module; db is the
 // database a tenant uses unless its credentials name another.
-func newPools(module, db string, rc *RoutedConfig) (*routing.Pools[*routedClient], error) {
+func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient], error) {
 	return routing.New(routing.Config[*routedClient]{
-		Resolve:    rc.Resolve,
+		Resolve:    rc.resolve,
 		Target:     func(cr routing.Credentials) (string, error) { return routedTarget(cr, db) },
 		TargetNoun: "database",
 		Module:     module,
