@@ -14,16 +14,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// RoutedConfig runs every route of a module on the tenant's own client
-// (dedicated), built from the credentials Resolve returns. The pooling,
-// the bound, re-resolution and the drain before close are the shared
-// routing package's.
+// RoutedConfig bounds the per-tenant clients of a routed module and says
+// how they are built. Zero values take the defaults.
 type RoutedConfig struct {
-	// Resolve returns a tenant's credentials (required). For the default
-	// Open, Endpoint is "host:port" (comma-separated addresses for a
-	// cluster), User and Secret are the ACL user and password, and Params
-	// may set "db" (a database number) and "master" (a sentinel master).
-	Resolve routing.Resolver
 	// Open builds a client from credentials without connecting; default
 	// goredis.NewUniversalClient as described above (a cluster client
 	// re-reads its slot map every 2 seconds).
@@ -39,11 +32,16 @@ type RoutedConfig struct {
 	MaxConnsPerClient int
 }
 
-// Routed runs the module's routes on per-tenant clients (dedicated). Every
-// route becomes tenant-scoped: fleet routes are refused on it, and
-// unbound workers are refused over its streams.
-func Routed(cfg RoutedConfig) Option {
-	return func(c *config) { rc := routedConfig(cfg); c.routed = &rc }
+// Routed runs the module's routes on per-tenant clients (dedicated), built
+// from the credentials resolve returns. For the default Open, Endpoint is
+// "host:port" (comma-separated addresses for a cluster), User and Secret
+// are the ACL user and password, and Params may set "db" (a database
+// number) and "master" (a sentinel master). The pooling, the bound,
+// re-resolution and the drain before close are the shared routing
+// package's. Every route becomes tenant-scoped: fleet routes are refused
+// on it, and unbound workers are refused over its streams.
+func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
+	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
 }
 
 // ConnBudget caps the connections the module's clients may open in the
@@ -51,11 +49,14 @@ func Routed(cfg RoutedConfig) Option {
 // during fx.New (connection_budget_exceeded).
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
-type routedConfig RoutedConfig
+type routedConfig struct {
+	resolve routing.Resolver
+	RoutedConfig
+}
 
 func (rc *routedConfig) validate(module string) []error {
-	if rc.Resolve == nil {
-		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "set RoutedConfig.Resolve")}
+	if rc.resolve == nil {
+		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
 	}
 	return nil
 }
@@ -85,7 +86,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		open = rc.defaultOpen
 	}
 	pools, err := routing.New(routing.Config[goredis.UniversalClient]{
-		Resolve: rc.Resolve,
+		Resolve: rc.resolve,
 		Open: func(_ context.Context, c routing.Credentials) (goredis.UniversalClient, error) {
 			return open(c)
 		},

@@ -24,10 +24,9 @@ import (
 func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	e := newEnv(t)
 	db := e.routedDB(tenantNoCreds) // neither A's nor B's own database
-	shared := redis.Routed(redis.RoutedConfig{
-		Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
-			return e.creds(db), nil
-		},
+	shared := redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
+		return e.creds(db), nil
+	}, redis.RoutedConfig{
 		MaxConnsPerClient: 2,
 	})
 	name := e.name("sharedtarget")
@@ -67,11 +66,10 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	clientName := "twbudget" + e.suffix
 	var dialed connprobe.Counter
 	const tenants = 12
-	routed := redis.Routed(redis.RoutedConfig{
-		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-			// Distinct credentials: one client per tenant.
-			return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
-		},
+	routed := redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		// Distinct credentials: one client per tenant.
+		return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
+	}, redis.RoutedConfig{
 		Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
 			d := &net.Dialer{}
 			return goredis.NewClient(&goredis.Options{Addr: c.Endpoint, DB: 13, PoolSize: 1, ClientName: clientName,
