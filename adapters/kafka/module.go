@@ -263,7 +263,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 	}
 	for _, c := range cfg.consumers {
-		parts = append(parts, c.invoke(cfg.route(c.route)))
+		parts = append(parts, c.invoke(name, cfg.route(c.route)))
 	}
 	return fx.Module(name, parts...)
 }
