@@ -55,9 +55,9 @@ func TestConformance(t *testing.T) {
 // messagingSet holds the messaging and hub routes of one tier.
 type messagingSet struct {
 	run      string
-	inbox    *postgres.InboxRoute
-	idem     *postgres.IdempotencyStore
-	outbox   *postgres.OutboxRoute
+	inbox    *postgres.Inbox
+	idem     *postgres.Idempotency
+	outbox   *postgres.Outbox
 	hub      *postgres.HubSearches // nil at namespace, which a hub never reaches
 	own      *postgres.HubSearches // a per-tenant federated leg
 	federate *postgres.Federated
@@ -78,9 +78,9 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 	}
 	ms := &messagingSet{run: run}
 	opts := []postgres.Option{
-		postgres.Inbox("in", postgres.InboxConfig{TenantAware: aware, Table: rel("in")}),
-		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: aware, Table: rel("idem")}),
-		postgres.Outbox("out", postgres.OutboxConfig{TenantAware: aware, Table: rel("out")}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: aware, Table: rel("in")}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: aware, Table: rel("idem")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: aware, Table: rel("out")}),
 	}
 	targets := []any{named("in", &ms.inbox), named("idem", &ms.idem), named("out", &ms.outbox)}
 	if tier != tenancy.Namespace {
@@ -102,7 +102,7 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 
 // outboxProbe writes one message and finds it by claiming the outbox (the
 // claim is abandoned, so nothing is marked delivered).
-func outboxProbe(o *postgres.OutboxRoute, ev string) tenancytest.Probe {
+func outboxProbe(o *postgres.Outbox, ev string) tenancytest.Probe {
 	claimed := func(ctx context.Context) (int, error) {
 		b, err := o.Claim(ctx, 100)
 		if err != nil {

@@ -236,16 +236,16 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 	}
 	var (
 		d     *postgres.Documents[item]
-		x     *postgres.Searches
-		k     *postgres.Counters
+		x     *postgres.Search
+		k     *postgres.Counter
 		stats *postgres.AnalyticsRoute
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(docs), Write: postgres.Table(docs)}),
-		postgres.Search("texts", postgres.SearchConfig{TenantAware: true, Read: postgres.Table(texts), Heap: postgres.Table(texts), Index: postgres.Table(texts + "_tsv")}),
-		postgres.Search("own", postgres.SearchConfig{Read: postgres.SchemaPerTenant("own"), Heap: postgres.SchemaPerTenant("own"), Index: postgres.SchemaPerTenant("own_tsv")}),
-		postgres.Counter("counts", postgres.CounterConfig{TenantAware: true, Table: postgres.Table(counts)}),
+		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: postgres.Table(texts), Heap: postgres.Table(texts), Index: postgres.Table(texts + "_tsv")}),
+		postgres.SearchRoute("own", postgres.SearchConfig{Read: postgres.SchemaPerTenant("own"), Heap: postgres.SchemaPerTenant("own"), Index: postgres.SchemaPerTenant("own_tsv")}),
+		postgres.CounterRoute("counts", postgres.CounterConfig{TenantAware: true, Table: postgres.Table(counts)}),
 		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: true, Source: postgres.Table(docs), Queries: map[string]postgres.Aggregate{
 			"sum": {Agg: postgres.AggSum, Field: "n"}}}),
 	), &d, named("texts", &x), named("counts", &k), named("stats", &stats))

@@ -15,7 +15,7 @@ import (
 // Worker and aggregate refusals say exactly what to change, naming the
 // config field; no server is needed.
 func TestRefusalsSayWhatToChange(t *testing.T) {
-	ob := postgres.Outbox("events", postgres.OutboxConfig{Table: postgres.Table("outbox")})
+	ob := postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table("outbox")})
 	for name, c := range map[string]struct {
 		opt fx.Option
 		fix string

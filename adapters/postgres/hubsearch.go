@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"reflect"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -38,7 +39,7 @@ func HubSearch(name string, hc HubSearchConfig) Option {
 		// The DDL and statements are a search route's over one table.
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
 		spec.provide = provideRoute(func(cl *Client) *HubSearches {
-			x := &Searches{route: route{cl, spec}, cfg: sc}
+			x := &Search{route: route{cl, spec}, cfg: sc}
 			if !x.perTenant() {
 				x.static = x.build(tenancy.ID{})
 			}
@@ -51,7 +52,23 @@ func HubSearch(name string, hc HubSearchConfig) Option {
 
 // HubSearches is a hub search route: Put, Remove, Search and Count as on
 // a search route, each over the bound tenant's rows when tenant-scoped.
-type HubSearches struct{ *Searches }
+type HubSearches struct{ s *Search }
+
+// Put indexes body under id.
+func (h *HubSearches) Put(ctx context.Context, id, body string) error { return h.s.Put(ctx, id, body) }
+
+// Remove drops id from the index.
+func (h *HubSearches) Remove(ctx context.Context, id string) error { return h.s.Remove(ctx, id) }
+
+// Search returns the best hits for a web-search style query.
+func (h *HubSearches) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	return h.s.Search(ctx, query, limit)
+}
+
+// Count returns how many documents match query.
+func (h *HubSearches) Count(ctx context.Context, query string) (int, error) {
+	return h.s.Count(ctx, query)
+}
 
 // hubLeg is what a federated search needs of a hub.
 type hubLeg struct {

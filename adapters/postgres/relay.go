@@ -39,7 +39,7 @@ func relayOption(route string, tenants TenantsFunc, rc RelayConfig) Option {
 	w.build = func(obj any, log workerLog) (runner, error) {
 		cfg := rc
 		cfg.Logger = log(cfg.Logger)
-		cfg.Source, cfg.Tenants = obj.(*OutboxRoute), nil
+		cfg.Source, cfg.Tenants = obj.(*Outbox), nil
 		if tenants != nil {
 			cfg.Tenants = tenants
 		}

@@ -45,8 +45,8 @@ func twoDatabases(t *testing.T) routing.Resolver {
 
 type routeSet struct {
 	docs    *postgres.Documents[item]
-	counter *postgres.Counters
-	search  *postgres.Searches
+	counter *postgres.Counter
+	search  *postgres.Search
 	stats   *postgres.AnalyticsRoute
 	dyn     *postgres.DynamicReads
 	client  *postgres.Client
@@ -82,8 +82,8 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 	rs.prefix, rs.table = prefix, rel("docs").Name()
 	opts := []postgres.Option{conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
-		postgres.Counter("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
-		postgres.Search("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
+		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
+		postgres.SearchRoute("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
 		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
 			"total":  {Agg: postgres.AggCount},
 			"byName": {Agg: postgres.AggSum, Field: "n", GroupBy: "name"},
@@ -133,7 +133,7 @@ func TestRouteBoundaries(t *testing.T) {
 	}
 }
 
-func counterProbe(k *postgres.Counters) tenancytest.Probe {
+func counterProbe(k *postgres.Counter) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { _, err := k.Add(ctx, "hits", 1); return err },
 		Read: func(ctx context.Context) (bool, error) {
@@ -160,7 +160,7 @@ func counterProbe(k *postgres.Counters) tenancytest.Probe {
 	}
 }
 
-func searchProbe(t *testing.T, x *postgres.Searches) tenancytest.Probe {
+func searchProbe(t *testing.T, x *postgres.Search) tenancytest.Probe {
 	ids := func(ctx context.Context) ([]string, error) {
 		hits, err := x.Search(ctx, "zebra quantum", 10)
 		var out []string
@@ -316,7 +316,7 @@ func TestDynamicReadWiring(t *testing.T) {
 	// heap cannot exist, and is refused as such.
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
-			postgres.Search("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
+			postgres.SearchRoute("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
 	// The rule itself counts the index.
 	rule := postgres.Rules.Kinds[postgres.KindSearch]
 	r := floors.Route{Kind: postgres.KindSearch, Relations: []floors.Relation{

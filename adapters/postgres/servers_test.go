@@ -153,9 +153,9 @@ func relayOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // after the app's stop, registered later
 	s := newSink()
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.Routed(credsOf(dsns), postgres.RoutedConfig{}),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
 		postgres.ShardedRelay("out", providing(three...), fast(s))), named("out", &o))
 	provision(t, c, three...)
 	rows := fill(t, o, 20, three...)

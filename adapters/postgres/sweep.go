@@ -54,7 +54,7 @@ func Sweep(route string, sc SweepConfig) Option {
 	}
 	w.build = func(obj any, log workerLog) (runner, error) {
 		retain := sc.Retain
-		if _, idem := obj.(*IdempotencyStore); !idem && retain == 0 {
+		if _, idem := obj.(*Idempotency); !idem && retain == 0 {
 			retain = 24 * time.Hour
 		}
 		return &sweepRunner{cfg: sc, target: obj.(sweeper), retain: retain, log: log(nil)}, nil
