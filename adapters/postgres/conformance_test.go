@@ -58,9 +58,9 @@ type messagingSet struct {
 	inbox    *postgres.Inbox
 	idem     *postgres.Idempotency
 	outbox   *postgres.Outbox
-	hub      *postgres.HubSearches // nil at namespace, which a hub never reaches
-	own      *postgres.HubSearches // a per-tenant federated leg
-	federate *postgres.Federated
+	hub      *postgres.HubSearch // nil at namespace, which a hub never reaches
+	own      *postgres.HubSearch // a per-tenant federated leg
+	federate *postgres.FederatedSearch
 }
 
 // messagingRoutes returns the inbox, idempotency and outbox routes at
@@ -92,9 +92,9 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 			own = postgres.Table("notes_" + run)
 		}
 		opts = append(opts,
-			postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: aware, Table: rel("hub")}),
-			postgres.HubSearch("own", postgres.HubSearchConfig{TenantAware: aware, Table: own}),
-			postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"hub", "own"}}))
+			postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: aware, Table: rel("hub")}),
+			postgres.HubSearchRoute("own", postgres.HubSearchConfig{TenantAware: aware, Table: own}),
+			postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"hub", "own"}}))
 		targets = append(targets, named("hub", &ms.hub), named("own", &ms.own), named("all", &ms.federate))
 	}
 	return ms, opts, targets

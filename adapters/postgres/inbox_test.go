@@ -235,12 +235,12 @@ func TestMessagingTeardown(t *testing.T) {
 	var (
 		in  *postgres.Inbox
 		st  *postgres.Idempotency
-		hub *postgres.HubSearches
+		hub *postgres.HubSearch
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("td_idem_" + run)}),
-		postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
+		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
 	), named("in", &in), named("idem", &st), named("hub", &hub))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

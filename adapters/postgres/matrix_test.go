@@ -20,7 +20,7 @@ func TestLiveMatrix(t *testing.T) {
 			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("t"), Write: postgres.Table("t")}),
 			postgres.Document[int]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("n"), Write: postgres.SchemaPerTenant("n")}),
 			postgres.CounterRoute("shared", postgres.CounterConfig{Table: postgres.Table("c")}),
-			postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
+			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		),
 		postgres.Module("routed", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
 			postgres.CounterRoute("quota", postgres.CounterConfig{Table: postgres.Table("q")})),

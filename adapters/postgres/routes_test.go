@@ -47,8 +47,8 @@ type routeSet struct {
 	docs    *postgres.Documents[item]
 	counter *postgres.Counter
 	search  *postgres.Search
-	stats   *postgres.AnalyticsRoute
-	dyn     *postgres.DynamicReads
+	stats   *postgres.Analytics
+	dyn     *postgres.DynamicRead
 	client  *postgres.Client
 	prefix  string
 	table   string // the documents' table name
@@ -84,7 +84,7 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
 		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
 		postgres.SearchRoute("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
-		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
 			"total":  {Agg: postgres.AggCount},
 			"byName": {Agg: postgres.AggSum, Field: "n", GroupBy: "name"},
 			"big":    {Agg: postgres.AggMax, Field: "n", Filters: []document.Filter{{Field: "n", Op: document.Gt, Value: 5}}},
@@ -92,7 +92,7 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 	}
 	targets := []any{&rs.docs, named("counter", &rs.counter), named("search", &rs.search), named("stats", &rs.stats)}
 	if tier >= tenancy.Namespace {
-		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
+		opts = append(opts, postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
 		targets = append(targets, named("dyn", &rs.dyn))
 	}
 	rs.client = start(t, postgres.Module("pg", append(opts, extra...)...), append(targets, extraTargets...)...)
@@ -302,7 +302,7 @@ func TestRoutesFailClosed(t *testing.T) {
 }
 
 func TestDynamicReadWiring(t *testing.T) {
-	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicRead("dyn", dc) }
+	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicReadRoute("dyn", dc) }
 	tenancytest.RequireRefused(t, postgres.CodeDynamicReadUnconfined,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
