@@ -39,8 +39,8 @@ func badOptions() fx.Option {
 		// module's unbound consumer over a tenant-aware stream is still
 		// checked.
 		memory.Module("misc",
-			memory.Cache("bad", memory.CacheConfig{Keys: memory.Static("a.b")}),
-			memory.Stream("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")}),
+			memory.CacheRoute("bad", memory.CacheConfig{Keys: memory.Static("a.b")}),
+			memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")}),
 			memory.Consume(memory.ConsumerConfig{Name: "drain", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}),
 		),
 		modules.Worker(floors.Worker{Name: "sweep", Module: "shop", Route: "nowhere"}),
@@ -196,7 +196,7 @@ func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 		"mongo":    mongo.Module("x"), // no database
 		"kafka":    kafka.Module("x"), // no brokers
 		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g"), neo4j.GraphRoute("g")),
-		"memory":   memory.Module("x", memory.Cache("c", memory.CacheConfig{Keys: memory.Static("a.b")})),
+		"memory":   memory.Module("x", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("a.b")})),
 	} {
 		t.Run(name, func(t *testing.T) {
 			codes := tenancy.Codes(fx.New(fx.NopLogger, bad, floorMiss).Err())

@@ -29,7 +29,7 @@ func ExampleDryRun() {
 		),
 		memory.Module("cache",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Cache("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
+			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
 		),
 	)
 	report, err := modules.DryRun(appOptions)

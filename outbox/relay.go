@@ -46,7 +46,11 @@ type RelayConfig struct {
 	// error the wait doubles up to MaxBackoff (default 5s).
 	Idle, MaxBackoff time.Duration
 	// Wake, when set, cuts an idle wait short (an outbox wake channel).
-	Wake   <-chan struct{}
+	Wake <-chan struct{}
+	// Logger receives failed passes (keys "tenant" when sharded, "wait",
+	// "error"). The adapters' relays pass the app's logger with the
+	// backend, module, route and worker attached; left nil here it is
+	// slog.Default() with the "worker" key.
 	Logger *slog.Logger
 }
 
@@ -72,7 +76,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		cfg.MaxBackoff = 5 * time.Second
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.Default().With("worker", cfg.Name)
 	}
 	return &Relay{cfg: cfg}, nil
 }
@@ -143,7 +147,11 @@ func (r *Relay) loop(ctx context.Context) {
 				return
 			}
 			wait = min(max(2*wait, r.cfg.Idle), r.cfg.MaxBackoff)
-			r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "relay", r.cfg.Name, "wait", wait, "err", err)
+			if id, ok := tenancy.FromContext(ctx); ok {
+				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "tenant", id.String(), "wait", wait, "error", err)
+			} else {
+				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "wait", wait, "error", err)
+			}
 		case n == 0:
 			wait = r.cfg.Idle
 		default:

@@ -12,7 +12,7 @@ import (
 )
 
 // TestBudgetCountsClosingClients: with 12 tenants calling at once and
-// MaxPools 2, never more than 2 clients are open or closing: a retired
+// MaxClients 2, never more than 2 clients are open or closing: a retired
 // client holds its slot until Close has returned.
 func TestBudgetCountsClosingClients(t *testing.T) {
 	h := newHarnessWith(t, 2, func(c *routing.Config[*client]) { c.MaxWait = time.Minute })

@@ -13,7 +13,7 @@
 //		},
 //		Close:       func(c *redis.Client) { c.Close() },
 //		TenantKeyed: true, // every key carries the tenant; others set Target
-//		MaxPools:    64,
+//		MaxClients:    64,
 //	})
 //
 //	client, release, err := pools.Acquire(ctx) // tenant read from ctx
@@ -43,7 +43,7 @@
 //   - Clients are keyed by a Fingerprint, an HMAC-SHA256 of the whole
 //     credential set under a per-process random key, so a secret never sits
 //     in a map key and fingerprints mean nothing outside the process.
-//   - A hard bound: at most MaxPools clients exist at once, counting retired
+//   - A hard bound: at most MaxClients clients exist at once, counting retired
 //     ones until their Close has returned. Opening one more retires the
 //     least recently used client and waits for a slot, first come first
 //     served, bounded by the context and MaxWait, then fails with

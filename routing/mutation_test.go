@@ -67,8 +67,8 @@ func TestZeroConfigMeansDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.MaxPools() != 64 {
-		t.Errorf("MaxPools() = %d, want the default 64", p.MaxPools())
+	if p.MaxClients() != 64 {
+		t.Errorf("MaxClients() = %d, want the default 64", p.MaxClients())
 	}
 	acquire(t, p)
 	acquire(t, p)

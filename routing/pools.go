@@ -35,10 +35,10 @@ type Config[C any] struct {
 	TenantKeyed bool
 	// Module and Backend name the client in refusals.
 	Module, Backend string
-	// MaxPools bounds clients that are open or still closing (default
+	// MaxClients bounds clients that are open or still closing (default
 	// 64): opening one more waits for a slot.
-	MaxPools int
-	// MaxTenants bounds remembered tenant bindings (default 16 × MaxPools).
+	MaxClients int
+	// MaxTenants bounds remembered tenant bindings (default 16 × MaxClients).
 	MaxTenants int
 	// TTL is how long a resolution is trusted before the tenant's
 	// credentials are resolved again (default 5 minutes).
@@ -104,11 +104,11 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Target == nil && !cfg.TenantKeyed {
 		return nil, errors.New("routing: Config needs Target, or TenantKeyed when every name carries the tenant")
 	}
-	if cfg.MaxPools <= 0 {
-		cfg.MaxPools = 64
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = 64
 	}
 	if cfg.MaxTenants <= 0 {
-		cfg.MaxTenants = 16 * cfg.MaxPools
+		cfg.MaxTenants = 16 * cfg.MaxClients
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = 5 * time.Minute
@@ -127,8 +127,8 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	}, nil
 }
 
-// MaxPools is the bound on clients, for connection-budget arithmetic.
-func (p *Pools[C]) MaxPools() int { return p.cfg.MaxPools }
+// MaxClients is the bound on clients, for connection-budget arithmetic.
+func (p *Pools[C]) MaxClients() int { return p.cfg.MaxClients }
 
 // Acquire returns the client of the tenant bound to ctx and a release
 // function that must be called once the operation is done.

@@ -94,11 +94,11 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 			default:
 			}
 		},
-		Target:   target,
-		Module:   "m",
-		Backend:  "fake",
-		MaxPools: maxPools,
-		TTL:      time.Minute,
+		Target:     target,
+		Module:     "m",
+		Backend:    "fake",
+		MaxClients: maxPools,
+		TTL:        time.Minute,
 		Now: func() time.Time {
 			h.mu.Lock()
 			defer h.mu.Unlock()

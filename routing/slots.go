@@ -11,7 +11,7 @@ import (
 
 // The connection budget: a slot is taken before a client opens and freed
 // only after its Close returns, so clients still closing count against
-// MaxPools and MaxPools × the per-client maximum is a hard limit.
+// MaxClients and MaxClients × the per-client maximum is a hard limit.
 
 // takeSlot waits for room to open a client. When every slot is taken and
 // fewer clients are draining than callers are waiting, the least recently
@@ -20,7 +20,7 @@ import (
 // on itself: that ends in connection_budget_exhausted, not a hang.
 func (p *Pools[C]) takeSlot(ctx context.Context) error {
 	p.mu.Lock()
-	if p.used < p.cfg.MaxPools && len(p.waiters) == 0 {
+	if p.used < p.cfg.MaxClients && len(p.waiters) == 0 {
 		p.used++
 		p.mu.Unlock()
 		return nil
@@ -73,7 +73,7 @@ func (p *Pools[C]) makeRoom() {
 func (p *Pools[C]) exhausted(cause error) error {
 	return fmt.Errorf("%w: %w", &tenancy.Error{
 		Code: tenancy.CodeConnectionBudgetExhausted, Module: p.cfg.Module, Backend: p.cfg.Backend,
-		Detail: fmt.Sprintf("all %d client slots are held by clients in use or still closing, so no client could be opened for this tenant", p.cfg.MaxPools),
+		Detail: fmt.Sprintf("all %d client slots are held by clients in use or still closing, so no client could be opened for this tenant", p.cfg.MaxClients),
 		Fix:    "raise the routed pool bound (and the connection budget), make calls shorter, or release a tenant's client before acquiring another tenant's",
 	}, cause)
 }

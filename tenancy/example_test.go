@@ -17,7 +17,7 @@ func ExampleError() {
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Cache("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
+			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
 		),
 	)
 	var coded *tenancy.Error

@@ -46,19 +46,19 @@ func ExampleConformance() {
 			aware, where = false, memory.PerTenant("probe")
 		}
 		var (
-			kv    *memory.KV
+			kv    *memory.Cache
 			docs  *memory.Documents[string]
-			st    *memory.Streams
+			st    *memory.Stream
 			route memory.Option
 			out   any
 		)
 		switch kind {
 		case "cache":
-			route, out = memory.Cache("probe", memory.CacheConfig{TenantAware: aware, Keys: where}), &kv
+			route, out = memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: where}), &kv
 		case "document":
 			route, out = memory.Document[string]("probe", memory.DocumentConfig{TenantAware: aware, Read: where}), &docs
 		case "stream":
-			route, out = memory.Stream("probe", memory.StreamConfig{TenantAware: aware, Stream: where}), &st
+			route, out = memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: where}), &st
 		default:
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}

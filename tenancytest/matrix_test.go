@@ -37,7 +37,7 @@ func within(t *testing.T, fn func(testing.TB)) []string {
 func shop(tenantAware bool, extra ...memory.Option) fx.Option {
 	opts := append([]memory.Option{
 		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: tenantAware, Read: memory.Static("orders")}),
-		memory.Cache("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
+		memory.CacheRoute("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
 	}, extra...)
 	return memory.Module("shop", opts...)
 }

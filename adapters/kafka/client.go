@@ -102,14 +102,16 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 		pools, err := routing.New(routing.Config[*client]{
 			Resolve: cfg.routed.resolve,
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
-				return openRouted(cr, cfg.routedSASL, cfg.tune, cfg.routedDial)
+				return openRouted(cr, cfg.routed.SASL, cfg.tune, cfg.routed.Dial)
 			},
 			Close:      (*client).close,
 			Target:     routedTarget,
 			TargetNoun: "cluster",
 			Module:     module,
 			Backend:    Rules.Name,
-			MaxPools:   cfg.routed.maxPools,
+			MaxClients: cfg.routed.MaxClients,
+			TTL:        cfg.routed.TTL,
+			MaxWait:    cfg.routed.MaxWait,
 		})
 		if err != nil {
 			return nil, err

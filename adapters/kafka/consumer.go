@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -52,7 +53,8 @@ type ConsumerConfig struct {
 	MaxWait time.Duration
 	// Retry is the wait before retrying a failed handler (default 200ms).
 	Retry time.Duration
-	// OnError observes fetch, handler and commit errors (default: slog).
+	// OnError observes fetch, handler and commit errors (default: a warning
+	// on the app's *slog.Logger, or slog.Default()).
 	OnError func(error)
 }
 
@@ -112,17 +114,18 @@ func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	return bad
 }
 
-func (s *consumerSpec) invoke(spec *routeSpec) fx.Option {
-	return fx.Invoke(func(lc fx.Lifecycle, c *core) {
-		w := &worker{spec: s, route: newRoute(c, spec)}
+func (s *consumerSpec) invoke(module string, spec *routeSpec) fx.Option {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *core, app *slog.Logger) {
+		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, Rules.Name, module, s.route, s.cfg.Name)}
 		lc.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
-	})
+	}, fx.ParamTags(``, ``, `optional:"true"`)))
 }
 
 // worker runs a consumer's readers between OnStart and OnStop.
 type worker struct {
 	spec   *consumerSpec
 	route  route
+	log    *slog.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -335,7 +338,7 @@ func (w *worker) report(err error) {
 		w.spec.cfg.OnError(err)
 		return
 	}
-	slog.Warn(err.Error())
+	modules.LogWorkerError(context.Background(), w.log, "tenantwire: consumer failed", err)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

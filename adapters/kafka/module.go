@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
@@ -23,16 +24,14 @@ type Option func(*config)
 type RouteOption func(*routeSpec)
 
 type config struct {
-	brokers    []string
-	mechanism  sasl.Mechanism
-	tls        *tls.Config
-	floor      tenancy.Tier
-	routed     *routedConfig
-	routedSASL SASLFunc
-	routedDial DialFunc
-	tune       func(*kafkago.Writer)
-	routes     []*routeSpec
-	consumers  []*consumerSpec
+	brokers   []string
+	mechanism sasl.Mechanism
+	tls       *tls.Config
+	floor     tenancy.Tier
+	routed    *routedConfig
+	tune      func(*kafkago.Writer)
+	routes    []*routeSpec
+	consumers []*consumerSpec
 }
 
 type routeSpec struct {
@@ -47,9 +46,31 @@ type routeSpec struct {
 	bad         []problem
 }
 
+// RoutedConfig bounds the routed clients and says how they connect. Zero
+// values take the defaults.
+type RoutedConfig struct {
+	// MaxClients bounds clients open or still closing, one per tenant
+	// (default 64).
+	MaxClients int
+	// TTL is how long a tenant's credentials are trusted before they are
+	// resolved again (default 5 minutes).
+	TTL time.Duration
+	// MaxWait bounds how long a call waits for a client slot when
+	// MaxClients clients are open or still closing (default 10 seconds;
+	// the call's context bounds it too).
+	MaxWait time.Duration
+	// Dial, when set, opens every routed client's writer and admin
+	// connections (a SOCKS dialer, a dialer that records connections). A
+	// client's close still waits until each is closed.
+	Dial DialFunc
+	// SASL, when set, builds each tenant's SASL mechanism; without it a
+	// User authenticates with SASL PLAIN.
+	SASL SASLFunc
+}
+
 type routedConfig struct {
-	resolve  routing.Resolver
-	maxPools int
+	resolve routing.Resolver
+	RoutedConfig
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
@@ -72,28 +93,16 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // Routed gives every tenant its own client, built from the credentials
 // resolve returns (dedicated). Credentials.Endpoint holds the tenant's
 // brokers, comma-separated; User and Secret, when set, authenticate with
-// SASL PLAIN (RoutedSASL picks another mechanism); Params["tls"] = "true"
-// dials TLS. A tenant resolving to a cluster another tenant uses is
-// refused (dedicated_target_shared). At most maxClients clients exist at
-// once, counting those still closing (0: 64). Routed replaces Brokers.
-func Routed(resolve routing.Resolver, maxClients int) Option {
-	return func(c *config) { c.routed = &routedConfig{resolve: resolve, maxPools: maxClients} }
+// SASL PLAIN (RoutedConfig.SASL picks another mechanism); Params["tls"] =
+// "true" dials TLS. A tenant resolving to a cluster another tenant uses is
+// refused (dedicated_target_shared). Routed replaces Brokers.
+func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
+	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
 }
 
 // DialFunc opens a network connection to a broker (a SOCKS dialer, a
 // dialer that records connections).
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// RoutedDial makes every routed client's writer and admin connections go
-// through dial. A client's close still waits until each is closed.
-func RoutedDial(dial DialFunc) Option {
-	return func(c *config) { c.routedDial = dial }
-}
-
-// RoutedSASL builds each tenant's SASL mechanism with fn.
-func RoutedSASL(fn SASLFunc) Option {
-	return func(c *config) { c.routedSASL = fn }
-}
 
 // TuneWriter adjusts every kafka-go Writer the module builds (batching,
 // acks, retries, compression). Topic and Transport are the module's own.
@@ -222,7 +231,7 @@ func Module(name string, opts ...Option) fx.Option {
 		topics[metricName(t)] = t
 	}
 	if cfg.routed == nil && len(cfg.brokers) == 0 {
-		errs = append(errs, Rules.WiringInvalid(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, n)"))
+		errs = append(errs, Rules.WiringInvalid(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, cfg)"))
 	}
 	if cfg.routed != nil && cfg.routed.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
@@ -254,7 +263,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 	}
 	for _, c := range cfg.consumers {
-		parts = append(parts, c.invoke(cfg.route(c.route)))
+		parts = append(parts, c.invoke(name, cfg.route(c.route)))
 	}
 	return fx.Module(name, parts...)
 }

@@ -38,7 +38,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
 				kafka.TenantTopics("orders.")),
 		),
-		kafka.Module("own", kafka.Routed(resolve, 4), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("billing", kafka.Topic("billing")),
 		),
 	), fx.Populate(&live))
@@ -78,11 +78,11 @@ func TestUnboundConsumerOverTenantScopedRouteIsRefused(t *testing.T) {
 		kafka.Brokers(nowhere),
 		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.TenantTopics("orders."))))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
-		kafka.Routed(resolve, 0),
+		kafka.Routed(resolve, kafka.RoutedConfig{}),
 		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.Topic("orders"))))
 	// Headers are no tenant to route a client by.
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
-		kafka.Routed(resolve, 0),
+		kafka.Routed(resolve, kafka.RoutedConfig{}),
 		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
 			DeadLetter: deadLetter}, kafka.Topic("orders"))))
 }
@@ -97,7 +97,7 @@ func TestConsumerBindingsThatWire(t *testing.T) {
 		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
 			kafka.TenantTopics("orders.")),
 	))
-	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, 0),
+	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{}),
 		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
 			kafka.Topic("orders"))))
 }

@@ -18,8 +18,8 @@ type CacheConfig struct {
 	Keys Container
 }
 
-// Cache adds a cache route and provides *Cache to the app.
-func Cache(route string, cfg CacheConfig) Option {
+// CacheRoute adds a cache route and provides *Cache to the app.
+func CacheRoute(route string, cfg CacheConfig) Option {
 	return optionFunc(func(c *config) {
 		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
@@ -31,26 +31,26 @@ func Cache(route string, cfg CacheConfig) Option {
 			c.problems = append(c.problems, *p)
 			return
 		}
-		c.provides = append(c.provides, fx.Provide(func(s *store) *KV {
-			return &KV{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
+		c.provides = append(c.provides, fx.Provide(func(s *store) *Cache {
+			return &Cache{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
 		}))
 	})
 }
 
-// KV is a key/value cache route.
-type KV struct {
+// Cache is a key/value cache route.
+type Cache struct {
 	s    *store
 	keys Container
 	r    routeConfig
 }
 
-func (c *KV) key(ctx context.Context, key string) (string, entryKey, error) {
+func (c *Cache) key(ctx context.Context, key string) (string, entryKey, error) {
 	name, tag, err := c.r.scope(ctx, c.keys, "keys")
 	return name, entryKey{tenant: tag, key: key}, err
 }
 
 // Get returns the value and whether it was present and unexpired.
-func (c *KV) Get(ctx context.Context, key string) ([]byte, bool, error) {
+func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	name, k, err := c.key(ctx, key)
 	if err != nil {
 		return nil, false, err
@@ -65,7 +65,7 @@ func (c *KV) Get(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 // Set stores value; ttl 0 means no expiry.
-func (c *KV) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	name, k, err := c.key(ctx, key)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (c *KV) Set(ctx context.Context, key string, value []byte, ttl time.Duratio
 }
 
 // Delete removes key and reports whether it was present.
-func (c *KV) Delete(ctx context.Context, key string) (bool, error) {
+func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
 	name, k, err := c.key(ctx, key)
 	if err != nil {
 		return false, err

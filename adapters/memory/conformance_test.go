@@ -31,16 +31,16 @@ func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenanc
 		docs, _, _ := build(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
 		return documentProbe(docs), nil
 	case "cache":
-		_, kv, _ := build(t, floor, memory.Cache("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
+		_, kv, _ := build(t, floor, memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
 		return cacheProbe(kv), nil
 	case "stream":
-		_, _, st := build(t, floor, memory.Stream("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
+		_, _, st := build(t, floor, memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
 		return streamProbe(st), nil
 	}
 	return tenancytest.Probe{}, tenancytest.ErrNotCovered
 }
 
-func cacheProbe(kv *memory.KV) tenancytest.Probe {
+func cacheProbe(kv *memory.Cache) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { return kv.Set(ctx, "k", []byte("a"), 0) },
 		Read: func(ctx context.Context) (bool, error) {
@@ -60,7 +60,7 @@ func cacheProbe(kv *memory.KV) tenancytest.Probe {
 	}
 }
 
-func streamProbe(st *memory.Streams) tenancytest.Probe {
+func streamProbe(st *memory.Stream) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { _, err := st.Append(ctx, []byte("probe")); return err },
 		Read: func(ctx context.Context) (bool, error) {

@@ -62,7 +62,7 @@ func consumerOptions(module string, streams map[string]StreamConfig, cfg Consume
 
 type consumer struct {
 	cfg    ConsumerConfig
-	st     *Streams
+	st     *Stream
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }

@@ -22,9 +22,9 @@ func TestScopeFollowsRule(t *testing.T) {
 		t.Helper()
 		var (
 			m  floors.Matrix
-			kv *KV
+			kv *Cache
 		)
-		app := fx.New(fx.NopLogger, Module("m", Cache("c", CacheConfig{Keys: PerTenant("kv")})),
+		app := fx.New(fx.NopLogger, Module("m", CacheRoute("c", CacheConfig{Keys: PerTenant("kv")})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }), fx.Populate(&kv))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)

@@ -27,16 +27,16 @@ type order struct {
 }
 
 // build wires one memory module and extracts its routes.
-func build(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], kv *memory.KV, st *memory.Streams) {
+func build(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], kv *memory.Cache, st *memory.Stream) {
 	t.Helper()
 	app := fx.New(fx.NopLogger, memory.Module("shop", opts...),
 		fx.Invoke(func(p struct {
 			fx.In
-			Docs *memory.Documents[order] `optional:"true"`
-			KV   *memory.KV               `optional:"true"`
-			St   *memory.Streams          `optional:"true"`
+			Docs  *memory.Documents[order] `optional:"true"`
+			Cache *memory.Cache            `optional:"true"`
+			St    *memory.Stream           `optional:"true"`
 		}) {
-			docs, kv, st = p.Docs, p.KV, p.St
+			docs, kv, st = p.Docs, p.Cache, p.St
 		}))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestDocumentBoundary(t *testing.T) {
 func TestCacheBoundary(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
-			_, kv, _ := build(t, memory.Cache("sessions", memory.CacheConfig{TenantAware: tier.aware, Keys: tier.container}))
+			_, kv, _ := build(t, memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: tier.aware, Keys: tier.container}))
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) error { return kv.Set(ctx, "k", []byte("a"), 0) },
 				Read: func(ctx context.Context) (bool, error) {
@@ -129,7 +129,7 @@ func TestCacheBoundary(t *testing.T) {
 func TestStreamBoundary(t *testing.T) {
 	for _, tier := range tiers {
 		t.Run(tier.name, func(t *testing.T) {
-			_, _, st := build(t, memory.Stream("events", memory.StreamConfig{TenantAware: tier.aware, Stream: tier.container}))
+			_, _, st := build(t, memory.StreamRoute("events", memory.StreamConfig{TenantAware: tier.aware, Stream: tier.container}))
 			tenancytest.Boundary(t, tenancytest.Probe{
 				Write: func(ctx context.Context) error { _, err := st.Append(ctx, []byte("probe")); return err },
 				Read: func(ctx context.Context) (bool, error) {
@@ -176,8 +176,8 @@ func TestFailClosed(t *testing.T) {
 	for _, tier := range tiers {
 		docs, kv, st := build(t,
 			memory.Document[order]("orders", memory.DocumentConfig{TenantAware: tier.aware, Read: tier.container}),
-			memory.Cache("c", memory.CacheConfig{TenantAware: tier.aware, Keys: tier.container}),
-			memory.Stream("s", memory.StreamConfig{TenantAware: tier.aware, Stream: tier.container}))
+			memory.CacheRoute("c", memory.CacheConfig{TenantAware: tier.aware, Keys: tier.container}),
+			memory.StreamRoute("s", memory.StreamConfig{TenantAware: tier.aware, Stream: tier.container}))
 		for _, ctx := range []context.Context{context.Background(), tenancy.WithGlobal(context.Background())} {
 			_, err1 := docs.Create(ctx, "x", order{})
 			_, err2 := docs.List(ctx, document.Query{})
@@ -209,18 +209,18 @@ func TestWiring(t *testing.T) {
 		t.Fatalf("dedicated floor on memory is not a capability mismatch: %v", mismatch)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		memory.Module("shop", memory.Cache("c", memory.CacheConfig{Keys: memory.Static("bad.name")})))
+		memory.Module("shop", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("bad.name")})))
 }
 
 func TestConsumers(t *testing.T) {
-	stream := memory.Stream("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")})
+	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")})
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, memory.Module("shop", stream,
 		memory.Consume(memory.ConsumerConfig{Name: "indexer", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }})))
 
 	var mu sync.Mutex
 	seen := map[tenancy.ID][]string{}
 	done := make(chan struct{}, 4)
-	var st *memory.Streams
+	var st *memory.Stream
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop", stream, memory.Consume(memory.ConsumerConfig{
 			Name: "indexer", Stream: "events",
@@ -271,11 +271,11 @@ func TestConsumers(t *testing.T) {
 }
 
 func TestTwoModulesInOneApp(t *testing.T) {
-	var kv *memory.KV
-	var st *memory.Streams
+	var kv *memory.Cache
+	var st *memory.Stream
 	app := fx.New(fx.NopLogger,
-		memory.Module("a", memory.Cache("c", memory.CacheConfig{Keys: memory.PerTenant("c")})),
-		memory.Module("b", memory.Stream("s", memory.StreamConfig{Stream: memory.PerTenant("s")})),
+		memory.Module("a", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.PerTenant("c")})),
+		memory.Module("b", memory.StreamRoute("s", memory.StreamConfig{Stream: memory.PerTenant("s")})),
 		fx.Populate(&kv, &st))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestTwoModulesInOneApp(t *testing.T) {
 }
 
 func TestCacheTTL(t *testing.T) {
-	_, kv, _ := build(t, memory.Cache("c", memory.CacheConfig{Keys: memory.Static("c")}))
+	_, kv, _ := build(t, memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("c")}))
 	ctx := context.Background()
 	if err := kv.Set(ctx, "short", []byte("v"), 20*time.Millisecond); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ type Message struct {
 	tenant  tenancy.ID
 }
 
-// Stream adds a stream route and provides *Streams to the app.
-func Stream(route string, cfg StreamConfig) Option {
+// StreamRoute adds a stream route and provides *Stream to the app.
+func StreamRoute(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
 		// The route is listed even when refused, so the matrix shows it.
 		c.routes = append(c.routes, streamRoute(route, cfg))
@@ -39,7 +39,7 @@ func Stream(route string, cfg StreamConfig) Option {
 			c.streams = map[string]StreamConfig{}
 		}
 		c.streams[route] = cfg
-		c.provides = append(c.provides, fx.Provide(func(s *store) *Streams {
+		c.provides = append(c.provides, fx.Provide(func(s *store) *Stream {
 			return newStreams(s, route, cfg)
 		}))
 	})
@@ -52,19 +52,19 @@ func streamRoute(route string, cfg StreamConfig) floors.Route {
 	}
 }
 
-func newStreams(s *store, route string, cfg StreamConfig) *Streams {
-	return &Streams{s: s, cfg: cfg, r: newRouteConfig(s, streamRoute(route, cfg))}
+func newStreams(s *store, route string, cfg StreamConfig) *Stream {
+	return &Stream{s: s, cfg: cfg, r: newRouteConfig(s, streamRoute(route, cfg))}
 }
 
-// Streams is a stream route.
-type Streams struct {
+// Stream is a stream route.
+type Stream struct {
 	s   *store
 	cfg StreamConfig
 	r   routeConfig
 }
 
 // Append adds payload and returns its offset.
-func (st *Streams) Append(ctx context.Context, payload []byte) (int64, error) {
+func (st *Stream) Append(ctx context.Context, payload []byte) (int64, error) {
 	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return 0, err
@@ -79,13 +79,13 @@ func (st *Streams) Append(ctx context.Context, payload []byte) (int64, error) {
 }
 
 // Read returns up to limit messages (0: all) after offset, oldest first.
-func (st *Streams) Read(ctx context.Context, after int64, limit int) ([]Message, error) {
+func (st *Stream) Read(ctx context.Context, after int64, limit int) ([]Message, error) {
 	msgs, _, err := st.read(ctx, after, limit)
 	return msgs, err
 }
 
 // read also returns the channel closed by the next append, for consumers.
-func (st *Streams) read(ctx context.Context, after int64, limit int) ([]Message, <-chan struct{}, error) {
+func (st *Stream) read(ctx context.Context, after int64, limit int) ([]Message, <-chan struct{}, error) {
 	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return nil, nil, err

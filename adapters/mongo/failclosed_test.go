@@ -128,10 +128,10 @@ func TestNoTenantFailsClosed(t *testing.T) {
 func TestResolverErrorFailsClosed(t *testing.T) {
 	boom := errors.New("vault unreachable")
 	calls0 := 0
-	src := mongo.Routed(mongo.RoutedConfig{Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
+	src := mongo.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		calls0++
 		return routing.Credentials{}, boom
-	}})
+	}, mongo.RoutedConfig{})
 	r := build(t, src, mongo.Config{Collection: mongo.Static("c")}, true)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	for op, call := range calls(r) {

@@ -21,7 +21,7 @@ type config struct {
 	client   *driver.Client
 	uri      string
 	database string
-	routed   *RoutedConfig
+	routed   *routedConfig
 	floor    tenancy.Tier
 	budget   int
 	teardown bool
@@ -75,18 +75,14 @@ func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
 // credentials (dedicated), through routing.Pools: fingerprinted, bounded,
 // evictable.
 type RoutedConfig struct {
-	// Resolve returns a tenant's credentials: Endpoint is a mongodb:// URI,
-	// User and Secret authenticate (when User is set), and
-	// Params["database"] overrides the module's database.
-	Resolve routing.Resolver
 	// MaxClients bounds clients open or still closing (default 64), one
 	// per tenant; TTL is how long a resolution is trusted (default 5
 	// minutes).
 	MaxClients int
 	TTL        time.Duration
-	// PoolSize is each client's connection pool maximum (default 100, the
-	// driver's); MaxClients × PoolSize is the module's worst case.
-	PoolSize int
+	// MaxConnsPerClient is each client's connection pool maximum (default 100, the
+	// driver's); MaxClients × MaxConnsPerClient is the module's worst case.
+	MaxConnsPerClient int
 	// ClientOptions adjusts each tenant's client options (timeouts); it
 	// must not connect.
 	ClientOptions func(*options.ClientOptions)
@@ -103,20 +99,30 @@ func (rc *RoutedConfig) maxClients() int {
 	return 64
 }
 
-func (rc *RoutedConfig) poolSize() int {
-	if rc.PoolSize > 0 {
-		return rc.PoolSize
+func (rc *RoutedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
 	}
 	return 100
 }
 
 // ConnBudget caps the connections a routed module's clients may open:
-// fx.New refuses (connection_budget_exceeded) when MaxClients × PoolSize
+// fx.New refuses (connection_budget_exceeded) when MaxClients × MaxConnsPerClient
 // exceeds n.
 func ConnBudget(n int) Option { return func(cfg *config) { cfg.budget = n } }
 
-// Routed runs every route on the tenant's own client (dedicated).
-func Routed(rc RoutedConfig) Option { return func(cfg *config) { cfg.routed = &rc } }
+// Routed runs every route on the tenant's own client (dedicated). resolve
+// returns a tenant's credentials: Endpoint is a mongodb:// URI, User and
+// Secret authenticate (when User is set), and Params["database"]
+// overrides the module's database.
+func Routed(resolve routing.Resolver, rc RoutedConfig) Option {
+	return func(cfg *config) { cfg.routed = &routedConfig{resolve: resolve, RoutedConfig: rc} }
+}
+
+type routedConfig struct {
+	resolve routing.Resolver
+	RoutedConfig
+}
 
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
@@ -157,9 +163,9 @@ func (cfg *config) validate(module string) []error {
 		errs = append(errs, Rules.WiringInvalid(module, "", "more than one of Client, Connect and Routed",
 			"give the module exactly one client source"))
 	}
-	if cfg.routed != nil && cfg.routed.Resolve == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "Routed without a Resolve function",
-			"set RoutedConfig.Resolve to look up each tenant's URI and credentials"))
+	if cfg.routed != nil && cfg.routed.resolve == nil {
+		errs = append(errs, Rules.WiringInvalid(module, "", "Routed without a credential resolver",
+			"pass mongo.Routed a non-nil routing.Resolver that looks up each tenant's URI and credentials"))
 	}
 	seen := map[string]bool{}
 	for _, r := range cfg.routes {
@@ -191,7 +197,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.poolSize()
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 	}
 	for _, r := range cfg.routes {
 		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
@@ -262,7 +268,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 			c.client = in.Client
 		default:
 			return nil, Rules.WiringInvalid(module, "", "the module has no MongoDB client",
-				"pass mongo.Client(c), mongo.Connect(uri) or mongo.Routed(cfg), or provide a *mongo.Client")
+				"pass mongo.Client(c), mongo.Connect(uri) or mongo.Routed(resolve, cfg), or provide a *mongo.Client")
 		}
 		return c, nil
 	}

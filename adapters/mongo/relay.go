@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -198,14 +199,18 @@ func (r relaySpec) decl(module string) floors.Worker {
 // relayOptions declares the relay to the app's checks and runs it.
 func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
 	opts := []fx.Option{modules.Worker(r.decl(module))}
-	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox) error {
+	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
 		cfg := r.cfg
 		cfg.Source = o
+		if cfg.Logger != nil {
+			app = cfg.Logger
+		}
+		cfg.Logger = modules.WorkerLogger(app, Rules.Name, module, r.route, cfg.Name)
 		relay, err := outbox.NewRelay(cfg)
 		if err != nil {
 			return err
 		}
 		lc.Append(fx.Hook{OnStart: relay.Start, OnStop: relay.Stop})
 		return nil
-	}, fx.ParamTags(``, `name:"`+r.route+`"`))))
+	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`))))
 }

@@ -20,14 +20,14 @@ type routedClient struct {
 
 // newPools builds the routed clients of a Routed module; db is the
 // database a tenant uses unless its credentials name another.
-func newPools(module, db string, rc *RoutedConfig) (*routing.Pools[*routedClient], error) {
+func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient], error) {
 	return routing.New(routing.Config[*routedClient]{
-		Resolve:    rc.Resolve,
+		Resolve:    rc.resolve,
 		Target:     func(cr routing.Credentials) (string, error) { return routedTarget(cr, db) },
 		TargetNoun: "database",
 		Module:     module,
 		Backend:    Rules.Name,
-		MaxPools:   rc.maxClients(),
+		MaxClients: rc.maxClients(),
 		TTL:        rc.TTL,
 		MaxWait:    rc.MaxWait,
 		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
@@ -35,7 +35,7 @@ func newPools(module, db string, rc *RoutedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.poolSize()))
+			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.maxConnsPerClient()))
 			if cr.User != "" {
 				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
 			}

@@ -22,7 +22,7 @@ func creds(context.Context, tenancy.ID) (routing.Credentials, error) {
 	return routing.Credentials{Endpoint: "mongodb://127.0.0.1:1"}, nil
 }
 
-var routed = mongo.Routed(mongo.RoutedConfig{Resolve: creds})
+var routed = mongo.Routed(creds, mongo.RoutedConfig{})
 
 func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
 	t.Helper()
@@ -105,7 +105,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c"), TextIndex: true})},
 		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")}), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("d")})},
 		"two sources":     {mongo.Database("app"), routed, mongo.Connect("mongodb://127.0.0.1:1")},
-		"routed no func":  {mongo.Database("app"), mongo.Routed(mongo.RoutedConfig{})},
+		"routed no func":  {mongo.Database("app"), mongo.Routed(nil, mongo.RoutedConfig{})},
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestNoClientIsAWiringError(t *testing.T) {
 }
 
 func TestConnBudget(t *testing.T) {
-	small := mongo.Routed(mongo.RoutedConfig{Resolve: creds, MaxClients: 8, PoolSize: 4})
+	small := mongo.Routed(creds, mongo.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
 		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
 	if e.Module != "m" {

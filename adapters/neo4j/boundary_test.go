@@ -179,7 +179,7 @@ func TestBoundaryNamespace(t *testing.T) {
 func TestBoundaryDedicated(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	resolve := aOnFirstBOnSecond(s1, s2)
-	g := graph(t, "g", neo4j.Routed(resolve), neo4j.GraphRoute("g"))
+	g := graph(t, "g", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.GraphRoute("g"))
 	label := probeGraph(t, g)
 	a, errA := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []string{label}, nil)
 	b, errB := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantB), []string{label}, nil)

@@ -33,10 +33,10 @@ func TestConformance(t *testing.T) {
 			_, _, node, _ := graphProbes(t, g)
 			return node, nil
 		case kind == neo4j.KindGraph && tier == tenancy.Dedicated:
-			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2)), neo4j.GraphRoute("g")))
+			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g")))
 			return node, nil
 		case kind == neo4j.KindRawCypher && tier == tenancy.Dedicated:
-			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2)), neo4j.RawCypherRoute("raw"))
+			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw"))
 			return rawProbe(t, raw, s1, s2), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered

@@ -41,7 +41,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	for tier, opts := range map[string][]Option{
 		"tagged":    {GraphRoute("g", TenantAware())},
 		"namespace": {GraphRoute("g", PerTenantDatabasePrefix("acme"))},
-		"dedicated": {Routed(creds), GraphRoute("g")},
+		"dedicated": {Routed(creds, RoutedConfig{}), GraphRoute("g")},
 	} {
 		t.Run(tier, func(t *testing.T) {
 			rec := &recorder{}
@@ -67,7 +67,7 @@ func TestFailClosedOnResolverErrors(t *testing.T) {
 	boom := errors.New("vault down")
 	rec := &recorder{}
 	g := build[*Graph](t, "g", withFakeRouted(rec), GraphRoute("g"),
-		Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, boom }))
+		Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, boom }, RoutedConfig{}))
 	for name, op := range graphOps(g) {
 		if err := op(ctxA); !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the resolver's error", name, err)

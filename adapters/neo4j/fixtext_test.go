@@ -26,8 +26,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0)), "pass neo4j.MaxDepth a depth from 1 to 64"},
 		"bad prefix":    {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("Acme")), "pass neo4j.PerTenantDatabasePrefix 1 to 30 characters of lower-case letters"},
 		"system prefix": {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("system")), `not with "system"`},
-		"max drivers":   {neo4j.Routed(noCredentials, neo4j.MaxDrivers(-1)), "pass MaxDrivers(0) for the default bound"},
-		"conns":         {neo4j.Routed(noCredentials, neo4j.MaxConnsPerDriver(0)), "pass MaxConnsPerDriver(n) with n >= 1"},
+		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound"},
+		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", c.opt))

@@ -73,10 +73,10 @@ func Database(name string) Option { return func(c *config) { c.database = name }
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
 
-// ConnectionBudget caps the connections the module's drivers can open in
-// the worst case (routed: MaxDrivers × MaxConnsPerDriver); fx.New refuses
+// ConnBudget caps the connections the module's drivers can open in
+// the worst case (routed: MaxClients × MaxConnsPerClient); fx.New refuses
 // a wiring above it with connection_budget_exceeded.
-func ConnectionBudget(n int) Option { return func(c *config) { c.budget = n } }
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // TenantAware stamps the tenant property on everything the route writes
 // and puts the tenant predicate on every pattern element it reads (tagged).
@@ -247,7 +247,7 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 			c.plain = newRealDriver(in.Driver)
 		default:
 			return nil, Rules.WiringInvalid(module, "", "the module has no Neo4j driver",
-				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve), or provide a neo4j.DriverWithContext in the graph")
+				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve, cfg), or provide a neo4j.DriverWithContext in the graph")
 		}
 		return c, nil
 	}

@@ -14,20 +14,32 @@ import (
 	"github.com/tenantwire/tenantwire/routing"
 )
 
-// RoutedOption configures the routed driver.
-type RoutedOption func(*routedConfig)
-
-type routedConfig struct {
-	resolve    routing.Resolver
-	maxDrivers int
-	maxConns   int
-	ttl        time.Duration
-	maxWait    time.Duration
+// RoutedConfig bounds the routed drivers. Zero values take the defaults.
+type RoutedConfig struct {
+	// MaxClients bounds per-tenant drivers open or still closing, least
+	// recently used closed first (default 64).
+	MaxClients int
+	// MaxConnsPerClient bounds each driver's connection pool (default
+	// DefaultMaxConnsPerClient). MaxClients × MaxConnsPerClient is a hard
+	// limit.
+	MaxConnsPerClient int
+	// TTL is how long a tenant's credentials are trusted before they are
+	// resolved again (default 5 minutes).
+	TTL time.Duration
+	// MaxWait bounds how long a call waits for a driver slot when
+	// MaxClients drivers are open or still closing (default 10 seconds;
+	// the call's context bounds it too).
+	MaxWait time.Duration
 }
 
-// DefaultMaxConnsPerDriver is the per-driver connection pool bound the
+type routedConfig struct {
+	resolve routing.Resolver
+	RoutedConfig
+}
+
+// DefaultMaxConnsPerClient is the per-driver connection pool bound the
 // routed driver sets (the Neo4j driver's own default is 100).
-const DefaultMaxConnsPerDriver = 16
+const DefaultMaxConnsPerClient = 16
 
 // Routed gives every tenant its own driver, built from the credentials
 // resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
@@ -35,49 +47,38 @@ const DefaultMaxConnsPerDriver = 16
 // sessions open ("" for the server default). A driver serves one tenant,
 // a tenant resolving to another tenant's server database is refused
 // (dedicated_target_shared), and no tenant ever falls back to a shared one.
-func Routed(resolve routing.Resolver, opts ...RoutedOption) Option {
+func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
 	return func(c *config) {
-		rc := &routedConfig{resolve: resolve, maxConns: DefaultMaxConnsPerDriver}
-		for _, o := range opts {
-			o(rc)
+		rc := &routedConfig{resolve: resolve, RoutedConfig: cfg}
+		if rc.MaxConnsPerClient == 0 {
+			rc.MaxConnsPerClient = DefaultMaxConnsPerClient
 		}
 		c.routed = rc
 	}
 }
-
-// MaxDrivers bounds live per-tenant drivers (least recently used closed
-// first; default 64).
-func MaxDrivers(n int) RoutedOption { return func(r *routedConfig) { r.maxDrivers = n } }
-
-// MaxConnsPerDriver bounds each driver's connection pool.
-func MaxConnsPerDriver(n int) RoutedOption { return func(r *routedConfig) { r.maxConns = n } }
-
-// ResolveTTL is how long a tenant's credentials are trusted before they
-// are resolved again (default 5 minutes).
-func ResolveTTL(d time.Duration) RoutedOption { return func(r *routedConfig) { r.ttl = d } }
 
 func (r *routedConfig) validate(module string) []error {
 	var errs []error
 	if r.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
-	if r.maxDrivers < 0 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxDrivers(%d) is negative", r.maxDrivers),
-			"pass MaxDrivers(0) for the default bound, or a positive number of live per-tenant drivers"))
+	if r.MaxClients < 0 {
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxClients %d is negative", r.MaxClients),
+			"set RoutedConfig.MaxClients to 0 for the default bound, or a positive number of live per-tenant drivers"))
 	}
-	if r.maxConns < 1 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("MaxConnsPerDriver(%d) is below 1", r.maxConns),
-			fmt.Sprintf("pass MaxConnsPerDriver(n) with n >= 1, or drop it for the default %d", DefaultMaxConnsPerDriver)))
+	if r.MaxConnsPerClient < 0 {
+		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
+			fmt.Sprintf("set RoutedConfig.MaxConnsPerClient to a positive number, or 0 for the default %d", DefaultMaxConnsPerClient)))
 	}
 	return errs
 }
 
 func (r *routedConfig) worstCase() int {
-	n := r.maxDrivers
+	n := r.MaxClients
 	if n <= 0 {
 		n = 64
 	}
-	return n * r.maxConns
+	return n * r.MaxConnsPerClient
 }
 
 // tenantDriver is one routed driver and the database its sessions open.
@@ -98,7 +99,7 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		}
 		// NewDriverWithContext does not dial: the first session does.
 		d, err := drv.NewDriverWithContext(c.Endpoint, drv.BasicAuth(c.User, c.Secret, ""),
-			func(conf *drvconfig.Config) { conf.MaxConnectionPoolSize = rc.maxConns })
+			func(conf *drvconfig.Config) { conf.MaxConnectionPoolSize = rc.MaxConnsPerClient })
 		if err != nil {
 			return nil, fmt.Errorf("neo4j: building the tenant's driver: %w", err)
 		}
@@ -113,9 +114,9 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		TargetNoun: "server database",
 		Module:     module,
 		Backend:    Rules.Name,
-		MaxPools:   rc.maxDrivers,
-		TTL:        rc.ttl,
-		MaxWait:    rc.maxWait,
+		MaxClients: rc.MaxClients,
+		TTL:        rc.TTL,
+		MaxWait:    rc.MaxWait,
 	})
 }
 
@@ -135,8 +136,3 @@ func routedTarget(c routing.Credentials) (string, error) {
 	}
 	return net.JoinHostPort(host, port) + "/" + c.Params["database"], nil
 }
-
-// MaxWait bounds how long a call waits for a driver slot when MaxDrivers
-// drivers are open or still closing (default 10 seconds; the call's
-// context bounds it too).
-func MaxWait(d time.Duration) RoutedOption { return func(r *routedConfig) { r.maxWait = d } }

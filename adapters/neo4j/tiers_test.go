@@ -142,7 +142,7 @@ func TestDedicatedDriverPerTenant(t *testing.T) {
 		tA: {Endpoint: "neo4j://a", User: "a", Secret: "sa", Params: map[string]string{"database": "dba"}},
 		tB: {Endpoint: "neo4j://b", User: "b", Secret: "sb"},
 	})
-	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve), Database("shared"), GraphRoute("g"))
+	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), Database("shared"), GraphRoute("g"))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	for i, c := range rec.snapshot() {
@@ -175,7 +175,7 @@ func TestRawRunsOnTheTenantsDriver(t *testing.T) {
 	resolve := routedTo(map[tenancy.ID]routing.Credentials{
 		tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"},
 	})
-	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve), RawCypherRoute("raw"))
+	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), RawCypherRoute("raw"))
 	if _, err := raw.Write(ctxA, "CREATE (n:X {v: $v})", map[string]any{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		{"tagged", []Option{GraphRoute("g", TenantAware())}},
 		{"namespace", []Option{GraphRoute("g", PerTenantDatabasePrefix("acme"))}},
 		{"dedicated", []Option{Routed(routedTo(map[tenancy.ID]routing.Credentials{
-			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}})), GraphRoute("g")}},
+			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), RoutedConfig{}), GraphRoute("g")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}

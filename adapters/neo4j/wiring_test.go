@@ -27,7 +27,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
-		neo4j.Routed(resolver),
+		neo4j.Routed(resolver, neo4j.RoutedConfig{}),
 		neo4j.GraphRoute("g"),
 		neo4j.RawCypherRoute("raw"),
 	))
@@ -40,7 +40,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 			neo4j.GraphRoute("shared"),
 			neo4j.GraphRoute("tagged", neo4j.TenantAware()),
 			neo4j.GraphRoute("ns", neo4j.PerTenantDatabase(neo4j.TenantDatabase("t")))),
-		neo4j.Module("routed", neo4j.Routed(resolver), neo4j.GraphRoute("dedicated"), neo4j.RawCypherRoute("raw")),
+		neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("dedicated"), neo4j.RawCypherRoute("raw")),
 		fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
 	for _, r := range live.Matrix().Rows {
@@ -101,7 +101,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 		"empty prefix":  {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix(""))},
 		"duplicate":     {neo4j.GraphRoute("g"), neo4j.GraphRoute("g")},
 		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0))},
-		"no resolver":   {neo4j.Routed(nil), neo4j.GraphRoute("g")},
+		"no resolver":   {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g")},
 		"route name":    {neo4j.GraphRoute(`g"x`)},
 		"empty name":    {neo4j.GraphRoute("")},
 	} {
@@ -123,9 +123,9 @@ func TestNoDriverRefused(t *testing.T) {
 
 func TestConnectionBudget(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m",
-		neo4j.ConnectionBudget(100), neo4j.Routed(resolver, neo4j.MaxDrivers(10), neo4j.MaxConnsPerDriver(16)),
+		neo4j.ConnBudget(100), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g")))
 	tenancytest.RequireWires(t, neo4j.Module("m",
-		neo4j.ConnectionBudget(160), neo4j.Routed(resolver, neo4j.MaxDrivers(10), neo4j.MaxConnsPerDriver(16)),
+		neo4j.ConnBudget(160), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g")))
 }

@@ -44,11 +44,11 @@ type AnalyticsConfig struct {
 	Queries     map[string]Aggregate
 }
 
-// Analytics adds an analytics route and provides *Analytics. Statements
+// AnalyticsRoute adds an analytics route and provides *Analytics. Statements
 // are built by the adapter from the Aggregates, never taken as text.
-func Analytics(name string, ac AnalyticsConfig) Option {
+func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*AnalyticsRoute](),
+		spec := &routeSpec{name: name, kind: KindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
 		if err := validName(ac.Source.table, maxIdent); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
@@ -59,8 +59,8 @@ func Analytics(name string, ac AnalyticsConfig) Option {
 					"correct AnalyticsConfig.Queries["+strconv.Quote(qn)+"]: Agg one of count, sum, avg, min, max, and Field, GroupBy and Filters naming lower-case fields"))
 			}
 		}
-		spec.provide = provideRoute(func(cl *Client) *AnalyticsRoute {
-			a := &AnalyticsRoute{route: route{cl, spec}, cfg: ac}
+		spec.provide = provideRoute(func(cl *Client) *Analytics {
+			a := &Analytics{route: route{cl, spec}, cfg: ac}
 			if !a.perTenant() {
 				a.static = a.build(tenancy.ID{})
 			}
@@ -83,8 +83,8 @@ func (a Aggregate) validate() error {
 	return q.Validate()
 }
 
-// AnalyticsRoute runs the route's named queries for the bound tenant.
-type AnalyticsRoute struct {
+// Analytics runs the route's named queries for the bound tenant.
+type Analytics struct {
 	route
 	cfg    AnalyticsConfig
 	static *analyticsStmts
@@ -106,7 +106,7 @@ type Row struct {
 	Value float64
 }
 
-func (a *AnalyticsRoute) build(tenant tenancy.ID) *analyticsStmts {
+func (a *Analytics) build(tenant tenancy.ID) *analyticsStmts {
 	s := sql{tagged: a.spec.decision.Tagged}
 	src := a.qualified(a.cfg.Source, tenant)
 	out := &analyticsStmts{sql: s, stmts: map[string]analyticsStmt{}}
@@ -142,7 +142,7 @@ func (a *AnalyticsRoute) build(tenant tenancy.ID) *analyticsStmts {
 }
 
 // Run executes the named query.
-func (a *AnalyticsRoute) Run(ctx context.Context, name string) ([]Row, error) {
+func (a *Analytics) Run(ctx context.Context, name string) ([]Row, error) {
 	tenant, err := a.tenant(ctx)
 	if err != nil {
 		return nil, err

@@ -21,17 +21,17 @@ import (
 
 // RoutedConfig bounds a routed client.
 type RoutedConfig struct {
-	// MaxPools bounds pools open or still closing (default 64), one per
+	// MaxClients bounds pools open or still closing (default 64), one per
 	// tenant.
-	MaxPools int
-	// MaxConnsPerPool caps each pool (default 4).
-	MaxConnsPerPool int32
+	MaxClients int
+	// MaxConnsPerClient caps each pool (default 4).
+	MaxConnsPerClient int
 	// TTL is how long a tenant's credentials are trusted before they are
 	// resolved again (default 5 minutes).
 	TTL time.Duration
-	// MaxWait bounds how long a call waits for a pool slot when MaxPools
+	// MaxWait bounds how long a call waits for a pool slot when MaxClients
 	// pools are open or still closing (default 10 seconds; the call's
-	// context bounds it too). MaxPools × MaxConnsPerPool is a hard limit.
+	// context bounds it too). MaxClients × MaxConnsPerClient is a hard limit.
 	MaxWait time.Duration
 	// Configure adjusts each tenant's pool configuration (tracer, TLS,
 	// dialer, timeouts) before it is built. It must not change where the

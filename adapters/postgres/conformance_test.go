@@ -55,12 +55,12 @@ func TestConformance(t *testing.T) {
 // messagingSet holds the messaging and hub routes of one tier.
 type messagingSet struct {
 	run      string
-	inbox    *postgres.InboxRoute
-	idem     *postgres.IdempotencyStore
-	outbox   *postgres.OutboxRoute
-	hub      *postgres.HubSearches // nil at namespace, which a hub never reaches
-	own      *postgres.HubSearches // a per-tenant federated leg
-	federate *postgres.Federated
+	inbox    *postgres.Inbox
+	idem     *postgres.Idempotency
+	outbox   *postgres.Outbox
+	hub      *postgres.HubSearch // nil at namespace, which a hub never reaches
+	own      *postgres.HubSearch // a per-tenant federated leg
+	federate *postgres.FederatedSearch
 }
 
 // messagingRoutes returns the inbox, idempotency and outbox routes at
@@ -78,9 +78,9 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 	}
 	ms := &messagingSet{run: run}
 	opts := []postgres.Option{
-		postgres.Inbox("in", postgres.InboxConfig{TenantAware: aware, Table: rel("in")}),
-		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: aware, Table: rel("idem")}),
-		postgres.Outbox("out", postgres.OutboxConfig{TenantAware: aware, Table: rel("out")}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: aware, Table: rel("in")}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: aware, Table: rel("idem")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: aware, Table: rel("out")}),
 	}
 	targets := []any{named("in", &ms.inbox), named("idem", &ms.idem), named("out", &ms.outbox)}
 	if tier != tenancy.Namespace {
@@ -92,9 +92,9 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 			own = postgres.Table("notes_" + run)
 		}
 		opts = append(opts,
-			postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: aware, Table: rel("hub")}),
-			postgres.HubSearch("own", postgres.HubSearchConfig{TenantAware: aware, Table: own}),
-			postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"hub", "own"}}))
+			postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: aware, Table: rel("hub")}),
+			postgres.HubSearchRoute("own", postgres.HubSearchConfig{TenantAware: aware, Table: own}),
+			postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"hub", "own"}}))
 		targets = append(targets, named("hub", &ms.hub), named("own", &ms.own), named("all", &ms.federate))
 	}
 	return ms, opts, targets
@@ -102,7 +102,7 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 
 // outboxProbe writes one message and finds it by claiming the outbox (the
 // claim is abandoned, so nothing is marked delivered).
-func outboxProbe(o *postgres.OutboxRoute, ev string) tenancytest.Probe {
+func outboxProbe(o *postgres.Outbox, ev string) tenancytest.Probe {
 	claimed := func(ctx context.Context) (int, error) {
 		b, err := o.Claim(ctx, 100)
 		if err != nil {

@@ -17,10 +17,10 @@ type CounterConfig struct {
 	Table       Relation
 }
 
-// Counter adds a counter route and provides *Counters.
-func Counter(name string, cc CounterConfig) Option {
+// CounterRoute adds a counter route and provides *Counter.
+func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counters](),
+		spec := &routeSpec{name: name, kind: KindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
 			rels: []roleRel{{"table", cc.Table}}}
 		if err := validName(cc.Table.table, maxIdent); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
@@ -30,8 +30,8 @@ func Counter(name string, cc CounterConfig) Option {
 			return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(cc.Table, tenant) + " (" +
 				s.tenantColumn() + "name text NOT NULL, value bigint NOT NULL, " + s.key("name") + ")"}
 		}
-		spec.provide = provideRoute(func(cl *Client) *Counters {
-			k := &Counters{route: route{cl, spec}, cfg: cc}
+		spec.provide = provideRoute(func(cl *Client) *Counter {
+			k := &Counter{route: route{cl, spec}, cfg: cc}
 			if !k.perTenant() {
 				k.static = k.build(tenancy.ID{})
 			}
@@ -41,8 +41,8 @@ func Counter(name string, cc CounterConfig) Option {
 	}
 }
 
-// Counters is a counter route: named int64 counters per tenant.
-type Counters struct {
+// Counter is a counter route: named int64 counters per tenant.
+type Counter struct {
 	route
 	cfg    CounterConfig
 	static *counterStmts
@@ -53,7 +53,7 @@ type counterStmts struct {
 	add, get, del string
 }
 
-func (k *Counters) build(tenant tenancy.ID) *counterStmts {
+func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	s := sql{tagged: k.spec.decision.Tagged}
 	t := k.qualified(k.cfg.Table, tenant)
 	conflict := "(name)"
@@ -69,12 +69,12 @@ func (k *Counters) build(tenant tenancy.ID) *counterStmts {
 	}
 }
 
-func (k *Counters) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPool, func(), error) {
+func (k *Counter) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPool, func(), error) {
 	return beginCall(ctx, k.route, k.static, k.build)
 }
 
 // Add adds delta to the counter (creating it at 0) and returns the result.
-func (k *Counters) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
+func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
 	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
@@ -87,7 +87,7 @@ func (k *Counters) Add(ctx context.Context, name string, delta int64) (_ int64, 
 }
 
 // Get returns the counter's value; a missing counter is 0.
-func (k *Counters) Get(ctx context.Context, name string) (_ int64, err error) {
+func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
@@ -103,7 +103,7 @@ func (k *Counters) Get(ctx context.Context, name string) (_ int64, err error) {
 }
 
 // Delete removes the counter, or fails with document.ErrNotFound.
-func (k *Counters) Delete(ctx context.Context, name string) (err error) {
+func (k *Counter) Delete(ctx context.Context, name string) (err error) {
 	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {

@@ -54,12 +54,12 @@ func probeScope(t *testing.T, url, prefix, tbl string, route Option, name string
 	app := fx.New(fx.NopLogger, Module("pg", DSN(url), SchemaPrefix(prefix), route),
 		fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 		fx.Invoke(fx.Annotate(func(cl *Client) { c = cl }, fx.ParamTags(`name:"pg"`))),
-		fx.Invoke(fx.Annotate(func(k *Counters) {
+		fx.Invoke(fx.Annotate(func(k *Counter) {
 			if k != nil {
 				obj = k
 			}
 		}, fx.ParamTags(`name:"`+name+`" optional:"true"`))),
-		fx.Invoke(fx.Annotate(func(o *OutboxRoute) {
+		fx.Invoke(fx.Annotate(func(o *Outbox) {
 			if o != nil {
 				obj = o
 			}
@@ -123,8 +123,8 @@ func uniquePrefix(tag string) string {
 func TestCounterScopeFollowsRule(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	ctx := context.Background()
-	add := func(ctx context.Context, obj any) error { _, err := obj.(*Counters).Add(ctx, "n", 1); return err }
-	route := Counter("hits", CounterConfig{Table: SchemaPerTenant("hits")})
+	add := func(ctx context.Context, obj any) error { _, err := obj.(*Counter).Add(ctx, "n", 1); return err }
+	route := CounterRoute("hits", CounterConfig{Table: SchemaPerTenant("hits")})
 
 	prefix := uniquePrefix("c")
 	p := probeScope(t, url, prefix, "hits", route, "hits", add, ctx)
@@ -160,9 +160,9 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	global := tenancy.WithGlobal(context.Background())
 	write := func(ctx context.Context, obj any) error {
-		return obj.(*OutboxRoute).Write(ctx, outbox.Message{EventID: strconv.FormatInt(time.Now().UnixNano(), 36), Topic: "t"})
+		return obj.(*Outbox).Write(ctx, outbox.Message{EventID: strconv.FormatInt(time.Now().UnixNano(), 36), Topic: "t"})
 	}
-	route := Outbox("events", OutboxConfig{Table: SchemaPerTenant("events")})
+	route := OutboxRoute("events", OutboxConfig{Table: SchemaPerTenant("events")})
 
 	prefix := uniquePrefix("o")
 	p := probeScope(t, url, prefix, "events", route, "events", write, global)

@@ -20,7 +20,7 @@
 //
 // Client.Provision creates a tenant's schema, tables, indexes and confined
 // role; Client.Ownership builds an ownership gate over a PostgreSQL lookup.
-// Messaging routes (Outbox, Inbox, Idempotency, HubSearch, FederatedSearch)
+// Messaging routes (outbox, inbox, idempotency, hub and federated search)
 // and their workers (Relay, ShardedRelay, Sweep) are described in
 // docs/messaging.md.
 // Rules states the backend's ceiling and which relations count per kind.

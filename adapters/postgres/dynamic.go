@@ -47,8 +47,8 @@ const (
 	scrubTimeout = 5 * time.Second
 )
 
-// DynamicRead adds a dynamic-read route and provides *DynamicReads.
-func DynamicRead(name string, dc DynamicReadConfig) Option {
+// DynamicReadRoute adds a dynamic-read route and provides *DynamicRead.
+func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 	if dc.MaxConns <= 0 {
 		dc.MaxConns = defaultDynamicConns
 	}
@@ -57,16 +57,16 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 	}
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: KindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
-			typ:        reflect.TypeFor[*DynamicReads](),
+			typ:        reflect.TypeFor[*DynamicRead](),
 			rels:       []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}},
 			ownedConns: int(dc.MaxConns)}
 		if dc.Login != nil {
 			dl := *dc.Login // the caller's value stays as it was
 			dc.Login = &dl
-			if dl.MaxPools <= 0 {
-				dl.MaxPools = defaultLoginPools
+			if dl.MaxClients <= 0 {
+				dl.MaxClients = defaultLoginPools
 			}
-			spec.login, spec.ownedConns = dl.Secret, dl.MaxPools*int(dc.MaxConns)
+			spec.login, spec.ownedConns = dl.Secret, dl.MaxClients*int(dc.MaxConns)
 			switch {
 			case !dc.TenantRole:
 				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))
@@ -74,8 +74,8 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, fmt.Sprintf("the login secret must hold at least %d bytes", minLoginSecret), "pass a random secret of 32 bytes or more, the same on every replica"))
 			}
 		}
-		spec.provide = provideRoute(func(cl *Client) *DynamicReads {
-			d := &DynamicReads{route: route{cl, spec}, cfg: dc, own: cl.dynamicPool(dc.MaxConns)}
+		spec.provide = provideRoute(func(cl *Client) *DynamicRead {
+			d := &DynamicRead{route: route{cl, spec}, cfg: dc, own: cl.dynamicPool(dc.MaxConns)}
 			if dc.Login != nil {
 				d.logins = cl.loginPools(dc.Login, d.own)
 			}
@@ -85,8 +85,8 @@ func DynamicRead(name string, dc DynamicReadConfig) Option {
 	}
 }
 
-// DynamicReads runs compiled read-only SQL for the bound tenant.
-type DynamicReads struct {
+// DynamicRead runs compiled read-only SQL for the bound tenant.
+type DynamicRead struct {
 	route
 	cfg DynamicReadConfig
 	// own is the route's pool on a plain client; nil when routed.
@@ -96,7 +96,7 @@ type DynamicReads struct {
 }
 
 // Schema is the bound tenant's quoted schema name, for the compiler.
-func (d *DynamicReads) Schema(ctx context.Context) (string, error) {
+func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return "", d.unbound()
@@ -111,7 +111,7 @@ func (d *DynamicReads) Schema(ctx context.Context) (string, error) {
 // so no setting, lock, listener, cursor or prepared statement outlives
 // the call. Text that made the transaction write (a large object, say) is
 // refused with postgres_dynamic_read_wrote, its write rolled back.
-func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
+func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return d.unbound()
@@ -137,7 +137,7 @@ func (d *DynamicReads) Query(ctx context.Context, text string, args []any, scan 
 
 // pool is the route's own pool on a plain client, the tenant's on a
 // routed one.
-func (d *DynamicReads) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+func (d *DynamicRead) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
 	if d.logins != nil {
 		return d.logins.AcquireFor(ctx, tenant)
 	}
@@ -151,7 +151,7 @@ func (d *DynamicReads) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Po
 // run executes one read inside its transaction and reports whether the
 // transaction wrote. The transaction is left open for scrub to roll back
 // when anything fails.
-func (d *DynamicReads) run(ctx context.Context, conn *pgxpool.Conn, tenant tenancy.ID, text string, args []any, scan func(pgx.Rows) error) (bool, error) {
+func (d *DynamicRead) run(ctx context.Context, conn *pgxpool.Conn, tenant tenancy.ID, text string, args []any, scan func(pgx.Rows) error) (bool, error) {
 	// One round trip: the SELECT takes the snapshot, so the compiled text
 	// can no longer switch the transaction to read write.
 	begin := "BEGIN READ ONLY; SET LOCAL statement_timeout = " + strconv.FormatInt(d.cfg.Timeout.Milliseconds(), 10)
@@ -193,7 +193,7 @@ func (d *DynamicReads) run(ctx context.Context, conn *pgxpool.Conn, tenant tenan
 // dropped the statements they name). A connection that cannot be reset is
 // closed, and so destroyed on release. Resetting costs about a millisecond
 // here; closing and reconnecting cost some twenty.
-func (d *DynamicReads) scrub(ctx context.Context, conn *pgxpool.Conn) {
+func (d *DynamicRead) scrub(ctx context.Context, conn *pgxpool.Conn) {
 	defer conn.Release()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
 	defer cancel()

@@ -22,7 +22,7 @@ import (
 // route over a static table, the layout of the search_path incident.
 type dynSet struct {
 	c      *postgres.Client
-	dyn    *postgres.DynamicReads
+	dyn    *postgres.DynamicRead
 	docs   *postgres.Documents[item]
 	prefix string
 	table  string // the static documents table
@@ -34,7 +34,7 @@ func dynModule(t *testing.T, dsn, prefix, table string, dc postgres.DynamicReadC
 	ds := dynSet{prefix: prefix, table: table}
 	ds.c = start(t, postgres.Module("pg", postgres.DSN(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)}),
-		postgres.DynamicRead("dyn", dc)), &ds.docs, named("dyn", &ds.dyn))
+		postgres.DynamicReadRoute("dyn", dc)), &ds.docs, named("dyn", &ds.dyn))
 	t.Cleanup(func() { teardown(t, ds.c, tenancytest.TenantA, tenancytest.TenantB) })
 	return ds
 }
@@ -236,17 +236,17 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 	}
 	var (
 		d     *postgres.Documents[item]
-		x     *postgres.Searches
-		k     *postgres.Counters
-		stats *postgres.AnalyticsRoute
+		x     *postgres.Search
+		k     *postgres.Counter
+		stats *postgres.Analytics
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(docs), Write: postgres.Table(docs)}),
-		postgres.Search("texts", postgres.SearchConfig{TenantAware: true, Read: postgres.Table(texts), Heap: postgres.Table(texts), Index: postgres.Table(texts + "_tsv")}),
-		postgres.Search("own", postgres.SearchConfig{Read: postgres.SchemaPerTenant("own"), Heap: postgres.SchemaPerTenant("own"), Index: postgres.SchemaPerTenant("own_tsv")}),
-		postgres.Counter("counts", postgres.CounterConfig{TenantAware: true, Table: postgres.Table(counts)}),
-		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: true, Source: postgres.Table(docs), Queries: map[string]postgres.Aggregate{
+		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: postgres.Table(texts), Heap: postgres.Table(texts), Index: postgres.Table(texts + "_tsv")}),
+		postgres.SearchRoute("own", postgres.SearchConfig{Read: postgres.SchemaPerTenant("own"), Heap: postgres.SchemaPerTenant("own"), Index: postgres.SchemaPerTenant("own_tsv")}),
+		postgres.CounterRoute("counts", postgres.CounterConfig{TenantAware: true, Table: postgres.Table(counts)}),
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{TenantAware: true, Source: postgres.Table(docs), Queries: map[string]postgres.Aggregate{
 			"sum": {Agg: postgres.AggSum, Field: "n"}}}),
 	), &d, named("texts", &x), named("counts", &k), named("stats", &stats))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -288,11 +288,11 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 	var (
 		d   *postgres.Documents[item]
-		dyn *postgres.DynamicReads
+		dyn *postgres.DynamicRead
 	)
-	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
-		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
+		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
 	provision(t, c, tenancytest.TenantA)
 	ds := dynSet{dyn: dyn}
 	if _, err := d.Create(ctxA, "a1", item{N: 1}); err != nil {
@@ -329,7 +329,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 func TestDynamicReadCountsItsPool(t *testing.T) {
 	mod := func(budget int) fx.Option {
 		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
-			postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true, MaxConns: 3}))
+			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true, MaxConns: 3}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, mod(6))
 	tenancytest.RequireWires(t, mod(7))
@@ -341,10 +341,10 @@ func TestDynamicReadCountsItsPool(t *testing.T) {
 func TestDynamicReadLogin(t *testing.T) {
 	run := unique()
 	prefix := "tw" + run + "_"
-	var dyn *postgres.DynamicReads
+	var dyn *postgres.DynamicRead
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
-			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxPools: 2}})), named("dyn", &dyn))
+		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
+			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxClients: 2}})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ds := dynSet{dyn: dyn}
@@ -380,7 +380,7 @@ func TestDynamicLoginWiring(t *testing.T) {
 	secret := []byte(strings.Repeat("k", 32))
 	dyn := func(dc postgres.DynamicReadConfig) postgres.Option {
 		dc.PerTenantSchema = true
-		return postgres.DynamicRead("dyn", dc)
+		return postgres.DynamicReadRoute("dyn", dc)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
@@ -391,7 +391,7 @@ func TestDynamicLoginWiring(t *testing.T) {
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
 	login := func(budget int) fx.Option {
 		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
-			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxPools: 3}}))
+			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxClients: 3}}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
 	tenancytest.RequireWires(t, login(10))
@@ -406,9 +406,9 @@ func TestDynamicReadOnCallerPool(t *testing.T) {
 	}
 	t.Cleanup(pool.Close) // after the teardown, which runs on it
 	run := unique()
-	var dyn *postgres.DynamicReads
+	var dyn *postgres.DynamicRead
 	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
-		postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("dyn", &dyn))
+		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	provision(t, c, tenancytest.TenantA)
 	before := pool.Stat().AcquireCount()

@@ -27,9 +27,9 @@ type DynamicLogin struct {
 	// Secret derives every tenant role's password (HMAC-SHA256 of the role
 	// name); every replica needs the same one. At least 32 bytes.
 	Secret []byte
-	// MaxPools bounds live per-tenant pools (default 16), least recently
+	// MaxClients bounds live per-tenant pools (default 16), least recently
 	// used closed first; each holds up to the read's MaxConns.
-	MaxPools int
+	MaxClients int
 }
 
 const (
@@ -83,7 +83,7 @@ func (c *Client) loginPools(dl *DynamicLogin, base *lazyPool) *routing.Pools[*pg
 	if base == nil || dl == nil {
 		return nil
 	}
-	maxPools := dl.MaxPools
+	maxPools := dl.MaxClients
 	if maxPools <= 0 {
 		maxPools = defaultLoginPools
 	}
@@ -109,8 +109,8 @@ func (c *Client) loginPools(dl *DynamicLogin, base *lazyPool) *routing.Pools[*pg
 			}
 			return p, nil
 		},
-		Close:    (*pgxpool.Pool).Close,
-		MaxPools: maxPools,
+		Close:      (*pgxpool.Pool).Close,
+		MaxClients: maxPools,
 	})
 	if err != nil {
 		// A fixed, complete config: failing here is a bug, and falling back

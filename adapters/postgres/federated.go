@@ -12,7 +12,7 @@ import (
 )
 
 // FederatedConfig wires a search across several legs, ranked together.
-// A hub leg names a HubSearch route of the module declared before this
+// A hub leg names a HubSearchRoute of the module declared before this
 // one; a table leg is any other static table with id, body and tsv
 // columns (a per-tenant leg must be a hub). The
 // route is tagged only when it is TenantAware and every leg is a hub leg
@@ -27,14 +27,14 @@ type FederatedConfig struct {
 	Config string
 }
 
-// FederatedSearch adds a federated search route and provides *Federated
+// FederatedSearchRoute adds a federated search route and provides *FederatedSearch
 // under its name.
-func FederatedSearch(name string, fc FederatedConfig) Option {
+func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 	if fc.Config == "" {
 		fc.Config = "simple"
 	}
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*Federated](),
+		spec := &routeSpec{name: name, kind: KindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*FederatedSearch](),
 			scopedRoles: map[string]bool{}}
 		var legs []fedLeg
 		for _, h := range fc.Hubs {
@@ -45,7 +45,7 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 				}
 			}
 			if hub == nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "leg "+h+" is not a hub search route declared before it", "declare the HubSearch first, in the same module"))
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "leg "+h+" is not a hub search route declared before it", "declare the HubSearchRoute first, in the same module"))
 				continue
 			}
 			role := "hub:" + h
@@ -60,7 +60,7 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 			if t.perTenant {
 				// Only a hub leg may be scoped; a per-tenant table
 				// would be counted as one by the tier rules.
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it as a HubSearch route and name it in Hubs"))
+				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it with HubSearchRoute and name it in Hubs"))
 			}
 			role := "table:" + t.table
 			// A table leg never separates tenants by itself: not Scoped.
@@ -73,8 +73,8 @@ func FederatedSearch(name string, fc FederatedConfig) Option {
 		if err := validName(fc.Config, maxIdent); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
 		}
-		spec.provide = provideRoute(func(cl *Client) *Federated {
-			f := &Federated{route: route{cl, spec}, legs: legs, cfg: fc}
+		spec.provide = provideRoute(func(cl *Client) *FederatedSearch {
+			f := &FederatedSearch{route: route{cl, spec}, legs: legs, cfg: fc}
 			if !f.perTenant() {
 				f.static = f.build(tenancy.ID{})
 			}
@@ -92,8 +92,8 @@ type fedLeg struct {
 	hubTagged bool
 }
 
-// Federated is a federated search route.
-type Federated struct {
+// FederatedSearch is a federated search route.
+type FederatedSearch struct {
 	route
 	legs   []fedLeg
 	cfg    FederatedConfig
@@ -112,7 +112,7 @@ type fedStmts struct {
 	search, count string
 }
 
-func (f *Federated) build(tenant tenancy.ID) *fedStmts {
+func (f *FederatedSearch) build(tenant tenancy.ID) *fedStmts {
 	tagged := func(l fedLeg) bool { return f.spec.decision.Tagged && l.hubTagged }
 	s := sql{tagged: false}
 	for _, l := range f.legs {
@@ -136,12 +136,12 @@ func (f *Federated) build(tenant tenancy.ID) *fedStmts {
 	}
 }
 
-func (f *Federated) begin(ctx context.Context) (tenancy.ID, *fedStmts, pgxPool, func(), error) {
+func (f *FederatedSearch) begin(ctx context.Context) (tenancy.ID, *fedStmts, pgxPool, func(), error) {
 	return beginCall(ctx, f.route, f.static, f.build)
 }
 
 // Search returns the best hits across every leg.
-func (f *Federated) Search(ctx context.Context, query string, limit int) ([]FederatedHit, error) {
+func (f *FederatedSearch) Search(ctx context.Context, query string, limit int) ([]FederatedHit, error) {
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
 	}
@@ -165,7 +165,7 @@ func (f *Federated) Search(ctx context.Context, query string, limit int) ([]Fede
 }
 
 // Count returns how many documents of every leg match the query.
-func (f *Federated) Count(ctx context.Context, query string) (int, error) {
+func (f *FederatedSearch) Count(ctx context.Context, query string) (int, error) {
 	tenant, st, pool, release, err := f.begin(ctx)
 	if err != nil {
 		return 0, err

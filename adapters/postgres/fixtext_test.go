@@ -15,7 +15,7 @@ import (
 // Worker and aggregate refusals say exactly what to change, naming the
 // config field; no server is needed.
 func TestRefusalsSayWhatToChange(t *testing.T) {
-	ob := postgres.Outbox("events", postgres.OutboxConfig{Table: postgres.Table("outbox")})
+	ob := postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table("outbox")})
 	for name, c := range map[string]struct {
 		opt fx.Option
 		fix string
@@ -24,7 +24,7 @@ func TestRefusalsSayWhatToChange(t *testing.T) {
 			"set RelayConfig.Destination"},
 		"negative retain": {postgres.Module("pg", postgres.DSN(nowhere), ob, postgres.Sweep("events", postgres.SweepConfig{Retain: -1})),
 			"set SweepConfig.Retain to 0 (the default) or a positive duration, not -1ns"},
-		"unknown aggregate": {postgres.Module("pg", postgres.DSN(nowhere), postgres.Analytics("stats", postgres.AnalyticsConfig{
+		"unknown aggregate": {postgres.Module("pg", postgres.DSN(nowhere), postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{
 			Source: postgres.Table("docs"), Queries: map[string]postgres.Aggregate{"total": {Agg: "median", Field: "n"}}})),
 			`correct AnalyticsConfig.Queries["total"]: Agg one of count, sum, avg, min, max`},
 	} {

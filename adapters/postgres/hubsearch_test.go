@@ -23,9 +23,9 @@ func TestHubSearchBoundary(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			run := unique()
-			var h *postgres.HubSearches
+			var h *postgres.HubSearch
 			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
-				postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: tc.aware, Table: tc.table})), named("hub", &h))
+				postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: tc.aware, Table: tc.table})), named("hub", &h))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			tenancytest.Boundary(t, hubProbe(h, "zebra"+run))
 		})
@@ -33,7 +33,7 @@ func TestHubSearchBoundary(t *testing.T) {
 }
 
 // hubProbe puts a document holding word into the hub.
-func hubProbe(h *postgres.HubSearches, word string) tenancytest.Probe {
+func hubProbe(h *postgres.HubSearch, word string) tenancytest.Probe {
 	found := func(ctx context.Context) (bool, error) {
 		hits, err := h.Search(ctx, word, 10)
 		return len(hits) == 1 && hits[0].ID == "doc", err
@@ -54,17 +54,17 @@ func hubProbe(h *postgres.HubSearches, word string) tenancytest.Probe {
 func TestFederatedSearchBoundary(t *testing.T) {
 	run := unique()
 	var (
-		shared, own *postgres.HubSearches
-		fed         *postgres.Federated
+		shared, own *postgres.HubSearch
+		fed         *postgres.FederatedSearch
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.HubSearch("shared", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("fed_" + run)}),
-		postgres.HubSearch("own", postgres.HubSearchConfig{Table: postgres.SchemaPerTenant("notes")}),
-		postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"shared", "own"}}),
+		postgres.HubSearchRoute("shared", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("fed_" + run)}),
+		postgres.HubSearchRoute("own", postgres.HubSearchConfig{Table: postgres.SchemaPerTenant("notes")}),
+		postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"shared", "own"}}),
 	), named("shared", &shared), named("own", &own), named("all", &fed))
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	word := "okapi" + run
-	for _, h := range []*postgres.HubSearches{shared, own} {
+	for _, h := range []*postgres.HubSearch{shared, own} {
 		leg := h
 		found := func(ctx context.Context) (bool, error) {
 			hits, err := fed.Search(ctx, word, 10)
@@ -90,10 +90,10 @@ func TestFederatedSearchBoundary(t *testing.T) {
 // read from the live matrix.
 func TestMessagingTiers(t *testing.T) {
 	hub := func(name string, aware bool, rel postgres.Relation) postgres.Option {
-		return postgres.HubSearch(name, postgres.HubSearchConfig{TenantAware: aware, Table: rel})
+		return postgres.HubSearchRoute(name, postgres.HubSearchConfig{TenantAware: aware, Table: rel})
 	}
 	fed := func(aware bool, tables ...postgres.Relation) postgres.Option {
-		return postgres.FederatedSearch("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"a", "b"}, Tables: tables})
+		return postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"a", "b"}, Tables: tables})
 	}
 	cases := []struct {
 		name  string
@@ -114,13 +114,13 @@ func TestMessagingTiers(t *testing.T) {
 		{"federated with a table leg is none", "all", tenancy.None,
 			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(true, postgres.Table("x"))}},
 		{"per-tenant inbox counts only when tenant-aware", "in", tenancy.None,
-			[]postgres.Option{postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")})}},
+			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")})}},
 		{"tenant-aware per-tenant inbox is namespace", "in", tenancy.Namespace,
-			[]postgres.Option{postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("i")})}},
+			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("i")})}},
 		{"per-tenant outbox counts only when tenant-aware", "out", tenancy.None,
-			[]postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")})}},
+			[]postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")})}},
 		{"tenant-aware per-tenant idempotency store is namespace", "idem", tenancy.Namespace,
-			[]postgres.Option{postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("k")})}},
+			[]postgres.Option{postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("k")})}},
 		{"federated over per-tenant hubs is never namespace", "all", tenancy.Tagged,
 			[]postgres.Option{hub("a", false, postgres.SchemaPerTenant("h")), hub("b", false, postgres.SchemaPerTenant("h2")), fed(true)}},
 	}

@@ -19,17 +19,17 @@ type IdempotencyConfig struct {
 	TTL time.Duration
 }
 
-// Idempotency adds an idempotency store route and provides
-// *IdempotencyStore under its name.
-func Idempotency(name string, ic IdempotencyConfig) Option {
+// IdempotencyRoute adds an idempotency store route and provides
+// *Idempotency under its name.
+func IdempotencyRoute(name string, ic IdempotencyConfig) Option {
 	if ic.TTL <= 0 {
 		ic.TTL = 24 * time.Hour
 	}
 	return func(c *config) {
 		addTableRoute(c, name, KindIdempotency, ic.TenantAware, ic.Table, "idempotency",
 			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
-			func(r route, shared bool) *IdempotencyStore {
-				x := &IdempotencyStore{route: r, cfg: ic}
+			func(r route, shared bool) *Idempotency {
+				x := &Idempotency{route: r, cfg: ic}
 				if shared {
 					x.static = x.build(tenancy.ID{})
 				}
@@ -38,8 +38,8 @@ func Idempotency(name string, ic IdempotencyConfig) Option {
 	}
 }
 
-// IdempotencyStore maps keys to stored results.
-type IdempotencyStore struct {
+// Idempotency maps keys to stored results.
+type Idempotency struct {
 	route
 	cfg    IdempotencyConfig
 	static *idemStmts
@@ -51,7 +51,7 @@ type idemStmts struct {
 	get, put, del, count, sweep, locks string
 }
 
-func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
+func (x *Idempotency) build(tenant tenancy.ID) *idemStmts {
 	s := sql{tagged: x.spec.decision.Tagged}
 	t := x.qualified(x.cfg.Table, tenant)
 	key := "key"
@@ -71,7 +71,7 @@ func (x *IdempotencyStore) build(tenant tenancy.ID) *idemStmts {
 	}
 }
 
-func (x *IdempotencyStore) begin(ctx context.Context) (tenancy.ID, *idemStmts, pgxPool, func(), error) {
+func (x *Idempotency) begin(ctx context.Context) (tenancy.ID, *idemStmts, pgxPool, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 
@@ -79,7 +79,7 @@ func (x *IdempotencyStore) begin(ctx context.Context) (tenancy.ID, *idemStmts, p
 // true); otherwise it runs fn, stores its result for the TTL and returns
 // it. Concurrent first calls for one key run fn once: the others wait and
 // replay. A failing fn stores nothing.
-func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+func (x *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return nil, false, err
@@ -110,7 +110,7 @@ func (x *IdempotencyStore) Do(ctx context.Context, key string, fn func(ctx conte
 }
 
 // Get returns key's unexpired stored result.
-func (x *IdempotencyStore) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
+func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
@@ -127,7 +127,7 @@ func (x *IdempotencyStore) Get(ctx context.Context, key string) (_ []byte, _ boo
 
 // Delete forgets key, so the next Do runs again; ErrNoKey when nothing
 // was stored under it.
-func (x *IdempotencyStore) Delete(ctx context.Context, key string) (err error) {
+func (x *Idempotency) Delete(ctx context.Context, key string) (err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
@@ -142,7 +142,7 @@ var ErrNoKey = errors.New("postgres idempotency: no result stored under the key"
 
 // Count returns how many unexpired keys are stored (the bound tenant's
 // when the store is tenant-scoped).
-func (x *IdempotencyStore) Count(ctx context.Context) (_ int, err error) {
+func (x *Idempotency) Count(ctx context.Context) (_ int, err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
@@ -155,7 +155,7 @@ func (x *IdempotencyStore) Count(ctx context.Context) (_ int, err error) {
 }
 
 // sweep deletes entries expired for longer than retain.
-func (x *IdempotencyStore) sweep(ctx context.Context, retain time.Duration) (int64, error) {
+func (x *Idempotency) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err

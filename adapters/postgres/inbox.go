@@ -23,13 +23,13 @@ type InboxConfig struct {
 	Table       Relation
 }
 
-// Inbox adds an inbox route and provides *InboxRoute under its name.
-func Inbox(name string, ic InboxConfig) Option {
+// InboxRoute adds an inbox route and provides *Inbox under its name.
+func InboxRoute(name string, ic InboxConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, KindInbox, ic.TenantAware, ic.Table, "inbox",
 			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
-			func(r route, shared bool) *InboxRoute {
-				i := &InboxRoute{route: r, cfg: ic}
+			func(r route, shared bool) *Inbox {
+				i := &Inbox{route: r, cfg: ic}
 				if shared {
 					i.static = i.build(tenancy.ID{})
 				}
@@ -38,8 +38,8 @@ func Inbox(name string, ic InboxConfig) Option {
 	}
 }
 
-// InboxRoute deduplicates consumed messages by event id.
-type InboxRoute struct {
+// Inbox deduplicates consumed messages by event id.
+type Inbox struct {
 	route
 	cfg    InboxConfig
 	static *inboxStmts
@@ -50,7 +50,7 @@ type inboxStmts struct {
 	mark, seen, forget, count, sweep string
 }
 
-func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
+func (i *Inbox) build(tenant tenancy.ID) *inboxStmts {
 	s := sql{tagged: i.spec.decision.Tagged}
 	t := i.qualified(i.cfg.Table, tenant)
 	return &inboxStmts{sql: s,
@@ -62,14 +62,14 @@ func (i *InboxRoute) build(tenant tenancy.ID) *inboxStmts {
 	}
 }
 
-func (i *InboxRoute) begin(ctx context.Context) (tenancy.ID, *inboxStmts, pgxPool, func(), error) {
+func (i *Inbox) begin(ctx context.Context) (tenancy.ID, *inboxStmts, pgxPool, func(), error) {
 	return beginCall(ctx, i.route, i.static, i.build)
 }
 
 // Once runs fn in one transaction with marking eventID, unless it was
 // marked before: it reports whether fn ran. A concurrent duplicate waits
 // for the first to commit, then skips; when fn fails nothing is marked.
-func (i *InboxRoute) Once(ctx context.Context, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
+func (i *Inbox) Once(ctx context.Context, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
@@ -88,7 +88,7 @@ func (i *InboxRoute) Once(ctx context.Context, eventID string, fn func(ctx conte
 }
 
 // Mark records eventID and reports whether it was new.
-func (i *InboxRoute) Mark(ctx context.Context, eventID string) (_ bool, err error) {
+func (i *Inbox) Mark(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
@@ -100,7 +100,7 @@ func (i *InboxRoute) Mark(ctx context.Context, eventID string) (_ bool, err erro
 }
 
 // Seen reports whether eventID was marked.
-func (i *InboxRoute) Seen(ctx context.Context, eventID string) (_ bool, err error) {
+func (i *Inbox) Seen(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
@@ -114,7 +114,7 @@ func (i *InboxRoute) Seen(ctx context.Context, eventID string) (_ bool, err erro
 
 // Forget removes eventID's mark, so the message is handled again if it
 // comes back; ErrNotMarked when there was none.
-func (i *InboxRoute) Forget(ctx context.Context, eventID string) (err error) {
+func (i *Inbox) Forget(ctx context.Context, eventID string) (err error) {
 	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
@@ -126,7 +126,7 @@ func (i *InboxRoute) Forget(ctx context.Context, eventID string) (err error) {
 
 // Count returns how many event ids are marked (the bound tenant's when the
 // inbox is tenant-scoped).
-func (i *InboxRoute) Count(ctx context.Context) (_ int, err error) {
+func (i *Inbox) Count(ctx context.Context) (_ int, err error) {
 	defer i.notProvisioned(&err)
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
@@ -142,7 +142,7 @@ func (i *InboxRoute) Count(ctx context.Context) (_ int, err error) {
 var ErrNotMarked = errors.New("postgres inbox: event id not marked")
 
 // sweep deletes marks older than retain.
-func (i *InboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, error) {
+func (i *Inbox) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return 0, err

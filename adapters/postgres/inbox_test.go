@@ -46,9 +46,9 @@ func TestInboxBoundary(t *testing.T) {
 	for name, tc := range msgTiers(t, "inbox_"+unique()) {
 		t.Run(name, func(t *testing.T) {
 			run := unique()
-			var in *postgres.InboxRoute
+			var in *postgres.Inbox
 			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
-				postgres.Inbox("in", postgres.InboxConfig{TenantAware: tc.aware, Table: tc.table})), named("in", &in))
+				postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: tc.aware, Table: tc.table})), named("in", &in))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			ev := "ev-" + run
 			tenancytest.Boundary(t, inboxProbe(in, ev))
@@ -63,7 +63,7 @@ func TestInboxBoundary(t *testing.T) {
 }
 
 // inboxProbe marks the event ev handled.
-func inboxProbe(in *postgres.InboxRoute, ev string) tenancytest.Probe {
+func inboxProbe(in *postgres.Inbox, ev string) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write:  func(ctx context.Context) error { _, err := in.Mark(ctx, ev); return err },
 		Read:   func(ctx context.Context) (bool, error) { return in.Seen(ctx, ev) },
@@ -77,9 +77,9 @@ func inboxProbe(in *postgres.InboxRoute, ev string) tenancytest.Probe {
 // concurrently it arrives; a failing handler marks nothing.
 func TestInboxOnce(t *testing.T) {
 	url := testsvc.PostgresURL(t)
-	var in *postgres.InboxRoute
+	var in *postgres.Inbox
 	c := start(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.Table("once_" + unique())})), named("in", &in))
+		postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.Table("once_" + unique())})), named("in", &in))
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithGlobal(context.Background())
 	boom := errors.New("handler failed")
@@ -116,9 +116,9 @@ func TestIdempotencyBoundary(t *testing.T) {
 	for name, tc := range msgTiers(t, "idem_"+unique()) {
 		t.Run(name, func(t *testing.T) {
 			run := unique()
-			var st *postgres.IdempotencyStore
+			var st *postgres.Idempotency
 			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
-				postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: tc.aware, Table: tc.table})), named("idem", &st))
+				postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: tc.aware, Table: tc.table})), named("idem", &st))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			key := "k-" + run
 			tenancytest.Boundary(t, idempotencyProbe(st, key))
@@ -139,7 +139,7 @@ func result(v string) func(context.Context) ([]byte, error) {
 }
 
 // idempotencyProbe stores the result "a" under key.
-func idempotencyProbe(st *postgres.IdempotencyStore, key string) tenancytest.Probe {
+func idempotencyProbe(st *postgres.Idempotency, key string) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
 		Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
@@ -154,12 +154,12 @@ func idempotencyProbe(st *postgres.IdempotencyStore, key string) tenancytest.Pro
 func TestSweep(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	run := unique()
-	var in *postgres.InboxRoute
-	var st *postgres.IdempotencyStore
+	var in *postgres.Inbox
+	var st *postgres.Idempotency
 	assigned := providing(tenancytest.TenantA, tenancytest.TenantB)
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("sw_in_" + run)}),
-		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("sw_idem_" + run), TTL: time.Millisecond}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("sw_in_" + run)}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("sw_idem_" + run), TTL: time.Millisecond}),
 		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, Tenants: assigned}),
 		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: assigned}),
 	), named("in", &in), named("idem", &st))
@@ -201,12 +201,12 @@ func TestSweep(t *testing.T) {
 // TestSweepRefusals: an unbound sweep over a tenant-scoped route is
 // refused; over a tenant-global one it wires.
 func TestSweepRefusals(t *testing.T) {
-	tagged := postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("i")})
+	tagged := postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("i")})
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
 		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
 		postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
-			postgres.Idempotency("idem", postgres.IdempotencyConfig{Table: postgres.Table("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
+			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{Table: postgres.Table("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Sweep("orders", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
@@ -225,7 +225,7 @@ func TestSweepRefusals(t *testing.T) {
 		t.Fatalf("start with a failing tenant provider: %v", err)
 	}
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
-		postgres.Inbox("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
+		postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
 }
 
 // TestMessagingTeardown: tearing a tenant down deletes its rows from the
@@ -233,14 +233,14 @@ func TestSweepRefusals(t *testing.T) {
 func TestMessagingTeardown(t *testing.T) {
 	run := unique()
 	var (
-		in  *postgres.InboxRoute
-		st  *postgres.IdempotencyStore
-		hub *postgres.HubSearches
+		in  *postgres.Inbox
+		st  *postgres.Idempotency
+		hub *postgres.HubSearch
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
-		postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
-		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("td_idem_" + run)}),
-		postgres.HubSearch("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("td_idem_" + run)}),
+		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
 	), named("in", &in), named("idem", &st), named("hub", &hub))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -19,11 +19,11 @@ func TestLiveMatrix(t *testing.T) {
 		postgres.Module("pg", postgres.DSN(nowhere),
 			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("t"), Write: postgres.Table("t")}),
 			postgres.Document[int]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("n"), Write: postgres.SchemaPerTenant("n")}),
-			postgres.Counter("shared", postgres.CounterConfig{Table: postgres.Table("c")}),
-			postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
+			postgres.CounterRoute("shared", postgres.CounterConfig{Table: postgres.Table("c")}),
+			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		),
 		postgres.Module("routed", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
-			postgres.Counter("quota", postgres.CounterConfig{Table: postgres.Table("q")})),
+			postgres.CounterRoute("quota", postgres.CounterConfig{Table: postgres.Table("q")})),
 		fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 	)
 	if err := app.Err(); err != nil {

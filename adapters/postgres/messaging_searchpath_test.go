@@ -23,16 +23,16 @@ func TestMessagingIgnoresSearchPath(t *testing.T) {
 	run := unique()
 	shadow := "sh_" + run
 	out, in, idem, own := "sp_out_"+run, "sp_in_"+run, "sp_idem_"+run, "sp_own_"+run
-	mod := func(dsn string, extra ...postgres.Option) (*postgres.Client, *postgres.OutboxRoute, *postgres.InboxRoute, *postgres.IdempotencyStore) {
+	mod := func(dsn string, extra ...postgres.Option) (*postgres.Client, *postgres.Outbox, *postgres.Inbox, *postgres.Idempotency) {
 		var (
-			o  *postgres.OutboxRoute
-			i  *postgres.InboxRoute
-			st *postgres.IdempotencyStore
+			o  *postgres.Outbox
+			i  *postgres.Inbox
+			st *postgres.Idempotency
 		)
 		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.DSN(dsn),
-			postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table(out)}),
-			postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table(in)}),
-			postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table(idem)}),
+			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(out)}),
+			postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table(in)}),
+			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table(idem)}),
 		}, extra...)...), named("out", &o), named("in", &i), named("idem", &st))
 		return c, o, i, st
 	}

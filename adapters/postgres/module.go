@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -152,26 +154,31 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	switch {
 	case routed:
-		if cfg.routed.MaxPools <= 0 {
-			cfg.routed.MaxPools = 64
+		if cfg.routed.MaxClients <= 0 {
+			cfg.routed.MaxClients = 64
 		}
-		if cfg.routed.MaxConnsPerPool <= 0 {
-			cfg.routed.MaxConnsPerPool = 4
+		if cfg.routed.MaxConnsPerClient <= 0 {
+			cfg.routed.MaxConnsPerClient = 4
+		}
+		if cfg.routed.MaxConnsPerClient > math.MaxInt32 {
+			errs = append(errs, Rules.WiringInvalid(name, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d exceeds a pgx pool's limit", cfg.routed.MaxConnsPerClient),
+				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
+			cfg.routed.MaxConnsPerClient = 4
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
-			Open:       openRouted(cfg.routed.MaxConnsPerPool, cfg.routed.Configure),
+			Open:       openRouted(int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure),
 			Close:      (*pgxpool.Pool).Close,
 			Target:     routedTarget,
 			TargetNoun: "database",
 			Module:     name,
 			Backend:    Rules.Name,
-			MaxPools:   cfg.routed.MaxPools,
+			MaxClients: cfg.routed.MaxClients,
 			TTL:        cfg.routed.TTL,
 			MaxWait:    cfg.routed.MaxWait,
 		}
 		build = append(build, func(c *Client) { c.routed, _ = routing.New(rc) }) // rc is complete: New cannot fail
-		mod.WorstCaseConns = cfg.routed.MaxPools * int(cfg.routed.MaxConnsPerPool)
+		mod.WorstCaseConns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient
 	case cfg.dsn != "":
 		pc, err := pgxpool.ParseConfig(cfg.dsn)
 		if err != nil {

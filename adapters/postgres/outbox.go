@@ -30,10 +30,10 @@ type OutboxConfig struct {
 	Table       Relation
 }
 
-// Outbox adds an outbox route and provides *Outbox under its name.
-func Outbox(name string, oc OutboxConfig) Option {
+// OutboxRoute adds an outbox route and provides *Outbox under its name.
+func OutboxRoute(name string, oc OutboxConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*OutboxRoute](),
+		spec := &routeSpec{name: name, kind: KindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*Outbox](),
 			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
 		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {
@@ -49,7 +49,7 @@ func Outbox(name string, oc OutboxConfig) Option {
 				scopeEventIDs(t),
 			}
 		}
-		spec.provide = provideRoute(func(cl *Client) *OutboxRoute { return newOutbox(cl, spec, oc) })
+		spec.provide = provideRoute(func(cl *Client) *Outbox { return newOutbox(cl, spec, oc) })
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
 		c.routes = append(c.routes, spec)
 	}
@@ -71,9 +71,9 @@ func scopeEventIDs(t string) string {
 		"EXECUTE pg_catalog.format('ALTER TABLE %s ADD UNIQUE (tenant_id, event_id)', " + lit + "); END IF; END $$"
 }
 
-// OutboxRoute is an outbox: Write adds rows (in the caller's transaction
+// Outbox is an outbox: Write adds rows (in the caller's transaction
 // with WriteTx), and it is the outbox.Source its relay drains.
-type OutboxRoute struct {
+type Outbox struct {
 	route
 	cfg    OutboxConfig
 	static *outboxStmts
@@ -85,15 +85,15 @@ type outboxStmts struct {
 	insert, claim, claimTenant, complete, sweep, sweepTenant string
 }
 
-func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *OutboxRoute {
-	o := &OutboxRoute{route: route{cl, spec}, cfg: oc}
+func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *Outbox {
+	o := &Outbox{route: route{cl, spec}, cfg: oc}
 	if !o.perTenant() {
 		o.static = o.build(tenancy.ID{})
 	}
 	return o
 }
 
-func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
+func (o *Outbox) build(tenant tenancy.ID) *outboxStmts {
 	t := o.qualified(o.cfg.Table, tenant)
 	sel := "SELECT id, tenant_id, event_id, topic, key, payload, headers FROM " + t + " WHERE delivered_at IS NULL"
 	lock := " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"
@@ -112,7 +112,7 @@ func (o *OutboxRoute) build(tenant tenancy.ID) *outboxStmts {
 // rowTenant is the tenant rows written under ctx carry: the bound one, or
 // the zero ID under the explicit tenant-global scope of a tenant-global
 // outbox. Anything else fails closed.
-func (o *OutboxRoute) rowTenant(ctx context.Context) (tenancy.ID, error) {
+func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 	if id, ok := tenancy.FromContext(ctx); ok {
 		return id, nil
 	}
@@ -123,7 +123,7 @@ func (o *OutboxRoute) rowTenant(ctx context.Context) (tenancy.ID, error) {
 }
 
 // Write adds msgs in a transaction of its own.
-func (o *OutboxRoute) Write(ctx context.Context, msgs ...outbox.Message) error {
+func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (o *OutboxRoute) Write(ctx context.Context, msgs ...outbox.Message) error {
 // (Client.Pool) when the module is routed. Each row carries the tenant
 // bound to ctx; a message naming another tenant is refused. An empty
 // EventID gets a random one.
-func (o *OutboxRoute) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
+func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
 	if err != nil || len(msgs) == 0 {
 		return err
@@ -213,7 +213,7 @@ func newEventID() string {
 // a transaction held until Complete or Abandon. Under a bound ctx (a
 // sharded pass) it claims only that tenant's rows, from its schema or pool
 // where the route resolves one; unbound, the route must be tenant-global.
-func (o *OutboxRoute) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.decision.NeedsTenant {
 		return nil, o.unbound()
@@ -318,7 +318,7 @@ func (b *claim) Abandon(ctx context.Context) {
 
 // sweep deletes rows delivered longer ago than retain: the bound tenant's
 // under a sharded pass, every row otherwise.
-func (o *OutboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, error) {
+func (o *Outbox) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.decision.NeedsTenant {
 		return 0, o.unbound()
@@ -338,4 +338,4 @@ func (o *OutboxRoute) sweep(ctx context.Context, retain time.Duration) (int64, e
 	return tag.RowsAffected(), err
 }
 
-var _ outbox.Source = (*OutboxRoute)(nil)
+var _ outbox.Source = (*Outbox)(nil)

@@ -21,7 +21,7 @@ var (
 // claimAll claims under ctx and returns the batch with its messages keyed
 // by tenant. A batch the test leaves open is abandoned before the app
 // stops, so its connection returns to the pool.
-func claimAll(t *testing.T, o *postgres.OutboxRoute, ctx context.Context) (outbox.Batch, map[tenancy.ID][]outbox.Message) {
+func claimAll(t *testing.T, o *postgres.Outbox, ctx context.Context) (outbox.Batch, map[tenancy.ID][]outbox.Message) {
 	t.Helper()
 	b, err := o.Claim(ctx, 100)
 	if err != nil {
@@ -54,9 +54,9 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := unique()
-			var o *postgres.OutboxRoute
+			var o *postgres.Outbox
 			c := start(t, postgres.Module("pg", postgres.DSN(url), postgres.SchemaPrefix("tw"+run+"_"),
-				postgres.Outbox("out", oc(run))), named("out", &o))
+				postgres.OutboxRoute("out", oc(run))), named("out", &o))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			if err := o.Write(bgA, outbox.Message{EventID: "e1", Topic: "t", Payload: []byte("a")}); err != nil {
 				t.Fatal(err)
@@ -112,9 +112,9 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 		"event_id text NOT NULL UNIQUE, topic text NOT NULL, key bytea, payload bytea, headers jsonb, "+
 		"created_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz)")
 	exec(t, conn, "INSERT INTO "+table+" (tenant_id, event_id, topic) VALUES ($1, 'e0', 't')", tenancytest.TenantA.String())
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table(table)})), named("out", &o))
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	provision(t, c, tenancytest.TenantB) // idempotent on an upgraded table
 	if err := o.Write(bgB, outbox.Message{EventID: "e0", Topic: "t"}); err != nil {
@@ -134,17 +134,17 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 // tenant-global scope, with tenant_unbound, and stores nothing.
 func TestScopedOutboxRefusesUnbound(t *testing.T) {
 	run := unique()
-	var tagged, ns, routed *postgres.OutboxRoute
+	var tagged, ns, routed *postgres.Outbox
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.Outbox("tagged", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("su_" + run)}),
-		postgres.Outbox("ns", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("su")}),
+		postgres.OutboxRoute("tagged", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("su_" + run)}),
+		postgres.OutboxRoute("ns", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("su")}),
 	), named("tagged", &tagged), named("ns", &ns))
 	provision(t, c, tenancytest.TenantA)
 	// A routed client scopes even a tenant-global table.
 	cr := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{}),
-		postgres.Outbox("routed", postgres.OutboxConfig{Table: postgres.Table("su")})), named("routed", &routed))
+		postgres.OutboxRoute("routed", postgres.OutboxConfig{Table: postgres.Table("su")})), named("routed", &routed))
 	provision(t, cr, tenancytest.TenantA)
-	for name, o := range map[string]*postgres.OutboxRoute{"tagged": tagged, "namespace": ns, "dedicated": routed} {
+	for name, o := range map[string]*postgres.Outbox{"tagged": tagged, "namespace": ns, "dedicated": routed} {
 		for scope, ctx := range map[string]context.Context{"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background())} {
 			if err := o.Write(ctx, outbox.Message{EventID: "x", Topic: "t"}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 				t.Errorf("%s, %s write: %v, want tenant_unbound", name, scope, err)
@@ -164,9 +164,9 @@ func TestScopedOutboxRefusesUnbound(t *testing.T) {
 func TestOutboxShardedSweep(t *testing.T) {
 	run := unique()
 	table := "ss_" + run
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond,
 			Tenants: providing(tenancytest.TenantA)})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)

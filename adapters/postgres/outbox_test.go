@@ -21,9 +21,9 @@ import (
 func TestOutboxWrites(t *testing.T) {
 	run := unique()
 	s := newSink()
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("ow_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("ow_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

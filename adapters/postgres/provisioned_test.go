@@ -35,11 +35,11 @@ func TestUnprovisionedTenantIsCoded(t *testing.T) {
 	run := unique()
 	var (
 		d *postgres.Documents[item]
-		k *postgres.Counters
+		k *postgres.Counter
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		perTenantDocs(postgres.Relation{}),
-		postgres.Counter("hits", postgres.CounterConfig{Table: postgres.SchemaPerTenant("hits")}),
+		postgres.CounterRoute("hits", postgres.CounterConfig{Table: postgres.SchemaPerTenant("hits")}),
 	), &d, fx.Annotate(&k, fx.ParamTags(`name:"hits"`)))
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 

@@ -49,7 +49,7 @@ func TestRatioScaleRouted(t *testing.T) {
 	}
 	const table = "routed"
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: scalePoolBound, MaxConnsPerPool: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: scalePoolBound, MaxConnsPerClient: 1}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 	provision(t, c, ids...)
 	for _, ctx := range ctxs {

@@ -36,9 +36,10 @@ func relayOption(route string, tenants TenantsFunc, rc RelayConfig) Option {
 	if rc.Destination == nil {
 		w.bad = append(w.bad, problem{"needs a Destination", "set RelayConfig.Destination to the sink each outbox row is delivered to"})
 	}
-	w.build = func(obj any) (runner, error) {
+	w.build = func(obj any, log workerLog) (runner, error) {
 		cfg := rc
-		cfg.Source, cfg.Tenants = obj.(*OutboxRoute), nil
+		cfg.Logger = log(cfg.Logger)
+		cfg.Source, cfg.Tenants = obj.(*Outbox), nil
 		if tenants != nil {
 			cfg.Tenants = tenants
 		}

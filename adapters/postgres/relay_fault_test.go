@@ -27,9 +27,9 @@ func TestTwoRelaysSideBySide(t *testing.T) {
 	s := newSink()
 	first, second := fast(s), fast(s)
 	first.Name, second.Name = "relay-1", "relay-2"
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("side_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("side_" + run)}),
 		postgres.Relay("out", first), postgres.Relay("out", second)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 100, three...)
@@ -53,9 +53,9 @@ func TestRelayBackendsTerminated(t *testing.T) {
 	appName := "tw_relay_fault_" + run
 	s := newSink()
 	s.slow = 2 * time.Millisecond
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url+"&pool_max_conns=4&application_name="+appName),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("fault_out_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("fault_out_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 100, three...)
@@ -86,8 +86,8 @@ func TestRelayBackendsTerminated(t *testing.T) {
 // with its code; a failing tenant provider fails start.
 func TestRelayRefusals(t *testing.T) {
 	s := newSink()
-	tagged := postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("o")})
-	global := postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("o")})
+	tagged := postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("o")})
+	global := postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("o")})
 	cases := []struct {
 		name string
 		code tenancy.Code
@@ -96,7 +96,7 @@ func TestRelayRefusals(t *testing.T) {
 		{"plain relay over a tenant-aware outbox", tenancy.CodeTenantGlobalRequired,
 			[]postgres.Option{postgres.DSN(nowhere), tagged, postgres.Relay("out", fast(s))}},
 		{"plain relay over a per-tenant outbox", tenancy.CodeTenantGlobalRequired,
-			[]postgres.Option{postgres.DSN(nowhere), postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))}},
+			[]postgres.Option{postgres.DSN(nowhere), postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))}},
 		{"plain relay over a routed outbox", tenancy.CodeTenantGlobalRequired,
 			[]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), global, postgres.Relay("out", fast(s))}},
 		{"relay without a destination", tenancy.CodeWiringInvalid,
@@ -113,7 +113,7 @@ func TestRelayRefusals(t *testing.T) {
 	}
 	t.Run("a per-tenant table of a tenant-global outbox is one shared table", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
-			postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))))
+			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))))
 	})
 	t.Run("sharded relay over a tenant-aware outbox", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.ShardedRelay("out", providing(three...), fast(s))))
@@ -137,9 +137,9 @@ func TestWorkersStopClean(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	run := unique()
 	s := newSink()
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("stop_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("stop_" + run)}),
 		postgres.Relay("out", fast(s)),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond}),
 	), named("out", &o))
@@ -186,9 +186,9 @@ func TestRelayRetriesDestinationErrors(t *testing.T) {
 	})
 	rc := fast(flaky)
 	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("flaky_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("flaky_" + run)}),
 		postgres.Relay("out", rc)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 5, three...)

@@ -106,7 +106,7 @@ func startApp(t *testing.T, app *fx.App) {
 
 // fill writes n rows per tenant, each under its own tenant, and returns
 // their event ids (keyed to their tenant).
-func fill(t *testing.T, o *postgres.OutboxRoute, n int, tenants ...tenancy.ID) map[string]tenancy.ID {
+func fill(t *testing.T, o *postgres.Outbox, n int, tenants ...tenancy.ID) map[string]tenancy.ID {
 	t.Helper()
 	out := map[string]tenancy.ID{}
 	for _, id := range tenants {
@@ -147,18 +147,18 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	cases := map[string]func(s *sink, table string) []postgres.Option{
 		"plain over tenant-global": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table(table)}), postgres.Relay("out", fast(s))}
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}), postgres.Relay("out", fast(s))}
 		},
 		"sharded over tagged": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
 				postgres.ShardedRelay("out", providing(three...), fast(s))}
 		},
 		"sharded over per-tenant": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
 				postgres.ShardedRelay("out", providing(three...), fast(s))}
 		},
 		"sharded over routed": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
 				postgres.ShardedRelay("out", providing(three...), fast(s))}
 		},
 	}
@@ -166,7 +166,7 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			run := unique()
 			s := newSink()
-			var o *postgres.OutboxRoute
+			var o *postgres.Outbox
 			conn := postgres.DSN(url)
 			if name == "sharded over routed" {
 				_, dsns := databases(t, len(three), "")

@@ -36,7 +36,7 @@ func TestRoutedEvictReResolves(t *testing.T) {
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", tn)
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 2, MaxConnsPerPool: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -64,9 +64,9 @@ func TestCallerPoolSurvivesStop(t *testing.T) {
 	}
 	defer pool.Close()
 	t.Run("app", func(t *testing.T) {
-		var k *postgres.Counters
+		var k *postgres.Counter
 		c := start(t, postgres.Module("pg", postgres.Pool(pool),
-			postgres.Counter("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), named("c", &k))
+			postgres.CounterRoute("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), named("c", &k))
 		provision(t, c, tenancytest.TenantA)
 		if _, err := k.Add(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x", 1); err != nil {
 			t.Fatal(err)

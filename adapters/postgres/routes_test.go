@@ -45,10 +45,10 @@ func twoDatabases(t *testing.T) routing.Resolver {
 
 type routeSet struct {
 	docs    *postgres.Documents[item]
-	counter *postgres.Counters
-	search  *postgres.Searches
-	stats   *postgres.AnalyticsRoute
-	dyn     *postgres.DynamicReads
+	counter *postgres.Counter
+	search  *postgres.Search
+	stats   *postgres.Analytics
+	dyn     *postgres.DynamicRead
 	client  *postgres.Client
 	prefix  string
 	table   string // the documents' table name
@@ -76,15 +76,15 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2})
+		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2})
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()
 	opts := []postgres.Option{conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
-		postgres.Counter("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
-		postgres.Search("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
-		postgres.Analytics("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
+		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
+		postgres.SearchRoute("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{TenantAware: tagged, Source: rel("docs"), Queries: map[string]postgres.Aggregate{
 			"total":  {Agg: postgres.AggCount},
 			"byName": {Agg: postgres.AggSum, Field: "n", GroupBy: "name"},
 			"big":    {Agg: postgres.AggMax, Field: "n", Filters: []document.Filter{{Field: "n", Op: document.Gt, Value: 5}}},
@@ -92,7 +92,7 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 	}
 	targets := []any{&rs.docs, named("counter", &rs.counter), named("search", &rs.search), named("stats", &rs.stats)}
 	if tier >= tenancy.Namespace {
-		opts = append(opts, postgres.DynamicRead("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
+		opts = append(opts, postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
 		targets = append(targets, named("dyn", &rs.dyn))
 	}
 	rs.client = start(t, postgres.Module("pg", append(opts, extra...)...), append(targets, extraTargets...)...)
@@ -133,7 +133,7 @@ func TestRouteBoundaries(t *testing.T) {
 	}
 }
 
-func counterProbe(k *postgres.Counters) tenancytest.Probe {
+func counterProbe(k *postgres.Counter) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error { _, err := k.Add(ctx, "hits", 1); return err },
 		Read: func(ctx context.Context) (bool, error) {
@@ -160,7 +160,7 @@ func counterProbe(k *postgres.Counters) tenancytest.Probe {
 	}
 }
 
-func searchProbe(t *testing.T, x *postgres.Searches) tenancytest.Probe {
+func searchProbe(t *testing.T, x *postgres.Search) tenancytest.Probe {
 	ids := func(ctx context.Context) ([]string, error) {
 		hits, err := x.Search(ctx, "zebra quantum", 10)
 		var out []string
@@ -302,7 +302,7 @@ func TestRoutesFailClosed(t *testing.T) {
 }
 
 func TestDynamicReadWiring(t *testing.T) {
-	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicRead("dyn", dc) }
+	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicReadRoute("dyn", dc) }
 	tenancytest.RequireRefused(t, postgres.CodeDynamicReadUnconfined,
 		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
@@ -316,7 +316,7 @@ func TestDynamicReadWiring(t *testing.T) {
 	// heap cannot exist, and is refused as such.
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
-			postgres.Search("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
+			postgres.SearchRoute("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
 	// The rule itself counts the index.
 	rule := postgres.Rules.Kinds[postgres.KindSearch]
 	r := floors.Route{Kind: postgres.KindSearch, Relations: []floors.Relation{

@@ -19,11 +19,11 @@ import (
 // scaleRoutes are the routes besides documents whose statements are built
 // per tenant on a schema-per-tenant module.
 type scaleRoutes struct {
-	counter *postgres.Counters
-	in      *postgres.InboxRoute
-	idem    *postgres.IdempotencyStore
-	search  *postgres.Searches
-	out     *postgres.OutboxRoute
+	counter *postgres.Counter
+	in      *postgres.Inbox
+	idem    *postgres.Idempotency
+	search  *postgres.Search
+	out     *postgres.Outbox
 }
 
 // TestNamespaceRoutesManyTenantsPrepareNothing: past the prepared budget a
@@ -36,11 +36,11 @@ func TestNamespaceRoutesManyTenantsPrepareNothing(t *testing.T) {
 	pool, writes := countedPool(t)
 	var rs scaleRoutes
 	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Counter("counter", postgres.CounterConfig{Table: postgres.SchemaPerTenant("counts")}),
-		postgres.Inbox("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("inbox")}),
-		postgres.Idempotency("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("idem")}),
-		postgres.Search("search", postgres.SearchConfig{Read: postgres.SchemaPerTenant("texts"), Heap: postgres.SchemaPerTenant("texts"), Index: postgres.SchemaPerTenant("texts_tsv")}),
-		postgres.Outbox("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("outbox")}),
+		postgres.CounterRoute("counter", postgres.CounterConfig{Table: postgres.SchemaPerTenant("counts")}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("inbox")}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("idem")}),
+		postgres.SearchRoute("search", postgres.SearchConfig{Read: postgres.SchemaPerTenant("texts"), Heap: postgres.SchemaPerTenant("texts"), Index: postgres.SchemaPerTenant("texts_tsv")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("outbox")}),
 	), named("counter", &rs.counter), named("in", &rs.in), named("idem", &rs.idem), named("search", &rs.search), named("out", &rs.out))
 	ids := make([]tenancy.ID, tenants+1)
 	for i := range ids {

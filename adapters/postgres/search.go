@@ -23,13 +23,13 @@ type SearchConfig struct {
 	Config string
 }
 
-// Search adds a search route and provides *Searches.
-func Search(name string, sc SearchConfig) Option {
+// SearchRoute adds a search route and provides *Search.
+func SearchRoute(name string, sc SearchConfig) Option {
 	return func(c *config) {
 		if sc.Config == "" {
 			sc.Config = "simple"
 		}
-		spec := &routeSpec{name: name, kind: KindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Searches](),
+		spec := &routeSpec{name: name, kind: KindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"read", sc.Read}, {"heap", sc.Heap}, {"index", sc.Index}}}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {
@@ -43,8 +43,8 @@ func Search(name string, sc SearchConfig) Option {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
-		spec.provide = provideRoute(func(cl *Client) *Searches {
-			x := &Searches{route: route{cl, spec}, cfg: sc}
+		spec.provide = provideRoute(func(cl *Client) *Search {
+			x := &Search{route: route{cl, spec}, cfg: sc}
 			if !x.perTenant() {
 				x.static = x.build(tenancy.ID{})
 			}
@@ -65,8 +65,8 @@ func searchDDL(r route, sc SearchConfig, tenant tenancy.ID) []string {
 	}
 }
 
-// Searches is a full-text search route.
-type Searches struct {
+// Search is a full-text search route.
+type Search struct {
 	route
 	cfg    SearchConfig
 	static *searchStmts
@@ -83,7 +83,7 @@ type Hit struct {
 	Rank float32
 }
 
-func (x *Searches) build(tenant tenancy.ID) *searchStmts {
+func (x *Search) build(tenant tenancy.ID) *searchStmts {
 	s := sql{tagged: x.spec.decision.Tagged}
 	heap, read := x.qualified(x.cfg.Heap, tenant), x.qualified(x.cfg.Read, tenant)
 	conflict := "(id)"
@@ -100,12 +100,12 @@ func (x *Searches) build(tenant tenancy.ID) *searchStmts {
 	}
 }
 
-func (x *Searches) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool, func(), error) {
+func (x *Search) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 
 // Put indexes body under id, replacing what was there.
-func (x *Searches) Put(ctx context.Context, id, body string) (err error) {
+func (x *Search) Put(ctx context.Context, id, body string) (err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
@@ -117,7 +117,7 @@ func (x *Searches) Put(ctx context.Context, id, body string) (err error) {
 }
 
 // Remove drops id from the index, or fails with document.ErrNotFound.
-func (x *Searches) Remove(ctx context.Context, id string) (err error) {
+func (x *Search) Remove(ctx context.Context, id string) (err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
@@ -128,7 +128,7 @@ func (x *Searches) Remove(ctx context.Context, id string) (err error) {
 }
 
 // Search returns the best hits for a web-search style query.
-func (x *Searches) Search(ctx context.Context, query string, limit int) (_ []Hit, err error) {
+func (x *Search) Search(ctx context.Context, query string, limit int) (_ []Hit, err error) {
 	defer x.notProvisioned(&err)
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
@@ -146,7 +146,7 @@ func (x *Searches) Search(ctx context.Context, query string, limit int) (_ []Hit
 }
 
 // Count returns how many documents match the query.
-func (x *Searches) Count(ctx context.Context, query string) (_ int, err error) {
+func (x *Search) Count(ctx context.Context, query string) (_ int, err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {

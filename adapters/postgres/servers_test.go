@@ -101,7 +101,7 @@ func boundaryOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 		{tenancytest.TenantB, tenantC, "docs3"},             // both on the second
 	}
 	docs := make([]*postgres.Documents[item], len(pairs))
-	opts := []postgres.Option{postgres.Routed(credsOf(dsns), postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2}),
+	opts := []postgres.Option{postgres.Routed(credsOf(dsns), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
 		postgres.RequiredIsolation(tenancy.Dedicated)}
 	var targets []any
 	for i, p := range pairs {
@@ -153,9 +153,9 @@ func relayOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // after the app's stop, registered later
 	s := newSink()
-	var o *postgres.OutboxRoute
+	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.Routed(credsOf(dsns), postgres.RoutedConfig{}),
-		postgres.Outbox("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
 		postgres.ShardedRelay("out", providing(three...), fast(s))), named("out", &o))
 	provision(t, c, three...)
 	rows := fill(t, o, 20, three...)
@@ -204,7 +204,7 @@ func TestMoveTenantBetweenServers(t *testing.T) {
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxPools: 4, MaxConnsPerPool: 2}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)

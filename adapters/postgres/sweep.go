@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -25,7 +26,8 @@ type SweepConfig struct {
 	// A tenant-scoped route needs it; unbound, the sweep is refused at
 	// fx.New with tenant_global_required.
 	Tenants TenantsFunc
-	// OnError observes sweep errors (default: slog warning).
+	// OnError observes sweep errors (default: a warning on the app's
+	// *slog.Logger, or slog.Default()).
 	OnError func(error)
 }
 
@@ -43,10 +45,6 @@ func Sweep(route string, sc SweepConfig) Option {
 	if sc.Every <= 0 {
 		sc.Every = time.Minute
 	}
-	if sc.OnError == nil {
-		name := sc.Name
-		sc.OnError = func(err error) { slog.Warn("tenantwire: postgres sweep failed", "worker", name, "err", err) }
-	}
 	w := workerSpec{name: sc.Name, route: route, what: "sweep", kinds: []floors.Kind{KindInbox, KindIdempotency, KindOutbox}, binding: floors.Unbound}
 	if sc.Tenants != nil {
 		w.binding = floors.Sharded
@@ -54,12 +52,12 @@ func Sweep(route string, sc SweepConfig) Option {
 	if sc.Retain < 0 {
 		w.bad = append(w.bad, problem{"Retain must not be negative", fmt.Sprintf("set SweepConfig.Retain to 0 (the default) or a positive duration, not %s", sc.Retain)})
 	}
-	w.build = func(obj any) (runner, error) {
+	w.build = func(obj any, log workerLog) (runner, error) {
 		retain := sc.Retain
-		if _, idem := obj.(*IdempotencyStore); !idem && retain == 0 {
+		if _, idem := obj.(*Idempotency); !idem && retain == 0 {
 			retain = 24 * time.Hour
 		}
-		return &sweepRunner{cfg: sc, target: obj.(sweeper), retain: retain}, nil
+		return &sweepRunner{cfg: sc, target: obj.(sweeper), retain: retain, log: log(nil)}, nil
 	}
 	return func(c *config) { c.workers = append(c.workers, w) }
 }
@@ -69,6 +67,7 @@ type sweepRunner struct {
 	cfg    SweepConfig
 	target sweeper
 	retain time.Duration
+	log    *slog.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -94,7 +93,7 @@ func (s *sweepRunner) Start(ctx context.Context) error {
 		for {
 			for _, sc := range scopes {
 				if _, err := s.target.sweep(sc, s.retain); err != nil && run.Err() == nil {
-					s.cfg.OnError(err)
+					s.report(sc, err)
 				}
 			}
 			t := time.NewTimer(s.cfg.Every)
@@ -122,4 +121,14 @@ func (s *sweepRunner) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("postgres sweep %s: stop: %w", s.cfg.Name, ctx.Err())
 	}
+}
+
+// report hands a failed sweep to OnError, or logs it through the app's
+// logger.
+func (s *sweepRunner) report(ctx context.Context, err error) {
+	if s.cfg.OnError != nil {
+		s.cfg.OnError(err)
+		return
+	}
+	modules.LogWorkerError(ctx, s.log, "tenantwire: sweep failed", err)
 }

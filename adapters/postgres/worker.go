@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -25,7 +26,7 @@ type workerSpec struct {
 	kinds       []floors.Kind
 	binding     floors.Binding
 	bad         []problem
-	build       func(obj any) (runner, error)
+	build       func(obj any, log workerLog) (runner, error)
 }
 
 // runner is a started worker's lifecycle.
@@ -66,6 +67,10 @@ func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	return errs
 }
 
+// workerLog is a worker's logger: the app's (or own, when the worker's
+// config sets one) with the worker's backend, module, route and name.
+type workerLog func(own *slog.Logger) *slog.Logger
+
 // decl is the worker as enforcement sees it.
 func (w workerSpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: w.binding}
@@ -79,12 +84,18 @@ func (w workerSpec) options(module string, routes []*routeSpec) fx.Option {
 	if r == nil || r.object == nil || !slices.Contains(w.kinds, r.kind) {
 		return decl
 	}
-	return fx.Options(decl, fx.Invoke(func(lc fx.Lifecycle, c *Client) error {
-		run, err := w.build(r.object(c))
+	return fx.Options(decl, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *Client, app *slog.Logger) error {
+		log := func(own *slog.Logger) *slog.Logger {
+			if own != nil {
+				app = own
+			}
+			return modules.WorkerLogger(app, Rules.Name, module, w.route, w.name)
+		}
+		run, err := w.build(r.object(c), log)
 		if err != nil {
 			return fmt.Errorf("postgres %s %s: %w", w.what, w.name, err)
 		}
 		lc.Append(fx.Hook{OnStart: run.Start, OnStop: run.Stop})
 		return nil
-	}))
+	}, fx.ParamTags(``, ``, `optional:"true"`))))
 }

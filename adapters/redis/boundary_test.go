@@ -227,14 +227,14 @@ func idempotencyProbe(i *redis.Idempotency) tenancytest.Probe {
 			return found(stored, err)
 		},
 		Read: func(ctx context.Context) (bool, error) {
-			_, ok, err := i.Lookup(ctx, "req-1")
+			_, ok, err := i.Get(ctx, "req-1")
 			return ok, err
 		},
 		Intact: func(ctx context.Context) (bool, error) {
-			v, _, err := i.Lookup(ctx, "req-1")
+			v, _, err := i.Get(ctx, "req-1")
 			return string(v) == "a", err
 		},
-		Delete: func(ctx context.Context) error { return found(i.Forget(ctx, "req-1")) },
+		Delete: func(ctx context.Context) error { return found(i.Delete(ctx, "req-1")) },
 	}
 }
 

@@ -118,13 +118,16 @@ func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl 
 	return false, prev, nil
 }
 
-// Lookup returns the result stored under key, if any.
-func (i *Idempotency) Lookup(ctx context.Context, key string) ([]byte, bool, error) {
+// Get returns the result stored under key, if any.
+func (i *Idempotency) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return i.getBytes(ctx, key)
 }
 
-// Forget removes the record so the key can be used again.
-func (i *Idempotency) Forget(ctx context.Context, key string) (bool, error) { return i.del(ctx, key) }
+// Delete removes the record so the key can be used again; deleted is
+// false when nothing was stored under key.
+func (i *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err error) {
+	return i.del(ctx, key)
+}
 
 // getBytes reads key's value and whether it exists.
 func (r *route) getBytes(ctx context.Context, key string) ([]byte, bool, error) {

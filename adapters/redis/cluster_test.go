@@ -126,10 +126,9 @@ func TestClusterFailover(t *testing.T) {
 		{"tagged", []redis.Option{redis.Connect(&goredis.UniversalOptions{Addrs: pc.Addrs(),
 			DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})},
 			[]redis.RouteOption{redis.TenantAware()}},
-		{"dedicated", []redis.Option{redis.Routed(redis.RoutedConfig{
-			Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
-				return routing.Credentials{Endpoint: endpoint}, nil
-			}})}, nil},
+		{"dedicated", []redis.Option{redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
+			return routing.Credentials{Endpoint: endpoint}, nil
+		}, redis.RoutedConfig{})}, nil},
 	} {
 		l := &loadChecker{tenants: tenants(50), lossy: true}
 		app := fx.New(fx.NopLogger,

@@ -33,7 +33,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 					_, _, err := i.Store(ctx, "k", []byte("v"), time.Minute)
 					return err
 				},
-				"idem lookup":  func(ctx context.Context) error { _, _, err := i.Lookup(ctx, "k"); return err },
+				"idem get":     func(ctx context.Context) error { _, _, err := i.Get(ctx, "k"); return err },
 				"lock acquire": func(ctx context.Context) error { _, err := l.Acquire(ctx, "k", time.Minute); return err },
 				"lock release": func(ctx context.Context) error { return l.Release(ctx, "k", "t") },
 				"lock renew":   func(ctx context.Context) error { return l.Renew(ctx, "k", "t", time.Minute) },

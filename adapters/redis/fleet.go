@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -95,8 +96,9 @@ func (f *Fleet) Leave(ctx context.Context, replica string) error {
 // fleetHeartbeat beats for this replica from OnStart until OnStop, then
 // leaves. A failed beat is logged and retried on the next tick, so a Redis
 // outage does not stop the app; the replica just drops out of Live.
-func fleetHeartbeat(spec *routeSpec) fx.Option {
-	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, f *Fleet) {
+func fleetHeartbeat(module string, spec *routeSpec) fx.Option {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, f *Fleet, app *slog.Logger) {
+		log := modules.WorkerLogger(app, Rules.Name, module, spec.name, spec.name+"-heartbeat")
 		var cancel context.CancelFunc
 		done := make(chan struct{})
 		lc.Append(fx.Hook{
@@ -107,7 +109,7 @@ func fleetHeartbeat(spec *routeSpec) fx.Option {
 					defer close(done)
 					for {
 						if err := f.Heartbeat(ctx, f.self, spec.beatTTL); err != nil && ctx.Err() == nil {
-							slog.Warn("tenantwire redis fleet heartbeat", "route", f.name, "error", err)
+							modules.LogWorkerError(ctx, log, "tenantwire: fleet heartbeat failed", err)
 						}
 						if !sleep(ctx, spec.beatEvery) {
 							return
@@ -129,5 +131,5 @@ func fleetHeartbeat(spec *routeSpec) fx.Option {
 				return f.Leave(tenancy.WithGlobal(stopCtx), f.self)
 			},
 		})
-	}, fx.ParamTags(``, nameTag(spec.name))))
+	}, fx.ParamTags(``, nameTag(spec.name), `optional:"true"`)))
 }

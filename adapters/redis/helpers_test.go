@@ -129,14 +129,13 @@ func (e *env) creds(db int) routing.Credentials {
 // gets a client of its own on its own database (on a cluster, the tenants
 // share it and their keys carry the tenant).
 func (e *env) routed() redis.Option {
-	return redis.Routed(redis.RoutedConfig{
-		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-			if id == tenantNoCreds {
-				return routing.Credentials{}, errNoCreds
-			}
-			return e.creds(e.routedDB(id)), nil
-		},
-		PoolSize: 4,
+	return redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		if id == tenantNoCreds {
+			return routing.Credentials{}, errNoCreds
+		}
+		return e.creds(e.routedDB(id)), nil
+	}, redis.RoutedConfig{
+		MaxConnsPerClient: 4,
 	})
 }
 

@@ -67,7 +67,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxPools() * cfg.routed.poolSize()
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 	}
 	var errs []error
 	seen := map[string]bool{}
@@ -97,7 +97,7 @@ func Module(name string, opts ...Option) fx.Option {
 			continue
 		}
 		decls = append(decls, modules.Worker(w.decl(name)))
-		invokes = append(invokes, w.invoke())
+		invokes = append(invokes, w.invoke(name))
 	}
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
@@ -110,7 +110,7 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 		if r.kind == KindFleet && r.beatEvery > 0 {
-			parts = append(parts, fleetHeartbeat(r))
+			parts = append(parts, fleetHeartbeat(name, r))
 		}
 	}
 	return fx.Module(name, parts...)

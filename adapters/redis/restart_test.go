@@ -109,11 +109,10 @@ func TestRedisRestartMidLoad(t *testing.T) {
 				mod, routeOpts = []redis.Option{redis.Client(client)}, []redis.RouteOption{redis.TenantAware()}
 			} else {
 				// Four credential sets (databases) shared by 50 tenants.
-				mod = []redis.Option{redis.Routed(redis.RoutedConfig{
-					Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-						b := id.Bytes()
-						return routing.Credentials{Endpoint: srv.addr(), Params: map[string]string{"db": strconv.Itoa(int(b[15]) % 4)}}, nil
-					},
+				mod = []redis.Option{redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+					b := id.Bytes()
+					return routing.Credentials{Endpoint: srv.addr(), Params: map[string]string{"db": strconv.Itoa(int(b[15]) % 4)}}, nil
+				}, redis.RoutedConfig{
 					Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
 						db, _ := strconv.Atoi(c.Params["db"])
 						return goredis.NewClient(opts(db)), nil

@@ -14,62 +14,63 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// RoutedConfig runs every route of a module on the tenant's own client
-// (dedicated), built from the credentials Resolve returns. The pooling,
-// the bound, re-resolution and the drain before close are the shared
-// routing package's.
+// RoutedConfig bounds the per-tenant clients of a routed module and says
+// how they are built. Zero values take the defaults.
 type RoutedConfig struct {
-	// Resolve returns a tenant's credentials (required). For the default
-	// Open, Endpoint is "host:port" (comma-separated addresses for a
-	// cluster), User and Secret are the ACL user and password, and Params
-	// may set "db" (a database number) and "master" (a sentinel master).
-	Resolve routing.Resolver
 	// Open builds a client from credentials without connecting; default
 	// goredis.NewUniversalClient as described above (a cluster client
 	// re-reads its slot map every 2 seconds).
 	Open func(routing.Credentials) (goredis.UniversalClient, error)
-	// MaxPools bounds clients open or still closing (default 64);
+	// MaxClients bounds clients open or still closing (default 64);
 	// MaxTenants bounds remembered tenants; TTL is how long a resolution is
 	// trusted; MaxWait bounds how long a call waits for a client slot
 	// (default 10 seconds; the call's context bounds it too).
-	MaxPools, MaxTenants int
-	TTL, MaxWait         time.Duration
-	// PoolSize is each client's connection pool size (default go-redis's,
-	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxPools × PoolSize.
-	PoolSize int
+	MaxClients, MaxTenants int
+	TTL, MaxWait           time.Duration
+	// MaxConnsPerClient is each client's connection pool size (default go-redis's,
+	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxClients × MaxConnsPerClient.
+	MaxConnsPerClient int
 }
 
-// Routed runs the module's routes on per-tenant clients (dedicated). Every
-// route becomes tenant-scoped: fleet routes are refused on it, and
-// unbound workers are refused over its streams.
-func Routed(cfg RoutedConfig) Option {
-	return func(c *config) { rc := routedConfig(cfg); c.routed = &rc }
+// Routed runs the module's routes on per-tenant clients (dedicated), built
+// from the credentials resolve returns. For the default Open, Endpoint is
+// "host:port" (comma-separated addresses for a cluster), User and Secret
+// are the ACL user and password, and Params may set "db" (a database
+// number) and "master" (a sentinel master). The pooling, the bound,
+// re-resolution and the drain before close are the shared routing
+// package's. Every route becomes tenant-scoped: fleet routes are refused
+// on it, and unbound workers are refused over its streams.
+func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
+	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
 }
 
 // ConnBudget caps the connections the module's clients may open in the
-// worst case; on a routed module that is MaxPools × PoolSize, checked
+// worst case; on a routed module that is MaxClients × MaxConnsPerClient, checked
 // during fx.New (connection_budget_exceeded).
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
-type routedConfig RoutedConfig
+type routedConfig struct {
+	resolve routing.Resolver
+	RoutedConfig
+}
 
 func (rc *routedConfig) validate(module string) []error {
-	if rc.Resolve == nil {
-		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "set RoutedConfig.Resolve")}
+	if rc.resolve == nil {
+		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
 	}
 	return nil
 }
 
-func (rc *routedConfig) maxPools() int {
-	if rc.MaxPools > 0 {
-		return rc.MaxPools
+func (rc *routedConfig) maxClients() int {
+	if rc.MaxClients > 0 {
+		return rc.MaxClients
 	}
 	return 64
 }
 
-func (rc *routedConfig) poolSize() int {
-	if rc.PoolSize > 0 {
-		return rc.PoolSize
+func (rc *routedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
 	}
 	return 10 * runtime.GOMAXPROCS(0)
 }
@@ -85,7 +86,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		open = rc.defaultOpen
 	}
 	pools, err := routing.New(routing.Config[goredis.UniversalClient]{
-		Resolve: rc.Resolve,
+		Resolve: rc.resolve,
 		Open: func(_ context.Context, c routing.Credentials) (goredis.UniversalClient, error) {
 			return open(c)
 		},
@@ -98,7 +99,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		TenantKeyed: true,
 		Module:      module,
 		Backend:     Rules.Name,
-		MaxPools:    rc.MaxPools,
+		MaxClients:  rc.MaxClients,
 		MaxTenants:  rc.MaxTenants,
 		TTL:         rc.TTL,
 		MaxWait:     rc.MaxWait,
@@ -112,7 +113,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 func (rc *routedConfig) defaultOpen(c routing.Credentials) (goredis.UniversalClient, error) {
 	opts := &goredis.UniversalOptions{
 		Addrs: strings.Split(c.Endpoint, ","), Username: c.User, Password: c.Secret,
-		PoolSize: rc.PoolSize, MasterName: c.Params["master"],
+		PoolSize: rc.MaxConnsPerClient, MasterName: c.Params["master"],
 	}
 	if db := c.Params["db"]; db != "" {
 		n, err := strconv.Atoi(db)

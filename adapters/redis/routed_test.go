@@ -56,7 +56,7 @@ func TestRoutedWiring(t *testing.T) {
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: "127.0.0.1:1"}, nil
 	}
-	routed := redis.Routed(redis.RoutedConfig{Resolve: resolve, MaxPools: 8, PoolSize: 4})
+	routed := redis.Routed(resolve, redis.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
 	tenancytest.RequireWires(t, redis.Module("m", routed, redis.RequiredIsolation(tenancy.Dedicated),
 		redis.CacheRoute("c"), redis.StreamRoute("s"), redis.PubSubRoute("p")))
 	tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,
@@ -72,7 +72,7 @@ func TestRoutedWiring(t *testing.T) {
 		redis.Module("m", routed, redis.ConnBudget(16), redis.CacheRoute("c")))
 	tenancytest.RequireWires(t, redis.Module("m", routed, redis.ConnBudget(32), redis.CacheRoute("c")))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.Routed(redis.RoutedConfig{}), redis.CacheRoute("c")))
+		redis.Module("m", redis.Routed(nil, redis.RoutedConfig{}), redis.CacheRoute("c")))
 }
 
 // Stopping a routed app closes every tenant's client: no goroutine stays.

@@ -24,11 +24,10 @@ import (
 func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	e := newEnv(t)
 	db := e.routedDB(tenantNoCreds) // neither A's nor B's own database
-	shared := redis.Routed(redis.RoutedConfig{
-		Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
-			return e.creds(db), nil
-		},
-		PoolSize: 2,
+	shared := redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
+		return e.creds(db), nil
+	}, redis.RoutedConfig{
+		MaxConnsPerClient: 2,
 	})
 	name := e.name("sharedtarget")
 	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name))
@@ -56,7 +55,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	}
 }
 
-// TestRoutedBudgetIsAHardLimit: MaxPools 2 with one connection per client
+// TestRoutedBudgetIsAHardLimit: MaxClients 2 with one connection per client
 // holds twelve tenants calling at once to two connections, counted exactly
 // by a dialer wrapper and in CLIENT LIST (where a closed connection may
 // linger a moment, hence the allowance there).
@@ -67,11 +66,10 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	clientName := "twbudget" + e.suffix
 	var dialed connprobe.Counter
 	const tenants = 12
-	routed := redis.Routed(redis.RoutedConfig{
-		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-			// Distinct credentials: one client per tenant.
-			return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
-		},
+	routed := redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		// Distinct credentials: one client per tenant.
+		return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
+	}, redis.RoutedConfig{
 		Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
 			d := &net.Dialer{}
 			return goredis.NewClient(&goredis.Options{Addr: c.Endpoint, DB: 13, PoolSize: 1, ClientName: clientName,
@@ -83,7 +81,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 					return dialed.Track(nc), nil
 				}}), nil
 		},
-		MaxPools: 2, PoolSize: 1, MaxWait: time.Minute,
+		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
 	})
 	name := e.name("budget")
 	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name))

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -43,7 +44,8 @@ type ConsumerConfig struct {
 	Block time.Duration
 	// ClaimAfter, when positive, redelivers entries left pending that long.
 	ClaimAfter time.Duration
-	// OnError observes read and handler errors (default: slog warning).
+	// OnError observes read and handler errors (default: a warning on the
+	// app's *slog.Logger, or slog.Default()).
 	OnError func(error)
 }
 
@@ -57,6 +59,8 @@ type TrimConfig struct {
 	Every time.Duration
 	// Tenants makes the sweep sharded, as for ConsumerConfig.
 	Tenants TenantsFunc
+	// OnError observes trim errors (default: a warning on the app's
+	// *slog.Logger, or slog.Default()).
 	OnError func(error)
 }
 
@@ -65,7 +69,7 @@ type workerSpec struct {
 	name    string
 	route   string
 	sharded bool
-	run     func(ctx context.Context, s *Stream, scopes []context.Context)
+	run     func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger)
 	tenants TenantsFunc
 	bad     []problem
 }
@@ -83,7 +87,6 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	}
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
-	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
 	var bad []problem
 	if cfg.Group == "" {
 		bad = append(bad, problem{fmt.Sprintf("consumer %q has no consumer group", cfg.Name), "set ConsumerConfig.Group to the group name"})
@@ -94,7 +97,9 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, s *Stream, scopes []context.Context) { consume(ctx, s, scopes, cfg) },
+			run: func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger) {
+				consume(ctx, s, scopes, cfg, log)
+			},
 		})
 	}
 }
@@ -106,7 +111,6 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 		cfg.Name = route + "-trim"
 	}
 	cfg.Every = cmp0(cfg.Every, time.Minute)
-	cfg.OnError = orWarn(cfg.OnError, cfg.Name)
 	var bad []problem
 	if cfg.MaxLen <= 0 {
 		bad = append(bad, problem{fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
@@ -115,11 +119,11 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, s *Stream, scopes []context.Context) {
+			run: func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger) {
 				for {
 					for _, sc := range scopes {
 						if _, err := s.Trim(sc, cfg.MaxLen); err != nil && ctx.Err() == nil {
-							cfg.OnError(err)
+							report(sc, cfg.OnError, log, "tenantwire: stream trim failed", err)
 						}
 					}
 					if !sleep(ctx, cfg.Every) {
@@ -138,11 +142,14 @@ func cmp0[T int64 | time.Duration](v, def T) T {
 	return v
 }
 
-func orWarn(f func(error), name string) func(error) {
-	if f != nil {
-		return f
+// report hands a worker's error to its OnError, or logs it through the
+// app's logger.
+func report(ctx context.Context, onError func(error), log *slog.Logger, msg string, err error) {
+	if onError != nil {
+		onError(err)
+		return
 	}
-	return func(err error) { slog.Warn("tenantwire redis worker", "worker", name, "error", err) }
+	modules.LogWorkerError(ctx, log, msg, err)
 }
 
 func (w workerSpec) decl(module string) floors.Worker {
@@ -154,8 +161,9 @@ func (w workerSpec) decl(module string) floors.Worker {
 }
 
 // invoke starts the worker in OnStart and stops it in OnStop.
-func (w workerSpec) invoke() fx.Option {
-	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream) {
+func (w workerSpec) invoke(module string) fx.Option {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream, app *slog.Logger) {
+		log := modules.WorkerLogger(app, Rules.Name, module, w.route, w.name)
 		var cancel context.CancelFunc
 		done := make(chan struct{})
 		lc.Append(fx.Hook{
@@ -176,7 +184,7 @@ func (w workerSpec) invoke() fx.Option {
 				cancel = c
 				go func() {
 					defer close(done)
-					w.run(ctx, s, scopes)
+					w.run(ctx, s, scopes, log)
 				}()
 				return nil
 			},
@@ -193,12 +201,12 @@ func (w workerSpec) invoke() fx.Option {
 				}
 			},
 		})
-	}, fx.ParamTags(``, nameTag(w.route))))
+	}, fx.ParamTags(``, nameTag(w.route), `optional:"true"`)))
 }
 
 // consume is the consumer loop: one pass per scope, each scope reading only
 // its own tenant's stream.
-func consume(ctx context.Context, s *Stream, scopes []context.Context, cfg ConsumerConfig) {
+func consume(ctx context.Context, s *Stream, scopes []context.Context, cfg ConsumerConfig, log *slog.Logger) {
 	block := time.Duration(0)
 	if len(scopes) == 1 {
 		block = cfg.Block // one stream: let Redis wait for entries
@@ -208,7 +216,7 @@ func consume(ctx context.Context, s *Stream, scopes []context.Context, cfg Consu
 		for _, sc := range scopes {
 			n, err := consumeOnce(sc, s, cfg, block)
 			if err != nil && ctx.Err() == nil {
-				cfg.OnError(err)
+				report(sc, cfg.OnError, log, "tenantwire: stream consumer failed", err)
 				failed = true
 			}
 			busy = busy || n > 0

@@ -43,7 +43,7 @@ var wirings = []struct {
 	{
 		"an unbound consumer over a tenant-aware stream",
 		[]fx.Option{memory.Module("events",
-			memory.Stream("audit", memory.StreamConfig{TenantAware: true, Stream: memory.Static("audit")}),
+			memory.StreamRoute("audit", memory.StreamConfig{TenantAware: true, Stream: memory.Static("audit")}),
 			memory.Consume(memory.ConsumerConfig{
 				Name: "audit-indexer", Stream: "audit",
 				Handle: func(context.Context, memory.Message) error { return nil },

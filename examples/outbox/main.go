@@ -75,20 +75,20 @@ func run(w io.Writer) error {
 	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{acme, globex}, nil }
 	var (
 		client         *postgres.Client
-		events, audits *postgres.OutboxRoute
+		events, audits *postgres.Outbox
 	)
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop", postgres.DSN(dsn),
 			// Tenant-global: one table, rows carry their tenant; a plain
 			// relay claims unbound and binds each row's tenant.
-			postgres.Outbox("events", postgres.OutboxConfig{Table: postgres.Table(global)}),
+			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table(global)}),
 			postgres.Relay("events", postgres.RelayConfig{Name: "global-relay", Destination: dest.to("global-relay"), Idle: 20 * time.Millisecond}),
 			// Tenant-aware (tagged): a plain relay would be refused at fx.New
 			// with tenant_global_required, so it is sharded.
-			postgres.Outbox("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
+			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
 			postgres.ShardedRelay("audits", assigned, postgres.RelayConfig{Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
 		),
-		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.OutboxRoute) { client, events, audits = c, e, a },
+		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { client, events, audits = c, e, a },
 			fx.ParamTags(`name:"shop"`, `name:"events"`, `name:"audits"`))),
 	)
 	if err := app.Err(); err != nil {

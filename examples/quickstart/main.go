@@ -47,7 +47,7 @@ func run(w io.Writer) error {
 			// container with TenantAware would reach only tagged and be
 			// refused under this floor (see examples/misconfigured).
 			memory.Document[Order]("orders", memory.DocumentConfig{Read: memory.PerTenant("orders")}),
-			memory.Cache("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
+			memory.CacheRoute("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
 		),
 		fx.Populate(&orders, &live),
 	)

@@ -81,7 +81,7 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 				return routing.Credentials{}, fmt.Errorf("no cluster for tenant %s", id)
 			}
 			return routing.Credentials{Endpoint: ep}, nil
-		}, 4)
+		}, kafka.RoutedConfig{MaxClients: 4})
 		topic = kafka.Topic(s.name("kit-ded"))
 	}
 	var d deps

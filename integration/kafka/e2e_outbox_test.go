@@ -59,7 +59,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 	got := newReceived()
 	counted := &sent{n: map[string]int{}}
 	var d deps
-	var box *postgres.OutboxRoute
+	var box *postgres.Outbox
 	var pg *postgres.Client
 	// The producer exists once fx.New has run; the relay only delivers
 	// after OnStart, by which time d is populated.
@@ -72,7 +72,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 		),
 		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),
-		fx.Invoke(fx.Annotate(func(o *postgres.OutboxRoute, c *postgres.Client) { box, pg = o, c },
+		fx.Invoke(fx.Annotate(func(o *postgres.Outbox, c *postgres.Client) { box, pg = o, c },
 			fx.ParamTags(`name:"outbox"`, `name:"db"`))),
 	)
 	if err := app.Err(); err != nil {
@@ -118,13 +118,13 @@ func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres
 	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	if !sharded {
 		return []postgres.Option{
-			postgres.Outbox("outbox", postgres.OutboxConfig{Table: postgres.Table(table)}),
+			postgres.OutboxRoute("outbox", postgres.OutboxConfig{Table: postgres.Table(table)}),
 			postgres.Relay("outbox", rc),
 		}
 	}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantA, tenantB, tenantC}, nil }
 	return []postgres.Option{
-		postgres.Outbox("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
+		postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
 		postgres.ShardedRelay("outbox", assigned, rc),
 	}
 }

@@ -75,7 +75,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	ids := []tenancy.ID{tenantA, tenantB, tenantC}
 	tried := &attempts{byPass: map[string][]attempt{}}
 	var d deps
-	var box *postgres.OutboxRoute
+	var box *postgres.Outbox
 	var pg *postgres.Client
 	dest := tried.wrap(func() outbox.Destination { return d.Producer }, sharded)
 	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: downIdle, MaxBackoff: downMaxBackoff,
@@ -89,9 +89,9 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("down."))),
 		),
 		postgres.Module("db", postgres.DSN(url),
-			postgres.Outbox("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: postgres.Table(table)}), relay),
+			postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: postgres.Table(table)}), relay),
 		fx.Populate(&d),
-		fx.Invoke(fx.Annotate(func(o *postgres.OutboxRoute, c *postgres.Client) { box, pg = o, c },
+		fx.Invoke(fx.Annotate(func(o *postgres.Outbox, c *postgres.Client) { box, pg = o, c },
 			fx.ParamTags(`name:"outbox"`, `name:"db"`))),
 	)
 	if err := app.Err(); err != nil {

@@ -21,7 +21,7 @@ import (
 
 // routedApp starts a routed module with one producer route on topic and
 // returns its producer and provisioner; the app stops when the test ends.
-func routedApp(t *testing.T, topic string, resolve routing.Resolver, maxClients int, opts ...kafka.Option) (*kafka.Producer, *kafka.Provisioner) {
+func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.RoutedConfig) (*kafka.Producer, *kafka.Provisioner) {
 	t.Helper()
 	var out struct {
 		fx.In
@@ -29,8 +29,8 @@ func routedApp(t *testing.T, topic string, resolve routing.Resolver, maxClients 
 		Provision *kafka.Provisioner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", append([]kafka.Option{kafka.Routed(resolve, maxClients), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.Topic(topic))}, opts...)...),
+		kafka.Module("events", kafka.Routed(resolve, rc), kafka.RequiredIsolation(tenancy.Dedicated),
+			kafka.ProducerRoute("orders", kafka.Topic(topic))),
 		fx.Populate(&out))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestRoutedSharedClusterRefused(t *testing.T) {
 		tenancytest.TenantA: {Endpoint: broker},
 		tenancytest.TenantB: {Endpoint: " " + broker + "," + broker, User: "b", Secret: "other"},
 	}
-	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, 4)
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
 	ctx := context.Background()
 	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestRoutedSharedClusterRefused(t *testing.T) {
 // TestRoutedBudgetIsAHardLimit: with at most 2 routed clients, twelve
 // tenants, each on its own kfake cluster, producing at once never have
 // more than two clusters connected. Counted on the client side, by a
-// dialer wrapper (kafka.RoutedDial): a cluster is connected from its first
+// dialer wrapper (RoutedConfig.Dial): a cluster is connected from its first
 // dialed connection to the close of its last one, and a client's close
 // returns only once its connections are closed. Each cluster's listener
 // also counts server side, where a close is seen a moment late: that
@@ -142,7 +142,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	}
 	prod, prov := routedApp(t, "orders", func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: brokers[id]}, nil
-	}, 2, kafka.RoutedDial(dial))
+	}, kafka.RoutedConfig{MaxClients: 2, Dial: dial})
 	ctx := context.Background()
 	for _, id := range ids {
 		if err := prov.Provision(ctx, id); err != nil {

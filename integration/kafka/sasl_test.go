@@ -31,7 +31,7 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, 4),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}),
 			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA)},
 				kafka.Topic(s.name("orders")))),

@@ -55,7 +55,7 @@ func dedicated(t *testing.T) []mongo.Option {
 		}
 		return c, nil
 	}
-	return []mongo.Option{mongo.Routed(mongo.RoutedConfig{Resolve: resolve}), mongo.Database(db)}
+	return []mongo.Option{mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.Database(db)}
 }
 
 var tiers = []tier{

@@ -143,7 +143,7 @@ func TestRoutedEvict(t *testing.T) {
 	}
 	var docs *mongo.Documents[item]
 	var prov *mongo.Provisioner
-	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(mongo.RoutedConfig{Resolve: resolve}),
+	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(resolve, mongo.RoutedConfig{}),
 		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")})),
 		fx.Populate(&docs), named("m", &prov))
 	ctx := ctxOf(tenancytest.TenantA)

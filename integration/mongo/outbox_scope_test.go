@@ -136,7 +136,7 @@ func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 		return routing.Credentials{Endpoint: uriA, Params: map[string]string{"database": db}}, nil
 	}
 	var r *mongo.RawFilter
-	start(t, mongo.Module("m", mongo.Routed(mongo.RoutedConfig{Resolve: resolve}), mongo.Database(db),
+	start(t, mongo.Module("m", mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.Database(db),
 		mongo.RawFilterRoute("raw", mongo.Config{TenantAware: true, Collection: mongo.Static("raw")})), named("raw", &r))
 	if err := r.Insert(ctxOf(a), bson.D{{Key: "_id", Value: a.Hex()}, {Key: "x", Value: 1}}); err != nil {
 		t.Fatal(err)

@@ -24,17 +24,18 @@ import (
 
 func routedDocs(t *testing.T, db string, creds map[tenancy.ID]routing.Credentials, opts ...func(*mongo.RoutedConfig)) *mongo.Documents[item] {
 	t.Helper()
-	rc := mongo.RoutedConfig{Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		if c, ok := creds[id]; ok {
 			return c, nil
 		}
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
-	}}
+	}
+	var rc mongo.RoutedConfig
 	for _, o := range opts {
 		o(&rc)
 	}
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(rc), mongo.RequiredIsolation(tenancy.Dedicated),
+	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(resolve, rc), mongo.RequiredIsolation(tenancy.Dedicated),
 		mongo.Document[item]("items", mongo.Config{Collection: mongo.Static("items")})), fx.Populate(&docs))
 	return docs
 }
@@ -130,7 +131,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		}
 	}}
 	docs := routedDocs(t, db, creds, func(rc *mongo.RoutedConfig) {
-		rc.MaxClients, rc.PoolSize, rc.MaxWait = 2, 1, time.Minute
+		rc.MaxClients, rc.MaxConnsPerClient, rc.MaxWait = 2, 1, time.Minute
 		rc.ClientOptions = func(o *options.ClientOptions) { o.SetPoolMonitor(monitor).SetDirect(true) }
 	})
 	var wg sync.WaitGroup
