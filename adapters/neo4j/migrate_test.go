@@ -105,7 +105,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
-	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2))
+	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
 	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
@@ -251,7 +251,7 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2)), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg := migrate.NewMemoryRegistry()
@@ -290,7 +290,7 @@ func TestMigrateClaims(t *testing.T) {
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label) })
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2)), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a := tenancytest.TenantA
 	// The history constraint exists once any migration ran on the server.

@@ -64,6 +64,6 @@ func TestMigrationFilesAccepted(t *testing.T) {
 	)
 	plainUnique := cypherFiles("0001_u.cypher", "CREATE CONSTRAINT u IF NOT EXISTS FOR (n:Order) REQUIRE n.code IS UNIQUE")
 	tenancytest.RequireWires(t, neo4j.Module("tagged", neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(tenantUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver), neo4j.GraphRoute("g"), neo4j.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(plainUnique)))
 	tenancytest.RequireWires(t, neo4j.Module("none", neo4j.GraphRoute("g"), neo4j.Migrations(plainUnique)))
 }

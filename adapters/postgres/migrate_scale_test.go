@@ -62,7 +62,7 @@ func scaleLifecycle(t *testing.T, n int) {
 	o := migrate.Options{Concurrency: 8, Every: max(n/10, 1), Logger: testLogger(t)}
 
 	prov := start(t, f.module(
-		postgres.DynamicRead("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
+		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		postgres.Document[item]("hist", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("hdocs"), Write: postgres.SchemaPerTenant("hdocs"), History: postgres.SchemaPerTenant("hdocs_history")}),
 	))
 	rep, err := prov.ProvisionAll(ctx, tenants, o)

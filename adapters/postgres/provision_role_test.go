@@ -19,7 +19,7 @@ func TestProvisionRoleNotGrantedToSuperuser(t *testing.T) {
 	ctx := context.Background()
 	prefix := "g" + unique() + "_"
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix),
-		postgres.DynamicRead("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
+		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})))
 	for range 2 { // idempotent
 		provision(t, c, tenancytest.TenantA)

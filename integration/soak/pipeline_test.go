@@ -69,9 +69,9 @@ func pgOptions(dsn string, extra ...postgres.Option) fx.Option {
 		postgres.Document[Body]("ns_docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
 		// tagged: one table, the tenant on every row and predicate.
 		postgres.Document[Body]("tagged_docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("soak_docs"), Write: postgres.Table("soak_docs")}),
-		postgres.Outbox(ordersOutbox, postgres.OutboxConfig{Table: postgres.Table("soak_orders_outbox")}),
-		postgres.Outbox(auditsOutbox, postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("audits_outbox")}),
-		postgres.Inbox("inbox", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("soak_inbox")}),
+		postgres.OutboxRoute(ordersOutbox, postgres.OutboxConfig{Table: postgres.Table("soak_orders_outbox")}),
+		postgres.OutboxRoute(auditsOutbox, postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("audits_outbox")}),
+		postgres.InboxRoute("inbox", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("soak_inbox")}),
 	}, extra...)...)
 }
 
@@ -106,9 +106,9 @@ type appDeps struct {
 	Client  *postgres.Client          `name:"soakdb"`
 	NS      *postgres.Documents[Body] `name:"ns_docs"`
 	Tagged  *postgres.Documents[Body] `name:"tagged_docs"`
-	Orders  *postgres.OutboxRoute     `name:"orders_outbox"`
-	Audits  *postgres.OutboxRoute     `name:"audits_outbox"`
-	Inbox   *postgres.InboxRoute      `name:"inbox"`
+	Orders  *postgres.Outbox          `name:"orders_outbox"`
+	Audits  *postgres.Outbox          `name:"audits_outbox"`
+	Inbox   *postgres.Inbox           `name:"inbox"`
 	Counter *redis.Counter            `name:"delivered"`
 	Cache   *redis.Cache              `name:"latest"`
 	Mongo   *mongo.Documents[Body]
