@@ -18,7 +18,7 @@ import (
 // (namespace → none) and the runtime together: the container an entry
 // lands in, and whether an unbound call is refused.
 func TestScopeFollowsRule(t *testing.T) {
-	probe := func(t *testing.T) (tenancy.Tier, error, *store) {
+	probe := func(t *testing.T) (tenancy.Tier, *store, error) {
 		t.Helper()
 		var (
 			m  floors.Matrix
@@ -32,14 +32,14 @@ func TestScopeFollowsRule(t *testing.T) {
 		if err := kv.Set(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "k", []byte("a"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		return m.Rows[0].Reached, kv.Set(context.Background(), "k", []byte("u"), time.Minute), kv.s
+		return m.Rows[0].Reached, kv.s, kv.Set(context.Background(), "k", []byte("u"), time.Minute)
 	}
 	entry := func(s *store, container string) string {
 		return string(s.kv[container][entryKey{key: "k"}].value)
 	}
 	perTenant, shared := "kv."+tenancytest.TenantA.Hex(), "kv."+tenancy.ID{}.Hex()
 
-	reached, unbound, s := probe(t)
+	reached, s, unbound := probe(t)
 	if reached != tenancy.Namespace {
 		t.Errorf("shipped rule: reached %s, want namespace", reached)
 	}
@@ -53,7 +53,7 @@ func TestScopeFollowsRule(t *testing.T) {
 	flipped.ResolverCountsOnlyWhenTenantAware = true
 	Rules.Kinds["cache"] = flipped
 	t.Cleanup(func() { Rules.Kinds["cache"] = old })
-	reached, unbound, s = probe(t)
+	reached, s, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)
 	}

@@ -19,7 +19,7 @@ import (
 // opens, and whether an unbound call is refused. A route that decided its
 // scope from its own options would move only the matrix.
 func TestScopeFollowsRule(t *testing.T) {
-	probe := func(t *testing.T) (tenancy.Tier, error, []string) {
+	probe := func(t *testing.T) (tenancy.Tier, []string, error) {
 		t.Helper()
 		rec := &recorder{}
 		var (
@@ -37,9 +37,9 @@ func TestScopeFollowsRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, unbound := g.CountNodes(context.Background(), nil, nil)
-		return m.Rows[0].Reached, unbound, rec.opened()
+		return m.Rows[0].Reached, rec.opened(), unbound
 	}
-	reached, unbound, sessions := probe(t)
+	reached, sessions, unbound := probe(t)
 	if reached != tenancy.Namespace {
 		t.Errorf("shipped rule: reached %s, want namespace", reached)
 	}
@@ -53,7 +53,7 @@ func TestScopeFollowsRule(t *testing.T) {
 	flipped.ResolverCountsOnlyWhenTenantAware = true
 	Rules.Kinds[KindGraph] = flipped
 	t.Cleanup(func() { Rules.Kinds[KindGraph] = old })
-	reached, unbound, sessions = probe(t)
+	reached, sessions, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)
 	}

@@ -40,7 +40,7 @@ type scopeCase struct {
 // probe builds the route under the current rules and reports its matrix
 // row, the unbound call's error and the non-empty collections after one
 // call bound to tenant A and the unbound one.
-func (c scopeCase) probe(t *testing.T) (tenancy.Tier, error, []string) {
+func (c scopeCase) probe(t *testing.T) (tenancy.Tier, []string, error) {
 	t.Helper()
 	opts, db := plainDB(t)
 	var (
@@ -71,7 +71,7 @@ func (c scopeCase) probe(t *testing.T) (tenancy.Tier, error, []string) {
 		t.Fatal(err)
 	}
 	slices.Sort(names)
-	return m.Rows[0].Reached, unbound, names
+	return m.Rows[0].Reached, names, unbound
 }
 
 func counterCase() scopeCase {
@@ -108,7 +108,7 @@ func TestScopeFollowsRule(t *testing.T) {
 	shared := []string{"hits"}
 	check := func(t *testing.T, c scopeCase, wantTier tenancy.Tier, wantColls []string, refused bool) {
 		t.Helper()
-		reached, unbound, colls := c.probe(t)
+		reached, colls, unbound := c.probe(t)
 		if reached != wantTier {
 			t.Errorf("reached %s, want %s", reached, wantTier)
 		}

@@ -95,10 +95,9 @@ const auditMembers = 4
 // app is the service under soak: the HTTP boundary writing documents and
 // outbox rows, and the consumers writing the inbox, Redis and MongoDB.
 type app struct {
-	fx     *fx.App
-	server *tenanthttp.Server
-	deps   appDeps
-	sinks  *sinks
+	fx    *fx.App
+	deps  appDeps
+	sinks *sinks
 }
 
 type appDeps struct {

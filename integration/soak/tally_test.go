@@ -43,8 +43,8 @@ func (t *tally) tenant(id tenancy.ID, want []string, seen map[string]int, cross 
 	wanted := make(map[string]bool, len(want))
 	for _, k := range want {
 		wanted[k] = true
-		switch n := seen[k]; {
-		case n == 0:
+		switch n := seen[k]; n {
+		case 0:
 			t.missing++
 			t.note("%s missing %s", id, k)
 		default:
