@@ -29,7 +29,7 @@ func TestMigrateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close) // after the drops below: cleanups run last-registered first
 	reg, err := registry(pool, prefix)
 	if err != nil {
 		t.Fatal(err)
