@@ -1,5 +1,5 @@
-# Sourced by services.sh and neo4j.sh: installing what the test servers need
-# with apt-get. The caller defines log().
+# Sourced by the service scripts: installing what the test servers need
+# with apt-get, and reading a PostgreSQL URL. The caller defines log().
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -20,4 +20,27 @@ ensure_jvm() {
 	if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then return; fi
 	log "installing a JDK and Maven"
 	apt_install openjdk-17-jdk-headless maven
+}
+
+# parse_pg_url sets PGHOST, PGPORT, PGUSER and TEST_DB from a
+# postgres://[user[:password]@]host[:port][/db][?params] URL.
+parse_pg_url() {
+	local rest=${1#*://} hostport
+	rest=${rest%%\?*}
+	if [[ $rest == *@* ]]; then
+		PGUSER=${rest%%@*}
+		PGUSER=${PGUSER%%:*}
+		rest=${rest#*@}
+	fi
+	hostport=${rest%%/*}
+	[[ $rest == */* && -n ${rest#*/} ]] && TEST_DB=${rest#*/}
+	if [[ $hostport == \[* ]]; then # [ipv6]:port
+		PGHOST=${hostport%%]*}
+		PGHOST=${PGHOST#[}
+		[[ $hostport == *]:* ]] && PGPORT=${hostport##*]:}
+	else
+		PGHOST=${hostport%%:*}
+		[[ $hostport == *:* ]] && PGPORT=${hostport##*:}
+	fi
+	[ -n "$PGHOST" ] || PGHOST=127.0.0.1
 }

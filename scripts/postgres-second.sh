@@ -27,19 +27,7 @@ die() { echo "postgres-second: $*" >&2; exit 1; }
 # shellcheck source=install.sh
 . "$HERE/install.sh"
 
-if [ -n "${TENANTWIRE_PG_URL_2:-}" ]; then
-	rest=${TENANTWIRE_PG_URL_2#*://}
-	rest=${rest%%\?*}
-	if [[ $rest == *@* ]]; then
-		PGUSER=${rest%%@*}
-		PGUSER=${PGUSER%%:*}
-		rest=${rest#*@}
-	fi
-	hostport=${rest%%/*}
-	[[ $rest == */* && -n ${rest#*/} ]] && TEST_DB=${rest#*/}
-	PGHOST=${hostport%%:*}
-	[[ $hostport == *:* ]] && PGPORT=${hostport##*:}
-fi
+if [ -n "${TENANTWIRE_PG_URL_2:-}" ]; then parse_pg_url "$TENANTWIRE_PG_URL_2"; fi
 
 ready() { pg_isready -q -h "$PGHOST" -p "$PGPORT"; }
 

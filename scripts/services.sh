@@ -31,28 +31,8 @@ REDIS_PORT=6379
 
 log() { echo "services: $*"; }
 
-# parse_pg_url sets PGHOST, PGPORT, PGUSER and TEST_DB from a
-# postgres://[user[:password]@]host[:port][/db][?params] URL.
-parse_pg_url() {
-	local rest=${1#*://} hostport
-	rest=${rest%%\?*}
-	if [[ $rest == *@* ]]; then
-		PGUSER=${rest%%@*}
-		PGUSER=${PGUSER%%:*}
-		rest=${rest#*@}
-	fi
-	hostport=${rest%%/*}
-	[[ $rest == */* && -n ${rest#*/} ]] && TEST_DB=${rest#*/}
-	if [[ $hostport == \[* ]]; then # [ipv6]:port
-		PGHOST=${hostport%%]*}
-		PGHOST=${PGHOST#[}
-		[[ $hostport == *]:* ]] && PGPORT=${hostport##*]:}
-	else
-		PGHOST=${hostport%%:*}
-		[[ $hostport == *:* ]] && PGPORT=${hostport##*:}
-	fi
-	[ -n "$PGHOST" ] || PGHOST=127.0.0.1
-}
+# shellcheck source=install.sh
+. "$HERE/install.sh"
 
 if [ -n "${TENANTWIRE_PG_URL:-}" ]; then parse_pg_url "$TENANTWIRE_PG_URL"; fi
 if [ -n "${TENANTWIRE_REDIS_ADDR:-}" ]; then
@@ -62,8 +42,6 @@ if [ -n "${TENANTWIRE_REDIS_ADDR:-}" ]; then
 	REDIS_HOST=${REDIS_HOST%]}
 fi
 
-# shellcheck source=install.sh
-. "$HERE/install.sh"
 
 wait_for() { # wait_for <what> <command...>
 	local what=$1; shift
