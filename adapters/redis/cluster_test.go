@@ -47,7 +47,7 @@ func TestClusterHostileBracesDoNotPinSlots(t *testing.T) {
 	for i := range 40 {
 		users = append(users, fmt.Sprintf("{pin}%d", i))
 	}
-	slots := map[int64]bool{}
+	slots := map[int64]int{}
 	masters := map[string]bool{}
 	for _, ctx := range []context.Context{ctxA, ctxB} {
 		id, _ := tenancy.FromContext(ctx)
@@ -72,16 +72,18 @@ func TestClusterHostileBracesDoNotPinSlots(t *testing.T) {
 		if want := int64(redis.ClusterSlot(k)); s != want {
 			t.Fatalf("CLUSTER KEYSLOT %q = %d, the unit tests' slot function says %d", k, s, want)
 		}
-		slots[s] = true
+		slots[s]++
 		m, err := e.client.(*goredis.ClusterClient).MasterForKey(bg, k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		masters[m.Options().Addr] = true
 	}
-	if slots[pin] || len(slots) < len(keys)/2 || len(masters) < 3 {
-		t.Fatalf("%d keys on %d slots and %d masters (the tag's slot %d among them: %v)",
-			len(keys), len(slots), len(masters), pin, slots[pin])
+	// Any key may hash to the tag's slot by chance (about 1 in 200 runs for
+	// one of these keys); an honoured tag would put more than 80 there.
+	if slots[pin] > 2 || len(slots) < len(keys)/2 || len(masters) < 3 {
+		t.Fatalf("%d keys on %d slots and %d masters (%d of them on the tag's slot %d)",
+			len(keys), len(slots), len(masters), slots[pin], pin)
 	}
 	for _, ctx := range []context.Context{ctxA, ctxB} {
 		id, _ := tenancy.FromContext(ctx)
