@@ -52,10 +52,11 @@ fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
 ## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each), the
-## scale pairs' costs, memory and provisioning throughput ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks
+## scale pairs' costs, memory and provisioning throughput ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks.
+## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps
-	@(TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
-	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
+	@(TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
+	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
 	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
