@@ -15,7 +15,7 @@ import (
 const fieldCount = "n"
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
-func CounterRoute(name string, cfg Config) Option {
+func CounterRoute(name string, cfg RouteConfig) Option {
 	return namedRoute(name, KindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
 }
 

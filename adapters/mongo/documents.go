@@ -15,7 +15,7 @@ import (
 
 // Document adds a document route over values of type T and provides
 // *Documents[T]. One document route per value type per app.
-func Document[T any](name string, cfg Config) Option {
+func Document[T any](name string, cfg RouteConfig) Option {
 	spec := &routeSpec{name: name, kind: KindDocument, cfg: cfg}
 	return func(c *config) {
 		c.routes = append(c.routes, spec)

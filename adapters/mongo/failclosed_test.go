@@ -30,7 +30,7 @@ type routes struct {
 	prov    *mongo.Provisioner
 }
 
-func build(t *testing.T, source mongo.Option, cfg mongo.Config, withRaw bool) routes {
+func build(t *testing.T, source mongo.Option, cfg mongo.RouteConfig, withRaw bool) routes {
 	t.Helper()
 	var r routes
 	opts := []mongo.Option{source, mongo.Database("app"),
@@ -92,15 +92,15 @@ func calls(r routes) map[string]func(context.Context) error {
 // Fail closed: no tenant bound is an error on every scoped route, never the
 // default tenant.
 func TestNoTenantFailsClosed(t *testing.T) {
-	for name, src := range map[string]func(*testing.T) (mongo.Option, mongo.Config){
-		"tagged": func(t *testing.T) (mongo.Option, mongo.Config) {
-			return deadClient(t), mongo.Config{TenantAware: true, Collection: mongo.Static("c")}
+	for name, src := range map[string]func(*testing.T) (mongo.Option, mongo.RouteConfig){
+		"tagged": func(t *testing.T) (mongo.Option, mongo.RouteConfig) {
+			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("c")}
 		},
-		"namespace": func(t *testing.T) (mongo.Option, mongo.Config) {
-			return deadClient(t), mongo.Config{TenantAware: true, Collection: mongo.PerTenant("c")}
+		"namespace": func(t *testing.T) (mongo.Option, mongo.RouteConfig) {
+			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("c")}
 		},
-		"dedicated": func(*testing.T) (mongo.Option, mongo.Config) {
-			return routed, mongo.Config{Collection: mongo.Static("c")}
+		"dedicated": func(*testing.T) (mongo.Option, mongo.RouteConfig) {
+			return routed, mongo.RouteConfig{Collection: mongo.Static("c")}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 		calls0++
 		return routing.Credentials{}, boom
 	}, mongo.RoutedConfig{})
-	r := build(t, src, mongo.Config{Collection: mongo.Static("c")}, true)
+	r := build(t, src, mongo.RouteConfig{Collection: mongo.Static("c")}, true)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	for op, call := range calls(r) {
 		if err := call(ctx); !errors.Is(err, boom) {
@@ -147,14 +147,14 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 // An unscoped outbox takes deployment-wide rows only under the explicit
 // global scope; a tenant-aware one reads every tenant's rows only there.
 func TestOutboxNeedsTenantOrGlobal(t *testing.T) {
-	r := build(t, deadClient(t), mongo.Config{Collection: mongo.Static("c")}, false)
+	r := build(t, deadClient(t), mongo.RouteConfig{Collection: mongo.Static("c")}, false)
 	if _, err := r.outbox.Add(context.Background(), outbox.Message{}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 		t.Fatalf("unbound add: %v", err)
 	}
 }
 
 func TestTeardownDisabledByDefault(t *testing.T) {
-	r := build(t, deadClient(t), mongo.Config{Collection: mongo.PerTenant("c")}, false)
+	r := build(t, deadClient(t), mongo.RouteConfig{Collection: mongo.PerTenant("c")}, false)
 	if err := r.prov.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, mongo.ErrTeardownDisabled) {
 		t.Fatalf("teardown: %v", err)
 	}

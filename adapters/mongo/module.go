@@ -30,8 +30,8 @@ type config struct {
 	relays   []relaySpec
 }
 
-// Config wires one route.
-type Config struct {
+// RouteConfig wires one route.
+type RouteConfig struct {
 	// TenantAware stamps a tenant_id field on every write and places it in
 	// every filter, update and delete (tagged).
 	TenantAware bool
@@ -47,7 +47,7 @@ type Config struct {
 type routeSpec struct {
 	name string
 	kind floors.Kind
-	cfg  Config
+	cfg  RouteConfig
 }
 
 // Client runs the module on c, a client the caller owns and disconnects.
@@ -126,7 +126,7 @@ type routedConfig struct {
 
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
-func namedRoute[R any](name string, kind floors.Kind, rc Config, ctor func(route) R) Option {
+func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
 	spec := &routeSpec{name: name, kind: kind, cfg: rc}
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, spec)

@@ -32,7 +32,7 @@ const (
 // Rows always carry their tenant (for the relay to bind); a tenant-aware
 // outbox also filters on it, and only a tenant-aware outbox passes the
 // tenant to its collection resolver (the outbox rule of mongo.Rules).
-func OutboxRoute(name string, cfg Config) Option {
+func OutboxRoute(name string, cfg RouteConfig) Option {
 	return namedRoute(name, KindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
 }
 

@@ -15,7 +15,7 @@ import (
 // can rewrite or verify, so the route declares origin raw: only a routed
 // client (dedicated) clears its floor, and any weaker wiring is refused at
 // fx.New with statement_origin_isolation_floor.
-func RawFilterRoute(name string, cfg Config) Option {
+func RawFilterRoute(name string, cfg RouteConfig) Option {
 	return namedRoute(name, KindRawFilter, cfg, func(r route) *RawFilter { return &RawFilter{route: r} })
 }
 

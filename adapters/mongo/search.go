@@ -23,7 +23,7 @@ const (
 // SearchRoute adds a search route, provided as *Search name:"<name>". Its
 // index lives inside its collection, so only the collection counts towards
 // namespace.
-func SearchRoute(name string, cfg Config) Option {
+func SearchRoute(name string, cfg RouteConfig) Option {
 	return namedRoute(name, KindSearch, cfg, func(r route) *Search { return &Search{route: r} })
 }
 

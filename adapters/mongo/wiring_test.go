@@ -37,13 +37,13 @@ func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
 
 func TestMatrixRatesEachTier(t *testing.T) {
 	got := reached(t,
-		mongo.Document[order]("shared", mongo.Config{Collection: mongo.Static("orders")}),
-		mongo.SearchRoute("tagged", mongo.Config{TenantAware: true, Collection: mongo.Static("s")}),
-		mongo.CounterRoute("ns", mongo.Config{Collection: mongo.PerTenant("hits")}),
-		mongo.CounterRoute("nsdb", mongo.Config{Collection: mongo.PerTenantDatabase("t", "hits")}),
-		mongo.SearchRoute("search-ns", mongo.Config{Collection: mongo.PerTenant("s")}),
-		mongo.OutboxRoute("outbox-untagged", mongo.Config{Collection: mongo.PerTenant("ob")}),
-		mongo.OutboxRoute("outbox-ns", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("ob2")}),
+		mongo.Document[order]("shared", mongo.RouteConfig{Collection: mongo.Static("orders")}),
+		mongo.SearchRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("s")}),
+		mongo.CounterRoute("ns", mongo.RouteConfig{Collection: mongo.PerTenant("hits")}),
+		mongo.CounterRoute("nsdb", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("t", "hits")}),
+		mongo.SearchRoute("search-ns", mongo.RouteConfig{Collection: mongo.PerTenant("s")}),
+		mongo.OutboxRoute("outbox-untagged", mongo.RouteConfig{Collection: mongo.PerTenant("ob")}),
+		mongo.OutboxRoute("outbox-ns", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("ob2")}),
 	)
 	want := map[string]tenancy.Tier{
 		"shared": tenancy.None, "tagged": tenancy.Tagged, "ns": tenancy.Namespace, "nsdb": tenancy.Namespace,
@@ -61,15 +61,15 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestRoutedReachesDedicated(t *testing.T) {
 	got := reached(t, routed, mongo.RequiredIsolation(tenancy.Dedicated),
-		mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("orders")}),
-		mongo.RawFilterRoute("raw", mongo.Config{Collection: mongo.Static("orders")}))
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("orders")}),
+		mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: mongo.Static("orders")}))
 	if got["orders"] != tenancy.Dedicated || got["raw"] != tenancy.Dedicated {
 		t.Fatalf("reached %v", got)
 	}
 }
 
 func TestRawFilterRefusedBelowDedicated(t *testing.T) {
-	for name, cfg := range map[string]mongo.Config{
+	for name, cfg := range map[string]mongo.RouteConfig{
 		"none":      {Collection: mongo.Static("orders")},
 		"tagged":    {TenantAware: true, Collection: mongo.Static("orders")},
 		"namespace": {Collection: mongo.PerTenant("orders")},
@@ -87,7 +87,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 func TestFloorRefusals(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("mongodb"),
 		mongo.Module("m", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
-			mongo.Document[order]("orders", mongo.Config{TenantAware: true, Collection: mongo.Static("orders")})))
+			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("orders")})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || e.Fix == "" {
 		t.Errorf("refusal: %v", e)
 	}
@@ -95,15 +95,15 @@ func TestFloorRefusals(t *testing.T) {
 
 func TestInvalidWiringRefused(t *testing.T) {
 	cases := map[string][]mongo.Option{
-		"no database":     {mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("o")})},
+		"no database":     {mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})},
 		"bad database":    {mongo.Database("a.b")},
 		"tenant-shaped":   {mongo.Database("app_0a0a0a0a00004000800000000000000a")},
-		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("a$b")})},
-		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("a.b")})},
-		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("system_x")})},
-		"long db prefix":  {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.PerTenantDatabase("p234567890123456789012345678901", "c")})},
-		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c"), TextIndex: true})},
-		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")}), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("d")})},
+		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a$b")})},
+		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a.b")})},
+		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("system_x")})},
+		"long db prefix":  {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("p234567890123456789012345678901", "c")})},
+		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c"), TextIndex: true})},
+		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")}), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("d")})},
 		"two sources":     {mongo.Database("app"), routed, mongo.Connect("mongodb://127.0.0.1:1")},
 		"routed no func":  {mongo.Database("app"), mongo.Routed(nil, mongo.RoutedConfig{})},
 	}
@@ -116,7 +116,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 
 func TestNoClientIsAWiringError(t *testing.T) {
 	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.Database("app"),
-		mongo.Document[order]("orders", mongo.Config{Collection: mongo.Static("o")})),
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})),
 		fx.Invoke(func(*mongo.Documents[order]) {})).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Fatalf("err = %v", err)
@@ -126,19 +126,19 @@ func TestNoClientIsAWiringError(t *testing.T) {
 func TestConnBudget(t *testing.T) {
 	small := mongo.Routed(creds, mongo.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
+		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")})))
 	if e.Module != "m" {
 		t.Errorf("refusal: %v", e)
 	}
 	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(32),
-		mongo.CounterRoute("c", mongo.Config{Collection: mongo.Static("c")})))
+		mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")})))
 }
 
 func TestTwoModulesInOneApp(t *testing.T) {
 	var a, b *mongo.Provisioner
 	tenancytest.RequireWires(t,
-		mongo.Module("plain", mongo.Database("app"), deadClient(t), mongo.CounterRoute("c1", mongo.Config{Collection: mongo.Static("c")})),
-		mongo.Module("routed", mongo.Database("app"), routed, mongo.CounterRoute("c2", mongo.Config{Collection: mongo.Static("c")})),
+		mongo.Module("plain", mongo.Database("app"), deadClient(t), mongo.CounterRoute("c1", mongo.RouteConfig{Collection: mongo.Static("c")})),
+		mongo.Module("routed", mongo.Database("app"), routed, mongo.CounterRoute("c2", mongo.RouteConfig{Collection: mongo.Static("c")})),
 		named("plain", &a), named("routed", &b))
 	if a == nil || b == nil || a == b {
 		t.Fatal("each module provides its own provisioner")
@@ -148,9 +148,9 @@ func TestTwoModulesInOneApp(t *testing.T) {
 func TestRelayWiring(t *testing.T) {
 	dest := outbox.DestinationFunc(func(context.Context, outbox.Message) error { return nil })
 	tenants := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenancytest.TenantA}, nil }
-	global := mongo.OutboxRoute("events", mongo.Config{Collection: mongo.Static("events")})
-	aware := mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.Static("events")})
-	perTenant := mongo.OutboxRoute("events", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("events")})
+	global := mongo.OutboxRoute("events", mongo.RouteConfig{Collection: mongo.Static("events")})
+	aware := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("events")})
+	perTenant := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("events")})
 	// Connect dials lazily: the relay's route is built, nothing connects.
 	conn := mongo.Connect("mongodb://127.0.0.1:1")
 	mod := func(opts ...mongo.Option) fx.Option {
@@ -167,5 +167,5 @@ func TestRelayWiring(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		mod(conn, mongo.CounterRoute("events", mongo.Config{Collection: mongo.Static("c")}), mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
+		mod(conn, mongo.CounterRoute("events", mongo.RouteConfig{Collection: mongo.Static("c")}), mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
 }

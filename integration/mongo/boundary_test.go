@@ -27,7 +27,7 @@ type tier struct {
 	name   string
 	want   tenancy.Tier
 	module func(t *testing.T) []mongo.Option
-	cfg    func(coll string) mongo.Config
+	cfg    func(coll string) mongo.RouteConfig
 }
 
 func plain(t *testing.T) []mongo.Option {
@@ -59,18 +59,18 @@ func dedicated(t *testing.T) []mongo.Option {
 }
 
 var tiers = []tier{
-	{"tagged", tenancy.Tagged, plain, func(c string) mongo.Config {
-		return mongo.Config{TenantAware: true, Collection: mongo.Static(c)}
+	{"tagged", tenancy.Tagged, plain, func(c string) mongo.RouteConfig {
+		return mongo.RouteConfig{TenantAware: true, Collection: mongo.Static(c)}
 	}},
-	{"namespace-collection", tenancy.Namespace, plain, func(c string) mongo.Config {
+	{"namespace-collection", tenancy.Namespace, plain, func(c string) mongo.RouteConfig {
 		// Tenant-aware too: the outbox's resolver counts only then.
-		return mongo.Config{TenantAware: true, Collection: mongo.PerTenant(c)}
+		return mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant(c)}
 	}},
-	{"namespace-database", tenancy.Namespace, plain, func(c string) mongo.Config {
-		return mongo.Config{TenantAware: true, Collection: mongo.PerTenantDatabase("ns", c)}
+	{"namespace-database", tenancy.Namespace, plain, func(c string) mongo.RouteConfig {
+		return mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenantDatabase("ns", c)}
 	}},
-	{"dedicated", tenancy.Dedicated, dedicated, func(c string) mongo.Config {
-		return mongo.Config{Collection: mongo.Static(c)}
+	{"dedicated", tenancy.Dedicated, dedicated, func(c string) mongo.RouteConfig {
+		return mongo.RouteConfig{Collection: mongo.Static(c)}
 	}},
 }
 

@@ -77,7 +77,7 @@ func (c scopeCase) probe(t *testing.T) (tenancy.Tier, []string, error) {
 func counterCase() scopeCase {
 	return scopeCase{kind: mongo.KindCounter,
 		route: func(name string) mongo.Option {
-			return mongo.CounterRoute(name, mongo.Config{Collection: mongo.PerTenant("hits")})
+			return mongo.CounterRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
 		write: func(ctx context.Context, _ string, obj any) error {
 			_, err := obj.(*mongo.Counter).Add(ctx, "n", 1)
@@ -89,7 +89,7 @@ func counterCase() scopeCase {
 func outboxCase() scopeCase {
 	return scopeCase{kind: mongo.KindOutbox,
 		route: func(name string) mongo.Option {
-			return mongo.OutboxRoute(name, mongo.Config{Collection: mongo.PerTenant("hits")})
+			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
 		write: func(ctx context.Context, id string, obj any) error {
 			_, err := obj.(*mongo.Outbox).Add(ctx, outbox.Message{EventID: id, Topic: "t"})

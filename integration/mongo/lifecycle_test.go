@@ -26,7 +26,7 @@ func TestRoutedStopLeavesNoGoroutine(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	var docs *mongo.Documents[item]
 	app := fx.New(fx.NopLogger, mongo.Module("m", append(dedicated(t),
-		mongo.Document[item]("items", mongo.Config{Collection: mongo.Static("items")}))...), fx.Populate(&docs))
+		mongo.Document[item]("items", mongo.RouteConfig{Collection: mongo.Static("items")}))...), fx.Populate(&docs))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 	coll := "events_" + dbName(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(dedicated(t),
-		mongo.OutboxRoute("events", mongo.Config{Collection: mongo.Static(coll)}))...), named("m", &prov))
+		mongo.OutboxRoute("events", mongo.RouteConfig{Collection: mongo.Static(coll)}))...), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 // Parity: the same operations give the same results with tenancy off
 // and with tenancy on and only the default tenant bound.
 func TestParityWithTenancyOff(t *testing.T) {
-	run := func(cfg mongo.Config, ctx context.Context) string {
+	run := func(cfg mongo.RouteConfig, ctx context.Context) string {
 		var docs *mongo.Documents[item]
 		start(t, mongo.Module("m", append(plain(t), mongo.Document[item]("items", cfg))...), fx.Populate(&docs))
 		var out []string
@@ -102,8 +102,8 @@ func TestParityWithTenancyOff(t *testing.T) {
 		log(docs.Delete(ctx, "b"), errors.Is(docs.Delete(ctx, "b"), document.ErrNotFound))
 		return fmt.Sprint(out)
 	}
-	off := run(mongo.Config{Collection: mongo.Static("items")}, context.Background())
-	on := run(mongo.Config{TenantAware: true, Collection: mongo.Static("items")}, tenancy.WithTenant(context.Background(), tenancy.Default))
+	off := run(mongo.RouteConfig{Collection: mongo.Static("items")}, context.Background())
+	on := run(mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}, tenancy.WithTenant(context.Background(), tenancy.Default))
 	if off != on {
 		t.Fatalf("tenancy off:\n%s\ntenancy on, default tenant:\n%s", off, on)
 	}
@@ -117,7 +117,7 @@ func TestTextIndexSearch(t *testing.T) {
 	var s *mongo.Search
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(plain(t),
-		mongo.SearchRoute("find", mongo.Config{TenantAware: true, Collection: mongo.Static("find"), TextIndex: true}))...),
+		mongo.SearchRoute("find", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("find"), TextIndex: true}))...),
 		named("find", &s), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestRoutedEvict(t *testing.T) {
 	var docs *mongo.Documents[item]
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(resolve, mongo.RoutedConfig{}),
-		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")})),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")})),
 		fx.Populate(&docs), named("m", &prov))
 	ctx := ctxOf(tenancytest.TenantA)
 	for range 3 {

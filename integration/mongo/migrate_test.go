@@ -32,7 +32,7 @@ func TestMongoMigrations(t *testing.T) {
 	opts, db := plainDB(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("orders")}))...),
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("orders")}))...),
 		named("m", &prov))
 	ctx := context.Background()
 	ids := make([]tenancy.ID, 12)

@@ -34,7 +34,7 @@ func pendingOf(t *testing.T, o *mongo.Outbox, ctx context.Context) map[string]st
 // one tenant's row leaves the other's pending.
 func TestOutboxEventIDsPerTenant(t *testing.T) {
 	a, b := tenancytest.TenantA, tenancytest.TenantB
-	for name, cfg := range map[string]mongo.Config{
+	for name, cfg := range map[string]mongo.RouteConfig{
 		"tenant-global": {Collection: mongo.Static("ev")},
 		"tagged":        {TenantAware: true, Collection: mongo.Static("ev")},
 		"namespace":     {TenantAware: true, Collection: mongo.PerTenant("ev")},
@@ -98,7 +98,7 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 // with no tenant bound, and under the tenant-global scope, with
 // tenant_unbound, and stores nothing.
 func TestScopedOutboxRefusesUnbound(t *testing.T) {
-	for name, cfg := range map[string]mongo.Config{
+	for name, cfg := range map[string]mongo.RouteConfig{
 		"tagged":    {TenantAware: true, Collection: mongo.Static("su")},
 		"namespace": {TenantAware: true, Collection: mongo.PerTenant("su")},
 	} {
@@ -137,7 +137,7 @@ func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 	}
 	var r *mongo.RawFilter
 	start(t, mongo.Module("m", mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.Database(db),
-		mongo.RawFilterRoute("raw", mongo.Config{TenantAware: true, Collection: mongo.Static("raw")})), named("raw", &r))
+		mongo.RawFilterRoute("raw", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("raw")})), named("raw", &r))
 	if err := r.Insert(ctxOf(a), bson.D{{Key: "_id", Value: a.Hex()}, {Key: "x", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestRatioScaleMongoProvision(t *testing.T) {
 	opts, db := plainDB(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.Config{TenantAware: true, Collection: mongo.PerTenant("orders")}))...),
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("orders")}))...),
 		named("m", &prov))
 	t.Cleanup(func() { _ = client(t, uriA).Database(db).Drop(context.Background()) })
 	ids := make([]tenancy.ID, n)

@@ -25,7 +25,7 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	opts, db := plainDB(t)
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[item]("items", mongo.Config{Collection: mongo.PerTenant("items")}))...),
+		mongo.Document[item]("items", mongo.RouteConfig{Collection: mongo.PerTenant("items")}))...),
 		fx.Populate(&docs))
 	ctxs := make([]context.Context, tenants)
 	began := time.Now()

@@ -21,7 +21,7 @@ func TestRatioFindByID(t *testing.T) {
 	opts, db := plainDB(t)
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[item]("items", mongo.Config{TenantAware: true, Collection: mongo.Static("items")}))...),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}))...),
 		fx.Populate(&docs))
 	ctx := ctxOf(tenancytest.TenantA)
 	for i := range 100 {

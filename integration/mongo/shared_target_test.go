@@ -36,7 +36,7 @@ func routedDocs(t *testing.T, db string, creds map[tenancy.ID]routing.Credential
 	}
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(resolve, rc), mongo.RequiredIsolation(tenancy.Dedicated),
-		mongo.Document[item]("items", mongo.Config{Collection: mongo.Static("items")})), fx.Populate(&docs))
+		mongo.Document[item]("items", mongo.RouteConfig{Collection: mongo.Static("items")})), fx.Populate(&docs))
 	return docs
 }
 
