@@ -192,7 +192,7 @@ func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 	)
 	for name, bad := range map[string]fx.Option{
 		"postgres": postgres.Module("x"), // no DSN, Pool or Routed
-		"redis":    redis.Module("x", redis.CacheRoute("c"), redis.CacheRoute("c")),
+		"redis":    redis.Module("x", redis.CacheRoute("c", redis.RouteConfig{}), redis.CacheRoute("c", redis.RouteConfig{})),
 		"mongo":    mongo.Module("x"), // no database
 		"kafka":    kafka.Module("x"), // no brokers
 		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g"), neo4j.GraphRoute("g")),

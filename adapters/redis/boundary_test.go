@@ -28,7 +28,7 @@ func TestBoundaryCache(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("cache" + tc.tier.String())
-			c := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.opts...))...)
+			c := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)
 			tenancytest.Boundary(t, cacheProbe(c))
 			// B writing the same key writes its own.
 			if err := c.Set(ctxB, "k{1}", []byte("b"), 0); err != nil {
@@ -46,7 +46,7 @@ func TestBoundaryCounter(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("ctr" + tc.tier.String())
-			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)
+			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
 			tenancytest.Boundary(t, counterProbe(c))
 			if n, err := c.Incr(ctxB, "hits", 1); err != nil || n != 1 {
 				t.Fatalf("B's own counter: %d, %v", n, err)
@@ -63,7 +63,7 @@ func TestBoundaryIdempotency(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("idem" + tc.tier.String())
-			i := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.opts...))...)
+			i := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)
 			tenancytest.Boundary(t, idempotencyProbe(i))
 			// A's second store loses to its first; B's first store wins in B's space.
 			stored, prev, err := i.Store(ctxA, "req-1", []byte("again"), time.Minute)
@@ -83,7 +83,7 @@ func TestBoundaryLock(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("lock" + tc.tier.String())
-			l := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.opts...))...)
+			l := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...)
 			var lease *redis.Lease
 			tenancytest.Boundary(t, lockProbe(l, &lease))
 			if err := lease.Release(ctxB); !errors.Is(err, redis.ErrNotOwner) {
@@ -115,7 +115,7 @@ func TestBoundaryStream(t *testing.T) {
 	for _, tc := range channelTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("stream" + tc.tier.String())
-			s := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.opts...))...)
+			s := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...)
 			var id string
 			tenancytest.Boundary(t, streamProbe(s, &id))
 			// B's consumer group reads nothing of A's stream; A's reads A's entry.
@@ -138,7 +138,7 @@ func TestBoundaryPubSub(t *testing.T) {
 	for _, tc := range channelTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("ps" + tc.tier.String())
-			p := route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.opts...))...)
+			p := route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...)
 			subA, err := p.Subscribe(ctxA, "news")
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +170,7 @@ func TestBoundaryPubSub(t *testing.T) {
 func TestSharedTierIsShared(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("shared")
-	c := route[*redis.Cache](t, e, name, redis.CacheRoute(name))
+	c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, redis.RouteConfig{}))
 	if err := c.Set(context.Background(), "k", []byte("v"), time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ func TestClientSources(t *testing.T) {
 		opts  []fx.Option
 	}{
 		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: e.addrs}),
-			redis.CacheRoute(name))}},
-		{"graph", []fx.Option{redis.Module("m", redis.CacheRoute(name)),
+			redis.CacheRoute(name, redis.RouteConfig{}))}},
+		{"graph", []fx.Option{redis.Module("m", redis.CacheRoute(name, redis.RouteConfig{})),
 			fx.Supply(fx.Annotate(e.client, fx.As(new(goredis.UniversalClient))))}},
 	} {
 		t.Run(src.label, func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestClientSources(t *testing.T) {
 }
 
 func TestNoClientIsAClearError(t *testing.T) {
-	app := fx.New(fx.NopLogger, redis.Module("m", redis.CacheRoute("c")),
+	app := fx.New(fx.NopLogger, redis.Module("m", redis.CacheRoute("c", redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*redis.Cache) {}, fx.ParamTags(`name:"c"`))))
 	if app.Err() == nil {
 		t.Fatal("a module with no client built its routes")

@@ -37,7 +37,7 @@ func TestClusterHostileBracesDoNotPinSlots(t *testing.T) {
 	requireClusterRun(t)
 	e := newEnv(t)
 	name := e.name("slots")
-	c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, redis.TenantAware()))
+	c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, redis.RouteConfig{TenantAware: true}))
 	bg := context.Background()
 	pin, err := e.client.ClusterKeySlot(bg, "pin").Result()
 	if err != nil {
@@ -123,18 +123,18 @@ func TestClusterFailover(t *testing.T) {
 	for _, v := range []struct {
 		label string
 		mod   []redis.Option
-		opts  []redis.RouteOption
+		route redis.RouteConfig
 	}{
 		{"tagged", []redis.Option{redis.Connect(&goredis.UniversalOptions{Addrs: pc.Addrs(),
 			DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})},
-			[]redis.RouteOption{redis.TenantAware()}},
+			redis.RouteConfig{TenantAware: true}},
 		{"dedicated", []redis.Option{redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 			return routing.Credentials{Endpoint: endpoint}, nil
-		}, redis.RoutedConfig{})}, nil},
+		}, redis.RoutedConfig{})}, redis.RouteConfig{}},
 	} {
 		l := &loadChecker{tenants: tenants(50), lossy: true}
 		app := fx.New(fx.NopLogger,
-			redis.Module("failover-"+v.label, append(v.mod, redis.CacheRoute("c", v.opts...), redis.CounterRoute("n", v.opts...))...),
+			redis.Module("failover-"+v.label, append(v.mod, redis.CacheRoute("c", v.route), redis.CounterRoute("n", v.route))...),
 			fx.Invoke(fx.Annotate(func(c *redis.Cache, n *redis.Counter) { l.cache, l.counter = c, n },
 				fx.ParamTags(`name:"c"`, `name:"n"`))),
 		)

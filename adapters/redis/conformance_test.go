@@ -29,19 +29,19 @@ func TestConformance(t *testing.T) {
 		name := e.name("kit-" + string(kind) + "-" + tier.String())
 		switch kind {
 		case redis.KindCache:
-			return cacheProbe(route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.opts...))...)), nil
+			return cacheProbe(route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)), nil
 		case redis.KindCounter:
-			return counterProbe(route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)), nil
+			return counterProbe(route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)), nil
 		case redis.KindIdempotency:
-			return idempotencyProbe(route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.opts...))...)), nil
+			return idempotencyProbe(route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)), nil
 		case redis.KindLock:
 			var lease *redis.Lease
-			return lockProbe(route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.opts...))...), &lease), nil
+			return lockProbe(route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...), &lease), nil
 		case redis.KindStream:
 			var id string
-			return streamProbe(route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.opts...))...), &id), nil
+			return streamProbe(route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...), &id), nil
 		case redis.KindPubSub:
-			return pubsubProbe(t, route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.opts...))...))
+			return pubsubProbe(t, route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...))
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})

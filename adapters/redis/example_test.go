@@ -25,7 +25,7 @@ func ExampleConnect_cluster() {
 		redis.Module("cache",
 			redis.Connect(&goredis.UniversalOptions{Addrs: strings.Split(os.Getenv("TENANTWIRE_REDIS_CLUSTER"), ",")}),
 			redis.RequiredIsolation(tenancy.Tagged),
-			redis.CacheRoute("sessions", redis.TenantAware()),
+			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		),
 		fx.Invoke(fx.Annotate(func(c *redis.Cache) { sessions = c }, fx.ParamTags(`name:"sessions"`))),
 	)

@@ -17,10 +17,10 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			sfx := tc.tier.String()
-			c := route[*redis.Cache](t, e, e.name("fc"+sfx), tc.with(redis.CacheRoute(e.name("fc"+sfx), tc.opts...))...)
-			n := route[*redis.Counter](t, e, e.name("fn"+sfx), tc.with(redis.CounterRoute(e.name("fn"+sfx), tc.opts...))...)
-			i := route[*redis.Idempotency](t, e, e.name("fi"+sfx), tc.with(redis.IdempotencyRoute(e.name("fi"+sfx), tc.opts...))...)
-			l := route[*redis.Locks](t, e, e.name("fl"+sfx), tc.with(redis.LockRoute(e.name("fl"+sfx), tc.opts...))...)
+			c := route[*redis.Cache](t, e, e.name("fc"+sfx), tc.with(redis.CacheRoute(e.name("fc"+sfx), tc.route))...)
+			n := route[*redis.Counter](t, e, e.name("fn"+sfx), tc.with(redis.CounterRoute(e.name("fn"+sfx), tc.route))...)
+			i := route[*redis.Idempotency](t, e, e.name("fi"+sfx), tc.with(redis.IdempotencyRoute(e.name("fi"+sfx), tc.route))...)
+			l := route[*redis.Locks](t, e, e.name("fl"+sfx), tc.with(redis.LockRoute(e.name("fl"+sfx), tc.route))...)
 			ops := map[string]func(context.Context) error{
 				"cache get":     func(ctx context.Context) error { _, _, err := c.Get(ctx, "k"); return err },
 				"cache set":     func(ctx context.Context) error { return c.Set(ctx, "k", []byte("v"), 0) },
@@ -54,8 +54,8 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 			}
 		})
 	}
-	s := route[*redis.Stream](t, e, e.name("fs"), redis.StreamRoute(e.name("fs"), redis.TenantAware()))
-	p := route[*redis.PubSub](t, e, e.name("fp"), redis.PubSubRoute(e.name("fp"), redis.TenantAware()))
+	s := route[*redis.Stream](t, e, e.name("fs"), redis.StreamRoute(e.name("fs"), redis.RouteConfig{TenantAware: true}))
+	p := route[*redis.PubSub](t, e, e.name("fp"), redis.PubSubRoute(e.name("fp"), redis.RouteConfig{TenantAware: true}))
 	d := redis.NewDestination(s)
 	for name, op := range map[string]func(context.Context) error{
 		"append":    func(ctx context.Context) error { _, err := s.Append(ctx, map[string]any{"a": 1}); return err },
@@ -86,7 +86,7 @@ func TestFailClosedOnResolver(t *testing.T) {
 		"hashtag": func(tenancy.ID) (string, error) { return "{a}", nil },
 	} {
 		rn := e.name("res" + name)
-		c := route[*redis.Cache](t, e, rn, redis.CacheRoute(rn, redis.PerTenantNamespace(fn)))
+		c := route[*redis.Cache](t, e, rn, redis.CacheRoute(rn, redis.RouteConfig{Namespace: fn}))
 		if err := c.Set(ctxA, "k", []byte("v"), 0); err == nil {
 			t.Errorf("%s resolver: set succeeded", name)
 		}

@@ -16,7 +16,7 @@ import (
 func TestFleetLiveList(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("fleet")
-	f := route[*redis.Fleet](t, e, name, redis.FleetRoute(name))
+	f := route[*redis.Fleet](t, e, name, redis.FleetRoute(name, redis.FleetConfig{}))
 	g := tenancy.WithGlobal(context.Background())
 	if err := f.Heartbeat(g, "r1", time.Minute); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestFleetHeartbeatFollowsLifecycle(t *testing.T) {
 	var f *redis.Fleet
 	app := fx.New(fx.NopLogger,
 		redis.Module("fleet", redis.Client(e.client),
-			redis.FleetRoute(name, redis.Heartbeat(20*time.Millisecond, time.Second), redis.Replica("me"))),
+			redis.FleetRoute(name, redis.FleetConfig{HeartbeatInterval: 20 * time.Millisecond, TTL: time.Second, Replica: "me"})),
 		fx.Invoke(fx.Annotate(func(v *redis.Fleet) { f = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)
 	if err := app.Start(context.Background()); err != nil {
@@ -80,8 +80,8 @@ func TestFleetHeartbeatFollowsLifecycle(t *testing.T) {
 func TestTenantGlobalLockAndWake(t *testing.T) {
 	e := newEnv(t)
 	ln, pn := e.name("leader"), e.name("wake")
-	l := route[*redis.Locks](t, e, ln, redis.LockRoute(ln, redis.TenantGlobal()))
-	p := route[*redis.PubSub](t, e, pn, redis.PubSubRoute(pn, redis.TenantGlobal()))
+	l := route[*redis.Locks](t, e, ln, redis.LockRoute(ln, redis.RouteConfig{TenantGlobal: true}))
+	p := route[*redis.PubSub](t, e, pn, redis.PubSubRoute(pn, redis.RouteConfig{TenantGlobal: true}))
 	g := tenancy.WithGlobal(context.Background())
 	lease, err := l.Acquire(g, "relay", time.Minute)
 	if err != nil {

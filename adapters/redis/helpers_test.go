@@ -229,12 +229,12 @@ func route[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
 	return got
 }
 
-// scoped is one tenant-scoped wiring of a route, by tier: route options
+// scoped is one tenant-scoped wiring of a route, by tier: route config
 // and module options.
 type scoped struct {
-	tier tenancy.Tier
-	opts []redis.RouteOption
-	mod  []redis.Option
+	tier  tenancy.Tier
+	route redis.RouteConfig
+	mod   []redis.Option
 }
 
 // with returns the module options plus the route.
@@ -246,8 +246,8 @@ func (s scoped) with(route redis.Option) []redis.Option {
 // and lock routes.
 func keyedTiers(e *env) []scoped {
 	return []scoped{
-		{tier: tenancy.Tagged, opts: []redis.RouteOption{redis.TenantAware()}},
-		{tier: tenancy.Namespace, opts: []redis.RouteOption{redis.PerTenantNamespace(redis.TenantNamespace("ns"))}},
+		{tier: tenancy.Tagged, route: redis.RouteConfig{TenantAware: true}},
+		{tier: tenancy.Namespace, route: redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
 		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
 	}
 }
@@ -256,7 +256,7 @@ func keyedTiers(e *env) []scoped {
 // which have no namespace.
 func channelTiers(e *env) []scoped {
 	return []scoped{
-		{tier: tenancy.Tagged, opts: []redis.RouteOption{redis.TenantAware()}},
+		{tier: tenancy.Tagged, route: redis.RouteConfig{TenantAware: true}},
 		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
 	}
 }

@@ -150,8 +150,8 @@ func loadEveryTier(t *testing.T, d time.Duration) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			cn, nn := e.name("load-c"+tc.tier.String()), e.name("load-n"+tc.tier.String())
 			l := &loadChecker{
-				cache:   route[*redis.Cache](t, e, cn, tc.with(redis.CacheRoute(cn, tc.opts...))...),
-				counter: route[*redis.Counter](t, e, nn, tc.with(redis.CounterRoute(nn, tc.opts...))...),
+				cache:   route[*redis.Cache](t, e, cn, tc.with(redis.CacheRoute(cn, tc.route))...),
+				counter: route[*redis.Counter](t, e, nn, tc.with(redis.CounterRoute(nn, tc.route))...),
 				tenants: tenants(50),
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -11,7 +11,7 @@ import (
 func TestLockExpiryAndRenew(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("expiry")
-	l := route[*redis.Locks](t, e, name, redis.LockRoute(name, redis.TenantAware()))
+	l := route[*redis.Locks](t, e, name, redis.LockRoute(name, redis.RouteConfig{TenantAware: true}))
 	if _, err := l.Acquire(ctxA, "job", 500*time.Microsecond); err == nil {
 		t.Fatal("a sub-millisecond TTL was accepted")
 	}

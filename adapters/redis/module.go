@@ -40,22 +40,26 @@ func (r *routeSpec) validate() []problem {
 	}
 	if r.global && r.kind != KindLock && r.kind != KindPubSub {
 		bad = append(bad, problem{"TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
-			"drop redis.TenantGlobal() from this " + string(r.kind) + " route"})
+			"set redis.RouteConfig.TenantGlobal to false on this " + string(r.kind) + " route"})
 	}
 	// A kind the rules never lift to namespace has no key namespace: a
 	// resolver there would promise a cut that does not exist.
 	if r.namespace != nil && Rules.Kinds[r.kind].NeverNamespace {
 		bad = append(bad, problem{fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
-			"drop redis.PerTenantNamespace from this route; use redis.TenantAware() (tagged) or a routed client (dedicated)"})
+			"leave redis.RouteConfig.Namespace nil on this route; set RouteConfig.TenantAware (tagged) or use a routed client (dedicated)"})
 	}
-	if r.beatEvery > 0 && r.beatTTL <= r.beatEvery {
+	if r.beatEvery < 0 || r.beatTTL < 0 {
+		bad = append(bad, problem{"a heartbeat's interval and TTL cannot be negative",
+			fmt.Sprintf("set redis.FleetConfig.HeartbeatInterval and TTL to zero or more (now HeartbeatInterval=%s, TTL=%s)", r.beatEvery, r.beatTTL)})
+	} else if r.beatEvery > 0 && r.beatTTL <= r.beatEvery {
 		bad = append(bad, problem{"a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet",
-			fmt.Sprintf("pass redis.Heartbeat(every, ttl) with ttl above every (now every=%s, ttl=%s); 3×every is usual", r.beatEvery, r.beatTTL)})
+			fmt.Sprintf("set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=%s, TTL=%s); 3×HeartbeatInterval is usual", r.beatEvery, r.beatTTL)})
+	} else if r.beatEvery == 0 && r.beatTTL > 0 {
+		// A TTL with no interval would promise beats that never happen.
+		bad = append(bad, problem{"a heartbeat TTL without an interval: the module would never beat",
+			"set redis.FleetConfig.HeartbeatInterval (below TTL), or drop TTL and call Fleet.Heartbeat yourself"})
 	}
-	if r.replica != "" && r.kind != KindFleet {
-		bad = append(bad, problem{"Replica applies to fleet routes only", "drop redis.Replica from this " + string(r.kind) + " route"})
-	}
-	return append(bad, r.badOptions...)
+	return bad
 }
 
 // Module builds a Redis module: its wiring, checked during fx.New, and its

@@ -15,7 +15,7 @@ func TestIncrOnce(t *testing.T) {
 	for _, tc := range keyedTiers(e) {
 		t.Run(tc.tier.String(), func(t *testing.T) {
 			name := e.name("once" + tc.tier.String())
-			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.opts...))...)
+			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
 			for i, want := range []struct {
 				value   int64
 				applied bool
@@ -58,7 +58,7 @@ func TestIncrOnce(t *testing.T) {
 func TestIncrOnceMarkerExpires(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("onceexp")
-	c := route[*redis.Counter](t, e, name, redis.CounterRoute(name, redis.TenantAware()))
+	c := route[*redis.Counter](t, e, name, redis.CounterRoute(name, redis.RouteConfig{TenantAware: true}))
 	if _, applied, err := c.IncrOnce(ctxA, "k", "op", 1, 50*time.Millisecond); err != nil || !applied {
 		t.Fatalf("first: %v %v", applied, err)
 	}

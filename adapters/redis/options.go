@@ -13,9 +13,6 @@ import (
 // Option configures a Redis module.
 type Option func(*config)
 
-// RouteOption configures one route.
-type RouteOption func(*routeSpec)
-
 // NamespaceFunc names a tenant's key namespace. It must be injective (two
 // tenants never share a namespace) and return 1 to 128 of [A-Za-z0-9_.-];
 // anything else fails the call closed.
@@ -38,10 +35,9 @@ type routeSpec struct {
 	namespace   NamespaceFunc
 	global      bool
 	// fleet heartbeats
-	replica    string
-	beatEvery  time.Duration
-	beatTTL    time.Duration
-	badOptions []problem
+	replica   string
+	beatEvery time.Duration
+	beatTTL   time.Duration
 }
 
 // Client runs the module on c, a client the caller owns and closes. Any
@@ -63,13 +59,38 @@ func Connect(opts *goredis.UniversalOptions) Option {
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(cfg *config) { cfg.floor = t } }
 
-// TenantAware puts the bound tenant in every key of the route (tagged).
-func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
+// RouteConfig declares a cache, counter, idempotency, lock, pub/sub or
+// stream route. The zero value is a shared route (tier none), refused by
+// any floor above none.
+type RouteConfig struct {
+	// TenantAware puts the bound tenant in every key and channel of the
+	// route (tagged); calls without a tenant fail closed.
+	TenantAware bool
+	// Namespace names the route's keys per tenant (namespace), usually
+	// redis.TenantNamespace(prefix). Streams and pub/sub have no key
+	// namespace and refuse it.
+	Namespace NamespaceFunc
+	// TenantGlobal marks a lock or pub/sub route deployment-wide (a leader
+	// lock, an outbox wake): it runs with no tenant, under
+	// tenancy.WithGlobal(ctx), and must not be tenant-scoped.
+	TenantGlobal bool
+}
 
-// PerTenantNamespace names the route's keys per tenant with fn (namespace).
-// Streams and pub/sub have no namespace and refuse it.
-func PerTenantNamespace(fn NamespaceFunc) RouteOption {
-	return func(r *routeSpec) { r.namespace = fn }
+// FleetConfig declares a fleet route. Fleet routes are always
+// tenant-global. The zero value is a fleet this replica does not beat in
+// by itself (it calls Fleet.Heartbeat).
+type FleetConfig struct {
+	// HeartbeatInterval makes the module beat for this replica every
+	// interval from OnStart and leave the fleet on OnStop; zero: no
+	// automatic heartbeat.
+	HeartbeatInterval time.Duration
+	// TTL is how long each automatic beat keeps the replica live: longer
+	// than HeartbeatInterval (3×HeartbeatInterval is usual), or replicas
+	// flicker out of the fleet.
+	TTL time.Duration
+	// Replica names this replica in the fleet; empty: the host name, the
+	// process id and a random suffix.
+	Replica string
 }
 
 // TenantNamespace is the usual resolver: prefix followed by the tenant's 32
@@ -87,63 +108,40 @@ func TenantNamespace(prefix string) NamespaceFunc {
 	}
 }
 
-// TenantGlobal marks a lock or pub/sub route deployment-wide (a leader
-// lock, an outbox wake): it runs with no tenant and must not be
-// tenant-scoped. Use it under tenancy.WithGlobal(ctx).
-func TenantGlobal() RouteOption { return func(r *routeSpec) { r.global = true } }
-
-// Heartbeat makes a fleet route beat for this replica every interval from
-// OnStart, each beat live for ttl, and leave the fleet on OnStop.
-func Heartbeat(every, ttl time.Duration) RouteOption {
-	return func(r *routeSpec) {
-		if r.kind != KindFleet {
-			r.badOptions = append(r.badOptions, problem{"Heartbeat applies to fleet routes only",
-				"drop redis.Heartbeat from this " + string(r.kind) + " route, or declare the route with redis.FleetRoute"})
-		}
-		r.beatEvery, r.beatTTL = every, ttl
-	}
-}
-
-// Replica names this replica in a fleet route; the default is the host
-// name, the process id and a random suffix.
-func Replica(id string) RouteOption { return func(r *routeSpec) { r.replica = id } }
-
-func addRoute(name string, kind floors.Kind, opts []RouteOption) Option {
+func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(cfg *config) {
-		r := &routeSpec{name: name, kind: kind}
-		for _, o := range opts {
-			o(r)
-		}
-		cfg.routes = append(cfg.routes, r)
+		cfg.routes = append(cfg.routes, &routeSpec{
+			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: rc.Namespace, global: rc.TenantGlobal,
+		})
 	}
 }
 
 // CacheRoute adds a cache route; the *Cache is provided as name:"<name>".
-func CacheRoute(name string, opts ...RouteOption) Option { return addRoute(name, KindCache, opts) }
+func CacheRoute(name string, rc RouteConfig) Option { return addRoute(name, KindCache, rc) }
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
-func CounterRoute(name string, opts ...RouteOption) Option {
-	return addRoute(name, KindCounter, opts)
-}
+func CounterRoute(name string, rc RouteConfig) Option { return addRoute(name, KindCounter, rc) }
 
 // IdempotencyRoute adds an idempotency route, provided as *Idempotency.
-func IdempotencyRoute(name string, opts ...RouteOption) Option {
-	return addRoute(name, KindIdempotency, opts)
+func IdempotencyRoute(name string, rc RouteConfig) Option {
+	return addRoute(name, KindIdempotency, rc)
 }
 
 // LockRoute adds a lock route, provided as *Locks name:"<name>".
-func LockRoute(name string, opts ...RouteOption) Option { return addRoute(name, KindLock, opts) }
+func LockRoute(name string, rc RouteConfig) Option { return addRoute(name, KindLock, rc) }
 
 // PubSubRoute adds a pub/sub route, provided as *PubSub name:"<name>".
-func PubSubRoute(name string, opts ...RouteOption) Option {
-	return addRoute(name, KindPubSub, opts)
-}
+func PubSubRoute(name string, rc RouteConfig) Option { return addRoute(name, KindPubSub, rc) }
 
 // StreamRoute adds a stream route, provided as *Stream name:"<name>".
-func StreamRoute(name string, opts ...RouteOption) Option {
-	return addRoute(name, KindStream, opts)
-}
+func StreamRoute(name string, rc RouteConfig) Option { return addRoute(name, KindStream, rc) }
 
 // FleetRoute adds a fleet route, provided as *Fleet name:"<name>". It is
 // always tenant-global.
-func FleetRoute(name string, opts ...RouteOption) Option { return addRoute(name, KindFleet, opts) }
+func FleetRoute(name string, fc FleetConfig) Option {
+	return func(cfg *config) {
+		cfg.routes = append(cfg.routes, &routeSpec{
+			name: name, kind: KindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL,
+		})
+	}
+}

@@ -18,12 +18,12 @@ import (
 // could not pass.
 func TestParityTenancyOffAndDefaultTenant(t *testing.T) {
 	e := newEnv(t)
-	run := func(label string, ctx context.Context, opts ...redis.RouteOption) []string {
-		c := route[*redis.Cache](t, e, e.name("pc"+label), redis.CacheRoute(e.name("pc"+label), opts...))
-		n := route[*redis.Counter](t, e, e.name("pn"+label), redis.CounterRoute(e.name("pn"+label), opts...))
-		i := route[*redis.Idempotency](t, e, e.name("pi"+label), redis.IdempotencyRoute(e.name("pi"+label), opts...))
-		l := route[*redis.Locks](t, e, e.name("pl"+label), redis.LockRoute(e.name("pl"+label), opts...))
-		s := route[*redis.Stream](t, e, e.name("ps"+label), redis.StreamRoute(e.name("ps"+label), opts...))
+	run := func(label string, ctx context.Context, rc redis.RouteConfig) []string {
+		c := route[*redis.Cache](t, e, e.name("pc"+label), redis.CacheRoute(e.name("pc"+label), rc))
+		n := route[*redis.Counter](t, e, e.name("pn"+label), redis.CounterRoute(e.name("pn"+label), rc))
+		i := route[*redis.Idempotency](t, e, e.name("pi"+label), redis.IdempotencyRoute(e.name("pi"+label), rc))
+		l := route[*redis.Locks](t, e, e.name("pl"+label), redis.LockRoute(e.name("pl"+label), rc))
+		s := route[*redis.Stream](t, e, e.name("ps"+label), redis.StreamRoute(e.name("ps"+label), rc))
 		var out []string
 		log := func(v ...any) { out = append(out, strings.TrimSpace(fmt.Sprintln(v...))) }
 
@@ -55,8 +55,8 @@ func TestParityTenancyOffAndDefaultTenant(t *testing.T) {
 		log(fmt.Sprint(s.Len(ctx)))
 		return out
 	}
-	off := run("off", context.Background())
-	on := run("on", tenancy.WithTenant(context.Background(), tenancy.Default), redis.TenantAware())
+	off := run("off", context.Background(), redis.RouteConfig{})
+	on := run("on", tenancy.WithTenant(context.Background(), tenancy.Default), redis.RouteConfig{TenantAware: true})
 	if !slices.Equal(off, on) {
 		t.Fatalf("results differ:\noff %q\non  %q", off, on)
 	}

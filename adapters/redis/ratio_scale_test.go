@@ -31,13 +31,13 @@ func TestRatioScaleRedis(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		label string
-		opt   redis.RouteOption
+		rc    redis.RouteConfig
 	}{
-		{"tagged", redis.TenantAware()},
-		{"namespace", redis.PerTenantNamespace(redis.TenantNamespace("ns"))},
+		{"tagged", redis.RouteConfig{TenantAware: true}},
+		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
 	} {
 		name := e.name("s" + tc.label)
-		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))
+		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.rc))
 		for i := range tenants {
 			if err := c.Set(ctxs[i], "user:42", value, 0); err != nil {
 				t.Fatal(err)

@@ -18,13 +18,13 @@ func TestRatioP5(t *testing.T) {
 	value := []byte("0123456789abcdef0123456789abcdef")
 	for _, tc := range []struct {
 		label string
-		opt   redis.RouteOption
+		rc    redis.RouteConfig
 	}{
-		{"tagged", redis.TenantAware()},
-		{"namespace", redis.PerTenantNamespace(redis.TenantNamespace("acme"))},
+		{"tagged", redis.RouteConfig{TenantAware: true}},
+		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")}},
 	} {
 		name := e.name("p5" + tc.label)
-		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))
+		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.rc))
 		if err := c.Set(ctxA, "user:42", value, 0); err != nil {
 			t.Fatal(err)
 		}

@@ -102,11 +102,11 @@ func TestRedisRestartMidLoad(t *testing.T) {
 					ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1}
 			}
 			var mod []redis.Option
-			var routeOpts []redis.RouteOption
+			var rc redis.RouteConfig
 			if tier == "tagged" {
 				client := goredis.NewClient(opts(0))
 				defer client.Close()
-				mod, routeOpts = []redis.Option{redis.Client(client)}, []redis.RouteOption{redis.TenantAware()}
+				mod, rc = []redis.Option{redis.Client(client)}, redis.RouteConfig{TenantAware: true}
 			} else {
 				// Four credential sets (databases) shared by 50 tenants.
 				mod = []redis.Option{redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
@@ -121,7 +121,7 @@ func TestRedisRestartMidLoad(t *testing.T) {
 			}
 			l := &loadChecker{tenants: tenants(50)}
 			app := fx.New(fx.NopLogger,
-				redis.Module("r3", append(mod, redis.CacheRoute("c", routeOpts...), redis.CounterRoute("n", routeOpts...))...),
+				redis.Module("r3", append(mod, redis.CacheRoute("c", rc), redis.CounterRoute("n", rc))...),
 				fx.Invoke(fx.Annotate(func(c *redis.Cache, n *redis.Counter) { l.cache, l.counter = c, n },
 					fx.ParamTags(`name:"c"`, `name:"n"`))),
 			)

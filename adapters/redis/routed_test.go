@@ -23,7 +23,7 @@ import (
 func TestRoutedKeysLandOnTheTenantsClient(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("routed")
-	c := route[*redis.Cache](t, e, name, e.routed(), redis.CacheRoute(name))
+	c := route[*redis.Cache](t, e, name, e.routed(), redis.CacheRoute(name, redis.RouteConfig{}))
 	if err := c.Set(ctxA, "k", []byte("a"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestRoutedKeysLandOnTheTenantsClient(t *testing.T) {
 func TestRoutedResolverErrorFailsClosed(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("nocreds")
-	c := route[*redis.Cache](t, e, name, e.routed(), redis.CacheRoute(name))
+	c := route[*redis.Cache](t, e, name, e.routed(), redis.CacheRoute(name, redis.RouteConfig{}))
 	ctx := tenancy.WithTenant(context.Background(), tenantNoCreds)
 	if err := c.Set(ctx, "k", []byte("v"), 0); !errors.Is(err, errNoCreds) {
 		t.Fatalf("set with no credentials: %v", err)
@@ -58,21 +58,21 @@ func TestRoutedWiring(t *testing.T) {
 	}
 	routed := redis.Routed(resolve, redis.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
 	tenancytest.RequireWires(t, redis.Module("m", routed, redis.RequiredIsolation(tenancy.Dedicated),
-		redis.CacheRoute("c"), redis.StreamRoute("s"), redis.PubSubRoute("p")))
+		redis.CacheRoute("c", redis.RouteConfig{}), redis.StreamRoute("s", redis.RouteConfig{}), redis.PubSubRoute("p", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,
-		redis.Module("m", routed, redis.FleetRoute("replicas")))
+		redis.Module("m", routed, redis.FleetRoute("replicas", redis.FleetConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", routed, redis.LockRoute("leader", redis.TenantGlobal())))
+		redis.Module("m", routed, redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true})))
 	e := tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", routed,
-		redis.StreamRoute("s"), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", Handle: noop})))
+		redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", Handle: noop})))
 	if !strings.Contains(e.Detail, "routed client") {
 		t.Errorf("detail %q", e.Detail)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-		redis.Module("m", routed, redis.ConnBudget(16), redis.CacheRoute("c")))
-	tenancytest.RequireWires(t, redis.Module("m", routed, redis.ConnBudget(32), redis.CacheRoute("c")))
+		redis.Module("m", routed, redis.ConnBudget(16), redis.CacheRoute("c", redis.RouteConfig{})))
+	tenancytest.RequireWires(t, redis.Module("m", routed, redis.ConnBudget(32), redis.CacheRoute("c", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.Routed(nil, redis.RoutedConfig{}), redis.CacheRoute("c")))
+		redis.Module("m", redis.Routed(nil, redis.RoutedConfig{}), redis.CacheRoute("c", redis.RouteConfig{})))
 }
 
 // Stopping a routed app closes every tenant's client: no goroutine stays.
@@ -81,7 +81,7 @@ func TestRoutedStopClosesClients(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	name := e.name("stop")
 	var c *redis.Cache
-	app := fx.New(fx.NopLogger, redis.Module("m", e.routed(), redis.CacheRoute(name)),
+	app := fx.New(fx.NopLogger, redis.Module("m", e.routed(), redis.CacheRoute(name, redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(v *redis.Cache) { c = v }, fx.ParamTags(`name:"`+name+`"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 		MaxConnsPerClient: 2,
 	})
 	name := e.name("sharedtarget")
-	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name))
+	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name, redis.RouteConfig{}))
 	if err := c.Set(ctxA, "k", []byte("a"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
 	})
 	name := e.name("budget")
-	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name))
+	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name, redis.RouteConfig{}))
 
 	stop := make(chan struct{})
 	peak := make(chan int)

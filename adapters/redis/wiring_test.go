@@ -24,26 +24,26 @@ func assigned(context.Context) ([]tenancy.ID, error) {
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	tenancytest.RequireWires(t, redis.Module("cache",
 		redis.RequiredIsolation(tenancy.Tagged),
-		redis.CacheRoute("sessions", redis.TenantAware()),
-		redis.CounterRoute("hits", redis.PerTenantNamespace(redis.TenantNamespace("acme"))),
-		redis.IdempotencyRoute("idem", redis.TenantAware()),
-		redis.LockRoute("locks", redis.TenantAware()),
-		redis.LockRoute("leader", redis.TenantGlobal()),
-		redis.PubSubRoute("wake", redis.TenantGlobal()),
-		redis.PubSubRoute("events", redis.TenantAware()),
-		redis.StreamRoute("orders", redis.TenantAware()),
-		redis.FleetRoute("replicas"),
+		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
+		redis.CounterRoute("hits", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")}),
+		redis.IdempotencyRoute("idem", redis.RouteConfig{TenantAware: true}),
+		redis.LockRoute("locks", redis.RouteConfig{TenantAware: true}),
+		redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true}),
+		redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true}),
+		redis.PubSubRoute("events", redis.RouteConfig{TenantAware: true}),
+		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
+		redis.FleetRoute("replicas", redis.FleetConfig{}),
 	))
 }
 
 func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t, redis.Module("m",
-		redis.CacheRoute("shared"),
-		redis.CacheRoute("tagged", redis.TenantAware()),
-		redis.CacheRoute("ns", redis.PerTenantNamespace(redis.TenantNamespace("t"))),
-		redis.StreamRoute("stream", redis.TenantAware()),
-		redis.FleetRoute("fleet"),
+		redis.CacheRoute("shared", redis.RouteConfig{}),
+		redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
+		redis.CacheRoute("ns", redis.RouteConfig{Namespace: redis.TenantNamespace("t")}),
+		redis.StreamRoute("stream", redis.RouteConfig{TenantAware: true}),
+		redis.FleetRoute("fleet", redis.FleetConfig{}),
 	), fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
 	for _, r := range live.Matrix().Rows {
@@ -58,51 +58,36 @@ func TestMatrixRatesEachTier(t *testing.T) {
 	}
 }
 
-func TestFleetIsAlwaysTenantGlobal(t *testing.T) {
-	for name, opt := range map[string]redis.RouteOption{
-		"tenant-aware": redis.TenantAware(),
-		"per-tenant":   redis.PerTenantNamespace(redis.TenantNamespace("f")),
-	} {
-		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,
-				redis.Module("fleet", redis.FleetRoute("replicas", opt)))
-			if e.Route != "replicas" || e.Module != "fleet" || e.Backend != "redis" {
-				t.Errorf("refusal names %s/%s/%s", e.Module, e.Backend, e.Route)
-			}
-		})
-	}
-}
-
 func TestTenantGlobalLockAndPubSubRefusedWhenScoped(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.LockRoute("leader", redis.TenantGlobal(), redis.TenantAware())))
+		redis.Module("m", redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.LockRoute("leader", redis.TenantGlobal(), redis.PerTenantNamespace(redis.TenantNamespace("x")))))
+		redis.Module("m", redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: redis.TenantNamespace("x")})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.PubSubRoute("wake", redis.TenantGlobal(), redis.TenantAware())))
+		redis.Module("m", redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 }
 
 func TestGlobalRoutesMeetAnyFloor(t *testing.T) {
 	tenancytest.RequireWires(t, redis.Module("m", redis.RequiredIsolation(tenancy.Dedicated),
-		redis.FleetRoute("replicas"), redis.LockRoute("leader", redis.TenantGlobal())))
+		redis.FleetRoute("replicas", redis.FleetConfig{}), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true})))
 }
 
 func TestFloorMisses(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.TenantAware())))
+		redis.Module("m", redis.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || !strings.Contains(e.Fix, "never reach namespace") {
 		t.Errorf("stream floor miss: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain")))
+		redis.Module("m", redis.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain", redis.RouteConfig{})))
 }
 
 func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m",
-		redis.StreamRoute("orders", redis.TenantAware()),
+		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m",
-		redis.StreamRoute("orders", redis.TenantAware()),
+		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10})))
 	// Sharded workers, and unbound ones over a shared stream, wire. fx.New
 	// builds the Stream for the worker, so the module needs a client value
@@ -111,31 +96,33 @@ func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	tenancytest.RequireWires(t, redis.Module("m",
 		redis.Client(client),
-		redis.StreamRoute("orders", redis.TenantAware()),
+		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop, Tenants: assigned}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10, Tenants: assigned})))
 	tenancytest.RequireWires(t, redis.Module("m",
 		redis.Client(client),
-		redis.StreamRoute("jobs"),
+		redis.StreamRoute("jobs", redis.RouteConfig{}),
 		redis.StreamConsumer("jobs", redis.ConsumerConfig{Group: "g", Handle: noop})))
 }
 
 func TestWiringInvalid(t *testing.T) {
 	for name, opt := range map[string]redis.Option{
-		"namespace on stream":  redis.StreamRoute("s", redis.PerTenantNamespace(redis.TenantNamespace("x"))),
-		"namespace on pubsub":  redis.PubSubRoute("p", redis.PerTenantNamespace(redis.TenantNamespace("x"))),
-		"global cache":         redis.CacheRoute("c", redis.TenantGlobal()),
-		"route name with ':'":  redis.CacheRoute("a:b"),
-		"route name with '{'":  redis.CacheRoute("{a}"),
-		"heartbeat on a cache": redis.CacheRoute("c", redis.Heartbeat(1, 2)),
-		"worker on no stream":  redis.StreamConsumer("missing", redis.ConsumerConfig{Group: "g", Handle: noop}),
+		"namespace on stream":       redis.StreamRoute("s", redis.RouteConfig{Namespace: redis.TenantNamespace("x")}),
+		"namespace on pubsub":       redis.PubSubRoute("p", redis.RouteConfig{Namespace: redis.TenantNamespace("x")}),
+		"global cache":              redis.CacheRoute("c", redis.RouteConfig{TenantGlobal: true}),
+		"route name with ':'":       redis.CacheRoute("a:b", redis.RouteConfig{}),
+		"route name with '{'":       redis.CacheRoute("{a}", redis.RouteConfig{}),
+		"heartbeat TTL <= interval": redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: 2, TTL: 2}),
+		"heartbeat TTL alone":       redis.FleetRoute("f", redis.FleetConfig{TTL: 2}),
+		"negative heartbeat TTL":    redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: 1, TTL: -2}),
+		"worker on no stream":       redis.StreamConsumer("missing", redis.ConsumerConfig{Group: "g", Handle: noop}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", opt))
 		})
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.CacheRoute("same"), redis.CounterRoute("same")))
+		redis.Module("m", redis.CacheRoute("same", redis.RouteConfig{}), redis.CounterRoute("same", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.StreamRoute("s"), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
+		redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
 }

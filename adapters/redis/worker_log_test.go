@@ -21,7 +21,7 @@ func TestTrimLogsThroughTheAppLogger(t *testing.T) {
 	name := e.name("trimlog")
 	app := fx.New(fx.NopLogger, fx.Supply(log),
 		redis.Module("w", e.routed(),
-			redis.StreamRoute(name),
+			redis.StreamRoute(name, redis.RouteConfig{}),
 			redis.StreamTrim(name, redis.TrimConfig{
 				MaxLen: 10, Every: 20 * time.Millisecond,
 				Tenants: func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantNoCreds}, nil },

@@ -56,7 +56,7 @@ func TestShardedConsumerBindsAssignedTenant(t *testing.T) {
 			h := &seen{got: map[tenancy.ID][]string{}}
 			var s *redis.Stream
 			app := fx.New(fx.NopLogger,
-				redis.Module("w", append(tc.with(redis.StreamRoute(name, tc.opts...)), redis.Client(e.client),
+				redis.Module("w", append(tc.with(redis.StreamRoute(name, tc.route)), redis.Client(e.client),
 					redis.StreamConsumer(name, redis.ConsumerConfig{
 						Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
 						Tenants: func(context.Context) ([]tenancy.ID, error) {
@@ -121,7 +121,7 @@ func TestUnboundConsumerOverSharedStreamWithRedelivery(t *testing.T) {
 	var s *redis.Stream
 	app := fx.New(fx.NopLogger,
 		redis.Module("w", redis.Client(e.client),
-			redis.StreamRoute(name),
+			redis.StreamRoute(name, redis.RouteConfig{}),
 			redis.StreamConsumer(name, redis.ConsumerConfig{
 				Group: "g", Handle: handle, Block: 30 * time.Millisecond,
 				ClaimAfter: 50 * time.Millisecond, OnError: func(error) {},
@@ -152,7 +152,7 @@ func TestShardedTrimSweep(t *testing.T) {
 	var s *redis.Stream
 	app := fx.New(fx.NopLogger,
 		redis.Module("w", redis.Client(e.client),
-			redis.StreamRoute(name, redis.TenantAware()),
+			redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 			redis.StreamTrim(name, redis.TrimConfig{
 				MaxLen: 10, Every: 20 * time.Millisecond,
 				Tenants: func(context.Context) ([]tenancy.ID, error) {
@@ -196,7 +196,7 @@ func TestShardedTrimSweep(t *testing.T) {
 func TestDestinationRoutesPerTenant(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("outbox")
-	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.TenantAware()))
+	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}))
 	var d outbox.Destination = redis.NewDestination(s)
 	m := outbox.Message{Tenant: tenancytest.TenantA, EventID: "ev-1", Topic: "orders", Key: []byte("o1"),
 		Payload: []byte(`{"a":1}`), Headers: map[string]string{"trace": "t1"}}
@@ -235,7 +235,7 @@ func TestShardedWorkerProviderErrorFailsStart(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("noshards")
 	app := fx.New(fx.NopLogger, redis.Module("w", redis.Client(e.client),
-		redis.StreamRoute(name, redis.TenantAware()),
+		redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer(name, redis.ConsumerConfig{Group: "g", Handle: noop,
 			Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }})))
 	err := app.Start(context.Background())
