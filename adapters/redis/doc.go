@@ -4,8 +4,9 @@
 // go-redis UniversalClient (single node, cluster or sentinel) the service
 // already has.
 //
-// A route's tier comes from its wiring: TenantAware puts the
-// tenant in every key (tagged); a per-tenant key-namespace resolver names a
+// A route is declared with a RouteConfig (a fleet route with a
+// FleetConfig), and its tier comes from that wiring: RouteConfig.TenantAware
+// puts the tenant in every key (tagged); RouteConfig.Namespace names a key
 // namespace per tenant (namespace; streams and pub/sub have none); a routed
 // client reaches dedicated. Every tenant-scoped operation reads the tenant
 // from its context and fails closed with tenant_unbound. Keys are built by

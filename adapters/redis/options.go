@@ -77,8 +77,8 @@ type RouteConfig struct {
 }
 
 // FleetConfig declares a fleet route. Fleet routes are always
-// tenant-global. The zero value is a fleet this replica does not beat in
-// by itself (it calls Fleet.Heartbeat).
+// tenant-global, so it has no tenant fields. The zero value declares a
+// fleet without automatic heartbeats: replicas beat with Fleet.Heartbeat.
 type FleetConfig struct {
 	// HeartbeatInterval makes the module beat for this replica every
 	// interval from OnStart and leave the fleet on OnStop; zero: no
