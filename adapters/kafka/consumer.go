@@ -31,8 +31,24 @@ type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) e
 // once in OnStart.
 type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
 
-// ConsumerConfig configures a consumer-group worker over one topic route.
+// ConsumerConfig declares a consumer route and the consumer-group worker
+// that drains it. Exactly one of Topic, TopicPrefix and Topics is set.
 type ConsumerConfig struct {
+	// Topic is one static topic (tier none, or dedicated on a routed
+	// client).
+	Topic string
+	// TopicPrefix reads one topic per tenant, the prefix followed by the
+	// tenant's 32 lowercase hex digits (namespace), as ProducerConfig's.
+	TopicPrefix string
+	// Topics names a tenant's topic with a custom, injective resolver
+	// (namespace).
+	Topics TopicFunc
+	// TenantAware is refused (kafka_tenancy_validation_failed), as
+	// ProducerConfig's.
+	TenantAware bool
+	// Partitions and ReplicationFactor are what provisioning creates the
+	// route's topics with, as ProducerConfig's.
+	Partitions, ReplicationFactor int
 	// Name names the worker in the wiring; default "<route>-consumer".
 	Name string
 	// Group is the consumer group (required). A sharded consumer joins one
@@ -63,16 +79,18 @@ type consumerSpec struct {
 	cfg   ConsumerConfig
 }
 
-// Consumer adds a consumer route named name over opts' topic and the
+// Consumer adds a consumer route named name over cfg's topic and the
 // worker that drains it. The worker is declared to enforcement: unbound
 // over per-tenant topics or a routed client it is refused with
 // tenant_global_required during fx.New.
-func Consumer(name string, cfg ConsumerConfig, opts ...RouteOption) Option {
+func Consumer(name string, cfg ConsumerConfig) Option {
 	if cfg.Name == "" {
 		cfg.Name = name + "-consumer"
 	}
 	return func(c *config) {
-		c.routes = append(c.routes, newSpec(name, KindConsumer, opts))
+		c.routes = append(c.routes, newSpec(name, KindConsumer, "kafka.ConsumerConfig", topicFields{
+			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
+		}))
 		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})
 	}
 }
@@ -94,22 +112,22 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	var bad []problem
 	if s.cfg.Group == "" {
-		bad = append(bad, problem{"a consumer needs a Group", "set ConsumerConfig.Group to the consumer group's name"})
+		bad = append(bad, problem{"a consumer needs a Group", "set kafka.ConsumerConfig.Group to the consumer group's name"})
 	}
 	if s.cfg.Handle == nil {
-		bad = append(bad, problem{"a consumer needs a Handle", "set ConsumerConfig.Handle to the function that handles each record"})
+		bad = append(bad, problem{"a consumer needs a Handle", "set kafka.ConsumerConfig.Handle to the function that handles each record"})
 	}
 	if s.cfg.Tenants != nil && s.cfg.TenantFromHeaders {
 		bad = append(bad, problem{"a consumer is either sharded (Tenants) or binds from headers, not both",
-			"drop ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop ConsumerConfig.Tenants"})
+			"drop kafka.ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop kafka.ConsumerConfig.Tenants"})
 	}
 	if s.cfg.TenantFromHeaders && s.cfg.DeadLetter == nil {
 		bad = append(bad, problem{"TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less",
-			"set ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
+			"set kafka.ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
 	}
 	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
 		bad = append(bad, problem{"a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
-			"replace kafka.Topic with kafka.TenantTopics(prefix) on this route, or build the module with kafka.Routed"})
+			"replace kafka.ConsumerConfig.Topic with kafka.ConsumerConfig.TopicPrefix (one topic per tenant), or build the module with kafka.Routed"})
 	}
 	return bad
 }

@@ -20,9 +20,6 @@ import (
 // Option configures a Kafka module.
 type Option func(*config)
 
-// RouteOption configures one route.
-type RouteOption func(*routeSpec)
-
 type config struct {
 	brokers   []string
 	mechanism sasl.Mechanism
@@ -32,18 +29,6 @@ type config struct {
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
-}
-
-type routeSpec struct {
-	name        string
-	kind        floors.Kind
-	topic       string
-	perTenant   TopicFunc
-	prefix      string // set by TenantTopics, for collision checks
-	tenantAware bool
-	partitions  int
-	replication int
-	bad         []problem
 }
 
 // RoutedConfig bounds the routed clients and says how they connect. Zero
@@ -107,92 +92,6 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // TuneWriter adjusts every kafka-go Writer the module builds (batching,
 // acks, retries, compression). Topic and Transport are the module's own.
 func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tune = fn } }
-
-// Topic makes the route use one static topic (tier none, or dedicated on
-// a routed client).
-func Topic(name string) RouteOption { return func(r *routeSpec) { r.topic = name } }
-
-// PerTenantTopic names the route's topic per tenant with fn (namespace).
-// fn must be injective; prefer TenantTopics, which is by construction.
-func PerTenantTopic(fn TopicFunc) RouteOption {
-	return func(r *routeSpec) { r.perTenant, r.prefix = fn, "" }
-}
-
-// TenantTopics names the route's topic prefix followed by the tenant's hex
-// digits (namespace).
-func TenantTopics(prefix string) RouteOption {
-	return func(r *routeSpec) {
-		if err := validPrefix(prefix); err != nil {
-			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("pass kafka.TenantTopics a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", MaxTopicLen-32)})
-		}
-		r.perTenant, r.prefix = TenantTopic(prefix), prefix
-	}
-}
-
-// TenantAware exists so that a route ported from a tagged backend is
-// refused with a reason (kafka_tenancy_validation_failed) instead of
-// silently isolating nothing: a topic has no row filter.
-func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
-
-// Partitions sets what provisioning creates the route's topics with
-// (default 1 partition, the broker's default replication factor).
-func Partitions(partitions, replicationFactor int) RouteOption {
-	return func(r *routeSpec) { r.partitions, r.replication = partitions, replicationFactor }
-}
-
-// ProducerRoute adds a producer route; its *Producer is provided as
-// name:"<route>" and is also an outbox.Destination.
-func ProducerRoute(name string, opts ...RouteOption) Option {
-	return func(c *config) { c.routes = append(c.routes, newSpec(name, KindProducer, opts)) }
-}
-
-func newSpec(name string, kind floors.Kind, opts []RouteOption) *routeSpec {
-	r := &routeSpec{name: name, kind: kind}
-	for _, o := range opts {
-		o(r)
-	}
-	return r
-}
-
-// floorsRoute is the route's wiring as enforcement sees it.
-func (r *routeSpec) floorsRoute(routed bool) floors.Route {
-	name := r.topic
-	if r.perTenant != nil {
-		name = r.prefix + "<tenant>"
-	}
-	return floors.Route{
-		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
-		Relations: []floors.Relation{{Role: roleTopic, Name: name, PerTenant: r.perTenant != nil}},
-	}
-}
-
-// problem is wiring the floor rules cannot express: what is wrong and
-// exactly what to change.
-type problem struct{ msg, fix string }
-
-func (r *routeSpec) validate() []problem {
-	bad := append([]problem(nil), r.bad...)
-	if r.name == "" {
-		bad = append(bad, problem{"a route needs a name", "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
-	}
-	switch {
-	case r.topic != "" && r.perTenant != nil:
-		bad = append(bad, problem{"a route has either a static Topic or a per-tenant topic, not both",
-			"drop kafka.Topic (shared topic) or drop kafka.TenantTopics/kafka.PerTenantTopic (one topic per tenant, namespace)"})
-	case r.topic == "" && r.perTenant == nil:
-		bad = append(bad, problem{"a route needs a Topic or a per-tenant topic",
-			"add kafka.Topic(name), or kafka.TenantTopics(prefix) for one topic per tenant (namespace)"})
-	case r.topic != "":
-		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", MaxTopicLen)})
-		}
-	}
-	if r.partitions < 0 {
-		bad = append(bad, problem{"Partitions must not be negative",
-			fmt.Sprintf("pass kafka.Partitions a partition count of 0 (the broker's default) or more, not %d", r.partitions)})
-	}
-	return bad
-}
 
 // Module builds a Kafka module: its wiring, checked during fx.New, its
 // routes, each provided under its route name, its consumers, run from

@@ -20,9 +20,9 @@ func TestConsumerLogsThroughTheAppLogger(t *testing.T) {
 	app := fx.New(fx.NopLogger, fx.Supply(log),
 		kafka.Module("m", kafka.Brokers(nowhere),
 			kafka.Consumer("in", kafka.ConsumerConfig{
-				Name: "in-consumer", Group: "g",
+				Name: "in-consumer", Group: "g", Topic: "t",
 				Handle: func(context.Context, kafkago.Message) error { return nil },
-			}, kafka.Topic("t"))))
+			})))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
