@@ -222,7 +222,7 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, JoinGroupBackoff: time.Second,
 		// Group and connection errors never reach FetchMessage; surface them.
-		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(fmt.Errorf(msg, args...)) }),
+		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(tenant, fmt.Errorf(msg, args...)) }),
 	})
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }
@@ -253,7 +253,7 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.report(fmt.Errorf("fetch: %w", err))
+			w.report(sh.tenant, fmt.Errorf("fetch: %w", err))
 			if !sleep(ctx, w.retry()) {
 				return
 			}
@@ -270,7 +270,7 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.report(fmt.Errorf("commit: %w", err))
+			w.report(w.recordTenant(sh, m), fmt.Errorf("commit: %w", err))
 			if !sleep(ctx, w.retry()) {
 				return
 			}
@@ -278,10 +278,21 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 	}
 }
 
+// recordTenant is the tenant m was handled under (zero: none).
+func (w *worker) recordTenant(sh shard, m kafkago.Message) tenancy.ID {
+	if sh.tenant.IsZero() && w.spec.cfg.TenantFromHeaders {
+		id, _ := TenantFromHeaders(m.Headers)
+		return id
+	}
+	return sh.tenant
+}
+
 // process handles m under the right binding, retrying until it succeeds;
 // false means the worker is stopping and m stays uncommitted.
 func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
 	var call func() error
+	// tenant stays the record's tenant when known, for the log; zero for a
+	// tenant-global or dead-lettered record.
 	switch {
 	case !tenant.IsZero():
 		bound := tenancy.WithTenant(ctx, tenant)
@@ -292,6 +303,7 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 			global := tenancy.WithGlobal(ctx)
 			call = func() error { return w.spec.cfg.DeadLetter(global, m, reason) }
 		} else {
+			tenant = id
 			bound := tenancy.WithTenant(ctx, id)
 			call = func() error { return w.spec.cfg.Handle(bound, m) }
 		}
@@ -307,7 +319,7 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 		if ctx.Err() != nil {
 			return false
 		}
-		w.report(fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
+		w.report(tenant, fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
 		if !sleep(ctx, w.retry()) {
 			return false
 		}
@@ -350,13 +362,19 @@ func (w *worker) retry() time.Duration {
 	return 200 * time.Millisecond
 }
 
-func (w *worker) report(err error) {
+// report passes err to OnError, or logs it with the tenant it concerns
+// (zero: none, for an unbound shard or a record without a valid header).
+func (w *worker) report(tenant tenancy.ID, err error) {
 	err = fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
 	if w.spec.cfg.OnError != nil {
 		w.spec.cfg.OnError(err)
 		return
 	}
-	modules.LogWorkerError(context.Background(), w.log, "tenantwire: consumer failed", err)
+	ctx := context.Background()
+	if !tenant.IsZero() {
+		ctx = tenancy.WithTenant(ctx, tenant)
+	}
+	modules.LogWorkerError(ctx, w.log, "tenantwire: consumer failed", err)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
