@@ -26,6 +26,7 @@ type config struct {
 	tls       *tls.Config
 	floor     tenancy.Tier
 	routed    *routedConfig
+	budget    int
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
@@ -37,6 +38,12 @@ type RoutedConfig struct {
 	// MaxClients bounds clients open or still closing, one per tenant
 	// (default 64).
 	MaxClients int
+	// MaxConnsPerClient bounds the connections each client holds open at
+	// once, its writer's, admin calls' and consumers' readers' together
+	// (default 16). A dial beyond it waits, at most the 5 s dial timeout,
+	// for one to close (connection_budget_exhausted); a limited client
+	// closes idle connections after a second.
+	MaxConnsPerClient int
 	// TTL is how long a tenant's credentials are trusted before they are
 	// resolved again (default 5 minutes).
 	TTL time.Duration
@@ -44,9 +51,9 @@ type RoutedConfig struct {
 	// MaxClients clients are open or still closing (default 10 seconds;
 	// the call's context bounds it too).
 	MaxWait time.Duration
-	// Dial, when set, opens every routed client's writer and admin
-	// connections (a SOCKS dialer, a dialer that records connections). A
-	// client's close still waits until each is closed.
+	// Dial, when set, opens every routed client's connections: writer,
+	// admin and readers (a SOCKS dialer, a dialer that records
+	// connections). A client's close still waits until each is closed.
 	Dial DialFunc
 	// SASL, when set, builds each tenant's SASL mechanism; without it a
 	// User authenticates with SASL PLAIN.
@@ -56,6 +63,23 @@ type RoutedConfig struct {
 type routedConfig struct {
 	resolve routing.Resolver
 	RoutedConfig
+}
+
+// DefaultMaxConnsPerClient is RoutedConfig.MaxConnsPerClient's default.
+const DefaultMaxConnsPerClient = 16
+
+func (rc *routedConfig) maxClients() int {
+	if rc.MaxClients > 0 {
+		return rc.MaxClients
+	}
+	return 64 // routing.Config.MaxClients's default
+}
+
+func (rc *routedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
+	}
+	return DefaultMaxConnsPerClient
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
@@ -71,6 +95,13 @@ func SASL(m sasl.Mechanism) Option { return func(c *config) { c.mechanism = m } 
 
 // TLS runs the shared client over TLS.
 func TLS(t *tls.Config) Option { return func(c *config) { c.tls = t } }
+
+// ConnBudget caps the connections a routed module's clients may open:
+// fx.New refuses (connection_budget_exceeded) when RoutedConfig's
+// MaxClients × MaxConnsPerClient exceeds n. A shared client's connections
+// are kafka-go's (one per concurrent request per broker, and each
+// reader's) and are not counted.
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
@@ -102,7 +133,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	if cfg.routed != nil {
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+	}
 	var errs []error
 	seen := map[string]bool{}
 	topics := map[string]string{} // metric name → topic or prefix
