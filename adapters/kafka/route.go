@@ -55,7 +55,7 @@ type topicFields struct {
 type routeSpec struct {
 	name        string
 	kind        floors.Kind
-	strct       string // the config struct's name, for fix texts
+	cfgType     string // "kafka.ProducerConfig" or "kafka.ConsumerConfig", for fix texts
 	topic       string
 	perTenant   TopicFunc
 	prefix      string // set by TopicPrefix, for collision checks
@@ -65,8 +65,8 @@ type routeSpec struct {
 	bad         []problem
 }
 
-func newSpec(name string, kind floors.Kind, strct string, f topicFields) *routeSpec {
-	r := &routeSpec{name: name, kind: kind, strct: strct, topic: f.topic, tenantAware: f.tenantAware,
+func newSpec(name string, kind floors.Kind, cfgType string, f topicFields) *routeSpec {
+	r := &routeSpec{name: name, kind: kind, cfgType: cfgType, topic: f.topic, tenantAware: f.tenantAware,
 		partitions: f.partitions, replication: f.replication}
 	set := 0
 	for _, ok := range []bool{f.topic != "", f.prefix != "", f.topics != nil} {
@@ -77,10 +77,10 @@ func newSpec(name string, kind floors.Kind, strct string, f topicFields) *routeS
 	switch {
 	case set > 1:
 		r.bad = append(r.bad, problem{"a route has exactly one of Topic, TopicPrefix and Topics, not several",
-			fmt.Sprintf("keep one of %[1]s.Topic (one shared topic), %[1]s.TopicPrefix or %[1]s.Topics (one topic per tenant, namespace)", strct)})
+			fmt.Sprintf("keep one of %[1]s.Topic (one shared topic), %[1]s.TopicPrefix or %[1]s.Topics (one topic per tenant, namespace)", cfgType)})
 	case f.prefix != "":
 		if err := validPrefix(f.prefix); err != nil {
-			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.TopicPrefix to at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", strct, MaxTopicLen-32)})
+			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.TopicPrefix to at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, MaxTopicLen-32)})
 		}
 		r.perTenant, r.prefix = TenantTopic(f.prefix), f.prefix
 	case f.topics != nil:
@@ -111,18 +111,18 @@ func (r *routeSpec) validate() []problem {
 		bad = append(bad, problem{"a route needs a name", "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
 	}
 	switch {
-	case len(r.bad) > 0:
+	case len(r.bad) > 0: // the topic fields are already refused
 	case r.topic == "" && r.perTenant == nil:
 		bad = append(bad, problem{"a route needs a topic: Topic, TopicPrefix or Topics",
-			fmt.Sprintf("set %[1]s.Topic to a topic name, or %[1]s.TopicPrefix to a prefix for one topic per tenant (namespace)", r.strct)})
+			fmt.Sprintf("set %[1]s.Topic to a topic name, or %[1]s.TopicPrefix to a prefix for one topic per tenant (namespace)", r.cfgType)})
 	case r.perTenant == nil:
 		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic in %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.strct, MaxTopicLen)})
+			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic in %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, MaxTopicLen)})
 		}
 	}
 	if r.partitions < 0 {
 		bad = append(bad, problem{"Partitions must not be negative",
-			fmt.Sprintf("set %s.Partitions to 0 (1 partition) or more, not %d", r.strct, r.partitions)})
+			fmt.Sprintf("set %s.Partitions to 0 (1 partition) or more, not %d", r.cfgType, r.partitions)})
 	}
 	return bad
 }
