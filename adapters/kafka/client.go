@@ -29,9 +29,16 @@ type client struct {
 	conns     *conns // the transport's connections
 }
 
-func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer), dial DialFunc) *client {
-	cs := newConns(dial)
+// newClient builds a client that holds at most maxConns connections open
+// (0: no limit). A limited client closes its transport's idle connections
+// after a second, not kafka-go's 30, so that a burst's extra connections
+// free their slots for the next dial soon.
+func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(*kafkago.Writer), dial DialFunc, maxConns int, module string) *client {
+	cs := newConns(dial, maxConns, module)
 	tr := &kafkago.Transport{Dial: cs.dialTracked, SASL: mech, TLS: tc, DialTimeout: 5 * time.Second, MetadataTTL: 10 * time.Second}
+	if maxConns > 0 {
+		tr.IdleTimeout = time.Second
+	}
 	w := &kafkago.Writer{
 		Addr:         kafkago.TCP(brokers...),
 		Balancer:     &kafkago.Hash{},
@@ -50,7 +57,7 @@ func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(
 	return &client{
 		brokers:   brokers,
 		transport: tr,
-		dialer:    &kafkago.Dialer{Timeout: 5 * time.Second, DualStack: true, SASLMechanism: mech, TLS: tc},
+		dialer:    &kafkago.Dialer{Timeout: 5 * time.Second, DialFunc: cs.dialTracked, SASLMechanism: mech, TLS: tc},
 		writer:    w,
 		conns:     cs,
 	}
@@ -76,8 +83,8 @@ func (c *client) recover(err error) {
 }
 
 // close returns once every connection of the writer and the admin client
-// is closed, so a routed client's slot is freed only then. Readers dial
-// with their own dialer and are closed by their consumers before release.
+// is closed, so a routed client's slot is freed only then. Readers are
+// closed by their consumers before release.
 func (c *client) close() {
 	_ = c.writer.Close()
 	c.transport.CloseIdleConnections()
@@ -95,14 +102,14 @@ func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
 	return func(lc fx.Lifecycle) (*core, error) {
 		c := &core{module: module}
 		if cfg.routed == nil {
-			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil)
+			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))
 			return c, nil
 		}
 		pools, err := routing.New(routing.Config[*client]{
 			Resolve: cfg.routed.resolve,
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
-				return openRouted(cr, cfg.routed.SASL, cfg.tune, cfg.routed.Dial)
+				return openRouted(cr, cfg.routed, cfg.tune, module)
 			},
 			Close:      (*client).close,
 			Target:     routedTarget,
@@ -160,15 +167,15 @@ func routedTarget(cr routing.Credentials) (string, error) {
 }
 
 // openRouted builds a tenant's client from its credentials.
-func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writer), dial DialFunc) (*client, error) {
+func openRouted(cr routing.Credentials, rc *routedConfig, tune func(*kafkago.Writer), module string) (*client, error) {
 	brokers, err := routedBrokers(cr)
 	if err != nil {
 		return nil, err
 	}
 	var mech sasl.Mechanism
 	switch {
-	case saslFn != nil:
-		m, err := saslFn(cr)
+	case rc.SASL != nil:
+		m, err := rc.SASL(cr)
 		if err != nil {
 			return nil, fmt.Errorf("kafka: routed SASL: %w", err)
 		}
@@ -180,7 +187,7 @@ func openRouted(cr routing.Credentials, saslFn SASLFunc, tune func(*kafkago.Writ
 	if cr.Params["tls"] == "true" {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return newClient(brokers, mech, tc, tune, dial), nil
+	return newClient(brokers, mech, tc, tune, rc.Dial, rc.maxConnsPerClient(), module), nil
 }
 
 // clientFor returns the client to use for tenant (zero: the shared client

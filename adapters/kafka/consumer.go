@@ -31,8 +31,24 @@ type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) e
 // once in OnStart.
 type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
 
-// ConsumerConfig configures a consumer-group worker over one topic route.
+// ConsumerConfig declares a consumer route and the consumer-group worker
+// that drains it. Exactly one of Topic, TopicPrefix and Topics is set.
 type ConsumerConfig struct {
+	// Topic is one static topic (tier none, or dedicated on a routed
+	// client).
+	Topic string
+	// TopicPrefix reads one topic per tenant, the prefix followed by the
+	// tenant's 32 lowercase hex digits (namespace), as ProducerConfig's.
+	TopicPrefix string
+	// Topics names a tenant's topic with a custom, injective resolver
+	// (namespace).
+	Topics TopicFunc
+	// TenantAware is refused (kafka_tenancy_validation_failed), as
+	// ProducerConfig's.
+	TenantAware bool
+	// Partitions and ReplicationFactor are what provisioning creates the
+	// route's topics with, as ProducerConfig's.
+	Partitions, ReplicationFactor int
 	// Name names the worker in the wiring; default "<route>-consumer".
 	Name string
 	// Group is the consumer group (required). A sharded consumer joins one
@@ -63,16 +79,18 @@ type consumerSpec struct {
 	cfg   ConsumerConfig
 }
 
-// Consumer adds a consumer route named name over opts' topic and the
+// Consumer adds a consumer route named name over cfg's topic and the
 // worker that drains it. The worker is declared to enforcement: unbound
 // over per-tenant topics or a routed client it is refused with
 // tenant_global_required during fx.New.
-func Consumer(name string, cfg ConsumerConfig, opts ...RouteOption) Option {
+func Consumer(name string, cfg ConsumerConfig) Option {
 	if cfg.Name == "" {
 		cfg.Name = name + "-consumer"
 	}
 	return func(c *config) {
-		c.routes = append(c.routes, newSpec(name, KindConsumer, opts))
+		c.routes = append(c.routes, newSpec(name, KindConsumer, "kafka.ConsumerConfig", topicFields{
+			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
+		}))
 		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})
 	}
 }
@@ -94,22 +112,22 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	var bad []problem
 	if s.cfg.Group == "" {
-		bad = append(bad, problem{"a consumer needs a Group", "set ConsumerConfig.Group to the consumer group's name"})
+		bad = append(bad, problem{"a consumer needs a Group", "set kafka.ConsumerConfig.Group to the consumer group's name"})
 	}
 	if s.cfg.Handle == nil {
-		bad = append(bad, problem{"a consumer needs a Handle", "set ConsumerConfig.Handle to the function that handles each record"})
+		bad = append(bad, problem{"a consumer needs a Handle", "set kafka.ConsumerConfig.Handle to the function that handles each record"})
 	}
 	if s.cfg.Tenants != nil && s.cfg.TenantFromHeaders {
 		bad = append(bad, problem{"a consumer is either sharded (Tenants) or binds from headers, not both",
-			"drop ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop ConsumerConfig.Tenants"})
+			"drop kafka.ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop kafka.ConsumerConfig.Tenants"})
 	}
 	if s.cfg.TenantFromHeaders && s.cfg.DeadLetter == nil {
 		bad = append(bad, problem{"TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less",
-			"set ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
+			"set kafka.ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
 	}
 	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
 		bad = append(bad, problem{"a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
-			"replace kafka.Topic with kafka.TenantTopics(prefix) on this route, or build the module with kafka.Routed"})
+			"replace kafka.ConsumerConfig.Topic with kafka.ConsumerConfig.TopicPrefix (one topic per tenant), or build the module with kafka.Routed"})
 	}
 	return bad
 }
@@ -204,7 +222,7 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, JoinGroupBackoff: time.Second,
 		// Group and connection errors never reach FetchMessage; surface them.
-		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(fmt.Errorf(msg, args...)) }),
+		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(tenant, fmt.Errorf(msg, args...)) }),
 	})
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }
@@ -235,7 +253,7 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.report(fmt.Errorf("fetch: %w", err))
+			w.report(sh.tenant, fmt.Errorf("fetch: %w", err))
 			if !sleep(ctx, w.retry()) {
 				return
 			}
@@ -252,7 +270,7 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.report(fmt.Errorf("commit: %w", err))
+			w.report(w.recordTenant(sh, m), fmt.Errorf("commit: %w", err))
 			if !sleep(ctx, w.retry()) {
 				return
 			}
@@ -260,10 +278,21 @@ func (w *worker) loop(ctx context.Context, sh shard) {
 	}
 }
 
+// recordTenant is the tenant m was handled under (zero: none).
+func (w *worker) recordTenant(sh shard, m kafkago.Message) tenancy.ID {
+	if sh.tenant.IsZero() && w.spec.cfg.TenantFromHeaders {
+		id, _ := TenantFromHeaders(m.Headers)
+		return id
+	}
+	return sh.tenant
+}
+
 // process handles m under the right binding, retrying until it succeeds;
 // false means the worker is stopping and m stays uncommitted.
 func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
 	var call func() error
+	// tenant stays the record's tenant when known, for the log; zero for a
+	// tenant-global or dead-lettered record.
 	switch {
 	case !tenant.IsZero():
 		bound := tenancy.WithTenant(ctx, tenant)
@@ -274,6 +303,7 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 			global := tenancy.WithGlobal(ctx)
 			call = func() error { return w.spec.cfg.DeadLetter(global, m, reason) }
 		} else {
+			tenant = id
 			bound := tenancy.WithTenant(ctx, id)
 			call = func() error { return w.spec.cfg.Handle(bound, m) }
 		}
@@ -289,7 +319,7 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 		if ctx.Err() != nil {
 			return false
 		}
-		w.report(fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
+		w.report(tenant, fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
 		if !sleep(ctx, w.retry()) {
 			return false
 		}
@@ -332,13 +362,19 @@ func (w *worker) retry() time.Duration {
 	return 200 * time.Millisecond
 }
 
-func (w *worker) report(err error) {
+// report passes err to OnError, or logs it with the tenant it concerns
+// (zero: none, for an unbound shard or a record without a valid header).
+func (w *worker) report(tenant tenancy.ID, err error) {
 	err = fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
 	if w.spec.cfg.OnError != nil {
 		w.spec.cfg.OnError(err)
 		return
 	}
-	modules.LogWorkerError(context.Background(), w.log, "tenantwire: consumer failed", err)
+	ctx := context.Background()
+	if !tenant.IsZero() {
+		ctx = tenancy.WithTenant(ctx, tenant)
+	}
+	modules.LogWorkerError(ctx, w.log, "tenantwire: consumer failed", err)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -17,7 +17,7 @@ import (
 // (namespace → none) and the runtime together: the topic a record goes
 // to, and whether an unbound call is refused.
 func TestScopeFollowsRule(t *testing.T) {
-	topics := PerTenantTopic(func(id tenancy.ID) (string, error) { return "orders-" + id.Hex(), nil })
+	topics := ProducerConfig{Topics: func(id tenancy.ID) (string, error) { return "orders-" + id.Hex(), nil }}
 	probe := func(t *testing.T) (tenancy.Tier, string, string, error) {
 		t.Helper()
 		var (

@@ -11,21 +11,24 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// Every option refusal says exactly what to change, naming the option.
+// Every wiring refusal says exactly what to change, naming the config
+// struct field.
 func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 	for name, c := range map[string]struct {
 		opt fx.Option
 		fix string
 	}{
-		"no topic":      {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p")), "add kafka.Topic(name), or kafka.TenantTopics(prefix)"},
-		"both topics":   {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t"), kafka.TenantTopics("t."))), "drop kafka.Topic"},
-		"bad topic":     {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("a/b"))), "rename the topic: 1 to 249 characters"},
-		"bad prefix":    {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics("a b"))), "a prefix of at most 217 characters"},
-		"partitions":    {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t"), kafka.Partitions(-1, 1))), "not -1"},
-		"no group":      {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle}, kafka.Topic("t"))), "set ConsumerConfig.Group"},
-		"no handle":     {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g"}, kafka.Topic("t"))), "set ConsumerConfig.Handle"},
-		"no dlq":        {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true}, kafka.Topic("t"))), "set ConsumerConfig.DeadLetter"},
-		"shared shards": {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned}, kafka.Topic("t"))), "replace kafka.Topic with kafka.TenantTopics(prefix)"},
+		"no topic":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{})), "set kafka.ProducerConfig.Topic to a topic name, or kafka.ProducerConfig.TopicPrefix"},
+		"both topics":         {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", TopicPrefix: "t."})), "keep one of kafka.ProducerConfig.Topic"},
+		"bad topic":           {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "a/b"})), "rename the topic in kafka.ProducerConfig.Topic: 1 to 249 characters"},
+		"bad prefix":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a b"})), "set kafka.ProducerConfig.TopicPrefix to at most 217 characters"},
+		"partitions":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", Partitions: -1, ReplicationFactor: 1})), "set kafka.ProducerConfig.Partitions to 0 (1 partition) or more, not -1"},
+		"no group":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: "t"})), "set kafka.ConsumerConfig.Group"},
+		"no handle":           {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Topic: "t"})), "set kafka.ConsumerConfig.Handle"},
+		"no dlq":              {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: "t"})), "set kafka.ConsumerConfig.DeadLetter"},
+		"consumer no topic":   {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})), "set kafka.ConsumerConfig.Topic to a topic name"},
+		"prefix and resolver": {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TopicPrefix: "t.", Topics: kafka.TenantTopic("u.")})), "keep one of kafka.ConsumerConfig.Topic"},
+		"shared shards":       {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "t"})), "replace kafka.ConsumerConfig.Topic with kafka.ConsumerConfig.TopicPrefix"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, c.opt)

@@ -20,30 +20,16 @@ import (
 // Option configures a Kafka module.
 type Option func(*config)
 
-// RouteOption configures one route.
-type RouteOption func(*routeSpec)
-
 type config struct {
 	brokers   []string
 	mechanism sasl.Mechanism
 	tls       *tls.Config
 	floor     tenancy.Tier
 	routed    *routedConfig
+	budget    int
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
-}
-
-type routeSpec struct {
-	name        string
-	kind        floors.Kind
-	topic       string
-	perTenant   TopicFunc
-	prefix      string // set by TenantTopics, for collision checks
-	tenantAware bool
-	partitions  int
-	replication int
-	bad         []problem
 }
 
 // RoutedConfig bounds the routed clients and says how they connect. Zero
@@ -52,6 +38,12 @@ type RoutedConfig struct {
 	// MaxClients bounds clients open or still closing, one per tenant
 	// (default 64).
 	MaxClients int
+	// MaxConnsPerClient bounds the connections each client holds open at
+	// once, its writer's, admin calls' and consumers' readers' together
+	// (default 16). A dial beyond it waits, at most the 5 s dial timeout,
+	// for one to close (connection_budget_exhausted); a limited client
+	// closes idle connections after a second.
+	MaxConnsPerClient int
 	// TTL is how long a tenant's credentials are trusted before they are
 	// resolved again (default 5 minutes).
 	TTL time.Duration
@@ -59,9 +51,9 @@ type RoutedConfig struct {
 	// MaxClients clients are open or still closing (default 10 seconds;
 	// the call's context bounds it too).
 	MaxWait time.Duration
-	// Dial, when set, opens every routed client's writer and admin
-	// connections (a SOCKS dialer, a dialer that records connections). A
-	// client's close still waits until each is closed.
+	// Dial, when set, opens every routed client's connections: writer,
+	// admin and readers (a SOCKS dialer, a dialer that records
+	// connections). A client's close still waits until each is closed.
 	Dial DialFunc
 	// SASL, when set, builds each tenant's SASL mechanism; without it a
 	// User authenticates with SASL PLAIN.
@@ -71,6 +63,23 @@ type RoutedConfig struct {
 type routedConfig struct {
 	resolve routing.Resolver
 	RoutedConfig
+}
+
+// DefaultMaxConnsPerClient is RoutedConfig.MaxConnsPerClient's default.
+const DefaultMaxConnsPerClient = 16
+
+func (rc *routedConfig) maxClients() int {
+	if rc.MaxClients > 0 {
+		return rc.MaxClients
+	}
+	return 64 // routing.Config.MaxClients's default
+}
+
+func (rc *routedConfig) maxConnsPerClient() int {
+	if rc.MaxConnsPerClient > 0 {
+		return rc.MaxConnsPerClient
+	}
+	return DefaultMaxConnsPerClient
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
@@ -86,6 +95,13 @@ func SASL(m sasl.Mechanism) Option { return func(c *config) { c.mechanism = m } 
 
 // TLS runs the shared client over TLS.
 func TLS(t *tls.Config) Option { return func(c *config) { c.tls = t } }
+
+// ConnBudget caps the connections a routed module's clients may open:
+// fx.New refuses (connection_budget_exceeded) when RoutedConfig's
+// MaxClients × MaxConnsPerClient exceeds n. A shared client's connections
+// are kafka-go's (one per concurrent request per broker, and each
+// reader's) and are not counted.
+func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
@@ -108,92 +124,6 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // acks, retries, compression). Topic and Transport are the module's own.
 func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tune = fn } }
 
-// Topic makes the route use one static topic (tier none, or dedicated on
-// a routed client).
-func Topic(name string) RouteOption { return func(r *routeSpec) { r.topic = name } }
-
-// PerTenantTopic names the route's topic per tenant with fn (namespace).
-// fn must be injective; prefer TenantTopics, which is by construction.
-func PerTenantTopic(fn TopicFunc) RouteOption {
-	return func(r *routeSpec) { r.perTenant, r.prefix = fn, "" }
-}
-
-// TenantTopics names the route's topic prefix followed by the tenant's hex
-// digits (namespace).
-func TenantTopics(prefix string) RouteOption {
-	return func(r *routeSpec) {
-		if err := validPrefix(prefix); err != nil {
-			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("pass kafka.TenantTopics a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", MaxTopicLen-32)})
-		}
-		r.perTenant, r.prefix = TenantTopic(prefix), prefix
-	}
-}
-
-// TenantAware exists so that a route ported from a tagged backend is
-// refused with a reason (kafka_tenancy_validation_failed) instead of
-// silently isolating nothing: a topic has no row filter.
-func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
-
-// Partitions sets what provisioning creates the route's topics with
-// (default 1 partition, the broker's default replication factor).
-func Partitions(partitions, replicationFactor int) RouteOption {
-	return func(r *routeSpec) { r.partitions, r.replication = partitions, replicationFactor }
-}
-
-// ProducerRoute adds a producer route; its *Producer is provided as
-// name:"<route>" and is also an outbox.Destination.
-func ProducerRoute(name string, opts ...RouteOption) Option {
-	return func(c *config) { c.routes = append(c.routes, newSpec(name, KindProducer, opts)) }
-}
-
-func newSpec(name string, kind floors.Kind, opts []RouteOption) *routeSpec {
-	r := &routeSpec{name: name, kind: kind}
-	for _, o := range opts {
-		o(r)
-	}
-	return r
-}
-
-// floorsRoute is the route's wiring as enforcement sees it.
-func (r *routeSpec) floorsRoute(routed bool) floors.Route {
-	name := r.topic
-	if r.perTenant != nil {
-		name = r.prefix + "<tenant>"
-	}
-	return floors.Route{
-		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
-		Relations: []floors.Relation{{Role: roleTopic, Name: name, PerTenant: r.perTenant != nil}},
-	}
-}
-
-// problem is wiring the floor rules cannot express: what is wrong and
-// exactly what to change.
-type problem struct{ msg, fix string }
-
-func (r *routeSpec) validate() []problem {
-	bad := append([]problem(nil), r.bad...)
-	if r.name == "" {
-		bad = append(bad, problem{"a route needs a name", "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
-	}
-	switch {
-	case r.topic != "" && r.perTenant != nil:
-		bad = append(bad, problem{"a route has either a static Topic or a per-tenant topic, not both",
-			"drop kafka.Topic (shared topic) or drop kafka.TenantTopics/kafka.PerTenantTopic (one topic per tenant, namespace)"})
-	case r.topic == "" && r.perTenant == nil:
-		bad = append(bad, problem{"a route needs a Topic or a per-tenant topic",
-			"add kafka.Topic(name), or kafka.TenantTopics(prefix) for one topic per tenant (namespace)"})
-	case r.topic != "":
-		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", MaxTopicLen)})
-		}
-	}
-	if r.partitions < 0 {
-		bad = append(bad, problem{"Partitions must not be negative",
-			fmt.Sprintf("pass kafka.Partitions a partition count of 0 (the broker's default) or more, not %d", r.partitions)})
-	}
-	return bad
-}
-
 // Module builds a Kafka module: its wiring, checked during fx.New, its
 // routes, each provided under its route name, its consumers, run from
 // OnStart to OnStop, and a *Provisioner provided as name:"<module>".
@@ -203,7 +133,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor}
+	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	if cfg.routed != nil {
+		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+	}
 	var errs []error
 	seen := map[string]bool{}
 	topics := map[string]string{} // metric name → topic or prefix

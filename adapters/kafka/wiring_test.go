@@ -33,13 +33,12 @@ func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t, fx.Options(
 		kafka.Module("shared", kafka.Brokers(nowhere),
-			kafka.ProducerRoute("audit", kafka.Topic("audit")),
-			kafka.ProducerRoute("orders", kafka.TenantTopics("orders.")),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
-				kafka.TenantTopics("orders.")),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
 		),
 		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("billing", kafka.Topic("billing")),
+			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: "billing"}),
 		),
 	), fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
@@ -57,7 +56,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
 	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
-		kafka.Brokers(nowhere), kafka.ProducerRoute("orders", kafka.Topic("orders"), kafka.TenantAware())))
+		kafka.Brokers(nowhere), kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders", TenantAware: true})))
 	t.Log(e)
 	if !strings.Contains(e.Detail, "no tagged tier") || !strings.Contains(e.Fix, "per tenant") {
 		t.Fatalf("refusal does not say why: %v", e)
@@ -67,7 +66,7 @@ func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
 func TestFloorRefusesAStaticTopic(t *testing.T) {
 	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
 		kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.ProducerRoute("orders", kafka.Topic("orders"))))
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"})))
 	if e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 		t.Fatalf("tiers: %v", e)
 	}
@@ -76,49 +75,50 @@ func TestFloorRefusesAStaticTopic(t *testing.T) {
 func TestUnboundConsumerOverTenantScopedRouteIsRefused(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Brokers(nowhere),
-		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.TenantTopics("orders."))))
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TopicPrefix: "orders."})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{}),
-		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.Topic("orders"))))
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: "orders"})))
 	// Headers are no tenant to route a client by.
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{}),
 		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
-			DeadLetter: deadLetter}, kafka.Topic("orders"))))
+			DeadLetter: deadLetter, Topic: "orders"})))
 }
 
 func deadLetter(context.Context, kafkago.Message, error) error { return nil }
 
 func TestConsumerBindingsThatWire(t *testing.T) {
 	tenancytest.RequireWires(t, kafka.Module("events", kafka.Brokers(nowhere),
-		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle}, kafka.Topic("audit")),
+		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: "audit"}),
 		kafka.Consumer("headers", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
-			DeadLetter: deadLetter}, kafka.Topic("orders")),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
-			kafka.TenantTopics("orders.")),
+			DeadLetter: deadLetter, Topic: "orders"}),
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
 	))
 	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{}),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned},
-			kafka.Topic("orders"))))
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "orders"})))
 }
 
 func TestInvalidWiring(t *testing.T) {
 	cases := map[string]fx.Option{
-		"no brokers":          kafka.Module("m", kafka.ProducerRoute("p", kafka.Topic("t"))),
-		"no topic":            kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p")),
-		"both topics":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t"), kafka.TenantTopics("t."))),
-		"bad topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("a/b"))),
-		"dot topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic(".."))),
-		"bad prefix":          kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics("a b"))),
-		"long prefix":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics(strings.Repeat("a", 218)))),
-		"metric collision":    kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.TenantTopics("a.")), kafka.ProducerRoute("q", kafka.TenantTopics("a_"))),
-		"duplicate route":     kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.Topic("t")), kafka.ProducerRoute("p", kafka.Topic("u"))),
-		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle}, kafka.Topic("t"))),
-		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true}, kafka.Topic("t"))),
+		"no brokers":          kafka.Module("m", kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t"})),
+		"no topic":            kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{})),
+		"consumer no topic":   kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})),
+		"topic and resolver":  kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", Topics: kafka.TenantTopic("t.")})),
+		"prefix and resolver": kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "t.", Topics: kafka.TenantTopic("t.")})),
+		"both topics":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", TopicPrefix: "t."})),
+		"bad topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "a/b"})),
+		"dot topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: ".."})),
+		"bad prefix":          kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a b"})),
+		"long prefix":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: strings.Repeat("a", 218)})),
+		"metric collision":    kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a."}), kafka.ProducerRoute("q", kafka.ProducerConfig{TopicPrefix: "a_"})),
+		"duplicate route":     kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t"}), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "u"})),
+		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: "t"})),
+		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: "t"})),
 		"sharded on shared topic": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned}, kafka.Topic("t"))),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "t"})),
 		"sharded and headers": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter}, kafka.TenantTopics("t."))),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter, TopicPrefix: "t."})),
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) { tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, opt) })
@@ -128,7 +128,7 @@ func TestInvalidWiring(t *testing.T) {
 func TestProducerFailsClosedWithoutATenant(t *testing.T) {
 	var p *kafka.Producer
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
-		kafka.ProducerRoute("orders", kafka.TenantTopics("orders."))),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
 	err := p.Produce(context.Background(), kafka.Message{Value: []byte("x")})
 	tenancytest.RequireUnbound(t, err, "m", "kafka", "orders")
@@ -146,7 +146,7 @@ func TestCustomTopicResolverFailsClosed(t *testing.T) {
 	var p *kafka.Producer
 	bad := func(id tenancy.ID) (string, error) { return "orders/" + id.String(), nil }
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
-		kafka.ProducerRoute("orders", kafka.TenantTopics("x."), kafka.PerTenantTopic(bad))),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topics: bad})),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := p.TopicFor(ctx); err == nil || !strings.Contains(err.Error(), "outside") {

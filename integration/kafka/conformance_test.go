@@ -73,7 +73,8 @@ func TestConformance(t *testing.T) {
 // tier, on topics provisioned for both.
 func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenancy.ID]string) kitTier {
 	k := kitTier{got: newReceived(), clusters: clusters}
-	conn, topic := kafka.Brokers(s.broker), kafka.TenantTopics(s.name("kit-ns."))
+	conn := kafka.Brokers(s.broker)
+	producer := kafka.ProducerConfig{TopicPrefix: s.name("kit-ns.")}
 	if tier == tenancy.Dedicated {
 		conn = kafka.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 			ep, ok := clusters[id]
@@ -82,14 +83,14 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 			}
 			return routing.Credentials{Endpoint: ep}, nil
 		}, kafka.RoutedConfig{MaxClients: 4})
-		topic = kafka.Topic(s.name("kit-ded"))
+		producer = kafka.ProducerConfig{Topic: s.name("kit-ded")}
 	}
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
-			kafka.ProducerRoute("orders", topic),
+			kafka.ProducerRoute("orders", producer),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,
-				Tenants: tenants(tenantA, tenantB)}, topic)),
+				Tenants: tenants(tenantA, tenantB), Topic: producer.Topic, TopicPrefix: producer.TopicPrefix})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -75,9 +75,9 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders-"))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders-")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: ids.wrap(got.handle),
-				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics(s.name("orders-"))),
+				Tenants: tenants(tenantA, tenantB, tenantC), TopicPrefix: s.name("orders-")}),
 		),
 		fx.Populate(&d),
 	)
@@ -134,10 +134,9 @@ func TestBrokerUnreachableAtStart(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("late."))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("late.")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }},
-				kafka.TenantTopics(s.name("late."))),
+				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }, TopicPrefix: s.name("late.")}),
 		),
 		fx.Populate(&d),
 	)

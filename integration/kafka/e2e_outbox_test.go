@@ -66,9 +66,9 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 	dest := counted.wrap(func() outbox.Destination { return d.Producer })
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(topics)),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: topics}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB, tenantC)}, kafka.TenantTopics(topics)),
+				Tenants: tenants(tenantA, tenantB, tenantC), TopicPrefix: topics}),
 		),
 		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),

@@ -40,11 +40,11 @@ func TestTenantFromHeaders(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				TenantFromHeaders: true, DeadLetter: dead.handle}, kafka.Topic(s.name("orders"))),
+				TenantFromHeaders: true, DeadLetter: dead.handle, Topic: s.name("orders")}),
 			// Unbound: every record, tenant-global, whatever its headers say.
-			kafka.Consumer("audit", kafka.ConsumerConfig{Group: s.name("audit"), Handle: audit.handle}, kafka.Topic(s.name("orders"))),
+			kafka.Consumer("audit", kafka.ConsumerConfig{Group: s.name("audit"), Handle: audit.handle, Topic: s.name("orders")}),
 		),
 		fx.Populate(&p),
 	)

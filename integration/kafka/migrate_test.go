@@ -26,8 +26,8 @@ func TestTopicMigrations(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
-			kafka.ProducerRoute("audit", kafka.TenantTopics(s.name("audit."))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{TopicPrefix: s.name("audit.")}),
 		),
 		fx.Populate(&d),
 	)

@@ -83,10 +83,9 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
 			// A repeated tenant still gets one reader: each record is handled once.
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA)},
-				kafka.TenantTopics(s.name("orders."))),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA), TopicPrefix: s.name("orders.")}),
 		),
 		fx.Populate(&d),
 	)

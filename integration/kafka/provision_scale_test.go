@@ -27,7 +27,7 @@ func TestRatioScaleKafkaProvision(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders.")))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func newScaleKafka(t *testing.T) *scaleKafka {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchSize = 1 }),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.prefix))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.prefix})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func (s *scaleKafka) startSharded(t *testing.T, group string) {
 						close(done)
 					}
 					return nil
-				}}, kafka.TenantTopics(s.prefix))))
+				}, TopicPrefix: s.prefix})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.TuneWriter(tune),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders.")))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

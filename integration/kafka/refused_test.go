@@ -22,12 +22,12 @@ func TestRefusedWiringNeverConsumes(t *testing.T) {
 		return nil
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.TenantTopics(s.name("orders.")))))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, TopicPrefix: s.name("orders.")})))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.Topic(s.name("orders")), kafka.TenantAware())))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: s.name("orders"), TenantAware: true})))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
 		kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle}, kafka.Topic(s.name("orders")))))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: s.name("orders")})))
 
 	// The broker is shared: only this test's groups count.
 	c, closeAdmin := admin(broker)

@@ -40,10 +40,9 @@ func TestHandlerErrorsAreRetried(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: flaky, Tenants: tenants(tenantA),
-				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }},
-				kafka.TenantTopics(s.name("orders."))),
+				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }, TopicPrefix: s.name("orders.")}),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -72,8 +71,7 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 	boom := func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("tenant registry down") }
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom},
-				kafka.TenantTopics(s.name("orders.")))))
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom, TopicPrefix: s.name("orders.")})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +94,9 @@ func TestBrokerGoneMidRun(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()),
-			kafka.ProducerRoute("orders", kafka.TenantTopics(s.name("orders."))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA),
-				OnError: func(error) {}}, kafka.TenantTopics(s.name("orders.")))),
+				OnError: func(error) {}, TopicPrefix: s.name("orders.")})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

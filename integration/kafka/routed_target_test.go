@@ -30,7 +30,7 @@ func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.Ro
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, rc), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.Topic(topic))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic})),
 		fx.Populate(&out))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

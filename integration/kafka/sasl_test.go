@@ -32,9 +32,8 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}),
-			kafka.ProducerRoute("orders", kafka.Topic(s.name("orders"))),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA)},
-				kafka.Topic(s.name("orders")))),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA), Topic: s.name("orders")})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

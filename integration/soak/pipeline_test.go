@@ -81,14 +81,13 @@ func kafkaOptions(addr string, extra ...kafka.Option) fx.Option {
 	return kafka.Module("soakkafka", append([]kafka.Option{kafka.Brokers(addr)}, extra...)...)
 }
 
-func ordersTopics(prefix string) kafka.RouteOption { return kafka.TenantTopics(prefix + "orders.") }
+// ordersTopics is the prefix of the orders topics, one per tenant.
+func ordersTopics(prefix string) string { return prefix + "orders." }
 
-// auditsTopic is one topic for every tenant, its partitions shared by
-// auditMembers consumers of one group: a single header-bound reader
-// handles records one at a time and would trail the writers.
-func auditsTopic(prefix string) []kafka.RouteOption {
-	return []kafka.RouteOption{kafka.Topic(prefix + "audits"), kafka.Partitions(auditMembers, -1)}
-}
+// auditsTopic is one topic for every tenant, its auditMembers partitions
+// shared by auditMembers consumers of one group: a single header-bound
+// reader handles records one at a time and would trail the writers.
+func auditsTopic(prefix string) string { return prefix + "audits" }
 
 const auditMembers = 4
 
@@ -141,7 +140,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("records")})),
 		kafkaOptions(e.broker, append([]kafka.Option{
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
-				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second}, ordersTopics(e.prefix)),
+				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, TopicPrefix: ordersTopics(e.prefix)}),
 		}, auditConsumers(e.prefix, s, onConsumerErr)...)...),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
 			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
@@ -157,8 +156,8 @@ func auditConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option {
 	var out []kafka.Option
 	for i := range auditMembers {
 		out = append(out, kafka.Consumer(fmt.Sprintf("audits-in-%d", i), kafka.ConsumerConfig{Group: prefix + "audits", TenantFromHeaders: true,
-			Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second},
-			auditsTopic(prefix)...))
+			Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second,
+			Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1}))
 	}
 	return out
 }

@@ -1,0 +1,58 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Routes are declared with a config struct: a static topic (none), a
+// topic per tenant (namespace) and a consumer sharded over the per-tenant
+// topics. The dry run checks the wiring without dialing a broker.
+func Example() {
+	bill := func(context.Context, kafkago.Message) error { return nil }
+	assigned := func(context.Context) ([]tenancy.ID, error) { return nil, nil }
+	rep, err := modules.DryRun(kafka.Module("events",
+		kafka.Brokers("127.0.0.1:9092"),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders.", Partitions: 3}),
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{
+			TopicPrefix: "orders.", Group: "billing", Handle: bill, Tenants: assigned,
+		}),
+	))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, row := range rep.Matrix.Rows {
+		fmt.Println(row.Route, row.Reached, row.Verdict)
+	}
+	// Output:
+	// audit none ok
+	// orders namespace ok
+	// orders-in namespace ok
+}
+
+// ConnBudget refuses a routed module whose clients could open more
+// connections than the budget: MaxClients × MaxConnsPerClient.
+func ExampleConnBudget() {
+	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) {
+		return routing.Credentials{}, fmt.Errorf("no tenant resolves in this example")
+	}
+	rep, _ := modules.DryRun(kafka.Module("events",
+		kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 32, MaxConnsPerClient: 8}),
+		kafka.ConnBudget(200),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"}),
+	))
+	for _, err := range rep.Errors {
+		fmt.Println(tenancy.CodeOf(err))
+	}
+	// Output:
+	// connection_budget_exceeded
+}
