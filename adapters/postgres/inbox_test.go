@@ -182,9 +182,9 @@ func result(v string) func(context.Context) ([]byte, error) {
 // idempotencyProbe stores the result "a" under key.
 func idempotencyProbe(st *postgres.Idempotency, key string) tenancytest.Probe {
 	return tenancytest.Probe{
-		Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
-		Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
-		Count:  func(ctx context.Context) (int, error) { return st.Count(ctx) },
+		Write: func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
+		Read:  func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
+		Count: func(ctx context.Context) (int, error) { return st.Count(ctx) },
 		Delete: func(ctx context.Context) error {
 			deleted, err := st.Delete(ctx, key)
 			if err == nil && !deleted {
