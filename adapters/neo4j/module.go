@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"reflect"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/auth"
@@ -181,8 +182,16 @@ func Module(name string, opts ...Option) fx.Option {
 	migErrs, migPart := migrationParts(name, cfg)
 	errs = append(errs, migErrs...)
 	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations;
+		// what the module would have provided fails with that refusal.
+		var provided []modules.Provided
+		for _, r := range cfg.routes {
+			provided = append(provided, modules.Provided{Type: r.providedType(), Name: r.name})
+		}
+		if cfg.migrations != nil {
+			provided = append(provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
+		}
+		return fx.Module(name, modules.ProvideRefused(mod, errs, provided...))
 	}
 	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
 	for _, r := range cfg.routes {
@@ -192,6 +201,14 @@ func Module(name string, opts ...Option) fx.Option {
 		parts = append(parts, migPart)
 	}
 	return fx.Module(name, parts...)
+}
+
+// providedType is the type the route is provided as.
+func (r *routeSpec) providedType() reflect.Type {
+	if r.kind == KindRawCypher {
+		return reflect.TypeFor[*RawCypher]()
+	}
+	return reflect.TypeFor[*Graph]()
 }
 
 func provideRoute(spec *routeSpec) fx.Option {
