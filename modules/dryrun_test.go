@@ -195,7 +195,7 @@ func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 		"redis":    redis.Module("x", redis.CacheRoute("c", redis.RouteConfig{}), redis.CacheRoute("c", redis.RouteConfig{})),
 		"mongo":    mongo.Module("x"), // no database
 		"kafka":    kafka.Module("x"), // no brokers
-		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g"), neo4j.GraphRoute("g")),
+		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})),
 		"memory":   memory.Module("x", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("a.b")})),
 	} {
 		t.Run(name, func(t *testing.T) {

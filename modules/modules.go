@@ -4,7 +4,7 @@
 // app is enough for its floors to be checked during fx.New, before any
 // OnStart hook can run.
 //
-// Provide is for backend authors. An application uses only Worker (to
+// Provide and ProvideRefused are for backend authors. An application uses only Worker (to
 // declare a background reader of its own), Live (the tenancy matrix and
 // warnings of the running app) and DryRun (every violation and the matrix
 // of an app's options, without building it).
@@ -50,7 +50,8 @@ type WorkerDecl struct {
 // problems are the module's option errors. A backend passes them here
 // rather than to fx.Error: fx.Error stops fx.New before any check runs, so
 // it would hide every other module's violations. A module with problems
-// should provide no constructor, only this.
+// should provide no constructor of its own: ProvideRefused is this, with
+// stand-ins for the types it would have provided.
 func Provide(m floors.Module, problems ...error) fx.Option {
 	problems = slices.Clip(slices.DeleteFunc(slices.Clone(problems), func(e error) bool { return e == nil }))
 	return fx.Options(

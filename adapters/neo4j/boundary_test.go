@@ -142,7 +142,7 @@ func graphProbes(t *testing.T, g *neo4j.Graph) (label string, w *graphWrite, nod
 
 func TestBoundaryTagged(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	probeGraph(t, graph(t, "g", connect(s), neo4j.GraphRoute("g", neo4j.TenantAware())))
+	probeGraph(t, graph(t, "g", connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
 }
 
 // The namespace tier needs one database per tenant, which only Neo4j
@@ -151,7 +151,7 @@ func TestBoundaryTagged(t *testing.T) {
 // ErrEnterpriseRequired, then skips the probe saying so.
 func TestBoundaryNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.PerTenantDatabasePrefix("twprobe")))
+	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("twprobe")}))
 	edition := directTo(t, s).edition()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
 		_, err := g.Provision(context.Background(), id)
@@ -179,7 +179,7 @@ func TestBoundaryNamespace(t *testing.T) {
 func TestBoundaryDedicated(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	resolve := aOnFirstBOnSecond(s1, s2)
-	g := graph(t, "g", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.GraphRoute("g"))
+	g := graph(t, "g", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
 	label := probeGraph(t, g)
 	a, errA := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []string{label}, nil)
 	b, errB := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantB), []string{label}, nil)
@@ -195,8 +195,8 @@ func TestBoundaryDedicated(t *testing.T) {
 // bound, gives identical results; it first proves it reads its own writes.
 func TestParityDefaultTenant(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	off := graph(t, "off", connect(s), neo4j.GraphRoute("off"))
-	on := graph(t, "on", connect(s), neo4j.GraphRoute("on", neo4j.TenantAware()))
+	off := graph(t, "off", connect(s), neo4j.GraphRoute("off", neo4j.RouteConfig{}))
+	on := graph(t, "on", connect(s), neo4j.GraphRoute("on", neo4j.RouteConfig{TenantAware: true}))
 	ctx := tenancy.WithTenant(context.Background(), tenancy.Default)
 	suite := func(g *neo4j.Graph) []any {
 		label := uniqueLabel(t)

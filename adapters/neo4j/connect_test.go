@@ -20,7 +20,7 @@ func TestRealDriverDialsLazilyAndFailsCleanly(t *testing.T) {
 	var g *neo4j.Graph
 	app := fx.New(fx.NopLogger,
 		neo4j.Module("m", neo4j.Connect("bolt://127.0.0.1:1", drv.BasicAuth("u", "p", "")),
-			neo4j.GraphRoute("g", neo4j.TenantAware())),
+			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})),
 		fx.Invoke(fx.Annotate(func(v *neo4j.Graph) { g = v }, fx.ParamTags(`name:"g"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatalf("start dialled or failed: %v", err)

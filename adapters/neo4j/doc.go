@@ -3,12 +3,14 @@
 // properties, bounded-depth traversal, transactions), a raw Cypher hatch,
 // and per-tenant database provisioning, on neo4j-go-driver v5.
 //
-// A route's tier comes from its wiring: TenantAware stamps a
-// tenant property on every node and relationship written and puts the
-// tenant predicate on every node and relationship of every pattern the
-// adapter builds, the whole path included (tagged); PerTenantDatabase opens
-// each tenant's own database on one driver (namespace); Routed gives each
-// tenant its own driver (dedicated). Every tenant-scoped call reads the
+// A route is declared GraphRoute(name, RouteConfig{...}) or
+// RawCypherRoute(name, RouteConfig{...}), and its tier comes from its
+// wiring: RouteConfig.TenantAware stamps a tenant property on every node
+// and relationship written and puts the tenant predicate on every node and
+// relationship of every pattern the adapter builds, the whole path
+// included (tagged); RouteConfig.Database opens each tenant's own database
+// on one driver (namespace); Routed gives each tenant its own driver
+// (dedicated). Every tenant-scoped call reads the
 // tenant from its context and fails closed with tenant_unbound.
 //
 // Labels, relationship types and property keys are quoted as Cypher

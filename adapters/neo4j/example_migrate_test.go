@@ -18,7 +18,7 @@ func ExampleMigrations() {
 		files := fstest.MapFS{"0001_order_code.cypher": {Data: []byte(constraint)}}
 		return fx.New(fx.NopLogger, neo4j.Module("graph",
 			neo4j.Connect("bolt://127.0.0.1:7687", nil),
-			neo4j.GraphRoute("orders", neo4j.TenantAware()),
+			neo4j.GraphRoute("orders", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.Migrations(files),
 		)).Err()
 	}

@@ -39,9 +39,9 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 		return routing.Credentials{Endpoint: "neo4j://t"}, nil
 	}
 	for tier, opts := range map[string][]Option{
-		"tagged":    {GraphRoute("g", TenantAware())},
-		"namespace": {GraphRoute("g", PerTenantDatabasePrefix("acme"))},
-		"dedicated": {Routed(creds, RoutedConfig{}), GraphRoute("g")},
+		"tagged":    {GraphRoute("g", RouteConfig{TenantAware: true})},
+		"namespace": {GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")})},
+		"dedicated": {Routed(creds, RoutedConfig{}), GraphRoute("g", RouteConfig{})},
 	} {
 		t.Run(tier, func(t *testing.T) {
 			rec := &recorder{}
@@ -66,19 +66,19 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 func TestFailClosedOnResolverErrors(t *testing.T) {
 	boom := errors.New("vault down")
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFakeRouted(rec), GraphRoute("g"),
+	g := build[*Graph](t, "g", withFakeRouted(rec), GraphRoute("g", RouteConfig{}),
 		Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, boom }, RoutedConfig{}))
 	for name, op := range graphOps(g) {
 		if err := op(ctxA); !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the resolver's error", name, err)
 		}
 	}
-	bad := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", PerTenantDatabase(func(id tenancy.ID) (string, error) {
+	bad := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) {
 		if id == tA {
 			return "", boom
 		}
 		return "Not_Valid", nil
-	})))
+	}}))
 	for name, op := range graphOps(bad) {
 		if err := op(ctxA); !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the database resolver's error", name, err)
@@ -96,7 +96,7 @@ func TestFailClosedOnResolverErrors(t *testing.T) {
 // database and carries no marker: it is a deliberately shared graph.
 func TestUnscopedRouteNeedsNoTenant(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g"))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{}))
 	if _, err := g.GetNode(context.Background(), "n"); err != nil {
 		t.Fatal(err)
 	}

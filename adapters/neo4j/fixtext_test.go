@@ -16,16 +16,18 @@ func noCredentials(context.Context, tenancy.ID) (routing.Credentials, error) {
 	return routing.Credentials{}, errors.New("no tenant is served")
 }
 
-// Every route option refusal says exactly what to change, naming the option.
+// Every option refusal says exactly what to change, naming the option or
+// the RouteConfig field.
 func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 	for name, c := range map[string]struct {
 		opt neo4j.Option
 		fix string
 	}{
-		"route name":    {neo4j.GraphRoute(`g"x`), "rename the route: 1 to 64 letters"},
-		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0)), "pass neo4j.MaxDepth a depth from 1 to 64"},
-		"bad prefix":    {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("Acme")), "pass neo4j.PerTenantDatabasePrefix 1 to 30 characters of lower-case letters"},
-		"system prefix": {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("system")), `not with "system"`},
+		"route name":    {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{}), "rename the route: 1 to 64 letters"},
+		"depth":         {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1}), "set neo4j.RouteConfig.MaxDepth to a depth from 1 to 64, or leave it 0"},
+		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute"},
+		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("Acme")}), "set neo4j.RouteConfig.Database to neo4j.TenantDatabase(prefix) with a prefix of 1 to 30 characters of lower-case letters"},
+		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("system")}), `not with "system"`},
 		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound"},
 		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number"},
 	} {

@@ -106,7 +106,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
 	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
-	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
+	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg := migrate.NewMemoryRegistry()
@@ -192,7 +192,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 
 	edited := threeSteps(label, false)
 	edited["0002_by_total.cypher"] = &fstest.MapFile{Data: []byte(fmt.Sprintf("CREATE INDEX %s_total IF NOT EXISTS FOR (n:%s) ON (n.total, n.code)", label, label))}
-	m2, _ := startMigrator(t, module, routed, neo4j.GraphRoute("g"), neo4j.Migrations(edited))
+	m2, _ := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(edited))
 	_, err = m2.Migrate(ctx, b)
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeMigrationHistoryConflict || !strings.Contains(te.Detail, "0002_by_total.cypher was edited") || !strings.Contains(te.Detail, b.String()) {
@@ -209,7 +209,7 @@ func TestMigrateTaggedShared(t *testing.T) {
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d, module, label) })
-	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(threeSteps(label, true)))
+	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(threeSteps(label, true)))
 	ctx := context.Background()
 	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, nil, migrate.Options{})
 	if err != nil || rep.Total != 1 || len(rep.Changes) != 3 || len(rep.Failures) != 0 {
@@ -251,7 +251,7 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg := migrate.NewMemoryRegistry()
@@ -290,7 +290,7 @@ func TestMigrateClaims(t *testing.T) {
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
 	t.Cleanup(func() { cleanMigrations(d1, module, label) })
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a := tenancytest.TenantA
 	// The history constraint exists once any migration ran on the server.
@@ -343,7 +343,7 @@ func TestMigrateNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
-	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("twmig")), neo4j.Migrations(threeSteps(label, false)))
+	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("twmig")}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	if directTo(t, s).edition() == "community" {
 		if _, err := g.Provision(ctx, tenancytest.TenantA); !errors.Is(err, neo4j.ErrEnterpriseRequired) {
@@ -374,11 +374,11 @@ func TestMigrateOutOfOrderRefused(t *testing.T) {
 	all := threeSteps(label, true)
 	gap := fstest.MapFS{"0001_code_unique.cypher": all["0001_code_unique.cypher"], "0003_by_name.cypher": all["0003_by_name.cypher"]}
 	ctx := context.Background()
-	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(gap))
+	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(gap))
 	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 2 {
 		t.Fatalf("first set: %v, %v", ch, err)
 	}
-	m2, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(all))
+	m2, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(all))
 	_, err := m2.Migrate(ctx, tenancy.ID{})
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeMigrationHistoryConflict || !strings.Contains(te.Detail, "0002_by_total.cypher is not applied, but version 3") {

@@ -24,7 +24,7 @@ func cypherFiles(kv ...string) fstest.MapFS {
 // tenant property would make one tenant's value block (and reveal)
 // another's.
 func TestMigrationFilesRefused(t *testing.T) {
-	tagged := neo4j.GraphRoute("g", neo4j.TenantAware())
+	tagged := neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})
 	for name, c := range map[string]struct {
 		route neo4j.Option
 		files fstest.MapFS
@@ -63,7 +63,7 @@ func TestMigrationFilesAccepted(t *testing.T) {
 		"0002_i.cypher", "CREATE INDEX `by;total` IF NOT EXISTS FOR (n:Order) ON (n.tenant_id, n.total);\n/* two */ DROP INDEX old IF EXISTS",
 	)
 	plainUnique := cypherFiles("0001_u.cypher", "CREATE CONSTRAINT u IF NOT EXISTS FOR (n:Order) REQUIRE n.code IS UNIQUE")
-	tenancytest.RequireWires(t, neo4j.Module("tagged", neo4j.GraphRoute("g", neo4j.TenantAware()), neo4j.Migrations(tenantUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("g"), neo4j.Migrations(plainUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("none", neo4j.GraphRoute("g"), neo4j.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("tagged", neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(tenantUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("none", neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
 }

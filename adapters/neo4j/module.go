@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"reflect"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/auth"
@@ -16,9 +17,6 @@ import (
 
 // Option configures a Neo4j module.
 type Option func(*config)
-
-// RouteOption configures one route.
-type RouteOption func(*routeSpec)
 
 type config struct {
 	driver   drv.DriverWithContext
@@ -43,15 +41,34 @@ type connectSpec struct {
 // DefaultMaxDepth caps a traversal's depth unless the route sets MaxDepth.
 const DefaultMaxDepth = 8
 
+// MaxMaxDepth is the largest MaxDepth a route accepts.
+const MaxMaxDepth = 64
+
+// RouteConfig declares one route. The zero value is a shared graph (tier
+// none) on the module's database: every tenant sees everything, which a
+// module floor above none refuses at fx.New.
+type RouteConfig struct {
+	// TenantAware stamps the tenant property on everything the route
+	// writes and puts the tenant predicate on every pattern element it
+	// reads (tagged).
+	TenantAware bool
+	// Database, when set, opens each tenant's own database, named by it,
+	// on the module's driver (namespace); TenantDatabase(prefix) is the
+	// usual one.
+	Database DatabaseFunc
+	// MaxDepth caps a traversal's depth on a graph route: 1 to
+	// MaxMaxDepth, or 0 for DefaultMaxDepth. A raw route takes none.
+	MaxDepth int
+}
+
 type routeSpec struct {
 	name        string
 	kind        floors.Kind
 	tenantAware bool
 	database    DatabaseFunc
-	prefix      string
-	prefixSet   bool
-	maxDepth    int
-	bad         []problem
+	// maxDepth is the effective cap; cfgDepth what the config said.
+	maxDepth int
+	cfgDepth int
 }
 
 // Driver runs the module on d, a driver the caller owns and closes.
@@ -78,35 +95,12 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // a wiring above it with connection_budget_exceeded.
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
-// TenantAware stamps the tenant property on everything the route writes
-// and puts the tenant predicate on every pattern element it reads (tagged).
-func TenantAware() RouteOption { return func(r *routeSpec) { r.tenantAware = true } }
-
-// PerTenantDatabase opens each tenant's own database, named by fn, on the
-// module's driver (namespace).
-func PerTenantDatabase(fn DatabaseFunc) RouteOption { return func(r *routeSpec) { r.database = fn } }
-
-// PerTenantDatabasePrefix is PerTenantDatabase(TenantDatabase(prefix)),
-// with the prefix checked when the module is built.
-func PerTenantDatabasePrefix(prefix string) RouteOption {
-	return func(r *routeSpec) { r.database, r.prefix, r.prefixSet = TenantDatabase(prefix), prefix, true }
-}
-
-// MaxDepth caps traversal depth on the route (default DefaultMaxDepth).
-func MaxDepth(n int) RouteOption {
-	return func(r *routeSpec) {
-		if n < 1 || n > 64 {
-			r.bad = append(r.bad, problem{fmt.Sprintf("MaxDepth %d: want 1 to 64", n), "pass neo4j.MaxDepth a depth from 1 to 64, or drop it for the default"})
-		}
-		r.maxDepth = n
-	}
-}
-
-func addRoute(name string, kind floors.Kind, opts []RouteOption) Option {
+func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(c *config) {
-		r := &routeSpec{name: name, kind: kind, maxDepth: DefaultMaxDepth}
-		for _, o := range opts {
-			o(r)
+		r := &routeSpec{name: name, kind: kind, tenantAware: rc.TenantAware, database: rc.Database,
+			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth}
+		if r.maxDepth == 0 {
+			r.maxDepth = DefaultMaxDepth
 		}
 		c.routes = append(c.routes, r)
 	}
@@ -114,14 +108,14 @@ func addRoute(name string, kind floors.Kind, opts []RouteOption) Option {
 
 // GraphRoute adds a structured graph route, provided as *Graph
 // name:"<name>".
-func GraphRoute(name string, opts ...RouteOption) Option { return addRoute(name, KindGraph, opts) }
+func GraphRoute(name string, cfg RouteConfig) Option { return addRoute(name, KindGraph, cfg) }
 
 // RawCypherRoute switches the raw Cypher hatch on, as a route provided as
 // *RawCypher name:"<name>". Its origin is raw, so it wires only on a
 // routed driver (dedicated): below that, fx.New refuses it with
 // statement_origin_isolation_floor.
-func RawCypherRoute(name string, opts ...RouteOption) Option {
-	return addRoute(name, KindRawCypher, opts)
+func RawCypherRoute(name string, cfg RouteConfig) Option {
+	return addRoute(name, KindRawCypher, cfg)
 }
 
 // floorsRoute is the route's wiring as enforcement sees it.
@@ -141,16 +135,22 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 type problem struct{ msg, fix string }
 
 func (r *routeSpec) validate() []problem {
-	bad := append([]problem(nil), r.bad...)
+	var bad []problem
 	if !validRouteName(r.name) {
 		bad = append(bad, problem{fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name),
 			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"})
 	}
-	if r.prefixSet {
-		if err := validPrefix(r.prefix); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf(
-				"pass neo4j.PerTenantDatabasePrefix 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
-		}
+	switch {
+	case r.kind == KindRawCypher && r.cfgDepth != 0:
+		bad = append(bad, problem{fmt.Sprintf("MaxDepth %d on a raw Cypher route: it caps structured traversals only", r.cfgDepth),
+			"leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute: a raw statement states its own depth"})
+	case r.cfgDepth < 0 || r.cfgDepth > MaxMaxDepth:
+		bad = append(bad, problem{fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, MaxMaxDepth),
+			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)})
+	}
+	if err := tenantDatabasePrefixErr(r.database); err != nil {
+		bad = append(bad, problem{err.Error(), fmt.Sprintf(
+			"set neo4j.RouteConfig.Database to neo4j.TenantDatabase(prefix) with a prefix of 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
 	}
 	return bad
 }
@@ -182,8 +182,16 @@ func Module(name string, opts ...Option) fx.Option {
 	migErrs, migPart := migrationParts(name, cfg)
 	errs = append(errs, migErrs...)
 	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations.
-		return fx.Module(name, modules.Provide(mod, errs...))
+		// Reported by the app's check with every other module's violations;
+		// what the module would have provided fails with that refusal.
+		var provided []modules.Provided
+		for _, r := range cfg.routes {
+			provided = append(provided, modules.Provided{Type: r.providedType(), Name: r.name})
+		}
+		if cfg.migrations != nil {
+			provided = append(provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
+		}
+		return fx.Module(name, modules.ProvideRefused(mod, errs, provided...))
 	}
 	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
 	for _, r := range cfg.routes {
@@ -193,6 +201,14 @@ func Module(name string, opts ...Option) fx.Option {
 		parts = append(parts, migPart)
 	}
 	return fx.Module(name, parts...)
+}
+
+// providedType is the type the route is provided as.
+func (r *routeSpec) providedType() reflect.Type {
+	if r.kind == KindRawCypher {
+		return reflect.TypeFor[*RawCypher]()
+	}
+	return reflect.TypeFor[*Graph]()
 }
 
 func provideRoute(spec *routeSpec) fx.Option {

@@ -123,7 +123,7 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 // routedTarget is where a tenant's data lives: the server (host and port;
 // the URI scheme only picks routing and TLS) and Params["database"], ""
 // being the server's default database. Credentials do not count. A
-// route's PerTenantDatabase is not part of it: on a routed driver the
+// route's RouteConfig.Database is not part of it: on a routed driver the
 // tenant's own server database is what dedicated promises.
 func routedTarget(c routing.Credentials) (string, error) {
 	u, err := url.Parse(c.Endpoint)

@@ -48,7 +48,7 @@ const opsPerExercise = 12
 // statement carries the calling tenant as $tenant and passes inspection.
 func TestTaggedSessionsAndPredicates(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), Database("graph"), GraphRoute("g", TenantAware()))
+	g := build[*Graph](t, "g", withFake("plain", rec), Database("graph"), GraphRoute("g", RouteConfig{TenantAware: true}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	calls := rec.snapshot()
@@ -77,7 +77,7 @@ func TestTaggedSessionsAndPredicates(t *testing.T) {
 // Namespace: one driver; each tenant's session opens its own database.
 func TestNamespaceSessionDatabases(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", PerTenantDatabasePrefix("acme")))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	dbA, dbB := "acme-"+tA.Hex(), "acme-"+tB.Hex()
@@ -97,7 +97,7 @@ func TestNamespaceSessionDatabases(t *testing.T) {
 
 func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", PerTenantDatabasePrefix("acme")))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")}))
 	name, err := g.Provision(context.Background(), tA)
 	if err != nil || name != "acme-"+tA.Hex() {
 		t.Fatalf("Provision: %q %v", name, err)
@@ -118,7 +118,7 @@ func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	if _, err := g.Provision(context.Background(), tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
 		t.Fatalf("zero tenant: %v", err)
 	}
-	tagged := build[*Graph](t, "t", withFake("plain", rec), GraphRoute("t", TenantAware()))
+	tagged := build[*Graph](t, "t", withFake("plain", rec), GraphRoute("t", RouteConfig{TenantAware: true}))
 	if _, err := tagged.Provision(context.Background(), tA); err == nil {
 		t.Fatal("provisioning a route without a per-tenant database succeeded")
 	}
@@ -142,7 +142,7 @@ func TestDedicatedDriverPerTenant(t *testing.T) {
 		tA: {Endpoint: "neo4j://a", User: "a", Secret: "sa", Params: map[string]string{"database": "dba"}},
 		tB: {Endpoint: "neo4j://b", User: "b", Secret: "sb"},
 	})
-	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), Database("shared"), GraphRoute("g"))
+	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), Database("shared"), GraphRoute("g", RouteConfig{}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	for i, c := range rec.snapshot() {
@@ -175,7 +175,7 @@ func TestRawRunsOnTheTenantsDriver(t *testing.T) {
 	resolve := routedTo(map[tenancy.ID]routing.Credentials{
 		tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"},
 	})
-	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), RawCypherRoute("raw"))
+	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), RawCypherRoute("raw", RouteConfig{}))
 	if _, err := raw.Write(ctxA, "CREATE (n:X {v: $v})", map[string]any{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +201,10 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		name string
 		opts []Option
 	}{
-		{"tagged", []Option{GraphRoute("g", TenantAware())}},
-		{"namespace", []Option{GraphRoute("g", PerTenantDatabasePrefix("acme"))}},
+		{"tagged", []Option{GraphRoute("g", RouteConfig{TenantAware: true})}},
+		{"namespace", []Option{GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")})}},
 		{"dedicated", []Option{Routed(routedTo(map[tenancy.ID]routing.Credentials{
-			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), RoutedConfig{}), GraphRoute("g")}},
+			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), RoutedConfig{}), GraphRoute("g", RouteConfig{})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
@@ -262,7 +262,7 @@ func TestNoMatchIsNotFound(t *testing.T) {
 	rec := &recorder{reply: func(call) ([]*drv.Record, error) {
 		return []*drv.Record{record("deleted", int64(0))}, nil
 	}}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", TenantAware()))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{TenantAware: true}))
 	if err := g.DeleteNode(ctxB, "4:db:1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("delete: %v", err)
 	}

@@ -22,14 +22,14 @@ func resolver(context.Context, tenancy.ID) (routing.Credentials, error) {
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	tenancytest.RequireWires(t, neo4j.Module("graph",
 		neo4j.RequiredIsolation(tenancy.Tagged),
-		neo4j.GraphRoute("tagged", neo4j.TenantAware()),
-		neo4j.GraphRoute("ns", neo4j.PerTenantDatabasePrefix("acme")),
+		neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
 		neo4j.Routed(resolver, neo4j.RoutedConfig{}),
-		neo4j.GraphRoute("g"),
-		neo4j.RawCypherRoute("raw"),
+		neo4j.GraphRoute("g", neo4j.RouteConfig{}),
+		neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}),
 	))
 }
 
@@ -37,10 +37,10 @@ func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t,
 		neo4j.Module("plain",
-			neo4j.GraphRoute("shared"),
-			neo4j.GraphRoute("tagged", neo4j.TenantAware()),
-			neo4j.GraphRoute("ns", neo4j.PerTenantDatabase(neo4j.TenantDatabase("t")))),
-		neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("dedicated"), neo4j.RawCypherRoute("raw")),
+			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
+			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
+			neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("t")})),
+		neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("dedicated", neo4j.RouteConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{})),
 		fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
 	for _, r := range live.Matrix().Rows {
@@ -58,18 +58,14 @@ func TestMatrixRatesEachTier(t *testing.T) {
 // The raw hatch declares origin raw: anything below dedicated is refused
 // at fx.New, even with no floor declared.
 func TestRawHatchRefusedBelowDedicated(t *testing.T) {
-	for name, opt := range map[string]neo4j.RouteOption{
-		"none":      nil,
-		"tagged":    neo4j.TenantAware(),
-		"namespace": neo4j.PerTenantDatabasePrefix("acme"),
+	for name, cfg := range map[string]neo4j.RouteConfig{
+		"none":      {},
+		"tagged":    {TenantAware: true},
+		"namespace": {Database: neo4j.TenantDatabase("acme")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var opts []neo4j.RouteOption
-			if opt != nil {
-				opts = append(opts, opt)
-			}
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
-				neo4j.Module("m", neo4j.RawCypherRoute("raw", opts...)))
+				neo4j.Module("m", neo4j.RawCypherRoute("raw", cfg)))
 			if e.Route != "raw" || e.Backend != "neo4j" || e.Origin != tenancy.Raw {
 				t.Errorf("refusal fields: %+v", e)
 			}
@@ -81,29 +77,31 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Namespace),
-		neo4j.GraphRoute("ok", neo4j.PerTenantDatabasePrefix("acme")),
-		neo4j.GraphRoute("weak", neo4j.TenantAware()),
+		neo4j.GraphRoute("ok", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
+		neo4j.GraphRoute("weak", neo4j.RouteConfig{TenantAware: true}),
 	))
 	if e.Route != "weak" || e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace {
 		t.Errorf("refusal fields: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
-		neo4j.GraphRoute("ns", neo4j.PerTenantDatabasePrefix("acme")),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
 	))
 }
 
 func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range map[string][]neo4j.Option{
-		"bad prefix":    {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("Acme"))},
-		"system prefix": {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("system"))},
-		"long prefix":   {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix("a234567890123456789012345678901"))},
-		"empty prefix":  {neo4j.GraphRoute("g", neo4j.PerTenantDatabasePrefix(""))},
-		"duplicate":     {neo4j.GraphRoute("g"), neo4j.GraphRoute("g")},
-		"depth":         {neo4j.GraphRoute("g", neo4j.MaxDepth(0))},
-		"no resolver":   {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g")},
-		"route name":    {neo4j.GraphRoute(`g"x`)},
-		"empty name":    {neo4j.GraphRoute("")},
+		"bad prefix":     {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("Acme")})},
+		"system prefix":  {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("system")})},
+		"long prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("a234567890123456789012345678901")})},
+		"empty prefix":   {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("")})},
+		"duplicate":      {neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"negative depth": {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
+		"deep":           {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
+		"raw depth":      {neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
+		"no resolver":    {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"route name":     {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
+		"empty name":     {neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
@@ -114,7 +112,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 // A route used with no driver anywhere is refused when fx builds it,
 // before any hook runs.
 func TestNoDriverRefused(t *testing.T) {
-	err := fx.New(fx.NopLogger, neo4j.Module("m", neo4j.GraphRoute("g")),
+	err := fx.New(fx.NopLogger, neo4j.Module("m", neo4j.GraphRoute("g", neo4j.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*neo4j.Graph) {}, fx.ParamTags(`name:"g"`)))).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Fatalf("no driver: %v", err)
@@ -124,8 +122,8 @@ func TestNoDriverRefused(t *testing.T) {
 func TestConnectionBudget(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m",
 		neo4j.ConnBudget(100), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
-		neo4j.GraphRoute("g")))
+		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 	tenancytest.RequireWires(t, neo4j.Module("m",
 		neo4j.ConnBudget(160), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
-		neo4j.GraphRoute("g")))
+		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// DocumentConfig wires a document route. Read and Write are required,
-// usually the same relation; a different Read (a view over Write, say) is
-// the caller's to create, while provisioning creates Write and History.
+// DocumentConfig wires a document route. Read is required; Write defaults
+// to Read, as in memory.DocumentConfig. A different Read (a view over
+// Write, say) is the caller's to create, while provisioning creates Write
+// and History.
 // History, when set, receives every version. Every relation named counts
 // toward namespace, History included.
 type DocumentConfig struct {
@@ -28,14 +29,18 @@ type DocumentConfig struct {
 // and provides *Documents[T].
 func Document[T any](name string, dc DocumentConfig) Option {
 	return func(c *config) {
+		if dc.Write.IsZero() {
+			dc.Write = dc.Read
+		}
 		spec := &routeSpec{name: name, kind: KindDocument, tenantAware: dc.TenantAware, typ: reflect.TypeFor[*Documents[T]]()}
 		for _, rr := range []roleRel{{"read", dc.Read}, {"write", dc.Write}, {"history", dc.History}} {
 			if !rr.rel.IsZero() {
 				spec.rels = append(spec.rels, rr)
 			}
 		}
-		if dc.Read.IsZero() || dc.Write.IsZero() {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "a document route needs Read and Write relations", "set DocumentConfig.Read and Write"))
+		if dc.Read.IsZero() {
+			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "a document route needs a Read relation",
+				"set postgres.DocumentConfig.Read, e.g. postgres.Table(name) or postgres.SchemaPerTenant(name) (Write defaults to it)"))
 		}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {

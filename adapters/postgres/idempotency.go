@@ -125,20 +125,21 @@ func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, er
 	return result, err == nil, err
 }
 
-// Delete forgets key, so the next Do runs again; ErrNoKey when nothing
-// was stored under it.
-func (x *Idempotency) Delete(ctx context.Context, key string) (err error) {
+// Delete forgets key, so the next Do runs again; deleted is false when
+// nothing was stored under key (in the bound tenant's scope).
+func (x *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err error) {
 	defer x.notProvisioned(&err)
 	tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer release()
-	return execOne(ctx, pool, st.del, st.mode(args(st.tagged, tenant, key)), ErrNoKey)
+	tag, err := pool.Exec(ctx, st.del, st.mode(args(st.tagged, tenant, key))...)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
 }
-
-// ErrNoKey is returned by Delete for a key with nothing stored.
-var ErrNoKey = errors.New("postgres idempotency: no result stored under the key")
 
 // Count returns how many unexpired keys are stored (the bound tenant's
 // when the store is tenant-scoped).

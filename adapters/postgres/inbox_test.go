@@ -134,6 +134,47 @@ func TestIdempotencyBoundary(t *testing.T) {
 	}
 }
 
+// TestIdempotencyDeleteReportsDeleted: Delete says whether it removed
+// anything: false for a key never stored and for another tenant's key
+// (which stays), true once for the caller's own.
+func TestIdempotencyDeleteReportsDeleted(t *testing.T) {
+	for name, tc := range msgTiers(t, "idemdel_"+unique()) {
+		t.Run(name, func(t *testing.T) {
+			run := unique()
+			var st *postgres.Idempotency
+			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
+				postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: tc.aware, Table: tc.table})), named("idem", &st))
+			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+			ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+			key := "k-" + run
+			if _, _, err := st.Do(ctxA, key, result("a")); err != nil {
+				t.Fatal(err)
+			}
+			for who, del := range map[string]func() (bool, error){
+				"missing key":     func() (bool, error) { return st.Delete(ctxA, "missing-"+run) },
+				"A's key under B": func() (bool, error) { return st.Delete(ctxB, key) },
+			} {
+				if deleted, err := del(); err != nil || deleted {
+					t.Errorf("%s: deleted=%v err=%v, want false, nil", who, deleted, err)
+				}
+			}
+			if v, ok, err := st.Get(ctxA, key); err != nil || !ok || string(v) != "a" {
+				t.Fatalf("A's result after B's delete: %q %v %v", v, ok, err)
+			}
+			if deleted, err := st.Delete(ctxA, key); err != nil || !deleted {
+				t.Fatalf("A deleting its own key: deleted=%v err=%v", deleted, err)
+			}
+			if deleted, err := st.Delete(ctxA, key); err != nil || deleted {
+				t.Errorf("second delete: deleted=%v err=%v, want false", deleted, err)
+			}
+			if _, ok, err := st.Get(ctxA, key); err != nil || ok {
+				t.Errorf("key still stored after delete: %v %v", ok, err)
+			}
+		})
+	}
+}
+
 func result(v string) func(context.Context) ([]byte, error) {
 	return func(context.Context) ([]byte, error) { return []byte(v), nil }
 }
@@ -141,10 +182,16 @@ func result(v string) func(context.Context) ([]byte, error) {
 // idempotencyProbe stores the result "a" under key.
 func idempotencyProbe(st *postgres.Idempotency, key string) tenancytest.Probe {
 	return tenancytest.Probe{
-		Write:  func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
-		Read:   func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
-		Count:  func(ctx context.Context) (int, error) { return st.Count(ctx) },
-		Delete: func(ctx context.Context) error { return st.Delete(ctx, key) },
+		Write: func(ctx context.Context) error { _, _, err := st.Do(ctx, key, result("a")); return err },
+		Read:  func(ctx context.Context) (bool, error) { _, ok, err := st.Get(ctx, key); return ok, err },
+		Count: func(ctx context.Context) (int, error) { return st.Count(ctx) },
+		Delete: func(ctx context.Context) error {
+			deleted, err := st.Delete(ctx, key)
+			if err == nil && !deleted {
+				return errors.New("nothing deleted")
+			}
+			return err
+		},
 		Intact: func(ctx context.Context) (bool, error) { v, _, err := st.Get(ctx, key); return string(v) == "a", err },
 	}
 }

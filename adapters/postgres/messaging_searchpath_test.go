@@ -96,8 +96,8 @@ func TestMessagingIgnoresSearchPath(t *testing.T) {
 	if err := i.Forget(bgA, "m"); err != nil {
 		t.Errorf("forget: %v", err)
 	}
-	if err := st.Delete(bgA, "k"); err != nil {
-		t.Errorf("delete: %v", err)
+	if deleted, err := st.Delete(bgA, "k"); err != nil || !deleted {
+		t.Errorf("delete: %v, %v", deleted, err)
 	}
 	count := func(q string) (n int) {
 		t.Helper()

@@ -248,8 +248,16 @@ func Module(name string, opts ...Option) fx.Option {
 	fxo = append(fxo, lopt)
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
-		// (its workers' included); nothing of the module is built.
-		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
+		// (its workers' included); nothing of the module is built, and
+		// what it would have provided fails with that refusal.
+		provided := []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}
+		for _, r := range cfg.routes {
+			provided = append(provided, modules.Provided{Type: r.typ, Name: r.name})
+			if r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly {
+				provided = append(provided, modules.Provided{Type: r.typ})
+			}
+		}
+		return fx.Module(name, append(decls, modules.ProvideRefused(mod, errs, provided...))...)
 	}
 	fxo = append(fxo, modules.Provide(mod))
 	return fx.Module(name, fxo...)

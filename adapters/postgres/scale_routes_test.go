@@ -146,7 +146,9 @@ func exerciseRoutes(t *testing.T, ctx context.Context, rs scaleRoutes, i int) {
 	if n, err := rs.idem.Count(ctx); err != nil || n != 1 {
 		t.Fatalf("idempotency Count = %d, %v", n, err)
 	}
-	must0(t, rs.idem.Delete(ctx, "k"))
+	if deleted, err := rs.idem.Delete(ctx, "k"); err != nil || !deleted {
+		t.Fatalf("idempotency Delete = %v, %v", deleted, err)
+	}
 
 	must0(t, rs.search.Put(ctx, "d1", "zebra crossing"))
 	must0(t, rs.search.Put(ctx, "d2", "plain text"))

@@ -1,0 +1,89 @@
+package neo4j
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// RouteConfig.MaxDepth caps the route's traversals; 0 is DefaultMaxDepth.
+// A depth over the cap is refused before a statement runs.
+func TestRouteConfigMaxDepthCapsTraversal(t *testing.T) {
+	for _, c := range []struct {
+		cfg  RouteConfig
+		want int
+	}{
+		{RouteConfig{TenantAware: true}, DefaultMaxDepth},
+		{RouteConfig{TenantAware: true, MaxDepth: 3}, 3},
+		{RouteConfig{TenantAware: true, MaxDepth: MaxMaxDepth}, MaxMaxDepth},
+	} {
+		rec := &recorder{}
+		g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", c.cfg))
+		if _, err := g.Traverse(ctxA, "4:db:1", Traversal{MaxDepth: c.want}); err != nil {
+			t.Errorf("MaxDepth %d: traversal to the cap: %v", c.cfg.MaxDepth, err)
+		}
+		if _, err := g.Traverse(ctxA, "4:db:1", Traversal{MaxDepth: c.want + 1}); err == nil {
+			t.Errorf("MaxDepth %d: traversal to %d was not refused", c.cfg.MaxDepth, c.want+1)
+		}
+		if n := len(rec.snapshot()); n != 1 {
+			t.Errorf("MaxDepth %d: %d statements ran, want only the accepted traversal's", c.cfg.MaxDepth, n)
+		}
+	}
+}
+
+// The prefix check at fx.New runs only TenantDatabase's own resolver: a
+// resolver of the caller's is never called while the app is built (it is
+// the caller's code, and may do anything), only per call.
+func TestCallersResolverNotRunAtBuild(t *testing.T) {
+	calls := 0
+	rec := &recorder{}
+	prefixed := TenantDatabase("acme")
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) {
+		calls++
+		return prefixed(id)
+	}}))
+	if calls != 0 {
+		t.Fatalf("resolver called %d times while the app was built", calls)
+	}
+	if _, err := g.CountNodes(ctxA, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "plain/acme-" + tA.Hex(); calls != 1 || rec.opened()[0] != want {
+		t.Fatalf("calls %d, sessions %v; want 1 call and %s", calls, rec.opened(), want)
+	}
+}
+
+// A caller's resolver that wraps TenantDatabase with a bad prefix is not
+// recognised at fx.New, so each call fails closed instead: no session.
+func TestWrappedBadPrefixFailsPerCall(t *testing.T) {
+	rec := &recorder{}
+	bad := TenantDatabase("Bad")
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) { return bad(id) }}))
+	if _, err := g.CountNodes(ctxA, nil, nil); err == nil || !strings.Contains(err.Error(), `"Bad-`) {
+		t.Fatalf("call with a bad prefix: %v", err)
+	}
+	if s := rec.opened(); len(s) != 0 {
+		t.Fatalf("sessions %v", s)
+	}
+	tenancytest.RequireUnbound(t, func() error { _, err := g.CountNodes(context.Background(), nil, nil); return err }(), "m", "neo4j", "g")
+}
+
+// Every resolver TenantDatabase returns is recognised, whatever its prefix
+// and wherever it was built; nil and other functions are not.
+func TestTenantDatabaseRecognised(t *testing.T) {
+	for _, p := range []string{"Acme", "", "system", strings.Repeat("a", MaxDatabasePrefix+1)} {
+		if tenantDatabasePrefixErr(TenantDatabase(p)) == nil {
+			t.Errorf("prefix %q: not refused", p)
+		}
+	}
+	if err := tenantDatabasePrefixErr(TenantDatabase("acme")); err != nil {
+		t.Errorf("good prefix refused: %v", err)
+	}
+	other := func(tenancy.ID) (string, error) { t.Fatal("a caller's resolver was called"); return "", nil }
+	if tenantDatabasePrefixErr(nil) != nil || tenantDatabasePrefixErr(other) != nil {
+		t.Error("nil or a caller's resolver reported a prefix error")
+	}
+}

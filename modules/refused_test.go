@@ -1,0 +1,121 @@
+package modules_test
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// requireOptionRefusal asserts err is the app's refusal: the refused
+// module's coded option error, joined with the other module's floor miss.
+func requireOptionRefusal(t *testing.T, err error, module string) {
+	t.Helper()
+	var e *tenancy.Error
+	if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != module || e.Backend == "" || e.Fix == "" {
+		t.Fatalf("fx.New: %v, want %s's coded option refusal", err, module)
+	}
+	if codes := tenancy.Codes(err); !slices.Contains(codes, "memory_tenancy_validation_failed") {
+		t.Fatalf("codes %v: the other module's floor miss is missing", codes)
+	}
+}
+
+// floorMiss is a second module refused by its floor, which every refusal
+// must report alongside the option error.
+var floorMiss = memory.Module("shop",
+	memory.RequiredIsolation(tenancy.Namespace),
+	memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
+)
+
+// An app's own invoke asking for a refused module's route gets the
+// module's coded refusal, wherever it stands: in a module placed before the
+// refused one (its invoke runs before the module's check), at the root, or
+// after it.
+func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
+	counter := func() fx.Option {
+		return fx.Invoke(fx.Annotate(func(*postgres.Counter) {}, fx.ParamTags(`name:"hits"`)))
+	}
+	documents := func() fx.Option { return fx.Invoke(func(*postgres.Documents[order]) {}) }
+	graph := func() fx.Option {
+		return fx.Invoke(fx.Annotate(func(*neo4j.Graph) {}, fx.ParamTags(`name:"people"`)))
+	}
+	migrator := func() fx.Option {
+		return fx.Invoke(fx.Annotate(func(*neo4j.Migrator) {}, fx.ParamTags(`name:"graph"`)))
+	}
+	client := func() fx.Option {
+		return fx.Invoke(fx.Annotate(func(*postgres.Client) {}, fx.ParamTags(`name:"pg"`)))
+	}
+	// No DSN, Pool or Routed: refused for its options.
+	pg := func() fx.Option {
+		return postgres.Module("pg",
+			postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("hits")}),
+			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("orders")}))
+	}
+	// A depth over the cap: refused for its options.
+	graphMod := func() fx.Option {
+		return neo4j.Module("graph", neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true, MaxDepth: 99}),
+			neo4j.Migrations(fstest.MapFS{"0001_people.cypher": {Data: []byte("CREATE INDEX people_name IF NOT EXISTS FOR (n:Person) ON (n.tenant_id, n.name)")}}))
+	}
+	for name, c := range map[string]struct {
+		use, mod func() fx.Option
+		module   string
+	}{
+		"postgres counter":  {counter, pg, "pg"},
+		"postgres document": {documents, pg, "pg"},
+		"postgres client":   {client, pg, "pg"},
+		"neo4j graph":       {graph, graphMod, "graph"},
+		"neo4j migrator":    {migrator, graphMod, "graph"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for order, opts := range map[string][]fx.Option{
+				"in a module before": {fx.Module("app", c.use()), c.mod(), floorMiss},
+				"at the root before": {c.use(), c.mod(), floorMiss},
+				"after":              {c.mod(), floorMiss, fx.Module("app", c.use())},
+			} {
+				t.Run(order, func(t *testing.T) {
+					requireOptionRefusal(t, fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err(), c.module)
+				})
+			}
+		})
+	}
+}
+
+type stub struct{}
+
+// A stand-in whose name would break an fx tag, or a repeated one, is left
+// out rather than failing fx.New before the check: the refusal still comes
+// back coded.
+func TestProvideRefusedSkipsUnsafeStandIns(t *testing.T) {
+	problem := &tenancy.Error{Code: tenancy.CodeWiringInvalid, Module: "m", Backend: "demo", Fix: "fix it"}
+	typ := reflect.TypeFor[*stub]()
+	mod := fx.Module("m", modules.ProvideRefused(floors.Module{Name: "m", Backend: backend}, []error{problem},
+		modules.Provided{Type: typ, Name: "a"}, modules.Provided{Type: typ, Name: "a"},
+		modules.Provided{Type: typ, Name: `b"c`}, modules.Provided{Type: typ}, modules.Provided{}))
+	for name, use := range map[string]fx.Option{
+		"named":   fx.Invoke(fx.Annotate(func(*stub) {}, fx.ParamTags(`name:"a"`))),
+		"unnamed": fx.Invoke(func(*stub) {}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := fx.New(fx.NopLogger, fx.Module("app", use), mod).Err()
+			var e *tenancy.Error
+			if !errors.As(err, &e) || e != problem {
+				t.Fatalf("fx.New: %v, want the module's problem", err)
+			}
+		})
+	}
+	// With no invoke of the app's, the module's own check reports it, and
+	// no stand-in is built.
+	if err := fx.New(fx.NopLogger, mod).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+		t.Fatalf("fx.New: %v", err)
+	}
+}
