@@ -151,7 +151,7 @@ func TestBoundaryTagged(t *testing.T) {
 // ErrEnterpriseRequired, then skips the probe saying so.
 func TestBoundaryNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("twprobe")}))
+	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "twprobe"}))
 	edition := directTo(t, s).edition()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
 		_, err := g.Provision(context.Background(), id)

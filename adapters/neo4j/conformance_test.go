@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 			_, _, node, _ := graphProbes(t, graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
 			return node, nil
 		case kind == neo4j.KindGraph && tier == tenancy.Namespace:
-			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("twkit")}))
+			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "twkit"}))
 			if reason := provisionDatabases(t, g, s1); reason != "" {
 				return tenancytest.Probe{}, tenancytest.Unavailable(reason)
 			}

@@ -26,7 +26,7 @@ func TestScopeFollowsRule(t *testing.T) {
 			m floors.Matrix
 			g *Graph
 		)
-		app := fx.New(fx.NopLogger, Module("m", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")})),
+		app := fx.New(fx.NopLogger, Module("m", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 			fx.Invoke(fx.Annotate(func(v *Graph) { g = v }, fx.ParamTags(`name:"g"`))))
 		if err := app.Start(context.Background()); err != nil {

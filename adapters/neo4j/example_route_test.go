@@ -17,8 +17,8 @@ func ExampleGraphRoute() {
 	rep, err := modules.DryRun(neo4j.Module("graph",
 		neo4j.Connect("bolt://127.0.0.1:7687", nil),
 		neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.GraphRoute("orders", neo4j.RouteConfig{Database: neo4j.TenantDatabase("orders")}),
-		neo4j.GraphRoute("audit", neo4j.RouteConfig{Database: neo4j.TenantDatabase("Audit")}),
+		neo4j.GraphRoute("orders", neo4j.RouteConfig{DatabasePrefix: "orders"}),
+		neo4j.GraphRoute("audit", neo4j.RouteConfig{DatabasePrefix: "Audit"}),
 	))
 	for _, row := range rep.Matrix.Rows {
 		fmt.Println(row.Route, row.Reached, row.Verdict)
@@ -31,5 +31,5 @@ func ExampleGraphRoute() {
 	// people tagged ok
 	// orders namespace ok
 	// audit namespace wiring_invalid
-	// audit fix: set neo4j.RouteConfig.Database to neo4j.TenantDatabase(prefix) with a prefix of 1 to 30 characters of lower-case letters, digits, '.' or '-', starting with a letter and not with "system"
+	// audit fix: set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters, digits, '.' or '-', starting with a letter and not with "system"
 }

@@ -40,7 +40,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	}
 	for tier, opts := range map[string][]Option{
 		"tagged":    {GraphRoute("g", RouteConfig{TenantAware: true})},
-		"namespace": {GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")})},
+		"namespace": {GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})},
 		"dedicated": {Routed(creds, RoutedConfig{}), GraphRoute("g", RouteConfig{})},
 	} {
 		t.Run(tier, func(t *testing.T) {

@@ -26,8 +26,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"route name":    {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{}), "rename the route: 1 to 64 letters"},
 		"depth":         {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1}), "set neo4j.RouteConfig.MaxDepth to a depth from 1 to 64, or leave it 0"},
 		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute"},
-		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("Acme")}), "set neo4j.RouteConfig.Database to neo4j.TenantDatabase(prefix) with a prefix of 1 to 30 characters of lower-case letters"},
-		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("system")}), `not with "system"`},
+		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"}), "set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters"},
+		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"}), `not with "system"`},
 		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound"},
 		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number"},
 	} {

@@ -343,7 +343,7 @@ func TestMigrateNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
-	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("twmig")}), neo4j.Migrations(threeSteps(label, false)))
+	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "twmig"}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	if directTo(t, s).edition() == "community" {
 		if _, err := g.Provision(ctx, tenancytest.TenantA); !errors.Is(err, neo4j.ErrEnterpriseRequired) {

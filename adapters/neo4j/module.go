@@ -52,9 +52,13 @@ type RouteConfig struct {
 	// writes and puts the tenant predicate on every pattern element it
 	// reads (tagged).
 	TenantAware bool
-	// Database, when set, opens each tenant's own database, named by it,
-	// on the module's driver (namespace); TenantDatabase(prefix) is the
-	// usual one.
+	// DatabasePrefix opens each tenant's own database on the module's
+	// driver, named the prefix, a dash and the tenant's 32 hex digits
+	// (namespace); the prefix is checked at fx.New.
+	DatabasePrefix string
+	// Database names each tenant's database with a function of the
+	// caller's instead (namespace), called per call, never while the app
+	// is built. Set at most one of DatabasePrefix and Database.
 	Database DatabaseFunc
 	// MaxDepth caps a traversal's depth on a graph route: 1 to
 	// MaxMaxDepth, or 0 for DefaultMaxDepth. A raw route takes none.
@@ -69,6 +73,8 @@ type routeSpec struct {
 	// maxDepth is the effective cap; cfgDepth what the config said.
 	maxDepth int
 	cfgDepth int
+	prefix   string // DatabasePrefix, checked at fx.New
+	both     bool   // DatabasePrefix and Database were both set
 }
 
 // Driver runs the module on d, a driver the caller owns and closes.
@@ -98,7 +104,10 @@ func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(c *config) {
 		r := &routeSpec{name: name, kind: kind, tenantAware: rc.TenantAware, database: rc.Database,
-			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth}
+			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth, prefix: rc.DatabasePrefix, both: rc.Database != nil && rc.DatabasePrefix != ""}
+		if rc.DatabasePrefix != "" && rc.Database == nil {
+			r.database = TenantDatabase(rc.DatabasePrefix)
+		}
 		if r.maxDepth == 0 {
 			r.maxDepth = DefaultMaxDepth
 		}
@@ -148,9 +157,15 @@ func (r *routeSpec) validate() []problem {
 		bad = append(bad, problem{fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, MaxMaxDepth),
 			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)})
 	}
-	if err := tenantDatabasePrefixErr(r.database); err != nil {
-		bad = append(bad, problem{err.Error(), fmt.Sprintf(
-			"set neo4j.RouteConfig.Database to neo4j.TenantDatabase(prefix) with a prefix of 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
+	switch {
+	case r.both:
+		bad = append(bad, problem{"both DatabasePrefix and Database are set",
+			"set one of neo4j.RouteConfig.DatabasePrefix (the usual one) and neo4j.RouteConfig.Database"})
+	case r.prefix != "":
+		if err := validPrefix(r.prefix); err != nil {
+			bad = append(bad, problem{err.Error(), fmt.Sprintf(
+				"set neo4j.RouteConfig.DatabasePrefix to 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
+		}
 	}
 	return bad
 }

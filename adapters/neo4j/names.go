@@ -2,7 +2,6 @@ package neo4j
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -27,14 +26,9 @@ const (
 
 // TenantDatabase is the usual resolver: prefix, a dash and the tenant's 32
 // lowercase hex digits. A fixed prefix followed by a fixed-width encoding
-// of the whole ID is injective by construction. A route's Database built
-// by it has its prefix checked at fx.New (see validPrefix), and on every
-// call.
-//
-// Not inlined: every resolver it returns then shares one closure body,
-// which is how a module recognises one (tenantDatabasePrefixErr).
-//
-//go:noinline
+// of the whole ID is injective by construction. Its prefix is checked on
+// every call; RouteConfig.DatabasePrefix names the same databases and has
+// its prefix checked at fx.New as well.
 func TenantDatabase(prefix string) DatabaseFunc {
 	return func(id tenancy.ID) (string, error) {
 		if err := validPrefix(prefix); err != nil {
@@ -42,21 +36,6 @@ func TenantDatabase(prefix string) DatabaseFunc {
 		}
 		return prefix + "-" + id.Hex(), nil
 	}
-}
-
-// tenantDatabaseCode is the code of every resolver TenantDatabase returns.
-var tenantDatabaseCode = reflect.ValueOf(TenantDatabase("x")).Pointer()
-
-// tenantDatabasePrefixErr is the prefix error of a resolver TenantDatabase
-// returned, so that fx.New refuses it. It calls fn only when fn is known to
-// be that pure function: any other resolver is the caller's code and is
-// checked per call, never run while the app is built.
-func tenantDatabasePrefixErr(fn DatabaseFunc) error {
-	if fn == nil || reflect.ValueOf(fn).Pointer() != tenantDatabaseCode {
-		return nil
-	}
-	_, err := fn(tenancy.Default)
-	return err
 }
 
 // ValidDatabaseName reports whether s is a database name the adapter will

@@ -34,9 +34,8 @@ func TestRouteConfigMaxDepthCapsTraversal(t *testing.T) {
 	}
 }
 
-// The prefix check at fx.New runs only TenantDatabase's own resolver: a
-// resolver of the caller's is never called while the app is built (it is
-// the caller's code, and may do anything), only per call.
+// A caller's resolver is never called while the app is built (it is the
+// caller's code, and may do anything), only per call.
 func TestCallersResolverNotRunAtBuild(t *testing.T) {
 	calls := 0
 	rec := &recorder{}
@@ -56,9 +55,9 @@ func TestCallersResolverNotRunAtBuild(t *testing.T) {
 	}
 }
 
-// A caller's resolver that wraps TenantDatabase with a bad prefix is not
-// recognised at fx.New, so each call fails closed instead: no session.
-func TestWrappedBadPrefixFailsPerCall(t *testing.T) {
+// A caller's resolver with a bad prefix is not checked at fx.New, so each
+// call fails closed instead: no session.
+func TestResolverBadPrefixFailsPerCall(t *testing.T) {
 	rec := &recorder{}
 	bad := TenantDatabase("Bad")
 	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) { return bad(id) }}))
@@ -71,19 +70,15 @@ func TestWrappedBadPrefixFailsPerCall(t *testing.T) {
 	tenancytest.RequireUnbound(t, func() error { _, err := g.CountNodes(context.Background(), nil, nil); return err }(), "m", "neo4j", "g")
 }
 
-// Every resolver TenantDatabase returns is recognised, whatever its prefix
-// and wherever it was built; nil and other functions are not.
-func TestTenantDatabaseRecognised(t *testing.T) {
-	for _, p := range []string{"Acme", "", "system", strings.Repeat("a", MaxDatabasePrefix+1)} {
-		if tenantDatabasePrefixErr(TenantDatabase(p)) == nil {
-			t.Errorf("prefix %q: not refused", p)
-		}
+// DatabasePrefix names the databases TenantDatabase(prefix) names.
+func TestDatabasePrefixNamesAsTenantDatabase(t *testing.T) {
+	rec := &recorder{}
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
+	if _, err := g.CountNodes(ctxA, nil, nil); err != nil {
+		t.Fatal(err)
 	}
-	if err := tenantDatabasePrefixErr(TenantDatabase("acme")); err != nil {
-		t.Errorf("good prefix refused: %v", err)
-	}
-	other := func(tenancy.ID) (string, error) { t.Fatal("a caller's resolver was called"); return "", nil }
-	if tenantDatabasePrefixErr(nil) != nil || tenantDatabasePrefixErr(other) != nil {
-		t.Error("nil or a caller's resolver reported a prefix error")
+	want, err := TenantDatabase("acme")(tA)
+	if err != nil || rec.opened()[0] != "plain/"+want {
+		t.Fatalf("sessions %v, want plain/%s (%v)", rec.opened(), want, err)
 	}
 }

@@ -77,7 +77,7 @@ func TestTaggedSessionsAndPredicates(t *testing.T) {
 // Namespace: one driver; each tenant's session opens its own database.
 func TestNamespaceSessionDatabases(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")}))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	dbA, dbB := "acme-"+tA.Hex(), "acme-"+tB.Hex()
@@ -97,7 +97,7 @@ func TestNamespaceSessionDatabases(t *testing.T) {
 
 func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")}))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
 	name, err := g.Provision(context.Background(), tA)
 	if err != nil || name != "acme-"+tA.Hex() {
 		t.Fatalf("Provision: %q %v", name, err)
@@ -202,7 +202,7 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		opts []Option
 	}{
 		{"tagged", []Option{GraphRoute("g", RouteConfig{TenantAware: true})}},
-		{"namespace", []Option{GraphRoute("g", RouteConfig{Database: TenantDatabase("acme")})}},
+		{"namespace", []Option{GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})}},
 		{"dedicated", []Option{Routed(routedTo(map[tenancy.ID]routing.Credentials{
 			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), RoutedConfig{}), GraphRoute("g", RouteConfig{})}},
 	} {

@@ -23,7 +23,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	tenancytest.RequireWires(t, neo4j.Module("graph",
 		neo4j.RequiredIsolation(tenancy.Tagged),
 		neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"}),
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
@@ -39,7 +39,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 		neo4j.Module("plain",
 			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
 			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
-			neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("t")})),
+			neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "t"})),
 		neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("dedicated", neo4j.RouteConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{})),
 		fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
@@ -61,7 +61,7 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 	for name, cfg := range map[string]neo4j.RouteConfig{
 		"none":      {},
 		"tagged":    {TenantAware: true},
-		"namespace": {Database: neo4j.TenantDatabase("acme")},
+		"namespace": {DatabasePrefix: "acme"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
@@ -77,7 +77,7 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Namespace),
-		neo4j.GraphRoute("ok", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
+		neo4j.GraphRoute("ok", neo4j.RouteConfig{DatabasePrefix: "acme"}),
 		neo4j.GraphRoute("weak", neo4j.RouteConfig{TenantAware: true}),
 	))
 	if e.Route != "weak" || e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace {
@@ -85,23 +85,23 @@ func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
-		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: neo4j.TenantDatabase("acme")}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"}),
 	))
 }
 
 func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range map[string][]neo4j.Option{
-		"bad prefix":     {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("Acme")})},
-		"system prefix":  {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("system")})},
-		"long prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("a234567890123456789012345678901")})},
-		"empty prefix":   {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: neo4j.TenantDatabase("")})},
-		"duplicate":      {neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"negative depth": {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
-		"deep":           {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
-		"raw depth":      {neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
-		"no resolver":    {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"route name":     {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
-		"empty name":     {neo4j.GraphRoute("", neo4j.RouteConfig{})},
+		"bad prefix":          {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"})},
+		"system prefix":       {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"})},
+		"long prefix":         {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "a234567890123456789012345678901"})},
+		"prefix and resolver": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "acme", Database: neo4j.TenantDatabase("acme")})},
+		"duplicate":           {neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"negative depth":      {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
+		"deep":                {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
+		"raw depth":           {neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
+		"no resolver":         {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"route name":          {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
+		"empty name":          {neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
