@@ -45,12 +45,12 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "shared"}))
 	}
 	for what, u := range uses {
-		for order, opts := range map[string][]fx.Option{
+		for pos, opts := range map[string][]fx.Option{
 			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
 			"at the root before": {u, refused(), floorMiss()},
 			"after":              {refused(), floorMiss(), fx.Module("app", u)},
 		} {
-			t.Run(what+"/"+order, func(t *testing.T) {
+			t.Run(what+"/"+pos, func(t *testing.T) {
 				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
 				var e *tenancy.Error
 				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "bus" || e.Backend != "kafka" || e.Fix == "" {

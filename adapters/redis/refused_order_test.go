@@ -63,12 +63,12 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 			redis.CacheRoute("weak", redis.RouteConfig{TenantAware: true}))
 	}
 	for kind, u := range uses {
-		for order, opts := range map[string][]fx.Option{
+		for pos, opts := range map[string][]fx.Option{
 			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
 			"at the root before": {u, refused(), floorMiss()},
 			"after":              {refused(), floorMiss(), fx.Module("app", u)},
 		} {
-			t.Run(kind+"/"+order, func(t *testing.T) {
+			t.Run(kind+"/"+pos, func(t *testing.T) {
 				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
 				var e *tenancy.Error
 				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "kv" || e.Backend != "redis" || e.Fix == "" {
