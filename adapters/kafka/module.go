@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"reflect"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -179,8 +180,15 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
-		// (its consumers' included); nothing of the module is built.
-		return fx.Module(name, append(parts, modules.Provide(mod, errs...))...)
+		// (its consumers' included); nothing of the module is built, and
+		// what it would have provided fails with that refusal.
+		provided := []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}
+		for _, r := range cfg.routes {
+			if r.kind == KindProducer {
+				provided = append(provided, modules.Provided{Type: reflect.TypeFor[*Producer](), Name: r.name})
+			}
+		}
+		return fx.Module(name, append(parts, modules.ProvideRefused(mod, errs, provided...))...)
 	}
 	parts = append(parts,
 		modules.Provide(mod),

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"time"
 
@@ -25,8 +26,7 @@ func CacheRoute(route string, cfg CacheConfig) Option {
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{cfg.Keys.relation("keys")},
 		}
-		// The route is listed even when refused, so the matrix shows it.
-		c.routes = append(c.routes, fr)
+		c.addRoute(fr, reflect.TypeFor[*Cache]())
 		if p := cfg.Keys.validate(route); p != nil {
 			c.problems = append(c.problems, *p)
 			return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -40,8 +41,7 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
 			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
 		}
-		// The route is listed even when refused, so the matrix shows it.
-		c.routes = append(c.routes, fr)
+		c.addRoute(fr, reflect.TypeFor[*Documents[T]]())
 		for _, ct := range []Container{cfg.Read, cfg.Write} {
 			if p := ct.validate(route); p != nil {
 				c.problems = append(c.problems, *p)

@@ -10,6 +10,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"go.uber.org/fx"
 
@@ -84,9 +85,18 @@ type config struct {
 	floor     tenancy.Tier
 	routes    []floors.Route
 	provides  []fx.Option
+	provided  []modules.Provided // the types provides gives the app
 	consumers []ConsumerConfig
 	streams   map[string]StreamConfig
 	problems  []problem
+}
+
+// addRoute lists a route and the type it provides to the app, even when
+// the route is refused: the matrix shows it, and a refused module provides
+// a stand-in of that type.
+func (c *config) addRoute(r floors.Route, typ reflect.Type) {
+	c.routes = append(c.routes, r)
+	c.provided = append(c.provided, modules.Provided{Type: typ})
 }
 
 // RequiredIsolation declares the floor every route of the module must
@@ -110,8 +120,9 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		// Reported by the app's check with every other module's violations
 		// (its consumers' included: with no streams, only their
-		// declarations); nothing of the module is built.
-		parts := []fx.Option{modules.Provide(mod, errs...)}
+		// declarations); nothing of the module is built, and each route it
+		// would have provided fails with that refusal.
+		parts := []fx.Option{modules.ProvideRefused(mod, errs, c.provided...)}
 		for _, cc := range c.consumers {
 			parts = append(parts, consumerOptions(name, nil, cc)...)
 		}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"reflect"
 	"slices"
 
 	"go.uber.org/fx"
@@ -29,8 +30,7 @@ type Message struct {
 // StreamRoute adds a stream route and provides *Stream to the app.
 func StreamRoute(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
-		// The route is listed even when refused, so the matrix shows it.
-		c.routes = append(c.routes, streamRoute(route, cfg))
+		c.addRoute(streamRoute(route, cfg), reflect.TypeFor[*Stream]())
 		if p := cfg.Stream.validate(route); p != nil {
 			c.problems = append(c.problems, *p)
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
@@ -11,12 +12,13 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 )
 
 // Document adds a document route over values of type T and provides
 // *Documents[T]. One document route per value type per app.
 func Document[T any](name string, cfg RouteConfig) Option {
-	spec := &routeSpec{name: name, kind: KindDocument, cfg: cfg}
+	spec := &routeSpec{name: name, kind: KindDocument, cfg: cfg, provides: modules.Provided{Type: reflect.TypeFor[*Documents[T]]()}}
 	return func(c *config) {
 		c.routes = append(c.routes, spec)
 		c.provides = append(c.provides, fx.Provide(func(co *core) *Documents[T] {

@@ -2,6 +2,7 @@ package mongo
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
@@ -48,6 +49,9 @@ type routeSpec struct {
 	name string
 	kind floors.Kind
 	cfg  RouteConfig
+	// provides is what the route gives the app, which a refused module
+	// provides in its place.
+	provides modules.Provided
 }
 
 // Client runs the module on c, a client the caller owns and disconnects.
@@ -127,7 +131,7 @@ type routedConfig struct {
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
-	spec := &routeSpec{name: name, kind: kind, cfg: rc}
+	spec := &routeSpec{name: name, kind: kind, cfg: rc, provides: modules.Provided{Type: reflect.TypeFor[R](), Name: name}}
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, spec)
 		cfg.provides = append(cfg.provides, fx.Provide(fx.Annotate(
@@ -208,8 +212,13 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
-		// (its relays' included); nothing of the module is built.
-		parts := []fx.Option{modules.Provide(mod, errs...)}
+		// (its relays' included); nothing of the module is built, and what
+		// it would have provided fails with that refusal.
+		provided := []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}
+		for _, r := range cfg.routes {
+			provided = append(provided, r.provides)
+		}
+		parts := []fx.Option{modules.ProvideRefused(mod, errs, provided...)}
 		for _, r := range cfg.relays {
 			parts = append(parts, modules.Worker(r.decl(name)))
 		}

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -105,8 +106,13 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
-		// (its workers' included); nothing of the module is built.
-		return fx.Module(name, append(decls, modules.Provide(mod, errs...))...)
+		// (its workers' included); nothing of the module is built, and
+		// each route it would have provided fails with that refusal.
+		var provided []modules.Provided
+		for _, r := range cfg.routes {
+			provided = append(provided, modules.Provided{Type: routeTypes[r.kind], Name: r.name})
+		}
+		return fx.Module(name, append(decls, modules.ProvideRefused(mod, errs, provided...))...)
 	}
 	// Enforcement's invoke comes first, so no worker runs on refused wiring.
 	parts := append(decls, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
@@ -118,6 +124,18 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 	}
 	return fx.Module(name, parts...)
+}
+
+// routeTypes is the type provideRoute provides for each kind, which a
+// refused module provides in its place.
+var routeTypes = map[floors.Kind]reflect.Type{
+	KindCache:       reflect.TypeFor[*Cache](),
+	KindCounter:     reflect.TypeFor[*Counter](),
+	KindIdempotency: reflect.TypeFor[*Idempotency](),
+	KindLock:        reflect.TypeFor[*Locks](),
+	KindPubSub:      reflect.TypeFor[*PubSub](),
+	KindStream:      reflect.TypeFor[*Stream](),
+	KindFleet:       reflect.TypeFor[*Fleet](),
 }
 
 func (cfg *config) route(name string) *routeSpec {

@@ -1,0 +1,65 @@
+package kafka_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// use is an app's own invoke asking for T under name.
+func use[T any](name string) fx.Option {
+	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
+}
+
+// An app's own invoke asking for a producer or the provisioner of a module
+// refused for its options gets the module's coded refusal, joined with the
+// other modules' violations, wherever the invoke stands: in a module placed
+// before the refused one (it runs before the module's check), at the root,
+// or after.
+func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
+	uses := map[string]fx.Option{
+		"producer":           use[*kafka.Producer]("orders"),
+		"static producer":    use[*kafka.Producer]("audit"),
+		"module provisioner": use[*kafka.Provisioner]("bus"),
+	}
+	routes := []kafka.Option{
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
+	}
+	// The invokes ask for what a module wired right provides.
+	for what, u := range uses {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), kafka.Module("bus", append(routes, kafka.Brokers(nowhere))...)).Err(); err != nil {
+			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", what, err)
+		}
+	}
+	// No brokers and no routed client: refused for its options.
+	refused := func() fx.Option { return kafka.Module("bus", routes...) }
+	floorMiss := func() fx.Option {
+		return kafka.Module("other", kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
+			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "shared"}))
+	}
+	for what, u := range uses {
+		for pos, opts := range map[string][]fx.Option{
+			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
+			"at the root before": {u, refused(), floorMiss()},
+			"after":              {refused(), floorMiss(), fx.Module("app", u)},
+		} {
+			t.Run(what+"/"+pos, func(t *testing.T) {
+				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
+				var e *tenancy.Error
+				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "bus" || e.Backend != "kafka" || e.Fix == "" {
+					t.Fatalf("fx.New: %v, want bus's coded option refusal", err)
+				}
+				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("kafka")) {
+					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
+				}
+			})
+		}
+	}
+}

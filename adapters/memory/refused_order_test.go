@@ -1,0 +1,73 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+type cart struct{}
+
+// An app's own invoke asking for any route of a module refused for its
+// options (the refused route's own, or a sound route of the same module)
+// gets the module's coded refusal, joined with the other modules'
+// violations, wherever the invoke stands: in a module placed before the
+// refused one (it runs before the module's check), at the root, or after.
+func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
+	uses := map[string]fx.Option{
+		"document": fx.Invoke(func(*memory.Documents[order]) {}),
+		"cache":    fx.Invoke(func(*memory.Cache) {}),
+		"stream":   fx.Invoke(func(*memory.Stream) {}),
+	}
+	// Every kind the rules know is asked for: a new kind needs its line.
+	for kind := range memory.Rules.Kinds {
+		if uses[string(kind)] == nil {
+			t.Fatalf("kind %s: no invoke asks for its route", kind)
+		}
+	}
+	docs := func(c memory.Container) memory.Option {
+		return memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: c})
+	}
+	cache := memory.CacheRoute("kv", memory.CacheConfig{TenantAware: true, Keys: memory.PerTenant("kv")})
+	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")})
+	// The invokes ask for what a module wired right provides.
+	for kind, u := range uses {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), memory.Module("mem", docs(memory.Static("orders")), cache, stream)).Err(); err != nil {
+			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", kind, err)
+		}
+	}
+	// A container name with a dot refuses the document route; the cache
+	// and stream routes are sound, but their module is refused all the same.
+	refused := func() fx.Option {
+		return memory.Module("mem", docs(memory.Static("orders.x")), cache, stream,
+			memory.Consume(memory.ConsumerConfig{Name: "c", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}))
+	}
+	floorMiss := func() fx.Option {
+		return memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
+			memory.Document[cart]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}))
+	}
+	for kind, u := range uses {
+		for pos, opts := range map[string][]fx.Option{
+			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
+			"at the root before": {u, refused(), floorMiss()},
+			"after":              {refused(), floorMiss(), fx.Module("app", u)},
+		} {
+			t.Run(kind+"/"+pos, func(t *testing.T) {
+				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
+				var e *tenancy.Error
+				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "mem" || e.Backend != "memory" || e.Route != "orders" || e.Fix == "" {
+					t.Fatalf("fx.New: %v, want mem's coded option refusal of route orders", err)
+				}
+				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("memory")) {
+					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package mongo_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// use is an app's own invoke asking for T under name ("" for unnamed).
+func use[T any](name string) fx.Option {
+	if name == "" {
+		return fx.Invoke(func(T) {})
+	}
+	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
+}
+
+// An app's own invoke asking for any route or the provisioner of a module
+// refused for its options gets the module's coded refusal, joined with the
+// other modules' violations, wherever the invoke stands: in a module placed
+// before the refused one (it runs before the module's check), at the root,
+// or after. fx.New connects to nothing: no server is needed.
+func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
+	uses := map[string]fx.Option{
+		"document":    use[*mongo.Documents[order]](""),
+		"search":      use[*mongo.Search]("s"),
+		"counter":     use[*mongo.Counter]("n"),
+		"outbox":      use[*mongo.Outbox]("o"),
+		"raw_filter":  use[*mongo.RawFilter]("r"),
+		"provisioner": use[*mongo.Provisioner]("db"),
+	}
+	// Every kind the rules know is asked for: a new kind needs its line.
+	for kind := range mongo.Rules.Kinds {
+		if uses[string(kind)] == nil {
+			t.Fatalf("kind %s: no invoke asks for its route", kind)
+		}
+	}
+	routes := []mongo.Option{
+		mongo.Database("app"),
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("orders")}),
+		mongo.SearchRoute("s", mongo.RouteConfig{Collection: mongo.Static("s")}),
+		mongo.CounterRoute("n", mongo.RouteConfig{Collection: mongo.Static("n")}),
+		mongo.OutboxRoute("o", mongo.RouteConfig{Collection: mongo.Static("o")}),
+		mongo.RawFilterRoute("r", mongo.RouteConfig{Collection: mongo.Static("r")}),
+	}
+	// The invokes ask for what a module wired right provides.
+	for what, u := range uses {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), mongo.Module("db", append(routes, routed)...)).Err(); err != nil {
+			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", what, err)
+		}
+	}
+	// A routed client without a resolver: refused for its options.
+	refused := func() fx.Option {
+		return mongo.Module("db", append(routes, mongo.Routed(nil, mongo.RoutedConfig{}))...)
+	}
+	floorMiss := func() fx.Option {
+		return mongo.Module("other", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
+			mongo.CounterRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("hits")}))
+	}
+	for what, u := range uses {
+		for pos, opts := range map[string][]fx.Option{
+			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
+			"at the root before": {u, refused(), floorMiss()},
+			"after":              {refused(), floorMiss(), fx.Module("app", u)},
+		} {
+			t.Run(what+"/"+pos, func(t *testing.T) {
+				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
+				var e *tenancy.Error
+				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "db" || e.Backend != mongo.Rules.Name || e.Fix == "" {
+					t.Fatalf("fx.New: %v, want db's coded option refusal", err)
+				}
+				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed(mongo.Rules.Name)) {
+					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
+				}
+			})
+		}
+	}
+}

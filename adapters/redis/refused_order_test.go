@@ -1,0 +1,83 @@
+package redis_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// use is an app's own invoke asking for T under name.
+func use[T any](name string) fx.Option {
+	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
+}
+
+// An app's own invoke asking for any route of a module refused for its
+// options gets the module's coded refusal, joined with the other modules'
+// violations, wherever the invoke stands: in a module placed before the
+// refused one (it runs before the module's check), at the root, or after.
+func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
+	uses := map[string]fx.Option{
+		"cache":       use[*redis.Cache]("c"),
+		"counter":     use[*redis.Counter]("n"),
+		"idempotency": use[*redis.Idempotency]("i"),
+		"lock":        use[*redis.Locks]("l"),
+		"pubsub":      use[*redis.PubSub]("p"),
+		"stream":      use[*redis.Stream]("s"),
+		"fleet":       use[*redis.Fleet]("f"),
+	}
+	// Every kind the rules know is asked for: a new kind needs its line.
+	for kind := range redis.Rules.Kinds {
+		if uses[string(kind)] == nil {
+			t.Fatalf("kind %s: no invoke asks for its route", kind)
+		}
+	}
+	routes := []redis.Option{
+		redis.CacheRoute("c", redis.RouteConfig{TenantAware: true}),
+		redis.CounterRoute("n", redis.RouteConfig{TenantAware: true}),
+		redis.IdempotencyRoute("i", redis.RouteConfig{TenantAware: true}),
+		redis.LockRoute("l", redis.RouteConfig{TenantAware: true}),
+		redis.PubSubRoute("p", redis.RouteConfig{TenantAware: true}),
+		redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}),
+		redis.FleetRoute("f", redis.FleetConfig{}),
+	}
+	client := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never dialled: no OnStart runs
+	t.Cleanup(func() { _ = client.Close() })
+	// The invokes ask for what a module wired right provides.
+	for kind, u := range uses {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), redis.Module("kv", append(routes, redis.Client(client))...)).Err(); err != nil {
+			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", kind, err)
+		}
+	}
+	// A routed client without a resolver: refused for its options.
+	refused := func() fx.Option {
+		return redis.Module("kv", append(routes, redis.Routed(nil, redis.RoutedConfig{}))...)
+	}
+	floorMiss := func() fx.Option {
+		return redis.Module("other", redis.Client(client), redis.RequiredIsolation(tenancy.Namespace),
+			redis.CacheRoute("weak", redis.RouteConfig{TenantAware: true}))
+	}
+	for kind, u := range uses {
+		for pos, opts := range map[string][]fx.Option{
+			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
+			"at the root before": {u, refused(), floorMiss()},
+			"after":              {refused(), floorMiss(), fx.Module("app", u)},
+		} {
+			t.Run(kind+"/"+pos, func(t *testing.T) {
+				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
+				var e *tenancy.Error
+				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "kv" || e.Backend != "redis" || e.Fix == "" {
+					t.Fatalf("fx.New: %v, want kv's coded option refusal", err)
+				}
+				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("redis")) {
+					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
+				}
+			})
+		}
+	}
+}
