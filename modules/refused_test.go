@@ -3,7 +3,6 @@ package modules_test
 import (
 	"errors"
 	"reflect"
-	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -15,20 +14,8 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
-
-// requireOptionRefusal asserts err is the app's refusal: the refused
-// module's coded option error, joined with the other module's floor miss.
-func requireOptionRefusal(t *testing.T, err error, module string) {
-	t.Helper()
-	var e *tenancy.Error
-	if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != module || e.Backend == "" || e.Fix == "" {
-		t.Fatalf("fx.New: %v, want %s's coded option refusal", err, module)
-	}
-	if codes := tenancy.Codes(err); !slices.Contains(codes, "memory_tenancy_validation_failed") {
-		t.Fatalf("codes %v: the other module's floor miss is missing", codes)
-	}
-}
 
 // floorMiss is a second module refused by its floor, which every refusal
 // must report alongside the option error.
@@ -77,15 +64,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		"neo4j migrator":    {migrator, graphMod, "graph"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			for order, opts := range map[string][]fx.Option{
-				"in a module before": {fx.Module("app", c.use()), c.mod(), floorMiss},
-				"at the root before": {c.use(), c.mod(), floorMiss},
-				"after":              {c.mod(), floorMiss, fx.Module("app", c.use())},
-			} {
-				t.Run(order, func(t *testing.T) {
-					requireOptionRefusal(t, fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err(), c.module)
-				})
-			}
+			tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, c.module, c.mod(), map[string]fx.Option{name: c.use()}, floorMiss)
 		})
 	}
 }

@@ -1,14 +1,13 @@
 package kafka_test
 
 import (
-	"errors"
-	"slices"
 	"testing"
 
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // use is an app's own invoke asking for T under name.
@@ -44,22 +43,5 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return kafka.Module("other", kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "shared"}))
 	}
-	for what, u := range uses {
-		for pos, opts := range map[string][]fx.Option{
-			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
-			"at the root before": {u, refused(), floorMiss()},
-			"after":              {refused(), floorMiss(), fx.Module("app", u)},
-		} {
-			t.Run(what+"/"+pos, func(t *testing.T) {
-				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
-				var e *tenancy.Error
-				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "bus" || e.Backend != "kafka" || e.Fix == "" {
-					t.Fatalf("fx.New: %v, want bus's coded option refusal", err)
-				}
-				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("kafka")) {
-					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
-				}
-			})
-		}
-	}
+	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "bus", refused(), uses, floorMiss())
 }

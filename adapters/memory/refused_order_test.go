@@ -2,14 +2,13 @@ package memory_test
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"testing"
 
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 type cart struct{}
@@ -52,22 +51,5 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
 			memory.Document[cart]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}))
 	}
-	for kind, u := range uses {
-		for pos, opts := range map[string][]fx.Option{
-			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
-			"at the root before": {u, refused(), floorMiss()},
-			"after":              {refused(), floorMiss(), fx.Module("app", u)},
-		} {
-			t.Run(kind+"/"+pos, func(t *testing.T) {
-				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
-				var e *tenancy.Error
-				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "mem" || e.Backend != "memory" || e.Route != "orders" || e.Fix == "" {
-					t.Fatalf("fx.New: %v, want mem's coded option refusal of route orders", err)
-				}
-				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("memory")) {
-					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
-				}
-			})
-		}
-	}
+	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "mem", refused(), uses, floorMiss())
 }

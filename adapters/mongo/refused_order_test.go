@@ -1,14 +1,13 @@
 package mongo_test
 
 import (
-	"errors"
-	"slices"
 	"testing"
 
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // use is an app's own invoke asking for T under name ("" for unnamed).
@@ -61,22 +60,5 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return mongo.Module("other", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
 			mongo.CounterRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("hits")}))
 	}
-	for what, u := range uses {
-		for pos, opts := range map[string][]fx.Option{
-			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
-			"at the root before": {u, refused(), floorMiss()},
-			"after":              {refused(), floorMiss(), fx.Module("app", u)},
-		} {
-			t.Run(what+"/"+pos, func(t *testing.T) {
-				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
-				var e *tenancy.Error
-				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "db" || e.Backend != mongo.Rules.Name || e.Fix == "" {
-					t.Fatalf("fx.New: %v, want db's coded option refusal", err)
-				}
-				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed(mongo.Rules.Name)) {
-					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
-				}
-			})
-		}
-	}
+	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "db", refused(), uses, floorMiss())
 }

@@ -1,8 +1,6 @@
 package redis_test
 
 import (
-	"errors"
-	"slices"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // use is an app's own invoke asking for T under name.
@@ -62,22 +61,5 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return redis.Module("other", redis.Client(client), redis.RequiredIsolation(tenancy.Namespace),
 			redis.CacheRoute("weak", redis.RouteConfig{TenantAware: true}))
 	}
-	for kind, u := range uses {
-		for pos, opts := range map[string][]fx.Option{
-			"in a module before": {fx.Module("app", u), refused(), floorMiss()},
-			"at the root before": {u, refused(), floorMiss()},
-			"after":              {refused(), floorMiss(), fx.Module("app", u)},
-		} {
-			t.Run(kind+"/"+pos, func(t *testing.T) {
-				err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err()
-				var e *tenancy.Error
-				if !errors.As(err, &e) || e.Code != tenancy.CodeWiringInvalid || e.Module != "kv" || e.Backend != "redis" || e.Fix == "" {
-					t.Fatalf("fx.New: %v, want kv's coded option refusal", err)
-				}
-				if codes := tenancy.Codes(err); !slices.Contains(codes, tenancy.ValidationFailed("redis")) {
-					t.Fatalf("codes %v: the other module's floor miss is missing", codes)
-				}
-			})
-		}
-	}
+	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "kv", refused(), uses, floorMiss())
 }
