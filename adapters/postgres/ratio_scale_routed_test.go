@@ -34,7 +34,12 @@ const (
 	// scaleReadsPerRound: each side continues its cycle across calls, so
 	// the warm-up and 7 rounds read every tenant at least once.
 	scaleReadsPerRound = 250
-	// Creating the databases the first time: STRATEGY_PLACEHOLDER
+	// FILE_COPY copies the template's files once and checkpoints the
+	// second server, where nothing else waits on it; WAL_LOG (the default)
+	// writes every copied block to the WAL as well. Measured here, 4 at
+	// once from template0: 100 databases in 8.7 and 20.0 s with FILE_COPY,
+	// 19.2 and 20.1 s with WAL_LOG. A template of our own holding the
+	// table is no smaller (the catalogs are the 7.5 MB).
 	scaleCreateStrategy = "FILE_COPY"
 )
 
