@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +64,11 @@ func TestRatioScaleRouted(t *testing.T) {
 	}
 	const table = "routed"
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: scalePoolBound, MaxConnsPerClient: 1}),
+	// Each side counts its connections, prepares and queries, so the pair
+	// can show that both do the same work on the wire.
+	var oursWire, handWire wireCount
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: scalePoolBound, MaxConnsPerClient: 1,
+		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &oursWire }}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 	// Provisioning and the record are idempotent, so a rerun only checks
 	// them: one connection per tenant, a few at once.
@@ -78,6 +83,7 @@ func TestRatioScaleRouted(t *testing.T) {
 		return nil
 	})
 	t.Logf("provisioned and seeded %d tenants in %s", scaleDatabases, time.Since(began).Round(time.Millisecond))
+	oursWire.reset()
 	var oursNext int
 	ours := func(n int) {
 		for range n {
@@ -87,7 +93,7 @@ func TestRatioScaleRouted(t *testing.T) {
 			oursNext++
 		}
 	}
-	lru := newPoolLRU(scalePoolBound)
+	lru := newPoolLRU(scalePoolBound, &handWire)
 	t.Cleanup(lru.close)
 	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
 	var handNext int
@@ -108,19 +114,65 @@ func TestRatioScaleRouted(t *testing.T) {
 	if oursNext < scaleDatabases || handNext < scaleDatabases {
 		t.Fatalf("a side read fewer than every tenant (ours %d, baseline %d reads of %d tenants)", oursNext, handNext, scaleDatabases)
 	}
+	t.Logf("per read, ours: %s; baseline: %s", oursWire.per(oursNext), handWire.per(handNext))
+	// Churn means a new connection for every read; the route must send no
+	// more than the baseline does.
+	if oursWire.connects.Load() != int64(oursNext) || handWire.connects.Load() != int64(handNext) {
+		t.Errorf("not every read opened a connection: ours %d for %d reads, baseline %d for %d", oursWire.connects.Load(), oursNext, handWire.connects.Load(), handNext)
+	}
+	if oursWire.prepares.Load()*int64(handNext) > handWire.prepares.Load()*int64(oursNext) ||
+		oursWire.queries.Load()*int64(handNext) > handWire.queries.Load()*int64(oursNext) {
+		t.Errorf("the route sends more than the baseline: ours %s, baseline %s", oursWire.per(oursNext), handWire.per(handNext))
+	}
 }
+
+// wireCount is a pgx tracer counting connections, prepares and queries.
+type wireCount struct{ connects, prepares, queries atomic.Int64 }
+
+func (w *wireCount) reset() {
+	w.connects.Store(0)
+	w.prepares.Store(0)
+	w.queries.Store(0)
+}
+
+func (w *wireCount) per(reads int) string {
+	f := func(n *atomic.Int64) float64 { return float64(n.Load()) / float64(reads) }
+	return fmt.Sprintf("%.2f connections, %.2f prepares, %.2f queries", f(&w.connects), f(&w.prepares), f(&w.queries))
+}
+
+func (w *wireCount) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	w.connects.Add(1)
+	return ctx
+}
+
+func (w *wireCount) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {}
+
+func (w *wireCount) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	w.prepares.Add(1)
+	return ctx
+}
+
+func (w *wireCount) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+func (w *wireCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	w.queries.Add(1)
+	return ctx
+}
+
+func (w *wireCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // poolLRU is the hand-written baseline: per-tenant pools, the least
 // recently used closed when a new one would pass the bound.
 type poolLRU struct {
 	max   int
+	trace pgx.QueryTracer
 	order *list.List // of tenancy.ID, most recent first
 	pools map[tenancy.ID]*pgxpool.Pool
 	elems map[tenancy.ID]*list.Element
 }
 
-func newPoolLRU(max int) *poolLRU {
-	return &poolLRU{max: max, order: list.New(), pools: map[tenancy.ID]*pgxpool.Pool{}, elems: map[tenancy.ID]*list.Element{}}
+func newPoolLRU(max int, trace pgx.QueryTracer) *poolLRU {
+	return &poolLRU{max: max, trace: trace, order: list.New(), pools: map[tenancy.ID]*pgxpool.Pool{}, elems: map[tenancy.ID]*list.Element{}}
 }
 
 func (l *poolLRU) get(ctx context.Context, tn tenancy.ID, dsn string) (*pgxpool.Pool, error) {
@@ -136,7 +188,12 @@ func (l *poolLRU) get(ctx context.Context, tn tenancy.ID, dsn string) (*pgxpool.
 		delete(l.elems, old)
 		l.order.Remove(last)
 	}
-	p, err := pgxpool.New(ctx, dsn+"&pool_max_conns=1")
+	cfg, err := pgxpool.ParseConfig(dsn + "&pool_max_conns=1")
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.Tracer = l.trace
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
