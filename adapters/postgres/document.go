@@ -141,14 +141,17 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T]
 	default:
 		a = []any{id}
 	}
-	err = pool.QueryRow(ctx, st.get, a...).Scan(&rec.Version, &raw)
+	// Scanned as int64: pgx has no plan for a named integer type and finds
+	// one by reflection on every call.
+	var version int64
+	err = pool.QueryRow(ctx, st.get, a...).Scan(&version, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, document.ErrNotFound
 	}
 	if err != nil {
 		return rec, err
 	}
-	rec.ID = id
+	rec.ID, rec.Version = id, document.Version(version)
 	return rec, json.Unmarshal(raw, &rec.Value)
 }
 
@@ -188,7 +191,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 		return 0, err
 	}
 	defer release()
-	var next document.Version
+	var next int64 // not document.Version: see Get
 	err = pool.QueryRow(ctx, st.update, st.mode(args(st.tagged, tenant, id, jsonArg(raw), int64(expected)))...).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
@@ -201,7 +204,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 		}
 		return 0, document.ErrConflict
 	}
-	return next, err
+	return document.Version(next), err
 }
 
 // Delete removes the record, or fails with document.ErrNotFound.

@@ -17,19 +17,19 @@ type stmtTmpl []string
 const hexLen = 32
 
 func (t stmtTmpl) render(tenant tenancy.ID) string {
+	var hex [hexLen]byte
+	for i, c := range tenant.Bytes() {
+		hex[2*i], hex[2*i+1] = hexDigits[c>>4], hexDigits[c&0xf]
+	}
 	n := (len(t) - 1) * hexLen
 	for _, s := range t {
 		n += len(s)
 	}
 	var b strings.Builder
 	b.Grow(n)
-	id := tenant.Bytes()
 	for i, s := range t {
 		if i > 0 {
-			for _, c := range id {
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
-			}
+			b.Write(hex[:])
 		}
 		b.WriteString(s)
 	}
