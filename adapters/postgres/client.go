@@ -335,6 +335,28 @@ func (s *stmtCache) put(k stmtKey, v any) {
 	delete(s.old, k)
 }
 
+// reserve reports whether k is one of the prepared pairs, making it one
+// while the budget lasts.
+func (s *stmtCache) reserve(k stmtKey) bool {
+	s.mu.RLock()
+	_, ok := s.prepared[k]
+	full := len(s.prepared) >= preparedSets
+	s.mu.RUnlock()
+	if ok || full {
+		return ok
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared == nil {
+		s.prepared = make(map[stmtKey]struct{})
+	}
+	if _, ok := s.prepared[k]; ok || len(s.prepared) < preparedSets {
+		s.prepared[k] = struct{}{}
+		return true
+	}
+	return false
+}
+
 // len is how many sets are held.
 func (s *stmtCache) len() int {
 	s.mu.RLock()

@@ -63,6 +63,8 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			d := &Documents[T]{route: route{cl, spec}, cfg: dc}
 			if !d.perTenant() {
 				d.static = d.build(tenancy.ID{})
+			} else {
+				d.tmpl = templates(d.build, docFields, (*docStmts).field)
 			}
 			return d
 		})
@@ -76,6 +78,7 @@ type Documents[T any] struct {
 	route
 	cfg    DocumentConfig
 	static *docStmts
+	tmpl   []stmtTmpl // per tenant: docFields' templates, nil if none
 }
 
 type docStmts struct {
@@ -110,16 +113,21 @@ func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
 	return st
 }
 
-// begin resolves the tenant, statements and pool of one call.
-func (d *Documents[T]) begin(ctx context.Context) (tenancy.ID, *docStmts, pgxPool, func(), error) {
-	return beginCall(ctx, d.route, d.static, d.build)
+// begin resolves the tenant, statements and pool of one call; of a set
+// rendered per call, only the statements in need are set.
+func (d *Documents[T]) begin(ctx context.Context, need docNeed) (tenancy.ID, docStmts, pgxPool, func(), error) {
+	tenant, pool, release, err := enter(ctx, d.route)
+	if err != nil {
+		return tenant, docStmts{}, nil, nil, err
+	}
+	return tenant, d.stmts(tenant, need), pool, release, nil
 }
 
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
 	defer d.notProvisioned(&err)
 	var rec document.Record[T]
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docGet)
 	if err != nil {
 		return rec, err
 	}
@@ -138,14 +146,17 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T]
 	default:
 		a = []any{id}
 	}
-	err = pool.QueryRow(ctx, st.get, a...).Scan(&rec.Version, &raw)
+	// Scanned as int64: pgx has no plan for a named integer type and finds
+	// one by reflection on every call.
+	var version int64
+	err = pool.QueryRow(ctx, st.get, a...).Scan(&version, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, document.ErrNotFound
 	}
 	if err != nil {
 		return rec, err
 	}
-	rec.ID = id
+	rec.ID, rec.Version = id, document.Version(version)
 	return rec, json.Unmarshal(raw, &rec.Value)
 }
 
@@ -156,7 +167,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 	if err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docCreate)
 	if err != nil {
 		return 0, err
 	}
@@ -180,16 +191,16 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 	if err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docUpdate)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	var next document.Version
+	var next int64 // not document.Version: see Get
 	err = pool.QueryRow(ctx, st.update, st.mode(args(st.tagged, tenant, id, jsonArg(raw), int64(expected)))...).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
-		err = pool.QueryRow(ctx, st.exists, st.mode(args(st.tagged, tenant, id))...).Scan(&one)
+		err = pool.QueryRow(ctx, d.stmts(tenant, docExists).exists, st.mode(args(st.tagged, tenant, id))...).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, document.ErrNotFound
 		}
@@ -198,13 +209,13 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 		}
 		return 0, document.ErrConflict
 	}
-	return next, err
+	return document.Version(next), err
 }
 
 // Delete removes the record, or fails with document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	defer d.notProvisioned(&err)
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docDelete)
 	if err != nil {
 		return err
 	}
@@ -239,7 +250,7 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docList)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +284,7 @@ func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err 
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx)
+	tenant, st, pool, release, err := d.begin(ctx, docCount)
 	if err != nil {
 		return 0, err
 	}

@@ -20,9 +20,16 @@ const (
 // to call. It reads the error the call already has: no extra round trip.
 // A static table missing on a plain client is a deployment fault, not a
 // tenant's, and keeps the driver's error.
+// Every call defers it: a call without an error allocates nothing here.
 func (r route) notProvisioned(errp *error) {
+	if *errp != nil {
+		r.provisionedErr(errp)
+	}
+}
+
+func (r route) provisionedErr(errp *error) {
 	var pe *pgconn.PgError
-	if *errp == nil || !errors.As(*errp, &pe) || (pe.Code != stateInvalidSchemaName && pe.Code != stateUndefinedTable) {
+	if !errors.As(*errp, &pe) || (pe.Code != stateInvalidSchemaName && pe.Code != stateUndefinedTable) {
 		return
 	}
 	if r.c.routed == nil && !r.perTenant() {

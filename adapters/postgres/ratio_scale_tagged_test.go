@@ -93,7 +93,10 @@ func TestRatioScaleHeap(t *testing.T) {
 		t.Logf("after serving %d tenants: heap %d bytes, %d more than before (%d cached statement sets, %d gate entries)", n, after, growth[n], postgres.CachedStatementSets(c), g.Len())
 		runtime.KeepAlive(d)
 	}
-	if g1, g10 := growth[1000], growth[10000]; g1 > 0 && g10 > 0 {
+	// No growth at 10,000 (the heap after no larger than before) meets the
+	// target and is reported as 0, not left out.
+	if g10, ok := growth[10000]; ok && growth[1000] > 0 {
+		g1 := growth[1000]
 		r := float64(g10) / float64(g1)
 		fmt.Fprintf(os.Stdout, "ratio S10000-heap-growth-vs-S1000 %.2f\n", r)
 		verdict := "meets"

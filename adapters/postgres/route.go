@@ -80,6 +80,23 @@ func cached[S any](r route, static *S, tenant tenancy.ID, build func(tenancy.ID)
 	return s
 }
 
+// preparedSet returns tenant's statements while (tenant, route) is one of
+// the prepared pairs (see stmtCache), building and caching them; nil past
+// the budget, where the caller renders the one statement it runs from the
+// route's templates and caches nothing.
+func preparedSet[S any](r route, tenant tenancy.ID, build func(tenancy.ID) *S) *S {
+	k := stmtKey{tenant: tenant, route: r.spec.name}
+	if v, ok := r.c.stmts.get(k); ok {
+		return v.(*S)
+	}
+	if !r.c.stmts.reserve(k) {
+		return nil
+	}
+	s := build(tenant)
+	r.c.stmts.put(k, s)
+	return s
+}
+
 // args prepends the tenant to a tagged statement's arguments.
 func args(tagged bool, tenant tenancy.ID, rest ...any) []any {
 	if !tagged {
@@ -208,17 +225,27 @@ func execOne(ctx context.Context, pool pgxPool, stmt string, a []any, none error
 // beginCall resolves one call's tenant, statements and pool; the caller
 // releases the pool when err is nil.
 func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (tenancy.ID, *S, pgxPool, func(), error) {
-	tenant, err := r.tenant(ctx)
+	tenant, pool, release, err := enter(ctx, r)
 	if err != nil {
-		return tenant, nil, nil, nil, err
-	}
-	pool, release, err := r.c.conn(ctx, tenant)
-	if err != nil {
-		return tenant, nil, nil, nil, routing.AtRoute(err, r.spec.name)
-	}
-	if err := r.c.ensureCurrent(ctx, tenant, pool, r.spec.name); err != nil {
-		release()
 		return tenant, nil, nil, nil, err
 	}
 	return tenant, cached(r, static, tenant, build), pool, release, nil
+}
+
+// enter resolves one call's tenant and pool; the caller releases the pool
+// when err is nil.
+func enter(ctx context.Context, r route) (tenancy.ID, pgxPool, func(), error) {
+	tenant, err := r.tenant(ctx)
+	if err != nil {
+		return tenant, nil, nil, err
+	}
+	pool, release, err := r.c.conn(ctx, tenant)
+	if err != nil {
+		return tenant, nil, nil, routing.AtRoute(err, r.spec.name)
+	}
+	if err := r.c.ensureCurrent(ctx, tenant, pool, r.spec.name); err != nil {
+		release()
+		return tenant, nil, nil, err
+	}
+	return tenant, pool, release, nil
 }
