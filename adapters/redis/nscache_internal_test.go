@@ -150,15 +150,21 @@ func TestNamespaceCacheKeepsNoFailure(t *testing.T) {
 // than its slots: its size does not grow with the tenant count.
 func TestNamespaceCacheSpreadsAndStaysBounded(t *testing.T) {
 	var c nsCache
-	used := map[int]bool{}
-	for i := range 10000 {
-		id := tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-9000-%012x", i+1))
-		c.put(id, "ns"+id.Hex())
-		used[nsSlotOf(id)] = true
+	if _, ok := c.get(tenancy.ID{}); ok {
+		t.Fatal("an empty slot matched the zero tenant")
 	}
-	// 10,000 random ids would leave about e^-9.8 of 1,024 slots empty.
-	if len(used) < nsSlots*99/100 {
-		t.Fatalf("10,000 sequential tenants used %d of %d slots", len(used), nsSlots)
+	// Sequential ids differing in their last bytes, then in their first.
+	for _, format := range []string{"00000000-0000-4000-9000-%012x", "%08x-0000-4000-9000-000000000000"} {
+		used := map[int]bool{}
+		for i := range 10000 {
+			id := tenancy.MustParseID(fmt.Sprintf(format, i+1))
+			c.put(id, "ns"+id.Hex())
+			used[nsSlotOf(id)] = true
+		}
+		// 10,000 random ids would leave about e^-9.8 of 1,024 slots empty.
+		if len(used) < nsSlots*99/100 {
+			t.Fatalf("10,000 tenants %s used %d of %d slots", format, len(used), nsSlots)
+		}
 	}
 	held := 0
 	for i := range c.slots {
