@@ -28,7 +28,7 @@ coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-30}
 # In an adapter only the naming and scoping code is mutated: the files
 # listed here; a package not listed is mutated whole.
 declare -A only=(
-	[adapters/redis]="key.go"
+	[adapters/redis]="key.go nscache.go"
 	[adapters/postgres]="names.go route.go"
 	[adapters/mongo]="names.go"
 	[adapters/kafka]="topic.go"
@@ -41,7 +41,7 @@ declare -A only=(
 # these tests; one counted lived may still fail another test of the suite.
 # A test added to kill a mutant of these files belongs in the list.
 declare -A run=(
-	[adapters/redis]="^(Fuzz.*|TestKeyLayout|TestUnescape.*|TestTenantNamespace|TestScopeMarkerEveryWiring|TestRoutedKeyCarriesTheTenant|TestKeyOf.*|TestValidNameEdges|TestBoundary.*|TestFailClosed.*|TestRoutedKeysLandOnTheTenantsClient|TestSharedTierIsShared|TestParityTenancyOffAndDefaultTenant)$"
+	[adapters/redis]="^(Fuzz.*|TestKeyLayout|TestUnescape.*|TestTenantNamespace|TestScopeMarkerEveryWiring|TestRoutedKeyCarriesTheTenant|TestKeyOf.*|TestValidNameEdges|TestBoundary.*|TestFailClosed.*|TestRoutedKeysLandOnTheTenantsClient|TestSharedTierIsShared|TestParityTenancyOffAndDefaultTenant|TestNamespaceCache.*|TestTargetAllocations|TestKeyAllocatesOnceAndExactly)$"
 	[adapters/postgres]="^(Fuzz.*|TestPrefixBounds|TestStmtCacheBounded|TestRouteBoundaries|TestRoutesFailClosed|TestFailClosed|TestDocumentBoundary.*|TestIdempotencyBoundary|TestInboxBoundary|TestValidNameEdges|TestTenantNamesExact|TestPlaceholders|TestTaggedStatementParts|TestExecOneTellsNoRowFromFailure)$"
 )
 # Small pure packages first; the slow server-backed suites last.

@@ -58,16 +58,26 @@ const hexDigits = "0123456789abcdef"
 // buildKey encodes one key. ns is used only when the marker has n, tenant
 // only when it has d or t.
 func buildKey(marker, ns string, tenant tenancy.ID, kind byte, route, user string) string {
+	withNS, withTenant := markerHasNamespace(marker), markerHasTenant(marker)
+	// The exact length, so the key is one allocation of the smallest size
+	// class that holds it.
+	n := len(keyPrefix) + len(marker) + 1 + 2 + len(route) + 1 + escapedLen(user)
+	if withNS {
+		n += len(ns) + 1
+	}
+	if withTenant {
+		n += 33
+	}
 	var b strings.Builder
-	b.Grow(len(keyPrefix) + len(marker) + len(ns) + 36 + len(route) + 4 + escapedLen(user))
+	b.Grow(n)
 	b.WriteString(keyPrefix)
 	b.WriteString(marker)
 	b.WriteByte(':')
-	if markerHasNamespace(marker) {
+	if withNS {
 		b.WriteString(ns)
 		b.WriteByte(':')
 	}
-	if markerHasTenant(marker) {
+	if withTenant {
 		var h [33]byte
 		for i, c := range tenant.Bytes() {
 			h[2*i], h[2*i+1] = hexDigits[c>>4], hexDigits[c&0xf]
@@ -75,7 +85,8 @@ func buildKey(marker, ns string, tenant tenancy.ID, kind byte, route, user strin
 		h[32] = ':'
 		b.Write(h[:])
 	}
-	b.Write([]byte{kind, ':'})
+	b.WriteByte(kind)
+	b.WriteByte(':')
 	b.WriteString(route)
 	b.WriteByte(':')
 	writeEscaped(&b, user)
@@ -150,10 +161,18 @@ func validName(what, s string) error {
 		return fmt.Errorf("redis: %s %q must be 1 to 128 characters", what, s)
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+		if !nameByte[s[i]] {
 			return fmt.Errorf("redis: %s %q may hold only letters, digits, '_', '.' and '-'", what, s)
 		}
 	}
 	return nil
 }
+
+// nameByte marks the bytes validName accepts: one load per byte, since a
+// namespace is checked on every call of a namespace route.
+var nameByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	return t
+}()

@@ -23,6 +23,8 @@ type route struct {
 	// scoped: calls need a bound tenant.
 	scoped bool
 	ns     NamespaceFunc
+	// nsc holds ns's recent answers; set with ns.
+	nsc *nsCache
 }
 
 // newRoute applies the rules' decision for the route: whether calls need
@@ -38,7 +40,7 @@ func newRoute(c *core, spec *routeSpec) route {
 		scoped: d.NeedsTenant,
 	}
 	if namespace {
-		r.ns = spec.namespace
+		r.ns, r.nsc = spec.namespace, new(nsCache)
 	}
 	return r
 }
@@ -74,7 +76,12 @@ func (r *route) target(ctx context.Context, user string) (goredis.UniversalClien
 
 func nop() {}
 
+// namespace resolves and validates the tenant's namespace, or takes it
+// from the route's cache.
 func (r *route) namespace(id tenancy.ID) (string, error) {
+	if ns, ok := r.nsc.get(id); ok {
+		return ns, nil
+	}
 	ns, err := r.ns(id)
 	if err != nil {
 		return "", fmt.Errorf("redis: route %s: namespace resolver: %w", r.name, err)
@@ -82,6 +89,7 @@ func (r *route) namespace(id tenancy.ID) (string, error) {
 	if err := validName("namespace", ns); err != nil {
 		return "", fmt.Errorf("route %s: %w", r.name, err)
 	}
+	r.nsc.put(id, ns)
 	return ns, nil
 }
 
