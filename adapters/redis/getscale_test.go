@@ -45,10 +45,10 @@ func BenchmarkGetScale(b *testing.B) {
 		})
 		for _, tc := range []struct {
 			label string
-			opt   redis.RouteOption
+			opt   redis.RouteConfig
 		}{
-			{"tagged", redis.TenantAware()},
-			{"namespace", redis.PerTenantNamespace(redis.TenantNamespace("ns"))},
+			{"tagged", redis.RouteConfig{TenantAware: true}},
+			{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
 		} {
 			name := e.name(fmt.Sprintf("b%s%d", tc.label, tenants))
 			c := route[*redis.Cache](b, e, name, redis.CacheRoute(name, tc.opt))
@@ -100,12 +100,12 @@ func TestGetAllocations(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		label string
-		opt   redis.RouteOption
+		opt   redis.RouteConfig
 		// extra is what cycling over every tenant may add per GET.
 		extra float64
 	}{
-		{"tagged", redis.TenantAware(), 0},
-		{"namespace", redis.PerTenantNamespace(redis.TenantNamespace("ns")), 1},
+		{"tagged", redis.RouteConfig{TenantAware: true}, 0},
+		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}, 1},
 	} {
 		name := e.name("alloc" + tc.label)
 		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))
