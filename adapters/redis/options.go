@@ -15,7 +15,10 @@ type Option func(*config)
 
 // NamespaceFunc names a tenant's key namespace. It must be injective (two
 // tenants never share a namespace) and return 1 to 128 of [A-Za-z0-9_.-];
-// anything else fails the call closed.
+// anything else fails the call closed. It must also be stable: a route
+// remembers the namespaces it resolved for tenants in use (a bounded cache
+// keyed by the whole tenant), so a tenant's namespace may not change while
+// the process runs.
 type NamespaceFunc func(tenancy.ID) (string, error)
 
 type config struct {
