@@ -57,5 +57,5 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 			}
 		}
 	}
-	ratio.ReportScale(t, ratio.Pair{Label: "S" + strconv.Itoa(tenants), Name: "mongo-per-tenant-collection-find", Ours: ours, Baseline: hand, Rounds: 7, Iterations: 300}, 1.05)
+	ratio.ReportScale(t, ratio.Pair{Label: "S" + strconv.Itoa(tenants), Name: "mongo-per-tenant-collection-find", Ours: ours, Baseline: hand, Rounds: 15, Iterations: 300}, 1.05)
 }
