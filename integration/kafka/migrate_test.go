@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/fx"
@@ -67,15 +68,27 @@ func TestTopicMigrations(t *testing.T) {
 	}
 	c, closeAdmin := admin(s.broker)
 	defer closeAdmin()
-	for _, id := range ids {
-		orders := topicConfigs(t, c, s.name("orders.")+id.Hex())
-		audit := topicConfigs(t, c, s.name("audit.")+id.Hex())
-		if orders["retention.ms"] != "3600000" || orders["max.message.bytes"] != "2000000" {
-			t.Errorf("%s orders topic: %v", id, orders)
+	// A broker answers DescribeConfigs from its copy of the cluster's
+	// metadata, which applies a committed change a moment later: poll.
+	var wrong []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		wrong = wrong[:0]
+		for _, id := range ids {
+			orders := topicConfigs(t, c, s.name("orders.")+id.Hex())
+			audit := topicConfigs(t, c, s.name("audit.")+id.Hex())
+			if orders["retention.ms"] != "3600000" || orders["max.message.bytes"] != "2000000" {
+				wrong = append(wrong, fmt.Sprintf("%s orders topic: %v", id, orders))
+			}
+			if _, set := audit["retention.ms"]; set || audit["max.message.bytes"] != "" {
+				wrong = append(wrong, fmt.Sprintf("%s audit topic: %v", id, audit))
+			}
 		}
-		if _, set := audit["retention.ms"]; set || audit["max.message.bytes"] != "" {
-			t.Errorf("%s audit topic: %v", id, audit)
+		if len(wrong) == 0 || time.Now().After(deadline) {
+			break
 		}
+	}
+	for _, w := range wrong {
+		t.Error(w)
 	}
 	if _, err := d.Provision.LoadTopicMigrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["nope"], "configs": {"retention.ms": "1"}}`)}}); err == nil {
 		t.Error("a step naming an unknown route loaded")
