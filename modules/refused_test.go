@@ -30,17 +30,17 @@ var floorMiss = memory.Module("shop",
 // after it.
 func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	counter := func() fx.Option {
-		return fx.Invoke(fx.Annotate(func(*postgres.Counter) {}, fx.ParamTags(`name:"hits"`)))
+		return tenancytest.Invoke[*postgres.Counter]("hits")
 	}
-	documents := func() fx.Option { return fx.Invoke(func(*postgres.Documents[order]) {}) }
+	documents := func() fx.Option { return tenancytest.Invoke[*postgres.Documents[order]]("") }
 	graph := func() fx.Option {
-		return fx.Invoke(fx.Annotate(func(*neo4j.Graph) {}, fx.ParamTags(`name:"people"`)))
+		return tenancytest.Invoke[*neo4j.Graph]("people")
 	}
 	migrator := func() fx.Option {
-		return fx.Invoke(fx.Annotate(func(*neo4j.Migrator) {}, fx.ParamTags(`name:"graph"`)))
+		return tenancytest.Invoke[*neo4j.Migrator]("graph")
 	}
 	client := func() fx.Option {
-		return fx.Invoke(fx.Annotate(func(*postgres.Client) {}, fx.ParamTags(`name:"pg"`)))
+		return tenancytest.Invoke[*postgres.Client]("pg")
 	}
 	// No DSN, Pool or Routed: refused for its options.
 	pg := func() fx.Option {

@@ -49,3 +49,12 @@ func RequireRefusedInAnyOrder(t testing.TB, code tenancy.Code, module string, re
 		}
 	}
 }
+
+// Invoke is an app's own invoke asking for a T, under name unless name is
+// empty: what RequireRefusedInAnyOrder places around a refused module.
+func Invoke[T any](name string) fx.Option {
+	if name == "" {
+		return fx.Invoke(func(T) {})
+	}
+	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
+}

@@ -19,7 +19,7 @@ type note struct{ Text string }
 // that hides the app's other violations fails too.
 func TestRequireRefusedInAnyOrder(t *testing.T) {
 	refused := memory.Module("notes", memory.Document[note]("notes", memory.DocumentConfig{TenantAware: true}))
-	uses := map[string]fx.Option{"documents": fx.Invoke(func(*memory.Documents[note]) {})}
+	uses := map[string]fx.Option{"documents": tenancytest.Invoke[*memory.Documents[note]]("")}
 	floorMiss := memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
 		memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")}))
 	if failed := runCheck(t, func(tb testing.TB) {

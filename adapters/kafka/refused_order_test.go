@@ -10,11 +10,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// use is an app's own invoke asking for T under name.
-func use[T any](name string) fx.Option {
-	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
-}
-
 // An app's own invoke asking for a producer or the provisioner of a module
 // refused for its options gets the module's coded refusal, joined with the
 // other modules' violations, wherever the invoke stands: in a module placed
@@ -22,9 +17,9 @@ func use[T any](name string) fx.Option {
 // or after.
 func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	uses := map[string]fx.Option{
-		"producer":           use[*kafka.Producer]("orders"),
-		"static producer":    use[*kafka.Producer]("audit"),
-		"module provisioner": use[*kafka.Provisioner]("bus"),
+		"producer":           tenancytest.Invoke[*kafka.Producer]("orders"),
+		"static producer":    tenancytest.Invoke[*kafka.Producer]("audit"),
+		"module provisioner": tenancytest.Invoke[*kafka.Provisioner]("bus"),
 	}
 	routes := []kafka.Option{
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),

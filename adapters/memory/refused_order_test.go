@@ -20,9 +20,9 @@ type cart struct{}
 // refused one (it runs before the module's check), at the root, or after.
 func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	uses := map[string]fx.Option{
-		"document": fx.Invoke(func(*memory.Documents[order]) {}),
-		"cache":    fx.Invoke(func(*memory.Cache) {}),
-		"stream":   fx.Invoke(func(*memory.Stream) {}),
+		"document": tenancytest.Invoke[*memory.Documents[order]](""),
+		"cache":    tenancytest.Invoke[*memory.Cache](""),
+		"stream":   tenancytest.Invoke[*memory.Stream](""),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
 	for kind := range memory.Rules.Kinds {

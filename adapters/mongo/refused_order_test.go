@@ -10,14 +10,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// use is an app's own invoke asking for T under name ("" for unnamed).
-func use[T any](name string) fx.Option {
-	if name == "" {
-		return fx.Invoke(func(T) {})
-	}
-	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
-}
-
 // An app's own invoke asking for any route or the provisioner of a module
 // refused for its options gets the module's coded refusal, joined with the
 // other modules' violations, wherever the invoke stands: in a module placed
@@ -25,12 +17,12 @@ func use[T any](name string) fx.Option {
 // or after. fx.New connects to nothing: no server is needed.
 func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	uses := map[string]fx.Option{
-		"document":    use[*mongo.Documents[order]](""),
-		"search":      use[*mongo.Search]("s"),
-		"counter":     use[*mongo.Counter]("n"),
-		"outbox":      use[*mongo.Outbox]("o"),
-		"raw_filter":  use[*mongo.RawFilter]("r"),
-		"provisioner": use[*mongo.Provisioner]("db"),
+		"document":    tenancytest.Invoke[*mongo.Documents[order]](""),
+		"search":      tenancytest.Invoke[*mongo.Search]("s"),
+		"counter":     tenancytest.Invoke[*mongo.Counter]("n"),
+		"outbox":      tenancytest.Invoke[*mongo.Outbox]("o"),
+		"raw_filter":  tenancytest.Invoke[*mongo.RawFilter]("r"),
+		"provisioner": tenancytest.Invoke[*mongo.Provisioner]("db"),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
 	for kind := range mongo.Rules.Kinds {

@@ -11,24 +11,19 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// use is an app's own invoke asking for T under name.
-func use[T any](name string) fx.Option {
-	return fx.Invoke(fx.Annotate(func(T) {}, fx.ParamTags(`name:"`+name+`"`)))
-}
-
 // An app's own invoke asking for any route of a module refused for its
 // options gets the module's coded refusal, joined with the other modules'
 // violations, wherever the invoke stands: in a module placed before the
 // refused one (it runs before the module's check), at the root, or after.
 func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	uses := map[string]fx.Option{
-		"cache":       use[*redis.Cache]("c"),
-		"counter":     use[*redis.Counter]("n"),
-		"idempotency": use[*redis.Idempotency]("i"),
-		"lock":        use[*redis.Locks]("l"),
-		"pubsub":      use[*redis.PubSub]("p"),
-		"stream":      use[*redis.Stream]("s"),
-		"fleet":       use[*redis.Fleet]("f"),
+		"cache":       tenancytest.Invoke[*redis.Cache]("c"),
+		"counter":     tenancytest.Invoke[*redis.Counter]("n"),
+		"idempotency": tenancytest.Invoke[*redis.Idempotency]("i"),
+		"lock":        tenancytest.Invoke[*redis.Locks]("l"),
+		"pubsub":      tenancytest.Invoke[*redis.PubSub]("p"),
+		"stream":      tenancytest.Invoke[*redis.Stream]("s"),
+		"fleet":       tenancytest.Invoke[*redis.Fleet]("f"),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
 	for kind := range redis.Rules.Kinds {
