@@ -2,9 +2,7 @@ package redis_test
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -17,70 +15,6 @@ import (
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
-
-// privateRedis runs a redis-server of this test's own on a free port, with
-// an fsync-always append-only file so acknowledged writes survive a kill:
-// restarting the shared test server would disturb other tests.
-type privateRedis struct {
-	t    *testing.T
-	port string
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	_, err := exec.LookPath("redis-server")
-	if err != nil {
-		if testsvc.Required() {
-			t.Fatal("redis-server is not installed")
-		}
-		t.Skip("SKIPPED: redis-server is not installed; the restart test needs a server of its own")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	p := &privateRedis{t: t, port: port, dir: t.TempDir()}
-	p.start()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *privateRedis) addr() string { return "127.0.0.1:" + p.port }
-
-func (p *privateRedis) start() {
-	p.t.Helper()
-	p.cmd = exec.Command("redis-server", "--port", p.port, "--bind", "127.0.0.1", "--dir", p.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no")
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.addr(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("private redis-server did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server this test started, by its process.
-func (p *privateRedis) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	p.cmd = nil
-}
 
 // Redis killed and restarted mid-load. Calls fail with errors (no
 // panic) while it is down, succeed again once it is back, and the load
@@ -96,9 +30,9 @@ func TestRedisRestartMidLoad(t *testing.T) {
 	goredis.SetLogger(quiet{}) // the outage's dial failures are expected; the test counts them
 	for _, tier := range []string{"tagged", "dedicated"} {
 		t.Run(tier, func(t *testing.T) {
-			srv := startPrivateRedis(t)
+			srv := testsvc.StartRedis(t)
 			opts := func(db int) *goredis.Options {
-				return &goredis.Options{Addr: srv.addr(), DB: db, DialTimeout: 200 * time.Millisecond,
+				return &goredis.Options{Addr: srv.Addr, DB: db, DialTimeout: 200 * time.Millisecond,
 					ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1}
 			}
 			var mod []redis.Option
@@ -111,7 +45,7 @@ func TestRedisRestartMidLoad(t *testing.T) {
 				// Four credential sets (databases) shared by 50 tenants.
 				mod = []redis.Option{redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 					b := id.Bytes()
-					return routing.Credentials{Endpoint: srv.addr(), Params: map[string]string{"db": strconv.Itoa(int(b[15]) % 4)}}, nil
+					return routing.Credentials{Endpoint: srv.Addr, Params: map[string]string{"db": strconv.Itoa(int(b[15]) % 4)}}, nil
 				}, redis.RoutedConfig{
 					Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
 						db, _ := strconv.Atoi(c.Params["db"])
@@ -133,9 +67,11 @@ func TestRedisRestartMidLoad(t *testing.T) {
 			wg := l.run(ctx, 32)
 			time.Sleep(300 * time.Millisecond)
 			okBefore := l.ok.Load()
-			srv.kill()
+			srv.Kill()
 			time.Sleep(800 * time.Millisecond)
-			srv.start()
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
 			okAtRestart := l.ok.Load()
 			deadline := time.Now().Add(5 * time.Second)
 			for l.ok.Load() < okAtRestart+500 && time.Now().Before(deadline) {

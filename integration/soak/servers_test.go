@@ -192,61 +192,6 @@ func (p *privatePG) restart() error {
 	return p.start()
 }
 
-// privateRedis is a redis-server of the soak's own, with an fsync-always
-// append-only file so an acknowledged write survives a kill.
-type privateRedis struct {
-	t    *testing.T
-	port string
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		missing(t, "redis-server")
-	}
-	p := &privateRedis{t: t, port: freePort(t), dir: t.TempDir()}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *privateRedis) addr() string { return "127.0.0.1:" + p.port }
-
-func (p *privateRedis) start() error {
-	p.cmd = exec.Command("redis-server", "--port", p.port, "--bind", "127.0.0.1", "--dir", p.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the soak
-	if err := p.cmd.Start(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.addr(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("private redis-server did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server this test started, by its process.
-func (p *privateRedis) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	p.cmd = nil
-}
-
 // broker is an in-process Kafka broker (kfake) persisting to a directory,
 // so that it can be stopped and started again on the same port with its
 // topics, records and committed group offsets, as a real broker restarts.

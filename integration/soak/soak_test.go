@@ -23,6 +23,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -107,14 +108,14 @@ func TestSoak(t *testing.T) {
 
 	// Servers of the soak's own.
 	pg := startPrivatePG(t)
-	rds := startPrivateRedis(t)
+	rds := testsvc.StartRedis(t)
 	brk := startBroker(t)
 	mongoURI := startFerretDB(t, pg)
 
 	step("servers")
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
-	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.addr(),
+	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.Addr,
 		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
 	ctx := context.Background()
 
@@ -164,7 +165,7 @@ func TestSoak(t *testing.T) {
 		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
 	}}
 	s.onDelivered, l.onAck = clock.delivered, clock.acked
-	smp := newSampler(pg, rds.addr())
+	smp := newSampler(pg, rds.Addr)
 	sampling, stopSampling := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); smp.run(sampling, 250*time.Millisecond) }()
@@ -276,7 +277,7 @@ func TestSoak(t *testing.T) {
 // schedule spreads the faults over the traffic: all of them in the long
 // run, two in the short one. The broker restart, after which every
 // consumer group rejoins, comes after minute 1, where the heap is sampled.
-func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, relay *relayProc) []fault {
+func schedule(cfg soakConfig, pg *privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
 	if !cfg.long {
@@ -291,9 +292,9 @@ func schedule(cfg soakConfig, pg *privatePG, rds *privateRedis, brk *broker, rel
 	return []fault{
 		terminate,
 		{"redis-restart", at(0.3), func() (string, error) {
-			rds.kill()
+			rds.Kill()
 			time.Sleep(outage)
-			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.start()
+			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.Start()
 		}},
 		{"kafka-broker-restart", at(0.45), func() (string, error) {
 			brk.stop()
