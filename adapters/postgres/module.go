@@ -206,6 +206,10 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
+	// Only a document route is also provided unnamed (its type names its
+	// values, so it rarely collides), when no other route of the module
+	// has its type; NamedOnly turns that off.
+	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
 			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient()}
@@ -233,9 +237,7 @@ func Module(name string, opts ...Option) fx.Option {
 				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 			})
 		}
-		// Only a document route is also provided unnamed (its type names
-		// its values, so it rarely collides); NamedOnly turns that off.
-		fxo = append(fxo, r.provide(r.name, r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly))
+		fxo = append(fxo, r.provide(r.name, alsoUnnamed(r)))
 	}
 	var decls []fx.Option
 	for _, w := range cfg.workers {
@@ -253,7 +255,7 @@ func Module(name string, opts ...Option) fx.Option {
 		provided := []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}
 		for _, r := range cfg.routes {
 			provided = append(provided, modules.Provided{Type: r.typ, Name: r.name})
-			if r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly {
+			if alsoUnnamed(r) {
 				provided = append(provided, modules.Provided{Type: r.typ})
 			}
 		}
