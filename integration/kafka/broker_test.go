@@ -62,7 +62,7 @@ func admin(broker string) (*kafkago.Client, func()) {
 func (s *space) clean(t *testing.T) {
 	c, closeAdmin := admin(s.broker)
 	defer closeAdmin()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if groups, err := c.ListGroups(ctx, &kafkago.ListGroupsRequest{}); err == nil {
 		var ids []string
