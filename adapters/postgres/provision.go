@@ -86,7 +86,15 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 		}
 		out = append(out,
 			"DO $$ BEGIN CREATE ROLE "+role+" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
-			"ALTER ROLE "+role+" NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "+login,
+			"ALTER ROLE "+role+" NOINHERIT NOCREATEDB NOCREATEROLE "+login,
+			// Naming SUPERUSER, REPLICATION or BYPASSRLS at all, even to
+			// deny them, takes a superuser, which a managed server's
+			// provisioning user (CREATEROLE) is not. They are revoked only
+			// from a role found holding one: a role someone else made
+			// under the tenant's name. A provisioning user that cannot
+			// revoke them fails here, before the role is granted anything.
+			"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+RoleName(c.prefix, tenant)+"' AND (rolsuper OR rolreplication OR rolbypassrls)) THEN "+
+				"EXECUTE 'ALTER ROLE "+role+" NOSUPERUSER NOREPLICATION NOBYPASSRLS'; END IF; END $$",
 			"GRANT USAGE ON SCHEMA "+schema+" TO "+role,
 			"GRANT SELECT ON ALL TABLES IN SCHEMA "+schema+" TO "+role,
 			// A superuser may SET ROLE to any role already, and each grant
