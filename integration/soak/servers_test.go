@@ -53,6 +53,7 @@ type privatePG struct {
 	t    *testing.T
 	dir  string
 	port string
+	db   string // the database plainURL and url name
 	cred *syscall.Credential
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -60,7 +61,10 @@ type privatePG struct {
 
 const pgBin = "/usr/lib/postgresql/15/bin"
 
-func startPrivatePG(t *testing.T) *privatePG {
+// startPrivatePGs starts n private clusters at once (initdb is the slow
+// part), the first with the databases the soak's plain modules and
+// FerretDB use; the others serve the dedicated leg's tenant databases.
+func startPrivatePGs(t *testing.T, n int) []*privatePG {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(pgBin, "postgres")); err != nil {
 		missing(t, "PostgreSQL 15 ("+pgBin+")")
@@ -71,31 +75,47 @@ func startPrivatePG(t *testing.T) *privatePG {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "tenantwire-soak-pg-")
-	if err != nil {
-		t.Fatal(err)
+	pgs := make([]*privatePG, n)
+	for i := range pgs {
+		dir, err := os.MkdirTemp("", "tenantwire-soak-pg-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		p := &privatePG{t: t, dir: dir, port: freePort(t), db: "postgres", cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		t.Cleanup(func() {
+			p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
+			_ = os.RemoveAll(dir)
+		})
+		pgs[i] = p
 	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, p := range pgs {
+		wg.Go(func() {
+			initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+			if out, err := initdb.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("initdb: %v\n%s", err, out)
+				return
+			}
+			errs[i] = p.start()
+		})
 	}
-	p := &privatePG{t: t, dir: dir, port: freePort(t), cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	t.Cleanup(func() {
-		p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
-		_ = os.RemoveAll(dir)
-	})
-	initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, db := range []string{"soak", "ferretdb"} {
-		if err := p.exec("postgres", "CREATE DATABASE "+db); err != nil {
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return p
+	for _, db := range []string{"soak", "ferretdb"} {
+		if err := pgs[0].exec("postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgs[0].db = "soak"
+	return pgs
 }
 
 func (p *privatePG) command(prog string, args ...string) *exec.Cmd {
@@ -174,15 +194,15 @@ func (p *privatePG) exec(db, stmt string) error {
 	return err
 }
 
-// url is a DSN for the soak database under an application name (which
+// url is a DSN for the server's database under an application name (which
 // the connection sampler groups by) and a pool bound.
 func (p *privatePG) url(app string, maxConns int) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s&pool_max_conns=%d", p.port, app, maxConns)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable&application_name=%s&pool_max_conns=%d", p.port, p.db, app, maxConns)
 }
 
 // plainURL is a DSN for a single connection (no pool settings).
 func (p *privatePG) plainURL(app string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s", p.port, app)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable&application_name=%s", p.port, p.db, app)
 }
 
 // restart stops the server (fast: sessions are terminated, the data is

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,8 +107,10 @@ func TestSoak(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { slog.SetDefault(prevLog) })
 
-	// Servers of the soak's own.
-	pg := startPrivatePG(t)
+	// Servers of the soak's own: two PostgreSQL clusters (the second holds
+	// half of the dedicated leg's tenant databases).
+	pgs := startPrivatePGs(t, 2)
+	pg := pgs[0]
 	rds := testsvc.StartRedis(t)
 	brk := startBroker(t)
 	mongoURI := startFerretDB(t, pg)
@@ -117,6 +120,8 @@ func TestSoak(t *testing.T) {
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.Addr,
 		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
+	e.ded = newPlacement([]string{pgs[0].port, pgs[1].port}, e.tenants)
+	serverOf := func(id tenancy.ID) int { s, _ := e.ded.server(id); return s }
 	ctx := context.Background()
 
 	s := newSinks()
@@ -126,6 +131,9 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := provision(ctx, a, pg, e.tenants); err != nil {
+		t.Fatal(err)
+	}
+	if err := provisionDedicated(ctx, a.deps.DedClient, e.ded, pgs, e.tenants); err != nil {
 		t.Fatal(err)
 	}
 	step("provision")
@@ -154,7 +162,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer stopApp()
 
-	l := newLoad("http://"+a.deps.Server.TenantAddr(), e.tenants, cfg.workers, cfg.pace)
+	l := newLoad("http://"+a.deps.Server.TenantAddr(), e.tenants, cfg.workers, cfg.pace, serverOf)
 	memStart := sampleMem()
 	begin := time.Now()
 	run, stopLoad := context.WithTimeout(ctx, cfg.duration)
@@ -162,10 +170,11 @@ func TestSoak(t *testing.T) {
 	hard, stopHard := context.WithTimeout(ctx, cfg.duration+2*time.Minute)
 	defer stopHard()
 	clock := &faultClock{load: l, count: func() counters {
-		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
+		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered()),
+			[2]int64{l.failedBy[0].Load(), l.failedBy[1].Load()}, [2]int64{l.ackedBy[0].Load(), l.ackedBy[1].Load()}}
 	}}
 	s.onDelivered, l.onAck = clock.delivered, clock.acked
-	smp := newSampler(pg, rds.Addr)
+	smp := newSampler(pgs, rds.Addr)
 	sampling, stopSampling := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); smp.run(sampling, 250*time.Millisecond) }()
@@ -185,7 +194,7 @@ func TestSoak(t *testing.T) {
 	}()
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
-	if err := clock.run(run, begin, schedule(cfg, pg, rds, brk, relay)); err != nil {
+	if err := clock.run(run, begin, schedule(cfg, pgs, rds, brk, relay)); err != nil {
 		t.Error(err)
 	}
 	<-loadDone
@@ -218,14 +227,14 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	tallies, err := check(ctx, s, admin, e.mongoURI, sent, e.tenants)
+	tallies, err := check(ctx, s, admin, e, pgs, sent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	step("check")
 	t.Logf("soak run duration=%v tenants=%d workers=%d requests=%d (%.0f/s) records=%d (%.0f/s end to end, drain %v) request_errors=%d consumer_errors=%d relay_warnings=%d",
 		traffic.Round(time.Millisecond), cfg.tenants, cfg.workers, total, float64(total)/traffic.Seconds(),
-		2*total, float64(2*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
+		len(streams)*total, float64(len(streams)*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
 		l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load())
 	if v, ok := l.lastErr.Load().(string); ok {
 		t.Logf("last request error: %s", v)
@@ -277,33 +286,40 @@ func TestSoak(t *testing.T) {
 // schedule spreads the faults over the traffic: all of them in the long
 // run, two in the short one. The broker restart, after which every
 // consumer group rejoins, comes after minute 1, where the heap is sampled.
-func schedule(cfg soakConfig, pg *privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
+// pg-second-restart restarts the second server only: the tenants placed
+// on the first one keep being served through it.
+func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
 	if !cfg.long {
 		outage = time.Second
 	}
-	terminate := fault{"pg-terminate-backends", at(0.15), func() (string, error) { return terminateBackends(pg) }}
-	kill := fault{"relay-kill", at(0.6), func() (string, error) { return killRelay(relay, pendingRows(pg)) }}
+	terminate := fault{"pg-terminate-backends", at(0.12), func() (string, error) { return terminateBackends(pgs) }}
+	kill := fault{"relay-kill", at(0.54), func() (string, error) { return killRelay(relay, pendingRows(pgs[0])) }}
 	if !cfg.long {
 		terminate.at, kill.at = at(0.25), at(0.55)
 		return []fault{terminate, kill}
 	}
 	return []fault{
 		terminate,
-		{"redis-restart", at(0.3), func() (string, error) {
+		{"redis-restart", at(0.26), func() (string, error) {
 			rds.Kill()
 			time.Sleep(outage)
 			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.Start()
 		}},
-		{"kafka-broker-restart", at(0.45), func() (string, error) {
+		{"kafka-broker-restart", at(0.4), func() (string, error) {
 			brk.stop()
 			time.Sleep(outage)
 			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
 		}},
 		kill,
-		{"pg-restart", at(0.75), func() (string, error) {
-			return "PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pg.restart()
+		{"pg-second-restart", at(0.66), func() (string, error) {
+			pgs[1].stop(syscall.SIGINT)
+			time.Sleep(outage)
+			return fmt.Sprintf("second PostgreSQL server (half the dedicated tenant databases) stopped (fast shutdown), started again after %v", outage), pgs[1].start()
+		}},
+		{"pg-restart", at(0.8), func() (string, error) {
+			return "first PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pgs[0].restart()
 		}},
 	}
 }
