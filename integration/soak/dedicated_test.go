@@ -2,10 +2,12 @@ package soak_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,9 +92,31 @@ func dedOptions(p placement, app string, extra ...postgres.Option) fx.Option {
 	}, extra...)...)
 }
 
-// provisionDedicated creates each tenant's database on its server and
-// its tables through the module, both servers at once.
+// createDedicatedDatabases creates each tenant's database on its server,
+// both servers at once, in the background (it is the slow part of the
+// soak's start, and needs no app). The returned function waits for it;
+// it is also waited for before the servers stop.
+func createDedicatedDatabases(t *testing.T, p placement, servers []*privatePG, tenants []tenancy.ID) func() error {
+	done := make(chan error, 1)
+	go func() {
+		done <- perServer(p, servers, tenants, func(s int, id tenancy.ID) error {
+			return servers[s].exec("postgres", "CREATE DATABASE "+dedDatabase(id))
+		})
+	}()
+	wait := sync.OnceValue(func() error { return <-done })
+	t.Cleanup(func() { _ = wait() })
+	return wait
+}
+
+// provisionDedicated creates each tenant's tables through the module, in
+// the database its resolver names.
 func provisionDedicated(ctx context.Context, c *postgres.Client, p placement, servers []*privatePG, tenants []tenancy.ID) error {
+	return perServer(p, servers, tenants, func(_ int, id tenancy.ID) error { return c.Provision(ctx, id) })
+}
+
+// perServer runs f for each tenant, the tenants of each server in turn
+// and the servers at once.
+func perServer(p placement, servers []*privatePG, tenants []tenancy.ID, f func(server int, id tenancy.ID) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for s := range servers {
@@ -101,24 +125,15 @@ func provisionDedicated(ctx context.Context, c *postgres.Client, p placement, se
 				if i, _ := p.server(id); i != s {
 					continue
 				}
-				if err := servers[s].exec("postgres", "CREATE DATABASE "+dedDatabase(id)); err != nil {
-					errs[s] = fmt.Errorf("server %d: %w", s+1, err)
-					return
-				}
-				if err := c.Provision(ctx, id); err != nil {
-					errs[s] = fmt.Errorf("server %d: %w", s+1, err)
+				if err := f(s, id); err != nil {
+					errs[s] = fmt.Errorf("server %d, tenant %s: %w", s+1, id, err)
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // checkDedicated reads the dedicated leg: through the adapter as each

@@ -111,6 +111,9 @@ func TestSoak(t *testing.T) {
 	// half of the dedicated leg's tenant databases).
 	pgs := startPrivatePGs(t, 2)
 	pg := pgs[0]
+	tenants := soakTenants(cfg.tenants)
+	ded := newPlacement([]string{pgs[0].port, pgs[1].port}, tenants)
+	dedDBs := createDedicatedDatabases(t, ded, pgs, tenants)
 	rds := testsvc.StartRedis(t)
 	brk := startBroker(t)
 	mongoURI := startFerretDB(t, pg)
@@ -119,8 +122,7 @@ func TestSoak(t *testing.T) {
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.Addr,
-		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
-	e.ded = newPlacement([]string{pgs[0].port, pgs[1].port}, e.tenants)
+		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: tenants, ded: ded}
 	serverOf := func(id tenancy.ID) int { s, _ := e.ded.server(id); return s }
 	ctx := context.Background()
 
@@ -133,10 +135,15 @@ func TestSoak(t *testing.T) {
 	if err := provision(ctx, a, pg, e.tenants); err != nil {
 		t.Fatal(err)
 	}
+	step("provision")
+	if err := dedDBs(); err != nil {
+		t.Fatal(err)
+	}
+	step("dedicated databases created")
 	if err := provisionDedicated(ctx, a.deps.DedClient, e.ded, pgs, e.tenants); err != nil {
 		t.Fatal(err)
 	}
-	step("provision")
+	step("provision dedicated")
 	relay := newRelayProc(e)
 	if err := relay.start(); err != nil {
 		t.Fatal(err)
