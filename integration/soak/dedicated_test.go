@@ -170,13 +170,25 @@ func checkDedicated(ctx context.Context, d appDeps, p placement, servers []*priv
 		t.tenant(id, keys("doc", sent[id]), seen, cross)
 	}
 
+	return checkDedicatedRaw(ctx, p, servers, sent, tenants, add)
+}
+
+// checkDedicatedRaw reads every tenant database of the run on every
+// server as the operator: each must be on the server its placement
+// names, once, and hold only its tenant's documents and outbox rows.
+func checkDedicatedRaw(ctx context.Context, p placement, servers []*privatePG, sent map[tenancy.ID]int, tenants []tenancy.ID, add func(*tally) *tally) error {
 	docs := add(&tally{sink: fmt.Sprintf("pg-dedicated-docs-raw(%d servers, each database)", len(servers))})
 	byID := make(map[string]tenancy.ID, len(tenants))
 	for _, id := range tenants {
 		byID[dedDatabase(id)] = id
 	}
-	docSeen, docCross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
-	outSeen, outCross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
+	// Where every tenant database of the run is, before reading any.
+	type located struct {
+		server int
+		db     string
+		id     tenancy.ID
+	}
+	var all []located
 	found := map[tenancy.ID]int{}
 	for s, srv := range servers {
 		dbs, err := srv.databases(ctx, dedDBPrefix)
@@ -189,25 +201,31 @@ func checkDedicated(ctx context.Context, d appDeps, p placement, servers []*priv
 				return fmt.Errorf("server %d holds %s, the database of no tenant of this run", s+1, db)
 			}
 			found[id]++
-			placed, _ := p.server(id)
-			if placed != s {
-				// A tenant's rows on a server its placement does not name:
-				// counted against it, whatever they hold.
-				docs.note("%s: database %s on server %d, placed on server %d", id, db, s+1, placed+1)
-				docCross[id]++
-				outCross[id]++
-			}
-			if err := srv.readDedicated(ctx, db, id, docSeen, docCross, outSeen, outCross); err != nil {
-				return err
-			}
+			all = append(all, located{s, db, id})
+		}
+	}
+	for _, id := range tenants {
+		if found[id] != 1 {
+			return fmt.Errorf("tenant %s: %d databases named %s over the servers, want 1", id, found[id], dedDatabase(id))
+		}
+	}
+	docSeen, docCross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
+	outSeen, outCross := map[tenancy.ID]map[string]int{}, map[tenancy.ID]int{}
+	for _, l := range all {
+		if placed, _ := p.server(l.id); p.ports[placed] != servers[l.server].port {
+			// A tenant's rows on a server its placement does not name:
+			// counted against it, whatever they hold.
+			docs.note("%s: database %s on the server of port %s, placed on port %s", l.id, l.db, servers[l.server].port, p.ports[placed])
+			docCross[l.id]++
+			outCross[l.id]++
+		}
+		if err := servers[l.server].readDedicated(ctx, l.db, l.id, docSeen, docCross, outSeen, outCross); err != nil {
+			return err
 		}
 	}
 	// Read with the documents above (one connection per database).
 	outbox := add(&tally{sink: fmt.Sprintf("outbox-dedicated(%d servers, each database)", len(servers))})
 	for _, id := range tenants {
-		if found[id] != 1 {
-			return fmt.Errorf("tenant %s: %d databases named %s over the servers, want 1", id, found[id], dedDatabase(id))
-		}
 		docs.tenant(id, keys("doc", sent[id]), docSeen[id], docCross[id])
 		outbox.tenant(id, keys(streamDedicated, sent[id]), outSeen[id], outCross[id])
 	}
