@@ -107,13 +107,18 @@ func startPrivatePGs(t *testing.T, n int) []*privatePG {
 		})
 		pgs[i] = p
 	}
+	tmpl, err := clusterTemplate(pgs[0].cred)
+	if err != nil {
+		t.Fatal(err)
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, p := range pgs {
 		wg.Go(func() {
-			initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
-			if out, err := initdb.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("initdb: %v\n%s", err, out)
+			cp := exec.Command("cp", "-a", tmpl, p.data())
+			cp.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+			if out, err := cp.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("copying the cluster template: %v\n%s", err, out)
 				return
 			}
 			errs[i] = p.start()
@@ -132,6 +137,49 @@ func startPrivatePGs(t *testing.T, n int) []*privatePG {
 	}
 	pgs[0].db = "soak"
 	return pgs
+}
+
+// template is one initdb per test process, in memDir: every private
+// cluster starts as a copy of its data directory (initdb takes seconds
+// on a loaded machine, a copy a fraction of one). removeTemplate deletes
+// it when the process ends.
+var template struct {
+	mu  sync.Mutex
+	dir string
+}
+
+func clusterTemplate(cred *syscall.Credential) (string, error) {
+	template.mu.Lock()
+	defer template.mu.Unlock()
+	if template.dir != "" {
+		return filepath.Join(template.dir, "data"), nil
+	}
+	dir, err := os.MkdirTemp(memDir(), "tenantwire-soak-pg-template-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	initdb := exec.Command(filepath.Join(pgBin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	template.dir = dir
+	return filepath.Join(dir, "data"), nil
+}
+
+func removeTemplate() {
+	template.mu.Lock()
+	defer template.mu.Unlock()
+	if template.dir != "" {
+		_ = os.RemoveAll(template.dir)
+		template.dir = ""
+	}
 }
 
 func (p *privatePG) command(prog string, args ...string) *exec.Cmd {

@@ -33,7 +33,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(relayChildEnv) == "1" {
 		os.Exit(relayChild())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeTemplate()
+		os.Exit(code)
+	}))
 }
 
 // soakConfig is the run's size: the long run under `make soak`, a short
