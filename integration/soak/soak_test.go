@@ -2,8 +2,9 @@
 // (documents and transactional outbox rows; on the dedicated tier, each
 // tenant's own database on one of two servers) → relays → Kafka →
 // consumers → inbox → Redis and MongoDB, for fifty tenants that all use
-// the same ids, with faults injected on a schedule. `make soak` runs it for minutes
-// (TENANTWIRE_SOAK=1, SOAK_DURATION); `make test` runs a few seconds of it.
+// the same ids, with faults injected on a schedule. `make soak` runs it
+// for minutes (TENANTWIRE_SOAK=1, SOAK_DURATION); `make test` runs a few
+// seconds of it.
 package soak_test
 
 import (
