@@ -12,12 +12,14 @@ import (
 )
 
 // budget is a connection bound the soak holds a client to, and the most
-// connections seen at once.
+// connections seen at once (in total, and on each server for a pool
+// spread over two).
 type budget struct {
-	name  string
-	limit int
-	peak  int
-	over  []string // samples above the limit
+	name      string
+	limit     int
+	peak      int
+	perServer [2]int
+	over      []string // samples above the limit
 }
 
 func (b *budget) observe(n int) {
@@ -28,11 +30,12 @@ func (b *budget) observe(n int) {
 }
 
 // sampler counts the server side of every connection budget
-// periodically: pg_stat_activity per application name, Redis CLIENT LIST.
-// A sample a server cannot answer (it is restarting) is skipped and
-// counted.
+// periodically: pg_stat_activity per application name on each PostgreSQL
+// server (a budget spread over both is their sum), Redis CLIENT LIST. A
+// sample a server cannot answer (it is restarting) is skipped and
+// counted; a server down holds none of the pool's connections.
 type sampler struct {
-	pg    *privatePG
+	pgs   []*privatePG
 	redis string
 
 	mu      sync.Mutex
@@ -43,10 +46,14 @@ type sampler struct {
 
 const samplerName = "soak-sampler"
 
-func newSampler(pg *privatePG, redisAddr string) *sampler {
-	return &sampler{pg: pg, redis: redisAddr, budgets: map[string]*budget{
+var budgetOrder = []string{"soak-app", "soak-relay", appDedName, relayDedName, "redis"}
+
+func newSampler(pgs []*privatePG, redisAddr string) *sampler {
+	return &sampler{pgs: pgs, redis: redisAddr, budgets: map[string]*budget{
 		"soak-app":   {name: "postgres app pool", limit: appPGConns},
 		"soak-relay": {name: "postgres relay pool", limit: relayPGConns},
+		appDedName:   {name: fmt.Sprintf("postgres dedicated app pools (%d servers)", len(pgs)), limit: dedConns},
+		relayDedName: {name: fmt.Sprintf("postgres dedicated relay pools (%d servers)", len(pgs)), limit: dedConns},
 		"redis":      {name: "redis app pool", limit: redisConns},
 	}}
 }
@@ -55,10 +62,12 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	rc := goredis.NewClient(&goredis.Options{Addr: s.redis, PoolSize: 1, ClientName: samplerName,
 		DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	defer rc.Close()
-	var conn *pgx.Conn
+	conns := make([]*pgx.Conn, len(s.pgs))
 	defer func() {
-		if conn != nil {
-			conn.Close(context.Background())
+		for _, c := range conns {
+			if c != nil {
+				c.Close(context.Background())
+			}
 		}
 	}()
 	t := time.NewTicker(every)
@@ -69,26 +78,44 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if conn == nil || conn.IsClosed() {
-			c, err := pgx.Connect(ctx, s.pg.plainURL(samplerName))
-			if err == nil {
-				conn = c
+		total := map[string]int{}
+		var perServer [2]map[string]int
+		failed := 0
+		for i, p := range s.pgs {
+			if conns[i] == nil || conns[i].IsClosed() {
+				if c, err := pgx.Connect(ctx, p.dbURL("postgres", samplerName)); err == nil {
+					conns[i] = c
+				}
+			}
+			counts, err := pgCounts(ctx, conns[i])
+			if err != nil {
+				failed++
+				if conns[i] != nil {
+					conns[i].Close(context.Background())
+					conns[i] = nil
+				}
+				continue
+			}
+			perServer[i] = counts
+			for app, n := range counts {
+				total[app] += n
 			}
 		}
-		pg, pgErr := s.pgCounts(ctx, conn)
 		list, rErr := rc.ClientList(ctx).Result()
 		s.mu.Lock()
 		s.samples++
-		if pgErr != nil {
-			s.skipped++
-			if conn != nil {
-				conn.Close(context.Background())
-				conn = nil
-			}
-		} else {
-			for app, n := range pg {
+		s.skipped += failed
+		if failed < len(s.pgs) {
+			for app, n := range total {
 				if b := s.budgets[app]; b != nil {
 					b.observe(n)
+				}
+			}
+			for i, counts := range perServer {
+				for app, n := range counts {
+					if b := s.budgets[app]; b != nil {
+						b.perServer[i] = max(b.perServer[i], n)
+					}
 				}
 			}
 		}
@@ -107,11 +134,11 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (s *sampler) pgCounts(ctx context.Context, conn *pgx.Conn) (map[string]int, error) {
+func pgCounts(ctx context.Context, conn *pgx.Conn) (map[string]int, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("no connection")
 	}
-	rows, err := conn.Query(ctx, "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = 'soak' GROUP BY 1")
+	rows, err := conn.Query(ctx, "SELECT application_name, count(*) FROM pg_stat_activity GROUP BY 1")
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +154,13 @@ func (s *sampler) pgCounts(ctx context.Context, conn *pgx.Conn) (map[string]int,
 func (s *sampler) report() (lines, over []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, key := range []string{"soak-app", "soak-relay", "redis"} {
+	for _, key := range budgetOrder {
 		b := s.budgets[key]
-		lines = append(lines, fmt.Sprintf("soak connections %s: peak=%d budget=%d", b.name, b.peak, b.limit))
+		line := fmt.Sprintf("soak connections %s: peak=%d budget=%d", b.name, b.peak, b.limit)
+		if key == appDedName || key == relayDedName {
+			line += fmt.Sprintf(" (peak on server 1=%d, server 2=%d)", b.perServer[0], b.perServer[1])
+		}
+		lines = append(lines, line)
 		if len(b.over) > 0 {
 			over = append(over, fmt.Sprintf("%s above its budget of %d: %v", b.name, b.limit, b.over))
 		}

@@ -19,8 +19,8 @@ import (
 
 // check reads every sink, as each tenant through the adapters and as the
 // operator through raw connections, and counts.
-func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent map[tenancy.ID]int, tenants []tenancy.ID) ([]*tally, error) {
-	d := s.deps
+func check(ctx context.Context, s *sinks, admin *pgx.Conn, e env, servers []*privatePG, sent map[tenancy.ID]int) ([]*tally, error) {
+	d, tenants := s.deps, e.tenants
 	var out []*tally
 	last := time.Now()
 	add := func(t *tally) *tally {
@@ -116,11 +116,17 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent
 		}
 	}
 
+	// The dedicated leg: each tenant's database on its own server.
+	if err := checkDedicated(ctx, d, e.ded, servers, sent, tenants, add); err != nil {
+		return nil, err
+	}
+
 	// Kafka, as handled by the consumers: before the inbox.
 	s.mu.Lock()
 	for _, st := range []struct{ stream, sink string }{
 		{streamOrders, "kafka-orders(per-tenant topics, sharded consumer)"},
 		{streamAudits, "kafka-audits(shared topic, header-bound consumer)"},
+		{streamDedicated, "kafka-dedicated(shared topic, header-bound consumer)"},
 	} {
 		t := add(&tally{sink: st.sink, dupOK: true})
 		for _, id := range tenants {
@@ -169,14 +175,14 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent
 			return nil, err
 		}
 		for _, id := range tenants {
-			t.tenant(id, both(sent[id]), byTenant[id], cross[id])
+			t.tenant(id, records(sent[id]), byTenant[id], cross[id])
 			marks, err := d.Inbox.Count(tenancy.WithTenant(ctx, id))
 			if err != nil {
 				return nil, err
 			}
-			if marks != 2*sent[id] {
-				t.extra += marks - 2*sent[id]
-				t.note("%s: %d inbox marks for %d records", id, marks, 2*sent[id])
+			if want := len(streams) * sent[id]; marks != want {
+				t.extra += marks - want
+				t.note("%s: %d inbox marks for %d records", id, marks, want)
 			}
 		}
 	}
@@ -215,7 +221,7 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent
 					}
 				}
 			}
-			t.tenant(id, both(sent[id]), seen, cross)
+			t.tenant(id, records(sent[id]), seen, cross)
 		}
 	}
 	// MongoDB: every document as the operator sees it (the tenant field
@@ -224,12 +230,12 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent
 	// under the race detector to repeat fifty times).
 	{
 		t := add(&tally{sink: "mongo-docs-raw(tagged)"})
-		byTenant, cross, err := mongoRaw(ctx, mongoURI)
+		byTenant, cross, err := mongoRaw(ctx, e.mongoURI)
 		if err != nil {
 			return nil, err
 		}
 		for _, id := range tenants {
-			t.tenant(id, both(sent[id]), byTenant[id], cross[id])
+			t.tenant(id, records(sent[id]), byTenant[id], cross[id])
 			t.duplicate += mongoDup[id]
 		}
 	}
@@ -247,7 +253,7 @@ func check(ctx context.Context, s *sinks, admin *pgx.Conn, mongoURI string, sent
 					cross++
 				}
 			}
-			t.tenant(id, both(sent[id]), seen, cross)
+			t.tenant(id, records(sent[id]), seen, cross)
 		}
 	}
 	return out, nil

@@ -29,17 +29,24 @@ type faultRun struct {
 	start   time.Time
 	outage  time.Duration // how long inject took (the server's downtime)
 	base    counters
+	atEnd   counters // when inject returned
 	atRecov counters
 	writes  time.Duration // until the first request acknowledged after the fault began; 0: none
 	recov   time.Duration // until a record acknowledged after the fault began passed every sink; 0: not yet
 }
 
 // counters are the run's error counts, and the records handled more than
-// once before the inbox.
-type counters struct{ request, consumer, relay, redelivered int64 }
+// once before the inbox. failedBy and ackedBy split the requests by the
+// server of the tenant's dedicated database.
+type counters struct {
+	request, consumer, relay, redelivered int64
+	failedBy, ackedBy                     [2]int64
+}
 
 func (c counters) minus(o counters) counters {
-	return counters{c.request - o.request, c.consumer - o.consumer, c.relay - o.relay, c.redelivered - o.redelivered}
+	return counters{c.request - o.request, c.consumer - o.consumer, c.relay - o.relay, c.redelivered - o.redelivered,
+		[2]int64{c.failedBy[0] - o.failedBy[0], c.failedBy[1] - o.failedBy[1]},
+		[2]int64{c.ackedBy[0] - o.ackedBy[0], c.ackedBy[1] - o.ackedBy[1]}}
 }
 
 // faultClock runs the schedule and times each fault's recovery.
@@ -107,8 +114,9 @@ func (c *faultClock) run(ctx context.Context, begin time.Time, faults []fault) e
 		c.mu.Unlock()
 		c.open.Add(1)
 		did, err := f.inject()
+		end := c.count()
 		c.mu.Lock()
-		r.did, r.outage = did, time.Since(r.start)
+		r.did, r.outage, r.atEnd = did, time.Since(r.start), end
 		c.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("fault %s: %w", f.name, err)
@@ -127,13 +135,15 @@ func (c *faultClock) report() []string {
 		if i+1 < len(c.runs) {
 			next = c.runs[i+1].base
 		}
-		line := fmt.Sprintf("soak fault %s: %s; outage %v", r.name, r.did, r.outage.Round(time.Millisecond))
+		o := r.atEnd.minus(r.base)
+		line := fmt.Sprintf("soak fault %s: %s; outage %v (requests during it by the tenant's server: acknowledged 1=%d 2=%d, failed 1=%d 2=%d)",
+			r.name, r.did, r.outage.Round(time.Millisecond), o.ackedBy[0], o.ackedBy[1], o.failedBy[0], o.failedBy[1])
 		if r.recov == 0 {
 			line += "; NOT recovered before the traffic ended"
 		} else {
 			d := r.atRecov.minus(r.base)
-			line += fmt.Sprintf("; requests acknowledged again after %v; recovered end to end in %v; errors until then: requests=%d consumer=%d relay=%d",
-				r.writes.Round(time.Millisecond), r.recov.Round(time.Millisecond), d.request, d.consumer, d.relay)
+			line += fmt.Sprintf("; requests acknowledged again after %v; recovered end to end in %v; errors until then: requests=%d (server 1 tenants %d, server 2 tenants %d) consumer=%d relay=%d",
+				r.writes.Round(time.Millisecond), r.recov.Round(time.Millisecond), d.request, d.failedBy[0], d.failedBy[1], d.consumer, d.relay)
 		}
 		line += fmt.Sprintf("; redelivered before the inbox until the next fault: %d", next.minus(r.base).redelivered)
 		out = append(out, line)
@@ -151,23 +161,6 @@ func (c *faultClock) unrecovered() []string {
 		}
 	}
 	return out
-}
-
-// terminateBackends ends every server session of the app and the relay
-// process, as an operator's pg_terminate_backend or a failover would.
-func terminateBackends(pg *privatePG) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pg.plainURL("soak-fault"))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	var app, relay int
-	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE application_name = 'soak-app' AND pg_terminate_backend(pid)),
-		count(*) FILTER (WHERE application_name = 'soak-relay' AND pg_terminate_backend(pid))
-		FROM pg_stat_activity WHERE pid <> pg_backend_pid()`).Scan(&app, &relay)
-	return fmt.Sprintf("pg_terminate_backend of %d app and %d relay sessions", app, relay), err
 }
 
 // killRelay kills the relay process right after it handed a row to Kafka,

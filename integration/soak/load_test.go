@@ -29,13 +29,16 @@ type load struct {
 	ackAt map[tenancy.ID][]int64 // ackAt[t][seq-1], Unix nanoseconds (small next to the heap the soak measures)
 
 	ok, failed atomic.Int64
-	lastErr    atomic.Value // string
-	onAck      func(time.Time)
+	// failedBy and ackedBy count requests by serverOf(tenant).
+	serverOf          func(tenancy.ID) int
+	failedBy, ackedBy [2]atomic.Int64
+	lastErr           atomic.Value // string
+	onAck             func(time.Time)
 }
 
-func newLoad(url string, tenants []tenancy.ID, workers int, pace time.Duration) *load {
+func newLoad(url string, tenants []tenancy.ID, workers int, pace time.Duration, serverOf func(tenancy.ID) int) *load {
 	return &load{url: url, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}, Timeout: 10 * time.Second},
-		tenants: tenants, workers: workers, pace: pace,
+		tenants: tenants, workers: workers, pace: pace, serverOf: serverOf,
 		acked: map[tenancy.ID]int{}, ackAt: map[tenancy.ID][]int64{}}
 }
 
@@ -76,6 +79,7 @@ func (l *load) send(hard context.Context, tenant tenancy.ID, seq int) bool {
 		if err == nil {
 			now := time.Now()
 			l.ok.Add(1)
+			l.ackedBy[l.serverOf(tenant)].Add(1)
 			l.mu.Lock()
 			l.acked[tenant] = seq
 			l.ackAt[tenant] = append(l.ackAt[tenant], now.UnixNano())
@@ -86,6 +90,7 @@ func (l *load) send(hard context.Context, tenant tenancy.ID, seq int) bool {
 			return true
 		}
 		l.failed.Add(1)
+		l.failedBy[l.serverOf(tenant)].Add(1)
 		l.lastErr.Store(err.Error())
 		select {
 		case <-hard.Done():

@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	goredis "github.com/redis/go-redis/v9"
-	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
@@ -36,16 +33,20 @@ type Body struct {
 	Seq    int    `json:"seq"`
 }
 
-// The two streams: "orders" goes through the tenant-global outbox, the
+// The three streams: "orders" goes through the tenant-global outbox, the
 // plain relay and per-tenant topics to a sharded consumer; "audits"
 // through the namespace outbox (a schema per tenant), the sharded relay
-// and one shared topic to the header-bound consumer.
+// and one shared topic to the header-bound consumer; "dedicated" through
+// the outbox in each tenant's own database (on one of two servers), a
+// sharded relay over both servers and a shared topic to header-bound
+// consumers.
 const (
-	streamOrders = "orders"
-	streamAudits = "audits"
+	streamOrders    = "orders"
+	streamAudits    = "audits"
+	streamDedicated = "dedicated"
 )
 
-var streams = []string{streamOrders, streamAudits}
+var streams = []string{streamOrders, streamAudits, streamDedicated}
 
 const (
 	pgModule     = "soakdb"
@@ -91,6 +92,12 @@ func auditsTopic(prefix string) string { return prefix + "audits" }
 
 const auditMembers = 4
 
+// dedicatedTopic is the dedicated stream's shared topic, read by
+// dedicatedMembers header-bound consumers of one group.
+func dedicatedTopic(prefix string) string { return prefix + "dedicated" }
+
+const dedicatedMembers = 2
+
 // app is the service under soak: the HTTP boundary writing documents and
 // outbox rows, and the consumers writing the inbox, Redis and MongoDB.
 type app struct {
@@ -101,18 +108,22 @@ type app struct {
 
 type appDeps struct {
 	fx.In
-	Client  *postgres.Client          `name:"soakdb"`
-	NS      *postgres.Documents[Body] `name:"ns_docs"`
-	Tagged  *postgres.Documents[Body] `name:"tagged_docs"`
-	Orders  *postgres.Outbox          `name:"orders_outbox"`
-	Audits  *postgres.Outbox          `name:"audits_outbox"`
-	Inbox   *postgres.Inbox           `name:"inbox"`
-	Counter *redis.Counter            `name:"delivered"`
-	Cache   *redis.Cache              `name:"latest"`
-	Mongo   *mongo.Documents[Body]
-	Kafka   *kafka.Provisioner `name:"soakkafka"`
-	MongoP  *mongo.Provisioner `name:"soakmongo"`
-	Server  *tenanthttp.Server
+	Client *postgres.Client          `name:"soakdb"`
+	NS     *postgres.Documents[Body] `name:"ns_docs"`
+	Tagged *postgres.Documents[Body] `name:"tagged_docs"`
+	Orders *postgres.Outbox          `name:"orders_outbox"`
+	Audits *postgres.Outbox          `name:"audits_outbox"`
+	Inbox  *postgres.Inbox           `name:"inbox"`
+	// The dedicated leg: each tenant's own database, on one of two servers.
+	DedClient *postgres.Client          `name:"soakded"`
+	Ded       *postgres.Documents[Body] `name:"ded_docs"`
+	DedOut    *postgres.Outbox          `name:"ded_outbox"`
+	Counter   *redis.Counter            `name:"delivered"`
+	Cache     *redis.Cache              `name:"latest"`
+	Mongo     *mongo.Documents[Body]
+	Kafka     *kafka.Provisioner `name:"soakkafka"`
+	MongoP    *mongo.Provisioner `name:"soakmongo"`
+	Server    *tenanthttp.Server
 }
 
 type env struct {
@@ -122,6 +133,7 @@ type env struct {
 	relayDSN  string
 	mongoURI  string
 	prefix    string // topic and group prefix of this run
+	ded       placement
 	tenants   []tenancy.ID
 }
 
@@ -130,6 +142,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 	assigned := func(context.Context) ([]tenancy.ID, error) { return e.tenants, nil }
 	a.fx = fx.New(fx.NopLogger,
 		pgOptions(e.pgDSN),
+		dedOptions(e.ded, appDedName),
 		redis.Module("soakredis",
 			redis.Connect(&goredis.UniversalOptions{Addrs: []string{e.redisAddr}, PoolSize: redisConns,
 				DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second}),
@@ -141,7 +154,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 		kafkaOptions(e.broker, append([]kafka.Option{
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
 				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, TopicPrefix: ordersTopics(e.prefix)}),
-		}, auditConsumers(e.prefix, s, onConsumerErr)...)...),
+		}, sharedConsumers(e.prefix, s, onConsumerErr)...)...),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
 			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
 		tenanthttp.RouteWith("POST /orders/{seq}", tenanthttp.Tenant, func(d appDeps) http.Handler { return writeHandler(d) }),
@@ -151,21 +164,28 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 	return a, a.fx.Err()
 }
 
-// auditConsumers are the header-bound members of the audits group.
-func auditConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option {
+// sharedConsumers are the header-bound members of the audits and the
+// dedicated groups.
+func sharedConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option {
 	var out []kafka.Option
-	for i := range auditMembers {
-		out = append(out, kafka.Consumer(fmt.Sprintf("audits-in-%d", i), kafka.ConsumerConfig{Group: prefix + "audits", TenantFromHeaders: true,
-			Handle: s.handle(streamAudits), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second,
-			Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1}))
+	for _, g := range []struct {
+		stream, topic string
+		members       int
+	}{{streamAudits, auditsTopic(prefix), auditMembers}, {streamDedicated, dedicatedTopic(prefix), dedicatedMembers}} {
+		for i := range g.members {
+			out = append(out, kafka.Consumer(fmt.Sprintf("%s-in-%d", g.stream, i), kafka.ConsumerConfig{Group: prefix + g.stream, TenantFromHeaders: true,
+				Handle: s.handle(g.stream), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second,
+				Topic: g.topic, Partitions: g.members, ReplicationFactor: -1}))
+		}
 	}
 	return out
 }
 
 // writeHandler is the tenant route: the request's tenant (bound by the
 // boundary) writes doc-<seq> to the namespace and the tagged document
-// routes, and its two outbox rows in one transaction. It is idempotent,
-// so the load generator retries a failed request until it is
+// routes and its two outbox rows in one transaction, then doc-<seq> and
+// its outbox row in its own database (the dedicated leg). It is
+// idempotent, so the load generator retries a failed request until it is
 // acknowledged: a retry of a request whose commit did land finds its rows
 // there (unique per tenant) and acknowledges.
 func writeHandler(d appDeps) http.Handler {
@@ -181,195 +201,52 @@ func writeHandler(d appDeps) http.Handler {
 			http.Error(w, "bad seq", http.StatusBadRequest)
 			return
 		}
-		body, _ := json.Marshal(Body{Tenant: tenant.String(), Seq: seq})
+		b := Body{Tenant: tenant.String(), Seq: seq}
+		body, _ := json.Marshal(b)
 		id := "doc-" + strconv.Itoa(seq)
+		event := "evt-" + strconv.Itoa(seq)
+		msg := func(stream string) outbox.Message {
+			return outbox.Message{EventID: event, Topic: stream, Key: []byte(id), Payload: body}
+		}
 		for _, docs := range []*postgres.Documents[Body]{d.NS, d.Tagged} {
-			if _, err := docs.Create(ctx, id, Body{Tenant: tenant.String(), Seq: seq}); err != nil && !errors.Is(err, document.ErrExists) {
+			if _, err := docs.Create(ctx, id, b); err != nil && !errors.Is(err, document.ErrExists) {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				return
 			}
 		}
-		pool, release, err := d.Client.Pool(ctx)
+		err = inTx(ctx, d.Client, func(tx pgx.Tx) error {
+			if err := d.Orders.WriteTx(ctx, tx, msg(streamOrders)); err != nil {
+				return err
+			}
+			return d.Audits.WriteTx(ctx, tx, msg(streamAudits))
+		})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		defer release()
-		event := "evt-" + strconv.Itoa(seq)
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if err := d.Orders.WriteTx(ctx, tx, outbox.Message{EventID: event, Topic: streamOrders, Key: []byte(id), Payload: body}); err != nil {
-				return err
-			}
-			return d.Audits.WriteTx(ctx, tx, outbox.Message{EventID: event, Topic: streamAudits, Key: []byte(id), Payload: body})
-		})
-		var pe *pgconn.PgError
-		if err != nil && !(errors.As(err, &pe) && pe.Code == "23505") {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		if _, err := d.Ded.Create(ctx, id, b); err != nil && !errors.Is(err, document.ErrExists) {
+			http.Error(w, "dedicated: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := inTx(ctx, d.DedClient, func(tx pgx.Tx) error { return d.DedOut.WriteTx(ctx, tx, msg(streamDedicated)) }); err != nil {
+			http.Error(w, "dedicated: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
 
-// sinks is the consumers' side: what reached Kafka (before the inbox)
-// and what the inbox let through to the sinks after it.
-type sinks struct {
-	deps appDeps
-
-	mu sync.Mutex
-	// kafka[stream][tenant][seq] counts the tenant's own records handled
-	// before the inbox (redeliveries show up here); kafkaCross counts
-	// records handled under a tenant their body does not name. Slices
-	// indexed by sequence number keep the soak's own bookkeeping small
-	// next to the heap it measures.
-	kafka      map[string]map[tenancy.ID][]uint16
-	kafkaCross map[string]map[tenancy.ID]int
-	// mongoDup counts records the inbox let through twice, seen as an
-	// existing document.
-	mongoDup map[tenancy.ID]int
-	dead     int
-	// done[stream][tenant] holds the sequence numbers that passed every
-	// sink.
-	done map[string]map[tenancy.ID][]bool
-	// onDelivered is told each record's (stream, tenant, seq) once it has
-	// passed every sink; the fault clock uses it for recovery times.
-	onDelivered func(stream string, tenant tenancy.ID, seq int)
-}
-
-func newSinks() *sinks {
-	s := &sinks{kafka: map[string]map[tenancy.ID][]uint16{}, kafkaCross: map[string]map[tenancy.ID]int{},
-		mongoDup: map[tenancy.ID]int{}, done: map[string]map[tenancy.ID][]bool{}}
-	for _, st := range streams {
-		s.kafka[st] = map[tenancy.ID][]uint16{}
-		s.kafkaCross[st] = map[tenancy.ID]int{}
-		s.done[st] = map[tenancy.ID][]bool{}
+// inTx runs f in a transaction on the pool of the tenant bound to ctx; a
+// unique violation means a retried request's rows are there already.
+func inTx(ctx context.Context, c *postgres.Client, f func(pgx.Tx) error) error {
+	pool, release, err := c.Pool(ctx)
+	if err != nil {
+		return err
 	}
-	return s
-}
-
-func (s *sinks) deadLetter(_ context.Context, _ kafkago.Message, _ error) error {
-	s.mu.Lock()
-	s.dead++
-	s.mu.Unlock()
-	return nil
-}
-
-// handle is a consumer's handler: the record's tenant is the one its
-// consumer bound (its shard, or its header). The inbox marks
-// (tenant, <stream>/<event id>) and writes the sink row in one
-// transaction; the Redis and MongoDB writes follow once it committed, and
-// are retried here rather than by redelivery (which the inbox would skip).
-func (s *sinks) handle(stream string) kafka.Handler {
-	return func(ctx context.Context, m kafkago.Message) error {
-		tenant, err := tenancy.Require(ctx)
-		if err != nil {
-			return err
-		}
-		var b Body
-		if err := json.Unmarshal(m.Value, &b); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		if b.Tenant != tenant.String() || b.Seq < 1 {
-			s.kafkaCross[stream][tenant]++
-		} else {
-			s.kafka[stream][tenant] = grow(s.kafka[stream][tenant], b.Seq)
-			s.kafka[stream][tenant][b.Seq-1]++
-		}
-		s.mu.Unlock()
-
-		event := stream + "/evt-" + strconv.Itoa(b.Seq)
-		ran, err := s.deps.Inbox.Once(ctx, event, func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO "+sinkTable+" (tenant_id, stream, seq, body) VALUES ($1, $2, $3, $4)",
-				tenant.String(), stream, b.Seq, m.Value)
-			return err
-		})
-		if err != nil || !ran {
-			return err
-		}
-		key := stream + "-" + strconv.Itoa(b.Seq)
-		for _, step := range []func() error{
-			// IncrOnce: a retry after a lost reply (the Redis restart) must not count twice.
-			func() error { _, _, err := s.deps.Counter.IncrOnce(ctx, stream, event, 1, time.Hour); return err },
-			func() error { return s.deps.Cache.Set(ctx, key, m.Value, 0) },
-			func() error {
-				_, err := s.deps.Mongo.Create(ctx, key, b)
-				if errors.Is(err, document.ErrExists) {
-					s.mu.Lock()
-					s.mongoDup[tenant]++
-					s.mu.Unlock()
-					return nil
-				}
-				return err
-			},
-		} {
-			for {
-				err := step()
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					return ctx.Err() // stopping: the record is lost to the sinks after the inbox, and the checker says so
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-		s.mu.Lock()
-		if b.Seq >= 1 {
-			s.done[stream][tenant] = grow(s.done[stream][tenant], b.Seq)
-			s.done[stream][tenant][b.Seq-1] = true
-		}
-		s.mu.Unlock()
-		if s.onDelivered != nil {
-			s.onDelivered(stream, tenant, b.Seq)
-		}
+	defer release()
+	err = pgx.BeginFunc(ctx, pool, f)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" {
 		return nil
 	}
-}
-
-// waitDelivered waits until every acknowledged record of both streams
-// passed every sink.
-func (s *sinks) waitDelivered(sent map[tenancy.ID]int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		left := 0
-		s.mu.Lock()
-		for _, st := range streams {
-			for id, n := range sent {
-				done := s.done[st][id]
-				for seq := 1; seq <= n; seq++ {
-					if seq > len(done) || !done[seq-1] {
-						left++
-					}
-				}
-			}
-		}
-		s.mu.Unlock()
-		if left == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d records still on their way after %v", left, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// grow extends s to hold index n-1.
-func grow[T any](s []T, n int) []T {
-	if n > len(s) {
-		s = append(s, make([]T, n-len(s))...)
-	}
-	return s
-}
-
-// countErr counts errors and keeps the last one.
-type countErr struct {
-	n    atomic.Int64
-	last atomic.Value
-}
-
-func (c *countErr) add(err error) {
-	c.n.Add(1)
-	c.last.Store(err.Error())
+	return err
 }

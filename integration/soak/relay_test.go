@@ -28,7 +28,7 @@ import (
 // way a crash does: SIGKILL, no drain, no Complete.
 const relayChildEnv = "TENANTWIRE_SOAK_RELAY_CHILD"
 
-// relayChild runs both relays until SIGTERM (a drained stop) or SIGKILL.
+// relayChild runs the relays until SIGTERM (a drained stop) or SIGKILL.
 // It prints "delivered" on stdout after each row handed to Kafka and
 // "ready" once started; the relays' warnings go to stderr.
 func relayChild() int {
@@ -47,8 +47,9 @@ func relayChild() int {
 	prefix := os.Getenv("SOAK_PREFIX")
 	var prod struct {
 		fx.In
-		Orders *kafka.Producer `name:"orders"`
-		Audits *kafka.Producer `name:"audits"`
+		Orders    *kafka.Producer `name:"orders"`
+		Audits    *kafka.Producer `name:"audits"`
+		Dedicated *kafka.Producer `name:"dedicated"`
 	}
 	var out sync.Mutex
 	to := func(p func() *kafka.Producer) outbox.Destination {
@@ -74,10 +75,15 @@ func relayChild() int {
 		kafka.Module("soakkafka", kafka.Brokers(os.Getenv("SOAK_BROKER")),
 			kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchTimeout = time.Millisecond }),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: ordersTopics(prefix)}),
-			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1})),
+			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1}),
+			kafka.ProducerRoute("dedicated", kafka.ProducerConfig{Topic: dedicatedTopic(prefix), Partitions: dedicatedMembers, ReplicationFactor: -1})),
 		pgOptions(os.Getenv("SOAK_PG"),
 			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond)),
 			postgres.ShardedRelay(auditsOutbox, assigned, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond))),
+		// One pass per tenant, each on the tenant's own pool to its own
+		// server: a pass of a tenant whose server is down fails alone.
+		dedOptions(newPlacement(strings.Split(os.Getenv("SOAK_PG_DED_PORTS"), ","), ids), relayDedName,
+			postgres.ShardedRelay(dedOutbox, assigned, rc("dedicated-relay", to(func() *kafka.Producer { return prod.Dedicated }), 250*time.Millisecond))),
 		fx.Populate(&prod),
 	)
 	if err := app.Err(); err != nil {
@@ -120,7 +126,7 @@ func newRelayProc(e env) *relayProc {
 		ids[i] = id.String()
 	}
 	return &relayProc{env: append(os.Environ(), relayChildEnv+"=1", "SOAK_TENANTS="+strings.Join(ids, ","),
-		"SOAK_PREFIX="+e.prefix, "SOAK_BROKER="+e.broker, "SOAK_PG="+e.relayDSN)}
+		"SOAK_PREFIX="+e.prefix, "SOAK_BROKER="+e.broker, "SOAK_PG="+e.relayDSN, "SOAK_PG_DED_PORTS="+strings.Join(e.ded.ports, ","))}
 }
 
 func (r *relayProc) start() error {

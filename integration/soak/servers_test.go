@@ -53,6 +53,7 @@ type privatePG struct {
 	t    *testing.T
 	dir  string
 	port string
+	db   string // the database plainURL and url name
 	cred *syscall.Credential
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -60,7 +61,26 @@ type privatePG struct {
 
 const pgBin = "/usr/lib/postgresql/15/bin"
 
-func startPrivatePG(t *testing.T) *privatePG {
+// memDir is where the private clusters keep their data: in memory
+// (/dev/shm) where the machine has it. The data is thrown away, and on a
+// loaded machine's disk the fifty CREATE DATABASE of the dedicated leg
+// alone took 20 to 30 seconds, against 4 in memory. A bound on the WAL
+// (see start) keeps its size small.
+func memDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if f, err := os.CreateTemp("/dev/shm", "tenantwire-soak-probe-"); err == nil {
+			f.Close()
+			_ = os.Remove(f.Name())
+			return "/dev/shm"
+		}
+	}
+	return "" // the default temporary directory
+}
+
+// startPrivatePGs starts n private clusters at once (initdb is the slow
+// part), the first with the databases the soak's plain modules and
+// FerretDB use; the others serve the dedicated leg's tenant databases.
+func startPrivatePGs(t *testing.T, n int) []*privatePG {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(pgBin, "postgres")); err != nil {
 		missing(t, "PostgreSQL 15 ("+pgBin+")")
@@ -71,31 +91,95 @@ func startPrivatePG(t *testing.T) *privatePG {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "tenantwire-soak-pg-")
+	pgs := make([]*privatePG, n)
+	for i := range pgs {
+		dir, err := os.MkdirTemp(memDir(), "tenantwire-soak-pg-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		p := &privatePG{t: t, dir: dir, port: freePort(t), db: "postgres", cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		t.Cleanup(func() {
+			p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
+			_ = os.RemoveAll(dir)
+		})
+		pgs[i] = p
+	}
+	tmpl, err := clusterTemplate(pgs[0].cred)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, p := range pgs {
+		wg.Go(func() {
+			cp := exec.Command("cp", "-a", tmpl, p.data())
+			cp.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+			if out, err := cp.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("copying the cluster template: %v\n%s", err, out)
+				return
+			}
+			errs[i] = p.start()
+		})
 	}
-	p := &privatePG{t: t, dir: dir, port: freePort(t), cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	t.Cleanup(func() {
-		p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
-		_ = os.RemoveAll(dir)
-	})
-	initdb := p.command("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, db := range []string{"soak", "ferretdb"} {
-		if err := p.exec("postgres", "CREATE DATABASE "+db); err != nil {
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return p
+	for _, db := range []string{"soak", "ferretdb"} {
+		if err := pgs[0].exec("postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgs[0].db = "soak"
+	return pgs
+}
+
+// template is one initdb per test process, in memDir: every private
+// cluster starts as a copy of its data directory (initdb takes seconds
+// on a loaded machine, a copy a fraction of one). removeTemplate deletes
+// it when the process ends.
+var template struct {
+	mu  sync.Mutex
+	dir string
+}
+
+func clusterTemplate(cred *syscall.Credential) (string, error) {
+	template.mu.Lock()
+	defer template.mu.Unlock()
+	if template.dir != "" {
+		return filepath.Join(template.dir, "data"), nil
+	}
+	dir, err := os.MkdirTemp(memDir(), "tenantwire-soak-pg-template-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	initdb := exec.Command(filepath.Join(pgBin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	template.dir = dir
+	return filepath.Join(dir, "data"), nil
+}
+
+func removeTemplate() {
+	template.mu.Lock()
+	defer template.mu.Unlock()
+	if template.dir != "" {
+		_ = os.RemoveAll(template.dir)
+		template.dir = ""
+	}
 }
 
 func (p *privatePG) command(prog string, args ...string) *exec.Cmd {
@@ -117,7 +201,7 @@ func (p *privatePG) start() error {
 	// A clean shutdown (SIGINT, "fast") writes everything out, so fsync
 	// buys the soak nothing but disk load on a shared machine.
 	cmd := p.command("postgres", "-D", p.data(), "-p", p.port, "-k", p.dir, "-c", "listen_addresses=127.0.0.1",
-		"-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off")
+		"-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_wal_size=256MB")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return err
@@ -174,15 +258,15 @@ func (p *privatePG) exec(db, stmt string) error {
 	return err
 }
 
-// url is a DSN for the soak database under an application name (which
+// url is a DSN for the server's database under an application name (which
 // the connection sampler groups by) and a pool bound.
 func (p *privatePG) url(app string, maxConns int) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s&pool_max_conns=%d", p.port, app, maxConns)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable&application_name=%s&pool_max_conns=%d", p.port, p.db, app, maxConns)
 }
 
 // plainURL is a DSN for a single connection (no pool settings).
 func (p *privatePG) plainURL(app string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/soak?sslmode=disable&application_name=%s", p.port, app)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s?sslmode=disable&application_name=%s", p.port, p.db, app)
 }
 
 // restart stops the server (fast: sessions are terminated, the data is

@@ -1,8 +1,10 @@
 // Package soak_test is the end-to-end multi-tenant soak: HTTP → PostgreSQL
-// (documents and transactional outbox rows) → relays → Kafka → consumers →
-// inbox → Redis and MongoDB, for fifty tenants that all use the same ids,
-// with faults injected on a schedule. `make soak` runs it for minutes
-// (TENANTWIRE_SOAK=1, SOAK_DURATION); `make test` runs a few seconds of it.
+// (documents and transactional outbox rows; on the dedicated tier, each
+// tenant's own database on one of two servers) → relays → Kafka →
+// consumers → inbox → Redis and MongoDB, for fifty tenants that all use
+// the same ids, with faults injected on a schedule. `make soak` runs it
+// for minutes (TENANTWIRE_SOAK=1, SOAK_DURATION); `make test` runs a few
+// seconds of it.
 package soak_test
 
 import (
@@ -16,6 +18,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +34,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(relayChildEnv) == "1" {
 		os.Exit(relayChild())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeTemplate()
+		os.Exit(code)
+	}))
 }
 
 // soakConfig is the run's size: the long run under `make soak`, a short
@@ -106,8 +112,13 @@ func TestSoak(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { slog.SetDefault(prevLog) })
 
-	// Servers of the soak's own.
-	pg := startPrivatePG(t)
+	// Servers of the soak's own: two PostgreSQL clusters (the second holds
+	// half of the dedicated leg's tenant databases).
+	pgs := startPrivatePGs(t, 2)
+	pg := pgs[0]
+	tenants := soakTenants(cfg.tenants)
+	ded := newPlacement([]string{pgs[0].port, pgs[1].port}, tenants)
+	dedDBs := createDedicatedDatabases(t, ded, pgs, tenants)
 	rds := testsvc.StartRedis(t)
 	brk := startBroker(t)
 	mongoURI := startFerretDB(t, pg)
@@ -116,7 +127,8 @@ func TestSoak(t *testing.T) {
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.Addr,
-		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: soakTenants(cfg.tenants)}
+		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: tenants, ded: ded}
+	serverOf := func(id tenancy.ID) int { s, _ := e.ded.server(id); return s }
 	ctx := context.Background()
 
 	s := newSinks()
@@ -129,6 +141,14 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("provision")
+	if err := dedDBs(); err != nil {
+		t.Fatal(err)
+	}
+	step("dedicated databases created")
+	if err := provisionDedicated(ctx, a.deps.DedClient, e.ded, pgs, e.tenants); err != nil {
+		t.Fatal(err)
+	}
+	step("provision dedicated")
 	relay := newRelayProc(e)
 	if err := relay.start(); err != nil {
 		t.Fatal(err)
@@ -154,7 +174,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer stopApp()
 
-	l := newLoad("http://"+a.deps.Server.TenantAddr(), e.tenants, cfg.workers, cfg.pace)
+	l := newLoad("http://"+a.deps.Server.TenantAddr(), e.tenants, cfg.workers, cfg.pace, serverOf)
 	memStart := sampleMem()
 	begin := time.Now()
 	run, stopLoad := context.WithTimeout(ctx, cfg.duration)
@@ -162,10 +182,11 @@ func TestSoak(t *testing.T) {
 	hard, stopHard := context.WithTimeout(ctx, cfg.duration+2*time.Minute)
 	defer stopHard()
 	clock := &faultClock{load: l, count: func() counters {
-		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered())}
+		return counters{l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load(), int64(s.redelivered()),
+			[2]int64{l.failedBy[0].Load(), l.failedBy[1].Load()}, [2]int64{l.ackedBy[0].Load(), l.ackedBy[1].Load()}}
 	}}
 	s.onDelivered, l.onAck = clock.delivered, clock.acked
-	smp := newSampler(pg, rds.Addr)
+	smp := newSampler(pgs, rds.Addr)
 	sampling, stopSampling := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); smp.run(sampling, 250*time.Millisecond) }()
@@ -185,7 +206,7 @@ func TestSoak(t *testing.T) {
 	}()
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
-	if err := clock.run(run, begin, schedule(cfg, pg, rds, brk, relay)); err != nil {
+	if err := clock.run(run, begin, schedule(cfg, pgs, rds, brk, relay)); err != nil {
 		t.Error(err)
 	}
 	<-loadDone
@@ -218,14 +239,14 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	tallies, err := check(ctx, s, admin, e.mongoURI, sent, e.tenants)
+	tallies, err := check(ctx, s, admin, e, pgs, sent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	step("check")
 	t.Logf("soak run duration=%v tenants=%d workers=%d requests=%d (%.0f/s) records=%d (%.0f/s end to end, drain %v) request_errors=%d consumer_errors=%d relay_warnings=%d",
 		traffic.Round(time.Millisecond), cfg.tenants, cfg.workers, total, float64(total)/traffic.Seconds(),
-		2*total, float64(2*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
+		len(streams)*total, float64(len(streams)*total)/(traffic+drained).Seconds(), drained.Round(time.Millisecond),
 		l.failed.Load(), consumerErrs.n.Load(), relay.warnings.Load())
 	if v, ok := l.lastErr.Load().(string); ok {
 		t.Logf("last request error: %s", v)
@@ -277,33 +298,40 @@ func TestSoak(t *testing.T) {
 // schedule spreads the faults over the traffic: all of them in the long
 // run, two in the short one. The broker restart, after which every
 // consumer group rejoins, comes after minute 1, where the heap is sampled.
-func schedule(cfg soakConfig, pg *privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
+// pg-second-restart restarts the second server only: the tenants placed
+// on the first one keep being served through it.
+func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
 	if !cfg.long {
 		outage = time.Second
 	}
-	terminate := fault{"pg-terminate-backends", at(0.15), func() (string, error) { return terminateBackends(pg) }}
-	kill := fault{"relay-kill", at(0.6), func() (string, error) { return killRelay(relay, pendingRows(pg)) }}
+	terminate := fault{"pg-terminate-backends", at(0.12), func() (string, error) { return terminateBackends(pgs) }}
+	kill := fault{"relay-kill", at(0.54), func() (string, error) { return killRelay(relay, pendingRows(pgs[0])) }}
 	if !cfg.long {
 		terminate.at, kill.at = at(0.25), at(0.55)
 		return []fault{terminate, kill}
 	}
 	return []fault{
 		terminate,
-		{"redis-restart", at(0.3), func() (string, error) {
+		{"redis-restart", at(0.26), func() (string, error) {
 			rds.Kill()
 			time.Sleep(outage)
 			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.Start()
 		}},
-		{"kafka-broker-restart", at(0.45), func() (string, error) {
+		{"kafka-broker-restart", at(0.4), func() (string, error) {
 			brk.stop()
 			time.Sleep(outage)
 			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
 		}},
 		kill,
-		{"pg-restart", at(0.75), func() (string, error) {
-			return "PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pg.restart()
+		{"pg-second-restart", at(0.66), func() (string, error) {
+			pgs[1].stop(syscall.SIGINT)
+			time.Sleep(outage)
+			return fmt.Sprintf("second PostgreSQL server (half the dedicated tenant databases) stopped (fast shutdown), started again after %v", outage), pgs[1].start()
+		}},
+		{"pg-restart", at(0.8), func() (string, error) {
+			return "first PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pgs[0].restart()
 		}},
 	}
 }

@@ -114,7 +114,14 @@ func keys(stream string, n int) []string {
 	return out
 }
 
-func both(n int) []string { return append(keys(streamOrders, n), keys(streamAudits, n)...) }
+// records are the keys of a tenant's n requests in every stream.
+func records(n int) []string {
+	var out []string
+	for _, st := range streams {
+		out = append(out, keys(st, n)...)
+	}
+	return out
+}
 
 // bodyKey files a record: under its key when its body names owner, else
 // as cross-tenant.
