@@ -141,3 +141,25 @@ func (s *currentSet) forget(t tenancy.ID) {
 	delete(s.m, t)
 	s.mu.Unlock()
 }
+
+// Problem is a wiring mistake of RequiredVersion, which the adapter
+// reports as wiring_invalid at fx.New.
+type Problem struct{ Detail, Fix string }
+
+// RequiredProblems checks a module's RequiredVersion need against the
+// newest version of its migrations and, when its tenants have containers
+// of their own (perTenant), the registry the start-up check reads. pkg
+// names the adapter package and migrations its migrations option, for
+// the fix texts ("kafka", "kafka.Migrations").
+func RequiredProblems(need, latest int64, perTenant, registry bool, pkg, migrations string) []Problem {
+	var out []Problem
+	if need > latest {
+		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", need, latest),
+			"add the migration (" + migrations + ") or lower RequiredVersion"})
+	}
+	if need > 0 && perTenant && !registry {
+		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
+			"pass " + pkg + ".TenantRegistry (postgres.NewRegistry keeps it in a table)"})
+	}
+	return out
+}

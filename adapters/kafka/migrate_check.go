@@ -66,13 +66,8 @@ func versionWiring(module string, cfg *config) (*versions, []error, fx.Option) {
 	if cfg.required == 0 {
 		return v, errs, nil
 	}
-	if cfg.required > v.set.Latest() {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", cfg.required, v.set.Latest()),
-			"add the migration (kafka.Migrations) or lower RequiredVersion"))
-	}
-	if cfg.registry == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "RequiredVersion needs to know the module's tenants at start",
-			"pass kafka.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	for _, p := range migrate.RequiredProblems(cfg.required, v.set.Latest(), true, cfg.registry != nil, "kafka", "kafka.Migrations") {
+		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	if cfg.routed == nil && !slices.ContainsFunc(cfg.routes, func(r *routeSpec) bool { return r.perTenant != nil }) {
 		errs = append(errs, Rules.WiringInvalid(module, "", "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",

@@ -58,13 +58,8 @@ func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option)
 		return m, nil, nil
 	}
 	var errs []error
-	if cfg.required > latest {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", cfg.required, latest),
-			"add the migration (mongo.MigrationFiles) or lower RequiredVersion"))
-	}
-	if cfg.registry == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "RequiredVersion needs to know the module's tenants at start",
-			"pass mongo.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	for _, p := range migrate.RequiredProblems(cfg.required, latest, true, cfg.registry != nil, "mongo", "mongo.MigrationFiles") {
+		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	return m, errs, fx.Invoke(func(lc fx.Lifecycle, c *core) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.gate.CheckRegistry(ctx, cfg.registry) }))

@@ -32,18 +32,13 @@ func versionWiring(module string, cfg *config, latest int64) ([]error, fx.Option
 	if cfg.required == 0 {
 		return nil, nil
 	}
-	var errs []error
-	if cfg.required > latest {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", cfg.required, latest),
-			"add the migration (neo4j.Migrations) or lower RequiredVersion"))
-	}
 	perTenant := cfg.routed != nil
 	for _, r := range cfg.routes {
 		perTenant = perTenant || r.prefix != "" || r.database != nil
 	}
-	if perTenant && cfg.registry == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "RequiredVersion needs to know the module's tenants at start",
-			"pass neo4j.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	var errs []error
+	for _, p := range migrate.RequiredProblems(cfg.required, latest, perTenant, cfg.registry != nil, "neo4j", "neo4j.Migrations") {
+		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	return errs, fx.Invoke(func(lc fx.Lifecycle, c *core) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.checkVersions(ctx, cfg.routes, cfg.registry) }))

@@ -72,11 +72,8 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	}
 	l.shared = !routed && !l.perTenantSchema
 	var errs []error
-	if l.required > l.set.Latest() {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", l.required, l.set.Latest()), "add the migration or lower RequiredVersion"))
-	}
-	if l.required > 0 && !l.shared && l.registry == nil {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", "RequiredVersion needs to know the module's tenants at start", "pass postgres.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	for _, p := range migrate.RequiredProblems(l.required, l.set.Latest(), !l.shared, l.registry != nil, "postgres", "postgres.Migrations") {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", p.Detail, p.Fix))
 	}
 	if l.required == 0 {
 		return errs, fx.Options()
