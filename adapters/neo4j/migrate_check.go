@@ -40,8 +40,14 @@ func versionWiring(module string, cfg *config, latest int64) ([]error, fx.Option
 	for _, p := range migrate.RequiredProblems(cfg.required, latest, perTenant, cfg.registry != nil, "neo4j", "neo4j.Migrations") {
 		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
+	reg := cfg.registry
+	if !perTenant {
+		// Tenants share the database: a registry holds no version of theirs
+		// for this module (the shared run records none).
+		reg = nil
+	}
 	return errs, fx.Invoke(func(lc fx.Lifecycle, c *core) {
-		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.checkVersions(ctx, cfg.routes, cfg.registry) }))
+		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.checkVersions(ctx, cfg.routes, reg) }))
 	})
 }
 

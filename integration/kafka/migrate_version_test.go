@@ -63,7 +63,8 @@ func requireBehind(t *testing.T, err error, detail ...string) *tenancy.Error {
 // (provisioned, never registered nor migrated) is refused before a record
 // reaches its topic: the version is read from the topics' configuration.
 // Migrating A from the lying registry's version still applies step 3 (the
-// topics say 2) and makes A current; B stays refused.
+// topics say 2) and makes A current; B stays refused, and so does a tenant
+// without topics.
 func TestRequiredVersionTopics(t *testing.T) {
 	s := newSpace(t)
 	ctx := context.Background()
@@ -117,6 +118,9 @@ func TestRequiredVersionTopics(t *testing.T) {
 		t.Fatalf("A's topic holds %d records, want 1", n)
 	}
 	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("x")}), "tenant "+tenantB.String())
+	// A tenant never provisioned has no topics: at no version.
+	never := tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")
+	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, never), kafka.Message{Value: []byte("x")}), "tenant "+never.String()+" is at migration version 0")
 
 	// Step 3 reached A's audit topic (the broker shows a committed change
 	// a moment later: poll).
