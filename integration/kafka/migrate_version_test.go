@@ -43,7 +43,9 @@ func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Optio
 	return app, d
 }
 
-func requireBehind(t *testing.T, err error, detail ...string) *tenancy.Error {
+// requireBehind fails t unless err is tenant_migration_behind naming route (when
+// not empty) and every detail.
+func requireBehind(t *testing.T, err error, route string, detail ...string) {
 	t.Helper()
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Backend != "kafka" || te.Module != "events" || !strings.Contains(te.Fix, "migrate") {
@@ -54,7 +56,9 @@ func requireBehind(t *testing.T, err error, detail ...string) *tenancy.Error {
 			t.Fatalf("refusal %q does not name %q", te.Detail, d)
 		}
 	}
-	return te
+	if route != "" && te.Route != route {
+		t.Fatalf("refusal names route %q, want %q", te.Route, route)
+	}
 }
 
 // TestRequiredVersionTopics: tenants A and B migrated to version 2, the
@@ -88,7 +92,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 	}
 
 	app, _ := buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(reg))
-	requireBehind(t, app.Start(ctx), "2 registered tenants are behind migration version 3", tenantA.String()+" (at 2)", tenantB.String()+" (at 2)")
+	requireBehind(t, app.Start(ctx), "", "2 registered tenants are behind migration version 3", tenantA.String()+" (at 2)", tenantB.String()+" (at 2)")
 
 	lying := migrate.NewMemoryRegistry()
 	for _, id := range []tenancy.ID{tenantA, tenantB} {
@@ -99,10 +103,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 	startApp(t, app)
 	for _, id := range []tenancy.ID{tenantA, tenantB, tenantC} {
 		err := d.Orders.Produce(tenancy.WithTenant(ctx, id), kafka.Message{Value: []byte("x")})
-		te := requireBehind(t, err, "tenant "+id.String()+" is at migration version", "need 3")
-		if te.Route != "orders" {
-			t.Fatalf("refusal names route %q", te.Route)
-		}
+		requireBehind(t, err, "orders", "tenant "+id.String()+" is at migration version", "need 3")
 		if n := records(t, s.broker, s.name("orders.")+id.Hex()); n != 0 {
 			t.Fatalf("a refused Produce for %s left %d records", id, n)
 		}
@@ -117,10 +118,10 @@ func TestRequiredVersionTopics(t *testing.T) {
 	if n := records(t, s.broker, s.name("orders.")+tenantA.Hex()); n != 1 {
 		t.Fatalf("A's topic holds %d records, want 1", n)
 	}
-	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("x")}), "tenant "+tenantB.String())
+	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("x")}), "orders", "tenant "+tenantB.String())
 	// A tenant never provisioned has no topics: at no version.
 	never := tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")
-	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, never), kafka.Message{Value: []byte("x")}), "tenant "+never.String()+" is at migration version 0")
+	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, never), kafka.Message{Value: []byte("x")}), "orders", "tenant "+never.String()+" is at migration version 0")
 
 	// Step 3 reached A's audit topic (the broker shows a committed change
 	// a moment later: poll).
