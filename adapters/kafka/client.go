@@ -27,6 +27,9 @@ type client struct {
 	dialer    *kafkago.Dialer
 	writer    *kafkago.Writer
 	conns     *conns // the transport's connections
+	// target is a routed client's routedTarget ("" on the shared client):
+	// what a tenant found current is remembered with.
+	target string
 }
 
 // newClient builds a client that holds at most maxConns connections open
@@ -96,11 +99,14 @@ type core struct {
 	module string
 	shared *client
 	pools  *routing.Pools[*client]
+	routes []*routeSpec
+	// versions: Migrations and RequiredVersion.
+	versions *versions
 }
 
-func newCore(module string, cfg *config) func(fx.Lifecycle) (*core, error) {
+func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle) (*core, error) {
 	return func(lc fx.Lifecycle) (*core, error) {
-		c := &core{module: module}
+		c := &core{module: module, routes: cfg.routes, versions: v}
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))
@@ -187,7 +193,13 @@ func openRouted(cr routing.Credentials, rc *routedConfig, tune func(*kafkago.Wri
 	if cr.Params["tls"] == "true" {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return newClient(brokers, mech, tc, tune, rc.Dial, rc.maxConnsPerClient(), module), nil
+	target, err := routedTarget(cr)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(brokers, mech, tc, tune, rc.Dial, rc.maxConnsPerClient(), module)
+	c.target = target
+	return c, nil
 }
 
 // clientFor returns the client to use for tenant (zero: the shared client

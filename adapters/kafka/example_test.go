@@ -2,7 +2,9 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"testing/fstest"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -55,4 +57,28 @@ func ExampleConnBudget() {
 	}
 	// Output:
 	// connection_budget_exceeded
+}
+
+// RequiredVersion needs the module's Migrations (a version above the
+// newest step is refused) and a TenantRegistry for the start-up check;
+// app.Start then refuses while a registered tenant is behind, and a
+// Produce for a tenant whose topics carry an older configuration is
+// refused before it writes.
+func ExampleRequiredVersion() {
+	steps := fstest.MapFS{"0001_retention.json": {Data: []byte(`{"configs": {"retention.ms": "86400000"}}`)}}
+	rep, _ := modules.DryRun(kafka.Module("events",
+		kafka.Brokers("127.0.0.1:9092"),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
+		kafka.Migrations(steps),
+		kafka.RequiredVersion(2),
+	))
+	for _, err := range rep.Errors {
+		var te *tenancy.Error
+		if errors.As(err, &te) {
+			fmt.Println(te.Code+":", te.Detail)
+		}
+	}
+	// Output:
+	// wiring_invalid: RequiredVersion 2 is above the newest migration (1)
+	// wiring_invalid: RequiredVersion needs to know the module's tenants at start
 }

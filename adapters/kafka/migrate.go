@@ -43,18 +43,22 @@ func (p *Provisioner) LoadTopicMigrations(fsys fs.FS) (migrate.Set, error) {
 }
 
 func (p *Provisioner) parseStep(st migrate.Step) (TopicStep, error) {
+	return parseStep(p.core.module, p.routes, st)
+}
+
+func parseStep(module string, routes []*routeSpec, st migrate.Step) (TopicStep, error) {
 	var ts TopicStep
 	dec := json.NewDecoder(bytes.NewReader(st.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ts); err != nil {
-		return ts, fmt.Errorf("kafka: module %s: migration %s: %w", p.core.module, st.File(), err)
+		return ts, fmt.Errorf("kafka: module %s: migration %s: %w", module, st.File(), err)
 	}
 	if len(ts.Configs) == 0 {
-		return ts, fmt.Errorf("kafka: module %s: migration %s sets no configs", p.core.module, st.File())
+		return ts, fmt.Errorf("kafka: module %s: migration %s sets no configs", module, st.File())
 	}
 	for _, name := range ts.Routes {
-		if !slices.ContainsFunc(p.routes, func(r *routeSpec) bool { return r.name == name }) {
-			return ts, fmt.Errorf("kafka: module %s: migration %s names route %q, which the module does not have", p.core.module, st.File(), name)
+		if !slices.ContainsFunc(routes, func(r *routeSpec) bool { return r.name == name }) {
+			return ts, fmt.Errorf("kafka: module %s: migration %s names route %q, which the module does not have", module, st.File(), name)
 		}
 	}
 	return ts, nil
@@ -64,10 +68,27 @@ func (p *Provisioner) parseStep(st migrate.Step) (TopicStep, error) {
 // from (the version a registry recorded; 0 for all). Setting a topic
 // config is idempotent, so a step applied again after a crash (or by a
 // second migrator) leaves the same configuration: Kafka keeps no history
-// of its own, the registry holds the version.
+// of its own, the registry holds the version. With RequiredVersion it
+// first reads the version the topics carry and starts from the lower of
+// that and from (a registry ahead of the topics skips no step), and
+// afterwards the module's producers take the tenant as current.
 func (p *Provisioner) MigrateTopics(ctx context.Context, tenant tenancy.ID, set migrate.Set, from int64) ([]migrate.Change, error) {
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
+	}
+	g, target := p.core.versions.gate, ""
+	if g != nil {
+		c, release, err := p.core.clientFor(ctx, tenant)
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.core.topicVersion(ctx, c, tenant)
+		target = c.target
+		release()
+		if err != nil {
+			return nil, err
+		}
+		from = min(from, v)
 	}
 	var changes []migrate.Change
 	for _, st := range set {
@@ -83,25 +104,37 @@ func (p *Provisioner) MigrateTopics(ctx context.Context, tenant tenancy.ID, set 
 		}
 		changes = append(changes, migrate.Change{Tenant: tenant, Module: p.core.module, Version: st.Version, Name: st.Name})
 	}
+	g.Mark(tenant, target, set.Latest())
 	return changes, nil
+}
+
+// stepTopics is tenant's topics a step sets: those of the routes it
+// names (every per-tenant route when none), each once.
+func (c *core) stepTopics(tenant tenancy.ID, ts TopicStep) ([]string, error) {
+	var out []string
+	for _, r := range c.routes {
+		if r.perTenant == nil && c.pools == nil || len(ts.Routes) > 0 && !slices.Contains(ts.Routes, r.name) {
+			continue
+		}
+		rt := newRoute(c, r)
+		name, err := rt.topicFor(tenant)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 func (p *Provisioner) alter(ctx context.Context, tenant tenancy.ID, ts TopicStep) error {
 	var res []kafkago.IncrementalAlterConfigsRequestResource
-	seen := map[string]bool{}
-	for _, r := range p.routes {
-		if r.perTenant == nil && p.core.pools == nil || len(ts.Routes) > 0 && !slices.Contains(ts.Routes, r.name) {
-			continue
-		}
-		rt := newRoute(p.core, r)
-		name, err := rt.topicFor(tenant)
-		if err != nil {
-			return err
-		}
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
+	names, err := p.core.stepTopics(tenant, ts)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
 		rr := kafkago.IncrementalAlterConfigsRequestResource{ResourceType: kafkago.ResourceTypeTopic, ResourceName: name}
 		for _, k := range slices.Sorted(maps.Keys(ts.Configs)) {
 			c := kafkago.IncrementalAlterConfigsRequestConfig{Name: k, ConfigOperation: kafkago.ConfigOperationSet}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io/fs"
 	"net"
 	"reflect"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -31,6 +33,11 @@ type config struct {
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
+	// migrations, required, registry: Migrations, RequiredVersion and
+	// TenantRegistry.
+	migrations fs.FS
+	required   int64
+	registry   migrate.Registry
 }
 
 // RoutedConfig bounds the routed clients and says how they connect. Zero
@@ -170,6 +177,8 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil && cfg.routed.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 	}
+	vers, verErrs, verPart := versionWiring(name, cfg)
+	errs = append(errs, verErrs...)
 	var parts []fx.Option
 	for _, c := range cfg.consumers {
 		spec := cfg.route(c.route)
@@ -192,7 +201,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	parts = append(parts,
 		modules.Provide(mod),
-		fx.Provide(fx.Private, newCore(name, cfg)),
+		fx.Provide(fx.Private, newCore(name, cfg, vers)),
 		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes} },
 			fx.ResultTags(nameTag(name)))),
 	)
@@ -205,6 +214,9 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	for _, c := range cfg.consumers {
 		parts = append(parts, c.invoke(name, cfg.route(c.route)))
+	}
+	if verPart != nil {
+		parts = append(parts, verPart)
 	}
 	return fx.Module(name, parts...)
 }

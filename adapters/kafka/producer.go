@@ -161,6 +161,9 @@ func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.
 		return routing.AtRoute(err, p.spec.name)
 	}
 	defer release()
+	if err := p.ensureCurrent(ctx, c, tenant); err != nil {
+		return err
+	}
 	if err := c.writer.WriteMessages(ctx, msgs...); err != nil {
 		c.recover(err)
 		return fmt.Errorf("kafka: route %s: %w", p.spec.name, err)

@@ -64,6 +64,10 @@ func (m *Migrations) Set() migrate.Set { return m.set }
 // none) and adds the Go steps; versions must be unique across both, and
 // every step must name routes of the module.
 func (p *Provisioner) LoadMigrations(fsys fs.FS, goSteps ...GoStep) (*Migrations, error) {
+	return loadMigrations(p.core.module, p.routes, fsys, goSteps)
+}
+
+func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []GoStep) (*Migrations, error) {
 	var set migrate.Set
 	if fsys != nil {
 		var err error
@@ -77,19 +81,19 @@ func (p *Provisioner) LoadMigrations(fsys fs.FS, goSteps ...GoStep) (*Migrations
 		dec := json.NewDecoder(bytes.NewReader(st.Body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&is); err != nil {
-			return nil, fmt.Errorf("mongo: module %s: migration %s: %w", p.core.module, st.File(), err)
+			return nil, fmt.Errorf("mongo: module %s: migration %s: %w", module, st.File(), err)
 		}
-		if err := p.checkIndexStep(is); err != nil {
-			return nil, fmt.Errorf("mongo: module %s: migration %s: %w", p.core.module, st.File(), err)
+		if err := checkIndexStep(routes, is); err != nil {
+			return nil, fmt.Errorf("mongo: module %s: migration %s: %w", module, st.File(), err)
 		}
 		m.run[st.Version] = is.apply
 	}
 	for _, g := range goSteps {
 		if g.Version < 1 || g.Name == "" || g.Run == nil {
-			return nil, fmt.Errorf("mongo: module %s: Go step %d %q needs a positive version, a name and Run", p.core.module, g.Version, g.Name)
+			return nil, fmt.Errorf("mongo: module %s: Go step %d %q needs a positive version, a name and Run", module, g.Version, g.Name)
 		}
 		if _, dup := m.run[g.Version]; dup {
-			return nil, fmt.Errorf("mongo: module %s: two migrations have version %d", p.core.module, g.Version)
+			return nil, fmt.Errorf("mongo: module %s: two migrations have version %d", module, g.Version)
 		}
 		// A Go step's code cannot be hashed: its name stands for it.
 		set = append(set, migrate.Step{Version: g.Version, Name: g.Name, Kind: "go", Checksum: "go:" + g.Name})
@@ -100,8 +104,8 @@ func (p *Provisioner) LoadMigrations(fsys fs.FS, goSteps ...GoStep) (*Migrations
 	return m, nil
 }
 
-func (p *Provisioner) checkIndexStep(is IndexStep) error {
-	if !slices.ContainsFunc(p.routes, func(r *routeSpec) bool { return r.name == is.Route }) {
+func checkIndexStep(routes []*routeSpec, is IndexStep) error {
+	if !slices.ContainsFunc(routes, func(r *routeSpec) bool { return r.name == is.Route }) {
 		return fmt.Errorf("route %q is not a route of the module", is.Route)
 	}
 	if len(is.Indexes) == 0 {
@@ -172,7 +176,7 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
-	colls := map[string]*driver.Collection{}
+	colls, servers := map[string]*driver.Collection{}, map[string]string{}
 	var releases []func()
 	defer func() {
 		for _, r := range releases {
@@ -193,17 +197,11 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 			return nil, err
 		}
 		releases = append(releases, t.release)
-		colls[name] = t.coll
+		colls[name], servers[name] = t.coll, t.server
 		return t.coll, nil
 	}
-	home := p.routes[0].name
-	for _, r := range p.routes {
-		if rt := newRoute(p.core, r); rt.perTenant || p.core.pools != nil {
-			home = r.name
-			break
-		}
-	}
-	hc, err := coll(home)
+	home := p.core.home(p.routes)
+	hc, err := coll(home.name)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +247,9 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 			return changes, err
 		}
 		changes = append(changes, ch)
+	}
+	if !dry {
+		p.core.gate.Mark(tenant, servers[home.name], m.set.Latest())
 	}
 	return changes, nil
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -29,6 +30,11 @@ type config struct {
 	routes   []*routeSpec
 	provides []fx.Option
 	relays   []relaySpec
+	// migrations, required, registry: MigrationFiles, RequiredVersion and
+	// TenantRegistry.
+	migrations *migrationFiles
+	required   int64
+	registry   migrate.Registry
 }
 
 // RouteConfig wires one route.
@@ -210,6 +216,8 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.relays {
 		errs = append(errs, r.problems(name, cfg.routes)...)
 	}
+	migrations, verErrs, verPart := versionWiring(name, cfg)
+	errs = append(errs, verErrs...)
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations
 		// (its relays' included); nothing of the module is built, and what
@@ -226,7 +234,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	parts := []fx.Option{
 		modules.Provide(mod),
-		fx.Provide(fx.Private, newCore(name, cfg)),
+		fx.Provide(fx.Private, newCore(name, cfg, migrations)),
 		// Named by the module, so that an app may hold several MongoDB modules.
 		fx.Provide(fx.Annotate(
 			func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
@@ -235,6 +243,9 @@ func Module(name string, opts ...Option) fx.Option {
 	parts = append(parts, cfg.provides...)
 	for _, r := range cfg.relays {
 		parts = append(parts, r.options(name, cfg.routes)...)
+	}
+	if verPart != nil {
+		parts = append(parts, verPart)
 	}
 	return fx.Module(name, parts...)
 }
@@ -245,6 +256,11 @@ type core struct {
 	db     string
 	client *driver.Client
 	pools  *routing.Pools[*routedClient]
+	routes []*routeSpec
+	// migrations is the MigrationFiles option's set; gate refuses calls for
+	// tenants behind RequiredVersion (nil: no check).
+	migrations *Migrations
+	gate       *migrate.Gate
 }
 
 type clientIn struct {
@@ -253,9 +269,9 @@ type clientIn struct {
 	Client    *driver.Client `optional:"true"`
 }
 
-func newCore(module string, cfg *config) func(clientIn) (*core, error) {
+func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required)}
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)

@@ -55,6 +55,11 @@ func (o *Outbox) Add(ctx context.Context, m outbox.Message) (string, error) {
 		return "", err
 	}
 	defer t.release()
+	if bound {
+		if err := o.route.ensureCurrent(ctx, tenant, t.server); err != nil {
+			return "", err
+		}
+	}
 	if m.EventID == "" {
 		var b [16]byte
 		_, _ = rand.Read(b[:])

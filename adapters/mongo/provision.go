@@ -77,12 +77,17 @@ func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec)
 	return err
 }
 
-// Teardown drops tenant's per-tenant collections and per-tenant databases.
-// Shared collections are never dropped. Disabled unless AllowTeardown.
+// Teardown drops tenant's per-tenant collections and per-tenant databases,
+// and, when its migration records sit beside them, the records too (a
+// reprovisioned tenant starts at version 0). Shared collections are never
+// dropped. Disabled unless AllowTeardown.
 func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	if !p.teardown {
 		return ErrTeardownDisabled
 	}
+	// Even a partial teardown leaves the tenant's containers behind their
+	// version: its next call reads it again.
+	defer p.core.gate.Forget(tenant)
 	for _, spec := range p.routes {
 		r := newRoute(p.core, spec)
 		if !r.perTenant {
@@ -101,6 +106,29 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		if err != nil {
 			return fmt.Errorf("mongo: teardown %s for %s: %w", spec.name, tenant, err)
 		}
+	}
+	return p.dropRecords(ctx, tenant)
+}
+
+// dropRecords deletes tenant's migration records once the home route's
+// containers are dropped (they hold what the records describe); a home
+// route the tenant shares keeps them.
+func (p *Provisioner) dropRecords(ctx context.Context, tenant tenancy.ID) error {
+	if len(p.routes) == 0 {
+		return nil
+	}
+	hr := newRoute(p.core, p.core.home(p.routes))
+	if !hr.perTenant {
+		return nil
+	}
+	t, err := hr.targetFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	_, err = t.coll.Database().Collection(migrationColl).DeleteMany(ctx, bson.D{{Key: "module", Value: p.core.module}, {Key: "tenant", Value: tenant.Hex()}})
+	if err != nil {
+		return fmt.Errorf("mongo: teardown for %s: migration records: %w", tenant, err)
 	}
 	return nil
 }

@@ -44,7 +44,10 @@ func (r *route) scoped() bool { return r.decision.NeedsTenant }
 type target struct {
 	coll *driver.Collection
 	// tag is the tenant stamped and filtered on; zero when not tenant-aware.
-	tag     tenancy.ID
+	tag tenancy.ID
+	// server is a routed client's target ("" on the module's client):
+	// what the migration check remembers a current tenant with.
+	server  string
 	release func()
 }
 
@@ -61,7 +64,15 @@ func (r *route) target(ctx context.Context) (target, error) {
 	if err != nil {
 		return target{}, r.unbound()
 	}
-	return r.targetFor(ctx, id)
+	t, err := r.targetFor(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
+		t.release()
+		return target{}, err
+	}
+	return t, nil
 }
 
 // targetFor resolves the collection of an explicit tenant (provisioning).
@@ -69,16 +80,16 @@ func (r *route) targetFor(ctx context.Context, id tenancy.ID) (target, error) {
 	if id.IsZero() {
 		return target{}, r.unbound()
 	}
-	client, db, release := r.core.client, r.core.db, noop
+	client, db, release, server := r.core.client, r.core.db, noop, ""
 	if r.core.pools != nil {
 		rc, rel, err := r.core.pools.AcquireFor(ctx, id)
 		if err != nil {
 			return target{}, fmt.Errorf("mongo: route %s: %w", r.spec.name, routing.AtRoute(err, r.spec.name))
 		}
-		client, db, release = rc.client, rc.db, rel
+		client, db, release, server = rc.client, rc.db, rel, rc.target
 	}
 	db, coll := r.spec.cfg.Collection.resolve(db, id, r.perTenant)
-	t := target{coll: client.Database(db).Collection(coll), release: release}
+	t := target{coll: client.Database(db).Collection(coll), server: server, release: release}
 	if r.decision.Tagged {
 		t.tag = id
 	}

@@ -16,6 +16,8 @@ import (
 type routedClient struct {
 	client *driver.Client
 	db     string
+	// target is routedTarget of the credentials it was opened with.
+	target string
 }
 
 // newPools builds the routed clients of a Routed module; db is the
@@ -35,6 +37,10 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
+			target, err := routedTarget(cr, db)
+			if err != nil {
+				return nil, err
+			}
 			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.maxConnsPerClient()))
 			if cr.User != "" {
 				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
@@ -46,7 +52,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			return &routedClient{client: cl, db: name}, nil
+			return &routedClient{client: cl, db: name, target: target}, nil
 		},
 		Close: func(rc *routedClient) { _ = rc.client.Disconnect(context.Background()) },
 	})

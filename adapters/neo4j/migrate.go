@@ -140,9 +140,9 @@ func splitStatements(body string) []string {
 
 // migrationParts checks the module's migrations and provides its
 // *Migrator; both nil when the module has none.
-func migrationParts(module string, cfg *config) ([]error, fx.Option) {
+func migrationParts(module string, cfg *config) ([]error, fx.Option, int64) {
 	if cfg.migrations == nil {
-		return nil, nil
+		return nil, nil, 0
 	}
 	tagged := false
 	for _, r := range cfg.routes {
@@ -152,9 +152,9 @@ func migrationParts(module string, cfg *config) ([]error, fx.Option) {
 	}
 	set, stmts, errs := loadMigrations(module, cfg.migrations, tagged)
 	if len(errs) > 0 {
-		return errs, nil
+		return errs, nil, set.Latest()
 	}
 	return nil, fx.Provide(fx.Annotate(func(c *core) *Migrator {
 		return &Migrator{core: c, routes: cfg.routes, set: set, stmts: stmts}
-	}, fx.ResultTags(`name:"`+module+`"`)))
+	}, fx.ResultTags(`name:"`+module+`"`))), set.Latest()
 }

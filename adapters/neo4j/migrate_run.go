@@ -77,7 +77,10 @@ func (e *StepError) Unwrap() error { return e.Err }
 type target struct {
 	drv      driver
 	database string
-	release  func()
+	// name is the scope's target: what the route check keys a tenant's
+	// current database by.
+	name    string
+	release func()
 }
 
 // shared reports whether the module has a database all tenants share:
@@ -101,7 +104,7 @@ func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, er
 		if !m.shared() {
 			return nil, Rules.Unbound(m.core.module, "")
 		}
-		return []target{{drv: m.core.plain, database: m.core.database, release: func() {}}}, nil
+		return []target{{drv: m.core.plain, database: m.core.database, name: m.core.database, release: func() {}}}, nil
 	}
 	var out []target
 	seen := map[string]bool{}
@@ -122,7 +125,7 @@ func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, er
 			continue
 		}
 		seen[sc.database] = true
-		out = append(out, target{drv: sc.drv, database: sc.database, release: sc.release})
+		out = append(out, target{drv: sc.drv, database: sc.database, name: sc.target, release: sc.release})
 	}
 	if len(out) == 0 {
 		return nil, Rules.WiringInvalid(m.core.module, "", fmt.Sprintf("Migrate for tenant %s: the module has no per-tenant database", tenant),
@@ -210,6 +213,9 @@ func (m *Migrator) migrateTarget(ctx context.Context, tenant tenancy.ID, t targe
 			return changes, err
 		}
 		changes = append(changes, ch)
+	}
+	if !dry {
+		m.core.gate.Mark(tenant, t.name, m.set.Latest())
 	}
 	return changes, nil
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -28,6 +29,9 @@ type config struct {
 	routes   []*routeSpec
 	// migrations: the Migrations option's files (nil: none).
 	migrations fs.FS
+	// required and registry: RequiredVersion and TenantRegistry.
+	required int64
+	registry migrate.Registry
 	// test seams: a recording driver stands in for a server.
 	fake     driver
 	openFake func(endpoint string) driver
@@ -194,8 +198,10 @@ func Module(name string, opts ...Option) fx.Option {
 		mod.WorstCaseConns = cfg.routed.worstCase()
 		errs = append(errs, cfg.routed.validate(name)...)
 	}
-	migErrs, migPart := migrationParts(name, cfg)
+	migErrs, migPart, latest := migrationParts(name, cfg)
 	errs = append(errs, migErrs...)
+	verErrs, verPart := versionWiring(name, cfg, latest)
+	errs = append(errs, verErrs...)
 	if len(errs) > 0 {
 		// Reported by the app's check with every other module's violations;
 		// what the module would have provided fails with that refusal.
@@ -212,8 +218,10 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		parts = append(parts, provideRoute(r))
 	}
-	if migPart != nil {
-		parts = append(parts, migPart)
+	for _, p := range []fx.Option{migPart, verPart} {
+		if p != nil {
+			parts = append(parts, p)
+		}
 	}
 	return fx.Module(name, parts...)
 }
@@ -240,6 +248,8 @@ type core struct {
 	plain    driver
 	database string
 	pools    tenantPools
+	// gate refuses calls for tenants behind RequiredVersion (nil: none).
+	gate *migrate.Gate
 }
 
 func (c *core) routed() bool { return c.pools != nil }
@@ -252,7 +262,7 @@ type coreIn struct {
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required)}
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {

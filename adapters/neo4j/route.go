@@ -35,14 +35,17 @@ type scope struct {
 	tenant   tenancy.ID // zero on an unscoped route
 	drv      driver
 	database string
-	release  func()
+	// target names the database for the migration check: the module's
+	// database, a tenant's database, or a routed server and database.
+	target  string
+	release func()
 }
 
 // open resolves the scope of a call: the tenant from ctx (fail closed), the
 // tenant's driver when routed, and the tenant's database when resolved.
 func (r *route) open(ctx context.Context) (scope, error) {
 	if !r.scoped {
-		return scope{drv: r.core.plain, database: r.core.database, release: func() {}}, nil
+		return scope{drv: r.core.plain, database: r.core.database, target: r.core.database, release: func() {}}, nil
 	}
 	id, err := tenancy.Require(ctx)
 	if err != nil {
@@ -56,7 +59,7 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 	if id.IsZero() {
 		return scope{}, r.unbound()
 	}
-	sc := scope{tenant: id, drv: r.core.plain, database: r.core.database, release: func() {}}
+	sc := scope{tenant: id, drv: r.core.plain, database: r.core.database, target: r.core.database, release: func() {}}
 	if r.core.routed() {
 		td, release, err := r.core.pools.AcquireFor(ctx, id)
 		if err != nil {
@@ -66,7 +69,7 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 			}
 			return scope{}, fmt.Errorf("neo4j: route %s: %w", r.spec.name, routing.AtRoute(err, r.spec.name))
 		}
-		sc.drv, sc.release = td.drv, release
+		sc.drv, sc.release, sc.target = td.drv, release, td.target
 		if td.database != "" {
 			sc.database = td.database
 		}
@@ -78,6 +81,11 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 			return scope{}, err
 		}
 		sc.database = name
+		if r.core.routed() {
+			sc.target += "|" + name
+		} else {
+			sc.target = name
+		}
 	}
 	return sc, nil
 }
@@ -127,6 +135,17 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 	defer sc.release()
 	sess := sc.drv.NewSession(ctx, sc.database)
 	defer sess.Close(ctx)
+	if r.core.gate != nil {
+		// Before the transaction: a stale tenant's call never reaches
+		// its data. A database all tenants share has one version.
+		tenant := sc.tenant
+		if !r.perTenantDB && !r.core.routed() {
+			tenant = tenancy.ID{}
+		}
+		if err := r.core.ensureCurrent(ctx, sess, tenant, sc.target, r.spec.name); err != nil {
+			return err
+		}
+	}
 	work := func(run runner) (any, error) {
 		tx := &Tx{r: r, sc: sc, run: run, write: write}
 		defer tx.done.Store(true)

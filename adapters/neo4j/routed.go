@@ -85,6 +85,8 @@ func (r *routedConfig) worstCase() int {
 type tenantDriver struct {
 	drv      driver
 	database string
+	// target is routedTarget of the credentials it was opened with.
+	target string
 }
 
 type tenantPools = *routing.Pools[*tenantDriver]
@@ -92,7 +94,11 @@ type tenantPools = *routing.Pools[*tenantDriver]
 func newPools(module string, cfg *config) (tenantPools, error) {
 	rc := cfg.routed
 	open := func(_ context.Context, c routing.Credentials) (*tenantDriver, error) {
-		td := &tenantDriver{database: c.Params["database"]}
+		target, err := routedTarget(c)
+		if err != nil {
+			return nil, err
+		}
+		td := &tenantDriver{database: c.Params["database"], target: target}
 		if cfg.openFake != nil {
 			td.drv = cfg.openFake(c.Endpoint)
 			return td, nil

@@ -54,7 +54,8 @@ type lifecycle struct {
 	// shared: one migration target for all tenants (the static schema of
 	// a plain client); perTenantSchema: the target is the tenant's schema.
 	shared, perTenantSchema bool
-	current                 currentSet
+	// gate refuses calls for tenants behind required (nil: no check).
+	gate *migrate.Gate
 }
 
 // lifecycleWiring checks the migration options and returns the start-up
@@ -71,11 +72,8 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	}
 	l.shared = !routed && !l.perTenantSchema
 	var errs []error
-	if l.required > l.set.Latest() {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", l.required, l.set.Latest()), "add the migration or lower RequiredVersion"))
-	}
-	if l.required > 0 && !l.shared && l.registry == nil {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", "RequiredVersion needs to know the module's tenants at start", "pass postgres.TenantRegistry (postgres.NewRegistry keeps it in a table)"))
+	for _, p := range migrate.RequiredProblems(l.required, l.set.Latest(), !l.shared, l.registry != nil, "postgres", "postgres.Migrations") {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", p.Detail, p.Fix))
 	}
 	if l.required == 0 {
 		return errs, fx.Options()
@@ -83,8 +81,8 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	return errs, fx.Invoke(func(lc fx.Lifecycle, c *Client) { lc.Append(fx.StartHook(c.checkVersions)) })
 }
 
-func (l *lifecycle) forClient() *lifecycle {
-	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema}
+func (l *lifecycle) forClient(module string) *lifecycle {
+	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema, gate: migrate.NewGate(module, Rules.Name, l.required)}
 }
 
 // migrationTable is where a target records its applied steps.
@@ -189,7 +187,7 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 				return changes, fmt.Errorf("postgres: module %s: tenant %s migrated, registry not updated: %w", c.module, tenant, err)
 			}
 		}
-		l.current.add(tenant)
+		l.gate.Mark(tenant, "", l.set.Latest())
 	}
 	return changes, nil
 }

@@ -212,7 +212,7 @@ func Module(name string, opts ...Option) fx.Option {
 	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient()}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient(name)}
 			for _, b := range build {
 				b(c)
 			}

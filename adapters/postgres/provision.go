@@ -148,7 +148,7 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	}
 	c.forgetTenant(tenant)
 	if c.life != nil {
-		c.life.current.forget(tenant)
+		c.life.gate.Forget(tenant)
 	}
 	if r := c.registry(); r != nil {
 		return r.Remove(ctx, tenant)

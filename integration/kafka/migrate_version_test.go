@@ -1,0 +1,145 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+var topicSteps = fstest.MapFS{
+	"0001_retention.json":   {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)},
+	"0002_orders_size.json": {Data: []byte(`{"routes": ["orders"], "configs": {"max.message.bytes": "2000000"}}`)},
+	"0003_audit_unset.json": {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": null}}`)},
+}
+
+type versionApp struct {
+	fx.In
+	Provision *kafka.Provisioner `name:"events"`
+	Orders    *kafka.Producer    `name:"orders"`
+}
+
+// buildEvents builds (not starts) the module "events": orders and audit
+// routes with per-tenant topics and the given migrations.
+func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Option) (*fx.App, versionApp) {
+	t.Helper()
+	var d versionApp
+	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{TopicPrefix: s.name("audit.")}),
+		kafka.Migrations(files)}, opts...)
+	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return app, d
+}
+
+// requireBehind fails t unless err is tenant_migration_behind naming route (when
+// not empty) and every detail.
+func requireBehind(t *testing.T, err error, route string, detail ...string) {
+	t.Helper()
+	var te *tenancy.Error
+	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Backend != "kafka" || te.Module != "events" || !strings.Contains(te.Fix, "migrate") {
+		t.Fatalf("got %v, want tenant_migration_behind with a fix to migrate", err)
+	}
+	for _, d := range detail {
+		if !strings.Contains(te.Detail, d) {
+			t.Fatalf("refusal %q does not name %q", te.Detail, d)
+		}
+	}
+	if route != "" && te.Route != route {
+		t.Fatalf("refusal names route %q, want %q", te.Route, route)
+	}
+}
+
+// TestRequiredVersionTopics: tenants A and B migrated to version 2, the
+// producers needing 3. Start is refused naming both; with a registry that
+// wrongly says 3, the app starts, and a Produce for A, for B, or for C
+// (provisioned, never registered nor migrated) is refused before a record
+// reaches its topic: the version is read from the topics' configuration.
+// Migrating A from the lying registry's version still applies step 3 (the
+// topics say 2) and makes A current; B stays refused, and so does a tenant
+// without topics.
+func TestRequiredVersionTopics(t *testing.T) {
+	s := newSpace(t)
+	ctx := context.Background()
+	two := fstest.MapFS{}
+	for k, v := range topicSteps {
+		if !strings.HasPrefix(k, "0003") {
+			two[k] = v
+		}
+	}
+	old, d := buildEvents(t, s, two)
+	startApp(t, old)
+	reg := migrate.NewMemoryRegistry()
+	if rep := d.Provision.ProvisionAll(ctx, []tenancy.ID{tenantA, tenantB}, reg, migrate.Options{}); rep.Done != 2 {
+		t.Fatalf("provision: %+v", rep)
+	}
+	if err := d.Provision.Provision(ctx, tenantC); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Provision.MigrateAll(ctx, nil, d.Provision.Migrations(), reg, migrate.Options{}); err != nil || len(rep.Changes) != 4 || len(rep.Failures) != 0 {
+		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	}
+
+	app, _ := buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(reg))
+	requireBehind(t, app.Start(ctx), "", "2 registered tenants are behind migration version 3", tenantA.String()+" (at 2)", tenantB.String()+" (at 2)")
+
+	lying := migrate.NewMemoryRegistry()
+	for _, id := range []tenancy.ID{tenantA, tenantB} {
+		_ = lying.Put(ctx, id, migrate.Ready)
+		_ = lying.SetVersion(ctx, id, "events", 3)
+	}
+	app, d = buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(lying))
+	startApp(t, app)
+	for _, id := range []tenancy.ID{tenantA, tenantB, tenantC} {
+		err := d.Orders.Produce(tenancy.WithTenant(ctx, id), kafka.Message{Value: []byte("x")})
+		requireBehind(t, err, "orders", "tenant "+id.String()+" is at migration version", "need 3")
+		if n := records(t, s.broker, s.name("orders.")+id.Hex()); n != 0 {
+			t.Fatalf("a refused Produce for %s left %d records", id, n)
+		}
+	}
+
+	if ch, err := d.Provision.MigrateTopics(ctx, tenantA, d.Provision.Migrations(), 3); err != nil || len(ch) == 0 || ch[len(ch)-1].Version != 3 {
+		t.Fatalf("migrating A from the registry's 3: %v, %v", ch, err)
+	}
+	if err := d.Orders.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("x")}); err != nil {
+		t.Fatalf("A after its migration: %v", err)
+	}
+	if n := records(t, s.broker, s.name("orders.")+tenantA.Hex()); n != 1 {
+		t.Fatalf("A's topic holds %d records, want 1", n)
+	}
+	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("x")}), "orders", "tenant "+tenantB.String())
+	// A tenant never provisioned has no topics: at no version.
+	never := tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")
+	requireBehind(t, d.Orders.Produce(tenancy.WithTenant(ctx, never), kafka.Message{Value: []byte("x")}), "orders", "tenant "+never.String()+" is at migration version 0")
+
+	// Step 3 reached A's audit topic (the broker shows a committed change
+	// a moment later: poll).
+	c, closeAdmin := admin(s.broker)
+	defer closeAdmin()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		audit := topicConfigs(t, c, s.name("audit.")+tenantA.Hex())
+		if _, set := audit["retention.ms"]; !set {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's audit topic still sets retention.ms: %v", audit)
+		}
+	}
+	// A fresh app reads A's topics, now at 3, and lets A through.
+	app, d = buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(lying))
+	startApp(t, app)
+	if err := d.Orders.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("y")}); err != nil {
+		t.Fatalf("A read from its topics: %v", err)
+	}
+}

@@ -1,0 +1,165 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Gate is a module's RequiredVersion check, shared by the backend
+// adapters: the start-up scan of the registry and the run-time check of
+// one tenant's target, with the tenants found current remembered so that
+// a current tenant costs no round trip per call. A nil Gate or one with
+// Need 0 admits every call.
+type Gate struct {
+	Module, Backend string
+	// Need is the version the module's routes need.
+	Need int64
+	cur  currentSet
+}
+
+// NewGate is the gate of a module needing version need (nil when need is
+// 0: nothing to check).
+func NewGate(module, backend string, need int64) *Gate {
+	if need <= 0 {
+		return nil
+	}
+	return &Gate{Module: module, Backend: backend, Need: need}
+}
+
+// Check refuses route's call for tenant (zero: a target all tenants
+// share) when the version its target records, read by version, is below
+// Need. target names the physical container (a server and database, a
+// schema): a tenant found current on one target is not current on
+// another. A tenant found current is remembered; version is not called
+// again for it.
+func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route string, version func(context.Context) (int64, error)) error {
+	if g == nil || g.cur.has(tenant, target) {
+		return nil
+	}
+	v, err := version(ctx)
+	if err != nil {
+		return err
+	}
+	if v < g.Need {
+		return Behind(g.Module, g.Backend, route, tenant, v, g.Need)
+	}
+	g.cur.add(tenant, target)
+	return nil
+}
+
+// Mark records that tenant's target is at version v after a migration
+// run (current when v reaches Need).
+func (g *Gate) Mark(tenant tenancy.ID, target string, v int64) {
+	if g != nil && v >= g.Need {
+		g.cur.add(tenant, target)
+	}
+}
+
+// Forget drops tenant from the current set on every target (teardown).
+func (g *Gate) Forget(tenant tenancy.ID) {
+	if g != nil {
+		g.cur.forget(tenant)
+	}
+}
+
+// StaleShown is how many stale tenants a start-up refusal names.
+const StaleShown = 5
+
+// CheckRegistry refuses to start (tenant_migration_behind) while a ready
+// tenant of reg records a version of the module below Need, naming how
+// many and the first StaleShown.
+func (g *Gate) CheckRegistry(ctx context.Context, reg Registry) error {
+	if g == nil {
+		return nil
+	}
+	stale, err := Stale(ctx, reg, g.Module, g.Need)
+	if err != nil {
+		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.Backend, g.Module, err)
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	names := make([]string, 0, StaleShown)
+	for _, t := range stale[:min(len(stale), StaleShown)] {
+		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[g.Module]))
+	}
+	more := ""
+	if len(stale) > StaleShown {
+		more = fmt.Sprintf(" and %d more", len(stale)-StaleShown)
+	}
+	return &tenancy.Error{
+		Code: tenancy.CodeTenantMigrationBehind, Module: g.Module, Backend: g.Backend,
+		Detail: fmt.Sprintf("%d registered tenants are behind migration version %d: %s%s", len(stale), g.Need, strings.Join(names, ", "), more),
+		Fix:    "run the module's migrations for every tenant (the service's migrate command, or MigrateAll), then start again",
+	}
+}
+
+// maxCurrent bounds the (tenant, target) pairs remembered as current;
+// past it the set is cleared (each tenant then pays one more version read).
+const maxCurrent = 1 << 16
+
+// currentSet is the (tenant, target) pairs of one gate whose target was
+// found at or above Need. Versions only move forward, so a pair stays
+// current until the tenant is torn down.
+type currentSet struct {
+	mu sync.RWMutex
+	m  map[tenancy.ID]map[string]struct{}
+	n  int
+}
+
+func (s *currentSet) has(t tenancy.ID, target string) bool {
+	s.mu.RLock()
+	_, ok := s.m[t][target]
+	s.mu.RUnlock()
+	return ok
+}
+
+func (s *currentSet) add(t tenancy.ID, target string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || s.n >= maxCurrent {
+		s.m, s.n = make(map[tenancy.ID]map[string]struct{}), 0
+	}
+	ts := s.m[t]
+	if ts == nil {
+		ts = make(map[string]struct{}, 1)
+		s.m[t] = ts
+	}
+	if _, ok := ts[target]; !ok {
+		ts[target] = struct{}{}
+		s.n++
+	}
+}
+
+func (s *currentSet) forget(t tenancy.ID) {
+	s.mu.Lock()
+	s.n -= len(s.m[t])
+	delete(s.m, t)
+	s.mu.Unlock()
+}
+
+// Problem is a wiring mistake of RequiredVersion, which the adapter
+// reports as wiring_invalid at fx.New.
+type Problem struct{ Detail, Fix string }
+
+// RequiredProblems checks a module's RequiredVersion need against the
+// newest version of its migrations and, when its tenants have containers
+// of their own (perTenant), the registry the start-up check reads. pkg
+// names the adapter package and migrations its migrations option, for
+// the fix texts ("kafka", "kafka.Migrations").
+func RequiredProblems(need, latest int64, perTenant, registry bool, pkg, migrations string) []Problem {
+	var out []Problem
+	if need > latest {
+		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", need, latest),
+			"add the migration (" + migrations + ") or lower RequiredVersion"})
+	}
+	if need > 0 && perTenant && !registry {
+		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
+			"pass " + pkg + ".TenantRegistry (postgres.NewRegistry keeps it in a table)"})
+	}
+	return out
+}
