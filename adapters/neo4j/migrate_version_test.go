@@ -2,7 +2,6 @@ package neo4j_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -65,20 +64,11 @@ func newApp(t *testing.T, module string, opts ...neo4j.Option) (*fx.App, *neo4j.
 }
 
 // behind fails t unless err is tenant_migration_behind naming route (when
-// not empty) and every detail.
+// not empty) and every detail, with a fix that says to migrate.
 func behind(t *testing.T, err error, route string, detail ...string) {
 	t.Helper()
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Backend != "neo4j" || !strings.Contains(te.Fix, "migrate") {
-		t.Fatalf("got %v, want tenant_migration_behind with a fix to migrate", err)
-	}
-	for _, d := range detail {
-		if !strings.Contains(te.Detail, d) {
-			t.Fatalf("refusal %q does not name %q", te.Detail, d)
-		}
-	}
-	if route != "" && te.Route != route {
-		t.Fatalf("refusal names route %q, want %q", te.Route, route)
+	if e := tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "neo4j", "", route, detail...); !strings.Contains(e.Fix, "migrate") {
+		t.Fatalf("fix %q does not say to migrate", e.Fix)
 	}
 }
 

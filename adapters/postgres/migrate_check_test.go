@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // TestStartRefusesStaleTenants: with RequiredVersion, the app does not
@@ -27,15 +27,8 @@ func TestStartRefusesStaleTenants(t *testing.T) {
 	app := fx.New(fx.NopLogger, mod)
 	must0(t, app.Err())
 	err := app.Start(context.Background())
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Module != "pg" || te.Fix == "" {
-		t.Fatalf("start: %v", err)
-	}
-	for _, want := range []string{"7 registered tenants are behind migration version 3", tenants[0].String() + " (at 0)", "and 2 more"} {
-		if !strings.Contains(te.Detail, want) {
-			t.Errorf("detail %q lacks %q", te.Detail, want)
-		}
-	}
+	tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "",
+		"7 registered tenants are behind migration version 3", tenants[0].String()+" (at 0)", "and 2 more")
 	// Migrating (an app built, not started: the command a service runs)
 	// clears it.
 	rep, err := built(t, mod).MigrateAll(context.Background(), nil, migrate.Options{})
@@ -61,10 +54,7 @@ func TestRuntimeRefusesStaleTenant(t *testing.T) {
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
 	_, err := d.Get(ctx, "x")
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Route != "docs" || !strings.Contains(te.Detail, "at migration version 0; the routes need 3") {
-		t.Fatalf("get on a stale tenant: %v", err)
-	}
+	tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "docs", "at migration version 0; the routes need 3")
 	if _, err := c.Migrate(context.Background(), stale); err != nil {
 		t.Fatal(err)
 	}

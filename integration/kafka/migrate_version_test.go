@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -13,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 var topicSteps = fstest.MapFS{
@@ -44,20 +44,11 @@ func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Optio
 }
 
 // requireBehind fails t unless err is tenant_migration_behind naming route (when
-// not empty) and every detail.
+// not empty) and every detail, with a fix that says to migrate.
 func requireBehind(t *testing.T, err error, route string, detail ...string) {
 	t.Helper()
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Backend != "kafka" || te.Module != "events" || !strings.Contains(te.Fix, "migrate") {
-		t.Fatalf("got %v, want tenant_migration_behind with a fix to migrate", err)
-	}
-	for _, d := range detail {
-		if !strings.Contains(te.Detail, d) {
-			t.Fatalf("refusal %q does not name %q", te.Detail, d)
-		}
-	}
-	if route != "" && te.Route != route {
-		t.Fatalf("refusal names route %q, want %q", te.Route, route)
+	if e := tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "kafka", "events", route, detail...); !strings.Contains(e.Fix, "migrate") {
+		t.Fatalf("fix %q does not say to migrate", e.Fix)
 	}
 }
 

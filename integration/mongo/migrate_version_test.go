@@ -2,7 +2,6 @@ package mongo_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -44,20 +43,11 @@ func buildOrders(t *testing.T, base []mongo.Option, files fstest.MapFS, opts ...
 }
 
 // requireBehind fails t unless err is tenant_migration_behind naming route (when
-// not empty) and every detail.
+// not empty) and every detail, with a fix that says to migrate.
 func requireBehind(t *testing.T, err error, route string, detail ...string) {
 	t.Helper()
-	var te *tenancy.Error
-	if !errors.As(err, &te) || te.Code != tenancy.CodeTenantMigrationBehind || te.Backend != "mongodb" || te.Module != "m" || !strings.Contains(te.Fix, "migrate") {
-		t.Fatalf("got %v, want tenant_migration_behind with a fix to migrate", err)
-	}
-	for _, d := range detail {
-		if !strings.Contains(te.Detail, d) {
-			t.Fatalf("refusal %q does not name %q", te.Detail, d)
-		}
-	}
-	if route != "" && te.Route != route {
-		t.Fatalf("refusal names route %q, want %q", te.Route, route)
+	if e := tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "mongodb", "m", route, detail...); !strings.Contains(e.Fix, "migrate") {
+		t.Fatalf("fix %q does not say to migrate", e.Fix)
 	}
 }
 
