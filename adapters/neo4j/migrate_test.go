@@ -64,6 +64,25 @@ func cleanMigrations(d direct, module, label string) {
 	d.query("MATCH (h:TenantwireMigration {module: $m}) DELETE h", map[string]any{"m": module})
 }
 
+// migrationScope is a migration test's fresh label and module name, with
+// a plain driver on each server given; the label's nodes, constraints and
+// indexes and the module's history are removed from each when the test
+// ends.
+func migrationScope(t *testing.T, servers ...testsvc.Neo4jServer) (label, module string, ds []direct) {
+	t.Helper()
+	label = uniqueLabel(t)
+	module = strings.ToLower(label)
+	for _, s := range servers {
+		ds = append(ds, directTo(t, s))
+	}
+	t.Cleanup(func() {
+		for _, d := range ds {
+			cleanMigrations(d, module, label)
+		}
+	})
+	return label, module, ds
+}
+
 // history is the module's recorded steps on a server: "target/version/state".
 func (d direct) history(module string) []string {
 	d.t.Helper()
@@ -101,10 +120,8 @@ func historyOf(tenant tenancy.ID, versions ...int) []string {
 // rerun changes nothing; an edited applied file is refused.
 func TestMigrateRoutedTwoServers(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	d1, d2 := directTo(t, s1), directTo(t, s2)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
+	label, module, ds := migrationScope(t, s1, s2)
+	d1, d2 := ds[0], ds[1]
 	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
 	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
@@ -205,10 +222,8 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 // tenant: A and B may both hold code "x", A twice may not.
 func TestMigrateTaggedShared(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	d := directTo(t, s)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d, module, label) })
+	label, module, ds := migrationScope(t, s)
+	d := ds[0]
 	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(threeSteps(label, true)))
 	ctx := context.Background()
 	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, nil, migrate.Options{})
@@ -246,10 +261,8 @@ func TestMigrateTaggedShared(t *testing.T) {
 // goes on. Once B's data is fixed, a rerun applies B's steps only.
 func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	d1, d2 := directTo(t, s1), directTo(t, s2)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
+	label, module, ds := migrationScope(t, s1, s2)
+	d1, d2 := ds[0], ds[1]
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
 	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
@@ -286,10 +299,8 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 // ErrStepClaimed without running the step.
 func TestMigrateClaims(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	d1 := directTo(t, s1)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d1, module, label) })
+	label, module, ds := migrationScope(t, s1)
+	d1 := ds[0]
 	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a := tenancytest.TenantA
@@ -367,10 +378,8 @@ func TestMigrateNamespace(t *testing.T) {
 // migration_history_conflict for the whole target, and nothing runs.
 func TestMigrateOutOfOrderRefused(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	d := directTo(t, s)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d, module, label) })
+	label, module, ds := migrationScope(t, s)
+	d := ds[0]
 	all := threeSteps(label, true)
 	gap := fstest.MapFS{"0001_code_unique.cypher": all["0001_code_unique.cypher"], "0003_by_name.cypher": all["0003_by_name.cypher"]}
 	ctx := context.Background()

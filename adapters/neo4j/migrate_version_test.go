@@ -79,10 +79,8 @@ func behind(t *testing.T, err error, route string, detail ...string) {
 // through the Migrator lets A's calls through while B stays refused.
 func TestRequiredVersionRouted(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	d1, d2 := directTo(t, s1), directTo(t, s2)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
+	label, module, ds := migrationScope(t, s1, s2)
+	d1, d2 := ds[0], ds[1]
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
@@ -148,10 +146,7 @@ func TestRequiredVersionRouted(t *testing.T) {
 // records for its tenants.
 func TestRequiredVersionTaggedShared(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	d := directTo(t, s)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d, module, label) })
+	label, module, _ := migrationScope(t, s)
 	ctx := context.Background()
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})
 	all := threeSteps(label, true)
@@ -181,10 +176,8 @@ func TestRequiredVersionTaggedShared(t *testing.T) {
 // next call is read again and refused before it writes there.
 func TestRequiredVersionRerouted(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	d1, d2 := directTo(t, s1), directTo(t, s2)
-	label := uniqueLabel(t)
-	module := strings.ToLower(label)
-	t.Cleanup(func() { cleanMigrations(d1, module, label); cleanMigrations(d2, module, label) })
+	label, module, ds := migrationScope(t, s1, s2)
+	d1, d2 := ds[0], ds[1]
 	ctx := context.Background()
 	a := tenancytest.TenantA
 	var onSecond atomic.Bool
