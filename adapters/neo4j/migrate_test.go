@@ -10,8 +10,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
@@ -23,11 +21,7 @@ import (
 // *Migrator and the route.
 func startMigrator(t *testing.T, module string, opts ...neo4j.Option) (*neo4j.Migrator, *neo4j.Graph) {
 	t.Helper()
-	var m *neo4j.Migrator
-	var g *neo4j.Graph
-	app := fx.New(fx.NopLogger, neo4j.Module(module, opts...),
-		fx.Invoke(fx.Annotate(func(mm *neo4j.Migrator, gg *neo4j.Graph) { m, g = mm, gg },
-			fx.ParamTags(`name:"`+module+`"`, `name:"g"`))))
+	app, m, g := newApp(t, module, opts...)
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
