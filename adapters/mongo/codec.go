@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Values are stored by their JSON form, so that filters and ordering name
@@ -55,17 +57,46 @@ func fromJSON(x any) any {
 // decodeValue decodes the stored value v (a field of a stored document)
 // into T, through relaxed extended JSON, the inverse of encodeValue
 // (which stores integral numbers as int64, so no integral double reaches
-// an int field).
+// an int field). The values encodeValue writes are printed by appendJSON
+// into a pooled buffer; any other BSON type goes through the driver's
+// writer, which prints the same JSON for the types appendJSON handles.
 func decodeValue[T any](v bson.RawValue) (T, error) {
-	var out struct {
-		D T `json:"d"`
-	}
-	js, err := bson.MarshalExtJSON(bson.D{{Key: "d", Value: v}}, false, false)
-	if err != nil {
-		return out.D, fmt.Errorf("mongo: decode: %w", err)
+	var out T
+	bp := jsonBufs.Get().(*[]byte)
+	defer putJSONBuf(bp)
+	js, ok := appendJSON((*bp)[:0], bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
+	*bp = js
+	if !ok {
+		var err error
+		if js, err = driverJSON(v); err != nil {
+			return out, fmt.Errorf("mongo: decode: %w", err)
+		}
 	}
 	if err := json.Unmarshal(js, &out); err != nil {
-		return out.D, fmt.Errorf("mongo: decode: %w", err)
+		return out, fmt.Errorf("mongo: decode: %w", err)
 	}
-	return out.D, nil
+	return out, nil
+}
+
+// driverJSON is v's relaxed extended JSON as the driver writes it.
+func driverJSON(v bson.RawValue) ([]byte, error) {
+	js, err := bson.MarshalExtJSON(bson.D{{Key: "d", Value: v}}, false, false)
+	if err != nil {
+		return nil, err
+	}
+	// {"d":<value>}
+	return js[len(`{"d":`) : len(js)-1], nil
+}
+
+// jsonBufs holds the buffers decodeValue prints into; json.Unmarshal keeps
+// no reference to its input.
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putJSONBuf returns a buffer to the pool unless one large document grew
+// it past what is worth keeping.
+func putJSONBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		*bp = (*bp)[:0]
+		jsonBufs.Put(bp)
+	}
 }
