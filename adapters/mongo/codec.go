@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -57,15 +56,16 @@ func fromJSON(x any) any {
 // decodeValue decodes the stored value v (a field of a stored document)
 // into T, through relaxed extended JSON, the inverse of encodeValue
 // (which stores integral numbers as int64, so no integral double reaches
-// an int field). The values encodeValue writes are printed by appendJSON
-// into a pooled buffer; any other BSON type goes through the driver's
-// writer, which prints the same JSON for the types appendJSON handles.
+// an int field). The values encodeValue writes are printed by appendJSON;
+// any other BSON type goes through the driver's writer, which prints the
+// same JSON for the types appendJSON handles. The buffer is the call's
+// own, not pooled: a json.Unmarshaler in T that kept its input against
+// encoding/json's contract would otherwise see another tenant's record
+// overwrite it.
 func decodeValue[T any](v bson.RawValue) (T, error) {
 	var out T
-	bp := jsonBufs.Get().(*[]byte)
-	defer putJSONBuf(bp)
-	js, ok := appendJSON((*bp)[:0], bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
-	*bp = js
+	js, ok := appendJSON(make([]byte, 0, len(v.Value)+len(v.Value)/4+16),
+		bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
 	if !ok {
 		var err error
 		if js, err = driverJSON(v); err != nil {
@@ -86,17 +86,4 @@ func driverJSON(v bson.RawValue) ([]byte, error) {
 	}
 	// {"d":<value>}
 	return js[len(`{"d":`) : len(js)-1], nil
-}
-
-// jsonBufs holds the buffers decodeValue prints into; json.Unmarshal keeps
-// no reference to its input.
-var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// putJSONBuf returns a buffer to the pool unless one large document grew
-// it past what is worth keeping.
-func putJSONBuf(bp *[]byte) {
-	if cap(*bp) <= 64<<10 {
-		*bp = (*bp)[:0]
-		jsonBufs.Put(bp)
-	}
 }

@@ -141,3 +141,26 @@ func TestDecodeValueFallsBackToTheDriver(t *testing.T) {
 		t.Fatalf("date decoded as %#v", v["at"])
 	}
 }
+
+// keeper keeps the JSON it was given, as encoding/json tells an
+// Unmarshaler not to.
+type keeper struct{ kept []byte }
+
+func (k *keeper) UnmarshalJSON(b []byte) error { k.kept = b; return nil }
+
+// One record's bytes are never reused for the next record's: a value
+// type that keeps its input against the contract still keeps its own.
+func TestDecodeBuffersAreNotShared(t *testing.T) {
+	a, err := decodeValue[keeper](rawOf(t, bson.D{{Key: "secret", Value: "tenant-a"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if _, err := decodeValue[keeper](rawOf(t, bson.D{{Key: "secret", Value: "tenant-b"}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(a.kept) != `{"secret":"tenant-a"}` {
+		t.Fatalf("tenant A's value now reads %s", a.kept)
+	}
+}
