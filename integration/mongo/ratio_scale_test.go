@@ -38,20 +38,30 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	}
 	t.Logf("created %d per-tenant collections in %v", tenants, time.Since(began).Round(time.Millisecond))
 	database := c.Database(db)
+	// Each side walks on through the tenants from one round to the next,
+	// so the rounds reach every collection (a round of 300 starting at
+	// tenant 0 each time would read 300 of the 1,000), in the same order
+	// on both sides.
+	var oursAt, handAt int
 	ours := func(n int) {
-		for i := range n {
-			if _, err := docs.Get(ctxs[i%tenants], "k"); err != nil {
+		for range n {
+			if _, err := docs.Get(ctxs[oursAt%tenants], "k"); err != nil {
 				t.Fatal(err)
 			}
+			oursAt++
 		}
 	}
 	hand := func(n int) {
-		for i := range n {
-			tn, _ := tenancy.Require(ctxs[i%tenants])
+		for range n {
+			tn, _ := tenancy.Require(ctxs[handAt%tenants])
 			if _, err := handFind(database.Collection("items."+tn.Hex()), bson.D{{Key: "_id", Value: "k"}}); err != nil {
 				t.Fatal(err)
 			}
+			handAt++
 		}
 	}
-	ratio.ReportScale(t, ratio.Pair{Label: "S" + strconv.Itoa(tenants), Name: "mongo-per-tenant-collection-find", Ours: ours, Baseline: hand, Rounds: 15, Iterations: 300}, 1.05)
+	// 31 rounds: a round's ratio on this machine spreads from 0.7 to 1.5
+	// with FerretDB's work in the same process, and the median of 15
+	// still moved by 0.1 between quiet runs.
+	ratio.ReportScale(t, ratio.Pair{Label: "S" + strconv.Itoa(tenants), Name: "mongo-per-tenant-collection-find", Ours: ours, Baseline: hand, Rounds: 31, Iterations: 300}, 1.05)
 }
