@@ -1,7 +1,6 @@
 package mongo_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -14,14 +13,15 @@ import (
 )
 
 // TestRatioFindByID is the P6 pair: a tagged find-by-id through the adapter
-// against the same lookup written by hand with the raw driver (same
-// filter, same client, same server), interleaved, median of 7 rounds.
+// against the same lookup written by hand with the raw driver (the same
+// client, the same find command, the envelope decoded with
+// bson.Unmarshal), interleaved, median of 7 rounds.
 func TestRatioFindByID(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
-	opts, db := plainDB(t)
+	c, db := client(t, uriA), dbName(t)
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", append(opts,
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}))...),
+	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")})),
 		fx.Populate(&docs))
 	ctx := ctxOf(tenancytest.TenantA)
 	for i := range 100 {
@@ -29,7 +29,7 @@ func TestRatioFindByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	coll := client(t, uriA).Database(db).Collection("items")
+	coll := c.Database(db).Collection("items")
 	tenant, prefix := tenancytest.TenantA.String(), tenancytest.TenantA.Hex()+":"
 
 	ours := func(n int) {
@@ -41,13 +41,7 @@ func TestRatioFindByID(t *testing.T) {
 	}
 	baseline := func(n int) {
 		for i := range n {
-			var row struct {
-				ID  string `bson:"id"`
-				V   int64  `bson:"v"`
-				Doc item   `bson:"doc"`
-			}
-			err := coll.FindOne(context.Background(),
-				bson.D{{Key: "tenant_id", Value: tenant}, {Key: "_id", Value: prefix + fmt.Sprint("k", i%100)}}).Decode(&row)
+			_, err := handFind(coll, bson.D{{Key: "tenant_id", Value: tenant}, {Key: "_id", Value: prefix + fmt.Sprint("k", i%100)}})
 			if err != nil {
 				t.Fatal(err)
 			}
