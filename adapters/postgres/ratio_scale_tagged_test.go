@@ -40,22 +40,27 @@ func TestRatioScaleTagged(t *testing.T) {
 	}
 	pool, _, err := c.Pool(ctxs[0])
 	must0(t, err)
+	// Each side walks on through the tenants from round to round, so the
+	// rounds read every tenant's row.
 	read := func(over int) func(int) {
+		next := ratio.Cycle(over)
 		return func(n int) {
-			for i := range n {
-				if _, err := d.Get(ctxs[i%over], "k"); err != nil {
+			for range n {
+				if _, err := d.Get(ctxs[next()], "k"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
 	stmt := "SELECT version, value FROM " + scaleTagged + " WHERE tenant_id = $1 AND id = $2"
+	handNext := ratio.Cycle(tenants)
 	hand := func(n int) {
-		for i := range n {
-			tn, _ := tenancy.Require(ctxs[i%tenants])
+		for range n {
+			i := handNext()
+			tn, _ := tenancy.Require(ctxs[i])
 			var v int64
 			var raw []byte
-			must0(t, pool.QueryRow(ctxs[i%tenants], stmt, tn.Bytes(), "k").Scan(&v, &raw))
+			must0(t, pool.QueryRow(ctxs[i], stmt, tn.Bytes(), "k").Scan(&v, &raw))
 			decode(t, raw)
 		}
 	}

@@ -92,21 +92,24 @@ func TestRatioScaleKafka(t *testing.T) {
 	raw := rawWriter(t, s.broker)
 	raw.BatchSize = 1
 	key, value := []byte("order-1"), []byte(`{"total":42}`)
+	// Each side walks every topic over its rounds (200 a round).
+	oursAt, baseAt := ratio.Cycle(scaleTopics), ratio.Cycle(scaleTopics)
 	ours := func(n int) {
-		for i := range n {
-			if err := s.producer.Produce(s.ctxs[i%scaleTopics], kafka.Message{Key: key, Value: value}); err != nil {
+		for range n {
+			if err := s.producer.Produce(s.ctxs[oursAt()], kafka.Message{Key: key, Value: value}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	base := func(n int) {
-		for i := range n {
-			id := s.ids[i%scaleTopics]
+		for range n {
+			i := baseAt()
+			id := s.ids[i]
 			m := kafkago.Message{Topic: s.prefix + id.Hex(), Key: key, Value: value, Headers: []kafkago.Header{
 				{Key: kafka.HeaderTenant, Value: []byte(id.String())},
 				{Key: kafka.HeaderEventID, Value: []byte("0123456789abcdef0123456789abcdef")},
 			}}
-			if err := raw.WriteMessages(s.ctxs[i%scaleTopics], m); err != nil {
+			if err := raw.WriteMessages(s.ctxs[i], m); err != nil {
 				t.Fatal(err)
 			}
 		}

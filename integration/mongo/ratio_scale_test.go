@@ -42,22 +42,20 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	// so the rounds reach every collection (a round of 300 starting at
 	// tenant 0 each time would read 300 of the 1,000), in the same order
 	// on both sides.
-	var oursAt, handAt int
+	oursAt, handAt := ratio.Cycle(tenants), ratio.Cycle(tenants)
 	ours := func(n int) {
 		for range n {
-			if _, err := docs.Get(ctxs[oursAt%tenants], "k"); err != nil {
+			if _, err := docs.Get(ctxs[oursAt()], "k"); err != nil {
 				t.Fatal(err)
 			}
-			oursAt++
 		}
 	}
 	hand := func(n int) {
 		for range n {
-			tn, _ := tenancy.Require(ctxs[handAt%tenants])
+			tn, _ := tenancy.Require(ctxs[handAt()])
 			if _, err := handFind(database.Collection("items."+tn.Hex()), bson.D{{Key: "_id", Value: "k"}}); err != nil {
 				t.Fatal(err)
 			}
-			handAt++
 		}
 	}
 	// 31 rounds: a round's ratio on this machine spreads from 0.7 to 1.5

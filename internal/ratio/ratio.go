@@ -134,3 +134,18 @@ func Report(t testing.TB, p Pair, target float64) Result {
 	t.Logf("%s-%s: median %.3f over %d rounds %v; %s target <= %.2f", p.Label, p.Name, r.Median, len(r.Rounds), r.Rounds, verdict, target)
 	return r
 }
+
+// Cycle returns a counter of the indexes 0 to n-1 in turn, wrapping, that
+// carries on from one call of a side to the next: a side of a scale pair
+// reads tenant next() so that its rounds walk every tenant. A side that
+// restarted at tenant 0 each round would, with fewer iterations than
+// tenants, read only the first few, and every cache would hold them.
+func Cycle(n int) (next func() int) {
+	i := -1
+	return func() int {
+		if i++; i == n {
+			i = 0
+		}
+		return i
+	}
+}

@@ -2,6 +2,7 @@ package ratio
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -36,5 +37,16 @@ func TestMedianAndLines(t *testing.T) {
 	want := "ratio S10000-pg-x-vs-y 0.95\nscale-cost S10000-pg-x-vs-y ours_ns=1234 base_ns=1301\n"
 	if b.String() != want {
 		t.Errorf("lines = %q, want %q", b.String(), want)
+	}
+}
+
+func TestCycleCarriesOn(t *testing.T) {
+	next := Cycle(3)
+	var got []int
+	for range 7 {
+		got = append(got, next())
+	}
+	if fmt.Sprint(got) != "[0 1 2 0 1 2 0]" {
+		t.Fatalf("Cycle(3) gave %v", got)
 	}
 }
