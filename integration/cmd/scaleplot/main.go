@@ -86,7 +86,7 @@ func parse(r io.Reader) ([]cost, error) {
 // "<op>-vs-<baseline>" contributes to the curves "<op>" and
 // "<op> / <baseline>"; a pair without "-vs-" to "<op>" and
 // "<op> / hand-written"; "<op>-vs-1-tenant" (the route at one tenant) adds
-// a point at 1 to "<op>".
+// a point at 1 to "<op>". A start-up pair ("...-start") is left out.
 func series(costs []cost) map[string]map[int]float64 {
 	samples := map[string]map[int][]float64{}
 	add := func(curve string, n int, ns float64) {
@@ -96,6 +96,11 @@ func series(costs []cost) map[string]map[int]float64 {
 		samples[curve][n] = append(samples[curve][n], ns)
 	}
 	for _, c := range costs {
+		if strings.HasSuffix(c.name, "-start") {
+			// A start-up's whole time (seconds), not the cost of one
+			// operation: on the same axis it would flatten every curve.
+			continue
+		}
 		op, base, ok := strings.Cut(c.name, "-vs-")
 		if !ok {
 			base = "hand-written"

@@ -18,6 +18,7 @@ scale-cost S1000-pg-namespace-get-vs-hand ours_ns=130 base_ns=125
 scale-cost S10000-redis-tagged-get ours_ns=80 base_ns=81
 scale-cost S10000-broken ours_ns=x base_ns=1
 scale-cost S10000-pg-tagged-get-vs-1-tenant ours_ns=210 base_ns=200
+scale-cost S1000-kafka-sharded-consumer-start ours_ns=28000000000 base_ns=27000000000
 `
 
 func TestParseAndGroup(t *testing.T) {
@@ -25,8 +26,8 @@ func TestParseAndGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(costs) != 5 {
-		t.Fatalf("parsed %d costs, want 5 (the malformed line skipped): %+v", len(costs), costs)
+	if len(costs) != 6 {
+		t.Fatalf("parsed %d costs, want 6 (the malformed line skipped): %+v", len(costs), costs)
 	}
 	curves := series(costs)
 	ours := curves["pg-namespace-get (ours)"]
@@ -42,7 +43,7 @@ func TestParseAndGroup(t *testing.T) {
 	if got := curves["pg-tagged-get (ours)"]; len(got) != 2 || got[1] != 200 || got[10000] != 210 {
 		t.Errorf("the one-tenant pair is the route's own curve: %v", got)
 	}
-	if len(curves) != 6 {
+	if len(curves) != 6 { // the start-up pair is not a cost per operation
 		t.Errorf("%d curves: %v", len(curves), curves)
 	}
 }
