@@ -27,7 +27,7 @@ func TestStartRefusesStaleTenants(t *testing.T) {
 	app := fx.New(fx.NopLogger, mod)
 	must0(t, app.Err())
 	err := app.Start(context.Background())
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "",
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "",
 		"7 registered tenants are behind migration version 3", tenants[0].String()+" (at 0)", "and 2 more")
 	// Migrating (an app built, not started: the command a service runs)
 	// clears it.
@@ -54,7 +54,7 @@ func TestRuntimeRefusesStaleTenant(t *testing.T) {
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
 	_, err := d.Get(ctx, "x")
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "docs", "at migration version 0; the routes need 3")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", "docs", "at migration version 0; the routes need 3")
 	if _, err := c.Migrate(context.Background(), stale); err != nil {
 		t.Fatal(err)
 	}
