@@ -2,19 +2,15 @@ package kafka_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/connprobe"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
@@ -45,61 +41,13 @@ func TestConnBudget(t *testing.T) {
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), kafka.ConnBudget(1), route))
 }
 
-// recorder dials TCP and remembers the most connections open at once.
-type recorder struct {
-	mu         sync.Mutex
-	open, peak int
-	dials      atomic.Int64
-}
-
-func (r *recorder) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	r.dials.Add(1)
-	r.mu.Lock()
-	r.open++
-	r.peak = max(r.peak, r.open)
-	r.mu.Unlock()
-	return &recordedConn{Conn: c, r: r}, nil
-}
-
-func (r *recorder) peakOpen() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.peak
-}
-
-type recordedConn struct {
-	net.Conn
-	r    *recorder
-	once sync.Once
-}
-
-func (c *recordedConn) Close() error {
-	c.once.Do(func() {
-		c.r.mu.Lock()
-		c.r.open--
-		c.r.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
 // produceBurst provisions a three-partition topic for tenant A on a routed
 // client limited to maxConns, produces 100 records from 10 goroutines, and
 // returns the most connections the client held open at once.
 func produceBurst(t *testing.T, broker string, maxConns int) int {
 	t.Helper()
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	topic := "tw-" + hex.EncodeToString(b[:]) + "-conns"
-	t.Cleanup(func() {
-		c := &kafkago.Client{Addr: kafkago.TCP(broker), Timeout: 10 * time.Second}
-		_, _ = c.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
-	})
-	rec := &recorder{}
+	topic := testTopic(t, broker, "conns")
+	var conns connprobe.Counter
 	var d struct {
 		fx.In
 		P    *kafka.Producer    `name:"orders"`
@@ -112,7 +60,7 @@ func produceBurst(t *testing.T, broker string, maxConns int) int {
 		return routing.Credentials{Endpoint: broker}, nil
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("m", kafka.Routed(resolveA, kafka.RoutedConfig{MaxClients: 1, MaxConnsPerClient: maxConns, Dial: rec.dial}),
+		kafka.Module("m", kafka.Routed(resolveA, kafka.RoutedConfig{MaxClients: 1, MaxConnsPerClient: maxConns, Dial: conns.DialContext}),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic, Partitions: 3})),
 		fx.Populate(&d))
 	if err := app.Start(context.Background()); err != nil {
@@ -151,10 +99,10 @@ func produceBurst(t *testing.T, broker string, maxConns int) int {
 			t.Fatalf("produce: %v", err)
 		}
 	}
-	if rec.dials.Load() == 0 {
+	if conns.Peak() == 0 { // every dial counts one open connection
 		t.Fatal("the routed client did not dial through RoutedConfig.Dial")
 	}
-	return rec.peakOpen()
+	return int(conns.Peak())
 }
 
 // A routed client never holds more than MaxConnsPerClient connections open,

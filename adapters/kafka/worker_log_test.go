@@ -88,14 +88,7 @@ func TestShardedConsumerLogsItsTenant(t *testing.T) {
 // record's header names (real broker).
 func TestHeaderConsumerLogsTheRecordsTenant(t *testing.T) {
 	broker := testsvc.KafkaBrokers(t)
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	topic := "tw-" + hex.EncodeToString(b[:]) + "-log"
-	t.Cleanup(func() {
-		c := &kafkago.Client{Addr: kafkago.TCP(broker), Timeout: 10 * time.Second}
-		_, _ = c.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
-		_, _ = c.DeleteGroups(context.Background(), &kafkago.DeleteGroupsRequest{GroupIDs: []string{topic}})
-	})
+	topic := testTopic(t, broker, "log")
 	var d struct {
 		fx.In
 		P    *kafka.Producer    `name:"out"`
@@ -130,4 +123,19 @@ func TestHeaderConsumerLogsTheRecordsTenant(t *testing.T) {
 		t.Fatal("the failing handler was not logged with a tenant")
 	}
 	requireKeys(t, rec, map[string]string{"backend": "kafka", "module": "m", "route": "in", "tenant": tenancytest.TenantB.String()})
+}
+
+// testTopic is a topic name on broker that no other test or run uses; the
+// topic, and a consumer group of the same name, are deleted when the test
+// ends.
+func testTopic(t *testing.T, broker, suffix string) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	topic := "tw-" + hex.EncodeToString(b[:]) + "-" + suffix
+	t.Cleanup(func() {
+		c := &kafkago.Client{Addr: kafkago.TCP(broker), Timeout: 10 * time.Second}
+		_, _ = c.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
+		_, _ = c.DeleteGroups(context.Background(), &kafkago.DeleteGroupsRequest{GroupIDs: []string{topic}})
+	})
+	return topic
 }

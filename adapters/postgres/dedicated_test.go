@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -160,16 +159,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	app := "tw_budget_" + unique()
 	_, dsns := databases(t, tenants, "application_name="+app)
 	var dialed connprobe.Counter
-	dialer := &net.Dialer{}
-	configure := func(pc *pgxpool.Config) {
-		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return dialed.Track(c), nil
-		}
-	}
+	configure := func(pc *pgxpool.Config) { pc.ConnConfig.DialFunc = dialed.DialContext }
 	ids := make([]tenancy.ID, tenants)
 	creds := map[tenancy.ID]routing.Credentials{}
 	for i := range ids {

@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -71,15 +70,8 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
 	}, redis.RoutedConfig{
 		Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
-			d := &net.Dialer{}
 			return goredis.NewClient(&goredis.Options{Addr: c.Endpoint, DB: 13, PoolSize: 1, ClientName: clientName,
-				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					nc, err := d.DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					return dialed.Track(nc), nil
-				}}), nil
+				Dialer: dialed.DialContext}), nil
 		},
 		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,6 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	// goroutine next reads, which on a loaded machine can lag a retired
 	// client's close past the next client's dial.
 	conns := &connprobe.Counter{}
-	dialer := trackingDialer{conns}
 	db := dbName(t)
 	creds := map[tenancy.ID]routing.Credentials{}
 	ids := make([]tenancy.ID, tenants)
@@ -137,7 +135,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	}}
 	docs := routedDocs(t, db, creds, func(rc *mongo.RoutedConfig) {
 		rc.MaxClients, rc.MaxConnsPerClient, rc.MaxWait = 2, 1, time.Minute
-		rc.ClientOptions = func(o *options.ClientOptions) { o.SetPoolMonitor(monitor).SetDirect(true).SetDialer(dialer) }
+		rc.ClientOptions = func(o *options.ClientOptions) { o.SetPoolMonitor(monitor).SetDirect(true).SetDialer(conns) }
 	})
 	var wg sync.WaitGroup
 	for i, id := range ids {
@@ -164,16 +162,4 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	if p := conns.Peak(); p > 2*3 {
 		t.Errorf("peak %d server connections for two clients", p)
 	}
-}
-
-// trackingDialer dials as net.Dialer does and counts each connection
-// until it is closed.
-type trackingDialer struct{ c *connprobe.Counter }
-
-func (d trackingDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	nc, err := (&net.Dialer{}).DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return d.c.Track(nc), nil
 }

@@ -4,6 +4,7 @@
 package connprobe
 
 import (
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,16 @@ func (c *Counter) Peak() int64 { return c.peak.Load() }
 func (c *Counter) Track(nc net.Conn) net.Conn {
 	c.add(1)
 	return &conn{Conn: nc, done: func() { c.add(-1) }}
+}
+
+// DialContext dials as a zero net.Dialer does and tracks the connection:
+// the dial function of a client whose connections a test counts.
+func (c *Counter) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	nc, err := (&net.Dialer{}).DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return c.Track(nc), nil
 }
 
 // Listener counts the connections it accepts until each is closed.
