@@ -43,43 +43,28 @@ func cpuNamespace(t *testing.T, n int) {
 	pool, _ := scalePool(t)
 	var d *postgres.Documents[item]
 	start(t, scaleModule(pool), &d)
-	handPool, _ := scalePool(t)
-	pathPool, _ := scalePool(t)
-	pipePool, _ := scalePool(t)
-	_, err := pipePool.Exec(ctx, "SET search_path TO "+schemas[0])
-	must0(t, err)
-	const get = "SELECT version, value FROM docs WHERE id = $1"
-	var v int64
-	var raw []byte
-	sides := []struct {
+	type side struct {
 		name string
 		pool *pgxpool.Pool
 		read func(i int)
-	}{
-		{"ours", pool, func(i int) {
-			_, err := d.Get(f.ctxs[i%n], "k")
-			must0(t, err)
-		}},
-		{"hand-exec", handPool, func(i int) {
-			must0(t, handPool.QueryRow(ctx, "SELECT version, value FROM "+schemas[i%n]+".docs WHERE id = $1", pgx.QueryExecModeExec, "k").Scan(&v, &raw))
+	}
+	sides := []side{{"ours", pool, func(i int) {
+		_, err := d.Get(f.ctxs[i%n], "k")
+		must0(t, err)
+	}}}
+	// The hand-written statement in exec mode at every count: this test
+	// shows what planning per read costs, prepared or not.
+	for _, b := range namespaceBaselines(t, f, schemas, pgx.QueryExecModeExec) {
+		name := b.name
+		if name == "hand" {
+			name = "hand-exec"
+		}
+		sides = append(sides, side{name, b.pool, func(i int) {
+			var v int64
+			var raw []byte
+			b.run(i%n, nsGet, []any{"k"}, &v, &raw)
 			decode(t, raw)
-		}},
-		{"search-path", pathPool, func(i int) {
-			c, err := pathPool.Acquire(ctx)
-			must0(t, err)
-			defer c.Release()
-			_, err = c.Exec(ctx, "SET search_path TO "+schemas[i%n])
-			must0(t, err)
-			must0(t, c.QueryRow(ctx, get, "k").Scan(&v, &raw))
-			decode(t, raw)
-		}},
-		{"pipelined", pipePool, func(i int) {
-			b := &pgx.Batch{}
-			b.Queue("SELECT pg_catalog.set_config('search_path', $1, false)", schemas[i%n])
-			b.Queue(get, "k").QueryRow(func(r pgx.Row) error { return r.Scan(&v, &raw) })
-			must0(t, pipePool.SendBatch(ctx, b).Close())
-			decode(t, raw)
-		}},
+		}})
 	}
 	pids := make([]int, len(sides))
 	for s, side := range sides {

@@ -79,86 +79,89 @@ func scaleNamespace(t *testing.T, tenants int) {
 	write(tenants)
 	t.Logf("ours: %.2f round trips per write over %d tenants", float64(writes.Load()-before)/float64(tenants), tenants)
 
-	const (
-		get    = "SELECT version, value FROM docs WHERE id = $1"
-		update = "UPDATE docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
-	)
-	// (a) SET search_path per checkout, then the unqualified statement.
-	pathPool, _ := scalePool(t)
-	pathRun := func(i int, stmt string, a []any, dst ...any) {
-		ctx := f.ctxs[i%tenants]
-		conn, err := pathPool.Acquire(ctx)
-		must0(t, err)
-		defer conn.Release()
-		_, err = conn.Exec(ctx, "SET search_path TO "+schemas[i%tenants])
-		must0(t, err)
-		must0(t, conn.QueryRow(ctx, stmt, a...).Scan(dst...))
-	}
-	// (b) the same pipelined: set_config and the statement in one batch,
-	// one round trip.
-	pipePool, _ := scalePool(t)
-	// pgx prepares a batch's statements before sending it: the unqualified
-	// statements must resolve once, so the connection starts in a schema.
-	_, err := pipePool.Exec(context.Background(), "SET search_path TO "+schemas[0])
-	must0(t, err)
-	pipeRun := func(i int, stmt string, a []any, dst ...any) {
-		ctx := f.ctxs[i%tenants]
-		b := &pgx.Batch{}
-		b.Queue("SELECT pg_catalog.set_config('search_path', $1, false)", schemas[i%tenants])
-		b.Queue(stmt, a...).QueryRow(func(r pgx.Row) error { return r.Scan(dst...) })
-		must0(t, pipePool.SendBatch(ctx, b).Close())
-	}
-	// (c) the schema-qualified statement, in the best mode for N.
-	handPool, _ := scalePool(t)
-	mode := handMode(tenants, 2)
-	handRun := func(i int, stmt string, a []any, dst ...any) {
-		ctx := f.ctxs[i%tenants]
-		qualified := "SELECT version, value FROM " + schemas[i%tenants] + ".docs WHERE id = $1"
-		if stmt == update {
-			qualified = "UPDATE " + schemas[i%tenants] + ".docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
-			if mode == pgx.QueryExecModeExec {
-				a[1] = string(a[1].([]byte)) // jsonb as text: exec mode would send []byte as bytea
-			}
-		}
-		must0(t, handPool.QueryRow(ctx, qualified, append([]any{mode}, a...)...).Scan(dst...))
-	}
-
+	sides := namespaceBaselines(t, f, schemas, handMode(tenants, 2))
 	label := "S" + strconv.Itoa(tenants)
-	for _, b := range []struct {
-		name   string
-		run    func(int, string, []any, ...any)
-		target float64
-	}{
-		{"search-path", pathRun, 0.70},
-		{"pipelined", pipeRun, 0.90},
-		{"hand", handRun, 1.05},
-	} {
+	targets := map[string]float64{"search-path": 0.70, "pipelined": 0.90, "hand": 1.05}
+	for _, b := range sides {
 		baseReadNext, baseWriteNext := ratio.Cycle(tenants), ratio.Cycle(tenants)
 		baseRead := func(n int) {
 			for range n {
 				var v int64
 				var raw []byte
-				b.run(baseReadNext(), get, []any{"k"}, &v, &raw)
+				b.run(baseReadNext(), nsGet, []any{"k"}, &v, &raw)
 				decode(t, raw)
 			}
 		}
 		baseWrite := func(n int) {
 			for i := range n {
 				j := baseWriteNext()
-				b.run(j, update, []any{"k", value(i), versions[j]}, &versions[j])
+				b.run(j, nsUpdate, []any{"k", value(i), versions[j]}, &versions[j])
 			}
 		}
 		baseRead(tenants)
-		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-get-vs-" + b.name, Iterations: ratioIters, Rounds: ratioRounds, Ours: read, Baseline: baseRead}, b.target)
+		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-get-vs-" + b.name, Iterations: ratioIters, Rounds: ratioRounds, Ours: read, Baseline: baseRead}, targets[b.name])
 		baseWrite(tenants)
-		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-update-vs-" + b.name, Iterations: writeIters, Rounds: ratioRounds, Ours: write, Baseline: baseWrite}, b.target)
+		ratio.ReportScale(t, ratio.Pair{Label: label, Name: "pg-namespace-update-vs-" + b.name, Iterations: writeIters, Rounds: ratioRounds, Ours: write, Baseline: baseWrite}, targets[b.name])
 	}
-	for _, side := range []struct {
-		name string
-		pool *pgxpool.Pool
-	}{{"ours", pool}, {"search-path", pathPool}, {"pipelined", pipePool}, {"hand", handPool}} {
-		scaleBackendMemory(t, side.name, side.pool, tenants)
+	scaleBackendMemory(t, "ours", pool, tenants)
+	for _, b := range sides {
+		scaleBackendMemory(t, b.name, b.pool, tenants)
 	}
+}
+
+const (
+	nsGet    = "SELECT version, value FROM docs WHERE id = $1"
+	nsUpdate = "UPDATE docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
+)
+
+// nsBaseline is a hand-written way of running the unqualified nsGet or
+// nsUpdate in tenant i's schema (of a scaleFleet), on a one-connection
+// pool of its own.
+type nsBaseline struct {
+	name string
+	pool *pgxpool.Pool
+	run  func(i int, stmt string, a []any, dst ...any)
+}
+
+// namespaceBaselines are the three patterns the namespace route is
+// measured against: (a) SET search_path per checkout, then the
+// unqualified statement; (b) the same pipelined, set_config and the
+// statement in one batch (one round trip); (c) the schema-qualified
+// statement in mode.
+func namespaceBaselines(t *testing.T, f scaleFleet, schemas []string, mode pgx.QueryExecMode) []nsBaseline {
+	pathPool, _ := scalePool(t)
+	pathRun := func(i int, stmt string, a []any, dst ...any) {
+		ctx := f.ctxs[i]
+		conn, err := pathPool.Acquire(ctx)
+		must0(t, err)
+		defer conn.Release()
+		_, err = conn.Exec(ctx, "SET search_path TO "+schemas[i])
+		must0(t, err)
+		must0(t, conn.QueryRow(ctx, stmt, a...).Scan(dst...))
+	}
+	pipePool, _ := scalePool(t)
+	// pgx prepares a batch's statements before sending it: the unqualified
+	// statements must resolve once, so the connection starts in a schema.
+	_, err := pipePool.Exec(context.Background(), "SET search_path TO "+schemas[0])
+	must0(t, err)
+	pipeRun := func(i int, stmt string, a []any, dst ...any) {
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_catalog.set_config('search_path', $1, false)", schemas[i])
+		b.Queue(stmt, a...).QueryRow(func(r pgx.Row) error { return r.Scan(dst...) })
+		must0(t, pipePool.SendBatch(f.ctxs[i], b).Close())
+	}
+	handPool, _ := scalePool(t)
+	handRun := func(i int, stmt string, a []any, dst ...any) {
+		qualified := "SELECT version, value FROM " + schemas[i] + ".docs WHERE id = $1"
+		if stmt == nsUpdate {
+			qualified = "UPDATE " + schemas[i] + ".docs SET version = version + 1, value = $2 WHERE id = $1 AND version = $3 RETURNING version"
+			if mode == pgx.QueryExecModeExec {
+				a[1] = string(a[1].([]byte)) // jsonb as text: exec mode would send []byte as bytea
+			}
+		}
+		must0(t, handPool.QueryRow(f.ctxs[i], qualified, append([]any{mode}, a...)...).Scan(dst...))
+	}
+	return []nsBaseline{{"search-path", pathPool, pathRun}, {"pipelined", pipePool, pipeRun}, {"hand", handPool, handRun}}
 }
 
 // writeIters: a write costs several reads (its commit), so fewer per round.
