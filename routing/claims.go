@@ -3,6 +3,7 @@ package routing
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -10,18 +11,63 @@ import (
 
 // A claim binds one data target (where a tenant's data lives: a database,
 // a cluster) to the one tenant allowed to use it through a routed client.
-// Claims are process-wide, so two modules cannot put two tenants in one
-// target either, and keyed by a hash of backend and target, so an entry
-// has a fixed size whatever the target string.
+// A tenant holds a claim on every place its credentials name (each host of
+// a host list, normalised) and, once its client has asked the server, on
+// the identity the server reports: two spellings of one target agree there
+// even when no string rule sees it. Claims are process-wide, so two
+// modules cannot put two tenants in one target either, and keyed by a
+// hash, so an entry has a fixed size whatever the target string.
 type claimKey [sha256.Size]byte
 
-func claimKeyOf(backend, target string) claimKey {
+// Kinds of claim: a name read from the credentials, or the server's word.
+const (
+	claimNamed  = "named"
+	claimServer = "server"
+)
+
+func claimKeyOf(backend, kind, target string) claimKey {
 	h := sha256.New()
 	write(h, backend)
+	write(h, kind)
 	write(h, target)
 	var k claimKey
 	h.Sum(k[:0])
 	return k
+}
+
+// claimSet is what one tenant claims in one Pools: its named targets,
+// sorted, and its server identity once known.
+type claimSet struct {
+	named  []claimKey
+	server claimKey
+	// hasServer is false until the tenant's client has been identified.
+	hasServer bool
+	// labels are the readable forms of named, and serverLabel of server,
+	// for refusals.
+	labels      []string
+	serverLabel string
+}
+
+func (s claimSet) keys() []claimKey {
+	if !s.hasServer {
+		return s.named
+	}
+	return append(slices.Clip(s.named), s.server)
+}
+
+func (s claimSet) equal(o claimSet) bool {
+	return s.hasServer == o.hasServer && s.server == o.server && slices.Equal(s.named, o.named)
+}
+
+// label is the readable form of k within s.
+func (s claimSet) label(k claimKey) string {
+	if s.hasServer && k == s.server {
+		return s.serverLabel
+	}
+	if i := slices.Index(s.named, k); i >= 0 {
+		return s.labels[i]
+	}
+	return ""
 }
 
 type claim struct {
@@ -35,34 +81,45 @@ var registry = struct {
 	m  map[claimKey]*claim
 }{m: make(map[claimKey]*claim)}
 
-// claimFree reports whether tenant may use the target k: nobody holds it,
-// or tenant does.
-func claimFree(k claimKey, tenant tenancy.ID) bool {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	c := registry.m[k]
-	return c == nil || c.tenant == tenant
+// conflictLocked returns the first of keys another tenant holds, and that
+// tenant (registry.mu held).
+func conflictLocked(keys []claimKey, tenant tenancy.ID) (claimKey, tenancy.ID, bool) {
+	for _, k := range keys {
+		if c := registry.m[k]; c != nil && c.tenant != tenant {
+			return k, c.tenant, true
+		}
+	}
+	return claimKey{}, tenancy.ID{}, false
 }
 
-// takeClaim records tenant on k and releases old (the tenant's previous
-// target in the same Pools) in one step, or fails when another tenant
-// holds k.
-func takeClaim(k claimKey, tenant tenancy.ID, old *claimKey) bool {
+// claimsFree reports the first of keys another tenant holds.
+func claimsFree(keys []claimKey, tenant tenancy.ID) (claimKey, tenancy.ID, bool) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	c := registry.m[k]
-	if c != nil && c.tenant != tenant {
-		return false
+	return conflictLocked(keys, tenant)
+}
+
+// takeClaims records tenant on every key and releases old (the tenant's
+// previous claims in the same Pools) in one step, or takes nothing and
+// reports the key another tenant holds.
+func takeClaims(keys []claimKey, tenant tenancy.ID, old []claimKey) (claimKey, tenancy.ID, bool) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if k, holder, clash := conflictLocked(keys, tenant); clash {
+		return k, holder, true
 	}
-	if c == nil {
-		c = &claim{tenant: tenant}
-		registry.m[k] = c
+	for _, k := range keys {
+		c := registry.m[k]
+		if c == nil {
+			c = &claim{tenant: tenant}
+			registry.m[k] = c
+		}
+		c.holders++
 	}
-	c.holders++
-	if old != nil {
-		dropClaimLocked(*old)
+	for _, k := range old {
+		dropClaimLocked(k)
 	}
-	return true
+	return claimKey{}, tenancy.ID{}, false
 }
 
 func dropClaims(keys []claimKey) {
@@ -81,45 +138,91 @@ func dropClaimLocked(k claimKey) {
 	}
 }
 
-// claimLook reports, without taking it, whether tenant may use target
-// (mu held).
-func (p *Pools[C]) claimLook(tenant tenancy.ID, k claimKey, target string) error {
-	if old, had := p.held[tenant]; (had && old == k) || claimFree(k, tenant) {
-		return nil
+// namedClaims reads the targets of creds into a claimSet.
+func (p *Pools[C]) namedClaims(creds Credentials) (claimSet, error) {
+	targets, err := p.cfg.Targets(creds)
+	if err != nil {
+		return claimSet{}, err
 	}
-	return p.sharedTarget(tenant, target)
+	if len(targets) == 0 {
+		return claimSet{}, fmt.Errorf("the credentials name no %s", p.noun())
+	}
+	targets = slices.Compact(slices.Sorted(slices.Values(targets)))
+	s := claimSet{labels: targets, named: make([]claimKey, len(targets))}
+	for i, t := range targets {
+		s.named[i] = claimKeyOf(p.cfg.Backend, claimNamed, t)
+	}
+	return s, nil
 }
 
-// claimFor takes tenant's claim on target in p (mu held): a no-op when it
-// holds it already, a move when its target changed.
-func (p *Pools[C]) claimFor(tenant tenancy.ID, k claimKey, target string) error {
-	old, had := p.held[tenant]
-	if had && old == k {
+// withServer is s with the identity the server reported for pl.
+func (s claimSet) withServer(pl serverIdentity) claimSet {
+	if pl.known {
+		s.server, s.serverLabel, s.hasServer = pl.key, pl.label, true
+	}
+	return s
+}
+
+// serverIdentity is what a client's server said it is.
+type serverIdentity struct {
+	key   claimKey
+	label string
+	known bool
+}
+
+// claimLook reports, without taking anything, whether tenant may use the
+// targets of s (mu held).
+func (p *Pools[C]) claimLook(tenant tenancy.ID, s claimSet) error {
+	if old, had := p.held[tenant]; had && old.equal(s) {
 		return nil
 	}
-	var prev *claimKey
-	if had {
-		prev = &old
+	if k, holder, clash := claimsFree(s.keys(), tenant); clash {
+		return p.sharedTarget(tenant, holder, s, k)
 	}
-	if !takeClaim(k, tenant, prev) {
-		return p.sharedTarget(tenant, target)
-	}
-	p.held[tenant] = k
 	return nil
+}
+
+// claimFor takes tenant's claims s in p (mu held): a no-op when it holds
+// them already, a move when its targets changed.
+func (p *Pools[C]) claimFor(tenant tenancy.ID, s claimSet) error {
+	old, had := p.held[tenant]
+	if had && old.equal(s) {
+		return nil
+	}
+	var prev []claimKey
+	if had {
+		prev = old.keys()
+	}
+	if k, holder, clash := takeClaims(s.keys(), tenant, prev); clash {
+		return p.sharedTarget(tenant, holder, s, k)
+	}
+	p.held[tenant] = s
+	return nil
+}
+
+func (p *Pools[C]) noun() string {
+	if p.cfg.TargetNoun == "" {
+		return "data target"
+	}
+	return p.cfg.TargetNoun
 }
 
 // sharedTarget is the refusal of a tenant whose data target another tenant
 // already uses: the route is rated dedicated, so sharing it would be a
 // claim the data does not have.
-func (p *Pools[C]) sharedTarget(tenant tenancy.ID, target string) error {
-	noun := p.cfg.TargetNoun
-	if noun == "" {
-		noun = "data target"
+func (p *Pools[C]) sharedTarget(tenant, holder tenancy.ID, s claimSet, k claimKey) error {
+	noun := p.noun()
+	var detail string
+	if s.hasServer && k == s.server {
+		detail = fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to %s %q, which its server reports as %s, "+
+			"the %s tenant %s of this process already uses; nothing was read or written", tenant, noun, s.labels, s.serverLabel, noun, holder)
+	} else {
+		detail = fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to %s %q, "+
+			"which tenant %s of this process already uses; nothing was read or written", tenant, noun, s.label(k), holder)
 	}
 	return &tenancy.Error{
 		Code: tenancy.CodeDedicatedTargetShared, Module: p.cfg.Module, Backend: p.cfg.Backend,
-		Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to %s %q, "+
-			"which another tenant of this process already uses; nothing was read or written", tenant, noun, target),
+		Detail: detail,
 		Fix: fmt.Sprintf("make the credential resolver give each tenant its own %s, "+
 			"or lower the floor and use the namespace or tagged tier on a plain client", noun),
 	}

@@ -164,11 +164,11 @@ func TestConfigNeedsTarget(t *testing.T) {
 		Close:   func(*client) {},
 	})
 	if err == nil {
-		t.Fatal("a Config with neither Target nor TenantKeyed was accepted")
+		t.Fatal("a Config with neither Targets nor TenantKeyed was accepted")
 	}
 }
 
-// TestBadTargetFailsClosed: credentials the Target cannot read open nothing.
+// TestBadTargetFailsClosed: credentials Targets cannot read open nothing.
 func TestBadTargetFailsClosed(t *testing.T) {
 	h := newHarness(t, 4)
 	h.setDB(tenant(1), "", "s")

@@ -22,11 +22,22 @@ type Config[C any] struct {
 	Open func(ctx context.Context, c Credentials) (C, error)
 	// Close releases a retired client; it runs once, after the drain.
 	Close func(C)
-	// Target names where the data of a credential set lives (host, port
-	// and database; brokers), independent of user and secret, in one
-	// canonical form. Two tenants whose credentials name one target are
-	// refused (dedicated_target_shared). Required unless TenantKeyed.
-	Target func(Credentials) (string, error)
+	// Targets names where the data of a credential set may live (each
+	// host of a host list with its port and database; each broker),
+	// independent of user and secret, each in one canonical form. Two
+	// tenants whose credentials share a target are refused
+	// (dedicated_target_shared) before anything is opened. Required unless
+	// TenantKeyed.
+	Targets func(Credentials) ([]string, error)
+	// Identify asks the server behind a newly opened client who it is: an
+	// identity that every spelling of one target reports alike and two
+	// targets never do (a cluster id and a database id). A tenant is
+	// bound to a new client only once that identity is claimed, so two
+	// tenants whose credentials spell one target differently are refused
+	// before either's data is read or written. It may connect; it runs
+	// once per client, never per call. Optional: without it the names
+	// from Targets decide alone.
+	Identify func(ctx context.Context, client C) (string, error)
 	// TargetNoun names a target in refusals ("database", "cluster").
 	TargetNoun string
 	// TenantKeyed declares that every name the client touches carries the
@@ -63,7 +74,7 @@ type Pools[C any] struct {
 	closed  bool
 	tenants map[tenancy.ID]*binding[C]
 	pools   map[poolKey]*pool[C]
-	held    map[tenancy.ID]claimKey // this Pools' claims, kept past eviction
+	held    map[tenancy.ID]claimSet // this Pools' claims, kept past eviction
 	// used counts slots: clients opening, open or closing, the hard bound
 	// behind a connection budget. waiters queue for one, first come first
 	// served; draining counts retired clients not closed yet.
@@ -94,6 +105,8 @@ type pool[C any] struct {
 	closing  sync.Once
 	tenants  int // bindings pointing here; guarded by Pools.mu
 	lastUsed atomic.Uint64
+	// server is what Identify reported, set before the pool is published.
+	server serverIdentity
 }
 
 // New validates cfg and returns an empty Pools; nothing is opened yet.
@@ -101,8 +114,8 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Resolve == nil || cfg.Open == nil || cfg.Close == nil {
 		return nil, errors.New("routing: Config needs Resolve, Open and Close")
 	}
-	if cfg.Target == nil && !cfg.TenantKeyed {
-		return nil, errors.New("routing: Config needs Target, or TenantKeyed when every name carries the tenant")
+	if cfg.Targets == nil && !cfg.TenantKeyed {
+		return nil, errors.New("routing: Config needs Targets, or TenantKeyed when every name carries the tenant")
 	}
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = 64
@@ -123,7 +136,7 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 		cfg:     cfg,
 		tenants: make(map[tenancy.ID]*binding[C]),
 		pools:   make(map[poolKey]*pool[C]),
-		held:    make(map[tenancy.ID]claimKey),
+		held:    make(map[tenancy.ID]claimSet),
 	}, nil
 }
 
@@ -180,21 +193,18 @@ func (p *Pools[C]) fast(tenant tenancy.ID) (*pool[C], bool) {
 }
 
 // bind points tenant at the pool for creds, opening it when needed, and
-// takes a reference on it. With claims, the target is checked before
-// anything is opened and claimed atomically with the binding.
+// takes a reference on it. With claims, the named targets are checked
+// before anything is opened, and every claim (the server's identity
+// included) is taken atomically with the binding.
 func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credentials) (*pool[C], error) {
 	key := poolKey{fp: creds.Fingerprint()}
-	var (
-		target string
-		ck     claimKey
-	)
+	var named claimSet
 	claims := !p.cfg.TenantKeyed
 	if claims {
 		var err error
-		if target, err = p.cfg.Target(creds); err != nil {
+		if named, err = p.namedClaims(creds); err != nil {
 			return nil, fmt.Errorf("routing: credentials of tenant %s: %w", tenant, err)
 		}
-		ck = claimKeyOf(p.cfg.Backend, target)
 		key.tenant = tenant
 	}
 	var opened *pool[C]
@@ -210,14 +220,14 @@ func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credential
 			pl = opened
 		}
 		if claims {
-			// With a client at hand the claim is taken, under mu, in the
-			// same step as the binding; before opening one it is only
-			// looked at, so a refused tenant opens nothing.
+			// With a client at hand the claims are taken, under mu, in
+			// the same step as the binding; before opening one they are
+			// only looked at, so a refused tenant opens nothing.
 			var err error
 			if pl != nil {
-				err = p.claimFor(tenant, ck, target)
+				err = p.claimFor(tenant, named.withServer(pl.server))
 			} else {
-				err = p.claimLook(tenant, ck, target)
+				err = p.claimLook(tenant, named)
 			}
 			if err != nil {
 				p.mu.Unlock()
@@ -269,7 +279,19 @@ func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, cre
 		p.live.Done()
 		return nil, fmt.Errorf("routing: opening client for tenant %s: %w", tenant, err)
 	}
-	return &pool[C]{key: key, client: client}, nil
+	pl := &pool[C]{key: key, client: client}
+	if p.cfg.Identify != nil && !p.cfg.TenantKeyed {
+		id, err := p.cfg.Identify(ctx, client)
+		if err == nil && id == "" {
+			err = errors.New("the server reported an empty identity")
+		}
+		if err != nil {
+			p.discard(pl)
+			return nil, fmt.Errorf("routing: asking the server of tenant %s who it is: %w", tenant, err)
+		}
+		pl.server = serverIdentity{key: claimKeyOf(p.cfg.Backend, claimServer, id), label: id, known: true}
+	}
+	return pl, nil
 }
 
 // discard closes a client that was opened but never published.
@@ -413,9 +435,9 @@ func (p *Pools[C]) Close() {
 		p.retire(pl)
 	}
 	clear(p.tenants)
-	keys := make([]claimKey, 0, len(p.held))
-	for _, k := range p.held {
-		keys = append(keys, k)
+	var keys []claimKey
+	for _, s := range p.held {
+		keys = append(keys, s.keys()...)
 	}
 	clear(p.held)
 	p.mu.Unlock()

@@ -44,12 +44,12 @@ func newHarnessTenants(t *testing.T, maxPools, maxTenants int) *harness {
 	return newHarnessWith(t, maxPools, func(c *routing.Config[*client]) { c.MaxTenants = maxTenants })
 }
 
-// target is the harness's Target: endpoint and database, no credentials.
-func target(c routing.Credentials) (string, error) {
+// targets is the harness's Targets: endpoint and database, no credentials.
+func targets(c routing.Credentials) ([]string, error) {
 	if c.Params["db"] == "" {
-		return "", errors.New("no database")
+		return nil, errors.New("no database")
 	}
-	return c.Endpoint + "/" + c.Params["db"], nil
+	return []string{c.Endpoint + "/" + c.Params["db"]}, nil
 }
 
 func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*client])) *harness {
@@ -94,7 +94,7 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 			default:
 			}
 		},
-		Target:     target,
+		Targets:    targets,
 		Module:     "m",
 		Backend:    "fake",
 		MaxClients: maxPools,
@@ -168,7 +168,7 @@ func requireOpen(t *testing.T, h *harness) {
 }
 
 // tenantKeyed is a harness whose client keys carry the tenant: no claims.
-func tenantKeyed(c *routing.Config[*client]) { c.TenantKeyed, c.Target = true, nil }
+func tenantKeyed(c *routing.Config[*client]) { c.TenantKeyed, c.Targets = true, nil }
 
 // TestSharedFingerprintReusesOnePool: on a tenant-keyed client (Redis),
 // identical credentials share one client.
@@ -427,3 +427,6 @@ func TestTenantBoundKeepsSharedPool(t *testing.T) {
 		t.Errorf("stats %+v, want 1 tenant and 1 pool", got)
 	}
 }
+
+// closeDeadline bounds a wait for a client to close.
+func (h *harness) closeDeadline() <-chan time.Time { return time.After(5 * time.Second) }

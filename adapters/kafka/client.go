@@ -118,7 +118,8 @@ func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle) (*core,
 				return openRouted(cr, cfg.routed, cfg.tune, module)
 			},
 			Close:      (*client).close,
-			Target:     routedTarget,
+			Targets:    routedTargets,
+			Identify:   func(ctx context.Context, c *client) (string, error) { return c.clusterID(ctx) },
 			TargetNoun: "cluster",
 			Module:     module,
 			Backend:    Rules.Name,
@@ -149,27 +150,39 @@ func routedBrokers(cr routing.Credentials) ([]string, error) {
 	return brokers, nil
 }
 
-// routedTarget is where a tenant's records live: the cluster, named by its
-// bootstrap brokers (lower-cased, default port 9092, sorted). Every route
-// of a routed module uses static topic names and group prefixes, so two
-// tenants on one cluster would share every topic; per-tenant topics on a
-// shared cluster are the namespace tier, on a plain client. Credentials
-// do not count. The list is not resolved to a cluster id (that would
-// connect): a resolver must not name one cluster by two broker lists.
-func routedTarget(cr routing.Credentials) (string, error) {
+// routedTargets is where a tenant's records live: the cluster, named by
+// each of its bootstrap brokers (canonical host, default port 9092). Every
+// route of a routed module uses static topic names and group prefixes, so
+// two tenants on one cluster would share every topic; per-tenant topics on
+// a shared cluster are the namespace tier, on a plain client. Credentials
+// do not count. These names are a cheap first line: the cluster id the
+// brokers report (clusterID) decides.
+func routedTargets(cr routing.Credentials) ([]string, error) {
 	brokers, err := routedBrokers(cr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	out := make([]string, len(brokers))
 	for i, b := range brokers {
-		b = strings.ToLower(b)
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			b = net.JoinHostPort(b, "9092")
+		host, port, err := net.SplitHostPort(b)
+		if err != nil {
+			host, port = b, "9092"
 		}
-		brokers[i] = b
+		out[i] = routing.CanonicalHostPort(host, port)
 	}
-	slices.Sort(brokers)
-	return strings.Join(slices.Compact(brokers), ","), nil
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// clusterID asks the brokers which cluster they are (the id fixed when
+// the cluster was formatted), from the transport's metadata.
+func (c *client) clusterID(ctx context.Context) (string, error) {
+	res, err := c.admin().Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		c.recover(err)
+		return "", fmt.Errorf("kafka: reading the cluster id: %w", err)
+	}
+	return res.ClusterID, nil
 }
 
 // openRouted builds a tenant's client from its credentials.
@@ -193,12 +206,12 @@ func openRouted(cr routing.Credentials, rc *routedConfig, tune func(*kafkago.Wri
 	if cr.Params["tls"] == "true" {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	target, err := routedTarget(cr)
+	targets, err := routedTargets(cr)
 	if err != nil {
 		return nil, err
 	}
 	c := newClient(brokers, mech, tc, tune, rc.Dial, rc.maxConnsPerClient(), module)
-	c.target = target
+	c.target = strings.Join(targets, ",")
 	return c, nil
 }
 

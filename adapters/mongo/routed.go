@@ -2,10 +2,14 @@ package mongo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
-	"slices"
+	"net"
 	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -16,7 +20,7 @@ import (
 type routedClient struct {
 	client *driver.Client
 	db     string
-	// target is routedTarget of the credentials it was opened with.
+	// target is routedTargets of the credentials it was opened with.
 	target string
 }
 
@@ -25,7 +29,8 @@ type routedClient struct {
 func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient], error) {
 	return routing.New(routing.Config[*routedClient]{
 		Resolve:    rc.resolve,
-		Target:     func(cr routing.Credentials) (string, error) { return routedTarget(cr, db) },
+		Targets:    func(cr routing.Credentials) ([]string, error) { return routedTargets(cr, db) },
+		Identify:   func(ctx context.Context, rc *routedClient) (string, error) { return rc.identify(ctx) },
 		TargetNoun: "database",
 		Module:     module,
 		Backend:    Rules.Name,
@@ -37,7 +42,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			target, err := routedTarget(cr, db)
+			targets, err := routedTargets(cr, db)
 			if err != nil {
 				return nil, err
 			}
@@ -52,7 +57,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			return &routedClient{client: cl, db: name, target: target}, nil
+			return &routedClient{client: cl, db: name, target: strings.Join(targets, ",")}, nil
 		},
 		Close: func(rc *routedClient) { _ = rc.client.Disconnect(context.Background()) },
 	})
@@ -71,45 +76,85 @@ func routedDatabase(cr routing.Credentials, db string) (string, error) {
 	return d, nil
 }
 
-// routedTarget is where a tenant's data lives: the URI's hosts and the
-// database its client uses. Credentials, the URI's path (the auth
-// database) and options do not count. A mongodb+srv URI counts by its
-// SRV name, unresolved: a resolver must not name one deployment by two
-// different host lists.
-func routedTarget(cr routing.Credentials, db string) (string, error) {
+// routedTargets names where a tenant's data may live: each host of the
+// URI (as the driver reads it: unescaped, default port 27017) with the
+// database its client uses, lower-cased (MongoDB keeps no two database
+// names that differ only in case). Credentials, the URI's path (the auth
+// database) and options do not count. A mongodb+srv URI counts by its SRV
+// name, unresolved. These names are a cheap first line: the identity the
+// database itself holds (identify) decides.
+func routedTargets(cr routing.Credentials, db string) ([]string, error) {
 	name, err := routedDatabase(cr, db)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	name = strings.ToLower(name)
 	scheme, rest, ok := strings.Cut(cr.Endpoint, "://")
 	if !ok || (scheme != "mongodb" && scheme != "mongodb+srv") {
-		return "", fmt.Errorf("mongo: routed endpoint is not a mongodb:// or mongodb+srv:// URI")
+		return nil, fmt.Errorf("mongo: routed endpoint is not a mongodb:// or mongodb+srv:// URI")
 	}
-	rest, _, _ = strings.Cut(rest, "?")
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = rest[i+1:]
+	if scheme == "mongodb+srv" { // resolving it here would be a DNS lookup per resolution
+		rest, _, _ = strings.Cut(rest, "?")
+		rest, _, _ = strings.Cut(rest, "/")
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		if rest == "" {
+			return nil, fmt.Errorf("mongo: routed endpoint names no host")
+		}
+		return []string{"srv:" + routing.CanonicalHost(rest) + "/" + name}, nil
 	}
-	rest, _, _ = strings.Cut(rest, "/")
-	var hosts []string
-	for _, h := range strings.Split(rest, ",") {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" {
+	o := options.Client().ApplyURI(cr.Endpoint)
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("mongo: routed endpoint: %w", err)
+	}
+	if len(o.Hosts) == 0 {
+		return nil, fmt.Errorf("mongo: routed endpoint names no host")
+	}
+	out := make([]string, 0, len(o.Hosts))
+	for _, h := range o.Hosts {
+		if strings.HasSuffix(h, ".sock") {
+			out = append(out, h+"/"+name)
 			continue
 		}
-		if scheme == "mongodb" && !strings.HasSuffix(h, ".sock") && !hasPort(h) {
-			h += ":27017"
+		host, port, err := net.SplitHostPort(h)
+		if err != nil {
+			host, port = h, "27017"
 		}
-		hosts = append(hosts, h)
+		out = append(out, routing.CanonicalHostPort(host, port)+"/"+name)
 	}
-	if len(hosts) == 0 {
-		return "", fmt.Errorf("mongo: routed endpoint names no host")
-	}
-	slices.Sort(hosts)
-	return scheme + "://" + strings.Join(slices.Compact(hosts), ",") + "/" + name, nil
+	return out, nil
 }
 
-// hasPort reports whether host ends in :port (an IPv6 literal is bracketed).
-func hasPort(h string) bool {
-	i := strings.LastIndex(h, ":")
-	return i >= 0 && i > strings.LastIndex(h, "]")
+// identityColl holds, in each routed tenant's database, one document whose
+// token names that database: MongoDB reports no id of its own for a
+// database, so the first client to ask writes one, and every spelling of
+// the database reads the same token back. No route can name a tenantwire_
+// collection.
+const identityColl = "tenantwire_identity"
+
+// identify returns the database's token, writing it when there is none.
+func (rc *routedClient) identify(ctx context.Context) (string, error) {
+	coll := rc.client.Database(rc.db).Collection(identityColl)
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		return "", err
+	}
+	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
+	var doc struct {
+		Token string `bson:"token"`
+	}
+	filter := bson.D{{Key: "_id", Value: "database"}}
+	update := bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "token", Value: hex.EncodeToString(token)}}}}
+	err := coll.FindOneAndUpdate(ctx, filter, update, opts).Decode(&doc)
+	if driver.IsDuplicateKeyError(err) { // another client inserted it first
+		err = coll.FindOne(ctx, filter).Decode(&doc)
+	}
+	if err == nil && doc.Token == "" {
+		err = errors.New("the identity document has no token")
+	}
+	if err != nil {
+		return "", fmt.Errorf("mongo: reading the database's identity (%s.%s): %w", rc.db, identityColl, err)
+	}
+	return doc.Token, nil
 }

@@ -1,42 +1,51 @@
 package mongo
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/routing"
 )
 
-// A target is hosts and database: credentials, options, the auth database,
-// host order, case and the default port do not make two targets.
-func TestRoutedTarget(t *testing.T) {
-	target := func(c routing.Credentials) string {
+// A target is each host with the database: credentials, options, the auth
+// database, host order, case, percent-encoding, address forms and the
+// default port do not make two targets, and host lists that share a host
+// are one.
+func TestRoutedTargets(t *testing.T) {
+	targets := func(c routing.Credentials) []string {
 		t.Helper()
-		s, err := routedTarget(c, "app")
+		s, err := routedTargets(c, "app")
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}
 		return s
 	}
-	base := target(routing.Credentials{Endpoint: "mongodb://h1:27017,h2:27018/"})
+	overlap := func(a, b []string) bool { return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) }) }
+	base := targets(routing.Credentials{Endpoint: "mongodb://h1:27017,127.0.0.1:27018/"})
 	for _, c := range []routing.Credentials{
-		{Endpoint: "mongodb://u:p@H2:27018,h1/admin?appName=x", User: "v", Secret: "q"},
-		{Endpoint: "mongodb://h2:27018,h1:27017", Params: map[string]string{"database": "app"}},
+		{Endpoint: "mongodb://u:p@H2:27019,h1/admin?appName=x", User: "v", Secret: "q"},
+		{Endpoint: "mongodb://h1:27017", Params: map[string]string{"database": "APP"}},
+		{Endpoint: "mongodb://127.0.0.1%3A27018/"},
+		{Endpoint: "mongodb://%31%32%37.0.0.1:27018/"},
+		{Endpoint: "mongodb://[::ffff:127.0.0.1]:27018/"},
+		{Endpoint: "mongodb://h1./"},
 	} {
-		if got := target(c); got != base {
-			t.Errorf("%+v: %s, want %s", c, got, base)
+		if got := targets(c); !overlap(got, base) {
+			t.Errorf("%+v: %v, want one of %v", c, got, base)
 		}
 	}
 	for _, c := range []routing.Credentials{
 		{Endpoint: "mongodb://h1:27017,h2:27018/", Params: map[string]string{"database": "other"}},
-		{Endpoint: "mongodb://h1:27017/"},
+		{Endpoint: "mongodb://h2:27017/"},
+		{Endpoint: "mongodb://127.0.0.1:27017/"},
 		{Endpoint: "mongodb+srv://h1/"},
 	} {
-		if got := target(c); got == base {
-			t.Errorf("%+v shares %s", c, base)
+		if got := targets(c); overlap(got, base) {
+			t.Errorf("%+v shares %v", c, base)
 		}
 	}
 	for _, bad := range []string{"", "h1:27017", "mongodb://", "http://h1"} {
-		if _, err := routedTarget(routing.Credentials{Endpoint: bad}, "app"); err == nil {
+		if _, err := routedTargets(routing.Credentials{Endpoint: bad}, "app"); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -28,6 +28,8 @@ type session interface {
 // driver opens sessions on a database ("" is the server's default).
 type driver interface {
 	NewSession(ctx context.Context, database string) session
+	// DatabaseID is the id the server reports for database.
+	DatabaseID(ctx context.Context, database string) (string, error)
 	Close(ctx context.Context) error
 }
 
@@ -76,6 +78,11 @@ func (w *warmup) wait(ctx context.Context, d drv.DriverWithContext) {
 }
 
 func (r realDriver) Close(ctx context.Context) error { return r.d.Close(ctx) }
+
+func (r realDriver) DatabaseID(ctx context.Context, database string) (string, error) {
+	r.warm.wait(ctx, r.d)
+	return databaseID(ctx, r.d, database)
+}
 
 type realSession struct{ s drv.SessionWithContext }
 

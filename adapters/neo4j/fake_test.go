@@ -63,6 +63,12 @@ func (d *fakeDriver) NewSession(_ context.Context, database string) session {
 	return &fakeSession{d: d, database: database, id: d.rec.sessionN}
 }
 
+// DatabaseID is the endpoint and the database, as a server would tell
+// databases apart.
+func (d *fakeDriver) DatabaseID(_ context.Context, database string) (string, error) {
+	return d.name + "/" + strings.ToLower(database), nil
+}
+
 func (d *fakeDriver) Close(context.Context) error {
 	d.rec.mu.Lock()
 	defer d.rec.mu.Unlock()

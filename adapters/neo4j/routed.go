@@ -3,7 +3,6 @@ package neo4j
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -116,7 +115,8 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		Resolve:    rc.resolve,
 		Open:       open,
 		Close:      func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
-		Target:     routedTarget,
+		Targets:    func(c routing.Credentials) ([]string, error) { t, err := routedTarget(c); return []string{t}, err },
+		Identify:   func(ctx context.Context, td *tenantDriver) (string, error) { return td.drv.DatabaseID(ctx, td.database) },
 		TargetNoun: "server database",
 		Module:     module,
 		Backend:    Rules.Name,
@@ -126,19 +126,43 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 	})
 }
 
-// routedTarget is where a tenant's data lives: the server (host and port;
-// the URI scheme only picks routing and TLS) and Params["database"], ""
+// routedTarget is where a tenant's data lives: the server (canonical host
+// and port; the URI scheme only picks routing and TLS) and
+// Params["database"], lower-cased as Neo4j compares database names, ""
 // being the server's default database. Credentials do not count. A
 // route's RouteConfig.Database is not part of it: on a routed driver the
-// tenant's own server database is what dedicated promises.
+// tenant's own server database is what dedicated promises. The name is a
+// cheap first line (it cannot know which database "" is): the id the
+// server reports for the database (identify) decides.
 func routedTarget(c routing.Credentials) (string, error) {
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("neo4j: routed endpoint is not a neo4j:// or bolt:// URI")
 	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
+	port := u.Port()
 	if port == "" {
 		port = "7687"
 	}
-	return net.JoinHostPort(host, port) + "/" + c.Params["database"], nil
+	return routing.CanonicalHostPort(u.Hostname(), port) + "/" + strings.ToLower(c.Params["database"]), nil
+}
+
+// databaseID asks the server for the id of a database ("" the default):
+// fixed when the database was created, the same under every spelling of
+// server and database name.
+func databaseID(ctx context.Context, d drv.DriverWithContext, database string) (string, error) {
+	s := d.NewSession(ctx, drv.SessionConfig{DatabaseName: database, AccessMode: drv.AccessModeRead})
+	defer func() { _ = s.Close(ctx) }()
+	res, err := s.Run(ctx, "CALL db.info() YIELD id RETURN id", nil)
+	var rec *drv.Record
+	if err == nil {
+		rec, err = res.Single(ctx)
+	}
+	if err != nil {
+		return "", fmt.Errorf("neo4j: reading the database's id: %w", err)
+	}
+	id, ok := rec.Values[0].(string)
+	if !ok || id == "" {
+		return "", fmt.Errorf("neo4j: db.info() returned the id %v", rec.Values[0])
+	}
+	return id, nil
 }

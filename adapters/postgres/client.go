@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,65 +192,6 @@ func (c *Client) close() {
 	}
 	c.pool = nil
 	c.ready.Store(nil)
-}
-
-// openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
-// when set, override the DSN's. pgxpool.NewWithConfig does not connect.
-func openRouted(maxConns int32, configure func(*pgxpool.Config)) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
-	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
-		cfg, err := pgxpool.ParseConfig(cr.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: routed credentials: %w", err)
-		}
-		if cr.User != "" {
-			cfg.ConnConfig.User = cr.User
-		}
-		if cr.Secret != "" {
-			cfg.ConnConfig.Password = cr.Secret
-		}
-		if db := cr.Params["database"]; db != "" {
-			cfg.ConnConfig.Database = db
-		}
-		if configure != nil {
-			cc := cfg.ConnConfig
-			host, port, db, fallbacks := cc.Host, cc.Port, cc.Database, len(cc.Fallbacks)
-			configure(cfg)
-			if cc = cfg.ConnConfig; cc.Host != host || cc.Port != port || cc.Database != db || len(cc.Fallbacks) != fallbacks {
-				return nil, errors.New("postgres: RoutedConfig.Configure changed the pool's host, port or database")
-			}
-		}
-		cfg.MaxConns = maxConns
-		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
-	}
-}
-
-// routedTarget is where a tenant's data lives: the server addresses and
-// the database its pool would connect to. User and password do not count:
-// two roles on one database still share its tables.
-func routedTarget(cr routing.Credentials) (string, error) {
-	cfg, err := pgxpool.ParseConfig(cr.Endpoint)
-	if err != nil {
-		return "", fmt.Errorf("postgres: routed credentials: %w", err)
-	}
-	cc := cfg.ConnConfig
-	db := cc.Database
-	if d := cr.Params["database"]; d != "" {
-		db = d
-	}
-	hosts := []string{hostPort(cc.Host, cc.Port)}
-	for _, f := range cc.Fallbacks { // more hosts, or TLS variants of one
-		hosts = append(hosts, hostPort(f.Host, f.Port))
-	}
-	slices.Sort(hosts)
-	return strings.Join(slices.Compact(hosts), ",") + "/" + db, nil
-}
-
-// hostPort is a canonical address; a Unix socket directory keeps its case.
-func hostPort(host string, port uint16) string {
-	if !strings.HasPrefix(host, "/") {
-		host = strings.ToLower(host)
-	}
-	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // stmtCache holds statements built per (tenant, route), bounded: two

@@ -167,9 +167,10 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
-			Open:       openRouted(int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure),
+			Open:       openRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure),
 			Close:      (*pgxpool.Pool).Close,
-			Target:     routedTarget,
+			Targets:    routedTargets,
+			Identify:   identifyRouted,
 			TargetNoun: "database",
 			Module:     name,
 			Backend:    Rules.Name,

@@ -1,30 +1,45 @@
 package postgres
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/routing"
 )
 
-// A target is hosts, port and database: user, password, other parameters,
-// host case and the Params override spelling do not make two targets.
-func TestRoutedTarget(t *testing.T) {
-	target := func(c routing.Credentials) string {
-		t.Helper()
-		s, err := routedTarget(c)
-		if err != nil {
-			t.Fatalf("%+v: %v", c, err)
-		}
-		return s
+func targetsOf(t *testing.T, c routing.Credentials) []string {
+	t.Helper()
+	s, err := routedTargets(c)
+	if err != nil {
+		t.Fatalf("%+v: %v", c, err)
 	}
-	base := target(routing.Credentials{Endpoint: "postgres://a@db.example:5432/shop?sslmode=disable"})
+	return s
+}
+
+func overlap(a, b []string) bool {
+	return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) })
+}
+
+// TestRoutedTargets: a target is each host with its port, and the
+// database: user, password, other parameters, host case, address forms
+// and the Params override do not make two targets; the database left out
+// is the user's.
+func TestRoutedTargets(t *testing.T) {
+	base := targetsOf(t, routing.Credentials{Endpoint: "postgres://a@db.example:5432/shop?sslmode=disable"})
 	for _, c := range []routing.Credentials{
 		{Endpoint: "postgres://b:pw@DB.example/shop?sslmode=disable&application_name=x&search_path=t1"},
+		{Endpoint: "postgres://a@db.example.:5432/shop"},
 		{Endpoint: "postgres://a@db.example:5432/other?sslmode=disable", Params: map[string]string{"database": "shop"}},
 		{Endpoint: "host=db.example port=5432 dbname=shop user=c sslmode=disable", User: "d", Secret: "s"},
+		{Endpoint: "postgres://shop@db.example:5432/"},
+		{Endpoint: "postgres://db.example:5432", User: "shop"},
+		{Endpoint: "postgres://a@db.example:5432,db2.example:5433/shop"},
+		{Endpoint: "host=db2.example,db.example port=5433,5432 dbname=shop"},
 	} {
-		if got := target(c); got != base {
-			t.Errorf("%+v: %s, want %s", c, got, base)
+		if got := targetsOf(t, c); !overlap(got, base) {
+			t.Errorf("%+v: %v, want one of %v", c, got, base)
 		}
 	}
 	for _, c := range []routing.Credentials{
@@ -32,12 +47,45 @@ func TestRoutedTarget(t *testing.T) {
 		{Endpoint: "postgres://a@db.example:5433/shop?sslmode=disable"},
 		{Endpoint: "postgres://a@db2.example:5432/shop?sslmode=disable"},
 		{Endpoint: "postgres://a@db.example:5432/shop?sslmode=disable", Params: map[string]string{"database": "x"}},
+		{Endpoint: "postgres://other@db.example:5432/"},
 	} {
-		if got := target(c); got == base {
-			t.Errorf("%+v shares %s", c, base)
+		if got := targetsOf(t, c); overlap(got, base) {
+			t.Errorf("%+v shares %v", c, base)
 		}
 	}
-	if _, err := routedTarget(routing.Credentials{Endpoint: "postgres://a@db:notaport/x"}); err == nil {
+	if _, err := routedTargets(routing.Credentials{Endpoint: "postgres://a@db:notaport/x"}); err == nil {
 		t.Error("an invalid DSN was accepted")
+	}
+}
+
+// TestRoutedTargetsAddressForms: IP literals in every spelling that names
+// one address (IPv4-mapped IPv6, percent-encoded, upper-case hex) are one
+// target, generated at random over the DSN grammar's shapes.
+func TestRoutedTargetsAddressForms(t *testing.T) {
+	hosts := []string{"127.0.0.1", "[::ffff:127.0.0.1]", "[::FFFF:7f00:1]", "%31%32%37.0.0.1", "[0:0:0:0:0:ffff:127.0.0.1]"}
+	ipv6 := []string{"[::1]", "[0:0:0:0:0:0:0:1]", "[::0001]"}
+	spell := func(r *rand.Rand, hs []string, db string) routing.Credentials {
+		h := hs[r.IntN(len(hs))]
+		port := []string{":5432", ""}[r.IntN(2)]
+		switch r.IntN(3) {
+		case 0:
+			return routing.Credentials{Endpoint: fmt.Sprintf("postgres://u@%s%s/%s?application_name=%d", h, port, db, r.IntN(9))}
+		case 1:
+			return routing.Credentials{Endpoint: fmt.Sprintf("postgresql://%s%s/x", h, port), User: "u", Params: map[string]string{"database": db}}
+		default:
+			return routing.Credentials{Endpoint: fmt.Sprintf("postgres://%s@%s%s/", db, h, port)}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		for _, hs := range [][]string{hosts, ipv6} {
+			a, b := spell(r, hs, "shop"), spell(r, hs, "shop")
+			if ta, tb := targetsOf(t, a), targetsOf(t, b); !overlap(ta, tb) {
+				t.Fatalf("%+v and %+v: %v vs %v", a, b, ta, tb)
+			}
+		}
+		if ta, tb := targetsOf(t, spell(r, hosts, "shop")), targetsOf(t, spell(r, ipv6, "shop")); overlap(ta, tb) {
+			t.Fatalf("IPv4 and IPv6 loopback taken as one name: %v, %v", ta, tb)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -232,4 +234,50 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.count.closed(c.key) })
 	return c.Conn.Close()
+}
+
+// TestRoutedClusterSpellings: the broker named by another host name (or
+// an IPv4-mapped address) is tenant A's cluster all the same: the name
+// rules catch one spelling, the cluster id the broker reports the other,
+// and each tenant is refused before anything is produced. The second
+// cluster, a cluster of its own, serves its tenant.
+func TestRoutedClusterSpellings(t *testing.T) {
+	s := newSpace(t)
+	broker, topic := s.broker, s.name("orders")
+	second := testsvc.KafkaSecondBroker(t)
+	s.alsoOn(t, second)
+	host, port, err := net.SplitHostPort(broker)
+	if err != nil || net.ParseIP(host).To4() == nil {
+		t.Fatalf("the test broker %q is not an IPv4 address", broker)
+	}
+	tC, tD := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c"), tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")
+	creds := map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: broker},
+		tenancytest.TenantB: {Endpoint: "localhost:" + port},               // only the cluster id tells
+		tC:                  {Endpoint: "[::ffff:" + host + "]:" + port}, // the name rules tell
+		tD:                  {Endpoint: second},
+	}
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	ctx := context.Background()
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tD} {
+		if err := prov.Provision(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Produce(tenancy.WithTenant(ctx, id), kafka.Message{Value: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []tenancy.ID{tenancytest.TenantB, tC} {
+		err := prod.Produce(tenancy.WithTenant(ctx, id), kafka.Message{Value: []byte("b")})
+		var te *tenancy.Error
+		if !errors.As(err, &te) || te.Code != tenancy.CodeDedicatedTargetShared {
+			t.Fatalf("%s (%s) on A's cluster: %v", id, creds[id].Endpoint, err)
+		}
+		if id == tenancytest.TenantB && !strings.Contains(te.Detail, "its server reports") {
+			t.Errorf("localhost was refused by name, not by the cluster id: %s", te.Detail)
+		}
+	}
+	if n := records(t, broker, topic); n != 1 {
+		t.Fatalf("%d records on A's topic, want only A's", n)
+	}
 }

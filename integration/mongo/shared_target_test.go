@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,5 +162,65 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	}
 	if p := conns.Peak(); p > 2*3 {
 		t.Errorf("peak %d server connections for two clients", p)
+	}
+}
+
+// TestRoutedSpellingsOfOneDatabase: tenant A's server and database named
+// by another host name, an IPv4-mapped or percent-encoded address, or the
+// database in other case, is A's database all the same: the name rules
+// catch some spellings, the identity the database holds catches
+// localhost, and each tenant is refused before it reads or writes. A
+// tenant on the second server is served.
+func TestRoutedSpellingsOfOneDatabase(t *testing.T) {
+	db := dbName(t)
+	u, err := url.Parse(uriA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	spelled := func(host string) string {
+		v := *u
+		v.Host = host
+		return v.String()
+	}
+	spellings := map[string]routing.Credentials{
+		"localhost":       {Endpoint: spelled("localhost:" + port)},
+		"ipv4-mapped":     {Endpoint: spelled("[::ffff:127.0.0.1]:" + port)},
+		"percent-encoded": {Endpoint: strings.Replace(uriA, "127.0.0.1", "%31%32%37.0.0.1", 1)},
+		"database case":   {Endpoint: uriA, Params: map[string]string{"database": strings.ToUpper(db)}},
+	}
+	creds := map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: uriA},
+		tenancytest.TenantB: {Endpoint: uriB},
+	}
+	tenantOf := map[string]tenancy.ID{}
+	i := 0
+	for k, c := range spellings {
+		i++
+		id := tenancy.MustParseID(fmt.Sprintf("5e11e000-0000-4000-8000-%012x", i))
+		creds[id], tenantOf[k] = c, id
+	}
+	docs := routedDocs(t, db, creds)
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
+		if _, err := docs.Create(ctxOf(id), "p1", item{"secret", 1}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	for k, id := range tenantOf {
+		_, err := docs.Get(ctxOf(id), "p1")
+		var te *tenancy.Error
+		if !errors.As(err, &te) || te.Code != tenancy.CodeDedicatedTargetShared {
+			t.Errorf("spelling %q (%+v) of A's database: %v", k, creds[id], err)
+			continue
+		}
+		if k == "localhost" && !strings.Contains(te.Detail, "its server reports") {
+			t.Errorf("localhost was refused by name, not by the database's identity: %s", te.Detail)
+		}
+		if _, err := docs.Create(ctxOf(id), "b-"+k, item{}); tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared {
+			t.Errorf("spelling %q wrote: %v", k, err)
+		}
+	}
+	if n, err := docs.Count(ctxOf(tenancytest.TenantA), document.Query{}); err != nil || n != 1 {
+		t.Fatalf("A's documents: %d, %v", n, err)
 	}
 }

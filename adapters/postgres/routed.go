@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/user"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
+// when set, override the DSN's. pgxpool.NewWithConfig does not connect.
+// Every connection the pool opens asks its server who it is and must
+// report what the pool's first connection did (pinnedServer).
+func openRouted(module string, maxConns int32, configure func(*pgxpool.Config)) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
+	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
+		cfg, err := routedConfig(cr)
+		if err != nil {
+			return nil, err
+		}
+		if configure != nil {
+			cc := cfg.ConnConfig
+			host, port, db, fallbacks := cc.Host, cc.Port, cc.Database, len(cc.Fallbacks)
+			configure(cfg)
+			if cc = cfg.ConnConfig; cc.Host != host || cc.Port != port || cc.Database != db || len(cc.Fallbacks) != fallbacks {
+				return nil, errors.New("postgres: RoutedConfig.Configure changed the pool's host, port or database")
+			}
+		}
+		cfg.MaxConns = maxConns
+		pin := &pinnedServer{module: module}
+		after := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			if err := pin.check(ctx, conn); err != nil {
+				return err
+			}
+			if after != nil {
+				return after(ctx, conn)
+			}
+			return nil
+		}
+		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
+	}
+}
+
+// routedConfig parses a tenant's DSN with its credentials' overrides.
+func routedConfig(cr routing.Credentials) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(cr.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: routed credentials: %w", err)
+	}
+	cc := cfg.ConnConfig
+	if cr.User != "" {
+		cc.User = cr.User
+	}
+	if cr.Secret != "" {
+		cc.Password = cr.Secret
+	}
+	if db := cr.Params["database"]; db != "" {
+		cc.Database = db
+	}
+	return cfg, nil
+}
+
+// routedTargets names where a tenant's data may live: each host of the
+// DSN's host list with its port, and the database the pool connects to.
+// The server opens the database named after the user when none is given,
+// so that is the name compared. User and password do not count otherwise:
+// two roles on one database still share its tables. These names are a
+// cheap first line; the server's identity (serverIdentitySQL) decides.
+func routedTargets(cr routing.Credentials) ([]string, error) {
+	cfg, err := routedConfig(cr)
+	if err != nil {
+		return nil, err
+	}
+	cc := cfg.ConnConfig
+	db := cc.Database
+	if db == "" {
+		if db = cc.User; db == "" {
+			if u, err := user.Current(); err == nil { // libpq's default user
+				db = u.Username
+			}
+		}
+	}
+	targets := []string{routing.CanonicalHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + db}
+	for _, f := range cc.Fallbacks { // more hosts, or TLS variants of one
+		targets = append(targets, routing.CanonicalHostPort(f.Host, strconv.Itoa(int(f.Port)))+"/"+db)
+	}
+	return targets, nil
+}
+
+// serverIdentitySQL is what a server says its connected database is: the
+// cluster's system identifier (fixed at initdb, shared only by physical
+// copies of the cluster, which hold the same data), the database's oid
+// and its name. Every role may call pg_control_system().
+const serverIdentitySQL = `SELECT s.system_identifier::text || '/' || d.oid::text || '/' || d.datname
+	FROM pg_control_system() s, pg_database d WHERE d.datname = current_database()`
+
+func serverIdentity(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (string, error) {
+	var id string
+	if err := q.QueryRow(ctx, serverIdentitySQL).Scan(&id); err != nil {
+		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
+	}
+	return id, nil
+}
+
+// identifyRouted is the routed pools' Identify: the identity the pool's
+// connections report (each one checked by pinnedServer).
+func identifyRouted(ctx context.Context, p *pgxpool.Pool) (string, error) {
+	return serverIdentity(ctx, p)
+}
+
+// pinnedServer keeps a routed pool on the server database its first
+// connection reached. A host list or a name that resolves elsewhere later
+// would otherwise carry a pool, after its identity was claimed, to another
+// tenant's database: such a connection is closed before any statement.
+type pinnedServer struct {
+	module string
+	id     atomic.Pointer[string]
+}
+
+func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
+	id, err := serverIdentity(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if p.id.CompareAndSwap(nil, &id) {
+		return nil
+	}
+	if pinned := *p.id.Load(); pinned != id {
+		return &tenancy.Error{
+			Code: tenancy.CodeDedicatedTargetShared, Module: p.module, Backend: Rules.Name,
+			Detail: fmt.Sprintf("a routed pool first reached server database %s and now connected to %s (a host list or a name that moved); "+
+				"the connection was closed before any statement", pinned, id),
+			Fix: "give each tenant's credentials hosts that all reach that tenant's one database",
+		}
+	}
+	return nil
+}
