@@ -19,7 +19,9 @@ func TestRoutedTargets(t *testing.T) {
 		}
 		return s
 	}
-	overlap := func(a, b []string) bool { return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) }) }
+	overlap := func(a, b []string) bool {
+		return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) })
+	}
 	base := targets(routing.Credentials{Endpoint: "b1:9092,b2:9093,127.0.0.1:9092"})
 	for _, c := range []routing.Credentials{
 		{Endpoint: " B2:9093 , b1,b1:9092", User: "u", Secret: "p"},

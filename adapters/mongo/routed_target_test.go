@@ -20,7 +20,9 @@ func TestRoutedTargets(t *testing.T) {
 		}
 		return s
 	}
-	overlap := func(a, b []string) bool { return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) }) }
+	overlap := func(a, b []string) bool {
+		return slices.ContainsFunc(a, func(s string) bool { return slices.Contains(b, s) })
+	}
 	base := targets(routing.Credentials{Endpoint: "mongodb://h1:27017,127.0.0.1:27018/"})
 	for _, c := range []routing.Credentials{
 		{Endpoint: "mongodb://u:p@H2:27019,h1/admin?appName=x", User: "v", Secret: "q"},

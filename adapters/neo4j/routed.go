@@ -112,11 +112,13 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		return td, nil
 	}
 	return routing.New(routing.Config[*tenantDriver]{
-		Resolve:    rc.resolve,
-		Open:       open,
-		Close:      func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
-		Targets:    func(c routing.Credentials) ([]string, error) { t, err := routedTarget(c); return []string{t}, err },
-		Identify:   func(ctx context.Context, td *tenantDriver) (string, error) { return td.drv.DatabaseID(ctx, td.database) },
+		Resolve: rc.resolve,
+		Open:    open,
+		Close:   func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
+		Targets: func(c routing.Credentials) ([]string, error) { t, err := routedTarget(c); return []string{t}, err },
+		Identify: func(ctx context.Context, td *tenantDriver) (string, error) {
+			return td.drv.DatabaseID(ctx, td.database)
+		},
 		TargetNoun: "server database",
 		Module:     module,
 		Backend:    Rules.Name,

@@ -253,7 +253,7 @@ func TestRoutedClusterSpellings(t *testing.T) {
 	tC, tD := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c"), tenancy.MustParseID("0d0d0d0d-0000-4000-8000-00000000000d")
 	creds := map[tenancy.ID]routing.Credentials{
 		tenancytest.TenantA: {Endpoint: broker},
-		tenancytest.TenantB: {Endpoint: "localhost:" + port},               // only the cluster id tells
+		tenancytest.TenantB: {Endpoint: "localhost:" + port},             // only the cluster id tells
 		tC:                  {Endpoint: "[::ffff:" + host + "]:" + port}, // the name rules tell
 		tD:                  {Endpoint: second},
 	}
