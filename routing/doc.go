@@ -12,7 +12,7 @@
 //			return redis.NewClient(&redis.Options{Addr: c.Endpoint, Username: c.User, Password: c.Secret}), nil
 //		},
 //		Close:       func(c *redis.Client) { c.Close() },
-//		TenantKeyed: true, // every key carries the tenant; others set Target
+//		TenantKeyed: true, // every key carries the tenant; others set Targets and Identify
 //		MaxClients:    64,
 //	})
 //
@@ -27,17 +27,21 @@
 //
 //   - Fail closed: no tenant bound gives tenancy.Unbound(); a resolver error
 //     is returned as is; there is no default client.
-//   - One tenant per data target. Config.Target names where a credential
-//     set's data lives (host, port, database; brokers), without user or
-//     secret. The first tenant to resolve to a target claims it for the
-//     process; another tenant resolving to it is refused with
-//     dedicated_target_shared before anything is opened. Claims are
+//   - One tenant per data target, as the server reports it. Config.Targets
+//     names where a credential set's data may live (each host of a list,
+//     with its database; each broker), without user or secret, normalised;
+//     Config.Identify asks a newly opened client's server who it is (a
+//     cluster and database id). The first tenant to reach a target claims
+//     it for the process; another tenant whose names meet it is refused
+//     with dedicated_target_shared before anything is opened, and one whose
+//     server reports a claimed identity is refused, its client closed,
+//     before anything of its own is read or written. Claims are
 //     process-wide, survive eviction (the data is still there), move only
 //     when the tenant's own credentials name a new target, and are released
-//     by Close; each costs about 150 bytes, kept for every tenant resolved.
-//     Replicas do not share them: across processes the resolver must keep
-//     tenants apart. A client never serves two tenants.
-//   - TenantKeyed instead of Target, for a client whose every key carries
+//     by Close; each costs about 150 bytes a key, kept for every tenant
+//     resolved. Replicas do not share them: across processes the resolver
+//     must keep tenants apart. A client never serves two tenants.
+//   - TenantKeyed instead of Targets, for a client whose every key carries
 //     the tenant (Redis): no claims, and tenants whose credentials are
 //     identical share one client.
 //   - Clients are keyed by a Fingerprint, an HMAC-SHA256 of the whole

@@ -168,7 +168,7 @@ func Module(name string, opts ...Option) fx.Option {
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
 			Open:       openRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure),
-			Close:      (*pgxpool.Pool).Close,
+			Close:      closeRouted,
 			Targets:    routedTargets,
 			Identify:   identifyRouted,
 			TargetNoun: "database",

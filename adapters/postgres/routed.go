@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -45,8 +46,22 @@ func openRouted(module string, maxConns int32, configure func(*pgxpool.Config)) 
 			}
 			return nil
 		}
-		return pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
+		pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
+		if err == nil {
+			pins.Store(pool, pin)
+		}
+		return pool, err
 	}
+}
+
+// pins maps each open routed pool to its pinnedServer, so that Identify
+// reads what the first connection reported instead of asking again.
+var pins sync.Map // *pgxpool.Pool → *pinnedServer
+
+// closeRouted closes a routed pool and forgets its pin.
+func closeRouted(p *pgxpool.Pool) {
+	pins.Delete(p)
+	p.Close()
 }
 
 // routedConfig parses a tenant's DSN with its credentials' overrides.
@@ -113,9 +128,20 @@ func serverIdentity(ctx context.Context, q interface {
 }
 
 // identifyRouted is the routed pools' Identify: the identity the pool's
-// connections report (each one checked by pinnedServer).
+// connections report, pinned by the first one (each checked by
+// pinnedServer). Acquiring a connection makes one if there is none.
 func identifyRouted(ctx context.Context, p *pgxpool.Pool) (string, error) {
-	return serverIdentity(ctx, p)
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	conn.Release()
+	if pin, ok := pins.Load(p); ok {
+		if id := pin.(*pinnedServer).id.Load(); id != nil {
+			return *id, nil
+		}
+	}
+	return serverIdentity(ctx, p) // a pool opened elsewhere: ask
 }
 
 // pinnedServer keeps a routed pool on the server database its first
