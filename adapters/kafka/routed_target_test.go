@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/internal/spelling"
 	"github.com/tenantwire/tenantwire/routing"
 )
 
@@ -42,5 +44,33 @@ func TestRoutedTargets(t *testing.T) {
 	}
 	if _, err := routedTargets(routing.Credentials{Endpoint: " , "}); err == nil {
 		t.Error("no brokers accepted")
+	}
+}
+
+// TestRoutedTargetsGenerated: generated spellings of one broker on
+// 127.0.0.1 (address forms, the default port, other brokers around it)
+// are always one cluster.
+func TestRoutedTargetsGenerated(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	spell := func() string {
+		b := spelling.Loopback(r, false) + spelling.Port(r, "9092", "9092")
+		if r.IntN(2) == 0 {
+			b = spelling.Case(r, "other-broker") + ":9093," + b
+		}
+		return b
+	}
+	for range 1000 {
+		a, b := spell(), spell()
+		ta, err := routedTargets(routing.Credentials{Endpoint: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := routedTargets(routing.Credentials{Endpoint: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(ta, func(s string) bool { return slices.Contains(tb, s) }) {
+			t.Fatalf("%q and %q: %v vs %v", a, b, ta, tb)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package mongo
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/internal/spelling"
 	"github.com/tenantwire/tenantwire/routing"
 )
 
@@ -49,6 +52,34 @@ func TestRoutedTargets(t *testing.T) {
 	for _, bad := range []string{"", "h1:27017", "mongodb://", "http://h1"} {
 		if _, err := routedTargets(routing.Credentials{Endpoint: bad}, "app"); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestRoutedTargetsGenerated: generated spellings of one database on
+// 127.0.0.1 (address forms, percent-encoding, the default port, options,
+// the database's case, in Params or the module's) are always one target.
+func TestRoutedTargetsGenerated(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	spell := func() routing.Credentials {
+		c := routing.Credentials{Endpoint: fmt.Sprintf("mongodb://%s%s/admin?appName=%d", spelling.Loopback(r, true), spelling.Port(r, "27017", "27017"), r.IntN(9))}
+		if r.IntN(2) == 0 {
+			c.Params = map[string]string{"database": spelling.Case(r, "app")}
+		}
+		return c
+	}
+	for range 1000 {
+		a, b := spell(), spell()
+		ta, err := routedTargets(a, "app")
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		tb, err := routedTargets(b, "app")
+		if err != nil {
+			t.Fatalf("%+v: %v", b, err)
+		}
+		if !slices.ContainsFunc(ta, func(s string) bool { return slices.Contains(tb, s) }) {
+			t.Fatalf("%+v and %+v: %v vs %v", a, b, ta, tb)
 		}
 	}
 }

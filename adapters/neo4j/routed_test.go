@@ -3,11 +3,13 @@ package neo4j
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/internal/spelling"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -103,5 +105,29 @@ func TestRoutedTarget(t *testing.T) {
 	}
 	if _, err := routedTarget(routing.Credentials{Endpoint: "not a uri"}); err == nil {
 		t.Error("an invalid URI was accepted")
+	}
+}
+
+// TestRoutedTargetGenerated: generated spellings of one database on
+// 127.0.0.1 (address forms, scheme, the default port, the database's case)
+// are always one target.
+func TestRoutedTargetGenerated(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	spell := func() routing.Credentials {
+		scheme := []string{"neo4j", "bolt", "neo4j+s", "bolt+ssc"}[r.IntN(4)]
+		return routing.Credentials{
+			Endpoint: scheme + "://" + spelling.Loopback(r, false) + spelling.Port(r, "7687", "7687"),
+			Params:   map[string]string{"database": spelling.Case(r, "shop")},
+		}
+	}
+	for range 1000 {
+		a, b := spell(), spell()
+		ta, err := routedTarget(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tb, err := routedTarget(b); err != nil || ta != tb {
+			t.Fatalf("%+v and %+v: %s vs %s (%v)", a, b, ta, tb, err)
+		}
 	}
 }
