@@ -194,13 +194,21 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	}
 
 	var warns []Warning
-	if r.TenantAware && reached > tenancy.Tagged {
+	// The marker is redundant only where the route keeps its tier without
+	// it: a per-tenant outbox needs it to reach namespace at all.
+	if r.TenantAware && reached > tenancy.Tagged && markerRedundant(rule, r, reached) {
 		w := Warning{Module: m.Name, Route: r.Name, Message: fmt.Sprintf(
 			"route is tenant-aware and also reaches %s: the tenant marker is redundant, kept as defence in depth", reached)}
 		warns = append(warns, w)
 		row.Warnings = append(row.Warnings, w.Message)
 	}
 	return row, errs, warns
+}
+
+// markerRedundant reports whether r reaches reached without TenantAware.
+func markerRedundant(rule KindRule, r Route, reached tenancy.Tier) bool {
+	r.TenantAware = false
+	return Decide(rule, r).Reached >= reached
 }
 
 // fixFor says what would lift route r to tier want on backend b.

@@ -326,3 +326,32 @@ func TestConnectionBudget(t *testing.T) {
 		t.Fatalf("budget met but refused: %v", rep.Errors)
 	}
 }
+
+// TestMarkerWarningOnlyWhenRedundant: the redundant-marker warning names
+// routes that keep their tier without TenantAware, never one that needs
+// it (a per-tenant outbox's resolver counts only when it is tenant-aware,
+// so dropping the marker as the warning suggests would be refused).
+func TestMarkerWarningOnlyWhenRedundant(t *testing.T) {
+	perTenant := []floors.Relation{{Role: "table", Name: "t", PerTenant: true}}
+	m := floors.Module{Name: "m", Backend: postgresLike(), Floor: tenancy.Namespace, Routes: []floors.Route{
+		{Name: "outbox", Kind: "outbox", TenantAware: true, Relations: perTenant},
+		{Name: "docs", Kind: "document", TenantAware: true, Relations: []floors.Relation{{Role: "read", Name: "d", PerTenant: true}}},
+		{Name: "routed_outbox", Kind: "outbox", TenantAware: true, Routed: true},
+	}}
+	rep := floors.Check([]floors.Module{m}, nil)
+	if !rep.OK() {
+		t.Fatal(rep.Errors)
+	}
+	var warned []string
+	for _, w := range rep.Warnings {
+		warned = append(warned, w.Route)
+	}
+	if !slices.Equal(warned, []string{"docs", "routed_outbox"}) {
+		t.Fatalf("warnings on %v, want docs and routed_outbox only", warned)
+	}
+	// The warning is true: without the marker the outbox is refused.
+	m.Routes[0].TenantAware = false
+	if rep := floors.Check([]floors.Module{m}, nil); rep.OK() {
+		t.Fatal("the outbox without its marker was accepted under namespace")
+	}
+}
