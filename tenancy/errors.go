@@ -35,6 +35,9 @@ const (
 	CodeTenantHostAmbiguous      Code = "tenant_host_ambiguous"
 	CodeRouteClassOverlap        Code = "route_class_overlap"
 	CodeForeignTenant            Code = "foreign_tenant"
+	// CodeTenantRequired: the boundary requires every request to name a
+	// tenant, and this one names none.
+	CodeTenantRequired Code = "tenant_required"
 	// CodeDedicatedTargetShared: a routed tenant resolves to a data target
 	// (database, cluster) another tenant of the process already uses.
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"

@@ -44,6 +44,12 @@ type Config struct {
 	// user's authentication middleware (see Wrap) put in the request
 	// context; false (or the zero ID) means the request carries none.
 	Claim func(*http.Request) (tenancy.ID, bool)
+	// RequireTenant answers a request that names no tenant (no claim, no
+	// header or a blank one, no host label that maps to a tenant) with 400
+	// and the code tenant_required, instead of serving it as the default
+	// tenant. Off by default: a single-tenant deployment lives in the
+	// default tenant.
+	RequireTenant bool
 	// Wrap is middleware run on the tenant listener before routing and
 	// before tenant resolution, outermost first: authentication goes here
 	// so that Claim can read its result.

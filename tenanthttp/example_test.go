@@ -61,3 +61,31 @@ func ExampleModule_untrustedHeader() {
 	// Output:
 	// trusted_proxy_required
 }
+
+// A service whose every request must name its tenant answers one that
+// names none with 400 and tenant_required, instead of serving it as the
+// default tenant.
+func ExampleConfig_requireTenant() {
+	res, err := tenanthttp.NewResolver(tenanthttp.Config{TrustedProxy: true, RequireTenant: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := res.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := tenancy.FromContext(r.Context())
+		fmt.Fprintln(w, "tenant", id)
+	}))
+	for _, header := range []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7", ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if header != "" {
+			req.Header.Set(tenanthttp.DefaultHeader, header)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Body.String())
+	}
+	// Output:
+	// 200 tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7
+	//
+	// 400 {"error":"the request names no tenant","code":"tenant_required"}
+}

@@ -24,6 +24,8 @@ const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_c
 
 const ambiguousBody = `{"error":"request target names a host (absolute form)","code":"tenant_host_ambiguous"}`
 
+const requiredBody = `{"error":"the request names no tenant","code":"tenant_required"}`
+
 // The request-time refusals are shared values so that resolving never
 // allocates, even on the refusal path. Compare with errors.Is against the
 // code; do not mutate them.
@@ -37,6 +39,11 @@ var (
 		Code:   tenancy.CodeTenantSourceConflict,
 		Detail: "two tenant sources of the request (claim, header, host label) name different tenants",
 		Fix:    "send only the tenant the caller is entitled to",
+	}
+	ErrTenantRequired = &tenancy.Error{
+		Code:   tenancy.CodeTenantRequired,
+		Detail: "the boundary requires a tenant and the request names none (no claim, header or host label)",
+		Fix:    "send the tenant the caller is entitled to",
 	}
 	ErrHostAmbiguous = &tenancy.Error{
 		Code:   tenancy.CodeTenantHostAmbiguous,
@@ -106,8 +113,10 @@ func HostLabel(host string) string {
 type Resolver struct {
 	header string // canonical MIME form, so lookups skip canonicalisation
 	useHdr bool
-	host   func(label string) (tenancy.ID, bool)
-	claim  func(*http.Request) (tenancy.ID, bool)
+	// require refuses a request no source names a tenant for.
+	require bool
+	host    func(label string) (tenancy.ID, bool)
+	claim   func(*http.Request) (tenancy.ID, bool)
 }
 
 // NewResolver builds the resolver cfg describes. Header or host mode
@@ -118,10 +127,11 @@ func NewResolver(cfg Config) (*Resolver, error) {
 		return nil, err
 	}
 	return &Resolver{
-		header: textproto.CanonicalMIMEHeaderKey(cfg.headerName()),
-		useHdr: !cfg.HeaderOff,
-		host:   cfg.Host,
-		claim:  cfg.Claim,
+		header:  textproto.CanonicalMIMEHeaderKey(cfg.headerName()),
+		useHdr:  !cfg.HeaderOff,
+		require: cfg.RequireTenant,
+		host:    cfg.Host,
+		claim:   cfg.Claim,
 	}, nil
 }
 
@@ -129,7 +139,8 @@ func NewResolver(cfg Config) (*Resolver, error) {
 // authenticated principal (Config.Claim), the tenant header, the host label
 // (Config.Host). Every source that names a tenant must name the same one,
 // or the request is refused with ErrSourceConflict; when none names one,
-// the result is the default tenant (the header table's "absent" row). A
+// the result is the default tenant (the header table's "absent" row), or
+// ErrTenantRequired with Config.RequireTenant. A
 // malformed header is ErrInvalidHeader. In host mode an absolute-form
 // request target is ErrHostAmbiguous. It allocates nothing beyond what the
 // user's Host and Claim functions do.
@@ -170,6 +181,9 @@ func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
 		}
 	}
 	if !named {
+		if res.require {
+			return tenancy.ID{}, ErrTenantRequired
+		}
 		return tenancy.Default, nil
 	}
 	return got, nil
@@ -190,7 +204,9 @@ func absoluteForm(r *http.Request) bool {
 // tenancy.WithTenant, or answers the refusal: 400 with InvalidHeaderBody
 // for a malformed header, 403 with a JSON body naming
 // tenant_source_conflict when sources disagree, 400 with a JSON body naming
-// tenant_host_ambiguous for an absolute-form target in host mode.
+// tenant_host_ambiguous for an absolute-form target in host mode, 400 with
+// a JSON body naming tenant_required for a request that names no tenant
+// when one is required.
 func (res *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := res.Resolve(r)
@@ -209,6 +225,8 @@ func refuse(w http.ResponseWriter, err error) {
 		status, body = http.StatusForbidden, conflictBody
 	case ErrHostAmbiguous:
 		body = ambiguousBody
+	case ErrTenantRequired:
+		body = requiredBody
 	}
 	writeJSON(w, status, body)
 }

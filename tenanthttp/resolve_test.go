@@ -228,3 +228,53 @@ func TestNewResolverInterlock(t *testing.T) {
 		t.Errorf("claim-only mode refused: %v", err)
 	}
 }
+
+// TestRequireTenant: with RequireTenant, a request that names no tenant
+// (no header, a blank one, a header name the proxy does not set, a host
+// that maps to none, no claim) is a 400 naming tenant_required and never
+// reaches the handler; a request that names one is served as usual, and
+// without the setting the same requests are the default tenant.
+func TestRequireTenant(t *testing.T) {
+	cfg := tenanthttp.Config{TrustedProxy: true, Host: hosts, Claim: claimFrom, RequireTenant: true}
+	res, err := tenanthttp.NewResolver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RequireTenant = false
+	lenient, err := tenanthttp.NewResolver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(r *http.Request) *http.Request { r.Header.Set("X-Tenant-ID", tenantB.String()); return r }
+	for name, mk := range map[string]func(*http.Request) *http.Request{
+		"no source":         func(r *http.Request) *http.Request { return r },
+		"blank header":      func(r *http.Request) *http.Request { r.Header.Set("X-Tenant-ID", "  "); return r },
+		"other header name": func(r *http.Request) *http.Request { r.Header.Set("X-Tenant", tenantB.String()); return r },
+		"unmapped host":     func(r *http.Request) *http.Request { r.Host = "nobody.example.com"; return r },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := mk(httptest.NewRequest(http.MethodGet, "/", nil))
+			called := false
+			rec := httptest.NewRecorder()
+			res.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true })).ServeHTTP(rec, r)
+			if called || rec.Code != http.StatusBadRequest || rec.Body.String() != `{"error":"the request names no tenant","code":"tenant_required"}` {
+				t.Fatalf("answered %d %q, handler called %v", rec.Code, rec.Body.String(), called)
+			}
+			if _, err := res.Resolve(r); tenancy.CodeOf(err) != tenancy.CodeTenantRequired {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if id, err := lenient.Resolve(r); err != nil || id != tenancy.Default {
+				t.Fatalf("without RequireTenant: %v, %v; want the default tenant", id, err)
+			}
+		})
+	}
+	for name, r := range map[string]*http.Request{
+		"header": named(httptest.NewRequest(http.MethodGet, "/", nil)),
+		"claim":  httptest.NewRequest(http.MethodGet, "/", nil).WithContext(contextWithClaim(httptest.NewRequest(http.MethodGet, "/", nil), tenantA)),
+		"host":   func() *http.Request { r := httptest.NewRequest(http.MethodGet, "/", nil); r.Host = "alpha.example.com"; return r }(),
+	} {
+		if id, err := res.Resolve(r); err != nil || id.IsZero() || id == tenancy.Default {
+			t.Errorf("%s: %v, %v", name, id, err)
+		}
+	}
+}
