@@ -20,6 +20,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeTenantSourceInvalid, tenancy.CodeTenantHostAmbiguous, tenancy.CodeRouteClassOverlap,
 		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
 		tenancy.CodeMigrationHistoryConflict, tenancy.CodeTenantMigrationBehind,
+		tenancy.CodeStaticNameInTenantSpace, tenancy.CodeReservedName,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

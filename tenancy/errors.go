@@ -52,6 +52,13 @@ const (
 	// CodeTenantMigrationBehind: a tenant's containers are at an older
 	// migration version than the module's routes need.
 	CodeTenantMigrationBehind Code = "tenant_migration_behind"
+	// CodeStaticNameInTenantSpace: a container named statically (a schema,
+	// database, topic, consumer group) has the shape of a per-tenant name,
+	// so some tenant's provisioning, migrations or teardown would act on it.
+	CodeStaticNameInTenantSpace Code = "static_name_in_tenant_space"
+	// CodeReservedName: a route names something the framework keeps for
+	// its own records (migration history, tenant registry).
+	CodeReservedName Code = "reserved_name"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

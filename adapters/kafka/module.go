@@ -157,6 +157,11 @@ func Module(name string, opts ...Option) fx.Option {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
 		}
 		seen[r.name] = true
+		if r.perTenant == nil && r.topic != "" {
+			if e := Rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
+				errs = append(errs, e)
+			}
+		}
 		t := r.topic
 		if r.perTenant != nil {
 			t = r.prefix + "*"
@@ -184,6 +189,10 @@ func Module(name string, opts ...Option) fx.Option {
 		spec := cfg.route(c.route)
 		for _, p := range c.validate(spec, cfg.routed != nil) {
 			errs = append(errs, Rules.WiringInvalid(name, c.route, p.msg, p.fix))
+		}
+		// A sharded consumer's groups are "<Group>.<tenant hex>".
+		if e := Rules.StaticInTenantSpace(name, c.route, "consumer group", c.cfg.Group, groupSpace, "kafka.ConsumerConfig.Group"); e != nil {
+			errs = append(errs, e)
 		}
 		parts = append(parts, modules.Worker(c.decl(name)))
 	}

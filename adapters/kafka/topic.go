@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -27,6 +28,14 @@ func TenantTopic(prefix string) TopicFunc {
 		return prefix + id.Hex(), nil
 	}
 }
+
+// topicSpace is the shape of TenantTopic's names under any prefix, and
+// groupSpace that of a sharded consumer's groups: a static name of either
+// shape could be some tenant's.
+var (
+	topicSpace = floors.TenantSpace{}
+	groupSpace = floors.TenantSpace{Sep: "."}
+)
 
 // validTopic reports whether name is a legal Kafka topic name:
 // 1 to 249 of [a-zA-Z0-9._-], and neither "." nor "..".

@@ -125,6 +125,36 @@ func TestInvalidWiring(t *testing.T) {
 	}
 }
 
+// A static topic named as tenant B's topic under a prefix route beside it
+// would be B's too: B's producer would write into the shared topic and
+// B's topic migrations rewrite its configuration. The shape is refused
+// whatever the prefix (another module's included), on producers and
+// consumers, and so is an unsharded consumer group named as one of a
+// sharded consumer's per-tenant groups.
+func TestStaticTopicInTenantSpace(t *testing.T) {
+	b := "orders." + tenancytest.TenantB.Hex()
+	for name, c := range map[string]struct {
+		opts  []kafka.Option
+		route string
+	}{
+		"beside its prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: b}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})}, "shared"},
+		"any prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "x" + tenancytest.TenantB.Hex()})}, "shared"},
+		"consumer":   {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: b})}, "in"},
+		"group": {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g." + tenancytest.TenantB.Hex(), Handle: handle, Topic: "orders"}),
+			kafka.Consumer("per", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."})}, "in"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, kafka.Module("m", append([]kafka.Option{kafka.Brokers(nowhere)}, c.opts...)...))
+			if e.Module != "m" || e.Backend != "kafka" || e.Route != c.route || !strings.Contains(e.Detail, tenancytest.TenantB.Hex()) || e.Fix == "" {
+				t.Errorf("refusal %+v", e)
+			}
+		})
+	}
+	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "orders.all"}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})))
+}
+
 func TestProducerFailsClosedWithoutATenant(t *testing.T) {
 	var p *kafka.Producer
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),

@@ -159,9 +159,8 @@ func (cfg *config) validate(module string) []error {
 	var errs []error
 	if err := ValidDatabaseName(cfg.database); err != nil {
 		errs = append(errs, Rules.WiringInvalid(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
-	} else if looksPerTenantDB(cfg.database) {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("database %q has the shape of a per-tenant database name", cfg.database),
-			"choose a database name that does not end in '_' and 32 hex digits"))
+	} else if e := Rules.StaticInTenantSpace(module, "", "database", cfg.database, dbSpace, "the database of mongo.Database(name)"); e != nil {
+		errs = append(errs, e)
 	}
 	sources := 0
 	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil} {
@@ -184,6 +183,9 @@ func (cfg *config) validate(module string) []error {
 		}
 		if err := r.cfg.Collection.validate(); err != nil {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the database prefix of PerTenantDatabase): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
+		} else if e := Rules.ReservedName(module, r.name, "collection", r.cfg.Collection.name); e != nil {
+			// The migration history lives beside the route's collections.
+			errs = append(errs, e)
 		}
 		if r.cfg.TextIndex && r.kind != KindSearch {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))

@@ -134,16 +134,6 @@ func ValidDatabaseName(s string) error {
 	return nil
 }
 
-// looksPerTenantDB reports whether a static database name has the shape
-// of a per-tenant one, which could collide with a tenant's database.
-func looksPerTenantDB(s string) bool {
-	if len(s) < 33 || s[len(s)-33] != '_' {
-		return false
-	}
-	for _, b := range []byte(s[len(s)-32:]) {
-		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// dbSpace is the shape of DatabaseName's names: a static module database
+// of that shape could be some tenant's database.
+var dbSpace = floors.TenantSpace{Sep: "_"}

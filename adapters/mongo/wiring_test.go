@@ -2,6 +2,7 @@ package mongo_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -97,7 +98,6 @@ func TestInvalidWiringRefused(t *testing.T) {
 	cases := map[string][]mongo.Option{
 		"no database":     {mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})},
 		"bad database":    {mongo.Database("a.b")},
-		"tenant-shaped":   {mongo.Database("app_0a0a0a0a00004000800000000000000a")},
 		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a$b")})},
 		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a.b")})},
 		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("system_x")})},
@@ -110,6 +110,32 @@ func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mongo.Module("m", opts...))
+		})
+	}
+}
+
+// A module database of the per-tenant shape is some tenant's database
+// (static_name_in_tenant_space); a collection named like the migration
+// history would let a route's documents stand for history records
+// (reserved_name), in the module's database or in a tenant's own.
+func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
+	b := mongo.DatabaseName("app", tenancytest.TenantB)
+	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", mongo.Database(b),
+		mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("app", "hits")})))
+	if !strings.Contains(e.Detail, b) || !strings.Contains(e.Fix, "mongo.Database") {
+		t.Errorf("refusal %+v", e)
+	}
+	for name, coll := range map[string]mongo.Collection{
+		"static":              mongo.Static("tenantwire_migrations"),
+		"per tenant":          mongo.PerTenant("TenantWire_x"),
+		"per-tenant database": mongo.PerTenantDatabase("t", "tenantwire_migrations"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", mongo.Database("app"),
+				mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: coll})))
+			if e.Route != "orders" || !strings.Contains(e.Fix, "tenantwire") {
+				t.Errorf("refusal %+v", e)
+			}
 		})
 	}
 }

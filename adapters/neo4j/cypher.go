@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // TenantProperty is the property the tagged tier stamps on every node and
@@ -21,10 +23,14 @@ type stmt struct {
 // builder builds the graph route's statements. When tagged, every node and
 // relationship of every pattern carries `x.tenant_id = $tenant` (a path's
 // elements through all(... IN nodes(p)/relationships(p) ...)), and every
-// element written is stamped.
+// element written is stamped. Untagged, every node variable carries `NOT
+// x:TenantwireMigration` instead. Either way no call reaches the migration
+// history, and no label or type may be one of the framework's.
 type builder struct {
 	tagged bool
 	tenant string
+	// module and route name the refusals.
+	module, route string
 }
 
 // is is the tenant predicate on variable v, or "" when not tagged.
@@ -33,6 +39,17 @@ func (b builder) is(v string) string {
 		return ""
 	}
 	return v + "." + TenantProperty + " = $tenant"
+}
+
+// node is the condition on node variable v: tagged, the tenant predicate
+// (history nodes carry no tenant); untagged, that v is no history node, so
+// a route on a database every tenant shares cannot read, match or change
+// the records the migration checks trust.
+func (b builder) node(v string) string {
+	if b.tagged {
+		return b.is(v)
+	}
+	return "NOT " + v + ":" + historyLabel
 }
 
 // stamp is the SET clause stamping v, or "".
@@ -68,10 +85,23 @@ func (b builder) params(kv ...any) map[string]any {
 	return p
 }
 
-func labelList(labels []string) (string, error) {
+// name quotes a label or relationship type, refusing the framework's own
+// (reserved_name).
+func (b builder) name(what, s string) (string, error) {
+	q, err := quote(what, s)
+	if err != nil {
+		return "", err
+	}
+	if e := Rules.ReservedName(b.module, b.route, what, s); e != nil {
+		return "", e
+	}
+	return q, nil
+}
+
+func (b builder) labelList(labels []string) (string, error) {
 	var s strings.Builder
 	for _, l := range labels {
-		q, err := quote("label", l)
+		q, err := b.name("label", l)
 		if err != nil {
 			return "", err
 		}
@@ -80,15 +110,17 @@ func labelList(labels []string) (string, error) {
 	return s.String(), nil
 }
 
-// userProps refuses the reserved tenant property and invalid keys; a nil
-// map becomes empty so that `$props` is always a map.
-func userProps(props map[string]any) (map[string]any, error) {
+// userProps refuses the tenant property (reserved_name) and invalid keys;
+// a nil map becomes empty so that `$props` is always a map.
+func (b builder) userProps(props map[string]any) (map[string]any, error) {
 	for k := range props {
 		if _, err := quote("property key", k); err != nil {
 			return nil, err
 		}
 		if k == TenantProperty {
-			return nil, fmt.Errorf("neo4j: property %q is reserved for the tenant marker", TenantProperty)
+			return nil, &tenancy.Error{Code: tenancy.CodeReservedName, Module: b.module, Backend: Rules.Name, Route: b.route,
+				Detail: fmt.Sprintf("property %q is the tenant marker the adapter stamps and filters on", TenantProperty),
+				Fix:    fmt.Sprintf("rename the property: %q is the adapter's, on every route", TenantProperty)}
 		}
 	}
 	if props == nil {
@@ -100,8 +132,8 @@ func userProps(props map[string]any) (map[string]any, error) {
 // propConds matches v's properties: one parameter per key, keys sorted so
 // the text is stable (and the server's plan cache hits). A nil value
 // matches a missing property.
-func propConds(v string, props map[string]any, kv *[]any) ([]string, error) {
-	if _, err := userProps(props); err != nil {
+func (b builder) propConds(v string, props map[string]any, kv *[]any) ([]string, error) {
+	if _, err := b.userProps(props); err != nil {
 		return nil, err
 	}
 	keys := make([]string, 0, len(props))
@@ -124,18 +156,18 @@ func propConds(v string, props map[string]any, kv *[]any) ([]string, error) {
 }
 
 func (b builder) createNode(labels []string, props map[string]any) (stmt, error) {
-	ls, err := labelList(labels)
+	ls, err := b.labelList(labels)
 	if err != nil {
 		return stmt{}, err
 	}
-	if props, err = userProps(props); err != nil {
+	if props, err = b.userProps(props); err != nil {
 		return stmt{}, err
 	}
 	return stmt{"CREATE (n" + ls + " $props)" + b.stamp("n") + " RETURN n", b.params("props", props)}, nil
 }
 
 func (b builder) matchNodeByID() string {
-	return "MATCH (n)" + where("elementId(n) = $id", b.is("n"))
+	return "MATCH (n)" + where("elementId(n) = $id", b.node("n"))
 }
 
 func (b builder) getNode(id string) stmt {
@@ -143,7 +175,7 @@ func (b builder) getNode(id string) stmt {
 }
 
 func (b builder) updateNode(id string, props map[string]any) (stmt, error) {
-	props, err := userProps(props)
+	props, err := b.userProps(props)
 	if err != nil {
 		return stmt{}, err
 	}
@@ -158,25 +190,25 @@ func (b builder) deleteNode(id string) stmt {
 		return stmt{b.matchNodeByID() + " DETACH DELETE n RETURN count(*) AS deleted", b.params("id", id)}
 	}
 	return stmt{b.matchNodeByID() +
-		" OPTIONAL MATCH (n)-[r]-(m)" + where(b.is("r"), b.is("m")) +
+		" OPTIONAL MATCH (n)-[r]-(m)" + where(b.is("r"), b.node("m")) +
 		" DELETE r WITH DISTINCT n DELETE n RETURN count(*) AS deleted", b.params("id", id)}
 }
 
 func (b builder) createRel(from, to, typ string, props map[string]any) (stmt, error) {
-	t, err := quote("relationship type", typ)
+	t, err := b.name("relationship type", typ)
 	if err != nil {
 		return stmt{}, err
 	}
-	if props, err = userProps(props); err != nil {
+	if props, err = b.userProps(props); err != nil {
 		return stmt{}, err
 	}
-	return stmt{"MATCH (a), (b)" + where("elementId(a) = $from", "elementId(b) = $to", b.is("a"), b.is("b")) +
+	return stmt{"MATCH (a), (b)" + where("elementId(a) = $from", "elementId(b) = $to", b.node("a"), b.node("b")) +
 		" CREATE (a)-[r:" + t + " $props]->(b)" + b.stamp("r") + " RETURN r",
 		b.params("from", from, "to", to, "props", props)}, nil
 }
 
 func (b builder) matchRelByID() string {
-	return "MATCH (a)-[r]->(b)" + where("elementId(r) = $id", b.is("r"), b.is("a"), b.is("b"))
+	return "MATCH (a)-[r]->(b)" + where("elementId(r) = $id", b.is("r"), b.node("a"), b.node("b"))
 }
 
 func (b builder) getRel(id string) stmt {
@@ -184,7 +216,7 @@ func (b builder) getRel(id string) stmt {
 }
 
 func (b builder) updateRel(id string, props map[string]any) (stmt, error) {
-	props, err := userProps(props)
+	props, err := b.userProps(props)
 	if err != nil {
 		return stmt{}, err
 	}
@@ -197,32 +229,32 @@ func (b builder) deleteRel(id string) stmt {
 
 // matchNodes is MATCH by labels and properties; ret is the RETURN tail.
 func (b builder) matchNodes(labels []string, props map[string]any, ret string, kv ...any) (stmt, error) {
-	ls, err := labelList(labels)
+	ls, err := b.labelList(labels)
 	if err != nil {
 		return stmt{}, err
 	}
-	conds, err := propConds("n", props, &kv)
+	conds, err := b.propConds("n", props, &kv)
 	if err != nil {
 		return stmt{}, err
 	}
-	return stmt{"MATCH (n" + ls + ")" + where(append(conds, b.is("n"))...) + " " + ret, b.params(kv...)}, nil
+	return stmt{"MATCH (n" + ls + ")" + where(append(conds, b.node("n"))...) + " " + ret, b.params(kv...)}, nil
 }
 
 func (b builder) matchRels(typ string, props map[string]any, limit int) (stmt, error) {
 	t := ""
 	if typ != "" {
-		q, err := quote("relationship type", typ)
+		q, err := b.name("relationship type", typ)
 		if err != nil {
 			return stmt{}, err
 		}
 		t = ":" + q
 	}
 	kv := []any{"limit", limit}
-	conds, err := propConds("r", props, &kv)
+	conds, err := b.propConds("r", props, &kv)
 	if err != nil {
 		return stmt{}, err
 	}
-	conds = append(conds, b.is("r"), b.is("a"), b.is("b"))
+	conds = append(conds, b.is("r"), b.node("a"), b.node("b"))
 	return stmt{"MATCH (a)-[r" + t + "]->(b)" + where(conds...) + " RETURN r LIMIT $limit", b.params(kv...)}, nil
 }
 
@@ -235,7 +267,7 @@ func (b builder) traverse(start string, t Traversal, maxDepth int) (stmt, error)
 	}
 	types := make([]string, 0, len(t.Types))
 	for _, ty := range t.Types {
-		q, err := quote("relationship type", ty)
+		q, err := b.name("relationship type", ty)
 		if err != nil {
 			return stmt{}, err
 		}
@@ -256,7 +288,7 @@ func (b builder) traverse(start string, t Traversal, maxDepth int) (stmt, error)
 	default:
 		return stmt{}, fmt.Errorf("neo4j: unknown traversal direction %d", t.Direction)
 	}
-	ls, err := labelList(t.EndLabels)
+	ls, err := b.labelList(t.EndLabels)
 	if err != nil {
 		return stmt{}, err
 	}
@@ -266,7 +298,7 @@ func (b builder) traverse(start string, t Traversal, maxDepth int) (stmt, error)
 		all2 = "all(x IN relationships(p) WHERE x." + TenantProperty + " = $tenant)"
 	}
 	return stmt{"MATCH p = (s)" + rel + "(m" + ls + ")" +
-		where("elementId(s) = $start", b.is("s"), b.is("m"), all1, all2) + " RETURN p LIMIT $limit",
+		where("elementId(s) = $start", b.node("s"), b.node("m"), all1, all2) + " RETURN p LIMIT $limit",
 		b.params("start", start, "limit", t.limit())}, nil
 }
 

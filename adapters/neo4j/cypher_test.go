@@ -1,9 +1,12 @@
 package neo4j
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 var (
@@ -201,6 +204,49 @@ func TestTraversalBounds(t *testing.T) {
 	} {
 		if _, err := b.traverse("s", tr, 8); err == nil {
 			t.Errorf("traversal %+v accepted", tr)
+		}
+	}
+}
+
+// Off tagged, every named node a statement matches carries the history
+// guard, so no route on a database the migration history shares can read,
+// match or change a history node (a created node's labels are checked
+// instead).
+func TestUntaggedNodesExcludeHistory(t *testing.T) {
+	for name, s := range everyStatement(t, builder{}) {
+		if strings.HasPrefix(s.cypher, "CREATE ") {
+			continue
+		}
+		for _, m := range nodeElem.FindAllStringSubmatch(s.cypher, -1) {
+			if v := m[1]; v != "" && !strings.Contains(s.cypher, "NOT "+v+":"+historyLabel) {
+				t.Errorf("%s: node %s without the history guard in %q", name, v, s.cypher)
+			}
+		}
+	}
+}
+
+// The framework's labels and relationship types, and the tenant property,
+// are refused on every statement that could name them, with a coded
+// error naming the module and route; nothing is built.
+func TestReservedNamesRefused(t *testing.T) {
+	for _, b := range []builder{{tagged: true, tenant: "T", module: "m", route: "g"}, {module: "m", route: "g"}} {
+		for _, label := range []string{historyLabel, "tenantwire_x", "TENANTWIREMIGRATION"} {
+			refused := map[string]error{}
+			_, refused["createNode"] = b.createNode([]string{"Person", label}, nil)
+			_, refused["matchNodes"] = b.matchNodes([]string{label}, nil, "RETURN n")
+			_, refused["traverse end"] = b.traverse("s", Traversal{MaxDepth: 1, EndLabels: []string{label}}, 8)
+			_, refused["traverse type"] = b.traverse("s", Traversal{MaxDepth: 1, Types: []string{"KNOWS", label}}, 8)
+			_, refused["createRel"] = b.createRel("a", "b", label, nil)
+			_, refused["matchRels"] = b.matchRels(label, nil, 10)
+			_, refused["tenant property"] = b.createNode(nil, map[string]any{TenantProperty: "B"})
+			_, refused["match tenant property"] = b.matchNodes(nil, map[string]any{TenantProperty: "B"}, "RETURN n")
+			_, refused["update tenant property"] = b.updateNode("n", map[string]any{TenantProperty: "B"})
+			for op, err := range refused {
+				var e *tenancy.Error
+				if !errors.As(err, &e) || e.Code != tenancy.CodeReservedName || e.Module != "m" || e.Route != "g" || e.Backend != "neo4j" || e.Fix == "" {
+					t.Errorf("tagged=%v %s with %q: %v, want reserved_name", b.tagged, op, label, err)
+				}
+			}
 		}
 	}
 }

@@ -91,7 +91,7 @@ func (c *core) ensureCurrent(ctx context.Context, sess session, tenant tenancy.I
 // applied for (module, key); 0 when none.
 func appliedVersion(ctx context.Context, sess session, module, key string) (int64, error) {
 	res, err := sess.ExecuteRead(ctx, func(run runner) (any, error) {
-		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, state: 'applied'}) RETURN coalesce(max(h.version), 0)",
+		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, state: 'applied'}) WHERE "+unmarked+" RETURN coalesce(max(h.version), 0)",
 			map[string]any{"module": module, "target": key})
 	})
 	if err != nil {

@@ -35,6 +35,10 @@ const (
 	historyLabel      = "TenantwireMigration"
 	historyConstraint = "tenantwire_migration_key"
 	sharedTarget      = "shared"
+	// unmarked: the framework writes history nodes without the tenant
+	// property, so a node carrying it was written through a tagged route
+	// (before labels were reserved) and is never trusted.
+	unmarked = "h." + TenantProperty + " IS NULL"
 )
 
 // claimTTL is how long an unfinished claim (a migrator that crashed
@@ -177,6 +181,14 @@ func (m *Migrator) migrateTarget(ctx context.Context, tenant tenancy.ID, t targe
 		if err := ensureHistory(ctx, sess); err != nil {
 			return nil, fmt.Errorf("neo4j: module %s: creating the migration history constraint: %w", m.core.module, err)
 		}
+		// A forged node would hold its step's key under the constraint,
+		// so the step could never be claimed.
+		if _, err := sess.ExecuteWrite(ctx, func(run runner) (any, error) {
+			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target}) WHERE NOT "+unmarked+" DELETE h",
+				map[string]any{"module": m.core.module, "target": key})
+		}); err != nil {
+			return nil, fmt.Errorf("neo4j: module %s: removing forged migration history: %w", m.core.module, err)
+		}
 	}
 	applied, err := readHistory(ctx, sess, m.core.module, key)
 	if err != nil {
@@ -290,7 +302,7 @@ func neoCode(err error) string {
 
 func readHistory(ctx context.Context, sess session, module, key string) ([]migrate.Applied, error) {
 	recs, err := sess.ExecuteRead(ctx, func(run runner) (any, error) {
-		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, state: 'applied'}) RETURN h.version, h.name, h.checksum ORDER BY h.version",
+		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, state: 'applied'}) WHERE "+unmarked+" RETURN h.version, h.name, h.checksum ORDER BY h.version",
 			map[string]any{"module": module, "target": key})
 	})
 	if err != nil {
@@ -328,7 +340,7 @@ func claimStep(ctx context.Context, sess session, rec map[string]any) (bool, err
 			// it, after taking the node's write lock (the first SET), so
 			// the read sees any other takeover committed meanwhile and two
 			// migrators cannot both take it over.
-			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version}) "+
+			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version}) WHERE "+unmarked+" "+
 				"SET h.lock = true REMOVE h.lock WITH h, h.state = 'applying' AND h.at < datetime() - duration({seconds: $ttl}) AS stale "+
 				"SET h.at = CASE WHEN stale THEN datetime() ELSE h.at END, h.checksum = CASE WHEN stale THEN $checksum ELSE h.checksum END "+
 				"RETURN h.state, stale", withTTL(rec))

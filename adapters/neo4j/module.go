@@ -194,6 +194,9 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		seen[r.name] = true
 	}
+	if e := Rules.StaticInTenantSpace(name, "", "database", cfg.database, databaseSpace, "the database of neo4j.Database(name)"); e != nil {
+		errs = append(errs, e)
+	}
 	if cfg.routed != nil {
 		mod.WorstCaseConns = cfg.routed.worstCase()
 		errs = append(errs, cfg.routed.validate(name)...)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -37,6 +38,10 @@ func TenantDatabase(prefix string) DatabaseFunc {
 		return prefix + "-" + id.Hex(), nil
 	}
 }
+
+// databaseSpace is the shape of TenantDatabase's names under any prefix:
+// a static database of that shape could be some tenant's database.
+var databaseSpace = floors.TenantSpace{Sep: "-"}
 
 // ValidDatabaseName reports whether s is a database name the adapter will
 // open or create.

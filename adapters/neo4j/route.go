@@ -123,7 +123,7 @@ func (r *route) checkScope(ctx context.Context, sc scope) error {
 // builder is the statement builder for a scope: tagged when the route is
 // tenant-aware, with the scope's tenant as $tenant.
 func (r *route) builder(sc scope) builder {
-	return builder{tagged: r.tagged, tenant: sc.tenant.String()}
+	return builder{tagged: r.tagged, tenant: sc.tenant.String(), module: r.core.module, route: r.spec.name}
 }
 
 // transact runs fn in one managed transaction on the scope's session.

@@ -3,6 +3,7 @@ package neo4j_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -107,6 +108,30 @@ func TestInvalidWiringRefused(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
 		})
 	}
+}
+
+// A static module database named as tenant B's database under a route's
+// DatabasePrefix would be B's too (B's provisioning, migrations and calls
+// would use what every tenant of the static routes shares): refused
+// whatever the prefix.
+func TestStaticDatabaseInTenantSpace(t *testing.T) {
+	b, err := neo4j.TenantDatabase("acme")(tenancytest.TenantB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]string{"beside its prefix": b, "any prefix": "other-" + tenancytest.TenantB.Hex()} {
+		t.Run(name, func(t *testing.T) {
+			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", neo4j.Database(db),
+				neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
+				neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
+			if e.Module != "m" || e.Backend != "neo4j" || !strings.Contains(e.Detail, db) || !strings.Contains(e.Fix, "neo4j.Database") {
+				t.Errorf("refusal %+v", e)
+			}
+		})
+	}
+	tenancytest.RequireWires(t, neo4j.Module("m", neo4j.Database("acme"),
+		neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
 }
 
 // A route used with no driver anywhere is refused when fx builds it,

@@ -142,6 +142,8 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	if err := validName(cfg.static, maxIdent); err != nil {
 		errs = append(errs, Rules.WiringInvalid(name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
+	} else if e := Rules.StaticInTenantSpace(name, "", "static schema", cfg.static, schemaSpace, "the schema of postgres.StaticSchema"); e != nil {
+		errs = append(errs, e)
 	}
 	sources := 0
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
@@ -206,6 +208,11 @@ func Module(name string, opts ...Option) fx.Option {
 			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share this name", "give every route of a module its own name"))
 		}
 		seen[r.name] = true
+		for _, rr := range r.rels {
+			if e := Rules.ReservedName(name, r.name, "table", rr.rel.table); e != nil {
+				errs = append(errs, e)
+			}
+		}
 	}
 	// Only a document route is also provided unnamed (its type names its
 	// values, so it rarely collides), when no other route of the module

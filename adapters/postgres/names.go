@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -62,6 +63,10 @@ func checkPrefix(p string) error {
 }
 
 const roleSuffix = "_ro"
+
+// schemaSpace is the shape of SchemaName's names under any prefix: a
+// static schema of that shape could be some tenant's schema.
+var schemaSpace = floors.TenantSpace{}
 
 // SchemaName is the tenant's schema: prefix followed by the tenant's 32
 // hex digits. Fixed-length hex after a fixed prefix makes it injective.

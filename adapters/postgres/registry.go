@@ -29,6 +29,11 @@ func NewRegistry(pool *pgxpool.Pool, schema string) (*Registry, error) {
 	if err := validName(schema, maxIdent); err != nil {
 		return nil, err
 	}
+	// A tenant's teardown would drop the registry, and its confined role
+	// could read every tenant's entry.
+	if e := Rules.StaticInTenantSpace("", "", "registry schema", schema, schemaSpace, "the schema passed to postgres.NewRegistry"); e != nil {
+		return nil, e
+	}
 	s := pgx.Identifier{schema}.Sanitize()
 	return &Registry{pool: pool, schema: s, tenants: s + ".tenantwire_tenants", vers: s + ".tenantwire_tenant_versions"}, nil
 }
