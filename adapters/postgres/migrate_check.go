@@ -42,6 +42,8 @@ func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool pgxP
 	}
 	if l.shared {
 		tenant = tenancy.ID{}
+	} else if tenant.IsZero() {
+		return nil // a tenant-global call (an unbound relay's outbox) touches no tenant's schema
 	}
 	return l.gate.Check(ctx, tenant, "", route, func(ctx context.Context) (int64, error) {
 		return c.appliedVersion(ctx, pool, tenant)

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -167,5 +168,45 @@ func TestVersionCheckOncePerTenant(t *testing.T) {
 	}
 	if per[0] < 2 || per[1] != 1 || per[2] != 1 {
 		t.Errorf("round trips per Get: %v (want the first to read the version, then one each)", per)
+	}
+}
+
+// TestEveryRouteCallChecksTheVersion: analytics, the outbox's write, claim
+// and sweep, like document calls, refuse a tenant whose schema is behind
+// the required version before their statement runs.
+func TestEveryRouteCallChecksTheVersion(t *testing.T) {
+	f := newMigFixture(t)
+	stale := migTenants(1)[0]
+	var (
+		an *postgres.Analytics
+		ob *postgres.Outbox
+	)
+	perTenant := []postgres.Option{
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{Source: postgres.SchemaPerTenant("docs"),
+			Queries: map[string]postgres.Aggregate{"n": {Agg: postgres.AggCount}}}),
+		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("outbox")}),
+	}
+	start(t, f.module(append([]postgres.Option{postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)}, perTenant...)...),
+		named("stats", &an), named("events", &ob))
+	// Provisioned by an older build without the registry: at version 0.
+	old := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})}, perTenant...)...))
+	provision(t, old, stale)
+	ctx := tenancy.WithTenant(context.Background(), stale)
+	behind := func(route string, err error) {
+		t.Helper()
+		_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "postgres", "pg", route, "at migration version 0; the routes need 3")
+	}
+	_, err := an.Run(ctx, "n")
+	behind("stats", err)
+	behind("events", ob.Write(ctx, outbox.Message{EventID: "e1", Topic: "t"}))
+	_, err = ob.Claim(ctx, 10)
+	behind("events", err)
+	_, err = postgres.SweepOutbox(ctx, ob, 0)
+	behind("events", err)
+	var n int
+	must0(t, f.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+postgres.SchemaName(f.prefix, stale)+".outbox").Scan(&n))
+	if n != 0 {
+		t.Fatalf("the stale tenant's outbox holds %d rows", n)
 	}
 }

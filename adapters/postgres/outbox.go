@@ -128,7 +128,7 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	if err != nil {
 		return err
 	}
-	pool, release, err := o.c.conn(ctx, tenant)
+	pool, release, err := o.connect(ctx, tenant)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 		return nil, o.unbound()
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.c.conn(ctx, tenant)
+	pool, release, err := o.connect(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (o *Outbox) sweep(ctx context.Context, retain time.Duration) (int64, error)
 		return 0, o.unbound()
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.c.conn(ctx, tenant)
+	pool, release, err := o.connect(ctx, tenant)
 	if err != nil {
 		return 0, err
 	}

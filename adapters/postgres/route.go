@@ -239,13 +239,21 @@ func enter(ctx context.Context, r route) (tenancy.ID, pgxPool, func(), error) {
 	if err != nil {
 		return tenant, nil, nil, err
 	}
+	pool, release, err := r.connect(ctx, tenant)
+	return tenant, pool, release, err
+}
+
+// connect is the one way a call of any route reaches its pool: the
+// tenant's pool (routed or shared), then the version gate. The caller
+// releases the pool when err is nil.
+func (r route) connect(ctx context.Context, tenant tenancy.ID) (pgxPool, func(), error) {
 	pool, release, err := r.c.conn(ctx, tenant)
 	if err != nil {
-		return tenant, nil, nil, routing.AtRoute(err, r.spec.name)
+		return nil, nil, routing.AtRoute(err, r.spec.name)
 	}
 	if err := r.c.ensureCurrent(ctx, tenant, pool, r.spec.name); err != nil {
 		release()
-		return tenant, nil, nil, err
+		return nil, nil, err
 	}
-	return tenant, pool, release, nil
+	return pool, release, nil
 }
