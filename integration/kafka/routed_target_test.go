@@ -126,7 +126,9 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 			}
 			return &countingListener{Listener: ln, count: &serverSide, key: key}, nil
 		}
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.ListenFn(listen))
+		// Each cluster its own id: every kfake cluster reports "kfake"
+		// otherwise, and routed clients claim the id their brokers report.
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.ListenFn(listen), kfake.ClusterID("budget-"+key))
 		if err != nil {
 			t.Fatal(err)
 		}
