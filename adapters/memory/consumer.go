@@ -35,29 +35,28 @@ type ConsumerConfig struct {
 // readers start in OnStart and stop in OnStop.
 func Consume(cfg ConsumerConfig) Option {
 	return optionFunc(func(c *config) {
-		if cfg.Name == "" || cfg.Handle == nil {
-			c.problems = append(c.problems, problem{cfg.Stream, "a consumer has no Name or no Handle", "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
-			return
+		binding := floors.Unbound
+		if cfg.Tenants != nil {
+			binding = floors.Sharded
 		}
-		c.consumers = append(c.consumers, cfg)
+		w := modules.WorkerSpec{Worker: floors.Worker{Name: cfg.Name, Route: cfg.Stream, Binding: binding}}
+		if cfg.Name == "" || cfg.Handle == nil {
+			w.Problems = []modules.Problem{{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"}}
+		} else {
+			// Run only when the stream is a route of the module; the worker
+			// check reports worker_route_unknown otherwise.
+			w.Run = fx.Invoke(func(lc fx.Lifecycle, s *store) error {
+				sc, ok := c.streams[cfg.Stream]
+				if !ok {
+					return nil
+				}
+				cons := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc)}
+				lc.Append(fx.Hook{OnStart: cons.start, OnStop: cons.stop})
+				return nil
+			})
+		}
+		c.workers = append(c.workers, w)
 	})
-}
-
-func consumerOptions(module string, streams map[string]StreamConfig, cfg ConsumerConfig) []fx.Option {
-	binding := floors.Unbound
-	if cfg.Tenants != nil {
-		binding = floors.Sharded
-	}
-	opts := []fx.Option{modules.Worker(floors.Worker{Name: cfg.Name, Module: module, Route: cfg.Stream, Binding: binding})}
-	sc, ok := streams[cfg.Stream]
-	if !ok {
-		// The worker check reports worker_route_unknown; nothing to run.
-		return opts
-	}
-	return append(opts, fx.Invoke(func(lc fx.Lifecycle, s *store) {
-		c := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc)}
-		lc.Append(fx.Hook{OnStart: c.start, OnStop: c.stop})
-	}))
 }
 
 type consumer struct {
