@@ -41,7 +41,7 @@ type RoutedConfig struct {
 // package's. Every route becomes tenant-scoped: fleet routes are refused
 // on it, and unbound workers are refused over its streams.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
-	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
+	return func(c *config) { c.routed, c.sources = &routedConfig{resolve: resolve, RoutedConfig: cfg}, c.sources+1 }
 }
 
 // ConnBudget caps the connections the module's clients may open in the

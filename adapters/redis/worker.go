@@ -71,7 +71,7 @@ type workerSpec struct {
 	sharded bool
 	run     func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger)
 	tenants TenantsFunc
-	bad     []problem
+	bad     []modules.Problem
 }
 
 // StreamConsumer adds a consumer-group worker over a stream route of the
@@ -87,12 +87,12 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	}
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
-	var bad []problem
+	var bad []modules.Problem
 	if cfg.Group == "" {
-		bad = append(bad, problem{fmt.Sprintf("consumer %q has no consumer group", cfg.Name), "set ConsumerConfig.Group to the group name"})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no consumer group", cfg.Name), Fix: "set ConsumerConfig.Group to the group name"})
 	}
 	if cfg.Handle == nil {
-		bad = append(bad, problem{fmt.Sprintf("consumer %q has no handler", cfg.Name), "set ConsumerConfig.Handle to the function that handles each entry"})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no handler", cfg.Name), Fix: "set ConsumerConfig.Handle to the function that handles each entry"})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
@@ -111,10 +111,10 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 		cfg.Name = route + "-trim"
 	}
 	cfg.Every = cmp0(cfg.Every, time.Minute)
-	var bad []problem
+	var bad []modules.Problem
 	if cfg.MaxLen <= 0 {
-		bad = append(bad, problem{fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
-			fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
+			Fix: fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
