@@ -27,11 +27,11 @@ type config struct {
 	// sources counts Client, Connect, Routed and FromGraph.
 	sources   int
 	fromGraph bool
-	floor   tenancy.Tier
-	routed  *routedConfig
-	budget  int
-	routes  []*routeSpec
-	workers []workerSpec
+	floor     tenancy.Tier
+	routed    *routedConfig
+	budget    int
+	routes    []*routeSpec
+	workers   []workerSpec
 }
 
 type routeSpec struct {
@@ -57,7 +57,9 @@ func Client(c goredis.UniversalClient) Option {
 
 // FromGraph makes the module take a goredis.UniversalClient that another
 // part of the app provides, and leave it open on stop.
-func FromGraph() Option { return func(cfg *config) { cfg.fromGraph, cfg.sources = true, cfg.sources+1 } }
+func FromGraph() Option {
+	return func(cfg *config) { cfg.fromGraph, cfg.sources = true, cfg.sources+1 }
+}
 
 // Connect makes the module build its own client from opts (lazily: go-redis
 // dials on the first command) and close it on stop. A cluster client built
