@@ -17,21 +17,28 @@ import (
 
 // TestRoutedBudgetDefaults: a routed module that leaves MaxConnsPerClient
 // (and MaxClients) unset is counted at go-redis's own default pool size,
-// 10 per GOMAXPROCS, for each of its 64 default clients (and each node of
-// a cluster client). GOMAXPROCS is 3 here, so 10 × NumCPU on this machine
-// would not pass.
+// 10 per GOMAXPROCS, for each client up to the routing package's default
+// bound (and each node of a cluster client). GOMAXPROCS is 3 here, so
+// 10 × NumCPU on this machine would not pass.
 func TestRoutedBudgetDefaults(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	const perClient = 10 * 3 // goredis.Options.PoolSize's documented default
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, nil }
+	pools, err := routing.New(routing.Config[int]{Resolve: resolve, TenantKeyed: true,
+		Open: func(context.Context, routing.Credentials) (int, error) { return 0, nil }, Close: func(int) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := pools.MaxClients() // the bound an unset MaxClients gives
+	pools.Close()
 	for name, c := range map[string]struct {
 		rc   redis.RoutedConfig
 		want int
 	}{
 		"default pool":              {redis.RoutedConfig{MaxClients: 2}, 2 * perClient},
-		"every default":             {redis.RoutedConfig{}, 64 * perClient},
+		"every default":             {redis.RoutedConfig{}, clients * perClient},
 		"default pool per node":     {redis.RoutedConfig{MaxClients: 2, ClusterNodes: 6}, 2 * perClient * 6},
-		"set pool, default clients": {redis.RoutedConfig{MaxConnsPerClient: 5}, 64 * 5},
+		"set pool, default clients": {redis.RoutedConfig{MaxConnsPerClient: 5}, clients * 5},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := worstCase(t, func(b int) fx.Option {
