@@ -71,7 +71,11 @@ func Module(name string, opts ...Option) fx.Option {
 	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Client(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
 	if cfg.routed != nil {
-		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
+		// go-redis's default pool follows GOMAXPROCS, which the runtime
+		// may raise later: fix it here, where the budget counts it.
+		cfg.routed.MaxConnsPerClient = cfg.routed.maxConnsPerClient()
+		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient() * cfg.routed.nodesPerClient()
 		spec.Problems = cfg.routed.validate(name)
 	}
 	for _, r := range cfg.routes {
