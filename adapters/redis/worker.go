@@ -73,7 +73,7 @@ type workerSpec struct {
 	// run serves one scope (the unbound stream, or one tenant's under a
 	// bound ctx) until ctx ends or stop closes; sharded, it never blocks in
 	// Redis, so a thousand tenants do not hold a thousand connections.
-	run func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
+	run     func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
 	tenants TenantsFunc
 	bad     []modules.Problem
 }
