@@ -35,7 +35,9 @@ var whoamiDesc = grpc.ServiceDesc{
 		if err := dec(in); err != nil {
 			return nil, err
 		}
-		h := func(ctx context.Context, _ any) (any, error) { return wrapperspb.String(srv.(whoamiServer).whoami(ctx)), nil }
+		h := func(ctx context.Context, _ any) (any, error) {
+			return wrapperspb.String(srv.(whoamiServer).whoami(ctx)), nil
+		}
 		return ic(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: "/example.Whoami/Get"}, h)
 	}}},
 }
