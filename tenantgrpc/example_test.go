@@ -63,7 +63,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer app.Stop(context.Background())
+	defer func() { _ = app.Stop(context.Background()) }()
 	cc, err := grpc.NewClient(srv.TenantAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		fmt.Println(err)
