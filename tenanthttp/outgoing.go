@@ -37,8 +37,10 @@ func OutgoingTenant(ctx context.Context, existing []string) (string, error) {
 		return "", errOutgoingUnbound
 	}
 	if len(existing) > 0 {
+		// id is zero unless bound, so a tenant set by hand on a
+		// tenant-global call is refused too.
 		set, named, err := ParseHeader(existing)
-		if err != nil || named && (!bound || set != id) {
+		if err != nil || named && set != id {
 			return "", errOutgoingConflict
 		}
 	}
