@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,10 @@ func TestOutgoingTenant(t *testing.T) {
 		}
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 type closeRecorder struct {
 	io.Reader
@@ -132,6 +137,28 @@ func TestTransportCarriesTenant(t *testing.T) {
 	}
 	if n := hits.Load() - before; n != 0 {
 		t.Errorf("%d refused requests reached the server", n)
+	}
+	// What leaves, exactly: one value of the bound tenant, or no header at
+	// all on a tenant-global request, whatever blank value was set by hand.
+	var sent http.Header
+	record := &http.Client{Transport: &tenanthttp.Transport{Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent = r.Header
+		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: r}, nil
+	})}}
+	for _, c := range []struct {
+		ctx  context.Context
+		want []string
+	}{{bound, []string{tenantA.String()}}, {tenancy.WithGlobal(bound), nil}} {
+		req, _ := http.NewRequestWithContext(c.ctx, http.MethodGet, next.URL, nil)
+		req.Header["X-Tenant-Id"] = []string{" "}
+		resp, err := record.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got, present := sent["X-Tenant-Id"]; !slices.Equal(got, c.want) || present != (c.want != nil) {
+			t.Errorf("sent %q (present %v), want %q", got, present, c.want)
+		}
 	}
 	bad := &http.Client{Transport: &tenanthttp.Transport{Base: base, Header: "X-Tenant-ID "}}
 	req, _ = http.NewRequestWithContext(bound, http.MethodGet, next.URL, nil)
