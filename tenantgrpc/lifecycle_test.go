@@ -69,7 +69,12 @@ func TestStopDrainsThenCuts(t *testing.T) {
 		}()
 		<-h.started
 		stopped := make(chan error, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		// Draining has all the time it needs; cutting waits a short deadline.
+		deadline := 300 * time.Millisecond
+		if finish {
+			deadline = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		go func() { stopped <- app.Stop(ctx) }()
 		if finish {
 			time.Sleep(50 * time.Millisecond) // stop is draining
