@@ -38,6 +38,9 @@ const (
 	// CodeTenantRequired: the boundary requires every request to name a
 	// tenant, and this one names none.
 	CodeTenantRequired Code = "tenant_required"
+	// CodeTenantSuspended: the bound tenant is suspended; every route of
+	// every module refuses its calls until it is resumed.
+	CodeTenantSuspended Code = "tenant_suspended"
 	// CodeDedicatedTargetShared: a routed tenant resolves to a data target
 	// (database, cluster) another tenant of the process already uses.
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"

@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -102,11 +103,13 @@ type core struct {
 	routes []*routeSpec
 	// versions: Migrations and RequiredVersion.
 	versions *versions
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 }
 
-func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle) (*core, error) {
-	return func(lc fx.Lifecycle) (*core, error) {
-		c := &core{module: module, routes: cfg.routes, versions: v}
+func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules.LifecycleIn) (*core, error) {
+	return func(lc fx.Lifecycle, lin modules.LifecycleIn) (*core, error) {
+		c := &core{module: module, routes: cfg.routes, versions: v, tenants: lin.Suspensions}
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))

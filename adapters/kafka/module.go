@@ -37,7 +37,12 @@ type config struct {
 	migrations fs.FS
 	required   int64
 	registry   migrate.Registry
+	teardown   bool
 }
+
+// AllowTeardown lets the Provisioner delete a tenant's topics (Teardown).
+// Off by default: teardown destroys records.
+func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 
 // RoutedConfig bounds the routed clients and says how they connect. Zero
 // values take the defaults.
@@ -198,8 +203,12 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
-		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes} },
+		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 			fx.ResultTags(nameTag(name)))),
+		modules.ProvideTenantState(func(c *core) modules.TenantState {
+			p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
+			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}
+		}),
 	}
 	if verPart != nil {
 		spec.Parts = append(spec.Parts, verPart)

@@ -7,6 +7,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -15,8 +16,52 @@ import (
 // partitions and configs are not changed). It is provided as
 // *Provisioner name:"<module>".
 type Provisioner struct {
-	core   *core
-	routes []*routeSpec
+	core     *core
+	routes   []*routeSpec
+	teardown bool
+}
+
+// ErrTeardownDisabled is returned by Teardown unless the module was built
+// with AllowTeardown.
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
+
+// Teardown deletes tenant's topics: the ones Provision creates (its
+// per-tenant topics, and on a routed client the static topics in its own
+// cluster). A topic already gone counts as deleted, so a rerun completes
+// an interrupted teardown.
+func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
+	if !p.teardown {
+		return ErrTeardownDisabled
+	}
+	topics, err := p.tenantTopics(tenant)
+	if err != nil || len(topics) == 0 {
+		return err
+	}
+	c, release, err := p.core.clientFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	names := make([]string, 0, len(topics))
+	seen := map[string]bool{}
+	for _, t := range topics {
+		if !seen[t.Topic] {
+			seen[t.Topic] = true
+			names = append(names, t.Topic)
+		}
+	}
+	resp, err := c.admin().DeleteTopics(ctx, &kafkago.DeleteTopicsRequest{Topics: names})
+	if err != nil {
+		c.recover(err)
+		return fmt.Errorf("kafka: module %s: deleting the topics of tenant %s: %w", p.core.module, tenant, err)
+	}
+	var errs []error
+	for name, e := range resp.Errors {
+		if e != nil && !errors.Is(e, kafkago.UnknownTopicOrPartition) {
+			errs = append(errs, fmt.Errorf("kafka: module %s: deleting topic %s: %w", p.core.module, name, e))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Provision creates tenant's topics: every per-tenant topic of the module

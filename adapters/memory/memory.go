@@ -112,7 +112,11 @@ func Module(name string, opts ...Option) fx.Option {
 	return modules.Assemble(modules.Spec{
 		Name: name, Rules: Rules, Floor: c.floor,
 		Routes: c.routes, Workers: c.workers,
-		Parts: []fx.Option{fx.Provide(fx.Private, func() *store { s := newStore(); s.module = name; return s })},
+		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
+			s := newStore()
+			s.module, s.tenants = name, lin.Suspensions
+			return s
+		})},
 	})
 }
 
@@ -122,10 +126,11 @@ func Module(name string, opts ...Option) fx.Option {
 type routeConfig struct {
 	module, name string
 	decision     floors.Decision
+	tenants      *modules.Suspensions
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
-	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r)}
+	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r), tenants: s.tenants}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
@@ -138,6 +143,9 @@ func (r routeConfig) scope(ctx context.Context, c Container, role string) (strin
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return "", tenancy.ID{}, Rules.Unbound(r.module, r.name)
+	}
+	if err := r.tenants.Check(id, Rules.Name, r.module, r.name); err != nil {
+		return "", tenancy.ID{}, err
 	}
 	name := c.name(tenancy.ID{})
 	if r.decision.ResolvesPerTenant(role) {

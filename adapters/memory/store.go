@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/tenantwire/tenantwire/modules"
 	"sync"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 // store is one app's memory. Every map is keyed by container and then by
 // (tenant tag, name), so the same key under two tenants is two entries.
 type store struct {
-	module  string
+	module string
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 	mu      sync.RWMutex
 	docs    map[string]map[entryKey]docEntry
 	kv      map[string]map[entryKey]kvEntry

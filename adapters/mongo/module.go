@@ -217,6 +217,10 @@ func Module(name string, opts ...Option) fx.Option {
 			fx.Provide(fx.Annotate(
 				func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 				fx.ResultTags(`name:"`+name+`"`))),
+			modules.ProvideTenantState(func(c *core) modules.TenantState {
+				p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
+				return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}
+			}),
 		},
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}},
 	}
@@ -247,17 +251,20 @@ type core struct {
 	// tenants behind RequiredVersion (nil: no check).
 	migrations *Migrations
 	gate       *migrate.Gate
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 }
 
 type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Client    *driver.Client `optional:"true"`
+	Client    *driver.Client       `optional:"true"`
+	Suspended *modules.Suspensions `optional:"true"`
 }
 
 func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required)}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required), tenants: in.Suspended}
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)

@@ -107,6 +107,11 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // tenant-aware: a bound reader of a tenant-global outbox (a sharded relay,
 // Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
+	if !tenant.IsZero() {
+		if err := o.route.core.tenants.Check(tenant, Rules.Name, o.route.core.module, o.route.spec.name); err != nil {
+			return target{}, err
+		}
+	}
 	if o.route.decision.Routed || o.route.perTenant {
 		t, err := o.route.targetFor(ctx, tenant)
 		t.tag = tenant

@@ -9,6 +9,7 @@ import (
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -22,7 +23,7 @@ type Provisioner struct {
 
 // ErrTeardownDisabled is returned by Teardown unless the module was built
 // with AllowTeardown.
-var ErrTeardownDisabled = errors.New("mongo: teardown is disabled (build the module with AllowTeardown)")
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
 
 // Provision creates, for tenant, every collection of the module's routes
 // and their indexes. It is idempotent: existing collections and indexes

@@ -82,6 +82,9 @@ func (r *route) target(ctx context.Context) (target, error) {
 	if err != nil {
 		return target{}, r.unbound()
 	}
+	if err := r.core.tenants.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
+		return target{}, err
+	}
 	t, err := r.targetFor(ctx, id)
 	if err != nil {
 		return t, err

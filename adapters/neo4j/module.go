@@ -252,6 +252,8 @@ type core struct {
 	pools    tenantPools
 	// gate refuses calls for tenants behind RequiredVersion (nil: none).
 	gate *migrate.Gate
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 }
 
 func (c *core) routed() bool { return c.pools != nil }
@@ -260,11 +262,12 @@ type coreIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Driver    drv.DriverWithContext `optional:"true"`
+	Suspended *modules.Suspensions  `optional:"true"`
 }
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required)}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required), tenants: in.Suspended}
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {

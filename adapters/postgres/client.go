@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -45,6 +46,8 @@ type Client struct {
 	teardown bool
 	routes   []*routeSpec
 	life     *lifecycle
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use

@@ -219,8 +219,8 @@ func Module(name string, opts ...Option) fx.Option {
 	// has its type; NamedOnly turns that off.
 	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	fxo := []fx.Option{
-		fx.Provide(fx.Private, func(lc fx.Lifecycle) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient(name)}
+		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
 			for _, b := range build {
 				b(c)
 			}
@@ -228,6 +228,9 @@ func Module(name string, opts ...Option) fx.Option {
 			return c
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
+		modules.ProvideTenantState(func(c *Client) modules.TenantState {
+			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
+		}),
 	}
 	for _, r := range cfg.routes {
 		fr := r.floorsRoute(routed)

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,7 +14,7 @@ import (
 
 // ErrTeardownDisabled is returned by Teardown unless the module was built
 // with AllowTeardown.
-var ErrTeardownDisabled = errors.New("postgres: teardown is disabled (build the module with AllowTeardown)")
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
 
 // Provision creates what tenant needs: its schema (when a route resolves
 // one per tenant), every route's tables and indexes, and the confined

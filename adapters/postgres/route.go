@@ -244,9 +244,13 @@ func enter(ctx context.Context, r route) (tenancy.ID, pgxPool, func(), error) {
 }
 
 // connect is the one way a call of any route reaches its pool: the
-// tenant's pool (routed or shared), then the version gate. The caller
+// tenant's suspension, the tenant's pool (routed or shared), then the
+// version gate. The caller
 // releases the pool when err is nil.
 func (r route) connect(ctx context.Context, tenant tenancy.ID) (pgxPool, func(), error) {
+	if err := r.c.tenants.Check(tenant, Rules.Name, r.c.module, r.spec.name); err != nil {
+		return nil, nil, err
+	}
 	pool, release, err := r.c.conn(ctx, tenant)
 	if err != nil {
 		return nil, nil, routing.AtRoute(err, r.spec.name)

@@ -126,17 +126,20 @@ type core struct {
 	module string
 	client goredis.UniversalClient
 	routes *router
+	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
+	tenants *modules.Suspensions
 }
 
 type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Client    goredis.UniversalClient `optional:"true"`
+	Suspended *modules.Suspensions    `optional:"true"`
 }
 
 func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module}
+		c := &core{module: module, tenants: in.Suspended}
 		if cfg.routed != nil {
 			r, err := newRouter(module, cfg.routed)
 			if err != nil {

@@ -1,0 +1,190 @@
+package modules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+const tenantStateGroup = `group:"tenantwire_tenant_state"`
+
+// TenantState is one module's part in a tenant's life: how it creates and
+// removes what it holds for a tenant (schemas, roles, collections,
+// topics). Backends contribute it with ProvideTenantState; a nil Offboard
+// means the module cannot remove a tenant's data and says so in the
+// report.
+type TenantState struct {
+	Module, Backend string
+	Provision       func(ctx context.Context, tenant tenancy.ID) error
+	Offboard        func(ctx context.Context, tenant tenancy.ID) error
+}
+
+// ProvideTenantState adds the module's part in the app's tenant
+// lifecycle, built from the module's core C when the app asks for it.
+func ProvideTenantState[C any](build func(C) TenantState) fx.Option {
+	return fx.Provide(fx.Annotate(func(c C) *TenantState { s := build(c); return &s }, fx.ResultTags(tenantStateGroup)))
+}
+
+// Tenants runs a tenant's life across every module of the app: provision,
+// suspend, resume, offboard. Include it with Lifecycle; every module then
+// refuses a suspended tenant's calls with tenant_suspended, at once and
+// without a restart.
+type Tenants struct {
+	states []*TenantState
+	*Suspensions
+}
+
+// Suspensions is the app's suspended tenants, which every module's routes
+// check on every call. It is apart from Tenants, which needs the modules'
+// cores, so that the cores can take it.
+type Suspensions struct {
+	// suspended is an immutable set swapped whole, so a read takes no
+	// lock and allocates nothing.
+	suspended atomic.Pointer[map[tenancy.ID]struct{}]
+	mu        sync.Mutex // serialises writers
+}
+
+// Lifecycle provides *Tenants and *Suspensions to the app. Without it no
+// tenant is ever suspended and the modules' checks cost one nil test.
+func Lifecycle() fx.Option {
+	return fx.Options(
+		fx.Provide(func() *Suspensions { return &Suspensions{} }),
+		fx.Provide(fx.Annotate(func(states []*TenantState, s *Suspensions) *Tenants {
+			t := &Tenants{states: states, Suspensions: s}
+			slices.SortFunc(t.states, func(a, b *TenantState) int { return strings.Compare(a.Module, b.Module) })
+			return t
+		}, fx.ParamTags(tenantStateGroup, ``))),
+	)
+}
+
+// StepReport is one module's outcome for one step.
+type StepReport struct {
+	Module, Backend string
+	// Err is the module's failure; nil when it did its part.
+	Err error
+	// Skipped says why the module did nothing (it keeps no per-tenant
+	// data it can remove).
+	Skipped string
+}
+
+// Report is a lifecycle step's outcome, one line per module.
+type Report []StepReport
+
+// Err joins every module's failure.
+func (r Report) Err() error {
+	var errs []error
+	for _, s := range r {
+		if s.Err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", s.Module, s.Backend, s.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Provision creates tenant's containers in every module (each module's
+// provisioning is idempotent, so a rerun after a failure completes it)
+// and then makes the tenant active: a suspended or offboarded tenant
+// provisioned again is served. It returns one line per module.
+func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, error) {
+	if tenant.IsZero() {
+		return nil, tenancy.Unbound()
+	}
+	rep := t.each(func(s *TenantState) (string, error) { return "", s.Provision(ctx, tenant) })
+	if err := rep.Err(); err != nil {
+		return rep, err
+	}
+	t.Resume(tenant)
+	return rep, nil
+}
+
+// Offboard suspends tenant (so that nothing new is written while its
+// data goes), then removes its data from every module that can. A rerun
+// after a failure completes it; the tenant stays suspended.
+func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, error) {
+	if tenant.IsZero() {
+		return nil, tenancy.Unbound()
+	}
+	t.Suspend(tenant)
+	rep := t.each(func(s *TenantState) (string, error) {
+		if s.Offboard == nil {
+			return "the module keeps nothing per tenant that it can remove", nil
+		}
+		return "", s.Offboard(ctx, tenant)
+	})
+	return rep, rep.Err()
+}
+
+func (t *Tenants) each(step func(*TenantState) (string, error)) Report {
+	rep := make(Report, 0, len(t.states))
+	for _, s := range t.states {
+		skipped, err := step(s)
+		rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Err: err, Skipped: skipped})
+	}
+	return rep
+}
+
+// Suspend makes every route of every module refuse tenant's calls with
+// tenant_suspended, from the next call on; its data stays.
+func (t *Suspensions) Suspend(tenant tenancy.ID) { t.update(tenant, true) }
+
+// Resume lifts a suspension.
+func (t *Suspensions) Resume(tenant tenancy.ID) { t.update(tenant, false) }
+
+func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.suspended.Load()
+	next := make(map[tenancy.ID]struct{}, 1)
+	if cur != nil {
+		for id := range *cur {
+			next[id] = struct{}{}
+		}
+	}
+	if suspend {
+		next[tenant] = struct{}{}
+	} else {
+		delete(next, tenant)
+	}
+	t.suspended.Store(&next)
+}
+
+// Suspended reports whether tenant is suspended.
+func (t *Suspensions) Suspended(tenant tenancy.ID) bool {
+	if t == nil {
+		return false
+	}
+	m := t.suspended.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[tenant]
+	return ok
+}
+
+// Check is what a route runs before its call: nil, or tenant_suspended
+// naming the backend, module and route. A nil *Suspensions suspends nobody.
+func (t *Suspensions) Check(tenant tenancy.ID, backend, module, route string) error {
+	if !t.Suspended(tenant) {
+		return nil
+	}
+	return &tenancy.Error{
+		Code: tenancy.CodeTenantSuspended, Backend: backend, Module: module, Route: route,
+		Detail: fmt.Sprintf("tenant %s is suspended; nothing was read or written", tenant),
+		Fix:    "resume the tenant (Tenants.Resume, or Provision) to serve it again",
+	}
+}
+
+// LifecycleIn is what a backend's core takes to check suspensions:
+// optional, so a module works in an app without Lifecycle.
+type LifecycleIn struct {
+	fx.In
+	Suspensions *Suspensions `optional:"true"`
+}
