@@ -4,10 +4,10 @@ package lifecycle_test
 
 import (
 	"context"
-	"fmt"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
