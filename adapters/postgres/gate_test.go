@@ -194,8 +194,8 @@ func (r replica) deniedWithin(t *testing.T, ctx context.Context, id string, limi
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Errorf("another replica's gate still allowed the old owner %v after the change", limit)
-	return limit
+	t.Fatalf("another replica's gate still allowed the old owner %v after the change", limit)
+	return 0
 }
 
 // gateStaleBound is the longest another replica's gate may answer from its
