@@ -164,16 +164,15 @@ func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn
 	}
 	return pc.Conn(), func(reuse bool) {
 		if !reuse {
-			closeConn(ctx, pc.Hijack())
-		} else {
-			pc.Release()
+			closeConn(ctx, pc.Conn()) // the pool then destroys it and frees its slot
 		}
+		pc.Release()
 		release()
 	}, nil
 }
 
-// closeConn closes a connection taken out of its pool, bounded even when
-// the caller's context is done.
+// closeConn closes a connection, bounded even when the caller's context
+// is done.
 func closeConn(ctx context.Context, conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
 	defer cancel()

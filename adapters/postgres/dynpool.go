@@ -220,15 +220,12 @@ func (p *tenantPool) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// closeConn closes a connection, bounded even when the caller's context
-// is done.
+// closeConn closes one of the pool's connections.
 func (p *tenantPool) closeConn(ctx context.Context, conn *pgx.Conn) {
 	if p.cfg.BeforeClose != nil {
 		p.cfg.BeforeClose(conn)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
-	defer cancel()
-	_ = conn.Close(ctx)
+	closeConn(ctx, conn)
 }
 
 // close closes the idle connections; those in use close on release.
