@@ -30,11 +30,12 @@ type OwnershipConfig struct {
 // is off for that table and the gate allows everything.
 //
 // The gate caches positives until told otherwise: after deleting or moving
-// an id, call gate.Forget(tenant, id); after tearing a tenant down,
-// gate.ForgetTenant(tenant). The client also keeps the gates it built, so
-// a delete path of its own can tell every gate over the table it deleted
-// from (forgetOwned) or every gate (forgetTenant). Build a gate once per
-// table and keep it.
+// an id with SQL of your own, call c.Forget(ctx, table, tenant, id).
+// Documents.Delete and Teardown tell the gates themselves. The client keeps
+// the gates it built, so its delete paths can tell every gate over the
+// table (forgetOwned) or every gate (forgetTenant); on a plain client they
+// also tell other clients of the database (gatesync.go), and its gates
+// cache only while it hears them. Build a gate once per table and keep it.
 func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	col := oc.IDColumn
 	if col == "" {
