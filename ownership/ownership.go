@@ -15,6 +15,9 @@
 //     the change has committed;
 //   - the cache is bounded and cleared wholesale on overflow, so request
 //     traffic cannot grow it without limit;
+//   - a backend that hears of changes made elsewhere (other replicas)
+//     suspends the cache while it cannot (Suspend, Resume): a gate then
+//     looks every id up;
 //   - with tenancy off the gate short-circuits and allows everything.
 package ownership
 
@@ -50,6 +53,8 @@ type Gate struct {
 	// gen counts invalidations: a lookup that raced one is not cached,
 	// since it may have read the owner that was just forgotten.
 	gen uint64
+	// suspended: nothing is cached (see Suspend).
+	suspended bool
 }
 
 type key struct {
@@ -97,7 +102,7 @@ func (g *Gate) Check(ctx context.Context, id string) error {
 		return ErrNotOwned
 	}
 	g.mu.Lock()
-	if g.gen == gen {
+	if g.gen == gen && !g.suspended {
 		if len(g.pos) >= g.cfg.MaxEntries {
 			clear(g.pos)
 		}
@@ -127,6 +132,28 @@ func (g *Gate) ForgetTenant(tenant tenancy.ID) {
 			delete(g.pos, k)
 		}
 	}
+	g.mu.Unlock()
+}
+
+// Suspend drops every cached positive and caches none until Resume: for a
+// backend whose channel of changes made elsewhere (another replica's
+// deletes) is down, so that a change it cannot hear of is never answered
+// from the cache. A lookup racing Suspend is not cached.
+func (g *Gate) Suspend() {
+	g.mu.Lock()
+	g.gen++
+	clear(g.pos)
+	g.suspended = true
+	g.mu.Unlock()
+}
+
+// Resume caches positives again once the channel is back. A lookup that
+// began before Resume is not cached: it may have read an owner whose
+// change was made while the channel was down.
+func (g *Gate) Resume() {
+	g.mu.Lock()
+	g.gen++
+	g.suspended = false
 	g.mu.Unlock()
 }
 

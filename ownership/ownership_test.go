@@ -194,3 +194,46 @@ func TestGateForgetRacesLookup(t *testing.T) {
 		t.Errorf("a lookup that raced Forget was cached: %v", err)
 	}
 }
+
+// TestGateSuspend: Suspend drops the cache and caches nothing until
+// Resume; a lookup that began while suspended is not cached after Resume.
+func TestGateSuspend(t *testing.T) {
+	tb := &table{owner: map[string]tenancy.ID{"m1": tenancytest.TenantA}}
+	g := ownership.New(ownership.Config{Lookup: tb.lookup})
+	cacheAll(t, g, "m1")
+	g.Suspend()
+	if g.Len() != 0 {
+		t.Fatalf("%d positives kept by Suspend", g.Len())
+	}
+	calls := tb.calls
+	cacheAll(t, g, "m1", "m1")
+	if tb.calls-calls != 2 || g.Len() != 0 {
+		t.Errorf("suspended: %d lookups for two checks, %d cached; want 2 and 0", tb.calls-calls, g.Len())
+	}
+	g.Resume()
+	cacheAll(t, g, "m1")
+	calls = tb.calls
+	cacheAll(t, g, "m1")
+	if tb.calls != calls {
+		t.Error("resumed: a positive is not cached again")
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	slow := ownership.New(ownership.Config{Lookup: func(_ context.Context, tenant tenancy.ID, _ string) (bool, error) {
+		once.Do(func() { close(started); <-release })
+		return tenant == tenancytest.TenantA, nil
+	}})
+	slow.Suspend()
+	done := make(chan error)
+	go func() { done <- slow.Check(ctxA, "m1") }()
+	<-started
+	slow.Resume()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if slow.Len() != 0 {
+		t.Error("a lookup begun while suspended was cached after Resume")
+	}
+}

@@ -62,44 +62,12 @@ type Client struct {
 	logins []*routing.Pools[*pgxpool.Pool]
 }
 
-// lazyPool is a pool opened on first use from a config.
-type lazyPool struct {
-	mu   sync.Mutex
-	cfg  *pgxpool.Config
-	pool *pgxpool.Pool
-}
-
-func (l *lazyPool) get(ctx context.Context, module string) (*pgxpool.Pool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pool == nil {
-		if l.cfg == nil {
-			return nil, errNoConnection
-		}
-		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), l.cfg)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: module %s: %w", module, err)
-		}
-		l.pool = p
-	}
-	return l.pool, nil
-}
-
-func (l *lazyPool) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pool != nil {
-		l.pool.Close()
-		l.pool = nil
-	}
-}
-
 // dynamicPool returns a pool for a dynamic read on a plain client: the
 // module's connection settings, maxConns connections, nothing cached per
 // connection (DISCARD ALL drops prepared statements) and read-only by
 // default. It is nil on a routed client, whose reads run on the tenant's
 // pool.
-func (c *Client) dynamicPool(maxConns int32) *lazyPool {
+func (c *Client) dynamicPool(maxConns int32) *tenantPool {
 	if c.routed != nil {
 		return nil
 	}
@@ -120,7 +88,7 @@ func (c *Client) dynamicPool(maxConns int32) *lazyPool {
 		}
 		cc.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	l := &lazyPool{cfg: cfg}
+	l := newTenantPool(cfg, int(maxConns))
 	c.mu.Lock()
 	c.closers = append(c.closers, l.close)
 	c.mu.Unlock()

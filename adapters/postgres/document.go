@@ -98,6 +98,12 @@ func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
 	st.delete = "DELETE FROM " + st.write + " WHERE " + w + "id = " + s.p(1) + " RETURNING " + c + "id, version, value"
 	st.list = "SELECT id, version, value FROM " + st.read + " WHERE " + w + "TRUE"
 	st.count = "SELECT pg_catalog.count(*) FROM " + st.read + " WHERE " + w + "TRUE"
+	// On a plain client a delete tells other clients' ownership gates, in
+	// its own transaction (gatesync.go): the notice is the last parameter.
+	notice := ""
+	if d.notifies() {
+		notice = ", LATERAL (SELECT pg_catalog.pg_notify('" + gateChannel + "', " + s.p(2) + ")) n"
+	}
 	if !d.cfg.History.IsZero() {
 		h := d.qualified(d.cfg.History, tenant)
 		keep := func(op string) string {
@@ -105,13 +111,22 @@ func (d *Documents[T]) build(tenant tenancy.ID) *docStmts {
 		}
 		st.create = "WITH w AS (" + st.create + " RETURNING " + c + "id, version, value)" + keep("create") + " SELECT pg_catalog.count(*) FROM w"
 		st.update = "WITH w AS (" + st.update + ")" + keep("update") + " SELECT version FROM w"
-		st.delete = "WITH w AS (" + st.delete + ")" + keep("delete") + " SELECT pg_catalog.count(*) FROM w"
+		st.delete = "WITH w AS (" + st.delete + ")" + keep("delete") + " SELECT pg_catalog.count(*) FROM w" + notice
 	} else {
 		st.update = strings.TrimSuffix(st.update, " RETURNING "+c+"id, version, value") + " RETURNING version"
-		st.delete = strings.TrimSuffix(st.delete, " RETURNING "+c+"id, version, value")
+		if notice != "" {
+			st.delete = "WITH w AS (" + st.delete + ") SELECT pg_catalog.count(*) FROM w" + notice
+		} else {
+			st.delete = strings.TrimSuffix(st.delete, " RETURNING "+c+"id, version, value")
+		}
 	}
 	return st
 }
+
+// notifies reports whether the route's deletes send a notice to other
+// clients' ownership gates: on a plain client, whose database other
+// replicas share.
+func (d *Documents[T]) notifies() bool { return d.c.routed == nil }
 
 // begin resolves the tenant, statements and pool of one call; of a set
 // rendered per call, only the statements in need are set.
@@ -172,7 +187,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 		return 0, err
 	}
 	defer release()
-	n, err := d.affected(ctx, pool, st.create, st.mode(args(st.tagged, tenant, id, jsonArg(raw))))
+	n, err := d.affected(ctx, pool, st.create, st.mode(args(st.tagged, tenant, id, jsonArg(raw))), !d.cfg.History.IsZero())
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +235,12 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 		return err
 	}
 	defer release()
-	n, err := d.affected(ctx, pool, st.delete, st.mode(args(st.tagged, tenant, id)))
+	a := args(st.tagged, tenant, id)
+	counted := !d.cfg.History.IsZero()
+	if d.notifies() {
+		a, counted = append(a, gateIDNotice(st.write, "id", tenant, id)), true
+	}
+	n, err := d.affected(ctx, pool, st.delete, st.mode(a), counted)
 	if err != nil {
 		return err
 	}
@@ -232,10 +252,10 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	return nil
 }
 
-// affected runs a write and returns the rows it changed; with history the
-// statement reports the count itself.
-func (d *Documents[T]) affected(ctx context.Context, pool pgxPool, stmt string, a []any) (int64, error) {
-	if d.cfg.History.IsZero() {
+// affected runs a write and returns the rows it changed; a counted
+// statement (with history, or a notice) reports the count itself.
+func (d *Documents[T]) affected(ctx context.Context, pool pgxPool, stmt string, a []any, counted bool) (int64, error) {
+	if !counted {
 		tag, err := pool.Exec(ctx, stmt, a...)
 		return tag.RowsAffected(), err
 	}

@@ -90,7 +90,7 @@ type DynamicRead struct {
 	route
 	cfg DynamicReadConfig
 	// own is the route's pool on a plain client; nil when routed.
-	own *lazyPool
+	own *tenantPool
 	// logins are the per-tenant login pools (DynamicLogin); nil without.
 	logins *routing.Pools[*pgxpool.Pool]
 }
@@ -109,24 +109,21 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // rows to scan, and rolls back: nothing the text does is committed. The
 // connection is then reset (DISCARD ALL) before it is reused, or closed,
 // so no setting, lock, listener, cursor or prepared statement outlives
-// the call. Text that made the transaction write (a large object, say) is
-// refused with postgres_dynamic_read_wrote, its write rolled back.
+// the call; and it is reused for the same tenant only (see tenantPool),
+// so what DISCARD ALL leaves never reaches another. Text that made the
+// transaction write (a large object, say) is refused with
+// postgres_dynamic_read_wrote, its write rolled back.
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return d.unbound()
 	}
-	pool, release, err := d.pool(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	defer release()
-	conn, err := pool.Acquire(ctx)
+	conn, put, err := d.acquire(ctx, tenant)
 	if err != nil {
 		return err
 	}
 	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
-	d.scrub(ctx, conn)
+	put(d.scrub(ctx, conn))
 	if err == nil && wrote {
 		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
@@ -135,30 +132,64 @@ func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan f
 	return err
 }
 
-// pool is the route's own pool on a plain client, the tenant's on a
-// routed one.
-func (d *DynamicRead) pool(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+// acquire returns a connection that serves tenant only, and the function
+// that hands it back (kept when reuse is true, closed otherwise): from the
+// route's own pool on a plain client, else from the tenant's own login or
+// routed pool, whose every connection is the tenant's.
+func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
+	if d.logins == nil && d.own != nil {
+		tc, err := d.own.acquire(ctx, tenant)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tc.conn, func(reuse bool) { d.own.release(ctx, tc, reuse) }, nil
+	}
+	var (
+		pool    *pgxpool.Pool
+		release func()
+		err     error
+	)
 	if d.logins != nil {
-		return d.logins.AcquireFor(ctx, tenant)
+		pool, release, err = d.logins.AcquireFor(ctx, tenant)
+	} else {
+		pool, release, err = d.c.conn(ctx, tenant)
 	}
-	if d.own == nil {
-		return d.c.conn(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
 	}
-	p, err := d.own.get(ctx, d.c.module)
-	return p, noRelease, err
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return pc.Conn(), func(reuse bool) {
+		if !reuse {
+			closeConn(ctx, pc.Conn()) // the pool then destroys it and frees its slot
+		}
+		pc.Release()
+		release()
+	}, nil
+}
+
+// closeConn closes a connection, bounded even when the caller's context
+// is done.
+func closeConn(ctx context.Context, conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
+	defer cancel()
+	_ = conn.Close(ctx)
 }
 
 // run executes one read inside its transaction and reports whether the
 // transaction wrote. The transaction is left open for scrub to roll back
 // when anything fails.
-func (d *DynamicRead) run(ctx context.Context, conn *pgxpool.Conn, tenant tenancy.ID, text string, args []any, scan func(pgx.Rows) error) (bool, error) {
+func (d *DynamicRead) run(ctx context.Context, conn *pgx.Conn, tenant tenancy.ID, text string, args []any, scan func(pgx.Rows) error) (bool, error) {
 	// One round trip: the SELECT takes the snapshot, so the compiled text
 	// can no longer switch the transaction to read write.
 	begin := "BEGIN READ ONLY; SET LOCAL statement_timeout = " + strconv.FormatInt(d.cfg.Timeout.Milliseconds(), 10)
 	if d.cfg.TenantRole {
 		begin += "; SET LOCAL ROLE " + pgx.Identifier{RoleName(d.c.prefix, tenant)}.Sanitize()
 	}
-	if _, err := conn.Conn().PgConn().Exec(ctx, begin+"; SELECT").ReadAll(); err != nil {
+	if _, err := conn.PgConn().Exec(ctx, begin+"; SELECT").ReadAll(); err != nil {
 		return false, err
 	}
 	rows, err := conn.Query(ctx, text, args...)
@@ -175,7 +206,7 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgxpool.Conn, tenant tenanc
 	}
 	// A transaction that wrote has an xid; read-only mode does not stop
 	// every write (lo_from_bytea, for one), the rollback undoes them all.
-	res, err := conn.Conn().PgConn().Exec(ctx, "SELECT pg_catalog.txid_current_if_assigned() IS NOT NULL; ROLLBACK").ReadAll()
+	res, err := conn.PgConn().Exec(ctx, "SELECT pg_catalog.txid_current_if_assigned() IS NOT NULL; ROLLBACK").ReadAll()
 	if err != nil {
 		return false, err
 	}
@@ -187,19 +218,18 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgxpool.Conn, tenant tenanc
 
 // scrub rolls back what run left open and resets the session (DISCARD
 // ALL: settings, role, advisory locks, listeners, cursors, prepared
-// statements, temporary objects) before conn goes back to its pool, all
-// before Query returns. On a routed pool, whose connections the module's
-// statements share, pgx's statement caches are cleared too (DISCARD ALL
-// dropped the statements they name). A connection that cannot be reset is
-// closed, and so destroyed on release. Resetting costs about a millisecond
-// here; closing and reconnecting cost some twenty.
-func (d *DynamicRead) scrub(ctx context.Context, conn *pgxpool.Conn) {
-	defer conn.Release()
+// statements, temporary objects), all before Query returns, and reports
+// whether conn may be reused. On a routed pool, whose connections the
+// module's statements share, pgx's statement caches are cleared too
+// (DISCARD ALL dropped the statements they name). A connection that cannot
+// be reset is not reused. Resetting costs well under a millisecond here;
+// closing and reconnecting some five.
+func (d *DynamicRead) scrub(ctx context.Context, conn *pgx.Conn) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
 	defer cancel()
-	pc := conn.Conn().PgConn()
+	pc := conn.PgConn()
 	if pc.IsClosed() {
-		return
+		return false
 	}
 	var err error
 	if pc.TxStatus() != 'I' {
@@ -209,11 +239,9 @@ func (d *DynamicRead) scrub(ctx context.Context, conn *pgxpool.Conn) {
 		_, err = pc.Exec(ctx, "DISCARD ALL").ReadAll()
 	}
 	if err == nil && d.own == nil {
-		err = conn.Conn().DeallocateAll(ctx)
+		err = conn.DeallocateAll(ctx)
 	}
-	if err != nil {
-		_ = conn.Conn().Close(ctx)
-	}
+	return err == nil
 }
 
 var errUnexpectedReply = errors.New("postgres: dynamic read: unexpected reply to the closing statement")

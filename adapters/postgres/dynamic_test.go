@@ -120,6 +120,63 @@ func TestDynamicReadLeavesNoSessionState(t *testing.T) {
 	}
 }
 
+// TestDynamicReadConnectionServesOneTenant: some session state outlives
+// DISCARD ALL. A custom setting's name stays defined (current_setting
+// answers an empty string, not NULL), a loaded library stays loaded (its
+// settings stay in pg_settings) and setseed fixes random()'s sequence.
+// A's hostile text makes all three, loading through the role escape; B's
+// next read on the route's only connection must observe none of them.
+func TestDynamicReadConnectionServesOneTenant(t *testing.T) {
+	run := unique()
+	ds := dynModule(t, testsvc.PostgresURL(t)+"&pool_max_conns=1", "tw"+run+"_", "sd_"+run, postgres.DynamicReadConfig{MaxConns: 1})
+	provision(t, ds.c, tenancytest.TenantA, tenancytest.TenantB)
+	var seeded float64
+	su := superuser(t)
+	if err := su.QueryRow(context.Background(), "SELECT pg_catalog.setseed(0.5)::text").Scan(new(string)); err != nil {
+		t.Fatal(err)
+	}
+	if err := su.QueryRow(context.Background(), "SELECT pg_catalog.random()").Scan(&seeded); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{
+		"SELECT pg_catalog.set_config('tw_probe.mark', 'a-secret', false)",
+		"DO $$BEGIN PERFORM pg_catalog.set_config('role', 'none', true); LOAD 'auto_explain'; END$$",
+		"SELECT pg_catalog.setseed(0.5)",
+	} {
+		if _, err := ds.row(ctxA, text); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+	}
+	const probe = `SELECT pg_catalog.current_setting('tw_probe.mark', true),
+		(SELECT pg_catalog.count(*) FROM pg_catalog.pg_settings WHERE name LIKE 'auto\_explain.%'),
+		pg_catalog.random()`
+	// The state was made, and DISCARD ALL left it: A's own next read, on
+	// its own connection, still meets it.
+	got, err := ds.row(ctxA, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != "" || got[1] == int64(0) || got[2] != seeded {
+		t.Fatalf("the hostile state was not made, so the probe proves nothing: %v", got)
+	}
+	if _, err := ds.row(ctxA, "SELECT pg_catalog.setseed(0.5)"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ds.row(ctxB, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != nil {
+		t.Errorf("B sees A's custom setting name (current_setting answers %q, not NULL)", got[0])
+	}
+	if got[1] != int64(0) {
+		t.Errorf("B sees the library A loaded: %v of its settings in pg_settings", got[1])
+	}
+	if got[2] == seeded {
+		t.Errorf("B's random() follows the seed A set: %v", got[2])
+	}
+}
+
 // TestDynamicReadWritesNothing: read-only mode does not refuse every write
 // (large objects), and compiled text must not be able to turn it off; the
 // route rolls back and refuses the call.

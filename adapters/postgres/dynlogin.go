@@ -79,7 +79,7 @@ func loginRoleDDL(secret []byte, role string) (string, error) {
 
 // loginPools opens, per tenant, a pool that logs in as the tenant's role,
 // built from base (the route's own pool settings).
-func (c *Client) loginPools(dl *DynamicLogin, base *lazyPool) *routing.Pools[*pgxpool.Pool] {
+func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*pgxpool.Pool] {
 	if base == nil || dl == nil {
 		return nil
 	}

@@ -30,11 +30,12 @@ type OwnershipConfig struct {
 // is off for that table and the gate allows everything.
 //
 // The gate caches positives until told otherwise: after deleting or moving
-// an id, call gate.Forget(tenant, id); after tearing a tenant down,
-// gate.ForgetTenant(tenant). The client also keeps the gates it built, so
-// a delete path of its own can tell every gate over the table it deleted
-// from (forgetOwned) or every gate (forgetTenant). Build a gate once per
-// table and keep it.
+// an id with SQL of your own, call c.Forget(ctx, table, tenant, id).
+// Documents.Delete and Teardown tell the gates themselves. The client keeps
+// the gates it built, so its delete paths can tell every gate over the
+// table (forgetOwned) or every gate (forgetTenant); on a plain client they
+// also tell other clients of the database (gatesync.go), and its gates
+// cache only while it hears them. Build a gate once per table and keep it.
 func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	col := oc.IDColumn
 	if col == "" {
@@ -56,12 +57,17 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 		err = pool.QueryRow(ctx, stmt, s.mode(args(s.tagged, tenant, id))...).Scan(&owned)
 		return owned, err
 	}
+	off := !oc.TenantAware && !oc.Table.perTenant && c.routed == nil
 	g := ownership.New(ownership.Config{
 		Lookup:     lookup,
 		MaxEntries: oc.MaxEntries,
-		TenancyOff: !oc.TenantAware && !oc.Table.perTenant && c.routed == nil,
+		TenancyOff: off,
 	})
-	gatesOf(c).add(builtGate{table: oc.Table, col: col, gate: weak.Make(g)})
+	set := gatesOf(c)
+	if !off {
+		set.listen(c)
+	}
+	set.add(builtGate{table: oc.Table, col: col, gate: weak.Make(g)}, g)
 	return g
 }
 
@@ -74,17 +80,28 @@ type builtGate struct {
 	gate  weak.Pointer[ownership.Gate]
 }
 
-// gateSet is the live gates one client built.
+// gateSet is the live gates one client built, and the state of the
+// client's invalidation listener (gatesync.go).
 type gateSet struct {
 	mu    sync.Mutex
 	gates []builtGate
+	// listening: the listener runs (plain clients); synced: it is in
+	// step, else every gate is suspended.
+	listening, synced bool
+	// prefix and static name the tables notices are matched against.
+	prefix, static string
 }
 
-func (s *gateSet) add(g builtGate) {
+// add keeps b, whose gate is g, suspending it while a listener runs that
+// is not in step.
+func (s *gateSet) add(b builtGate, g *ownership.Gate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.listening && !s.synced {
+		g.Suspend()
+	}
 	s.gates = slices.DeleteFunc(s.gates, func(b builtGate) bool { return b.gate.Value() == nil })
-	s.gates = append(s.gates, g)
+	s.gates = append(s.gates, b)
 }
 
 func (s *gateSet) each(fn func(table Relation, col string, g *ownership.Gate)) {
@@ -114,14 +131,23 @@ func gatesOf(c *Client) *gateSet {
 	return v.(*gateSet)
 }
 
+// gateSetOf is the client's gates, nil before the first.
+func gateSetOf(c *Client) *gateSet {
+	v, ok := gateSets.Load(weak.Make(c))
+	if !ok {
+		return nil
+	}
+	return v.(*gateSet)
+}
+
 // forgetOwned tells the client's gates over table (keyed by the "id"
 // column) that tenant's id was removed. Call it after the delete commits.
 func (c *Client) forgetOwned(table Relation, tenant tenancy.ID, id string) {
-	v, ok := gateSets.Load(weak.Make(c))
-	if !ok {
+	v := gateSetOf(c)
+	if v == nil {
 		return
 	}
-	v.(*gateSet).each(func(t Relation, col string, g *ownership.Gate) {
+	v.each(func(t Relation, col string, g *ownership.Gate) {
 		if t == table && col == "id" {
 			g.Forget(tenant, id)
 		}
@@ -130,9 +156,7 @@ func (c *Client) forgetOwned(table Relation, tenant tenancy.ID, id string) {
 
 // forgetTenant tells every gate of the client that tenant's ids are gone.
 func (c *Client) forgetTenant(tenant tenancy.ID) {
-	v, ok := gateSets.Load(weak.Make(c))
-	if !ok {
-		return
+	if v := gateSetOf(c); v != nil {
+		v.each(func(_ Relation, _ string, g *ownership.Gate) { g.ForgetTenant(tenant) })
 	}
-	v.(*gateSet).each(func(_ Relation, _ string, g *ownership.Gate) { g.ForgetTenant(tenant) })
 }

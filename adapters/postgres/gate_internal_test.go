@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,7 @@ func TestClientForgetsOwned(t *testing.T) {
 	set(tenancytest.TenantA)
 	g := c.Ownership(OwnershipConfig{Table: Table(table), TenantAware: true})
 	other := c.Ownership(OwnershipConfig{Table: Table(table + "_x"), TenantAware: true})
+	waitInStep(t, c)
 	if err := g.Check(ctxA, "m1"); err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +91,44 @@ func TestClientGateSetBounded(t *testing.T) {
 	_ = c.Ownership(OwnershipConfig{Table: Table("t"), TenantAware: true})
 	if n := len(gatesOf(c).gates); n > 2 {
 		t.Errorf("the client holds %d gates after the others were dropped", n)
+	}
+}
+
+// waitInStep waits until the client's invalidation listener is in step,
+// so that its gates cache.
+func waitInStep(t testing.TB, c *Client) {
+	t.Helper()
+	s := gateSetOf(c)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		synced := s.synced
+		s.mu.Unlock()
+		if synced {
+			return
+		}
+	}
+	t.Fatal("the ownership gates' invalidation listener never got in step")
+}
+
+// TestGateNoticeRoundTrip: a notice reads back as written, whatever the id
+// holds; one too long for the channel names the tenant; anything malformed
+// is refused (and then clears every gate).
+func TestGateNoticeRoundTrip(t *testing.T) {
+	for _, id := range []string{"m1", "", "a|b:3:c", "7:x", string(make([]byte, 100))} {
+		p := gateIDNotice(`"public"."t:1"`, "id", tenancytest.TenantA, id)
+		n, ok := parseGateNotice(p)
+		if !ok || n.kind != gateNoticeID || n.tenant != tenancytest.TenantA || n.table != `"public"."t:1"` || n.col != "id" || n.id != id {
+			t.Errorf("%q: read back %+v %v", id, n, ok)
+		}
+	}
+	long := gateIDNotice(`"public"."t"`, "", tenancytest.TenantB, string(make([]byte, maxGatePayload)))
+	if n, ok := parseGateNotice(long); len(long) > maxGatePayload || !ok || n.kind != gateNoticeTenant || n.tenant != tenancytest.TenantB {
+		t.Errorf("an oversized notice: %d bytes, %+v %v", len(long), n, ok)
+	}
+	good := gateIDNotice("t", "", tenancytest.TenantA, "x")
+	for _, bad := range []string{"", "x", "o", good[:20], good[:37], "o" + tenancytest.TenantA.String() + "99:t0:x", "t" + tenancytest.TenantA.String() + "junk", "o" + strings.Repeat("0", 36) + "1:t0:"} {
+		if n, ok := parseGateNotice(bad); ok {
+			t.Errorf("%q was read as %+v", bad, n)
+		}
 	}
 }

@@ -136,6 +136,11 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+role+"') THEN "+
 			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
 	)
+	if c.routed == nil {
+		// Other clients' ownership gates drop the tenant's positives once
+		// this commits (gatesync.go).
+		stmts = append(stmts, "SELECT pg_catalog.pg_notify('"+gateChannel+"', '"+gateTenantNotice(tenant)+"')")
+	}
 	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
 		return err
 	}
