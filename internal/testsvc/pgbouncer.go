@@ -47,7 +47,15 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	if databases == "" {
 		databases = "* = host=" + pg.Hostname() + " port=" + pg.Port()
 	}
-	dir := t.TempDir()
+	// Readable by the user PgBouncer runs as (not root: it refuses).
+	dir, err := os.MkdirTemp("", "pgbouncer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	port := freePort(t)
 	user := pg.User.Username()
 	lines := []string{
@@ -59,9 +67,6 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 		// through the server, so the tenant roles a test makes log in.
 		"auth_type = trust", "auth_file = " + filepath.Join(dir, "userlist.txt"), "auth_user = " + user,
 		"logfile =", "syslog = 0",
-	}
-	if os.Geteuid() == 0 {
-		lines = append(lines, "user = postgres") // PgBouncer will not run as root
 	}
 	lines = append(lines, extra...)
 	ini := filepath.Join(dir, "pgbouncer.ini")
@@ -80,6 +85,11 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	cmd := exec.Command(bin, ini)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	dieWithTest(cmd)
+	if os.Geteuid() == 0 { // PgBouncer will not run as root
+		if err := runAs(cmd, "postgres"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
