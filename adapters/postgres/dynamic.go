@@ -112,7 +112,8 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // the call; and it is reused for the same tenant only (see tenantPool),
 // so what DISCARD ALL leaves never reaches another. Text that made the
 // transaction write (a large object, say) is refused with
-// postgres_dynamic_read_wrote, its write rolled back.
+// postgres_dynamic_read_wrote, its write rolled back. Behind a transaction
+// pooler the reset is pooledReset, sent with the rollback.
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
@@ -245,7 +246,8 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgx.Conn, tenant tenancy.ID
 // module's statements share, pgx's statement caches are cleared too
 // (DISCARD ALL dropped the statements they name). A connection that cannot
 // be reset is not reused. Resetting costs well under a millisecond here;
-// closing and reconnecting some five.
+// closing and reconnecting some five. Behind a transaction pooler the
+// reset is pooledReset instead, in the message that ends the transaction.
 func (d *DynamicRead) scrub(ctx context.Context, conn *pgx.Conn) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
 	defer cancel()
