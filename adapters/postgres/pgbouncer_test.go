@@ -181,6 +181,85 @@ func warmSessions(t *testing.T, dyn *postgres.DynamicRead, ctx context.Context) 
 	}
 }
 
+// TestStatementsThroughPoolerMovingSessions: every statement of a plain
+// and a routed module runs wherever the pooler sends it. The pooler moves
+// each transaction to another server session, so a statement prepared by
+// name in one (pgx's default mode) would be missing, or already there, in
+// the next.
+func TestStatementsThroughPoolerMovingSessions(t *testing.T) {
+	v := roundRobinPgBouncer(t)
+	exercise := func(t *testing.T, d *postgres.Documents[item]) {
+		t.Helper()
+		for i := range 6 {
+			id := fmt.Sprint("d", i)
+			if _, err := d.Create(ctxA, id, item{N: i}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := d.Get(ctxA, id); err != nil || got.Value.N != i {
+				t.Fatalf("get %s: %+v %v", id, got, err)
+			}
+		}
+	}
+	t.Run("plain", func(t *testing.T) {
+		var d *postgres.Documents[item]
+		table := postgres.Table("mv_" + unique())
+		c := start(t, postgres.Module("pg", append(v.dsn(t), postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: table, Write: table}))...), &d)
+		provision(t, c, tenancytest.TenantA)
+		movingSessions(t, v.url(t))
+		exercise(t, d)
+	})
+	t.Run("routed", func(t *testing.T) {
+		var d *postgres.Documents[item]
+		resolve := twoDatabasesVia(t, v)
+		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 2}),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})}, v.opts...)...), &d)
+		provision(t, c, tenancytest.TenantA)
+		creds, err := resolve(ctxA, tenancytest.TenantA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		movingSessions(t, creds.Endpoint)
+		exercise(t, d)
+	})
+}
+
+// movingSessions opens two server sessions behind the pooler at dsn (two
+// statements at once) and checks that two statements in a row on one
+// connection then run in different ones.
+func movingSessions(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := pgxpool.New(ctx, dsn+"&pool_max_conns=2&default_query_exec_mode=exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := p.Exec(ctx, "SELECT pg_sleep(0.2)"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var a, b int32
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two statements ran in one server session (%d): the pooler does not move them, and the test would prove nothing", a)
+	}
+}
+
 // TestDynamicLoginThroughPoolerWithForcedUser: a pooler that logs in to
 // PostgreSQL as one user whoever connects (user= in its database entry,
 // auth_type = any)
