@@ -42,36 +42,75 @@ func Describe(backends ...Backend) Capabilities {
 	return out
 }
 
+// shape is the route a service author writes for a kind: tenant-aware or
+// not, every counted relation per tenant or static (scoped or not),
+// routed or not. The matrix is what Decide makes of these shapes, so it
+// cannot say what the adapters do not enforce.
+func shape(rule KindRule, aware, perTenant, scoped, routed bool) Route {
+	roles := rule.Relations
+	if len(roles) == 0 {
+		roles = []string{"relation"}
+	}
+	r := Route{Name: "shape", TenantAware: aware, Routed: routed}
+	for _, role := range roles {
+		r.Relations = append(r.Relations, Relation{Role: role, Name: role, PerTenant: perTenant, Scoped: scoped})
+	}
+	return r
+}
+
+// Reaches reports whether a route of kind k can reach tier t on b: some
+// shape of it does under Decide, within b's ceiling. Fleet kinds reach no
+// tenant tier.
+func (b Backend) Reaches(k Kind, t tenancy.Tier) bool {
+	rule, ok := b.Kinds[k]
+	if !ok || rule.Fleet || t > b.Ceiling {
+		return false
+	}
+	for _, aware := range []bool{false, true} {
+		for _, per := range []bool{false, true} {
+			for _, scoped := range []bool{false, true} {
+				for _, routed := range []bool{false, true} {
+					if Decide(rule, shape(rule, aware, per, scoped, routed)).Reached == t {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 func describeKind(b Backend, k Kind, rule KindRule) Capability {
 	floor, _ := rule.Origin.Floor()
 	c := Capability{Backend: b.Name, Kind: k, Summary: rule.Summary, Ceiling: b.Ceiling, OriginFloor: floor, Note: rule.Note}
-	switch {
-	case rule.Fleet:
+	reach := func(r Route, t tenancy.Tier) bool { return t <= b.Ceiling && Decide(rule, r).Reached == t }
+	if rule.Fleet {
 		c.Tagged, c.Namespace, c.Dedicated = "refused (fleet)", "refused (fleet)", "refused (fleet)"
 		return c
-	case rule.NoTagged:
-		c.Tagged = "no (TenantAware refused)"
-	case rule.TaggedNeedsScopedRelations:
+	}
+	switch {
+	case reach(shape(rule, true, false, false, false), tenancy.Tagged):
+		c.Tagged = "TenantAware"
+	case reach(shape(rule, true, false, true, false), tenancy.Tagged):
 		c.Tagged = "TenantAware, when every relation is scoped"
 	default:
-		c.Tagged = "TenantAware"
+		c.Tagged = "no (TenantAware refused)"
+	}
+	rels := "every relation"
+	if len(rule.Relations) > 0 {
+		rels = strings.Join(rule.Relations, ", ")
 	}
 	switch {
 	case b.Ceiling < tenancy.Namespace:
 		c.Namespace = "no (ceiling)"
-	case rule.NeverNamespace:
-		c.Namespace = "never"
-	default:
-		rels := "every relation"
-		if len(rule.Relations) > 0 {
-			rels = strings.Join(rule.Relations, ", ")
-		}
+	case reach(shape(rule, false, true, false, false), tenancy.Namespace):
 		c.Namespace = "per-tenant resolver on " + rels
-		if rule.ResolverCountsOnlyWhenTenantAware {
-			c.Namespace += " (counts only when TenantAware)"
-		}
+	case reach(shape(rule, true, true, false, false), tenancy.Namespace):
+		c.Namespace = "per-tenant resolver on " + rels + " (counts only when TenantAware)"
+	default:
+		c.Namespace = "never"
 	}
-	if b.Ceiling >= tenancy.Dedicated {
+	if reach(shape(rule, false, false, false, true), tenancy.Dedicated) {
 		c.Dedicated = "routed client"
 	} else {
 		c.Dedicated = "no (ceiling " + b.Ceiling.String() + ")"

@@ -2,6 +2,7 @@ package floors
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -213,36 +214,67 @@ func markerRedundant(rule KindRule, r Route, reached tenancy.Tier) bool {
 
 // fixFor says what would lift route r to tier want on backend b.
 func fixFor(b Backend, rule KindRule, r Route, want tenancy.Tier) string {
+	return remedyFor(b, rule, r, want).text
+}
+
+// remedy is what lifts a route to a tier: the change, which a test can
+// apply and hand to Decide, and the sentence a refusal says.
+type remedy struct {
+	aware, perTenant, routed bool
+	// unreachable: no change of the route reaches the tier on this backend.
+	unreachable bool
+	text        string
+}
+
+// apply is r with the remedy's change made.
+func (m remedy) apply(r Route) Route {
+	r.TenantAware = r.TenantAware || m.aware
+	r.Routed = r.Routed || m.routed
+	if m.perTenant {
+		r.Relations = slices.Clone(r.Relations)
+		for i := range r.Relations {
+			r.Relations[i].PerTenant = true
+		}
+	}
+	return r
+}
+
+func remedyFor(b Backend, rule KindRule, r Route, want tenancy.Tier) remedy {
 	routed := ", or route the client per tenant"
 	if b.Ceiling < tenancy.Dedicated {
 		routed = ""
 	}
 	switch want {
 	case tenancy.Tagged:
-		if rule.NoTagged {
-			return "resolve the container per tenant (namespace)" + routed
+		switch {
+		case rule.NoTagged && !rule.NeverNamespace:
+			return remedy{perTenant: true, text: "resolve the container per tenant (namespace)" + routed}
+		case rule.NoTagged:
+			return remedyFor(b, rule, r, tenancy.Dedicated)
+		case rule.TaggedNeedsScopedRelations && !allScoped(r.Relations):
+			return remedy{aware: true, perTenant: true, text: "mark the route TenantAware and scope every relation it names (tenant-aware or per tenant)" + routed}
 		}
-		return "mark the route TenantAware or resolve every relation per tenant" + routed
+		return remedy{aware: true, text: "mark the route TenantAware or resolve every relation per tenant" + routed}
 	case tenancy.Namespace:
 		if rule.NeverNamespace {
 			if routed == "" {
-				return fmt.Sprintf("%s routes never reach namespace on %s: lower the floor", r.Kind, b.Name)
+				return remedy{unreachable: true, text: fmt.Sprintf("%s routes never reach namespace on %s: lower the floor", r.Kind, b.Name)}
 			}
-			return fmt.Sprintf("%s routes never reach namespace: route the client per tenant (dedicated)", r.Kind)
+			return remedy{routed: true, text: fmt.Sprintf("%s routes never reach namespace: route the client per tenant (dedicated)", r.Kind)}
 		}
 		if rule.ResolverCountsOnlyWhenTenantAware && !r.TenantAware {
-			return "mark the route TenantAware (its resolver is passed the tenant only then) and resolve every relation per tenant" + routed
+			return remedy{aware: true, perTenant: true, text: "mark the route TenantAware (its resolver is passed the tenant only then) and resolve every relation per tenant" + routed}
 		}
 		if missing := staticCounted(rule, r); len(missing) > 0 {
-			return "give a per-tenant resolver to every relation the route names (static now: " +
-				strings.Join(missing, ", ") + ")" + routed
+			return remedy{perTenant: true, text: "give a per-tenant resolver to every relation the route names (static now: " +
+				strings.Join(missing, ", ") + ")" + routed}
 		}
-		return "give the route a per-tenant resolver on every relation" + routed
+		return remedy{perTenant: true, text: "give the route a per-tenant resolver on every relation" + routed}
 	default:
 		if routed == "" {
-			return fmt.Sprintf("%s has no per-tenant connections (ceiling %s): move the route to a backend with a routed client", b.Name, b.Ceiling)
+			return remedy{unreachable: true, text: fmt.Sprintf("%s has no per-tenant connections (ceiling %s): move the route to a backend with a routed client", b.Name, b.Ceiling)}
 		}
-		return "run the route on a routed client (per-tenant credentials)"
+		return remedy{routed: true, text: "run the route on a routed client (per-tenant credentials)"}
 	}
 }
 

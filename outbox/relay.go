@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -37,9 +38,13 @@ type RelayConfig struct {
 	Source      Source
 	Destination Destination
 	// Tenants, when set, makes the relay sharded: one bound pass per
-	// tenant it returns at start (a failing provider fails start). Left
-	// nil, the relay claims unbound and binds each row's own tenant.
-	Tenants func(context.Context) ([]tenancy.ID, error)
+	// tenant it returns (a failing provider fails start). It is read again
+	// every Refresh (default shards.DefaultEvery), so a tenant provisioned
+	// at run time is relayed within that delay and one that left the set
+	// stops after its pass in flight. Left nil, the relay claims unbound
+	// and binds each row's own tenant.
+	Tenants shards.TenantsFunc
+	Refresh time.Duration
 	// BatchSize defaults to 100.
 	BatchSize int
 	// Idle is the wait when nothing is waiting (default 200ms); after an
@@ -56,6 +61,7 @@ type RelayConfig struct {
 
 // Relay forwards outbox rows to a destination, at least once.
 type Relay struct {
+	shards *shards.Group
 	cfg    RelayConfig
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -84,30 +90,31 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 // Start launches the relay's passes (one, or one per tenant when sharded)
 // and returns; Stop ends them.
 func (r *Relay) Start(ctx context.Context) error {
-	run, cancel := context.WithCancel(context.Background())
-	passes := []context.Context{run}
 	if r.cfg.Tenants != nil {
-		ids, err := r.cfg.Tenants(ctx)
+		g, err := shards.Start(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
+			Run: r.loop})
 		if err != nil {
-			cancel()
-			return fmt.Errorf("outbox: relay %s: tenant set: %w", r.cfg.Name, err)
+			return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
 		}
-		passes = passes[:0]
-		for _, id := range ids {
-			passes = append(passes, tenancy.WithTenant(run, id))
-		}
+		r.shards = g
+		return nil
 	}
+	run, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	for _, p := range passes {
-		r.wg.Add(1)
-		go r.loop(p)
-	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.loop(run, nil)
+	}()
 	return nil
 }
 
 // Stop ends every pass and waits for in-flight deliveries to finish or be
 // abandoned.
 func (r *Relay) Stop(ctx context.Context) error {
+	if r.shards != nil {
+		return r.shards.Stop(ctx)
+	}
 	if r.cancel == nil {
 		return nil
 	}
@@ -122,8 +129,9 @@ func (r *Relay) Stop(ctx context.Context) error {
 	}
 }
 
-func (r *Relay) loop(ctx context.Context) {
-	defer r.wg.Done()
+// loop runs passes under ctx until it ends, or until stop closes (its
+// tenant left the set): a pass in flight finishes first.
+func (r *Relay) loop(ctx context.Context, stop <-chan struct{}) {
 	wait := time.Duration(0)
 	for {
 		if wait > 0 {
@@ -132,10 +140,18 @@ func (r *Relay) loop(ctx context.Context) {
 			case <-ctx.Done():
 				t.Stop()
 				return
+			case <-stop:
+				t.Stop()
+				return
 			case <-r.cfg.Wake:
 			case <-t.C:
 			}
 			t.Stop()
+		}
+		select {
+		case <-stop:
+			return
+		default:
 		}
 		if ctx.Err() != nil {
 			return

@@ -22,12 +22,11 @@ type Cell struct {
 func (c Cell) String() string { return string(c.Kind) + "/" + c.Tier.String() }
 
 // Cells lists every cell of b's rules a route can reach and still wire,
-// kinds in name order, tiers ascending. None is no cell: there is no
-// boundary to probe. A fleet kind has no cell (it is never tenant-scoped);
-// NoTagged removes tagged, NeverNamespace and a ceiling below namespace
-// remove namespace, a ceiling below dedicated removes dedicated, and a
-// tier below the kind's origin floor is refused during fx.New, so it is no
-// cell either.
+// kinds in name order, tiers ascending: the tiers floors.Backend.Reaches
+// finds by deciding the kind's route shapes, as the adapters decide their
+// routes. None is no cell: there is no boundary to probe. A fleet kind has
+// no cell (it is never tenant-scoped), and a tier below the kind's origin
+// floor is refused during fx.New, so it is no cell either.
 func Cells(b floors.Backend) []Cell {
 	kinds := make([]floors.Kind, 0, len(b.Kinds))
 	for k := range b.Kinds {
@@ -36,23 +35,14 @@ func Cells(b floors.Backend) []Cell {
 	slices.Sort(kinds)
 	var out []Cell
 	for _, k := range kinds {
-		rule := b.Kinds[k]
-		if rule.Fleet {
-			continue
-		}
 		// An origin with no floor is refused at any tier; the wiring check
 		// reports it, and no cell of the kind can be built.
-		floor, err := rule.Origin.Floor()
+		floor, err := b.Kinds[k].Origin.Floor()
 		if err != nil {
 			continue
 		}
-		reach := map[tenancy.Tier]bool{
-			tenancy.Tagged:    !rule.NoTagged,
-			tenancy.Namespace: !rule.NeverNamespace,
-			tenancy.Dedicated: true,
-		}
 		for _, tier := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated} {
-			if reach[tier] && tier <= b.Ceiling && tier >= floor {
+			if tier >= floor && b.Reaches(k, tier) {
 				out = append(out, Cell{Kind: k, Tier: tier})
 			}
 		}

@@ -271,7 +271,11 @@ func TestRequireTenant(t *testing.T) {
 	for name, r := range map[string]*http.Request{
 		"header": named(httptest.NewRequest(http.MethodGet, "/", nil)),
 		"claim":  httptest.NewRequest(http.MethodGet, "/", nil).WithContext(contextWithClaim(httptest.NewRequest(http.MethodGet, "/", nil), tenantA)),
-		"host":   func() *http.Request { r := httptest.NewRequest(http.MethodGet, "/", nil); r.Host = "alpha.example.com"; return r }(),
+		"host": func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Host = "alpha.example.com"
+			return r
+		}(),
 	} {
 		if id, err := res.Resolve(r); err != nil || id.IsZero() || id == tenancy.Default {
 			t.Errorf("%s: %v, %v", name, id, err)

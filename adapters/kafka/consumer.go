@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -27,9 +26,10 @@ type Handler func(ctx context.Context, m kafkago.Message) error
 // commits the record; an error retries the dead-lettering.
 type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) error
 
-// TenantsFunc returns the tenants a sharded consumer is assigned, called
-// once in OnStart.
-type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+// TenantsFunc returns the tenants a sharded worker is assigned: read in
+// OnStart (an error fails the start) and again every few seconds, so the
+// worker follows tenants provisioned, suspended or offboarded while it runs.
+type TenantsFunc = shards.TenantsFunc
 
 // ConsumerConfig declares a consumer route and the consumer-group worker
 // that drains it. Exactly one of Topic, TopicPrefix and Topics is set.
@@ -58,7 +58,11 @@ type ConsumerConfig struct {
 	Handle Handler
 	// Tenants makes the worker sharded: one reader per assigned tenant, on
 	// that tenant's topic (and client, when routed), bound to that tenant.
+	// It is read again every Refresh (default shards.DefaultEvery): a
+	// tenant added gets its reader, one removed has its reader leave the
+	// group once the record in flight is committed.
 	Tenants TenantsFunc
+	Refresh time.Duration
 	// TenantFromHeaders opts in to binding each record's tenant from its
 	// tenant header, on a tenant-global topic. Headers are untrusted:
 	// whoever can produce to the topic chooses them. Needs DeadLetter.
@@ -146,6 +150,11 @@ type worker struct {
 	log    *slog.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// shards follows a sharded consumer's tenant set; opened holds the
+	// readers start opened for the first set, taken by their shards.
+	shards *shards.Group
+	mu     sync.Mutex
+	opened map[tenancy.ID]shard
 }
 
 type shard struct {
@@ -155,43 +164,102 @@ type shard struct {
 }
 
 func (w *worker) start(ctx context.Context) error {
-	var tenants []tenancy.ID
-	if w.spec.cfg.Tenants != nil {
-		ts, err := w.spec.cfg.Tenants(ctx)
+	if w.spec.cfg.Tenants == nil {
+		sh, err := w.open(ctx, tenancy.ID{})
 		if err != nil {
-			return fmt.Errorf("kafka: consumer %s: assigned tenants: %w", w.spec.cfg.Name, err)
-		}
-		// An assignment listing a tenant twice still gets one reader.
-		ts = slices.Clone(ts)
-		slices.SortFunc(ts, func(a, b tenancy.ID) int { return strings.Compare(a.Hex(), b.Hex()) })
-		tenants = slices.Compact(ts)
-	} else {
-		tenants = []tenancy.ID{{}}
-	}
-	var shards []shard
-	for _, t := range tenants {
-		sh, err := w.open(ctx, t)
-		if err != nil {
-			for _, s := range shards {
-				_ = s.reader.Close()
-				s.release()
-			}
 			return err
 		}
-		shards = append(shards, sh)
-	}
-	run, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	for _, sh := range shards {
+		run, cancel := context.WithCancel(context.Background())
+		w.cancel = cancel
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			defer sh.release()
-			defer sh.reader.Close()
-			w.loop(run, sh)
+			w.serve(run, nil, sh)
+		}()
+		return nil
+	}
+	// The first set's readers are opened here, so that a tenant whose
+	// reader cannot be built fails the start; tenants added later get
+	// theirs in their shard, retried until they open.
+	ts, err := w.spec.cfg.Tenants(ctx)
+	if err != nil {
+		return fmt.Errorf("kafka: consumer %s: assigned tenants: %w", w.spec.cfg.Name, err)
+	}
+	w.opened = map[tenancy.ID]shard{}
+	for _, t := range ts {
+		if _, ok := w.opened[t]; ok {
+			continue // listed twice: one reader
+		}
+		sh, err := w.open(ctx, t)
+		if err != nil {
+			w.closeOpened()
+			return err
+		}
+		w.opened[t] = sh
+	}
+	g, err := shards.Start(ctx, shards.Config{Name: w.spec.cfg.Name, Tenants: w.spec.cfg.Tenants, Every: w.spec.cfg.Refresh, Logger: w.log,
+		Run: func(ctx context.Context, stop <-chan struct{}) {
+			tenant, _ := tenancy.FromContext(ctx)
+			sh, ok := w.take(tenant)
+			for !ok {
+				var err error
+				if sh, err = w.open(ctx, tenant); err == nil {
+					break
+				}
+				w.report(tenant, err)
+				if !sleepOrStop(ctx, stop, w.retry()) {
+					return
+				}
+			}
+			w.serve(ctx, stop, sh)
+		}})
+	if err != nil {
+		w.closeOpened()
+		return fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
+	}
+	w.shards = g
+	return nil
+}
+
+// take hands the reader start opened for tenant to its shard.
+func (w *worker) take(tenant tenancy.ID) (shard, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sh, ok := w.opened[tenant]
+	delete(w.opened, tenant)
+	return sh, ok
+}
+
+func (w *worker) closeOpened() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for t, sh := range w.opened {
+		_ = sh.reader.Close()
+		sh.release()
+		delete(w.opened, t)
+	}
+}
+
+// serve runs one shard's reader until ctx ends or stop closes (its tenant
+// left the set): a record in flight is handled and committed first; then
+// the reader leaves its group.
+func (w *worker) serve(ctx context.Context, stop <-chan struct{}, sh shard) {
+	defer sh.release()
+	defer sh.reader.Close()
+	fetch := ctx
+	if stop != nil {
+		var cancel context.CancelFunc
+		fetch, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-fetch.Done():
+			}
 		}()
 	}
-	return nil
+	w.loop(ctx, fetch, sh)
 }
 
 func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
@@ -230,6 +298,14 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 // stop cancels the readers and waits for them to leave their groups, at
 // most as long as ctx allows.
 func (w *worker) stop(ctx context.Context) error {
+	if w.shards != nil {
+		err := w.shards.Stop(ctx)
+		w.closeOpened() // readers of tenants the set dropped before their shard ran
+		if err != nil {
+			return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, err)
+		}
+		return nil
+	}
 	if w.cancel != nil {
 		w.cancel()
 	}
@@ -246,11 +322,14 @@ func (w *worker) stop(ctx context.Context) error {
 	}
 }
 
-func (w *worker) loop(ctx context.Context, sh shard) {
+// loop fetches under fetch (which ends with ctx, or when the shard must
+// stop) and handles and commits under ctx, so a record fetched is handled
+// and committed even when its shard is told to stop meanwhile.
+func (w *worker) loop(ctx, fetch context.Context, sh shard) {
 	for {
-		m, err := sh.reader.FetchMessage(ctx)
+		m, err := sh.reader.FetchMessage(fetch)
 		if err != nil {
-			if ctx.Err() != nil {
+			if fetch.Err() != nil {
 				return
 			}
 			w.report(sh.tenant, fmt.Errorf("fetch: %w", err))
@@ -375,6 +454,20 @@ func (w *worker) report(tenant tenancy.ID, err error) {
 		ctx = tenancy.WithTenant(ctx, tenant)
 	}
 	modules.LogWorkerError(ctx, w.log, "tenantwire: consumer failed", err)
+}
+
+// sleepOrStop waits d; false when ctx ended or stop closed first.
+func sleepOrStop(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

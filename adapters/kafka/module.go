@@ -13,7 +13,6 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"go.uber.org/fx"
 
-	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
@@ -141,25 +140,35 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
-	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+	sources := 0
+	if len(cfg.brokers) > 0 {
+		sources++
 	}
-	var errs []error
-	seen := map[string]bool{}
+	if cfg.routed != nil {
+		sources++
+	}
+	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+		Sources: sources, SourceFix: "pass exactly one of kafka.Brokers(addrs...) and kafka.Routed(resolve, cfg)",
+		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}}
+	if cfg.routed != nil {
+		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+		if cfg.routed.resolve == nil {
+			spec.Problems = append(spec.Problems, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
+		}
+	}
 	topics := map[string]string{} // metric name → topic or prefix
 	for _, r := range cfg.routes {
-		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, p := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
+		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: kit(r.validate())}
+		if r.kind == KindProducer {
+			spec := r
+			rs.Provide = fx.Provide(fx.Annotate(func(c *core) *Producer { return &Producer{route: newRoute(c, spec)} },
+				fx.ResultTags(nameTag(r.name))))
+			rs.Provided = []modules.Provided{{Type: reflect.TypeFor[*Producer](), Name: r.name}}
 		}
-		if seen[r.name] {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
-		}
-		seen[r.name] = true
+		spec.Routes = append(spec.Routes, rs)
 		if r.perTenant == nil && r.topic != "" {
 			if e := Rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
-				errs = append(errs, e)
+				spec.Problems = append(spec.Problems, e)
 			}
 		}
 		t := r.topic
@@ -170,64 +179,41 @@ func Module(name string, opts ...Option) fx.Option {
 			continue
 		}
 		if prev, ok := topics[metricName(t)]; ok && prev != t {
-			errs = append(errs, Rules.WiringInvalid(name, r.name,
+			spec.Problems = append(spec.Problems, Rules.WiringInvalid(name, r.name,
 				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
 				"use either '.' or '_' in the module's topic names, not both"))
 		}
 		topics[metricName(t)] = t
 	}
-	if cfg.routed == nil && len(cfg.brokers) == 0 {
-		errs = append(errs, Rules.WiringInvalid(name, "", "the module has no brokers", "pass kafka.Brokers(addrs...) or kafka.Routed(resolve, cfg)"))
-	}
-	if cfg.routed != nil && cfg.routed.resolve == nil {
-		errs = append(errs, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
-	}
 	vers, verErrs, verPart := versionWiring(name, cfg)
-	errs = append(errs, verErrs...)
-	var parts []fx.Option
+	spec.Problems = append(spec.Problems, verErrs...)
 	for _, c := range cfg.consumers {
-		spec := cfg.route(c.route)
-		for _, p := range c.validate(spec, cfg.routed != nil) {
-			errs = append(errs, Rules.WiringInvalid(name, c.route, p.msg, p.fix))
-		}
+		route := cfg.route(c.route)
+		ws := modules.WorkerSpec{Worker: c.decl(name), Problems: kit(c.validate(route, cfg.routed != nil)), Run: c.invoke(name, route)}
 		// A sharded consumer's groups are "<Group>.<tenant hex>".
 		if e := Rules.StaticInTenantSpace(name, c.route, "consumer group", c.cfg.Group, groupSpace, "kafka.ConsumerConfig.Group"); e != nil {
-			errs = append(errs, e)
+			spec.Problems = append(spec.Problems, e)
 		}
-		parts = append(parts, modules.Worker(c.decl(name)))
+		spec.Workers = append(spec.Workers, ws)
 	}
-	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations
-		// (its consumers' included); nothing of the module is built, and
-		// what it would have provided fails with that refusal.
-		provided := []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}
-		for _, r := range cfg.routes {
-			if r.kind == KindProducer {
-				provided = append(provided, modules.Provided{Type: reflect.TypeFor[*Producer](), Name: r.name})
-			}
-		}
-		return fx.Module(name, append(parts, modules.ProvideRefused(mod, errs, provided...))...)
-	}
-	parts = append(parts,
-		modules.Provide(mod),
+	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
 		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes} },
 			fx.ResultTags(nameTag(name)))),
-	)
-	for _, r := range cfg.routes {
-		if r.kind == KindProducer {
-			spec := r
-			parts = append(parts, fx.Provide(fx.Annotate(func(c *core) *Producer { return &Producer{route: newRoute(c, spec)} },
-				fx.ResultTags(nameTag(r.name)))))
-		}
-	}
-	for _, c := range cfg.consumers {
-		parts = append(parts, c.invoke(name, cfg.route(c.route)))
 	}
 	if verPart != nil {
-		parts = append(parts, verPart)
+		spec.Parts = append(spec.Parts, verPart)
 	}
-	return fx.Module(name, parts...)
+	return modules.Assemble(spec)
+}
+
+// kit turns the adapter's problems into the kit's.
+func kit(ps []problem) []modules.Problem {
+	out := make([]modules.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = modules.Problem{Detail: p.msg, Fix: p.fix}
+	}
+	return out
 }
 
 func (cfg *config) route(name string) *routeSpec {

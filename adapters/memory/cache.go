@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/floors"
 )
 
@@ -26,14 +24,9 @@ func CacheRoute(route string, cfg CacheConfig) Option {
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{cfg.Keys.relation("keys")},
 		}
-		c.addRoute(fr, reflect.TypeFor[*Cache]())
-		if p := cfg.Keys.validate(route); p != nil {
-			c.problems = append(c.problems, *p)
-			return
-		}
-		c.provides = append(c.provides, fx.Provide(func(s *store) *Cache {
+		c.addRoute(fr, cfg.Keys.problems(), reflect.TypeFor[*Cache](), func(s *store) *Cache {
 			return &Cache{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
-		}))
+		})
 	})
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/shards"
 )
 
 // ConsumerConfig wires a background consumer of a stream route.
@@ -20,9 +20,12 @@ type ConsumerConfig struct {
 	// Stream is the stream route to drain.
 	Stream string
 	// Tenants, when set, makes the consumer sharded: one bound reader per
-	// tenant it returns at start. Left nil, the consumer reads unbound,
-	// which is refused at fx.New over a tenant-scoped stream.
-	Tenants func(context.Context) ([]tenancy.ID, error)
+	// tenant it returns, read again every Refresh (default
+	// shards.DefaultEvery) so that the readers follow the set. Left nil, the
+	// consumer reads unbound, which is refused at fx.New over a
+	// tenant-scoped stream.
+	Tenants shards.TenantsFunc
+	Refresh time.Duration
 	// Handle is called once per message, under the reader's context (bound
 	// to its tenant when sharded). An error retries the message.
 	Handle func(ctx context.Context, m Message) error
@@ -35,61 +38,61 @@ type ConsumerConfig struct {
 // readers start in OnStart and stop in OnStop.
 func Consume(cfg ConsumerConfig) Option {
 	return optionFunc(func(c *config) {
-		if cfg.Name == "" || cfg.Handle == nil {
-			c.problems = append(c.problems, problem{cfg.Stream, "a consumer has no Name or no Handle", "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
-			return
+		binding := floors.Unbound
+		if cfg.Tenants != nil {
+			binding = floors.Sharded
 		}
-		c.consumers = append(c.consumers, cfg)
+		w := modules.WorkerSpec{Worker: floors.Worker{Name: cfg.Name, Route: cfg.Stream, Binding: binding}}
+		if cfg.Name == "" || cfg.Handle == nil {
+			w.Problems = []modules.Problem{{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"}}
+		} else {
+			// Run only when the stream is a route of the module; the worker
+			// check reports worker_route_unknown otherwise.
+			w.Run = fx.Invoke(func(lc fx.Lifecycle, s *store) error {
+				sc, ok := c.streams[cfg.Stream]
+				if !ok {
+					return nil
+				}
+				cons := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc)}
+				lc.Append(fx.Hook{OnStart: cons.start, OnStop: cons.stop})
+				return nil
+			})
+		}
+		c.workers = append(c.workers, w)
 	})
-}
-
-func consumerOptions(module string, streams map[string]StreamConfig, cfg ConsumerConfig) []fx.Option {
-	binding := floors.Unbound
-	if cfg.Tenants != nil {
-		binding = floors.Sharded
-	}
-	opts := []fx.Option{modules.Worker(floors.Worker{Name: cfg.Name, Module: module, Route: cfg.Stream, Binding: binding})}
-	sc, ok := streams[cfg.Stream]
-	if !ok {
-		// The worker check reports worker_route_unknown; nothing to run.
-		return opts
-	}
-	return append(opts, fx.Invoke(func(lc fx.Lifecycle, s *store) {
-		c := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc)}
-		lc.Append(fx.Hook{OnStart: c.start, OnStop: c.stop})
-	}))
 }
 
 type consumer struct {
 	cfg    ConsumerConfig
 	st     *Stream
+	shards *shards.Group
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 func (c *consumer) start(ctx context.Context) error {
-	runCtx, cancel := context.WithCancel(context.Background())
-	readers := []context.Context{runCtx}
 	if c.cfg.Tenants != nil {
-		ids, err := c.cfg.Tenants(ctx)
+		g, err := shards.Start(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
 		if err != nil {
-			cancel()
-			return fmt.Errorf("memory: consumer %s: tenant set: %w", c.cfg.Name, err)
+			return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
 		}
-		readers = readers[:0]
-		for _, id := range ids {
-			readers = append(readers, tenancy.WithTenant(runCtx, id))
-		}
+		c.shards = g
+		return nil
 	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	for _, bound := range readers {
-		c.wg.Add(1)
-		go c.run(bound)
-	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.run(runCtx, nil)
+	}()
 	return nil
 }
 
-func (c *consumer) stop(context.Context) error {
+func (c *consumer) stop(ctx context.Context) error {
+	if c.shards != nil {
+		return c.shards.Stop(ctx)
+	}
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -97,9 +100,9 @@ func (c *consumer) stop(context.Context) error {
 	return nil
 }
 
-// run drains the stream under ctx (bound to its tenant, or not) until stopped.
-func (c *consumer) run(ctx context.Context) {
-	defer c.wg.Done()
+// run drains the stream under ctx (bound to its tenant, or not) until ctx
+// ends or stop closes, a message in flight handled first.
+func (c *consumer) run(ctx context.Context, stop <-chan struct{}) {
 	retry := c.cfg.Retry
 	if retry <= 0 {
 		retry = 100 * time.Millisecond
@@ -128,6 +131,8 @@ func (c *consumer) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-wake:
 		case <-time.After(retry):

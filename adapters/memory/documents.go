@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -41,16 +39,10 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
 			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
 		}
-		c.addRoute(fr, reflect.TypeFor[*Documents[T]]())
-		for _, ct := range []Container{cfg.Read, cfg.Write} {
-			if p := ct.validate(route); p != nil {
-				c.problems = append(c.problems, *p)
-				return
-			}
-		}
-		c.provides = append(c.provides, fx.Provide(func(s *store) *Documents[T] {
+		problems := append(cfg.Read.problems(), cfg.Write.problems()...)
+		c.addRoute(fr, problems, reflect.TypeFor[*Documents[T]](), func(s *store) *Documents[T] {
 			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
-		}))
+		})
 	})
 }
 

@@ -53,22 +53,19 @@ func (c Container) name(id tenancy.ID) string {
 	return c.base
 }
 
-// validate refuses names that could make a per-tenant name collide.
-func (c Container) validate(route string) *problem {
+// problems refuses names that could make a per-tenant name collide.
+func (c Container) problems() []modules.Problem {
 	if c.base == "" {
-		return &problem{route, "the route names an empty container", "set the route's container to memory.Static(name) (shared) or memory.PerTenant(base) (namespace)"}
+		return []modules.Problem{{Detail: "the route names an empty container", Fix: "set the route's container to memory.Static(name) (shared) or memory.PerTenant(base) (namespace)"}}
 	}
 	for _, r := range c.base {
 		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return &problem{route, fmt.Sprintf("container name %q holds %q", c.base, r),
-				"use only letters, digits, '-' and '_': a dot separates a per-tenant container's tenant"}
+			return []modules.Problem{{Detail: fmt.Sprintf("container name %q holds %q", c.base, r),
+				Fix: "use only letters, digits, '-' and '_': a dot separates a per-tenant container's tenant"}}
 		}
 	}
 	return nil
 }
-
-// problem is an option that cannot be wired, refused as wiring_invalid.
-type problem struct{ route, detail, fix string }
 
 func (c Container) relation(role string) floors.Relation {
 	return floors.Relation{Role: role, Name: c.base, PerTenant: c.perTenant}
@@ -82,21 +79,18 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	floor     tenancy.Tier
-	routes    []floors.Route
-	provides  []fx.Option
-	provided  []modules.Provided // the types provides gives the app
-	consumers []ConsumerConfig
-	streams   map[string]StreamConfig
-	problems  []problem
+	floor   tenancy.Tier
+	routes  []modules.RouteSpec
+	workers []modules.WorkerSpec
+	streams map[string]StreamConfig
 }
 
-// addRoute lists a route and the type it provides to the app, even when
-// the route is refused: the matrix shows it, and a refused module provides
-// a stand-in of that type.
-func (c *config) addRoute(r floors.Route, typ reflect.Type) {
-	c.routes = append(c.routes, r)
-	c.provided = append(c.provided, modules.Provided{Type: typ})
+// addRoute lists a route, what is wrong with it, and what it provides to
+// the app: the matrix shows it even when refused, and a refused module
+// provides a stand-in of its type.
+func (c *config) addRoute(r floors.Route, problems []modules.Problem, typ reflect.Type, provide any) {
+	c.routes = append(c.routes, modules.RouteSpec{Route: r, Problems: problems,
+		Provide: fx.Provide(provide), Provided: []modules.Provided{{Type: typ}}})
 }
 
 // RequiredIsolation declares the floor every route of the module must
@@ -112,31 +106,14 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: c.floor, Routes: c.routes}
-	if len(c.problems) > 0 {
-		errs := make([]error, len(c.problems))
-		for i, p := range c.problems {
-			errs[i] = Rules.WiringInvalid(name, p.route, p.detail, p.fix)
-		}
-		// Reported by the app's check with every other module's violations
-		// (its consumers' included: with no streams, only their
-		// declarations); nothing of the module is built, and each route it
-		// would have provided fails with that refusal.
-		parts := []fx.Option{modules.ProvideRefused(mod, errs, c.provided...)}
-		for _, cc := range c.consumers {
-			parts = append(parts, consumerOptions(name, nil, cc)...)
-		}
-		return fx.Module(name, parts...)
+	for i := range c.workers {
+		c.workers[i].Worker.Module = name
 	}
-	parts := []fx.Option{
-		fx.Provide(fx.Private, func() *store { s := newStore(); s.module = name; return s }),
-		modules.Provide(mod),
-	}
-	parts = append(parts, c.provides...)
-	for _, cc := range c.consumers {
-		parts = append(parts, consumerOptions(name, c.streams, cc)...)
-	}
-	return fx.Module(name, parts...)
+	return modules.Assemble(modules.Spec{
+		Name: name, Rules: Rules, Floor: c.floor,
+		Routes: c.routes, Workers: c.workers,
+		Parts: []fx.Option{fx.Provide(fx.Private, func() *store { s := newStore(); s.module = name; return s })},
+	})
 }
 
 // routeConfig is what every route shares: the rules' decision for it,

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"slices"
 
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -30,18 +28,13 @@ type Message struct {
 // StreamRoute adds a stream route and provides *Stream to the app.
 func StreamRoute(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
-		c.addRoute(streamRoute(route, cfg), reflect.TypeFor[*Stream]())
-		if p := cfg.Stream.validate(route); p != nil {
-			c.problems = append(c.problems, *p)
-			return
-		}
+		c.addRoute(streamRoute(route, cfg), cfg.Stream.problems(), reflect.TypeFor[*Stream](), func(s *store) *Stream {
+			return newStreams(s, route, cfg)
+		})
 		if c.streams == nil {
 			c.streams = map[string]StreamConfig{}
 		}
 		c.streams[route] = cfg
-		c.provides = append(c.provides, fx.Provide(func(s *store) *Stream {
-			return newStreams(s, route, cfg)
-		}))
 	})
 }
 

@@ -20,10 +20,10 @@ import (
 func Document[T any](name string, cfg RouteConfig) Option {
 	spec := &routeSpec{name: name, kind: KindDocument, cfg: cfg, provides: modules.Provided{Type: reflect.TypeFor[*Documents[T]]()}}
 	return func(c *config) {
-		c.routes = append(c.routes, spec)
-		c.provides = append(c.provides, fx.Provide(func(co *core) *Documents[T] {
+		spec.provide = fx.Provide(func(co *core) *Documents[T] {
 			return &Documents[T]{route: newRoute(co, spec)}
-		}))
+		})
+		c.routes = append(c.routes, spec)
 	}
 }
 

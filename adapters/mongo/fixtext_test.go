@@ -19,7 +19,7 @@ func TestCollectionRefusalSaysWhatToChange(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-				mongo.Module("m", mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: c})))
+				mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: c})))
 			if !strings.Contains(e.Fix, "rename the collection") || !strings.Contains(e.Fix, `not starting with "system"`) {
 				t.Errorf("fix %q", e.Fix)
 			}

@@ -28,8 +28,9 @@ type config struct {
 	budget   int
 	teardown bool
 	routes   []*routeSpec
-	provides []fx.Option
 	relays   []relaySpec
+	// fromGraph: FromGraph.
+	fromGraph bool
 	// migrations, required, registry: MigrationFiles, RequiredVersion and
 	// TenantRegistry.
 	migrations *migrationFiles
@@ -55,15 +56,18 @@ type routeSpec struct {
 	name string
 	kind floors.Kind
 	cfg  RouteConfig
-	// provides is what the route gives the app, which a refused module
-	// provides in its place.
+	// provide gives the route to the app; provides names what it gives,
+	// which a refused module provides in its place.
+	provide  fx.Option
 	provides modules.Provided
 }
 
 // Client runs the module on c, a client the caller owns and disconnects.
-// Without Client, Connect or Routed the module takes a *mongo.Client from
-// the fx graph.
 func Client(c *driver.Client) Option { return func(cfg *config) { cfg.client = c } }
+
+// FromGraph makes the module take a *mongo.Client that another part of the
+// app provides, and leave it connected on stop.
+func FromGraph() Option { return func(cfg *config) { cfg.fromGraph = true } }
 
 // Connect makes the module build its own client from uri (the driver dials
 // lazily) and disconnect it on stop.
@@ -139,10 +143,10 @@ type routedConfig struct {
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
 	spec := &routeSpec{name: name, kind: kind, cfg: rc, provides: modules.Provided{Type: reflect.TypeFor[R](), Name: name}}
 	return func(cfg *config) {
-		cfg.routes = append(cfg.routes, spec)
-		cfg.provides = append(cfg.provides, fx.Provide(fx.Annotate(
+		spec.provide = fx.Provide(fx.Annotate(
 			func(c *core) R { return ctor(newRoute(c, spec)) },
-			fx.ResultTags(`name:"`+name+`"`))))
+			fx.ResultTags(`name:"`+name+`"`)))
+		cfg.routes = append(cfg.routes, spec)
 	}
 }
 
@@ -162,21 +166,10 @@ func (cfg *config) validate(module string) []error {
 	} else if e := Rules.StaticInTenantSpace(module, "", "database", cfg.database, dbSpace, "the database of mongo.Database(name)"); e != nil {
 		errs = append(errs, e)
 	}
-	sources := 0
-	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil} {
-		if set {
-			sources++
-		}
-	}
-	if sources > 1 {
-		errs = append(errs, Rules.WiringInvalid(module, "", "more than one of Client, Connect and Routed",
-			"give the module exactly one client source"))
-	}
 	if cfg.routed != nil && cfg.routed.resolve == nil {
 		errs = append(errs, Rules.WiringInvalid(module, "", "Routed without a credential resolver",
 			"pass mongo.Routed a non-nil routing.Resolver that looks up each tenant's URI and credentials"))
 	}
-	seen := map[string]bool{}
 	for _, r := range cfg.routes {
 		if err := validBase("route name", r.name, 64); err != nil {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
@@ -190,12 +183,19 @@ func (cfg *config) validate(module string) []error {
 		if r.cfg.TextIndex && r.kind != KindSearch {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
 		}
-		if seen[r.name] {
-			errs = append(errs, Rules.WiringInvalid(module, r.name, "two routes share the name", "give every route its own name"))
-		}
-		seen[r.name] = true
 	}
 	return errs
+}
+
+// sources counts the client sources the options name.
+func (cfg *config) sources() int {
+	n := 0
+	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil, cfg.fromGraph} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // Module builds a MongoDB module: its wiring, checked during fx.New, and
@@ -207,49 +207,33 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
-	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
-	}
-	for _, r := range cfg.routes {
-		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-	}
-	errs := cfg.validate(name)
-	for _, r := range cfg.relays {
-		errs = append(errs, r.problems(name, cfg.routes)...)
-	}
 	migrations, verErrs, verPart := versionWiring(name, cfg)
-	errs = append(errs, verErrs...)
-	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations
-		// (its relays' included); nothing of the module is built, and what
-		// it would have provided fails with that refusal.
-		provided := []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}
-		for _, r := range cfg.routes {
-			provided = append(provided, r.provides)
-		}
-		parts := []fx.Option{modules.ProvideRefused(mod, errs, provided...)}
-		for _, r := range cfg.relays {
-			parts = append(parts, modules.Worker(r.decl(name)))
-		}
-		return fx.Module(name, parts...)
+	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Client(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
+		Problems: append(cfg.validate(name), verErrs...),
+		Parts: []fx.Option{
+			fx.Provide(fx.Private, newCore(name, cfg, migrations)),
+			// Named by the module, so that an app may hold several MongoDB modules.
+			fx.Provide(fx.Annotate(
+				func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
+				fx.ResultTags(`name:"`+name+`"`))),
+		},
+		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}},
 	}
-	parts := []fx.Option{
-		modules.Provide(mod),
-		fx.Provide(fx.Private, newCore(name, cfg, migrations)),
-		// Named by the module, so that an app may hold several MongoDB modules.
-		fx.Provide(fx.Annotate(
-			func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
-			fx.ResultTags(`name:"`+name+`"`))),
-	}
-	parts = append(parts, cfg.provides...)
-	for _, r := range cfg.relays {
-		parts = append(parts, r.options(name, cfg.routes)...)
+	if cfg.routed != nil {
+		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 	}
 	if verPart != nil {
-		parts = append(parts, verPart)
+		spec.Parts = append(spec.Parts, verPart)
 	}
-	return fx.Module(name, parts...)
+	for _, r := range cfg.routes {
+		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: []modules.Provided{r.provides}})
+	}
+	for _, r := range cfg.relays {
+		spec.Problems = append(spec.Problems, r.problems(name, cfg.routes)...)
+		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: r.decl(name), Run: r.run(name)})
+	}
+	return modules.Assemble(spec)
 }
 
 // core is a module's connection state, private to the module.
@@ -294,8 +278,8 @@ func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, e
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, Rules.WiringInvalid(module, "", "the module has no MongoDB client",
-				"pass mongo.Client(c), mongo.Connect(uri) or mongo.Routed(resolve, cfg), or provide a *mongo.Client")
+			return nil, Rules.WiringInvalid(module, "", "mongo.FromGraph is set and nothing in the app provides a *mongo.Client",
+				"provide a *mongo.Client in the app, or pass mongo.Client(c) or mongo.Connect(uri) instead of FromGraph")
 		}
 		return c, nil
 	}

@@ -196,10 +196,9 @@ func (r relaySpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding}
 }
 
-// relayOptions declares the relay to the app's checks and runs it.
-func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
-	opts := []fx.Option{modules.Worker(r.decl(module))}
-	return append(opts, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
+// run starts the relay in OnStart and stops it in OnStop.
+func (r relaySpec) run(module string) fx.Option {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
 		cfg := r.cfg
 		cfg.Source = o
 		if cfg.Logger != nil {
@@ -212,5 +211,5 @@ func (r relaySpec) options(module string, routes []*routeSpec) []fx.Option {
 		}
 		lc.Append(fx.Hook{OnStart: relay.Start, OnStop: relay.Stop})
 		return nil
-	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`))))
+	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`)))
 }

@@ -37,7 +37,7 @@ func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
 }
 
 func TestMatrixRatesEachTier(t *testing.T) {
-	got := reached(t,
+	got := reached(t, mongo.FromGraph(),
 		mongo.Document[order]("shared", mongo.RouteConfig{Collection: mongo.Static("orders")}),
 		mongo.SearchRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("s")}),
 		mongo.CounterRoute("ns", mongo.RouteConfig{Collection: mongo.PerTenant("hits")}),
@@ -77,7 +77,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
-				mongo.Module("m", mongo.Database("app"), mongo.RawFilterRoute("raw", cfg)))
+				mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.RawFilterRoute("raw", cfg)))
 			if e.Route != "raw" || e.Backend != "mongodb" || e.Origin != tenancy.Raw {
 				t.Errorf("refusal: %v", e)
 			}
@@ -87,7 +87,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 
 func TestFloorRefusals(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("mongodb"),
-		mongo.Module("m", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
+		mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
 			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("orders")})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || e.Fix == "" {
 		t.Errorf("refusal: %v", e)
@@ -120,7 +120,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 // (reserved_name), in the module's database or in a tenant's own.
 func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 	b := mongo.DatabaseName("app", tenancytest.TenantB)
-	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", mongo.Database(b),
+	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", mongo.FromGraph(), mongo.Database(b),
 		mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("app", "hits")})))
 	if !strings.Contains(e.Detail, b) || !strings.Contains(e.Fix, "mongo.Database") {
 		t.Errorf("refusal %+v", e)
@@ -131,7 +131,7 @@ func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 		"per-tenant database": mongo.PerTenantDatabase("t", "tenantwire_migrations"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", mongo.Database("app"),
+			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
 				mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: coll})))
 			if e.Route != "orders" || !strings.Contains(e.Fix, "tenantwire") {
 				t.Errorf("refusal %+v", e)
@@ -141,7 +141,7 @@ func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 }
 
 func TestNoClientIsAWiringError(t *testing.T) {
-	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.Database("app"),
+	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})),
 		fx.Invoke(func(*mongo.Documents[order]) {})).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {

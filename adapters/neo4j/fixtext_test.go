@@ -22,17 +22,23 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 	for name, c := range map[string]struct {
 		opt neo4j.Option
 		fix string
+		// routed: opt is the module's source; the others get the graph's.
+		routed bool
 	}{
-		"route name":    {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{}), "rename the route: 1 to 64 letters"},
-		"depth":         {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1}), "set neo4j.RouteConfig.MaxDepth to a depth from 1 to 64, or leave it 0"},
-		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute"},
-		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"}), "set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters"},
-		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"}), `not with "system"`},
-		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound"},
-		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number"},
+		"route name":    {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{}), "rename the route: 1 to 64 letters", false},
+		"depth":         {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1}), "set neo4j.RouteConfig.MaxDepth to a depth from 1 to 64, or leave it 0", false},
+		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute", false},
+		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"}), "set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters", false},
+		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"}), `not with "system"`, false},
+		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound", true},
+		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number", true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", c.opt))
+			opts := []neo4j.Option{c.opt}
+			if !c.routed {
+				opts = append(opts, neo4j.FromGraph())
+			}
+			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
 			if !strings.Contains(e.Fix, c.fix) {
 				t.Errorf("fix %q lacks %q", e.Fix, c.fix)
 			}

@@ -32,9 +32,25 @@ type config struct {
 	// required and registry: RequiredVersion and TenantRegistry.
 	required int64
 	registry migrate.Registry
+	// fromGraph: FromGraph.
+	fromGraph bool
 	// test seams: a recording driver stands in for a server.
 	fake     driver
 	openFake func(endpoint string) driver
+}
+
+// sources counts the driver sources the options name.
+func (c *config) sources() int {
+	n := 0
+	for _, set := range []bool{c.driver != nil, c.connect != nil, c.routed != nil, c.fromGraph} {
+		if set {
+			n++
+		}
+	}
+	if n == 0 && c.fake != nil { // the tests' recording driver, when nothing else is given
+		n = 1
+	}
+	return n
 }
 
 type connectSpec struct {
@@ -82,9 +98,11 @@ type routeSpec struct {
 }
 
 // Driver runs the module on d, a driver the caller owns and closes.
-// Without Driver, Connect or Routed, the module takes a
-// neo4j.DriverWithContext from the fx graph.
 func Driver(d drv.DriverWithContext) Option { return func(c *config) { c.driver = d } }
+
+// FromGraph makes the module take a neo4j.DriverWithContext that another
+// part of the app provides, and leave it open on stop.
+func FromGraph() Option { return func(c *config) { c.fromGraph = true } }
 
 // Connect makes the module build its own driver for uri with the given
 // auth (neo4j.BasicAuth, ...) and close it on stop. The driver dials on its
@@ -147,28 +165,29 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 // exactly what to change.
 type problem struct{ msg, fix string }
 
-func (r *routeSpec) validate() []problem {
-	var bad []problem
+func (r *routeSpec) validate() []modules.Problem {
+	var bad []modules.Problem
+	want := func(detail, fix string) modules.Problem { return modules.Problem{Detail: detail, Fix: fix} }
 	if !validRouteName(r.name) {
-		bad = append(bad, problem{fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name),
-			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"})
+		bad = append(bad, want(fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name),
+			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"))
 	}
 	switch {
 	case r.kind == KindRawCypher && r.cfgDepth != 0:
-		bad = append(bad, problem{fmt.Sprintf("MaxDepth %d on a raw Cypher route: it caps structured traversals only", r.cfgDepth),
-			"leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute: a raw statement states its own depth"})
+		bad = append(bad, want(fmt.Sprintf("MaxDepth %d on a raw Cypher route: it caps structured traversals only", r.cfgDepth),
+			"leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute: a raw statement states its own depth"))
 	case r.cfgDepth < 0 || r.cfgDepth > MaxMaxDepth:
-		bad = append(bad, problem{fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, MaxMaxDepth),
-			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)})
+		bad = append(bad, want(fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, MaxMaxDepth),
+			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)))
 	}
 	switch {
 	case r.both:
-		bad = append(bad, problem{"both DatabasePrefix and Database are set",
-			"set one of neo4j.RouteConfig.DatabasePrefix (the usual one) and neo4j.RouteConfig.Database"})
+		bad = append(bad, want("both DatabasePrefix and Database are set",
+			"set one of neo4j.RouteConfig.DatabasePrefix (the usual one) and neo4j.RouteConfig.Database"))
 	case r.prefix != "":
 		if err := validPrefix(r.prefix); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf(
-				"set neo4j.RouteConfig.DatabasePrefix to 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)})
+			bad = append(bad, want(err.Error(), fmt.Sprintf(
+				"set neo4j.RouteConfig.DatabasePrefix to 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)))
 		}
 	}
 	return bad
@@ -181,52 +200,32 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
-	var errs []error
-	seen := map[string]bool{}
+	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Driver(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and neo4j.FromGraph()"}
 	for _, r := range cfg.routes {
-		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, p := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
-		}
-		if seen[r.name] {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name", "give every route of a module its own name"))
-		}
-		seen[r.name] = true
+		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
+			Provide: provideRoute(r), Provided: []modules.Provided{{Type: r.providedType(), Name: r.name}}})
 	}
 	if e := Rules.StaticInTenantSpace(name, "", "database", cfg.database, databaseSpace, "the database of neo4j.Database(name)"); e != nil {
-		errs = append(errs, e)
+		spec.Problems = append(spec.Problems, e)
 	}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.worstCase()
-		errs = append(errs, cfg.routed.validate(name)...)
+		spec.WorstCaseConns = cfg.routed.worstCase()
+		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
 	migErrs, migPart, latest := migrationParts(name, cfg)
-	errs = append(errs, migErrs...)
 	verErrs, verPart := versionWiring(name, cfg, latest)
-	errs = append(errs, verErrs...)
-	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations;
-		// what the module would have provided fails with that refusal.
-		var provided []modules.Provided
-		for _, r := range cfg.routes {
-			provided = append(provided, modules.Provided{Type: r.providedType(), Name: r.name})
-		}
-		if cfg.migrations != nil {
-			provided = append(provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
-		}
-		return fx.Module(name, modules.ProvideRefused(mod, errs, provided...))
+	spec.Problems = append(append(spec.Problems, migErrs...), verErrs...)
+	if cfg.migrations != nil {
+		spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
 	}
-	parts := []fx.Option{modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg))}
-	for _, r := range cfg.routes {
-		parts = append(parts, provideRoute(r))
-	}
+	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg))}
 	for _, p := range []fx.Option{migPart, verPart} {
 		if p != nil {
-			parts = append(parts, p)
+			spec.Parts = append(spec.Parts, p)
 		}
 	}
-	return fx.Module(name, parts...)
+	return modules.Assemble(spec)
 }
 
 // providedType is the type the route is provided as.
@@ -290,8 +289,8 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		case in.Driver != nil:
 			c.plain = newRealDriver(in.Driver)
 		default:
-			return nil, Rules.WiringInvalid(module, "", "the module has no Neo4j driver",
-				"pass neo4j.Driver(d), neo4j.Connect(uri, auth) or neo4j.Routed(resolve, cfg), or provide a neo4j.DriverWithContext in the graph")
+			return nil, Rules.WiringInvalid(module, "", "neo4j.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
+				"provide a neo4j.DriverWithContext in the app, or pass neo4j.Driver(d) or neo4j.Connect(uri, auth) instead of FromGraph")
 		}
 		return c, nil
 	}

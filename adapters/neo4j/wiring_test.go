@@ -21,7 +21,7 @@ func resolver(context.Context, tenancy.ID) (routing.Credentials, error) {
 
 // Wiring checks need no server: no driver is given and none is dialled.
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
-	tenancytest.RequireWires(t, neo4j.Module("graph",
+	tenancytest.RequireWires(t, neo4j.Module("graph", neo4j.FromGraph(),
 		neo4j.RequiredIsolation(tenancy.Tagged),
 		neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
 		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"}),
@@ -37,7 +37,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t,
-		neo4j.Module("plain",
+		neo4j.Module("plain", neo4j.FromGraph(),
 			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
 			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "t"})),
@@ -92,17 +92,17 @@ func TestNamespaceFloorRefusesTagged(t *testing.T) {
 
 func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range map[string][]neo4j.Option{
-		"bad prefix":          {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"})},
-		"system prefix":       {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"})},
-		"long prefix":         {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "a234567890123456789012345678901"})},
-		"prefix and resolver": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "acme", Database: neo4j.TenantDatabase("acme")})},
-		"duplicate":           {neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"negative depth":      {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
-		"deep":                {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
+		"bad prefix":          {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"})},
+		"system prefix":       {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"})},
+		"long prefix":         {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "a234567890123456789012345678901"})},
+		"prefix and resolver": {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "acme", Database: neo4j.TenantDatabase("acme")})},
+		"duplicate":           {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"negative depth":      {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
+		"deep":                {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
 		"raw depth":           {neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
 		"no resolver":         {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"route name":          {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
-		"empty name":          {neo4j.GraphRoute("", neo4j.RouteConfig{})},
+		"route name":          {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
+		"empty name":          {neo4j.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
@@ -121,7 +121,7 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 	}
 	for name, db := range map[string]string{"beside its prefix": b, "any prefix": "other-" + tenancytest.TenantB.Hex()} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", neo4j.Database(db),
+			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database(db),
 				neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
 				neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
 			if e.Module != "m" || e.Backend != "neo4j" || !strings.Contains(e.Detail, db) || !strings.Contains(e.Fix, "neo4j.Database") {
@@ -129,18 +129,26 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, neo4j.Module("m", neo4j.Database("acme"),
+	tenancytest.RequireWires(t, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database("acme"),
 		neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
 		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
 }
 
-// A route used with no driver anywhere is refused when fx builds it,
+// A module with no driver source is refused at fx.New and by the dry run
+// alike; FromGraph with nothing in the graph, when fx builds the route,
 // before any hook runs.
 func TestNoDriverRefused(t *testing.T) {
-	err := fx.New(fx.NopLogger, neo4j.Module("m", neo4j.GraphRoute("g", neo4j.RouteConfig{})),
+	mod := neo4j.Module("m", neo4j.GraphRoute("g", neo4j.RouteConfig{}))
+	if e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod); !strings.Contains(e.Fix, "neo4j.FromGraph()") {
+		t.Errorf("fix %q", e.Fix)
+	}
+	if _, err := modules.DryRun(mod); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+		t.Fatalf("dry run: %v", err)
+	}
+	err := fx.New(fx.NopLogger, neo4j.Module("m", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*neo4j.Graph) {}, fx.ParamTags(`name:"g"`)))).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
-		t.Fatalf("no driver: %v", err)
+		t.Fatalf("FromGraph with no driver: %v", err)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestRatioDynamicReadTenantSwitch: P11, what a dynamic read pays when its
+// TestRatioDynamicReadTenantSwitch: I2 (information), what a dynamic read pays when its
 // connection last served another tenant and is closed rather than reused
 // (TestDynamicReadConnectionServesOneTenant), against a read that reuses
 // its tenant's connection. The baseline is also what every read cost
@@ -31,7 +31,7 @@ func TestRatioDynamicReadTenantSwitch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := ratio.Inform(t, ratio.Pair{Label: "P11", Name: "pg-dynamic-read-tenant-switch", Iterations: 300, Rounds: 11,
+	r := ratio.Inform(t, ratio.Pair{Label: "I2", Name: "pg-dynamic-read-tenant-switch", Iterations: 300, Rounds: 11,
 		Ours: func(n int) {
 			for i := range n {
 				read(i)

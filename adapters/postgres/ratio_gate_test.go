@@ -15,7 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestRatioDeleteNotice: P12, what the ownership gates' invalidation
+// TestRatioDeleteNotice: I3 (information), what the ownership gates' invalidation
 // notice (gatesync.go) costs a delete: Documents.Delete, which sends it in
 // its transaction, against the same DELETE written by hand without it,
 // each after the same Create, from four goroutines at once (a notice takes
@@ -54,7 +54,7 @@ func TestRatioDeleteNotice(t *testing.T) {
 			wg.Wait()
 		}
 	}
-	r := ratio.Inform(t, ratio.Pair{Label: "P12", Name: "pg-delete-with-gate-notice", Iterations: 600, Rounds: 11,
+	r := ratio.Inform(t, ratio.Pair{Label: "I3", Name: "pg-delete-with-gate-notice", Iterations: 600, Rounds: 11,
 		Ours: side(func(id string) error { return d.Delete(ctxA, id) }),
 		Baseline: side(func(id string) error {
 			_, err := pool.Exec(context.Background(), hand, tenancytest.TenantA.Bytes(), id)

@@ -11,7 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestRatioNamespaceThroughPgBouncer: P13, the namespace point read behind
+// TestRatioNamespaceThroughPgBouncer: P12, the namespace point read behind
 // PgBouncer in transaction pooling mode (BehindTransactionPooler: the
 // module's pool in cache_describe) vs the hand-written schema-qualified
 // read on the same pool through the same pooler; and, as information, the
@@ -41,7 +41,7 @@ func TestRatioNamespaceThroughPgBouncer(t *testing.T) {
 			}
 		}
 	}
-	ratio.Report(t, ratio.Pair{Label: "P13", Name: "pg-namespace-pgbouncer", Iterations: ratioIters, Rounds: ratioRounds, Ours: get(d), Baseline: func(n int) {
+	ratio.Report(t, ratio.Pair{Label: "P12", Name: "pg-namespace-pgbouncer", Iterations: ratioIters, Rounds: ratioRounds, Ours: get(d), Baseline: func(n int) {
 		for i := range n {
 			tn, _ := tenancy.Require(ctx)
 			stmt := "SELECT version, value FROM " + postgres.SchemaName(prefix, tn) + ".docs WHERE id = $1"
@@ -51,6 +51,6 @@ func TestRatioNamespaceThroughPgBouncer(t *testing.T) {
 			decode(t, raw)
 		}
 	}}, 1.05)
-	r := ratio.Inform(t, ratio.Pair{Label: "P13", Name: "pg-namespace-pgbouncer-vs-direct", Iterations: ratioIters, Rounds: ratioRounds, Ours: get(d), Baseline: get(direct)})
+	r := ratio.Inform(t, ratio.Pair{Label: "P12", Name: "pg-namespace-pgbouncer-vs-direct", Iterations: ratioIters, Rounds: ratioRounds, Ours: get(d), Baseline: get(direct)})
 	t.Logf("a point read: %.0f µs through the pooler, %.0f µs directly", r.OursNs/1e3, r.BaseNs/1e3)
 }

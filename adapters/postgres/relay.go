@@ -19,8 +19,11 @@ func Relay(route string, rc RelayConfig) Option {
 }
 
 // ShardedRelay adds a relay with one bound pass per tenant that tenants
-// returns at start; each pass claims only its tenant's rows (its rows,
-// schema or pool). A failing tenants fails the app's start.
+// returns; each pass claims only its tenant's rows (its rows, schema or
+// pool). A failing tenants fails the app's start. The set is read again
+// every RelayConfig.Refresh (default 5 s): a tenant provisioned at run time
+// is relayed within that delay, one that left the set stops after its
+// pass in flight.
 func ShardedRelay(route string, tenants TenantsFunc, rc RelayConfig) Option {
 	return relayOption(route, tenants, rc)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/shards"
 )
 
 // SweepConfig configures a retention sweep.
@@ -68,47 +68,40 @@ type sweepRunner struct {
 	target sweeper
 	retain time.Duration
 	log    *slog.Logger
+	shards *shards.Group
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 func (s *sweepRunner) Start(ctx context.Context) error {
-	run, cancel := context.WithCancel(context.Background())
-	scopes := []context.Context{run}
-	if s.cfg.Tenants != nil {
-		ids, err := s.cfg.Tenants(ctx)
-		if err != nil {
-			cancel()
-			return fmt.Errorf("postgres sweep %s: assigned tenants: %w", s.cfg.Name, err)
-		}
-		scopes = scopes[:0]
-		for _, id := range ids {
-			scopes = append(scopes, tenancy.WithTenant(run, id))
+	pass := func(sc context.Context) {
+		if _, err := s.target.sweep(sc, s.retain); err != nil && sc.Err() == nil {
+			s.report(sc, err)
 		}
 	}
+	if s.cfg.Tenants != nil {
+		g, err := shards.Start(ctx, shards.Config{Name: s.cfg.Name, Tenants: s.cfg.Tenants, Logger: s.log,
+			Run: func(sc context.Context, stop <-chan struct{}) { shards.Tick(sc, stop, s.cfg.Every, pass) }})
+		if err != nil {
+			return fmt.Errorf("postgres sweep %s: %w", s.cfg.Name, err)
+		}
+		s.shards = g
+		return nil
+	}
+	run, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for {
-			for _, sc := range scopes {
-				if _, err := s.target.sweep(sc, s.retain); err != nil && run.Err() == nil {
-					s.report(sc, err)
-				}
-			}
-			t := time.NewTimer(s.cfg.Every)
-			select {
-			case <-run.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
+		shards.Tick(run, nil, s.cfg.Every, pass)
 	}()
 	return nil
 }
 
 func (s *sweepRunner) Stop(ctx context.Context) error {
+	if s.shards != nil {
+		return s.shards.Stop(ctx)
+	}
 	if s.cancel == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,9 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 // A module built with Connect owns its client: it works once started and
@@ -23,7 +27,7 @@ func TestClientSources(t *testing.T) {
 	}{
 		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: e.addrs}),
 			redis.CacheRoute(name, redis.RouteConfig{}))}},
-		{"graph", []fx.Option{redis.Module("m", redis.CacheRoute(name, redis.RouteConfig{})),
+		{"graph", []fx.Option{redis.Module("m", redis.FromGraph(), redis.CacheRoute(name, redis.RouteConfig{})),
 			fx.Supply(fx.Annotate(e.client, fx.As(new(goredis.UniversalClient))))}},
 	} {
 		t.Run(src.label, func(t *testing.T) {
@@ -49,10 +53,25 @@ func TestClientSources(t *testing.T) {
 	}
 }
 
+// A module with no connection source, or two, is refused at fx.New and by
+// the dry run alike, with the options to choose from; FromGraph with
+// nothing in the graph is refused when its routes are built.
 func TestNoClientIsAClearError(t *testing.T) {
-	app := fx.New(fx.NopLogger, redis.Module("m", redis.CacheRoute("c", redis.RouteConfig{})),
+	for _, mod := range []fx.Option{
+		redis.Module("m", redis.CacheRoute("c", redis.RouteConfig{})),
+		redis.Module("m", redis.FromGraph(), redis.Connect(&goredis.UniversalOptions{}), redis.CacheRoute("c", redis.RouteConfig{})),
+	} {
+		e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod)
+		if !strings.Contains(e.Fix, "redis.FromGraph()") {
+			t.Errorf("fix %q", e.Fix)
+		}
+		if _, err := modules.DryRun(mod); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+			t.Errorf("dry run: %v", err)
+		}
+	}
+	app := fx.New(fx.NopLogger, redis.Module("m", redis.FromGraph(), redis.CacheRoute("c", redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*redis.Cache) {}, fx.ParamTags(`name:"c"`))))
-	if app.Err() == nil {
-		t.Fatal("a module with no client built its routes")
+	if tenancy.CodeOf(app.Err()) != tenancy.CodeWiringInvalid {
+		t.Fatalf("FromGraph with nothing provided: %v", app.Err())
 	}
 }

@@ -14,10 +14,16 @@ import (
 // every two seconds, and only while calls are made, is cheap.
 const clusterReload = 2 * time.Second
 
+// isCluster reports whether o builds a cluster client, as
+// goredis.NewUniversalClient decides.
+func isCluster(o *goredis.UniversalOptions) bool {
+	return o.MasterName == "" && (len(o.Addrs) > 1 || o.IsClusterMode)
+}
+
 // newClient is goredis.NewUniversalClient with clusterReload on a cluster
 // client.
 func newClient(o *goredis.UniversalOptions) goredis.UniversalClient {
-	if o.MasterName == "" && (len(o.Addrs) > 1 || o.IsClusterMode) {
+	if isCluster(o) {
 		co := o.Cluster()
 		co.ClusterStateReloadInterval = clusterReload
 		return goredis.NewClusterClient(co)

@@ -15,7 +15,7 @@ import (
 // server: a stream has no per-tenant key namespace, so that route is
 // refused, and the zero RouteConfig is a shared route.
 func ExampleRouteConfig() {
-	report, err := modules.DryRun(redis.Module("cache",
+	report, err := modules.DryRun(redis.Module("cache", redis.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		redis.CounterRoute("quota", redis.RouteConfig{Namespace: redis.TenantNamespace("q")}),

@@ -3,3 +3,11 @@ package redis
 // ClusterSlot is clusterSlot, for the cluster tests to check against the
 // server's CLUSTER KEYSLOT.
 var ClusterSlot = clusterSlot
+
+// WrapNodeDial sets the wrapper of the dialer behind every node gate of a
+// routed cluster client, until the returned function restores it.
+func WrapNodeDial(w func(dialFunc) dialFunc) (restore func()) {
+	old := wrapNodeDial
+	wrapNodeDial = w
+	return func() { wrapNodeDial = old }
+}

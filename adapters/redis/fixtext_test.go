@@ -18,15 +18,15 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		opt fx.Option
 		fix string
 	}{
-		"route name":         {redis.Module("m", redis.CacheRoute("a b", redis.RouteConfig{})), "rename the route"},
-		"global cache":       {redis.Module("m", redis.CacheRoute("c", redis.RouteConfig{TenantGlobal: true})), "set redis.RouteConfig.TenantGlobal to false on this cache route"},
-		"namespaced stream":  {redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")})), "leave redis.RouteConfig.Namespace nil"},
-		"short heartbeat":    {redis.Module("m", redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: time.Second, TTL: time.Second})), "set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=1s, TTL=1s)"},
-		"TTL, no interval":   {redis.Module("m", redis.FleetRoute("f", redis.FleetConfig{TTL: time.Second})), "set redis.FleetConfig.HeartbeatInterval"},
-		"negative interval":  {redis.Module("m", redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: -time.Second, TTL: time.Second})), "zero or more (now HeartbeatInterval=-1s, TTL=1s)"},
-		"consumer no group":  {redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop, Tenants: assigned})), "set ConsumerConfig.Group"},
-		"consumer no handle": {redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", Tenants: assigned})), "set ConsumerConfig.Handle"},
-		"trim no MaxLen":     {redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamTrim("s", redis.TrimConfig{Tenants: assigned})), "set TrimConfig.MaxLen"},
+		"route name":         {redis.Module("m", redis.FromGraph(), redis.CacheRoute("a b", redis.RouteConfig{})), "rename the route"},
+		"global cache":       {redis.Module("m", redis.FromGraph(), redis.CacheRoute("c", redis.RouteConfig{TenantGlobal: true})), "set redis.RouteConfig.TenantGlobal to false on this cache route"},
+		"namespaced stream":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")})), "leave redis.RouteConfig.Namespace nil"},
+		"short heartbeat":    {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: time.Second, TTL: time.Second})), "set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=1s, TTL=1s)"},
+		"TTL, no interval":   {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{TTL: time.Second})), "set redis.FleetConfig.HeartbeatInterval"},
+		"negative interval":  {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: -time.Second, TTL: time.Second})), "zero or more (now HeartbeatInterval=-1s, TTL=1s)"},
+		"consumer no group":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop, Tenants: assigned})), "set ConsumerConfig.Group"},
+		"consumer no handle": {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", Tenants: assigned})), "set ConsumerConfig.Handle"},
+		"trim no MaxLen":     {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamTrim("s", redis.TrimConfig{Tenants: assigned})), "set TrimConfig.MaxLen"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, c.opt)

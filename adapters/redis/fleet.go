@@ -111,7 +111,7 @@ func fleetHeartbeat(module string, spec *routeSpec) fx.Option {
 						if err := f.Heartbeat(ctx, f.self, spec.beatTTL); err != nil && ctx.Err() == nil {
 							modules.LogWorkerError(ctx, log, "tenantwire: fleet heartbeat failed", err)
 						}
-						if !sleep(ctx, spec.beatEvery) {
+						if !sleep(ctx, nil, spec.beatEvery) {
 							return
 						}
 					}

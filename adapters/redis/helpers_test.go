@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,8 @@ type env struct {
 	// the single server A 14, B 15, every other tenant 13, and
 	// tenantNoCreds none at all; a cluster has only database 0.
 	dbs map[int]goredis.UniversalClient
+	// routedOpt is the one routed option the env hands out.
+	routedOpt redis.Option
 }
 
 var tenantNoCreds = tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
@@ -129,14 +132,17 @@ func (e *env) creds(db int) routing.Credentials {
 // gets a client of its own on its own database (on a cluster, the tenants
 // share it and their keys carry the tenant).
 func (e *env) routed() redis.Option {
-	return redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		if id == tenantNoCreds {
-			return routing.Credentials{}, errNoCreds
-		}
-		return e.creds(e.routedDB(id)), nil
-	}, redis.RoutedConfig{
-		MaxConnsPerClient: 4,
-	})
+	if e.routedOpt == nil {
+		e.routedOpt = routedSource(redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+			if id == tenantNoCreds {
+				return routing.Credentials{}, errNoCreds
+			}
+			return e.creds(e.routedDB(id)), nil
+		}, redis.RoutedConfig{
+			MaxConnsPerClient: 4,
+		}))
+	}
+	return e.routedOpt
 }
 
 var errNoCreds = errors.New("no credentials for this tenant")
@@ -203,6 +209,27 @@ func (e *env) keysOf(t testing.TB, route string) []string {
 	return out
 }
 
+// routedSources are the code of the routed options tests made, which
+// source recognises: a module takes one connection source.
+var routedSources sync.Map
+
+// routedSource marks o, a redis.Routed option, as a module's source.
+func routedSource(o redis.Option) redis.Option {
+	routedSources.Store(reflect.ValueOf(o).Pointer(), true)
+	return o
+}
+
+// source is opts with the env's client as the module's connection source,
+// unless opts hold a routed option marked by routedSource.
+func (e *env) source(opts []redis.Option) []redis.Option {
+	for _, o := range opts {
+		if _, ok := routedSources.Load(reflect.ValueOf(o).Pointer()); ok {
+			return opts
+		}
+	}
+	return append([]redis.Option{redis.Client(e.client)}, opts...)
+}
+
 // route builds a module holding opts on the env's client and returns the
 // route object provided under name. The app is started and stopped with
 // the test.
@@ -210,7 +237,7 @@ func route[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
 	t.Helper()
 	var got T
 	app := fx.New(fx.NopLogger,
-		redis.Module("m-"+e.suffix, append([]redis.Option{redis.Client(e.client)}, opts...)...),
+		redis.Module("m-"+e.suffix, e.source(opts)...),
 		fx.Invoke(fx.Annotate(func(v T) { got = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)
 	if err := app.Err(); err != nil {

@@ -29,36 +29,34 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-// problem is wiring the floor rules cannot express: what is wrong and
-// exactly what to change.
-type problem struct{ msg, fix string }
-
 // validate reports wiring the floor rules cannot express.
-func (r *routeSpec) validate() []problem {
-	var bad []problem
+func (r *routeSpec) validate() []modules.Problem {
+	var bad []modules.Problem
+	add := func(detail, fix string) { bad = append(bad, modules.Problem{Detail: detail, Fix: fix}) }
 	if err := validName("route name", r.name); err != nil {
-		bad = append(bad, problem{err.Error(), "rename the route: 1 to 128 letters, digits, '_', '.' or '-'"})
+		add(err.Error(), "rename the route: 1 to 128 letters, digits, '_', '.' or '-'")
 	}
 	if r.global && r.kind != KindLock && r.kind != KindPubSub {
-		bad = append(bad, problem{"TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
-			"set redis.RouteConfig.TenantGlobal to false on this " + string(r.kind) + " route"})
+		add("TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
+			"set redis.RouteConfig.TenantGlobal to false on this "+string(r.kind)+" route")
 	}
 	// A kind the rules never lift to namespace has no key namespace: a
 	// resolver there would promise a cut that does not exist.
 	if r.namespace != nil && Rules.Kinds[r.kind].NeverNamespace {
-		bad = append(bad, problem{fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
-			"leave redis.RouteConfig.Namespace nil on this route; set RouteConfig.TenantAware (tagged) or use a routed client (dedicated)"})
+		add(fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
+			"leave redis.RouteConfig.Namespace nil on this route; set RouteConfig.TenantAware (tagged) or use a routed client (dedicated)")
 	}
-	if r.beatEvery < 0 || r.beatTTL < 0 {
-		bad = append(bad, problem{"a heartbeat's interval and TTL cannot be negative",
-			fmt.Sprintf("set redis.FleetConfig.HeartbeatInterval and TTL to zero or more (now HeartbeatInterval=%s, TTL=%s)", r.beatEvery, r.beatTTL)})
-	} else if r.beatEvery > 0 && r.beatTTL <= r.beatEvery {
-		bad = append(bad, problem{"a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet",
-			fmt.Sprintf("set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=%s, TTL=%s); 3×HeartbeatInterval is usual", r.beatEvery, r.beatTTL)})
-	} else if r.beatEvery == 0 && r.beatTTL > 0 {
+	switch {
+	case r.beatEvery < 0 || r.beatTTL < 0:
+		add("a heartbeat's interval and TTL cannot be negative",
+			fmt.Sprintf("set redis.FleetConfig.HeartbeatInterval and TTL to zero or more (now HeartbeatInterval=%s, TTL=%s)", r.beatEvery, r.beatTTL))
+	case r.beatEvery > 0 && r.beatTTL <= r.beatEvery:
+		add("a heartbeat's TTL must be longer than its interval, or replicas flicker out of the fleet",
+			fmt.Sprintf("set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=%s, TTL=%s); 3×HeartbeatInterval is usual", r.beatEvery, r.beatTTL))
+	case r.beatEvery == 0 && r.beatTTL > 0:
 		// A TTL with no interval would promise beats that never happen.
-		bad = append(bad, problem{"a heartbeat TTL without an interval: the module would never beat",
-			"set redis.FleetConfig.HeartbeatInterval (below TTL), or drop TTL and call Fleet.Heartbeat yourself"})
+		add("a heartbeat TTL without an interval: the module would never beat",
+			"set redis.FleetConfig.HeartbeatInterval (below TTL), or drop TTL and call Fleet.Heartbeat yourself")
 	}
 	return bad
 }
@@ -70,60 +68,34 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
+	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Client(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
 	if cfg.routed != nil {
-		mod.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
+		// go-redis's default pool follows GOMAXPROCS, which the runtime
+		// may raise later: fix it here, where the budget counts it.
+		cfg.routed.MaxConnsPerClient = cfg.routed.maxConnsPerClient()
+		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient() * cfg.routed.nodesPerClient()
+		spec.Problems = cfg.routed.validate(name)
 	}
-	var errs []error
-	seen := map[string]bool{}
 	for _, r := range cfg.routes {
-		mod.Routes = append(mod.Routes, r.floorsRoute(cfg.routed != nil))
-		for _, p := range r.validate() {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, p.msg, p.fix))
+		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
+			Provide: provideRoute(r), Provided: []modules.Provided{{Type: routeTypes[r.kind], Name: r.name}}}
+		if r.kind == KindFleet && r.beatEvery > 0 {
+			rs.Provide = fx.Options(rs.Provide, fleetHeartbeat(name, r))
 		}
-		if seen[r.name] {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share the name",
-				"give every route of a module its own name: the name is its key space"))
-		}
-		seen[r.name] = true
-	}
-	var decls, invokes []fx.Option
-	if cfg.routed != nil {
-		errs = append(errs, cfg.routed.validate(name)...)
+		spec.Routes = append(spec.Routes, rs)
 	}
 	for _, w := range cfg.workers {
-		for _, p := range w.bad {
-			errs = append(errs, Rules.WiringInvalid(name, w.route, p.msg, p.fix))
+		ws := modules.WorkerSpec{Worker: w.decl(name), Problems: w.bad, Run: w.invoke(name)}
+		if r := cfg.route(w.route); r == nil || r.kind != KindStream {
+			ws.Problems = append(ws.Problems, modules.Problem{Detail: fmt.Sprintf("worker %q needs a stream route of this module", w.name),
+				Fix: "add StreamRoute with that name to the module"})
 		}
-		spec := cfg.route(w.route)
-		if spec == nil || spec.kind != KindStream {
-			errs = append(errs, Rules.WiringInvalid(name, w.route, fmt.Sprintf("worker %q needs a stream route of this module", w.name),
-				"add StreamRoute with that name to the module"))
-			continue
-		}
-		decls = append(decls, modules.Worker(w.decl(name)))
-		invokes = append(invokes, w.invoke(name))
+		spec.Workers = append(spec.Workers, ws)
 	}
-	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations
-		// (its workers' included); nothing of the module is built, and
-		// each route it would have provided fails with that refusal.
-		var provided []modules.Provided
-		for _, r := range cfg.routes {
-			provided = append(provided, modules.Provided{Type: routeTypes[r.kind], Name: r.name})
-		}
-		return fx.Module(name, append(decls, modules.ProvideRefused(mod, errs, provided...))...)
-	}
-	// Enforcement's invoke comes first, so no worker runs on refused wiring.
-	parts := append(decls, modules.Provide(mod), fx.Provide(fx.Private, newCore(name, cfg)))
-	parts = append(parts, invokes...)
-	for _, r := range cfg.routes {
-		parts = append(parts, provideRoute(r))
-		if r.kind == KindFleet && r.beatEvery > 0 {
-			parts = append(parts, fleetHeartbeat(name, r))
-		}
-	}
-	return fx.Module(name, parts...)
+	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg))}
+	return modules.Assemble(spec)
 }
 
 // routeTypes is the type provideRoute provides for each kind, which a
@@ -183,8 +155,8 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, Rules.WiringInvalid(module, "", "the module has no Redis client",
-				"pass redis.Client(c) or redis.Connect(opts), or provide a goredis.UniversalClient in the graph")
+			return nil, Rules.WiringInvalid(module, "", "redis.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
+				"provide a goredis.UniversalClient in the app, or pass redis.Client(c) or redis.Connect(opts) instead of FromGraph")
 		}
 		return c, nil
 	}

@@ -24,11 +24,14 @@ type NamespaceFunc func(tenancy.ID) (string, error)
 type config struct {
 	client  goredis.UniversalClient
 	connect *goredis.UniversalOptions
-	floor   tenancy.Tier
-	routed  *routedConfig
-	budget  int
-	routes  []*routeSpec
-	workers []workerSpec
+	// sources counts Client, Connect, Routed and FromGraph.
+	sources   int
+	fromGraph bool
+	floor     tenancy.Tier
+	routed    *routedConfig
+	budget    int
+	routes    []*routeSpec
+	workers   []workerSpec
 }
 
 type routeSpec struct {
@@ -47,16 +50,23 @@ type routeSpec struct {
 // go-redis UniversalClient works: *Client, *ClusterClient, a failover
 // client; give a *ClusterClient a ClusterStateReloadInterval of a few
 // seconds, or calls for a dead master's slots fail for up to a minute
-// after its replica took over. Without Client or Connect, the module takes a
-// goredis.UniversalClient from the fx graph.
-func Client(c goredis.UniversalClient) Option { return func(cfg *config) { cfg.client = c } }
+// after its replica took over.
+func Client(c goredis.UniversalClient) Option {
+	return func(cfg *config) { cfg.client, cfg.sources = c, cfg.sources+1 }
+}
+
+// FromGraph makes the module take a goredis.UniversalClient that another
+// part of the app provides, and leave it open on stop.
+func FromGraph() Option {
+	return func(cfg *config) { cfg.fromGraph, cfg.sources = true, cfg.sources+1 }
+}
 
 // Connect makes the module build its own client from opts (lazily: go-redis
 // dials on the first command) and close it on stop. A cluster client built
 // here re-reads the slot map every 2 seconds, so a failed-over master's
 // slots recover within seconds (go-redis's default is a minute).
 func Connect(opts *goredis.UniversalOptions) Option {
-	return func(cfg *config) { cfg.connect = opts }
+	return func(cfg *config) { cfg.connect, cfg.sources = opts, cfg.sources+1 }
 }
 
 // RequiredIsolation declares the floor every route must reach.

@@ -30,6 +30,15 @@ type RoutedConfig struct {
 	// MaxConnsPerClient is each client's connection pool size (default go-redis's,
 	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxClients × MaxConnsPerClient.
 	MaxConnsPerClient int
+	// ClusterNodes is the most nodes (masters and replicas) of a tenant's
+	// cluster. A cluster client keeps a pool of MaxConnsPerClient on every
+	// node it talks to, so the worst case ConnBudget checks is MaxClients ×
+	// MaxConnsPerClient × ClusterNodes, and the default Open lets a cluster
+	// client hold connections on at most ClusterNodes nodes at once (a dial
+	// to one more fails with connection_budget_exhausted). Zero: tenants
+	// are on single servers; with a ConnBudget the default Open then
+	// refuses a cluster endpoint (connection_budget_exceeded).
+	ClusterNodes int
 }
 
 // Routed runs the module's routes on per-tenant clients (dedicated), built
@@ -41,22 +50,30 @@ type RoutedConfig struct {
 // package's. Every route becomes tenant-scoped: fleet routes are refused
 // on it, and unbound workers are refused over its streams.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
-	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
+	return func(c *config) { c.routed, c.sources = &routedConfig{resolve: resolve, RoutedConfig: cfg}, c.sources+1 }
 }
 
 // ConnBudget caps the connections the module's clients may open in the
-// worst case; on a routed module that is MaxClients × MaxConnsPerClient, checked
-// during fx.New (connection_budget_exceeded).
+// worst case; on a routed module that is MaxClients × MaxConnsPerClient
+// (× ClusterNodes for tenants on clusters), checked during fx.New
+// (connection_budget_exceeded).
 func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 type routedConfig struct {
 	resolve routing.Resolver
 	RoutedConfig
+	// module names refusals; budgeted: the module has a ConnBudget.
+	module   string
+	budgeted bool
 }
 
 func (rc *routedConfig) validate(module string) []error {
 	if rc.resolve == nil {
 		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
+	}
+	if rc.ClusterNodes < 0 {
+		return []error{Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.ClusterNodes %d is negative", rc.ClusterNodes),
+			"set redis.RoutedConfig.ClusterNodes to the most nodes of a tenant's cluster, or 0 when tenants are on single servers")}
 	}
 	return nil
 }
@@ -121,6 +138,9 @@ func (rc *routedConfig) defaultOpen(c routing.Credentials) (goredis.UniversalCli
 			return nil, fmt.Errorf("redis: credential param db=%q is not a number", db)
 		}
 		opts.DB = n
+	}
+	if err := rc.guardCluster(opts); err != nil {
+		return nil, err
 	}
 	return newClient(opts), nil
 }

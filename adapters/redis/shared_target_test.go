@@ -23,11 +23,11 @@ import (
 func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	e := newEnv(t)
 	db := e.routedDB(tenantNoCreds) // neither A's nor B's own database
-	shared := redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
+	shared := routedSource(redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return e.creds(db), nil
 	}, redis.RoutedConfig{
 		MaxConnsPerClient: 2,
-	})
+	}))
 	name := e.name("sharedtarget")
 	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name, redis.RouteConfig{}))
 	if err := c.Set(ctxA, "k", []byte("a"), time.Minute); err != nil {
@@ -65,7 +65,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	clientName := "twbudget" + e.suffix
 	var dialed connprobe.Counter
 	const tenants = 12
-	routed := redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+	routed := routedSource(redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		// Distinct credentials: one client per tenant.
 		return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
 	}, redis.RoutedConfig{
@@ -74,7 +74,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 				Dialer: dialed.DialContext}), nil
 		},
 		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
-	})
+	}))
 	name := e.name("budget")
 	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name, redis.RouteConfig{}))
 

@@ -22,7 +22,7 @@ func assigned(context.Context) ([]tenancy.ID, error) {
 
 // Wiring checks need no server: no client is given and none is dialled.
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
-	tenancytest.RequireWires(t, redis.Module("cache",
+	tenancytest.RequireWires(t, redis.Module("cache", redis.FromGraph(),
 		redis.RequiredIsolation(tenancy.Tagged),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		redis.CounterRoute("hits", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")}),
@@ -38,7 +38,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 
 func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
-	tenancytest.RequireWires(t, redis.Module("m",
+	tenancytest.RequireWires(t, redis.Module("m", redis.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 		redis.CacheRoute("ns", redis.RouteConfig{Namespace: redis.TenantNamespace("t")}),
@@ -60,33 +60,33 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestTenantGlobalLockAndPubSubRefusedWhenScoped(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
+		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: redis.TenantNamespace("x")})))
+		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: redis.TenantNamespace("x")})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
+		redis.Module("m", redis.FromGraph(), redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 }
 
 func TestGlobalRoutesMeetAnyFloor(t *testing.T) {
-	tenancytest.RequireWires(t, redis.Module("m", redis.RequiredIsolation(tenancy.Dedicated),
+	tenancytest.RequireWires(t, redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Dedicated),
 		redis.FleetRoute("replicas", redis.FleetConfig{}), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true})))
 }
 
 func TestFloorMisses(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true})))
+		redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || !strings.Contains(e.Fix, "never reach namespace") {
 		t.Errorf("stream floor miss: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain", redis.RouteConfig{})))
+		redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain", redis.RouteConfig{})))
 }
 
 func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
-	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m",
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", redis.FromGraph(),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop})))
-	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m",
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", redis.FromGraph(),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10})))
 	// Sharded workers, and unbound ones over a shared stream, wire. fx.New
@@ -118,11 +118,11 @@ func TestWiringInvalid(t *testing.T) {
 		"worker on no stream":       redis.StreamConsumer("missing", redis.ConsumerConfig{Group: "g", Handle: noop}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", opt))
+			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", redis.FromGraph(), opt))
 		})
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.CacheRoute("same", redis.RouteConfig{}), redis.CounterRoute("same", redis.RouteConfig{})))
+		redis.Module("m", redis.FromGraph(), redis.CacheRoute("same", redis.RouteConfig{}), redis.CounterRoute("same", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
+		redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
 }

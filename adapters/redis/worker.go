@@ -12,7 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/shards"
 )
 
 // Handler handles one stream entry. Its ctx is bound to the entry's tenant
@@ -20,9 +20,10 @@ import (
 // error leaves it pending, for ClaimAfter to redeliver.
 type Handler func(ctx context.Context, e Entry) error
 
-// TenantsFunc returns the tenants a sharded worker is assigned, called once
-// when the worker starts.
-type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+// TenantsFunc returns the tenants a sharded worker is assigned: read in
+// OnStart (an error fails the start) and again every few seconds, so the
+// worker follows tenants provisioned, suspended or offboarded while it runs.
+type TenantsFunc = shards.TenantsFunc
 
 // ConsumerConfig configures a consumer-group worker.
 type ConsumerConfig struct {
@@ -69,9 +70,12 @@ type workerSpec struct {
 	name    string
 	route   string
 	sharded bool
-	run     func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger)
+	// run serves one scope (the unbound stream, or one tenant's under a
+	// bound ctx) until ctx ends or stop closes; sharded, it never blocks in
+	// Redis, so a thousand tenants do not hold a thousand connections.
+	run func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
 	tenants TenantsFunc
-	bad     []problem
+	bad     []modules.Problem
 }
 
 // StreamConsumer adds a consumer-group worker over a stream route of the
@@ -87,18 +91,18 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	}
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
-	var bad []problem
+	var bad []modules.Problem
 	if cfg.Group == "" {
-		bad = append(bad, problem{fmt.Sprintf("consumer %q has no consumer group", cfg.Name), "set ConsumerConfig.Group to the group name"})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no consumer group", cfg.Name), Fix: "set ConsumerConfig.Group to the group name"})
 	}
 	if cfg.Handle == nil {
-		bad = append(bad, problem{fmt.Sprintf("consumer %q has no handler", cfg.Name), "set ConsumerConfig.Handle to the function that handles each entry"})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no handler", cfg.Name), Fix: "set ConsumerConfig.Handle to the function that handles each entry"})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger) {
-				consume(ctx, s, scopes, cfg, log)
+			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger) {
+				consume(ctx, stop, s, sharded, cfg, log)
 			},
 		})
 	}
@@ -111,25 +115,20 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 		cfg.Name = route + "-trim"
 	}
 	cfg.Every = cmp0(cfg.Every, time.Minute)
-	var bad []problem
+	var bad []modules.Problem
 	if cfg.MaxLen <= 0 {
-		bad = append(bad, problem{fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
-			fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
+		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
+			Fix: fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, s *Stream, scopes []context.Context, log *slog.Logger) {
-				for {
-					for _, sc := range scopes {
-						if _, err := s.Trim(sc, cfg.MaxLen); err != nil && ctx.Err() == nil {
-							report(sc, cfg.OnError, log, "tenantwire: stream trim failed", err)
-						}
+			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, _ bool, log *slog.Logger) {
+				shards.Tick(ctx, stop, cfg.Every, func(ctx context.Context) {
+					if _, err := s.Trim(ctx, cfg.MaxLen); err != nil && ctx.Err() == nil {
+						report(ctx, cfg.OnError, log, "tenantwire: stream trim failed", err)
 					}
-					if !sleep(ctx, cfg.Every) {
-						return
-					}
-				}
+				})
 			},
 		})
 	}
@@ -160,35 +159,39 @@ func (w workerSpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: w.name, Module: module, Route: w.route, Binding: b}
 }
 
-// invoke starts the worker in OnStart and stops it in OnStop.
+// invoke starts the worker in OnStart and stops it in OnStop: one scope
+// unbound, or a shard per assigned tenant that follows the tenant set.
 func (w workerSpec) invoke(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream, app *slog.Logger) {
 		log := modules.WorkerLogger(app, Rules.Name, module, w.route, w.name)
-		var cancel context.CancelFunc
-		done := make(chan struct{})
+		var (
+			group  *shards.Group
+			cancel context.CancelFunc
+			done   = make(chan struct{})
+		)
 		lc.Append(fx.Hook{
 			OnStart: func(startCtx context.Context) error {
-				ctx, c := context.WithCancel(context.Background())
-				scopes := []context.Context{ctx}
 				if w.tenants != nil {
-					ids, err := w.tenants(startCtx)
+					g, err := shards.Start(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log,
+						Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, true, log) }})
 					if err != nil {
-						c()
-						return fmt.Errorf("redis worker %s: assigned tenants: %w", w.name, err)
+						return fmt.Errorf("redis worker %s: %w", w.name, err)
 					}
-					scopes = scopes[:0]
-					for _, id := range ids {
-						scopes = append(scopes, tenancy.WithTenant(ctx, id))
-					}
+					group = g
+					return nil
 				}
+				ctx, c := context.WithCancel(context.Background())
 				cancel = c
 				go func() {
 					defer close(done)
-					w.run(ctx, s, scopes, log)
+					w.run(ctx, nil, s, false, log)
 				}()
 				return nil
 			},
 			OnStop: func(stopCtx context.Context) error {
+				if group != nil {
+					return group.Stop(stopCtx)
+				}
 				if cancel == nil {
 					return nil
 				}
@@ -204,24 +207,26 @@ func (w workerSpec) invoke(module string) fx.Option {
 	}, fx.ParamTags(``, nameTag(w.route), `optional:"true"`)))
 }
 
-// consume is the consumer loop: one pass per scope, each scope reading only
-// its own tenant's stream.
-func consume(ctx context.Context, s *Stream, scopes []context.Context, cfg ConsumerConfig, log *slog.Logger) {
-	block := time.Duration(0)
-	if len(scopes) == 1 {
-		block = cfg.Block // one stream: let Redis wait for entries
+// consume is the consumer loop of one scope (ctx, bound when sharded):
+// an unbound stream lets Redis wait for entries; a shard polls, so that
+// many tenants hold no connection each while idle.
+func consume(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, cfg ConsumerConfig, log *slog.Logger) {
+	block := cfg.Block
+	if sharded {
+		block = 0
 	}
 	for ctx.Err() == nil {
-		busy, failed := false, false
-		for _, sc := range scopes {
-			n, err := consumeOnce(sc, s, cfg, block)
-			if err != nil && ctx.Err() == nil {
-				report(sc, cfg.OnError, log, "tenantwire: stream consumer failed", err)
-				failed = true
-			}
-			busy = busy || n > 0
+		select {
+		case <-stop:
+			return
+		default:
 		}
-		if (failed || (!busy && block == 0)) && !sleep(ctx, cfg.Block) {
+		n, err := consumeOnce(ctx, s, cfg, block)
+		failed := err != nil && ctx.Err() == nil
+		if failed {
+			report(ctx, cfg.OnError, log, "tenantwire: stream consumer failed", err)
+		}
+		if (failed || (n == 0 && block == 0)) && !sleep(ctx, stop, cfg.Block) {
 			return
 		}
 	}
@@ -257,11 +262,13 @@ func consumeOnce(ctx context.Context, s *Stream, cfg ConsumerConfig, block time.
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
+func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-stop:
 		return false
 	case <-t.C:
 		return true

@@ -56,13 +56,13 @@ func TestShardedConsumerBindsAssignedTenant(t *testing.T) {
 			h := &seen{got: map[tenancy.ID][]string{}}
 			var s *redis.Stream
 			app := fx.New(fx.NopLogger,
-				redis.Module("w", append(tc.with(redis.StreamRoute(name, tc.route)), redis.Client(e.client),
+				redis.Module("w", e.source(append(tc.with(redis.StreamRoute(name, tc.route)),
 					redis.StreamConsumer(name, redis.ConsumerConfig{
 						Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
 						Tenants: func(context.Context) ([]tenancy.ID, error) {
 							return []tenancy.ID{tenancytest.TenantB}, nil
 						},
-					}))...),
+					})))...),
 				fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
 			)
 			if err := app.Start(context.Background()); err != nil {

@@ -1,0 +1,224 @@
+// Package filekv is a complete tenantwire backend in one file: a key-value
+// store kept in a directory, a file per key, that needs no server. It
+// shows what a backend supplies on the kit (modules.Assemble) and nothing
+// more: its rules, how a route is declared, how a tenant's container is
+// named, and one entry every call goes through. Shared keys with a tenant
+// marker reach tagged; a directory per tenant reaches namespace; there are
+// no per-tenant connections, so namespace is its ceiling.
+package filekv
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Rules is what the backend can reach, read by enforcement, the matrix and
+// the conformance kit alike. A function, so no caller can change them.
+func Rules() floors.Backend {
+	return floors.Backend{
+		Name:    "filekv",
+		Ceiling: tenancy.Namespace,
+		Kinds: map[floors.Kind]floors.KindRule{
+			"kv": {Summary: "key-value store, a file per key", Relations: []string{"keys"}},
+		},
+	}
+}
+
+// Container names the directory a route's keys live in: one shared by
+// every tenant, or one per tenant.
+type Container struct {
+	base      string
+	perTenant bool
+}
+
+// Shared is one directory for every tenant.
+func Shared(name string) Container { return Container{base: name} }
+
+// PerTenant is a directory per tenant, "<base>.<tenant hex>". A base holds
+// no dot, so no tenant's directory is another's or a shared one.
+func PerTenant(base string) Container { return Container{base: base, perTenant: true} }
+
+func (c Container) problems() []modules.Problem {
+	valid := c.base != ""
+	for _, r := range c.base {
+		valid = valid && (r == '_' || r == '-' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	}
+	if !valid {
+		return []modules.Problem{{Detail: fmt.Sprintf("directory name %q is empty or holds a character other than a-z, 0-9, '-' and '_'", c.base),
+			Fix: "name the directory in lower-case letters, digits, '-' and '_'"}}
+	}
+	return nil
+}
+
+type config struct {
+	dir     string
+	sources int
+	floor   tenancy.Tier
+	routes  []modules.RouteSpec
+}
+
+// Option configures a module.
+type Option func(*config)
+
+// Dir is where the module keeps its directories: its connection source.
+func Dir(path string) Option { return func(c *config) { c.dir, c.sources = path, c.sources+1 } }
+
+// RequiredIsolation is the floor every route must reach.
+func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+
+// KVConfig wires a key-value route: TenantAware marks every key with its
+// tenant (tagged); a PerTenant container separates them (namespace).
+type KVConfig struct {
+	TenantAware bool
+	Keys        Container
+}
+
+// KV adds a key-value route, provided to the app as *Store name:"<route>".
+func KV(route string, cfg KVConfig) Option {
+	return func(c *config) {
+		r := floors.Route{Name: route, Kind: "kv", TenantAware: cfg.TenantAware,
+			Relations: []floors.Relation{{Role: "keys", Name: cfg.Keys.base, PerTenant: cfg.Keys.perTenant}}}
+		newStore := func(root *root) *Store {
+			return &Store{root: root, route: route, keys: cfg.Keys, decision: Rules().Decide(r)}
+		}
+		c.routes = append(c.routes, modules.RouteSpec{
+			Route: r, Problems: cfg.Keys.problems(),
+			Provide:  fx.Provide(fx.Annotate(newStore, fx.ResultTags(`name:"`+route+`"`))),
+			Provided: []modules.Provided{{Type: typeOfStore, Name: route}},
+		})
+	}
+}
+
+// Module is a filekv module: its wiring is checked during fx.New with
+// every other module's, and its routes are provided only when it passes.
+func Module(name string, opts ...Option) fx.Option {
+	c := &config{}
+	for _, o := range opts {
+		o(c)
+	}
+	return modules.Assemble(modules.Spec{
+		Name: name, Rules: Rules(), Floor: c.floor, Routes: c.routes,
+		Sources: c.sources, SourceFix: "pass filekv.Dir(path) once",
+		Parts: []fx.Option{fx.Provide(fx.Private, func() *root { return &root{dir: c.dir, module: name} })},
+	})
+}
+
+type root struct{ dir, module string }
+
+// Store is a key-value route.
+type Store struct {
+	root     *root
+	route    string
+	keys     Container
+	decision floors.Decision // decided once by the rules; every call reads it
+}
+
+// where is the one entry of every call: the bound tenant (or the refusal),
+// the directory and the file of key. Keys are hex-encoded, so a key can
+// name no path; a tagged key starts with its tenant.
+func (s *Store) where(ctx context.Context, key string) (dir, file, tag string, err error) {
+	dir = s.keys.base
+	if s.decision.NeedsTenant {
+		id, ok := tenancy.FromContext(ctx)
+		if !ok {
+			return "", "", "", Rules().Unbound(s.root.module, s.route)
+		}
+		if s.decision.ResolvesPerTenant("keys") {
+			dir += "." + id.Hex()
+		}
+		if s.decision.Tagged {
+			tag = id.Hex() + "."
+		}
+	}
+	return filepath.Join(s.root.dir, dir), tag + hex.EncodeToString([]byte(key)), tag, nil
+}
+
+// Put stores value under key, replacing it whole.
+func (s *Store) Put(ctx context.Context, key string, value []byte) error {
+	dir, file, _, err := s.where(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".put-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; left by a failure
+	if _, err := tmp.Write(value); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, file))
+}
+
+// Get returns key's value and whether it is there.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	dir, file, _, err := s.where(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := os.ReadFile(filepath.Join(dir, file))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+// Delete removes key and reports whether it was there.
+func (s *Store) Delete(ctx context.Context, key string) (bool, error) {
+	dir, file, _, err := s.where(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	err = os.Remove(filepath.Join(dir, file))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Keys lists the keys the bound tenant sees.
+func (s *Store) Keys(ctx context.Context) ([]string, error) {
+	dir, _, tag, err := s.where(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), tag)
+		if !ok || strings.HasPrefix(e.Name(), ".") || (tag == "" && strings.Contains(name, ".")) {
+			continue // another tenant's key, a temporary file
+		}
+		if k, err := hex.DecodeString(name); err == nil {
+			keys = append(keys, string(k))
+		}
+	}
+	return keys, nil
+}
+
+var typeOfStore = reflect.TypeFor[*Store]()

@@ -1,0 +1,201 @@
+// Package shards runs one shard per tenant of a live tenant set: the
+// machinery every sharded worker shares (relays, sweeps, consumers, and
+// workers of your own). A shard runs under a context bound to its tenant,
+// so everything it reads is that tenant's. The set is read again every
+// Every, so a tenant provisioned at run time gets its shard within that
+// delay, and a tenant that leaves the set (suspended, offboarded) has its
+// shard told to stop, without a restart.
+package shards
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TenantsFunc returns the tenants a sharded worker serves now. It is read
+// at start (an error fails the start) and again every Config.Every.
+type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
+
+// DefaultEvery is how often the tenant set is read again by default.
+const DefaultEvery = 5 * time.Second
+
+// Config configures a Group.
+type Config struct {
+	// Name names the worker in errors and logs.
+	Name    string
+	Tenants TenantsFunc
+	// Every is how often the set is read again (default DefaultEvery); a
+	// negative value reads it at start only.
+	Every time.Duration
+	// Run serves one tenant until stop closes or ctx ends. ctx is bound to
+	// the tenant and ends when the group stops; stop closes when the
+	// tenant left the set: finish what is in flight, then return.
+	Run func(ctx context.Context, stop <-chan struct{})
+	// Logger receives failed re-reads of the set (the shards keep running
+	// on the last set read); default slog.Default().
+	Logger *slog.Logger
+}
+
+// Group is the running shards of one worker.
+type Group struct {
+	cfg    Config
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	shards map[tenancy.ID]*shard
+	// draining are shards told to stop and not done yet: a tenant that
+	// comes back waits for its old shard, so it never has two.
+	draining map[tenancy.ID]*shard
+	// follow ends with the group; it is not a shard.
+	follow sync.WaitGroup
+}
+
+type shard struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start reads the set and starts a shard per tenant, then follows the set.
+// A tenant listed twice gets one shard; the zero tenant is refused.
+func Start(ctx context.Context, cfg Config) (*Group, error) {
+	if cfg.Tenants == nil || cfg.Run == nil {
+		return nil, fmt.Errorf("shards: %s needs Tenants and Run", cfg.Name)
+	}
+	if cfg.Every == 0 {
+		cfg.Every = DefaultEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ids, err := cfg.Tenants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shards: %s: tenant set: %w", cfg.Name, err)
+	}
+	run, cancel := context.WithCancel(context.Background())
+	g := &Group{cfg: cfg, cancel: cancel, shards: map[tenancy.ID]*shard{}, draining: map[tenancy.ID]*shard{}}
+	if err := g.apply(run, ids); err != nil {
+		cancel()
+		g.wg.Wait()
+		return nil, err
+	}
+	if cfg.Every > 0 {
+		g.follow.Add(1)
+		go g.followSet(run)
+	}
+	return g, nil
+}
+
+// apply starts a shard for every tenant of ids without one and stops the
+// shards of tenants no longer in it.
+func (g *Group) apply(run context.Context, ids []tenancy.ID) error {
+	want := make(map[tenancy.ID]bool, len(ids))
+	for _, id := range ids {
+		if id.IsZero() {
+			return fmt.Errorf("shards: %s: the tenant set holds the zero tenant", g.cfg.Name)
+		}
+		want[id] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, s := range g.shards {
+		if !want[id] {
+			close(s.stop)
+			delete(g.shards, id)
+			g.draining[id] = s
+		}
+	}
+	for id, s := range g.draining {
+		select {
+		case <-s.done:
+			delete(g.draining, id)
+		default:
+		}
+	}
+	for id := range want {
+		if _, ok := g.shards[id]; ok || run.Err() != nil {
+			continue
+		}
+		if _, ok := g.draining[id]; ok {
+			continue // started on a later read, once the old shard is done
+		}
+		s := &shard{stop: make(chan struct{}), done: make(chan struct{})}
+		g.shards[id] = s
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer close(s.done)
+			g.cfg.Run(tenancy.WithTenant(run, id), s.stop)
+		}()
+	}
+	return nil
+}
+
+func (g *Group) followSet(run context.Context) {
+	defer g.follow.Done()
+	t := time.NewTicker(g.cfg.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-run.Done():
+			return
+		case <-t.C:
+		}
+		ids, err := g.cfg.Tenants(run)
+		if err == nil {
+			err = g.apply(run, ids)
+		}
+		if err != nil && run.Err() == nil {
+			g.cfg.Logger.Warn("tenantwire: reading the tenant set failed; shards keep the last set", "worker", g.cfg.Name, "error", err)
+		}
+	}
+}
+
+// Tenants is the tenants with a running shard.
+func (g *Group) Tenants() []tenancy.ID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]tenancy.ID, 0, len(g.shards))
+	for id := range g.shards {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Stop ends every shard: their contexts end, and Stop waits for them, or
+// for ctx.
+func (g *Group) Stop(ctx context.Context) error {
+	g.cancel()
+	done := make(chan struct{})
+	go func() { g.follow.Wait(); g.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Tick runs fn now and then every interval until ctx ends or stop closes:
+// the loop of a periodic shard (a sweep, a trim). A run in flight
+// finishes before Tick returns.
+func Tick(ctx context.Context, stop <-chan struct{}, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		fn(ctx)
+		t.Reset(interval)
+	}
+}
