@@ -23,26 +23,32 @@ test: services deps tidy-check vet
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER= $(GO) test -race -count=1 ./...
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd tenantgrpc && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
 
 services:
 	scripts/services.sh
 
 # integration/ is a module of its own: in-process test servers (kfake,
-# FerretDB) stay out of the library's go.mod and import graph.
+# FerretDB) stay out of the library's go.mod and import graph. So is
+# tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC.
+NESTED := integration tenantgrpc
+
 deps:
 	$(GO) mod download
-	cd integration && $(GO) mod download
+	for m in $(NESTED); do (cd $$m && $(GO) mod download) || exit 1; done
 
-# tidy-check fails when `go mod tidy` would change go.mod or go.sum in either
+# tidy-check fails when `go mod tidy` would change go.mod or go.sum in any
 # module (it prints the diff): run `go mod tidy` there and commit the result.
+# It also fails when the library's go.mod names gRPC.
 tidy-check:
 	$(GO) mod tidy -diff
-	cd integration && $(GO) mod tidy -diff
+	for m in $(NESTED); do (cd $$m && $(GO) mod tidy -diff) || exit 1; done
+	! grep -n 'google.golang.org/grpc' go.mod
 
 vet:
 	$(GO) vet ./...
-	cd integration && $(GO) vet ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fuzz-short:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -82,4 +88,4 @@ LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 lint:
 	$(LINT) run ./...
-	cd integration && $(LINT) run --config ../.golangci.yml ./...
+	for m in $(NESTED); do (cd $$m && $(LINT) run --config ../.golangci.yml ./...) || exit 1; done

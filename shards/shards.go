@@ -199,3 +199,18 @@ func Tick(ctx context.Context, stop <-chan struct{}, interval time.Duration, fn 
 		t.Reset(interval)
 	}
 }
+
+// Sleep waits d; false when ctx ended or stop closed first (stop may be
+// nil).
+func Sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}

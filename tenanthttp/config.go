@@ -152,22 +152,15 @@ func (c Config) check() error {
 	return errors.Join(names, trust)
 }
 
-// checkNames refuses a tenant header no request can carry to a handler: a
-// name that is not an HTTP token never parses as a header, and net/http or
-// the proxy removes the others before the handler runs. Either way every
-// request would silently be the default tenant.
+// checkNames refuses a tenant header no request can carry to a handler:
+// every request would silently be the default tenant.
 func (c Config) checkNames() error {
 	if c.HeaderOff {
 		return nil
 	}
 	name := c.headerName()
-	var why string
-	switch {
-	case !validToken(name):
-		why = "is not an HTTP token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~ only, no spaces, tabs or colons)"
-	case unreachableHeaders[textproto.CanonicalMIMEHeaderKey(name)]:
-		why = "never reaches a handler (net/http consumes it, or proxies drop it as hop-by-hop)"
-	default:
+	why := HeaderNameFault(name)
+	if why == "" {
 		return nil
 	}
 	return &tenancy.Error{
@@ -176,6 +169,22 @@ func (c Config) checkNames() error {
 		Detail: fmt.Sprintf("the tenant header name %q %s, so no request could name a tenant and every request would be the default tenant", name, why),
 		Fix:    "set Config.Header to the exact header name your proxy sets, such as X-Tenant-ID, with no surrounding spaces or colon",
 	}
+}
+
+// HeaderNameFault says why no request can carry a header of this name to a
+// handler, or returns "" when one can: a name that is not an HTTP token
+// never parses as a header, and net/http or a proxy removes the others
+// before the handler runs. The HTTP boundary refuses such a tenant header
+// name at fx.New; the gRPC boundary applies the same rule to its metadata
+// key, which travels as an HTTP/2 header.
+func HeaderNameFault(name string) string {
+	switch {
+	case !validToken(name):
+		return "is not an HTTP token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~ only, no spaces, tabs or colons)"
+	case unreachableHeaders[textproto.CanonicalMIMEHeaderKey(name)]:
+		return "never reaches a handler (net/http consumes it, or proxies drop it as hop-by-hop)"
+	}
+	return ""
 }
 
 // unreachableHeaders are valid tokens that never reach a handler's
@@ -208,25 +217,31 @@ func validToken(s string) bool {
 // checkTrust is the trusted-proxy interlock: header and host are
 // client-controlled unless a proxy sets them.
 func (c Config) checkTrust() error {
-	if c.TrustedProxy {
-		return nil
+	var sources []string
+	if !c.HeaderOff {
+		sources = append(sources, "the "+c.headerName()+" header")
 	}
-	var what string
-	switch {
-	case !c.HeaderOff && c.Host != nil:
-		what = "the " + c.headerName() + " header and the Host label"
-	case !c.HeaderOff:
-		what = "the " + c.headerName() + " header"
-	case c.Host != nil:
-		what = "the Host label"
-	default:
+	if c.Host != nil {
+		sources = append(sources, "the Host label")
+	}
+	return TrustInterlock("tenanthttp", c.TrustedProxy,
+		"deploy behind a proxy that sets the header and strips the client's and set Config.TrustedProxy, or set Config.HeaderOff (and no Host) and resolve the tenant from an authenticated Claim",
+		sources...)
+}
+
+// TrustInterlock is the trusted-proxy interlock every boundary applies:
+// sources names the client-settable tenant sources in use ("the
+// X-Tenant-ID header"). With any in use and no trusted proxy asserted, it
+// refuses with trusted_proxy_required for module, with fix; otherwise nil.
+func TrustInterlock(module string, trusted bool, fix string, sources ...string) error {
+	if trusted || len(sources) == 0 {
 		return nil
 	}
 	return &tenancy.Error{
 		Code:   tenancy.CodeTrustedProxyRequired,
-		Module: "tenanthttp",
-		Detail: "the tenant is resolved from " + what + ", which any client can set, and no trusted proxy is asserted",
-		Fix:    "deploy behind a proxy that sets the header and strips the client's and set Config.TrustedProxy, or set Config.HeaderOff (and no Host) and resolve the tenant from an authenticated Claim",
+		Module: module,
+		Detail: "the tenant is resolved from " + strings.Join(sources, " and ") + ", which any client can set, and no trusted proxy is asserted",
+		Fix:    fix,
 	}
 }
 

@@ -148,40 +148,54 @@ func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
 	if res.host != nil && absoluteForm(r) {
 		return tenancy.ID{}, ErrHostAmbiguous
 	}
-	var (
-		got   tenancy.ID
-		named bool
-	)
-	agree := func(id tenancy.ID) bool {
-		if named && id != got {
-			return false
-		}
-		got, named = id, true
-		return true
-	}
+	var claim, host tenancy.ID
 	if res.claim != nil {
-		if id, ok := res.claim(r); ok && !id.IsZero() {
-			agree(id)
+		if id, ok := res.claim(r); ok {
+			claim = id
 		}
 	}
+	var header []string
 	if res.useHdr {
-		id, ok, err := ParseHeader(r.Header[res.header])
-		if err != nil {
-			return tenancy.ID{}, err
-		}
-		if ok && !agree(id) {
-			return tenancy.ID{}, ErrSourceConflict
-		}
+		header = r.Header[res.header]
 	}
 	if res.host != nil {
 		if label := HostLabel(r.Host); label != "" {
-			if id, ok := res.host(label); ok && !id.IsZero() && !agree(id) {
-				return tenancy.ID{}, ErrSourceConflict
+			if id, ok := res.host(label); ok {
+				host = id
 			}
 		}
 	}
-	if !named {
-		if res.require {
+	return ResolveSources(claim, header, host, res.require)
+}
+
+// ResolveSources is the resolution rule of docs/http.md over sources
+// already read, so that every boundary (this one, and tenantgrpc, which
+// reads the same values from metadata) applies one rule: claim and host
+// name a tenant unless zero; header holds the tenant header's values as
+// received (ParseHeader's table). A malformed header is ErrInvalidHeader
+// whatever the other sources say; two sources naming different tenants are
+// ErrSourceConflict; when none names one, the result is the default tenant,
+// or ErrTenantRequired with require. It does not allocate.
+func ResolveSources(claim tenancy.ID, header []string, host tenancy.ID, require bool) (tenancy.ID, error) {
+	hdr, named, err := ParseHeader(header)
+	if err != nil {
+		return tenancy.ID{}, err
+	}
+	got := claim
+	if named {
+		if !got.IsZero() && got != hdr {
+			return tenancy.ID{}, ErrSourceConflict
+		}
+		got = hdr
+	}
+	if !host.IsZero() {
+		if !got.IsZero() && got != host {
+			return tenancy.ID{}, ErrSourceConflict
+		}
+		got = host
+	}
+	if got.IsZero() {
+		if require {
 			return tenancy.ID{}, ErrTenantRequired
 		}
 		return tenancy.Default, nil

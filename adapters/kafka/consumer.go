@@ -207,7 +207,7 @@ func (w *worker) start(ctx context.Context) error {
 					break
 				}
 				w.report(tenant, err)
-				if !sleepOrStop(ctx, stop, w.retry()) {
+				if !shards.Sleep(ctx, stop, w.retry()) {
 					return
 				}
 			}
@@ -333,7 +333,7 @@ func (w *worker) loop(ctx, fetch context.Context, sh shard) {
 				return
 			}
 			w.report(sh.tenant, fmt.Errorf("fetch: %w", err))
-			if !sleep(ctx, w.retry()) {
+			if !shards.Sleep(ctx, nil, w.retry()) {
 				return
 			}
 			continue
@@ -350,7 +350,7 @@ func (w *worker) loop(ctx, fetch context.Context, sh shard) {
 				return
 			}
 			w.report(w.recordTenant(sh, m), fmt.Errorf("commit: %w", err))
-			if !sleep(ctx, w.retry()) {
+			if !shards.Sleep(ctx, nil, w.retry()) {
 				return
 			}
 		}
@@ -399,7 +399,7 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 			return false
 		}
 		w.report(tenant, fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
-		if !sleep(ctx, w.retry()) {
+		if !shards.Sleep(ctx, nil, w.retry()) {
 			return false
 		}
 	}
@@ -454,29 +454,4 @@ func (w *worker) report(tenant tenancy.ID, err error) {
 		ctx = tenancy.WithTenant(ctx, tenant)
 	}
 	modules.LogWorkerError(ctx, w.log, "tenantwire: consumer failed", err)
-}
-
-// sleepOrStop waits d; false when ctx ended or stop closed first.
-func sleepOrStop(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -111,7 +112,7 @@ func fleetHeartbeat(module string, spec *routeSpec) fx.Option {
 						if err := f.Heartbeat(ctx, f.self, spec.beatTTL); err != nil && ctx.Err() == nil {
 							modules.LogWorkerError(ctx, log, "tenantwire: fleet heartbeat failed", err)
 						}
-						if !sleep(ctx, nil, spec.beatEvery) {
+						if !shards.Sleep(ctx, nil, spec.beatEvery) {
 							return
 						}
 					}

@@ -73,7 +73,7 @@ type workerSpec struct {
 	// run serves one scope (the unbound stream, or one tenant's under a
 	// bound ctx) until ctx ends or stop closes; sharded, it never blocks in
 	// Redis, so a thousand tenants do not hold a thousand connections.
-	run func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
+	run     func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
 	tenants TenantsFunc
 	bad     []modules.Problem
 }
@@ -226,7 +226,7 @@ func consume(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool,
 		if failed {
 			report(ctx, cfg.OnError, log, "tenantwire: stream consumer failed", err)
 		}
-		if (failed || (n == 0 && block == 0)) && !sleep(ctx, stop, cfg.Block) {
+		if (failed || (n == 0 && block == 0)) && !shards.Sleep(ctx, stop, cfg.Block) {
 			return
 		}
 	}
@@ -262,15 +262,3 @@ func consumeOnce(ctx context.Context, s *Stream, cfg ConsumerConfig, block time.
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-t.C:
-		return true
-	}
-}
