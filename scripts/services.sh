@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes the test servers reachable on 127.0.0.1: PostgreSQL, Redis, then the
-# servers with a script of their own (scripts/<name>.sh start|stop).
+# Makes the test servers reachable on 127.0.0.1: PostgreSQL, PgBouncer in
+# front of it, Redis, then the servers with a script of their own
+# (scripts/<name>.sh start|stop).
 #
 #   scripts/services.sh [start]   idempotent: leaves running servers alone,
 #                                 starts installed-but-stopped ones, installs
@@ -13,7 +14,12 @@
 # TENANTWIRE_REDIS_ADDR (host:port), the variables the tests read, name
 # servers of your own: when set, this script only checks that they answer
 # (and creates the named database if it is missing); it installs, starts,
-# reconfigures and stops nothing of theirs.
+# reconfigures and stops nothing of theirs. TENANTWIRE_PGBOUNCER_URL
+# does the same for the pooler.
+#
+# PgBouncer (Debian's package) listens on 127.0.0.1:6432 in transaction
+# pooling mode, in front of the PostgreSQL above, with its configuration
+# and log in $STATE/pgbouncer.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,6 +34,8 @@ PGUSER=postgres
 TEST_DB=tenantwire_test
 REDIS_HOST=127.0.0.1
 REDIS_PORT=6379
+PGBOUNCER_PORT=6432
+PGBOUNCER_DIR=$STATE/pgbouncer
 
 log() { echo "services: $*"; }
 
@@ -121,6 +129,103 @@ create_test_db() {
 	fi
 }
 
+pgbouncer_ready() { pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U "$PGUSER" -d "$TEST_DB"; }
+
+# pgbouncer_ours: the pid of the PgBouncer this script started, if it
+# still runs (a recycled pid running something else does not count).
+pgbouncer_ours() {
+	local pid
+	pid=$(cat "$STATE/pgbouncer.pid" 2>/dev/null || true)
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "pgbouncer $PGBOUNCER_DIR/pgbouncer.ini" || return 1
+	echo "$pid"
+}
+
+# write_pgbouncer_config: every database of the PostgreSQL above, trust
+# auth as that server has on loopback (users not in the auth file, such as
+# tenant roles, are looked up through $PGUSER), transaction pooling.
+# Protocol-level prepared statements stay off where the version has them
+# (1.21+), as 1.18 (Debian 12) has them: the tests show the framework
+# prepares nothing named behind a transaction pooler.
+write_pgbouncer_config() {
+	local extra=""
+	if [ "$(printf '%s\n' 1.21 "$(pgbouncer --version | sed -n 's/^PgBouncer \([0-9.]*\).*/\1/p')" | sort -V | head -n 1)" = 1.21 ]; then
+		extra="max_prepared_statements = 0"
+	fi
+	mkdir -p "$PGBOUNCER_DIR"
+	cat >"$PGBOUNCER_DIR/pgbouncer.ini" <<-EOF
+		[databases]
+		* = host=$PGHOST port=$PGPORT
+
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $PGBOUNCER_PORT
+		unix_socket_dir =
+		pool_mode = transaction
+		auth_type = trust
+		auth_file = $PGBOUNCER_DIR/userlist.txt
+		auth_user = $PGUSER
+		max_client_conn = 2000
+		default_pool_size = 5
+		max_user_connections = 20
+		server_idle_timeout = 20
+		logfile =
+		syslog = 0
+		log_connections = 0
+		log_disconnections = 0
+		log_stats = 0
+		$extra
+	EOF
+	# PgBouncer will not run as root: it switches to postgres once it has
+	# read these files and opened its port.
+	if [ "$(id -u)" -eq 0 ]; then echo "user = postgres" >>"$PGBOUNCER_DIR/pgbouncer.ini"; fi
+	printf '"%s" ""\n' "$PGUSER" >"$PGBOUNCER_DIR/userlist.txt"
+}
+
+start_pgbouncer() {
+	if [ -n "${TENANTWIRE_PGBOUNCER_URL:-}" ]; then
+		local rest=${TENANTWIRE_PGBOUNCER_URL#*://} hostport
+		rest=${rest#*@}
+		hostport=${rest%%[/?]*}
+		if (exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}") 2>/dev/null; then
+			log "PgBouncer is running at $hostport (TENANTWIRE_PGBOUNCER_URL)"
+			return
+		fi
+		log "PgBouncer at $hostport (TENANTWIRE_PGBOUNCER_URL) does not answer; start it, or unset TENANTWIRE_PGBOUNCER_URL to use a local one"
+		return 1
+	fi
+	local pid
+	if pid=$(pgbouncer_ours); then log "PgBouncer is running on 127.0.0.1:$PGBOUNCER_PORT (pid $pid)"; return; fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PGBOUNCER_PORT") 2>/dev/null; then
+		log "port $PGBOUNCER_PORT is taken by something this script did not start; free it or set TENANTWIRE_PGBOUNCER_URL"
+		return 1
+	fi
+	if ! command -v pgbouncer >/dev/null 2>&1; then
+		log "installing PgBouncer"
+		apt_install pgbouncer
+	fi
+	write_pgbouncer_config
+	log "starting PgBouncer on 127.0.0.1:$PGBOUNCER_PORT (transaction pooling; log: $PGBOUNCER_DIR/pgbouncer.log)"
+	nohup pgbouncer "$PGBOUNCER_DIR/pgbouncer.ini" >>"$PGBOUNCER_DIR/pgbouncer.log" 2>&1 </dev/null &
+	echo $! >"$STATE/pgbouncer.pid"
+	wait_for PgBouncer pgbouncer_ready
+}
+
+stop_pgbouncer() {
+	local pid
+	if ! pid=$(pgbouncer_ours); then
+		log "PgBouncer was not started by this script; leaving it alone"
+		rm -f "$STATE/pgbouncer.pid"
+		return
+	fi
+	log "stopping PgBouncer (pid $pid)"
+	kill -TERM "$pid"
+	for _ in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	rm -f "$STATE/pgbouncer.pid"
+}
+
 redis_ready() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" ping | grep -q PONG; }
 
 start_redis() {
@@ -170,17 +275,19 @@ start() {
 	fi
 	start_postgres
 	create_test_db
+	start_pgbouncer
 	start_redis
 	ensure_jvm
 	local c
 	for c in "${COMPANIONS[@]}"; do "$HERE/$c.sh" start; done
-	log "ready: postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB, redis://$REDIS_HOST:$REDIS_PORT, ${COMPANIONS[*]}"
+	log "ready: postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB, PgBouncer ${TENANTWIRE_PGBOUNCER_URL:-127.0.0.1:$PGBOUNCER_PORT}, redis://$REDIS_HOST:$REDIS_PORT, ${COMPANIONS[*]}"
 }
 
 stop() {
 	local i
 	for ((i = ${#COMPANIONS[@]} - 1; i >= 0; i--)); do "$HERE/${COMPANIONS[i]}.sh" stop; done
 	stop_redis
+	stop_pgbouncer
 	stop_postgres
 }
 

@@ -44,6 +44,7 @@ type Client struct {
 	prefix   string
 	static   string // schema of static tables
 	teardown bool
+	pooled   bool // behind a transaction pooler
 	routes   []*routeSpec
 	life     *lifecycle
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
@@ -69,7 +70,11 @@ type Client struct {
 // module's connection settings, maxConns connections, nothing cached per
 // connection (DISCARD ALL drops prepared statements) and read-only by
 // default. It is nil on a routed client, whose reads run on the tenant's
-// pool.
+// pool. Behind a transaction pooler the read-only default is left out: a
+// pooler refuses startup parameters it does not know (PgBouncer does), and
+// would not keep one to the session anyway; BEGIN READ ONLY is the fence.
+// Its mode, describe_exec, is safe there because a read runs its text
+// inside its transaction, whose server session the pooler keeps.
 func (c *Client) dynamicPool(maxConns int32) *tenantPool {
 	if c.routed != nil {
 		return nil
@@ -86,10 +91,12 @@ func (c *Client) dynamicPool(maxConns int32) *tenantPool {
 		cc := cfg.ConnConfig
 		cc.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
 		cc.StatementCacheCapacity, cc.DescriptionCacheCapacity = 0, 0
-		if cc.RuntimeParams == nil {
-			cc.RuntimeParams = map[string]string{}
+		if !c.pooled {
+			if cc.RuntimeParams == nil {
+				cc.RuntimeParams = map[string]string{}
+			}
+			cc.RuntimeParams["default_transaction_read_only"] = "on"
 		}
-		cc.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	l := newTenantPool(cfg, int(maxConns))
 	c.mu.Lock()

@@ -16,13 +16,21 @@ import (
 // (tierRoutes' and the messaging ones), started and provisioned once and
 // shared by the tier's cells, each probing tables of its own: DDL and
 // CREATE DATABASE are the slow part of the run, not the probes.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, direct) }
+
+// TestConformanceThroughPgBouncer probes every cell again with every
+// module behind PgBouncer in transaction pooling mode
+// (BehindTransactionPooler): plain DSNs and the routed tenants' DSNs name
+// the pooler.
+func TestConformanceThroughPgBouncer(t *testing.T) { conformance(t, throughPgBouncer) }
+
+func conformance(t *testing.T, v via) {
 	core := map[tenancy.Tier]routeSet{}
 	msg := map[tenancy.Tier]*messagingSet{}
-	dbs := twoDatabases(t)
+	dbs := twoDatabasesVia(t, v)
 	for _, tier := range tiers {
 		ms, opts, targets := messagingRoutes(tier)
-		core[tier], msg[tier] = tierRoutesOn(t, tier, dbs, opts, targets...), ms
+		core[tier], msg[tier] = tierRoutesOn(t, v, tier, dbs, opts, targets...), ms
 	}
 	tenancytest.Conformance(t, postgres.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		rs, ms := core[tier], msg[tier]

@@ -24,5 +24,7 @@
 // and their workers (Relay, ShardedRelay, Sweep) are described in
 // docs/messaging.md.
 // Rules states the backend's ceiling and which relations count per kind.
-// Nothing connects before the first statement.
+// Nothing connects before the first statement. A module that reaches
+// PostgreSQL through PgBouncer in transaction pooling mode says so with
+// BehindTransactionPooler (docs/postgres.md).
 package postgres

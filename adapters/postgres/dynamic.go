@@ -112,7 +112,8 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // the call; and it is reused for the same tenant only (see tenantPool),
 // so what DISCARD ALL leaves never reaches another. Text that made the
 // transaction write (a large object, say) is refused with
-// postgres_dynamic_read_wrote, its write rolled back.
+// postgres_dynamic_read_wrote, its write rolled back. Behind a transaction
+// pooler the reset is pooledReset, sent with the rollback.
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
@@ -192,8 +193,26 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgx.Conn, tenant tenancy.ID
 	if d.cfg.TenantRole {
 		begin += "; SET LOCAL ROLE " + pgx.Identifier{RoleName(d.c.prefix, tenant)}.Sanitize()
 	}
-	if _, err := conn.PgConn().Exec(ctx, begin+"; SELECT").ReadAll(); err != nil {
+	// Behind a transaction pooler the login is the pooler's: a Login read
+	// checks that its server session is the tenant role's own.
+	checkLogin := d.c.pooled && d.logins != nil
+	if checkLogin {
+		begin += "; SELECT session_user"
+	} else {
+		begin += "; SELECT"
+	}
+	res, err := conn.PgConn().Exec(ctx, begin).ReadAll()
+	if err != nil {
 		return false, err
+	}
+	if checkLogin {
+		last := res[len(res)-1]
+		if len(last.Rows) != 1 || len(last.Rows[0]) != 1 {
+			return false, errUnexpectedReply
+		}
+		if user, role := string(last.Rows[0][0]), RoleName(d.c.prefix, tenant); user != role {
+			return false, d.pooledLoginError(user, role)
+		}
 	}
 	rows, err := conn.Query(ctx, text, args...)
 	if err != nil {
@@ -209,11 +228,15 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgx.Conn, tenant tenancy.ID
 	}
 	// A transaction that wrote has an xid; read-only mode does not stop
 	// every write (lo_from_bytea, for one), the rollback undoes them all.
-	res, err := conn.PgConn().Exec(ctx, "SELECT pg_catalog.txid_current_if_assigned() IS NOT NULL; ROLLBACK").ReadAll()
+	end := "SELECT pg_catalog.txid_current_if_assigned() IS NOT NULL; ROLLBACK"
+	if d.c.pooled {
+		end += "; " + pooledReset
+	}
+	res, err = conn.PgConn().Exec(ctx, end).ReadAll()
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 2 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+	if len(res) < 2 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
 		return false, errUnexpectedReply
 	}
 	return string(res[0].Rows[0][0]) != "f", nil
@@ -226,7 +249,8 @@ func (d *DynamicRead) run(ctx context.Context, conn *pgx.Conn, tenant tenancy.ID
 // module's statements share, pgx's statement caches are cleared too
 // (DISCARD ALL dropped the statements they name). A connection that cannot
 // be reset is not reused. Resetting costs well under a millisecond here;
-// closing and reconnecting some five.
+// closing and reconnecting some five. Behind a transaction pooler the
+// reset is pooledReset instead, in the message that ends the transaction.
 func (d *DynamicRead) scrub(ctx context.Context, conn *pgx.Conn) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scrubTimeout)
 	defer cancel()
@@ -235,6 +259,14 @@ func (d *DynamicRead) scrub(ctx context.Context, conn *pgx.Conn) bool {
 		return false
 	}
 	var err error
+	if d.c.pooled {
+		// The session is the read's only while its transaction is open:
+		// the reset goes in the message that ends it (run's, or this one).
+		if pc.TxStatus() != 'I' {
+			_, err = pc.Exec(ctx, "ROLLBACK; "+pooledReset).ReadAll()
+		}
+		return err == nil
+	}
 	if pc.TxStatus() != 'I' {
 		_, err = pc.Exec(ctx, "ROLLBACK").ReadAll()
 	}
@@ -246,5 +278,17 @@ func (d *DynamicRead) scrub(ctx context.Context, conn *pgx.Conn) bool {
 	}
 	return err == nil
 }
+
+// pooledReset follows a dynamic read's ROLLBACK in the same message
+// behind a transaction pooler, while the server session is still the
+// read's (DISCARD ALL cannot: it refuses to run in the implicit
+// transaction of a message of several statements). Settings, the role,
+// listeners, cursors and temporary objects do not outlive the rollback;
+// session advisory locks do, and they conflict database-wide, with every
+// tenant's and the framework's keys. What else outlives it (a prepared
+// statement the text made, setseed, a custom setting's name) stays in a
+// server session of the tenant's own login or database, which is why a
+// plain client without Login is refused behind a pooler.
+const pooledReset = "SELECT pg_catalog.pg_advisory_unlock_all()"
 
 var errUnexpectedReply = errors.New("postgres: dynamic read: unexpected reply to the closing statement")

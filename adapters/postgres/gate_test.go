@@ -147,8 +147,8 @@ func (l lookupCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 func (lookupCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // newReplica starts an app on its own pool to dsn, with a tagged document
-// route over table and a gate over it.
-func newReplica(t *testing.T, dsn, prefix, table string) replica {
+// route over table and a gate over it, and extra module options.
+func newReplica(t *testing.T, dsn, prefix, table string, extra ...postgres.Option) replica {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -161,8 +161,8 @@ func newReplica(t *testing.T, dsn, prefix, table string) replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close) // after the app's stop, registered later
-	r.c = start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)})), &r.docs)
+	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)})}, extra...)...), &r.docs)
 	r.gate = r.c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table), TenantAware: true})
 	return r
 }

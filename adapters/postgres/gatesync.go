@@ -114,11 +114,19 @@ func cutCounted(p string) (field, rest string, ok bool) {
 
 // listen starts the client's invalidation listener, once, on a plain
 // client. Gates built before it has heard its first heartbeat start
-// suspended.
+// suspended. Behind a transaction pooler none starts and the gates stay
+// suspended: LISTEN holds a server session the pooler hands to others
+// between transactions, and the listener would still hear its own
+// heartbeats whenever the pooler gave it that session back, taking itself
+// for in step while other clients' notices went to whoever held it.
 func (s *gateSet) listen(c *Client) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.listening || c.routed != nil {
+		return
+	}
+	if c.pooled {
+		s.listening = true // never synced: add suspends every gate
 		return
 	}
 	pool, release, err := c.conn(context.Background(), tenancy.ID{})

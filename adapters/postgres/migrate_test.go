@@ -28,17 +28,22 @@ type migFixture struct {
 	prefix, counter string
 	reg             *postgres.Registry
 	pool            *pgxpool.Pool
+	opts            []postgres.Option // more options of every module
 }
 
-func newMigFixture(t *testing.T) migFixture {
+func newMigFixture(t *testing.T) migFixture { return newMigFixtureOn(t, testsvc.PostgresURL(t)) }
+
+// newMigFixtureOn is newMigFixture on a pool to dsn, opts added to every
+// module.
+func newMigFixtureOn(t *testing.T, dsn string, opts ...postgres.Option) migFixture {
 	t.Helper()
 	u := unique()
-	pool, err := pgxpool.New(context.Background(), testsvc.PostgresURL(t))
+	pool, err := pgxpool.New(context.Background(), dsn)
 	must0(t, err)
 	t.Cleanup(pool.Close)
 	reg, err := postgres.NewRegistry(pool, "reg_"+u)
 	must0(t, err)
-	f := migFixture{prefix: "m" + u + "_", counter: "public.cnt_" + u, reg: reg, pool: pool}
+	f := migFixture{prefix: "m" + u + "_", counter: "public.cnt_" + u, reg: reg, pool: pool, opts: opts}
 	_, err = pool.Exec(context.Background(), "CREATE TABLE "+f.counter+" (target text NOT NULL, version int NOT NULL)")
 	must0(t, err)
 	return f
@@ -69,7 +74,7 @@ func (f migFixture) module(extra ...postgres.Option) fx.Option {
 	opts := append([]postgres.Option{
 		postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
-	}, extra...)
+	}, append(f.opts, extra...)...)
 	return postgres.Module("pg", opts...)
 }
 
@@ -296,9 +301,19 @@ func TestMigrateResumesAfterCrash(t *testing.T) {
 
 // TestMigrateConcurrentMigrators: two migrators (two apps) over the same
 // tenants at once apply each step once between them.
-func TestMigrateConcurrentMigrators(t *testing.T) {
-	f := newMigFixture(t)
-	tenants := migTenants(60)
+func TestMigrateConcurrentMigrators(t *testing.T) { concurrentMigrators(t, newMigFixture(t), 60) }
+
+// TestMigrateThroughPgBouncer: the same through PgBouncer in transaction
+// pooling mode, one that moves each transaction to another server session
+// (server_round_robin): provisioning, the registry and the migrations'
+// locks are transaction-level, so each step is applied once all the same.
+func TestMigrateThroughPgBouncer(t *testing.T) {
+	v := roundRobinPgBouncer(t)
+	concurrentMigrators(t, newMigFixtureOn(t, v.url(t)+"&default_query_exec_mode=cache_describe", v.opts...), 30)
+}
+
+func concurrentMigrators(t *testing.T, f migFixture, n int) {
+	tenants := migTenants(n)
 	provisionAll(t, start(t, f.module()), tenants)
 	a := start(t, f.module(postgres.Migrations(f.threeSteps())))
 	b := start(t, f.module(postgres.Migrations(f.threeSteps())))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
@@ -28,6 +29,9 @@ type config struct {
 	prefix   string
 	static   string
 	teardown bool
+	// pooled: the module reaches PostgreSQL through a transaction pooler
+	// (BehindTransactionPooler).
+	pooled bool
 	// namedOnly: provide route objects under their names only.
 	namedOnly bool
 	routes    []*routeSpec
@@ -169,7 +173,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
-			Open:       openRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure),
+			Open:       openRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
 			Close:      closeRouted,
 			Targets:    routedTargets,
 			Identify:   identifyRouted,
@@ -186,11 +190,17 @@ func Module(name string, opts ...Option) fx.Option {
 		pc, err := pgxpool.ParseConfig(cfg.dsn)
 		if err != nil {
 			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
+		} else if err := pooledConfig(cfg.pooled, pc.ConnConfig, cfg.dsn); err != nil {
+			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "drop default_query_exec_mode from the DSN, or name cache_describe, exec or simple_protocol"))
 		} else {
 			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
 			mod.WorstCaseConns = int(pc.MaxConns)
 		}
 	case cfg.pool != nil:
+		if cfg.pooled && cfg.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeDescribeExec {
+			errs = append(errs, Rules.WiringInvalid(name, "", "Pool: "+errDescribeExecPooled.Error(),
+				"set the pool's ConnConfig.DefaultQueryExecMode to QueryExecModeCacheDescribe or QueryExecModeExec"))
+		}
 		build = append(build, func(c *Client) { c.pool = cfg.pool })
 		mod.WorstCaseConns = int(cfg.pool.Config().MaxConns)
 	}
@@ -220,7 +230,7 @@ func Module(name string, opts ...Option) fx.Option {
 	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	fxo := []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
 			for _, b := range build {
 				b(c)
 			}
@@ -246,6 +256,13 @@ func Module(name string, opts ...Option) fx.Option {
 				Code: CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
 				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
 				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
+			})
+		}
+		if r.kind == KindDynamicRead && cfg.pooled && !routed && r.login == nil {
+			errs = append(errs, &tenancy.Error{
+				Code: CodeDynamicReadPooled, Module: name, Backend: Rules.Name, Route: r.name,
+				Detail: "behind a transaction pooler a dynamic read's server session passes to other clients (other tenants, the module's own statements) between transactions, so its connections cannot serve one tenant each",
+				Fix:    "set DynamicReadConfig.Login (each tenant's reads then run in server sessions of its own role), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling",
 			})
 		}
 		fxo = append(fxo, r.provide(r.name, alsoUnnamed(r)))

@@ -19,12 +19,17 @@ import (
 // openRouted builds a tenant's pool: Endpoint is a DSN; User and Secret,
 // when set, override the DSN's. pgxpool.NewWithConfig does not connect.
 // Every connection the pool opens asks its server who it is and must
-// report what the pool's first connection did (pinnedServer).
-func openRouted(module string, maxConns int32, configure func(*pgxpool.Config)) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
+// report what the pool's first connection did (pinnedServer). Behind a
+// transaction pooler (pooled) the pool runs in a mode that prepares
+// nothing named (pooledConfig).
+func openRouted(module string, maxConns int32, configure func(*pgxpool.Config), pooled bool) func(context.Context, routing.Credentials) (*pgxpool.Pool, error) {
 	return func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
 		cfg, err := routedConfig(cr)
 		if err != nil {
 			return nil, err
+		}
+		if err := pooledConfig(pooled, cfg.ConnConfig, cr.Endpoint); err != nil {
+			return nil, fmt.Errorf("postgres: routed credentials: %w", err)
 		}
 		if configure != nil {
 			cc := cfg.ConnConfig

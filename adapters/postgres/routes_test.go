@@ -20,10 +20,34 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
+// via is how a test's modules reach PostgreSQL: directly, or through
+// the test PgBouncer in transaction pooling mode.
+type via struct {
+	url  func(testing.TB) string
+	opts []postgres.Option
+	// login: a plain client's dynamic read logs in as the tenant's role,
+	// which a transaction pooler needs (postgres_dynamic_read_pooled).
+	login bool
+}
+
+var direct = via{url: testsvc.PostgresURL}
+
+// throughPgBouncer is the test PgBouncer, which the module declares.
+var throughPgBouncer = via{url: testsvc.PgBouncerURL, opts: []postgres.Option{postgres.BehindTransactionPooler()}, login: true}
+
+// dsn is the module's connection option through v.
+func (v via) dsn(t testing.TB) []postgres.Option {
+	return append([]postgres.Option{postgres.DSN(v.url(t))}, v.opts...)
+}
+
 // twoDatabases creates one database per probe tenant and returns a
 // resolver routing each tenant to its own.
-func twoDatabases(t *testing.T) routing.Resolver {
-	base := testsvc.PostgresURL(t)
+func twoDatabases(t *testing.T) routing.Resolver { return twoDatabasesVia(t, direct) }
+
+// twoDatabasesVia is twoDatabases, the resolver's DSNs reaching the
+// databases through v.
+func twoDatabasesVia(t *testing.T, v via) routing.Resolver {
+	base := v.url(t)
 	run := unique()
 	conn := superuser(t)
 	dsn := map[tenancy.ID]string{}
@@ -60,27 +84,27 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 	if tier == tenancy.Dedicated {
 		resolve = twoDatabases(t)
 	}
-	return tierRoutesOn(t, tier, resolve, nil)
+	return tierRoutesOn(t, direct, tier, resolve, nil)
 }
 
-// tierRoutesOn is tierRoutes with the dedicated tier's databases given by
-// resolve (nil below dedicated), and extra routes in the same module,
-// filling extraTargets.
-func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, extra []postgres.Option, extraTargets ...any) routeSet {
+// tierRoutesOn is tierRoutes through v, with the dedicated tier's
+// databases given by resolve (nil below dedicated), and extra routes in
+// the same module, filling extraTargets.
+func tierRoutesOn(t *testing.T, v via, tier tenancy.Tier, resolve routing.Resolver, extra []postgres.Option, extraTargets ...any) routeSet {
 	run := unique()
 	prefix := "tw" + run + "_"
 	rel := func(name string) postgres.Relation { return postgres.Table(name + "_" + run) }
-	conn := postgres.DSN(testsvc.PostgresURL(t))
+	conn := v.dsn(t)
 	tagged := tier == tenancy.Tagged
 	switch tier {
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2})
+		conn = append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2})}, v.opts...)
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()
-	opts := []postgres.Option{conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	opts := append(conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
 		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
 		postgres.SearchRoute("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
@@ -89,10 +113,14 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 			"byName": {Agg: postgres.AggSum, Field: "n", GroupBy: "name"},
 			"big":    {Agg: postgres.AggMax, Field: "n", Filters: []document.Filter{{Field: "n", Op: document.Gt, Value: 5}}},
 		}}),
-	}
+	)
 	targets := []any{&rs.docs, named("counter", &rs.counter), named("search", &rs.search), named("stats", &rs.stats)}
 	if tier >= tenancy.Namespace {
-		opts = append(opts, postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}))
+		dc := postgres.DynamicReadConfig{PerTenantSchema: tier == tenancy.Namespace, TenantRole: tier == tenancy.Namespace}
+		if v.login && tier == tenancy.Namespace {
+			dc.Login = &postgres.DynamicLogin{Secret: []byte(strings.Repeat("s", 32)), MaxClients: 2}
+		}
+		opts = append(opts, postgres.DynamicReadRoute("dyn", dc))
 		targets = append(targets, named("dyn", &rs.dyn))
 	}
 	rs.client = start(t, postgres.Module("pg", append(opts, extra...)...), append(targets, extraTargets...)...)
@@ -118,10 +146,21 @@ func tierRoutesOn(t *testing.T, tier tenancy.Tier, resolve routing.Resolver, ext
 
 var tiers = []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}
 
-func TestRouteBoundaries(t *testing.T) {
+func TestRouteBoundaries(t *testing.T) { routeBoundaries(t, direct) }
+
+// TestRouteBoundariesThroughPgBouncer runs the boundary probes of every
+// core route kind at every tier through PgBouncer in transaction pooling
+// mode.
+func TestRouteBoundariesThroughPgBouncer(t *testing.T) { routeBoundaries(t, throughPgBouncer) }
+
+func routeBoundaries(t *testing.T, v via) {
 	for _, tier := range tiers {
 		t.Run(tier.String(), func(t *testing.T) {
-			rs := tierRoutes(t, tier)
+			var resolve routing.Resolver
+			if tier == tenancy.Dedicated {
+				resolve = twoDatabasesVia(t, v)
+			}
+			rs := tierRoutesOn(t, v, tier, resolve, nil)
 			t.Run("document", func(t *testing.T) { tenancytest.Boundary(t, docProbe(t, rs.docs)) })
 			t.Run("counter", func(t *testing.T) { tenancytest.Boundary(t, counterProbe(rs.counter)) })
 			t.Run("search", func(t *testing.T) { tenancytest.Boundary(t, searchProbe(t, rs.search)) })

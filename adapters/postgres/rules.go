@@ -25,6 +25,9 @@ const (
 	CodeDynamicReadUnconfined tenancy.Code = "postgres_dynamic_read_unconfined"
 	// CodeDynamicReadWrote: a dynamic read's text wrote (rolled back).
 	CodeDynamicReadWrote tenancy.Code = "postgres_dynamic_read_wrote"
+	// CodeDynamicReadPooled: a dynamic read behind a transaction pooler
+	// cannot have server sessions of the tenant's own.
+	CodeDynamicReadPooled tenancy.Code = "postgres_dynamic_read_pooled"
 )
 
 // Rules is what PostgreSQL can reach and which relations of each route kind
@@ -95,5 +98,8 @@ var Rules = floors.Backend{
 		{Code: string(CodeDynamicReadWrote), When: "run time",
 			Meaning: "The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
 			Fix:     "Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
+		{Code: string(CodeDynamicReadPooled), When: "fx.New, run time",
+			Meaning: "A PostgreSQL module declared BehindTransactionPooler has a dynamic read whose fence needs server sessions that serve one tenant each, which the pooler does not give. At fx.New: a dynamic read on a plain client without Login, whose sessions the pooler would hand to other tenants' reads and to the module's own statements between transactions. At run time: a Login read found that the pooler logged in to PostgreSQL as another user than the tenant's role (a forced user in its database entry), so the session user is not the tenant; nothing of the compiled text ran.",
+			Fix:     "Set DynamicReadConfig.Login (each tenant's reads log in as its own role, and the pooler keeps server sessions per user), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling. At run time: let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)."},
 	},
 }
