@@ -1,8 +1,10 @@
 package modules_test
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -42,4 +44,30 @@ func ExampleDryRun() {
 	// MODULE  ROUTE     KIND      REACHED    ORIGIN      ORIGIN FLOOR  DECLARED   MAX CONNS  VERDICT
 	// cache   sessions  cache     tagged     structured  none          namespace  -          memory_tenancy_validation_failed
 	// orders  orders    document  namespace  structured  none          namespace  4          ok
+}
+
+// Lifecycle gives an app one place to suspend a tenant: every route of
+// every module refuses it from the next call on, and serves it again once
+// resumed.
+func ExampleLifecycle() {
+	var (
+		tenants *modules.Tenants
+		carts   *memory.Cache
+	)
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		memory.Module("shop", memory.CacheRoute("carts", memory.CacheConfig{Keys: memory.PerTenant("carts")})),
+		fx.Populate(&tenants, &carts))
+	if err := app.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	id := tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	acme := tenancy.WithTenant(context.Background(), id)
+	tenants.Suspend(id)
+	fmt.Println(tenancy.CodeOf(carts.Set(acme, "k", []byte("v"), time.Minute)))
+	tenants.Resume(id)
+	fmt.Println(carts.Set(acme, "k", []byte("v"), time.Minute))
+	// Output:
+	// tenant_suspended
+	// <nil>
 }
