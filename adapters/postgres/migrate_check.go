@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,7 +47,23 @@ func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool pgxP
 		return nil // a tenant-global call (an unbound relay's outbox) touches no tenant's schema
 	}
 	return l.gate.Check(ctx, tenant, "", route, func(ctx context.Context) (int64, error) {
-		return c.appliedVersion(ctx, pool, tenant)
+		v, err := c.appliedVersion(ctx, pool, tenant)
+		if err == nil && v == 0 && !tenant.IsZero() {
+			// Behind from version 0 is "never provisioned" when the
+			// tenant's schema is not there at all: say what to call.
+			var exists bool
+			if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", c.target(tenant)).Scan(&exists); err != nil {
+				return 0, err
+			}
+			if !exists {
+				return 0, &tenancy.Error{
+					Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: Rules.Name, Route: route,
+					Detail: fmt.Sprintf("tenant %s has no schema %s: it was never provisioned, or was torn down; nothing was read or written", tenant, c.target(tenant)),
+					Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client (or Tenants.Provision) before the tenant's first call; it also migrates the tenant to the current version",
+				}
+			}
+		}
+		return v, err
 	})
 }
 

@@ -210,3 +210,21 @@ func TestEveryRouteCallChecksTheVersion(t *testing.T) {
 		t.Fatalf("the stale tenant's outbox holds %d rows", n)
 	}
 }
+
+// TestNeverProvisionedIsNotBehind: with RequiredVersion, a tenant that was
+// never provisioned is refused with tenant_not_provisioned (provision it),
+// not tenant_migration_behind at version 0 (migrate it); once provisioned
+// it is served.
+func TestNeverProvisionedIsNotBehind(t *testing.T) {
+	f := newMigFixture(t)
+	fresh := migTenants(3)[2]
+	var d *postgres.Documents[item]
+	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
+	ctx := tenancy.WithTenant(context.Background(), fresh)
+	_, err := d.Get(ctx, "x")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantNotProvisioned, "postgres", "pg", "docs", "was never provisioned")
+	provision(t, c, fresh)
+	if _, err := d.Get(ctx, "x"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("get after provisioning: %v", err)
+	}
+}

@@ -137,29 +137,91 @@ func Module(name string, opts ...Option) fx.Option {
 		o(cfg)
 	}
 	routed := cfg.resolve != nil
-	mod := floors.Module{Name: name, Backend: Rules, Floor: cfg.floor, ConnBudget: cfg.budget}
-	// build runs once per app, so one Option can build many apps.
-	var build []func(*Client)
-	errs := cfg.errs
-	if err := checkPrefix(cfg.prefix); err != nil {
-		errs = append(errs, Rules.WiringInvalid(name, "", err.Error(), "use a short lower-case prefix"))
-	}
-	if err := validName(cfg.static, maxIdent); err != nil {
-		errs = append(errs, Rules.WiringInvalid(name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
-	} else if e := Rules.StaticInTenantSpace(name, "", "static schema", cfg.static, schemaSpace, "the schema of postgres.StaticSchema"); e != nil {
-		errs = append(errs, e)
-	}
-	sources := 0
+	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+		SourceFix: "pass exactly one of postgres.DSN, postgres.Pool and postgres.Routed",
+		Problems:  append(cfg.namingProblems(), cfg.errs...)}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
 		if set {
-			sources++
+			spec.Sources++
 		}
 	}
-	if sources != 1 {
-		errs = append(errs, Rules.WiringInvalid(name, "", "exactly one of DSN, Pool and Routed is needed", "pass postgres.DSN, postgres.Pool or postgres.Routed"))
+	build, conns, errs := cfg.connection()
+	spec.WorstCaseConns = conns
+	spec.Problems = append(spec.Problems, errs...)
+	types := map[reflect.Type]int{}
+	for _, r := range cfg.routes {
+		types[r.typ]++
+		if !routed {
+			spec.WorstCaseConns += r.ownedConns
+		}
 	}
+	// Only a document route is also provided unnamed (its type names its
+	// values, so it rarely collides), when no other route of the module
+	// has its type; NamedOnly turns that off.
+	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
+	for _, r := range cfg.routes {
+		fr := r.floorsRoute(routed)
+		r.decision = Rules.Decide(fr)
+		rs := modules.RouteSpec{Route: fr, Provide: r.provide(r.name, alsoUnnamed(r)), Provided: []modules.Provided{{Type: r.typ, Name: r.name}}}
+		if alsoUnnamed(r) {
+			rs.Provided = append(rs.Provided, modules.Provided{Type: r.typ})
+		}
+		spec.Routes = append(spec.Routes, rs)
+		spec.Problems = append(spec.Problems, cfg.routeProblems(r, routed)...)
+	}
+	for _, w := range cfg.workers {
+		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
+		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes)})
+	}
+	lerrs, lopt := lifecycleWiring(cfg, routed)
+	spec.Problems = append(spec.Problems, lerrs...)
+	spec.Parts = []fx.Option{
+		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
+			for _, b := range build {
+				b(c)
+			}
+			lc.Append(fx.StopHook(c.close))
+			return c
+		}),
+		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
+		modules.ProvideTenantState(func(c *Client) modules.TenantState {
+			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
+		}),
+		lopt,
+	}
+	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}
+	return modules.Assemble(spec)
+}
+
+// namingProblems checks the module's schema names.
+func (cfg *config) namingProblems() []error {
+	var errs []error
+	if err := checkPrefix(cfg.prefix); err != nil {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", err.Error(), "use a short lower-case prefix"))
+	}
+	if err := validName(cfg.static, maxIdent); err != nil {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
+	} else if e := Rules.StaticInTenantSpace(cfg.name, "", "static schema", cfg.static, schemaSpace, "the schema of postgres.StaticSchema"); e != nil {
+		errs = append(errs, e)
+	}
+	for _, r := range cfg.routes {
+		for _, rr := range r.rels {
+			if e := Rules.ReservedName(cfg.name, r.name, "table", rr.rel.table); e != nil {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// connection is how the module's client reaches the server (applied to
+// each app's Client), the most connections it can open, and what is wrong
+// with its connection options.
+func (cfg *config) connection() (build []func(*Client), conns int, errs []error) {
+	name := cfg.name
 	switch {
-	case routed:
+	case cfg.resolve != nil:
 		if cfg.routed.MaxClients <= 0 {
 			cfg.routed.MaxClients = 64
 		}
@@ -185,7 +247,7 @@ func Module(name string, opts ...Option) fx.Option {
 			MaxWait:    cfg.routed.MaxWait,
 		}
 		build = append(build, func(c *Client) { c.routed, _ = routing.New(rc) }) // rc is complete: New cannot fail
-		mod.WorstCaseConns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient
+		conns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient
 	case cfg.dsn != "":
 		pc, err := pgxpool.ParseConfig(cfg.dsn)
 		if err != nil {
@@ -194,7 +256,7 @@ func Module(name string, opts ...Option) fx.Option {
 			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "drop default_query_exec_mode from the DSN, or name cache_describe, exec or simple_protocol"))
 		} else {
 			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
-			mod.WorstCaseConns = int(pc.MaxConns)
+			conns = int(pc.MaxConns)
 		}
 	case cfg.pool != nil:
 		if cfg.pooled && cfg.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeDescribeExec {
@@ -202,95 +264,34 @@ func Module(name string, opts ...Option) fx.Option {
 				"set the pool's ConnConfig.DefaultQueryExecMode to QueryExecModeCacheDescribe or QueryExecModeExec"))
 		}
 		build = append(build, func(c *Client) { c.pool = cfg.pool })
-		mod.WorstCaseConns = int(cfg.pool.Config().MaxConns)
+		conns = int(cfg.pool.Config().MaxConns)
 	}
+	return build, conns, errs
+}
 
-	if !routed {
-		for _, r := range cfg.routes {
-			mod.WorstCaseConns += r.ownedConns
-		}
+// routeProblems is what the rules cannot say about a route's dynamic read.
+func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
+	var errs []error
+	if routed && r.login != nil {
+		errs = append(errs, Rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 	}
-	types := map[reflect.Type]int{}
-	seen := map[string]bool{}
-	for _, r := range cfg.routes {
-		types[r.typ]++
-		if seen[r.name] {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, "two routes share this name", "give every route of a module its own name"))
-		}
-		seen[r.name] = true
-		for _, rr := range r.rels {
-			if e := Rules.ReservedName(name, r.name, "table", rr.rel.table); e != nil {
-				errs = append(errs, e)
-			}
-		}
+	// Without a per-tenant schema the origin floor refuses the route
+	// already, and that is the error to report.
+	if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
+		errs = append(errs, &tenancy.Error{
+			Code: CodeDynamicReadUnconfined, Module: cfg.name, Backend: Rules.Name, Route: r.name,
+			Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
+			Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
+		})
 	}
-	// Only a document route is also provided unnamed (its type names its
-	// values, so it rarely collides), when no other route of the module
-	// has its type; NamedOnly turns that off.
-	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
-	fxo := []fx.Option{
-		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
-			for _, b := range build {
-				b(c)
-			}
-			lc.Append(fx.StopHook(c.close))
-			return c
-		}),
-		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
-		modules.ProvideTenantState(func(c *Client) modules.TenantState {
-			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
-		}),
+	if r.kind == KindDynamicRead && cfg.pooled && !routed && r.login == nil {
+		errs = append(errs, &tenancy.Error{
+			Code: CodeDynamicReadPooled, Module: cfg.name, Backend: Rules.Name, Route: r.name,
+			Detail: "behind a transaction pooler a dynamic read's server session passes to other clients (other tenants, the module's own statements) between transactions, so its connections cannot serve one tenant each",
+			Fix:    "set DynamicReadConfig.Login (each tenant's reads then run in server sessions of its own role), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling",
+		})
 	}
-	for _, r := range cfg.routes {
-		fr := r.floorsRoute(routed)
-		r.decision = Rules.Decide(fr)
-		mod.Routes = append(mod.Routes, fr)
-		if routed && r.login != nil {
-			errs = append(errs, Rules.WiringInvalid(name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
-		}
-		// Without a per-tenant schema the origin floor refuses the route
-		// already, and that is the error to report.
-		if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
-			errs = append(errs, &tenancy.Error{
-				Code: CodeDynamicReadUnconfined, Module: name, Backend: Rules.Name, Route: r.name,
-				Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
-				Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
-			})
-		}
-		if r.kind == KindDynamicRead && cfg.pooled && !routed && r.login == nil {
-			errs = append(errs, &tenancy.Error{
-				Code: CodeDynamicReadPooled, Module: name, Backend: Rules.Name, Route: r.name,
-				Detail: "behind a transaction pooler a dynamic read's server session passes to other clients (other tenants, the module's own statements) between transactions, so its connections cannot serve one tenant each",
-				Fix:    "set DynamicReadConfig.Login (each tenant's reads then run in server sessions of its own role), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling",
-			})
-		}
-		fxo = append(fxo, r.provide(r.name, alsoUnnamed(r)))
-	}
-	var decls []fx.Option
-	for _, w := range cfg.workers {
-		errs = append(errs, w.check(name, cfg.routes)...)
-		fxo = append(fxo, w.options(name, cfg.routes))
-		decls = append(decls, modules.Worker(w.decl(name)))
-	}
-	lerrs, lopt := lifecycleWiring(cfg, routed)
-	errs = append(errs, lerrs...)
-	fxo = append(fxo, lopt)
-	if len(errs) > 0 {
-		// Reported by the app's check with every other module's violations
-		// (its workers' included); nothing of the module is built, and
-		// what it would have provided fails with that refusal.
-		provided := []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}
-		for _, r := range cfg.routes {
-			provided = append(provided, modules.Provided{Type: r.typ, Name: r.name})
-			if alsoUnnamed(r) {
-				provided = append(provided, modules.Provided{Type: r.typ})
-			}
-		}
-		return fx.Module(name, append(decls, modules.ProvideRefused(mod, errs, provided...))...)
-	}
-	fxo = append(fxo, modules.Provide(mod))
-	return fx.Module(name, fxo...)
+	return errs
 }
 
 // provideRoute builds the standard provide function for a route object.

@@ -79,13 +79,12 @@ func (w workerSpec) decl(module string) floors.Worker {
 
 // options declares the worker to enforcement and runs it from OnStart to
 // OnStop. Enforcement runs during fx.New, so a refused worker never starts.
-func (w workerSpec) options(module string, routes []*routeSpec) fx.Option {
-	decl := modules.Worker(w.decl(module))
+func (w workerSpec) run(module string, routes []*routeSpec) fx.Option {
 	r := w.find(routes)
 	if r == nil || r.object == nil || !slices.Contains(w.kinds, r.kind) {
-		return decl
+		return nil // the check refuses it: worker_route_unknown or a kind problem
 	}
-	return fx.Options(decl, fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *Client, app *slog.Logger) error {
+	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *Client, app *slog.Logger) error {
 		log := func(own *slog.Logger) *slog.Logger {
 			if own != nil {
 				app = own
@@ -98,5 +97,5 @@ func (w workerSpec) options(module string, routes []*routeSpec) fx.Option {
 		}
 		lc.Append(fx.Hook{OnStart: run.Start, OnStop: run.Stop})
 		return nil
-	}, fx.ParamTags(``, ``, `optional:"true"`))))
+	}, fx.ParamTags(``, ``, `optional:"true"`)))
 }
