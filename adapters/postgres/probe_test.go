@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/routing"
@@ -46,5 +49,68 @@ func TestDedicatedRenamedDatabaseStaysClaimed(t *testing.T) {
 	}
 	if _, err := d.Create(ctxB, "b1", item{}); tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared {
 		t.Fatalf("tenant B wrote into A's renamed database: %v", err)
+	}
+}
+
+// TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes (found hole,
+// fixed): tenant A holds its pool (as a sharded consumer or a long
+// transaction does), its credentials move to another database, and its
+// next call after the TTL binds the new one. Tenant B then resolves to A's
+// old database. A's held pool still reads and writes there, so B is
+// refused until that pool has drained and closed; when a move released
+// the claim at once, B wrote a row A's held pool read as its own.
+func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
+	_, dsns := databases(t, 2, "")
+	var mu sync.Mutex
+	creds := map[tenancy.ID]routing.Credentials{tenancytest.TenantA: {Endpoint: dsns[0]}}
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := creds[id]; ok {
+			return c, nil
+		}
+		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
+	}
+	const ttl = 50 * time.Millisecond
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1, TTL: ttl}),
+		postgres.RequiredIsolation(tenancy.Dedicated),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+	provision(t, c, tenancytest.TenantA)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	held, release, err := c.Pool(ctxA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	mu.Lock()
+	creds[tenancytest.TenantA] = routing.Credentials{Endpoint: dsns[1]}
+	creds[tenancytest.TenantB] = routing.Credentials{Endpoint: dsns[0]}
+	mu.Unlock()
+	time.Sleep(2 * ttl)
+	provision(t, c, tenancytest.TenantA) // A's move: its next call binds the new database
+	if _, err := d.Create(ctxB, "b1", item{Name: "b"}); tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared {
+		var n int
+		_ = held.QueryRow(context.Background(), "SELECT count(*) FROM docs").Scan(&n)
+		t.Fatalf("tenant B on the database A's held pool still serves: %v (A's held pool now sees %d rows)", err, n)
+	}
+	release()
+	released = true
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := d.Create(ctxB, "b1", item{Name: "b"})
+		if err == nil {
+			break
+		}
+		if tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared || time.Now().After(deadline) {
+			t.Fatalf("tenant B once A's old pool closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
