@@ -212,3 +212,53 @@ func TestDedicatedRecreatedDatabase(t *testing.T) {
 		t.Fatalf("B on the recreated database: %d, %v", n, err)
 	}
 }
+
+// TestDedicatedRacingSpellingsOneWinner: a tenant for each spelling of one
+// database, all making their first call at once, five rounds: exactly one
+// is served, and the database holds only that tenant's record.
+func TestDedicatedRacingSpellingsOneWinner(t *testing.T) {
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			names, _ := databases(t, 1, "")
+			db := names[0]
+			loginNamedAfter(t, superuser(t), db)
+			creds := map[tenancy.ID]routing.Credentials{}
+			i := 0
+			for _, c := range spellings(t, db) {
+				i++
+				creds[tenancy.MustParseID(fmt.Sprintf("7ace0000-0000-4000-8000-%012x", i))] = c
+			}
+			var d *postgres.Documents[item]
+			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 16, MaxConnsPerClient: 1}),
+				postgres.RequiredIsolation(tenancy.Dedicated),
+				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var won []tenancy.ID
+			for id := range creds {
+				wg.Go(func() {
+					err := c.Provision(context.Background(), id)
+					if err == nil {
+						_, err = d.Create(tenancy.WithTenant(context.Background(), id), "r", item{Name: id.String()})
+					}
+					switch {
+					case err == nil:
+						mu.Lock()
+						won = append(won, id)
+						mu.Unlock()
+					case tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared:
+						t.Errorf("tenant %s (%+v): %v", id, creds[id], err)
+					}
+				})
+			}
+			wg.Wait()
+			if len(won) != 1 {
+				t.Fatalf("%d tenants served on one database: %v", len(won), won)
+			}
+			ctx := tenancy.WithTenant(context.Background(), won[0])
+			if n, err := d.Count(ctx, document.Query{}); err != nil || n != 1 {
+				t.Fatalf("the winner's database holds %d records, %v", n, err)
+			}
+		})
+	}
+}
