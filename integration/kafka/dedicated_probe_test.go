@@ -63,3 +63,29 @@ func TestRoutedBootstrapMixingClusters(t *testing.T) {
 		t.Fatalf("%d of 12 tenants with a bootstrap list spanning two clusters were served; A's topic holds %d records, want only A's %d", served, n, want)
 	}
 }
+
+// TestRoutedOtherListenerOfOneBroker: tenant B reaching tenant A's broker
+// through its SASL listener (another port, a login of its own) is refused
+// by the cluster id the broker reports.
+func TestRoutedOtherListenerOfOneBroker(t *testing.T) {
+	s := newSpace(t)
+	broker, topic := s.broker, s.name("orders")
+	creds := map[tenancy.ID]routing.Credentials{
+		tenancytest.TenantA: {Endpoint: broker},
+		tenancytest.TenantB: {Endpoint: testsvc.KafkaSASLBroker(t), User: testsvc.KafkaSASLUser, Secret: testsvc.KafkaSASLSecret},
+	}
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	ctx := context.Background()
+	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Produce(tenancy.WithTenant(ctx, tenancytest.TenantA), kafka.Message{Value: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Produce(tenancy.WithTenant(ctx, tenancytest.TenantB), kafka.Message{Value: []byte("b")}); tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared {
+		t.Fatalf("B on A's broker through the SASL listener: %v", err)
+	}
+	if n := records(t, broker, topic); n != 1 {
+		t.Fatalf("%d records on A's topic, want only A's", n)
+	}
+}
