@@ -72,7 +72,8 @@ func (s claimSet) label(k claimKey) string {
 
 type claim struct {
 	tenant tenancy.ID
-	// holders counts the Pools in which tenant holds this claim.
+	// holders counts the Pools in which tenant holds this claim, and the
+	// tenant's clients there not closed yet.
 	holders int
 }
 
@@ -120,6 +121,20 @@ func takeClaims(keys []claimKey, tenant tenancy.ID, old []claimKey) (claimKey, t
 		dropClaimLocked(k)
 	}
 	return claimKey{}, tenancy.ID{}, false
+}
+
+// holdClaims adds a holder to keys, which tenant holds already.
+func holdClaims(keys []claimKey, tenant tenancy.ID) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	for _, k := range keys {
+		c := registry.m[k]
+		if c == nil {
+			c = &claim{tenant: tenant}
+			registry.m[k] = c
+		}
+		c.holders++
+	}
 }
 
 func dropClaims(keys []claimKey) {

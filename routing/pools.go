@@ -107,6 +107,12 @@ type pool[C any] struct {
 	lastUsed atomic.Uint64
 	// server is what Identify reported, set before the pool is published.
 	server serverIdentity
+	// claims are the tenant's claims this client holds itself, from its
+	// publication until it has closed: a tenant that moved to another
+	// target still reaches the old one through a client acquired before
+	// the move (a consumer holds one for its whole run), so no other
+	// tenant may take that target before the client is gone.
+	claims []claimKey
 }
 
 // New validates cfg and returns an empty Pools; nothing is opened yet.
@@ -237,6 +243,10 @@ func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credential
 		}
 		if pl != nil {
 			if pl == opened {
+				if claims {
+					pl.claims = named.withServer(pl.server).keys()
+					holdClaims(pl.claims, tenant) // taken by claimFor above
+				}
 				p.pools[key] = pl
 				opened = nil
 			}
@@ -362,6 +372,7 @@ func (p *Pools[C]) closeOnce(pl *pool[C]) {
 		go func() { // never call user code with mu held
 			defer p.live.Done()
 			p.cfg.Close(pl.client)
+			dropClaims(pl.claims)
 			p.mu.Lock()
 			p.draining--
 			p.freeSlot()
@@ -403,7 +414,8 @@ func (p *Pools[C]) dropOldestTenant(keep tenancy.ID) {
 // Evict forgets tenant's binding, so its next call resolves again, and
 // retires its client (after the drain). The tenant keeps its claim on its
 // target: an evicted tenant's data is still there, so no other tenant may
-// take the target until this tenant resolves to another one.
+// take the target until this tenant resolves to another one and every
+// client it had there has closed.
 func (p *Pools[C]) Evict(tenant tenancy.ID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

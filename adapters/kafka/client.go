@@ -177,15 +177,33 @@ func routedTargets(cr routing.Credentials) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// clusterID asks the brokers which cluster they are (the id fixed when
-// the cluster was formatted), from the transport's metadata.
+// clusterID asks every bootstrap broker which cluster it is (the id fixed
+// when the cluster was formatted), each on a connection of its own: the
+// transport dials a random bootstrap broker each time, so a list whose
+// brokers belong to two clusters would reach either one, whichever the id
+// was read from. Such a list serves nobody; so does one with a broker that
+// does not answer, which could be another cluster's once it is back.
 func (c *client) clusterID(ctx context.Context) (string, error) {
-	res, err := c.admin().Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{}})
-	if err != nil {
-		c.recover(err)
-		return "", fmt.Errorf("kafka: reading the cluster id: %w", err)
+	var id, from string
+	for _, b := range slices.Compact(slices.Sorted(slices.Values(c.brokers))) {
+		tr := &kafkago.Transport{Dial: c.conns.dialTracked, SASL: c.transport.SASL, TLS: c.transport.TLS, DialTimeout: c.transport.DialTimeout}
+		res, err := (&kafkago.Client{Addr: kafkago.TCP(b), Transport: tr, Timeout: 10 * time.Second}).
+			Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{}})
+		tr.CloseIdleConnections()
+		if err != nil {
+			return "", fmt.Errorf("kafka: reading the cluster id from bootstrap broker %s: %w", b, err)
+		}
+		if id != "" && res.ClusterID != id {
+			return "", &tenancy.Error{
+				Code: tenancy.CodeDedicatedTargetShared, Module: c.conns.module, Backend: Rules.Name,
+				Detail: fmt.Sprintf("the routed client's bootstrap brokers belong to two clusters: %s reports %q and %s reports %q; "+
+					"its connections would reach either, so nothing was read or written", from, id, b, res.ClusterID),
+				Fix: "give each tenant's credentials bootstrap brokers of that tenant's one cluster",
+			}
+		}
+		id, from = res.ClusterID, b
 	}
-	return res.ClusterID, nil
+	return id, nil
 }
 
 // openRouted builds a tenant's client from its credentials.

@@ -43,7 +43,7 @@ const DefaultMaxConnsPerClient = 16
 // Routed gives every tenant its own driver, built from the credentials
 // resolve returns (dedicated): Endpoint is the bolt/neo4j URI, User and
 // Secret the basic-auth pair, and Params["database"] the database its
-// sessions open ("" for the server default). A driver serves one tenant,
+// sessions open (else the module's Database; "" for the server default). A driver serves one tenant,
 // a tenant resolving to another tenant's server database is refused
 // (dedicated_target_shared), and no tenant ever falls back to a shared one.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
@@ -93,11 +93,11 @@ type tenantPools = *routing.Pools[*tenantDriver]
 func newPools(module string, cfg *config) (tenantPools, error) {
 	rc := cfg.routed
 	open := func(_ context.Context, c routing.Credentials) (*tenantDriver, error) {
-		target, err := routedTarget(c)
+		target, err := routedTarget(c, cfg.database)
 		if err != nil {
 			return nil, err
 		}
-		td := &tenantDriver{database: c.Params["database"], target: target}
+		td := &tenantDriver{database: routedDatabase(c, cfg.database), target: target}
 		if cfg.openFake != nil {
 			td.drv = cfg.openFake(c.Endpoint)
 			return td, nil
@@ -115,7 +115,10 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		Resolve: rc.resolve,
 		Open:    open,
 		Close:   func(td *tenantDriver) { _ = td.drv.Close(context.Background()) },
-		Targets: func(c routing.Credentials) ([]string, error) { t, err := routedTarget(c); return []string{t}, err },
+		Targets: func(c routing.Credentials) ([]string, error) {
+			t, err := routedTarget(c, cfg.database)
+			return []string{t}, err
+		},
 		Identify: func(ctx context.Context, td *tenantDriver) (string, error) {
 			return td.drv.DatabaseID(ctx, td.database)
 		},
@@ -128,15 +131,27 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 	})
 }
 
+// routedDatabase is the database a tenant's sessions open:
+// Params["database"], else the module's Database ("" the server's default).
+// It is the one identified: naming another would let a tenant whose
+// credentials name no database share the module's database with one whose
+// credentials name it.
+func routedDatabase(c routing.Credentials, moduleDB string) string {
+	if db := c.Params["database"]; db != "" {
+		return db
+	}
+	return moduleDB
+}
+
 // routedTarget is where a tenant's data lives: the server (canonical host
-// and port; the URI scheme only picks routing and TLS) and
-// Params["database"], lower-cased as Neo4j compares database names, ""
-// being the server's default database. Credentials do not count. A
-// route's RouteConfig.Database is not part of it: on a routed driver the
-// tenant's own server database is what dedicated promises. The name is a
-// cheap first line (it cannot know which database "" is): the id the
-// server reports for the database (identify) decides.
-func routedTarget(c routing.Credentials) (string, error) {
+// and port; the URI scheme only picks routing and TLS) and routedDatabase,
+// lower-cased as Neo4j compares database names, "" being the server's
+// default database. Credentials do not count. A route's per-tenant
+// database (DatabasePrefix, RouteConfig.Database) is not part of it: on a
+// routed driver the tenant's own server database is what dedicated
+// promises. The name is a cheap first line (it cannot know which database
+// "" is): the id the server reports for the database (identify) decides.
+func routedTarget(c routing.Credentials, moduleDB string) (string, error) {
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("neo4j: routed endpoint is not a neo4j:// or bolt:// URI")
@@ -145,7 +160,7 @@ func routedTarget(c routing.Credentials) (string, error) {
 	if port == "" {
 		port = "7687"
 	}
-	return routing.CanonicalHostPort(u.Hostname(), port) + "/" + strings.ToLower(c.Params["database"]), nil
+	return routing.CanonicalHostPort(u.Hostname(), port) + "/" + strings.ToLower(routedDatabase(c, moduleDB)), nil
 }
 
 // databaseID asks the server for the id of a database ("" the default):

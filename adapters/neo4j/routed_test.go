@@ -83,7 +83,7 @@ func TestTaggedOnRoutedKeepsThePredicate(t *testing.T) {
 // A target is the server and database: scheme, case, the default port and
 // credentials do not make two targets.
 func TestRoutedTarget(t *testing.T) {
-	base, err := routedTarget(routing.Credentials{Endpoint: "neo4j://db.example:7687"})
+	base, err := routedTarget(routing.Credentials{Endpoint: "neo4j://db.example:7687"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRoutedTarget(t *testing.T) {
 		{Endpoint: "bolt+s://DB.example", User: "u", Secret: "p"},
 		{Endpoint: "neo4j+ssc://db.example:7687/"},
 	} {
-		if got, err := routedTarget(c); err != nil || got != base {
+		if got, err := routedTarget(c, ""); err != nil || got != base {
 			t.Errorf("%+v: %s, %v; want %s", c, got, err, base)
 		}
 	}
@@ -99,11 +99,11 @@ func TestRoutedTarget(t *testing.T) {
 		{Endpoint: "neo4j://db.example:7688"},
 		{Endpoint: "neo4j://db.example", Params: map[string]string{"database": "t1"}},
 	} {
-		if got, _ := routedTarget(c); got == base {
+		if got, _ := routedTarget(c, ""); got == base {
 			t.Errorf("%+v shares %s", c, base)
 		}
 	}
-	if _, err := routedTarget(routing.Credentials{Endpoint: "not a uri"}); err == nil {
+	if _, err := routedTarget(routing.Credentials{Endpoint: "not a uri"}, ""); err == nil {
 		t.Error("an invalid URI was accepted")
 	}
 }
@@ -122,11 +122,11 @@ func TestRoutedTargetGenerated(t *testing.T) {
 	}
 	for range 1000 {
 		a, b := spell(), spell()
-		ta, err := routedTarget(a)
+		ta, err := routedTarget(a, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tb, err := routedTarget(b); err != nil || ta != tb {
+		if tb, err := routedTarget(b, ""); err != nil || ta != tb {
 			t.Fatalf("%+v and %+v: %s vs %s (%v)", a, b, ta, tb, err)
 		}
 	}

@@ -117,10 +117,13 @@ func routedTargets(cr routing.Credentials) ([]string, error) {
 
 // serverIdentitySQL is what a server says its connected database is: the
 // cluster's system identifier (fixed at initdb, shared only by physical
-// copies of the cluster, which hold the same data), the database's oid
-// and its name. Every role may call pg_control_system().
-const serverIdentitySQL = `SELECT s.system_identifier::text || '/' || d.oid::text || '/' || d.datname
-	FROM pg_control_system() s, pg_database d WHERE d.datname = current_database()`
+// copies of the cluster, which hold the same data) and the database's oid.
+// Not its name: ALTER DATABASE RENAME keeps the data under a new name,
+// which would otherwise be a second identity of one database. Every role
+// may call pg_control_system(); each name is schema-qualified so that no
+// search_path reaches a look-alike.
+const serverIdentitySQL = `SELECT s.system_identifier::text || '/' || d.oid::text
+	FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()`
 
 func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
