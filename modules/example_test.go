@@ -3,6 +3,7 @@ package modules_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -70,4 +71,21 @@ func ExampleLifecycle() {
 	// Output:
 	// tenant_suspended
 	// <nil>
+}
+
+// TenantHandler puts the bound tenant on every log record logged with the
+// request's context, so no handler threads it by hand.
+func ExampleTenantHandler() {
+	log := slog.New(modules.TenantHandler(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // a stable example
+			}
+			return a
+		},
+	})))
+	ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7"))
+	log.InfoContext(ctx, "order placed", "order", "o-1")
+	// Output:
+	// level=INFO msg="order placed" order=o-1 tenant=7c9e6679-7425-40de-944b-e07fc1f90ae7
 }

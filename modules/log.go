@@ -37,3 +37,37 @@ func LogWorkerError(ctx context.Context, log *slog.Logger, msg string, err error
 	}
 	log.Warn(msg, KeyError, err)
 }
+
+// TenantHandler wraps h so that every record logged with a context that
+// binds a tenant carries it under KeyTenant: a handler's or a worker's
+// log line names the tenant without threading it through. A record that
+// already names the tenant, or a context with none bound, passes as it
+// is.
+func TenantHandler(h slog.Handler) slog.Handler { return tenantHandler{h} }
+
+type tenantHandler struct{ slog.Handler }
+
+func (t tenantHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id, ok := tenancy.FromContext(ctx); ok && !hasTenant(r) {
+		r = r.Clone()
+		r.AddAttrs(slog.String(KeyTenant, id.String()))
+	}
+	return t.Handler.Handle(ctx, r)
+}
+
+func hasTenant(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == KeyTenant
+		return !found
+	})
+	return found
+}
+
+func (t tenantHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return tenantHandler{t.Handler.WithAttrs(as)}
+}
+
+func (t tenantHandler) WithGroup(name string) slog.Handler {
+	return tenantHandler{t.Handler.WithGroup(name)}
+}
