@@ -34,12 +34,12 @@ func TestTenantCannotForgeMigrationHistory(t *testing.T) {
 
 	forged := map[string]any{"module": module, "target": "shared", "version": int64(3), "name": "by_name", "checksum": "x", "state": "applied"}
 	_, err := g.CreateNode(ctxA, []string{historyLabel}, forged)
-	tenancytest.RequireCode(t, err, tenancy.CodeReservedName, "neo4j", module, "g", historyLabel)
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeReservedName, "neo4j", module, "g", historyLabel)
 	if h := d.history(module); len(h) != 0 {
 		t.Fatalf("a refused call wrote history: %v", h)
 	}
 	_, err = g.MatchNodes(ctxA, []string{historyLabel}, map[string]any{"module": module}, 10)
-	tenancytest.RequireCode(t, err, tenancy.CodeReservedName, "neo4j", module, "g")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeReservedName, "neo4j", module, "g")
 
 	// Without its removal the forged node holds step 3's key: bound the
 	// wait for a claim nobody releases.
