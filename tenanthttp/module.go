@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -31,6 +32,9 @@ func Module(cfg Config) fx.Option {
 	)
 }
 
+// ReadyTimeout bounds each module's readiness check behind GET /readyz.
+const ReadyTimeout = 2 * time.Second
+
 // Server holds the two listeners of the boundary.
 type Server struct {
 	cfg      Config
@@ -48,6 +52,7 @@ type wireParams struct {
 	Server    *Server
 	Routes    []RouteDef `group:"tenanthttp_routes"`
 	Live      modules.Live
+	Ready     modules.Readiness
 	Logger    *slog.Logger `optional:"true"`
 	Lifecycle fx.Lifecycle
 }
@@ -72,8 +77,24 @@ func wire(p wireParams) error {
 	if err != nil {
 		return err
 	}
-	live := p.Live
+	live, ready := p.Live, p.Ready
 	routes := append(slices.Clone(p.Routes),
+		RouteDef{Pattern: "GET /readyz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ok, checks := ready.Check(r.Context(), ReadyTimeout)
+			body, err := json.Marshal(struct {
+				Ready  bool                  `json:"ready"`
+				Checks []modules.ReadyResult `json:"checks"`
+			}{ok, checks})
+			if err != nil {
+				http.Error(w, "readiness unavailable", http.StatusInternalServerError)
+				return
+			}
+			status := http.StatusOK
+			if !ok {
+				status = http.StatusServiceUnavailable
+			}
+			writeJSON(w, status, string(body))
+		})},
 		RouteDef{Pattern: "GET /healthz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, string(health))
 		})},

@@ -213,7 +213,7 @@ func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 
 // patternFix is what to change when net/http refuses a pattern.
 const patternFix = "write the pattern as net/http's ServeMux takes it (\"[METHOD ][HOST]/[PATH]\", wildcards as {name} or {name...}) and " +
-	"give it a path no other route of its class registers (the operator listener already serves GET /healthz and GET /tenancy/matrix)"
+	"give it a path no other route of its class registers (the operator listener already serves GET /healthz, GET /readyz and GET /tenancy/matrix)"
 
 func routeInvalid(pattern, detail, fix string) error {
 	return &tenancy.Error{

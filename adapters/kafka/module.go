@@ -205,6 +205,15 @@ func Module(name string, opts ...Option) fx.Option {
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
 		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 			fx.ResultTags(nameTag(name)))),
+		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
+			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+				if c.shared == nil {
+					return nil // routed: each tenant's cluster is asked at its first call
+				}
+				_, err := c.shared.clusterID(ctx)
+				return err
+			}}
+		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
 			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}

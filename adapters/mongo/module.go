@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"time"
@@ -217,6 +218,20 @@ func Module(name string, opts ...Option) fx.Option {
 			fx.Provide(fx.Annotate(
 				func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 				fx.ResultTags(`name:"`+name+`"`))),
+			modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
+				return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+					if c.client == nil {
+						return nil // routed: each tenant's server is asked at its first call
+					}
+					if err := c.client.Ping(ctx, nil); err != nil {
+						return err
+					}
+					if cfg.registry != nil {
+						return c.gate.CheckRegistry(ctx, cfg.registry)
+					}
+					return nil
+				}}
+			}),
 			modules.ProvideTenantState(func(c *core) modules.TenantState {
 				p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
 				return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}

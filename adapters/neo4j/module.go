@@ -219,7 +219,18 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.migrations != nil {
 		spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
 	}
-	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg))}
+	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
+		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
+			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+				if c.plain == nil {
+					return nil // routed: each tenant's server is asked at its first call
+				}
+				s := c.plain.NewSession(ctx, c.database)
+				defer func() { _ = s.Close(ctx) }()
+				_, err := s.Run(ctx, "RETURN 1", nil)
+				return err
+			}}
+		})}
 	for _, p := range []fx.Option{migPart, verPart} {
 		if p != nil {
 			spec.Parts = append(spec.Parts, p)

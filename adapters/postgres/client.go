@@ -291,3 +291,25 @@ func (c *Client) Evict(tenant tenancy.ID) {
 		c.routed.Evict(tenant)
 	}
 }
+
+// readiness is the module's readiness: the server answers on the module's own
+// pool, and the shared tables or registered tenants are at the required
+// version. A routed client has no pool of its own to ask: each tenant's
+// server is asked at its first call.
+func (c *Client) readiness(ctx context.Context) error {
+	if c.routed != nil {
+		return nil
+	}
+	pool, release, err := c.conn(ctx, tenancy.ID{})
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := pool.Ping(ctx); err != nil {
+		return err
+	}
+	if c.life != nil && c.life.gate != nil {
+		return c.checkVersions(ctx)
+	}
+	return nil
+}

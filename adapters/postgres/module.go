@@ -188,6 +188,9 @@ func Module(name string, opts ...Option) fx.Option {
 		modules.ProvideTenantState(func(c *Client) modules.TenantState {
 			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
 		}),
+		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
+			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: c.readiness}
+		}),
 		lopt,
 	}
 	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}

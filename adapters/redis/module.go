@@ -94,7 +94,15 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		spec.Workers = append(spec.Workers, ws)
 	}
-	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg))}
+	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
+		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
+			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+				if c.client == nil {
+					return nil // routed: each tenant's server is asked at its first call
+				}
+				return c.client.Ping(ctx).Err()
+			}}
+		})}
 	return modules.Assemble(spec)
 }
 

@@ -1,0 +1,67 @@
+package modules
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+)
+
+const readyGroup = `group:"tenantwire_ready"`
+
+// ReadyCheck is one module's readiness: whether its server answers
+// through the module's own client, and whether what the routes need
+// (a required migration version) is there.
+type ReadyCheck struct {
+	Module, Backend string
+	Check           func(ctx context.Context) error
+}
+
+// ProvideReadyCheck adds the module's readiness check, built from its core
+// C when the app asks for it.
+func ProvideReadyCheck[C any](build func(C) ReadyCheck) fx.Option {
+	return fx.Provide(fx.Annotate(func(c C) *ReadyCheck { r := build(c); return &r }, fx.ResultTags(readyGroup)))
+}
+
+// Readiness is every module's readiness check; inject it to serve a
+// readiness endpoint (tenanthttp serves GET /readyz with it).
+type Readiness struct {
+	fx.In
+	Checks []*ReadyCheck `group:"tenantwire_ready"`
+}
+
+// ReadyResult is one module's answer.
+type ReadyResult struct {
+	Module  string `json:"module"`
+	Backend string `json:"backend"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Check runs every module's check at once, each bounded by timeout, and
+// reports them in module order; ready is true when every one passed.
+func (r Readiness) Check(ctx context.Context, timeout time.Duration) (ready bool, results []ReadyResult) {
+	results = make([]ReadyResult, len(r.Checks))
+	var wg sync.WaitGroup
+	for i, c := range r.Checks {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			res := ReadyResult{Module: c.Module, Backend: c.Backend, OK: true}
+			if err := c.Check(cctx); err != nil {
+				res.OK, res.Error = false, err.Error()
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(results, func(a, b ReadyResult) int { return strings.Compare(a.Module, b.Module) })
+	ready = true
+	for _, res := range results {
+		ready = ready && res.OK
+	}
+	return ready, results
+}
