@@ -161,7 +161,6 @@ func Module(name string, opts ...Option) fx.Option {
 			spec.Problems = append(spec.Problems, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 		}
 	}
-	topics := map[string]string{} // metric name → topic or prefix
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: kit(r.validate())}
 		if r.kind == KindProducer {
@@ -171,25 +170,8 @@ func Module(name string, opts ...Option) fx.Option {
 			rs.Provided = []modules.Provided{{Type: reflect.TypeFor[*Producer](), Name: r.name}}
 		}
 		spec.Routes = append(spec.Routes, rs)
-		if r.perTenant == nil && r.topic != "" {
-			if e := Rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
-				spec.Problems = append(spec.Problems, e)
-			}
-		}
-		t := r.topic
-		if r.perTenant != nil {
-			t = r.prefix + "*"
-		}
-		if t == "*" || t == "" {
-			continue
-		}
-		if prev, ok := topics[metricName(t)]; ok && prev != t {
-			spec.Problems = append(spec.Problems, Rules.WiringInvalid(name, r.name,
-				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
-				"use either '.' or '_' in the module's topic names, not both"))
-		}
-		topics[metricName(t)] = t
 	}
+	spec.Problems = append(spec.Problems, cfg.topicProblems(name)...)
 	vers, verErrs, verPart := versionWiring(name, cfg)
 	spec.Problems = append(spec.Problems, verErrs...)
 	for _, c := range cfg.consumers {
@@ -223,6 +205,34 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Parts = append(spec.Parts, verPart)
 	}
 	return modules.Assemble(spec)
+}
+
+// topicProblems refuses static topics shaped like a tenant's and topics
+// whose metric names collide.
+func (cfg *config) topicProblems(name string) []error {
+	var errs []error
+	topics := map[string]string{} // metric name → topic or prefix
+	for _, r := range cfg.routes {
+		if r.perTenant == nil && r.topic != "" {
+			if e := Rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
+				errs = append(errs, e)
+			}
+		}
+		t := r.topic
+		if r.perTenant != nil {
+			t = r.prefix + "*"
+		}
+		if t == "*" || t == "" {
+			continue
+		}
+		if prev, ok := topics[metricName(t)]; ok && prev != t {
+			errs = append(errs, Rules.WiringInvalid(name, r.name,
+				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
+				"use either '.' or '_' in the module's topic names, not both"))
+		}
+		topics[metricName(t)] = t
+	}
+	return errs
 }
 
 // kit turns the adapter's problems into the kit's.
