@@ -95,10 +95,19 @@ func dedOptions(p placement, app string, extra ...postgres.Option) fx.Option {
 // soak's start, and needs no app). The returned function waits for it;
 // it is also waited for before the servers stop.
 func createDedicatedDatabases(t *testing.T, p placement, servers []*privatePG, tenants []tenancy.ID) func() error {
+	// The private clusters are copies of one initdb, so they report one
+	// system identifier, and the dedicated tier, which trusts what the
+	// server reports, would take two tenants' databases of one oid on two
+	// clusters for one database. Each tenant's database gets an oid of
+	// its own.
+	oid := map[tenancy.ID]int{}
+	for i, id := range tenants {
+		oid[id] = 100000 + i
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- perServer(p, servers, tenants, func(s int, id tenancy.ID) error {
-			return servers[s].exec("postgres", "CREATE DATABASE "+dedDatabase(id))
+			return servers[s].exec("postgres", fmt.Sprintf("CREATE DATABASE %s OID = %d", dedDatabase(id), oid[id]))
 		})
 	}()
 	wait := sync.OnceValue(func() error { return <-done })
