@@ -279,9 +279,6 @@ func (s *stmtCache) len() int {
 	return len(s.cur) + len(s.old)
 }
 
-// pgxPool is the handle every statement runs on.
-type pgxPool = *pgxpool.Pool
-
 // Evict forgets a routed tenant's pool binding, so its next call resolves
 // its credentials again (after a rotation or a revocation); the pool is
 // closed once no other tenant uses it and its statements are done. It does

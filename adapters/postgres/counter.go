@@ -69,7 +69,7 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	}
 }
 
-func (k *Counter) begin(ctx context.Context) (tenancy.ID, *counterStmts, pgxPool, func(), error) {
+func (k *Counter) begin(ctx context.Context) (tenancy.ID, *counterStmts, querier, func(), error) {
 	return beginCall(ctx, k.route, k.static, k.build)
 }
 

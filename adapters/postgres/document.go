@@ -130,7 +130,7 @@ func (d *Documents[T]) notifies() bool { return d.c.routed == nil }
 
 // begin resolves the tenant, statements and pool of one call; of a set
 // rendered per call, only the statements in need are set.
-func (d *Documents[T]) begin(ctx context.Context, need docNeed) (tenancy.ID, docStmts, pgxPool, func(), error) {
+func (d *Documents[T]) begin(ctx context.Context, need docNeed) (tenancy.ID, docStmts, querier, func(), error) {
 	tenant, pool, release, err := enter(ctx, d.route)
 	if err != nil {
 		return tenant, docStmts{}, nil, nil, err
@@ -247,14 +247,15 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	if n == 0 {
 		return document.ErrNotFound
 	}
-	// The id may be created again by another tenant: a gate must look again.
-	d.c.forgetOwned(d.cfg.Write, tenant, id)
+	// The id may be created again by another tenant: a gate must look
+	// again, once the delete is visible (a unit of work commits it later).
+	d.c.afterCommit(ctx, func() { d.c.forgetOwned(d.cfg.Write, tenant, id) })
 	return nil
 }
 
 // affected runs a write and returns the rows it changed; a counted
 // statement (with history, or a notice) reports the count itself.
-func (d *Documents[T]) affected(ctx context.Context, pool pgxPool, stmt string, a []any, counted bool) (int64, error) {
+func (d *Documents[T]) affected(ctx context.Context, pool querier, stmt string, a []any, counted bool) (int64, error) {
 	if !counted {
 		tag, err := pool.Exec(ctx, stmt, a...)
 		return tag.RowsAffected(), err

@@ -113,8 +113,12 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // so what DISCARD ALL leaves never reaches another. Text that made the
 // transaction write (a large object, say) is refused with
 // postgres_dynamic_read_wrote, its write rolled back. Behind a transaction
-// pooler the reset is pooledReset, sent with the rollback.
+// pooler the reset is pooledReset, sent with the rollback. Inside a unit
+// of work (InTx) it is refused (postgres_unit_of_work_refused).
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
+	if err := outsideUnit(ctx, d.route, "a dynamic read runs its compiled text in a read-only transaction of its own"); err != nil {
+		return err
+	}
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return d.unbound()

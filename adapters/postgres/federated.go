@@ -136,7 +136,7 @@ func (f *FederatedSearch) build(tenant tenancy.ID) *fedStmts {
 	}
 }
 
-func (f *FederatedSearch) begin(ctx context.Context) (tenancy.ID, *fedStmts, pgxPool, func(), error) {
+func (f *FederatedSearch) begin(ctx context.Context) (tenancy.ID, *fedStmts, querier, func(), error) {
 	return beginCall(ctx, f.route, f.static, f.build)
 }
 

@@ -71,7 +71,7 @@ func (x *Idempotency) build(tenant tenancy.ID) *idemStmts {
 	}
 }
 
-func (x *Idempotency) begin(ctx context.Context) (tenancy.ID, *idemStmts, pgxPool, func(), error) {
+func (x *Idempotency) begin(ctx context.Context) (tenancy.ID, *idemStmts, querier, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 

@@ -62,7 +62,7 @@ func (i *Inbox) build(tenant tenancy.ID) *inboxStmts {
 	}
 }
 
-func (i *Inbox) begin(ctx context.Context) (tenancy.ID, *inboxStmts, pgxPool, func(), error) {
+func (i *Inbox) begin(ctx context.Context) (tenancy.ID, *inboxStmts, querier, func(), error) {
 	return beginCall(ctx, i.route, i.static, i.build)
 }
 

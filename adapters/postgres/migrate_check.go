@@ -22,7 +22,7 @@ func (c *Client) registry() migrate.Registry {
 
 // appliedVersion is the newest version applied to tenant's target (0 when
 // nothing was).
-func (c *Client) appliedVersion(ctx context.Context, pool pgxPool, tenant tenancy.ID) (int64, error) {
+func (c *Client) appliedVersion(ctx context.Context, pool querier, tenant tenancy.ID) (int64, error) {
 	table := pgx.Identifier{c.target(tenant), migrationTable}.Sanitize()
 	var v int64
 	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+table+" WHERE module = $1", c.module).Scan(&v)
@@ -36,7 +36,7 @@ func (c *Client) appliedVersion(ctx context.Context, pool pgxPool, tenant tenanc
 // ensureCurrent refuses a call for a tenant whose target is behind the
 // required version. A tenant found current is remembered, so the check
 // costs a round trip once per tenant, not per call.
-func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool pgxPool, route string) error {
+func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool querier, route string) error {
 	l := c.life
 	if l == nil || l.gate == nil {
 		return nil

@@ -214,6 +214,9 @@ func newEventID() string {
 // sharded pass) it claims only that tenant's rows, from its schema or pool
 // where the route resolves one; unbound, the route must be tenant-global.
 func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+	if err := outsideUnit(ctx, o.route, "a claim holds a transaction of its own until Complete or Abandon"); err != nil {
+		return nil, err
+	}
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.decision.NeedsTenant {
 		return nil, o.unbound()

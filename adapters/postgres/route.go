@@ -214,7 +214,7 @@ var jsonMarshal = json.Marshal
 
 // execOne runs stmt, which touches at most one row, and returns none when
 // it touched nothing: the bound tenant has no such row.
-func execOne(ctx context.Context, pool pgxPool, stmt string, a []any, none error) error {
+func execOne(ctx context.Context, pool querier, stmt string, a []any, none error) error {
 	tag, err := pool.Exec(ctx, stmt, a...)
 	if err == nil && tag.RowsAffected() == 0 {
 		return none
@@ -224,7 +224,7 @@ func execOne(ctx context.Context, pool pgxPool, stmt string, a []any, none error
 
 // beginCall resolves one call's tenant, statements and pool; the caller
 // releases the pool when err is nil.
-func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (tenancy.ID, *S, pgxPool, func(), error) {
+func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (tenancy.ID, *S, querier, func(), error) {
 	tenant, pool, release, err := enter(ctx, r)
 	if err != nil {
 		return tenant, nil, nil, nil, err
@@ -234,7 +234,7 @@ func beginCall[S any](ctx context.Context, r route, static *S, build func(tenanc
 
 // enter resolves one call's tenant and pool; the caller releases the pool
 // when err is nil.
-func enter(ctx context.Context, r route) (tenancy.ID, pgxPool, func(), error) {
+func enter(ctx context.Context, r route) (tenancy.ID, querier, func(), error) {
 	tenant, err := r.tenant(ctx)
 	if err != nil {
 		return tenant, nil, nil, err
@@ -243,13 +243,16 @@ func enter(ctx context.Context, r route) (tenancy.ID, pgxPool, func(), error) {
 	return tenant, pool, release, err
 }
 
-// connect is the one way a call of any route reaches its pool: the
-// tenant's suspension, the tenant's pool (routed or shared), then the
-// version gate. The caller
-// releases the pool when err is nil.
-func (r route) connect(ctx context.Context, tenant tenancy.ID) (pgxPool, func(), error) {
+// connect is the one way a call of any route reaches what its statements
+// run on: the tenant's suspension, then the unit of work its context
+// carries (see InTx), or else the tenant's pool (routed or shared); then
+// the version gate. The caller releases it when err is nil.
+func (r route) connect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
 	if err := r.c.tenants.Check(tenant, Rules.Name, r.c.module, r.spec.name); err != nil {
 		return nil, nil, err
+	}
+	if u := unitOf(ctx); u != nil {
+		return u.join(ctx, r, tenant)
 	}
 	pool, release, err := r.c.conn(ctx, tenant)
 	if err != nil {

@@ -100,7 +100,7 @@ func (x *Search) build(tenant tenancy.ID) *searchStmts {
 	}
 }
 
-func (x *Search) begin(ctx context.Context) (tenancy.ID, *searchStmts, pgxPool, func(), error) {
+func (x *Search) begin(ctx context.Context) (tenancy.ID, *searchStmts, querier, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 
