@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -188,6 +189,14 @@ func unitAtomic(t *testing.T, v via) {
 				})
 			}()
 			requirePresent(t, "after a panicking unit", present(t, ctxA, rs, ms, "panicked"), false)
+			// Rolled back, not left open: an open transaction would hold
+			// the id's key, and this write would wait for it.
+			wctx, cancel := context.WithTimeout(ctxA, 5*time.Second)
+			if _, err := rs.docs.Create(wctx, "panicked", item{}); err != nil {
+				t.Fatalf("writing the panicked unit's id afterwards: %v", err)
+			}
+			cancel()
+			must0(t, rs.docs.Delete(ctxA, "panicked"))
 
 			must0(t, rs.client.InTx(ctxA, func(ctx context.Context) error {
 				writeAll(t, ctx, rs, ms, "placed")
