@@ -1,10 +1,13 @@
-// Command outbox shows the two ways to drain a PostgreSQL outbox. Orders
-// are written with their outbox rows in one transaction; a tenant-global
-// relay drains a tenant-global outbox, binding each row's tenant as it
-// forwards it, and a sharded relay drains a tenant-aware outbox with one
-// bound pass per assigned tenant. Both deliver to a function destination
-// that prints what each tenant received. It needs PostgreSQL
-// (TENANTWIRE_PG_URL), creates uniquely named tables, drops them and exits.
+// Command outbox shows the transactional outbox on PostgreSQL and the two
+// ways to drain it. Each order is stored through a document route with its
+// outbox messages in one unit of work (Client.InTx): they commit together,
+// and an order that fails after its write leaves neither the order nor
+// its messages. A tenant-global relay drains a tenant-global outbox,
+// binding each row's tenant as it forwards it, and a sharded relay drains
+// a tenant-aware outbox with one bound pass per assigned tenant. Both
+// deliver to a function destination that prints what each tenant
+// received. It needs PostgreSQL (TENANTWIRE_PG_URL), creates uniquely
+// named tables, drops them and exits.
 package main
 
 import (
@@ -33,6 +36,13 @@ var (
 	globex = tenancy.MustParseID("3f2504e0-4f89-41d3-9a0c-0305e82c3301")
 	names  = map[tenancy.ID]string{acme: "acme", globex: "globex"}
 )
+
+// order is what the orders route stores.
+type order struct {
+	Qty int `json:"qty"`
+}
+
+var errEmptyOrder = errors.New("an order needs at least one item")
 
 func main() {
 	if err := run(os.Stdout); err != nil {
@@ -69,16 +79,19 @@ func run(w io.Writer) error {
 	b := make([]byte, 4)
 	rand.Read(b)
 	suffix := hex.EncodeToString(b)
-	orders, global, tagged := "ex_orders_"+suffix, "ex_outbox_"+suffix, "ex_outbox_t_"+suffix
+	ordersTable, global, tagged := "ex_orders_"+suffix, "ex_outbox_"+suffix, "ex_outbox_t_"+suffix
 
 	dest := &inbox{got: map[string][]string{}}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{acme, globex}, nil }
 	var (
 		client         *postgres.Client
+		orders         *postgres.Documents[order]
 		events, audits *postgres.Outbox
 	)
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop", postgres.DSN(dsn),
+			// Orders are tagged: one table, every row carries its tenant.
+			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(ordersTable)}),
 			// Tenant-global: one table, rows carry their tenant; a plain
 			// relay claims unbound and binds each row's tenant.
 			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table(global)}),
@@ -88,6 +101,7 @@ func run(w io.Writer) error {
 			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
 			postgres.ShardedRelay("audits", assigned, postgres.RelayConfig{Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
 		),
+		fx.Populate(&orders),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { client, events, audits = c, e, a },
 			fx.ParamTags(`name:"shop"`, `name:"events"`, `name:"audits"`))),
 	)
@@ -95,46 +109,55 @@ func run(w io.Writer) error {
 		return err
 	}
 	ctx := context.Background()
-	// Set-up and clean-up use a connection of their own: the module's
-	// pool closes when the app stops.
+	// Clean-up drops the example's tables on a connection of its own: the
+	// module's pool closes when the app stops.
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer admin.Close(ctx)
-	defer func() { _, _ = admin.Exec(ctx, "DROP TABLE IF EXISTS "+orders+", "+global+", "+tagged) }()
-	// Provisioning creates the outbox tables (both are static tables here,
-	// so any tenant will do).
+	defer func() { _, _ = admin.Exec(ctx, "DROP TABLE IF EXISTS "+ordersTable+", "+global+", "+tagged) }()
+	// Provisioning creates the tables (all static here, so any tenant
+	// will do).
 	if err := client.Provision(ctx, acme); err != nil {
 		return err
 	}
-	if _, err := admin.Exec(ctx, "CREATE TABLE "+orders+" (id text PRIMARY KEY, tenant_id uuid NOT NULL)"); err != nil {
-		return err
-	}
-	pool, release, err := client.Pool(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
 
-	// Each order and its outbox rows commit together, or not at all.
+	// Each order and its outbox messages commit together, or not at all:
+	// every route of the module called with the unit's ctx runs in its
+	// transaction. Order 4 fails after its write, so neither the order
+	// nor its messages are kept.
 	placed := []struct {
 		tenant tenancy.ID
 		id     string
-	}{{acme, "order-1"}, {globex, "order-2"}, {acme, "order-3"}}
+		qty    int
+	}{{acme, "order-1", 1}, {globex, "order-2", 2}, {acme, "order-3", 3}, {globex, "order-4", 0}}
+	delivered := 0
 	for _, o := range placed {
 		tctx := tenancy.WithTenant(ctx, o.tenant)
-		err := pgx.BeginFunc(tctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(tctx, "INSERT INTO "+orders+" (id, tenant_id) VALUES ($1, $2)", o.id, o.tenant.String()); err != nil {
+		err := client.InTx(tctx, func(ctx context.Context) error {
+			if _, err := orders.Create(ctx, o.id, order{Qty: o.qty}); err != nil {
 				return err
 			}
-			if err := events.WriteTx(tctx, tx, outbox.Message{Topic: "orders", Payload: []byte(o.id + " placed")}); err != nil {
+			if err := events.Write(ctx, outbox.Message{Topic: "orders", Payload: []byte(o.id + " placed")}); err != nil {
 				return err
 			}
-			return audits.WriteTx(tctx, tx, outbox.Message{Topic: "audit", Payload: []byte(o.id + " audited")})
+			if err := audits.Write(ctx, outbox.Message{Topic: "audit", Payload: []byte(o.id + " audited")}); err != nil {
+				return err
+			}
+			if o.qty == 0 {
+				return errEmptyOrder // after the writes: the unit rolls them back
+			}
+			return nil
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, errEmptyOrder):
+			_, gerr := orders.Get(tctx, o.id)
+			fmt.Fprintf(w, "%s rolled back (%v): stored=%v\n", o.id, err, gerr == nil)
+		case err != nil:
 			return err
+		default:
+			delivered += 2
 		}
 	}
 
@@ -146,7 +169,7 @@ func run(w io.Writer) error {
 		dest.mu.Lock()
 		n := dest.n
 		dest.mu.Unlock()
-		if n >= 2*len(placed) {
+		if n >= delivered {
 			break
 		}
 		if time.Now().After(deadline) {

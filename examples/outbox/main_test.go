@@ -19,6 +19,7 @@ func TestRun(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
+		"order-4 rolled back (an order needs at least one item): stored=false",
 		"global-relay acme     received order-1 placed, order-3 placed",
 		"global-relay globex   received order-2 placed",
 		"sharded-relay acme    received order-1 audited, order-3 audited",
@@ -28,7 +29,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Count(got, "\n") != 4 {
+	if strings.Count(got, "\n") != 5 { // nothing of order-4 was delivered
 		t.Errorf("unexpected lines:\n%s", got)
 	}
 }
