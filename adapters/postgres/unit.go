@@ -197,10 +197,49 @@ func (u *unit) join(ctx context.Context, r route, tenant tenancy.ID) (querier, f
 	if err := u.admit(ctx, r.c, r.spec.name); err != nil {
 		return nil, nil, err
 	}
-	if err := r.c.ensureCurrent(ctx, tenant, u.run, r.spec.name); err != nil {
+	if err := r.c.ensureCurrent(ctx, tenant, versionQuerier{u.run}, r.spec.name); err != nil {
 		return nil, nil, err
 	}
 	return u.run, noRelease, nil
+}
+
+// versionQuerier runs the version gate's reads inside a unit, each in a
+// savepoint under the statement lock: a missing history table or schema,
+// which the gate reads as version 0 or never provisioned, would otherwise
+// abort the unit's transaction and turn the gate's answer into 25P02. The
+// gate reads only while a tenant is not yet known current, so a call
+// usually pays nothing for it.
+type versionQuerier struct{ *unitTx }
+
+func (q versionQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return savepointRow{t: q.unitTx, ctx: ctx, sql: sql, args: args}
+}
+
+type savepointRow struct {
+	t    *unitTx
+	ctx  context.Context
+	sql  string
+	args []any
+}
+
+func (r savepointRow) Scan(dest ...any) error {
+	if err := r.t.lock(); err != nil {
+		return err
+	}
+	defer r.t.unlock()
+	tx := r.t.u.tx
+	if _, err := tx.Exec(r.ctx, "SAVEPOINT tenantwire_version"); err != nil {
+		return err
+	}
+	err := tx.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+	end := "RELEASE SAVEPOINT tenantwire_version"
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		end = "ROLLBACK TO SAVEPOINT tenantwire_version; " + end
+	}
+	if _, eerr := tx.Exec(r.ctx, end); eerr != nil && err == nil {
+		err = eerr
+	}
+	return err
 }
 
 // admit refuses a call inside u that cannot join it: after the unit

@@ -679,7 +679,10 @@ func TestUnitOfWorkRefusesWhatCannotJoin(t *testing.T) {
 }
 
 // TestUnitOfWorkVersionGate: inside a unit the version gate still refuses
-// a tenant whose schema is behind the module's required version.
+// a tenant whose schema is behind the module's required version, and a
+// tenant never provisioned, with their own codes: the gate's reads of a
+// missing history table or schema do not abort the unit's transaction
+// (which would turn its answer into the driver's 25P02).
 func TestUnitOfWorkVersionGate(t *testing.T) {
 	f := newMigFixture(t)
 	stale := migTenants(1)[0]
@@ -694,6 +697,12 @@ func TestUnitOfWorkVersionGate(t *testing.T) {
 		return err
 	})
 	requirePG(t, err, tenancy.CodeTenantMigrationBehind, "docs", "at migration version 0; the routes need 3")
+	never := migTenants(2)[1]
+	err = c.InTx(tenancy.WithTenant(context.Background(), never), func(ctx context.Context) error {
+		_, err := d.Get(ctx, "x")
+		return err
+	})
+	requirePG(t, err, tenancy.CodeTenantNotProvisioned, "docs", "never provisioned")
 	if _, err := c.Migrate(context.Background(), stale); err != nil {
 		t.Fatal(err)
 	}
