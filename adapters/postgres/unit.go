@@ -41,7 +41,7 @@ const unitEndTimeout = 5 * time.Second
 // commits it when fn returns nil, rolling it back otherwise. A panic in fn
 // rolls it back and goes on. The transaction runs on the bound tenant's
 // pool (the tenant's own on a routed client); with no tenant bound InTx
-// fails with tenant_unbound.
+// fails with tenant_unbound, for a suspended tenant with tenant_suspended.
 //
 // Every route of this client called with fn's context, or one derived
 // from it, runs on the transaction and sees its writes: documents,
@@ -72,6 +72,9 @@ func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) e
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
 		return Rules.Unbound(c.module, "")
+	}
+	if err := c.tenants.Check(tenant, Rules.Name, c.module, ""); err != nil {
+		return err
 	}
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {

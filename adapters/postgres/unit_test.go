@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/routing"
@@ -750,4 +751,39 @@ func TestUnitOfWorkOwnershipForgetsAfterCommit(t *testing.T) {
 		return errBoom
 	})
 	must0(t, gate.Check(ctxA, "g2"))
+}
+
+// TestUnitOfWorkSuspendedTenant: a suspended tenant's unit does not begin,
+// and a tenant suspended while its unit runs is refused from its next
+// call on, the unit rolling back; resumed, it is served again.
+func TestUnitOfWorkSuspendedTenant(t *testing.T) {
+	var (
+		d       *postgres.Documents[item]
+		tenants *modules.Tenants
+	)
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("sdocs_" + unique())})),
+		modules.Lifecycle(), &d, &tenants)
+	provision(t, c, tenancytest.TenantA)
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	tenants.Suspend(tenancytest.TenantA)
+	ran := false
+	requirePG(t, c.InTx(ctxA, func(context.Context) error { ran = true; return nil }), tenancy.CodeTenantSuspended, "")
+	if ran {
+		t.Error("a suspended tenant's unit ran")
+	}
+	tenants.Resume(tenancytest.TenantA)
+	err := c.InTx(ctxA, func(ctx context.Context) error {
+		if _, err := d.Create(ctx, "before", item{}); err != nil {
+			return err
+		}
+		tenants.Suspend(tenancytest.TenantA)
+		_, err := d.Create(ctx, "after", item{})
+		return err
+	})
+	requirePG(t, err, tenancy.CodeTenantSuspended, "docs")
+	tenants.Resume(tenancytest.TenantA)
+	if n, err := d.Count(ctxA, document.Query{}); err != nil || n != 0 {
+		t.Errorf("after the refused unit A has %d documents (%v)", n, err)
+	}
 }
