@@ -719,19 +719,35 @@ func TestUnitOfWorkVersionGate(t *testing.T) {
 // TestUnitOfWorkOwnershipForgetsAfterCommit: a delete inside a unit tells
 // the client's ownership gates once the unit commits. Told at the delete,
 // a lookup before the commit (which still finds the row) would cache the
-// id as owned again, and the gate would keep saying so after the commit.
+// id as owned again, and the gate would say so after the commit: on a
+// routed client, which has no invalidation channel, for good; on a plain
+// one until the delete's notice came back on the channel.
 func TestUnitOfWorkOwnershipForgetsAfterCommit(t *testing.T) {
-	table := "gdocs_" + unique()
-	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table)})), &d)
+	t.Run("routed", func(t *testing.T) {
+		var d *postgres.Documents[item]
+		table := "gdocs_" + unique()
+		c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxConnsPerClient: 2}),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table)})), &d)
+		gate := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table)})
+		forgetsAfterCommit(t, c, d, gate, func(ctx context.Context, id string) { must0(t, gate.Check(ctx, id)) })
+	})
+	t.Run("plain", func(t *testing.T) {
+		r := newReplica(t, testsvc.PostgresURL(t), "tw"+unique()+"_", "gdocs_"+unique())
+		forgetsAfterCommit(t, r.c, r.docs, r.gate, func(ctx context.Context, id string) { r.cached(t, ctx, id) })
+	})
+}
+
+// forgetsAfterCommit is TestUnitOfWorkOwnershipForgetsAfterCommit on c;
+// cache has the gate cache an owned id.
+func forgetsAfterCommit(t *testing.T, c *postgres.Client, d *postgres.Documents[item], gate *ownership.Gate, cache func(context.Context, string)) {
 	provision(t, c, tenancytest.TenantA)
-	gate := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table), TenantAware: true})
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
-	if _, err := d.Create(ctxA, "g1", item{}); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"g1", "g2"} {
+		if _, err := d.Create(ctxA, id, item{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	must0(t, gate.Check(ctxA, "g1"))
+	cache(ctxA, "g1")
 	must0(t, c.InTx(ctxA, func(ctx context.Context) error {
 		if err := d.Delete(ctx, "g1"); err != nil {
 			return err
@@ -740,12 +756,9 @@ func TestUnitOfWorkOwnershipForgetsAfterCommit(t *testing.T) {
 		return gate.Check(ctxA, "g1")
 	}))
 	if err := gate.Check(ctxA, "g1"); !errors.Is(err, ownership.ErrNotOwned) {
-		t.Errorf("after the delete committed the gate says %v, want not owned", err)
+		t.Errorf("right after the delete committed the gate says %v, want not owned", err)
 	}
 	// Rolled back, the id stays owned.
-	if _, err := d.Create(ctxA, "g2", item{}); err != nil {
-		t.Fatal(err)
-	}
 	_ = c.InTx(ctxA, func(ctx context.Context) error {
 		must0(t, d.Delete(ctx, "g2"))
 		return errBoom
