@@ -57,7 +57,7 @@ func events(t *testing.T, o *postgres.Outbox, ctx context.Context) map[string]in
 
 func requirePG(t *testing.T, err error, code tenancy.Code, route string, detail ...string) {
 	t.Helper()
-	tenancytest.RequireCode(t, err, code, "postgres", "pg", route, detail...)
+	_ = tenancytest.RequireCode(t, err, code, "postgres", "pg", route, detail...)
 }
 
 // writeAll writes through every route kind under ctx, tagged with id, and
@@ -638,10 +638,10 @@ func TestUnitOfWorkRefusesWhatCannotJoin(t *testing.T) {
 					return err
 				}
 				_, err := other.Create(ctx, "joined", item{})
-				tenancytest.RequireCode(t, err, postgres.CodeUnitOfWorkRefused, "postgres", "other", "odocs", "module pg")
+				_ = tenancytest.RequireCode(t, err, postgres.CodeUnitOfWorkRefused, "postgres", "other", "odocs", "module pg")
 				ran := false
 				err = oc.InTx(ctx, func(context.Context) error { ran = true; return nil })
-				tenancytest.RequireCode(t, err, postgres.CodeUnitOfWorkRefused, "postgres", "other", "", "module pg")
+				_ = tenancytest.RequireCode(t, err, postgres.CodeUnitOfWorkRefused, "postgres", "other", "", "module pg")
 				if ran {
 					t.Error("another module's unit ran inside this one")
 				}
