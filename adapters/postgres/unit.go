@@ -112,8 +112,11 @@ type unit struct {
 
 	// mu runs one statement at a time on tx and orders every statement
 	// before the end: none runs once ended is set.
-	mu       sync.Mutex
-	ended    atomic.Bool
+	mu    sync.Mutex
+	ended atomic.Bool
+	// state guards what follows and the setting of ended, apart from mu:
+	// marking the unit never waits for a statement.
+	state    sync.Mutex
 	failed   error    // set: the unit rolls back (rollback-only), and why
 	onCommit []func() // run once the commit succeeded
 }
@@ -121,12 +124,15 @@ type unit struct {
 // end commits (commit and not marked to roll back) or rolls the unit back.
 func (u *unit) end(ctx context.Context, commit bool) error {
 	u.mu.Lock()
+	u.state.Lock()
 	if u.ended.Load() {
+		u.state.Unlock()
 		u.mu.Unlock()
 		return nil
 	}
 	u.ended.Store(true)
 	failed, hooks := u.failed, u.onCommit
+	u.state.Unlock()
 	var err error
 	if commit && failed == nil {
 		err = u.tx.Commit(ctx)
@@ -171,8 +177,8 @@ func (u *unit) nest(ctx context.Context, c *Client, fn func(ctx context.Context)
 
 // fail marks u to roll back, keeping the first cause.
 func (u *unit) fail(cause error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.state.Lock()
+	defer u.state.Unlock()
 	if u.failed == nil {
 		u.failed = cause
 	}
@@ -183,13 +189,13 @@ func (u *unit) fail(cause error) {
 // corrected only once the change is visible to every connection.
 func (c *Client) afterCommit(ctx context.Context, fn func()) {
 	if u := unitOf(ctx); u != nil && u.c == c {
-		u.mu.Lock()
+		u.state.Lock()
 		if !u.ended.Load() {
 			u.onCommit = append(u.onCommit, fn)
-			u.mu.Unlock()
+			u.state.Unlock()
 			return
 		}
-		u.mu.Unlock()
+		u.state.Unlock()
 	}
 	fn()
 }
