@@ -39,7 +39,7 @@ const unitEndTimeout = 5 * time.Second
 
 // InTx runs fn in one transaction of the client (a unit of work) and
 // commits it when fn returns nil, rolling it back otherwise. A panic in fn
-// rolls it back and goes on. The transaction runs on the bound tenant's
+// rolls it back and propagates. The transaction runs on the bound tenant's
 // pool (the tenant's own on a routed client); with no tenant bound InTx
 // fails with tenant_unbound, for a suspended tenant with tenant_suspended.
 //
@@ -62,9 +62,10 @@ const unitEndTimeout = 5 * time.Second
 // back: InTx then rolls back and returns postgres_unit_of_work_rolled_back
 // even when fn returns nil, so the unit never commits part of its work.
 //
-// Calls from several goroutines are run one statement at a time (the
-// transaction is one connection). Writes to other backends (Redis, Kafka)
-// inside fn are not part of the unit: write an outbox message instead.
+// Calls from goroutines started in fn run one statement at a time (the
+// transaction is one connection); wait for them before fn returns. Writes
+// to other backends (Redis, Kafka) inside fn are not part of the unit:
+// write an outbox message instead.
 func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if u := unitOf(ctx); u != nil {
 		return u.nest(ctx, c, fn)
