@@ -15,9 +15,13 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 )
 
-// unique returns a fresh lower-case suffix so reruns never meet old tables.
+// unique returns a fresh lower-case suffix so reruns never meet old tables,
+// nor tests of one run each other's: a run asks for some 1,200 names, so
+// one byte of sequence would wrap and hand a test another's table, rows
+// included.
 func unique() string {
-	return runID + hex.EncodeToString([]byte{byte(seq.Add(1))})
+	n := seq.Add(1)
+	return runID + hex.EncodeToString([]byte{byte(n >> 8), byte(n)})
 }
 
 // runID marks everything this test process creates, so TestMain can drop
@@ -120,5 +124,18 @@ func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 	t.Helper()
 	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestUniqueDoesNotRepeat: the names of one run never repeat, past the
+// some 1,200 a run asks for.
+func TestUniqueDoesNotRepeat(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2000 {
+		u := unique()
+		if seen[u] {
+			t.Fatalf("unique() repeated %s after %d names", u, len(seen))
+		}
+		seen[u] = true
 	}
 }
