@@ -149,7 +149,8 @@ func Relay(route string, rc outbox.RelayConfig) Option {
 }
 
 // ShardedRelay adds a relay with one bound pass per tenant that tenants
-// returns at start; each pass claims only its tenant's rows.
+// returns, read again every RelayConfig.Refresh (default 5 s) so that the
+// passes follow the tenant set; each pass claims only its tenant's rows.
 func ShardedRelay(route string, tenants func(context.Context) ([]tenancy.ID, error), rc outbox.RelayConfig) Option {
 	return relayOption(route, tenants, rc)
 }
