@@ -66,8 +66,8 @@ type messagingSet struct {
 	inbox    *postgres.Inbox
 	idem     *postgres.Idempotency
 	outbox   *postgres.Outbox
-	hub      *postgres.HubSearch // nil at namespace, which a hub never reaches
-	own      *postgres.HubSearch // a per-tenant federated leg
+	hub      *postgres.Search // nil at namespace, which a hub never reaches
+	own      *postgres.Search // a per-tenant federated leg
 	federate *postgres.FederatedSearch
 }
 

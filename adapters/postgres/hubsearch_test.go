@@ -23,7 +23,7 @@ func TestHubSearchBoundary(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			run := unique()
-			var h *postgres.HubSearch
+			var h *postgres.Search
 			c := start(t, postgres.Module("pg", tc.conn, postgres.SchemaPrefix("tw"+run+"_"),
 				postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: tc.aware, Table: tc.table})), named("hub", &h))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
@@ -33,7 +33,7 @@ func TestHubSearchBoundary(t *testing.T) {
 }
 
 // hubProbe puts a document holding word into the hub.
-func hubProbe(h *postgres.HubSearch, word string) tenancytest.Probe {
+func hubProbe(h *postgres.Search, word string) tenancytest.Probe {
 	found := func(ctx context.Context) (bool, error) {
 		hits, err := h.Search(ctx, word, 10)
 		return len(hits) == 1 && hits[0].ID == "doc", err
@@ -54,7 +54,7 @@ func hubProbe(h *postgres.HubSearch, word string) tenancytest.Probe {
 func TestFederatedSearchBoundary(t *testing.T) {
 	run := unique()
 	var (
-		shared, own *postgres.HubSearch
+		shared, own *postgres.Search
 		fed         *postgres.FederatedSearch
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
@@ -64,7 +64,7 @@ func TestFederatedSearchBoundary(t *testing.T) {
 	), named("shared", &shared), named("own", &own), named("all", &fed))
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	word := "okapi" + run
-	for _, h := range []*postgres.HubSearch{shared, own} {
+	for _, h := range []*postgres.Search{shared, own} {
 		leg := h
 		found := func(ctx context.Context) (bool, error) {
 			hits, err := fed.Search(ctx, word, 10)

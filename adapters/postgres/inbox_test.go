@@ -282,7 +282,7 @@ func TestMessagingTeardown(t *testing.T) {
 	var (
 		in  *postgres.Inbox
 		st  *postgres.Idempotency
-		hub *postgres.HubSearch
+		hub *postgres.Search
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
