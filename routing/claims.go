@@ -109,14 +109,7 @@ func takeClaims(keys []claimKey, tenant tenancy.ID, old []claimKey) (claimKey, t
 	if k, holder, clash := conflictLocked(keys, tenant); clash {
 		return k, holder, true
 	}
-	for _, k := range keys {
-		c := registry.m[k]
-		if c == nil {
-			c = &claim{tenant: tenant}
-			registry.m[k] = c
-		}
-		c.holders++
-	}
+	addHoldersLocked(keys, tenant)
 	for _, k := range old {
 		dropClaimLocked(k)
 	}
@@ -127,6 +120,12 @@ func takeClaims(keys []claimKey, tenant tenancy.ID, old []claimKey) (claimKey, t
 func holdClaims(keys []claimKey, tenant tenancy.ID) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
+	addHoldersLocked(keys, tenant)
+}
+
+// addHoldersLocked counts one more holder of each key for tenant
+// (registry.mu held; no other tenant holds any of them).
+func addHoldersLocked(keys []claimKey, tenant tenancy.ID) {
 	for _, k := range keys {
 		c := registry.m[k]
 		if c == nil {
