@@ -162,3 +162,47 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 	}
 	got.waitFor(t, "late")
 }
+
+// With many partitions, Provision returns only once every one has a
+// leader in the brokers' own metadata: a produce to each right away
+// succeeds.
+func TestProvisionServesEveryPartition(t *testing.T) {
+	s := newSpace(t)
+	var d deps
+	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders-"), Partitions: 16})), fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	for i := range 8 {
+		id := newTenant(i)
+		ctx := tenancy.WithTenant(context.Background(), id)
+		if err := d.Provision.Provision(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		topic, _ := d.Producer.TopicFor(ctx)
+		tr := &kafkago.Transport{MetadataTopics: []string{topic}}
+		res, err := (&kafkago.Client{Addr: kafkago.TCP(s.broker), Transport: tr, Timeout: 10 * time.Second}).
+			Metadata(context.Background(), &kafkago.MetadataRequest{Topics: []string{topic}})
+		tr.CloseIdleConnections()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Topics) != 1 || res.Topics[0].Error != nil || len(res.Topics[0].Partitions) != 16 {
+			t.Fatalf("tenant %d: topic not served right after Provision: %+v", i, res.Topics)
+		}
+		for _, p := range res.Topics[0].Partitions {
+			if p.Leader.Host == "" || p.Error != nil {
+				t.Fatalf("tenant %d: partition %d has no leader right after Provision (%v)", i, p.ID, p.Error)
+			}
+		}
+		var msgs []kafka.Message
+		for k := range 32 {
+			msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint(k)), Value: []byte("v")})
+		}
+		if err := d.Producer.Produce(ctx, msgs...); err != nil {
+			t.Fatalf("tenant %d: produce right after Provision: %v", i, err)
+		}
+	}
+}
