@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -191,6 +192,9 @@ func (w *worker) start(ctx context.Context) error {
 			continue // listed twice: one reader
 		}
 		sh, err := w.open(ctx, t)
+		if errors.Is(err, tenancy.CodeTenantNotProvisioned) || errors.Is(err, errTopicCheck) {
+			continue // its shard logs it and retries
+		}
 		if err != nil {
 			w.closeOpened()
 			return err
@@ -201,13 +205,24 @@ func (w *worker) start(ctx context.Context) error {
 		Run: func(ctx context.Context, stop <-chan struct{}) {
 			tenant, _ := tenancy.FromContext(ctx)
 			sh, ok := w.take(tenant)
+			waiting := false // for its topic: logged once, not per attempt
 			for !ok {
 				var err error
 				if sh, err = w.open(ctx, tenant); err == nil {
 					break
 				}
-				w.report(tenant, err)
-				if !shards.Sleep(ctx, stop, w.retry()) {
+				wait := w.retry()
+				if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+					wait = max(wait, time.Second)
+					if waiting {
+						err = nil
+					}
+					waiting = true
+				}
+				if err != nil {
+					w.report(tenant, err)
+				}
+				if !shards.Sleep(ctx, stop, wait) {
 					return
 				}
 			}
@@ -274,6 +289,20 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	if err != nil {
 		return shard{}, err
 	}
+	if !tenant.IsZero() {
+		// kafka-go's group reader reads partitions with a metadata request
+		// that lets the broker auto-create the topic: ask first, without.
+		missing, err := c.missingTopics(ctx, []string{topic})
+		if err != nil {
+			err = fmt.Errorf("%w %s: %w", errTopicCheck, topic, err)
+		} else if len(missing) > 0 {
+			err = notProvisioned(w.route.core.module, w.spec.route, topic, kafkago.UnknownTopicOrPartition)
+		}
+		if err != nil {
+			release()
+			return shard{}, err
+		}
+	}
 	maxWait := w.spec.cfg.MaxWait
 	if maxWait <= 0 {
 		maxWait = 250 * time.Millisecond
@@ -294,6 +323,10 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	})
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }
+
+// errTopicCheck: the brokers could not be asked whether a shard's topic
+// exists (a start does not fail on it: the shard retries).
+var errTopicCheck = errors.New("checking topic")
 
 // stop cancels the readers and waits for them to leave their groups, at
 // most as long as ctx allows.

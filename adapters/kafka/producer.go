@@ -164,11 +164,41 @@ func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.
 	if err := p.ensureCurrent(ctx, c, tenant); err != nil {
 		return err
 	}
-	if err := c.writer.WriteMessages(ctx, msgs...); err != nil {
+	err = c.writer.WriteMessages(ctx, msgs...)
+	if err != nil && isUnknownTopic(err) && len(msgs) > 0 {
+		err = p.unknownTopic(ctx, c, msgs, err)
+	}
+	if err != nil {
 		c.recover(err)
+		if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+			return err
+		}
 		return fmt.Errorf("kafka: route %s: %w", p.spec.name, err)
 	}
 	return nil
+}
+
+// unknownTopic handles a write that found its topic unknown. The shared
+// transport's metadata may be older than the topic (provisioned by another
+// process, or by this one through another module): the brokers are asked,
+// once, on this error path only; a topic they serve has the cache dropped
+// and the write retried. A topic they do not have is tenant_not_provisioned
+// on a route whose topic is the tenant's own; a static topic missing on a
+// shared client is a deployment fault and keeps kafka-go's error.
+func (p *Producer) unknownTopic(ctx context.Context, c *client, msgs []kafkago.Message, cause error) error {
+	topic := msgs[0].Topic
+	missing, err := c.missingTopics(ctx, []string{topic})
+	if err != nil {
+		return cause
+	}
+	if len(missing) == 0 {
+		c.transport.CloseIdleConnections()
+		return c.writer.WriteMessages(ctx, msgs...)
+	}
+	if !p.perTenantTopic && !p.routed {
+		return cause
+	}
+	return notProvisioned(p.core.module, p.spec.name, topic, cause)
 }
 
 // stamp returns hs without reserved headers, plus the adapter's own, an

@@ -161,16 +161,40 @@ func (p *Provisioner) createTopics(ctx context.Context, tenant tenancy.ID, topic
 		return nil, err
 	}
 	defer release()
-	resp, err := c.admin().CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: uniq})
+	names := make([]string, len(uniq))
+	for i, t := range uniq {
+		names[i] = t.Topic
+	}
+	// A probe of these topics, not the shared transport: creating through
+	// the shared one would refetch every topic's metadata per call.
+	cl := c.probe(names)
+	defer closeProbe(cl)
+	resp, err := cl.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: uniq})
 	if err != nil {
-		c.recover(err)
 		return nil, fmt.Errorf("kafka: module %s: creating topics: %w", p.core.module, err)
 	}
 	failed := map[string]error{}
-	for name, e := range resp.Errors {
-		if e != nil && !errors.Is(e, kafkago.TopicAlreadyExists) {
+	var made []string
+	for _, name := range names {
+		if e := resp.Errors[name]; e != nil && !errors.Is(e, kafkago.TopicAlreadyExists) {
 			failed[name] = fmt.Errorf("kafka: module %s: creating topic %s: %w", p.core.module, name, e)
+		} else {
+			made = append(made, name)
 		}
 	}
+	if len(made) == 0 {
+		return failed, nil
+	}
+	// Topic creation is asynchronous: return only once the brokers serve
+	// every partition, so that a produce right after Provision finds a
+	// leader.
+	if err := awaitServed(ctx, cl, made); err != nil {
+		return nil, fmt.Errorf("kafka: module %s: %w", p.core.module, err)
+	}
+	// The shared writer reads its partitions from the transport's metadata
+	// cache, refreshed every few seconds: drop it, so that the next produce
+	// fetches metadata that names the new topics. One drop per call, so
+	// ProvisionAll pays one per batch.
+	c.transport.CloseIdleConnections()
 	return failed, nil
 }
