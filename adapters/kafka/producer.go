@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -167,6 +169,15 @@ func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.
 	err = c.writer.WriteMessages(ctx, msgs...)
 	if err != nil && isUnknownTopic(err) && len(msgs) > 0 {
 		err = p.unknownTopic(ctx, c, msgs, err)
+	}
+	if err != nil && isLeaderMoving(err) {
+		// A topic just created, or a partition whose leader just moved:
+		// the transport's metadata names a broker that is not (yet) the
+		// leader. Drop it and write again what failed, once.
+		c.transport.CloseIdleConnections()
+		if shards.Sleep(ctx, nil, 100*time.Millisecond) {
+			err = c.writer.WriteMessages(ctx, failedOf(msgs, err)...)
+		}
 	}
 	if err != nil {
 		c.recover(err)

@@ -108,6 +108,35 @@ func isUnknownTopic(err error) bool {
 	return false
 }
 
+// isLeaderMoving reports whether err from a write says a partition's
+// leader is not where the metadata said (a fresh topic, a leader change).
+func isLeaderMoving(err error) bool {
+	moving := func(e error) bool {
+		return errors.Is(e, kafkago.NotLeaderForPartition) || errors.Is(e, kafkago.LeaderNotAvailable)
+	}
+	if moving(err) {
+		return true
+	}
+	var we kafkago.WriteErrors
+	return errors.As(err, &we) && slices.ContainsFunc(we, func(e error) bool { return e != nil && moving(e) })
+}
+
+// failedOf is the messages of msgs that err says failed: all of them
+// unless err has a result per message.
+func failedOf(msgs []kafkago.Message, err error) []kafkago.Message {
+	var we kafkago.WriteErrors
+	if !errors.As(err, &we) || len(we) != len(msgs) {
+		return msgs
+	}
+	var out []kafkago.Message
+	for i, e := range we {
+		if e != nil {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
+}
+
 // notProvisioned is the error of a call whose per-tenant topic (or routed
 // tenant's topic) does not exist: tenant_not_provisioned, the fix naming
 // Provision. cause is what the broker or kafka-go said.
