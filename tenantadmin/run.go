@@ -109,8 +109,7 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 	default:
 		return usage("unknown command " + cmd)
 	}
-	u := base.JoinPath(path)
-	u.RawQuery = q.Encode()
+	u := at(base, path, q)
 	body, err := call(ctx, method, u)
 	if body != nil {
 		_, _ = out.Write(body)
@@ -136,12 +135,11 @@ func ExitCode(err error) int {
 func list(ctx context.Context, base *url.URL, out io.Writer) error {
 	after := ""
 	for {
-		u := base.JoinPath("/tenants")
 		q := url.Values{"limit": {fmt.Sprint(MaxLimit)}}
 		if after != "" {
 			q.Set("after", after)
 		}
-		u.RawQuery = q.Encode()
+		u := at(base, "/tenants", q)
 		body, err := call(ctx, http.MethodGet, u)
 		if err != nil {
 			if body != nil {
@@ -197,6 +195,16 @@ func call(ctx context.Context, method string, u *url.URL) ([]byte, error) {
 		return body, err
 	}
 	return nil, err
+}
+
+// at is path under base (which may carry a path prefix of its own) with
+// query q.
+func at(base *url.URL, path string, q url.Values) *url.URL {
+	u := *base
+	u.Path = strings.TrimSuffix(base.Path, "/") + path
+	u.RawPath = ""
+	u.RawQuery = q.Encode()
+	return &u
 }
 
 func operatorURL(s string) (*url.URL, error) {
