@@ -10,6 +10,10 @@ type Part struct {
 	Offboards bool
 }
 
+// SkippedNoTeardown is Offboard's skip reason for a module with no
+// teardown, which a dry run repeats.
+const SkippedNoTeardown = "the module keeps nothing per tenant that it can remove"
+
 // Parts lists the modules that take part in Provision and Offboard, in the
 // order those steps run them, without running anything: what an operator's
 // dry run answers.

@@ -198,10 +198,6 @@ type ErrorBody struct {
 	Fix   string `json:"fix,omitempty"`
 }
 
-// skipOffboard is the skip reason of a module with no teardown; Tenants
-// reports the same for it.
-const skipOffboard = "the module keeps nothing per tenant that it can remove"
-
 func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if bad := unknownParams(q, "after", "limit"); bad != "" {
@@ -306,7 +302,7 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 	if dry {
 		a.plan(w, id, "offboard", func(p modules.Part) (bool, string) {
 			if !p.Offboards {
-				return false, skipOffboard
+				return false, modules.SkippedNoTeardown
 			}
 			return true, ""
 		})
