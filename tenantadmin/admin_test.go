@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
@@ -92,7 +93,19 @@ func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 			_, _ = f.tenants.Offboard(context.Background(), id)
 		}
 		_ = app.Stop(context.Background())
-		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+regSchema+" CASCADE")
+		// A module without AllowTeardown leaves its schemas: drop them here.
+		bg := context.Background()
+		rows, _ := pool.Query(bg, "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", f.prefix)
+		var drop []string
+		for rows.Next() {
+			var n string
+			_ = rows.Scan(&n)
+			drop = append(drop, n)
+		}
+		rows.Close()
+		for _, n := range append(drop, regSchema) {
+			_, _ = pool.Exec(bg, "DROP SCHEMA IF EXISTS "+pgx.Identifier{n}.Sanitize()+" CASCADE")
+		}
 	})
 	f.operator, f.tenant = "http://"+f.srv.OperatorAddr(), "http://"+f.srv.TenantAddr()
 	return f
