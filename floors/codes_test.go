@@ -21,6 +21,8 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeDedicatedTargetShared, tenancy.CodeConnectionBudgetExhausted,
 		tenancy.CodeMigrationHistoryConflict, tenancy.CodeTenantMigrationBehind,
 		tenancy.CodeStaticNameInTenantSpace, tenancy.CodeReservedName,
+		tenancy.CodeTenantAdminUnwired, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed,
+		tenancy.CodeOperatorRequestInvalid, tenancy.CodeTenantStepFailed, tenancy.CodeTenantRegistryUnavailable,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

@@ -62,6 +62,24 @@ const (
 	// CodeReservedName: a route names something the framework keeps for
 	// its own records (migration history, tenant registry).
 	CodeReservedName Code = "reserved_name"
+	// CodeTenantAdminUnwired: the operator surface for tenants
+	// (tenantadmin) is in an app that cannot serve it: no
+	// modules.Lifecycle, or no tenant registry.
+	CodeTenantAdminUnwired Code = "tenant_admin_unwired"
+	// CodeTenantIDInvalid: an operator request or command names a tenant
+	// that is not a canonical UUID.
+	CodeTenantIDInvalid Code = "tenant_id_invalid"
+	// CodeOffboardUnconfirmed: an offboard request does not confirm the
+	// tenant it destroys.
+	CodeOffboardUnconfirmed Code = "offboard_unconfirmed"
+	// CodeOperatorRequestInvalid: an operator request or command is
+	// malformed (a parameter it does not take, a value it cannot read).
+	CodeOperatorRequestInvalid Code = "operator_request_invalid"
+	// CodeTenantStepFailed: a lifecycle step ran and at least one module
+	// failed its part; the report says which and why.
+	CodeTenantStepFailed Code = "tenant_step_failed"
+	// CodeTenantRegistryUnavailable: the tenant registry could not be read.
+	CodeTenantRegistryUnavailable Code = "tenant_registry_unavailable"
 )
 
 // ValidationFailed returns the backend's floor-miss code,
