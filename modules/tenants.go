@@ -18,9 +18,10 @@ const tenantStateGroup = `group:"tenantwire_tenant_state"`
 
 // TenantState is one module's part in a tenant's life: how it creates and
 // removes what it holds for a tenant (schemas, roles, collections,
-// topics). Backends contribute it with ProvideTenantState; a nil Offboard
-// means the module cannot remove a tenant's data and says so in the
-// report.
+// topics). Backends contribute it with ProvideTenantState; a nil
+// Provision means the module creates nothing ahead of a tenant's first
+// call, a nil Offboard that it cannot remove a tenant's data; the report
+// says so.
 type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
@@ -97,7 +98,12 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
-	rep := t.each(func(s *TenantState) (string, error) { return "", s.Provision(ctx, tenant) })
+	rep := t.each(func(s *TenantState) (string, error) {
+		if s.Provision == nil {
+			return "the module creates nothing ahead of a tenant's first call", nil
+		}
+		return "", s.Provision(ctx, tenant)
+	})
 	if err := rep.Err(); err != nil {
 		return rep, err
 	}
