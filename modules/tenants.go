@@ -51,10 +51,15 @@ type Suspensions struct {
 	// lock and allocates nothing.
 	suspended atomic.Pointer[map[tenancy.ID]struct{}]
 	mu        sync.Mutex // serialises writers
+	// pinned: local suspensions a store read (LifecycleWith) has not
+	// listed yet, which a refresh keeps.
+	pinned map[tenancy.ID]struct{}
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
 // tenant is ever suspended and the modules' checks cost one nil test.
+// Suspensions live in this process; LifecycleWith makes every replica
+// follow a suspended set kept in the app's store.
 func Lifecycle() fx.Option {
 	return fx.Options(
 		fx.Provide(func() *Suspensions { return &Suspensions{} }),
@@ -154,10 +159,15 @@ func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
 			next[id] = struct{}{}
 		}
 	}
+	if t.pinned == nil {
+		t.pinned = map[tenancy.ID]struct{}{}
+	}
 	if suspend {
 		next[tenant] = struct{}{}
+		t.pinned[tenant] = struct{}{}
 	} else {
 		delete(next, tenant)
+		delete(t.pinned, tenant)
 	}
 	t.suspended.Store(&next)
 }
