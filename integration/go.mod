@@ -7,6 +7,7 @@ replace github.com/tenantwire/tenantwire => ../
 require (
 	github.com/FerretDB/FerretDB v1.24.2
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/neo4j/neo4j-go-driver/v5 v5.28.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/tenantwire/tenantwire v0.0.0-00010101000000-000000000000

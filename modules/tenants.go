@@ -18,9 +18,10 @@ const tenantStateGroup = `group:"tenantwire_tenant_state"`
 
 // TenantState is one module's part in a tenant's life: how it creates and
 // removes what it holds for a tenant (schemas, roles, collections,
-// topics). Backends contribute it with ProvideTenantState; a nil Offboard
-// means the module cannot remove a tenant's data and says so in the
-// report.
+// topics). Backends contribute it with ProvideTenantState; a nil
+// Provision means the module creates nothing ahead of a tenant's first
+// call, a nil Offboard that it cannot remove a tenant's data; the report
+// says so.
 type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
@@ -50,10 +51,15 @@ type Suspensions struct {
 	// lock and allocates nothing.
 	suspended atomic.Pointer[map[tenancy.ID]struct{}]
 	mu        sync.Mutex // serialises writers
+	// pinned: local suspensions a store read (LifecycleWith) has not
+	// listed yet, which a refresh keeps.
+	pinned map[tenancy.ID]struct{}
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
 // tenant is ever suspended and the modules' checks cost one nil test.
+// Suspensions live in this process; LifecycleWith makes every replica
+// follow a suspended set kept in the app's store.
 func Lifecycle() fx.Option {
 	return fx.Options(
 		fx.Provide(func() *Suspensions { return &Suspensions{} }),
@@ -97,7 +103,12 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
-	rep := t.each(func(s *TenantState) (string, error) { return "", s.Provision(ctx, tenant) })
+	rep := t.each(func(s *TenantState) (string, error) {
+		if s.Provision == nil {
+			return "the module creates nothing ahead of a tenant's first call", nil
+		}
+		return "", s.Provision(ctx, tenant)
+	})
 	if err := rep.Err(); err != nil {
 		return rep, err
 	}
@@ -148,10 +159,15 @@ func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
 			next[id] = struct{}{}
 		}
 	}
+	if t.pinned == nil {
+		t.pinned = map[tenancy.ID]struct{}{}
+	}
 	if suspend {
 		next[tenant] = struct{}{}
+		t.pinned[tenant] = struct{}{}
 	} else {
 		delete(next, tenant)
+		delete(t.pinned, tenant)
 	}
 	t.suspended.Store(&next)
 }

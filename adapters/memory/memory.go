@@ -83,6 +83,8 @@ type config struct {
 	routes  []modules.RouteSpec
 	workers []modules.WorkerSpec
 	streams map[string]StreamConfig
+	// teardown: AllowTeardown.
+	teardown bool
 }
 
 // addRoute lists a route, what is wrong with it, and what it provides to
@@ -114,9 +116,12 @@ func Module(name string, opts ...Option) fx.Option {
 		Routes: c.routes, Workers: c.workers,
 		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
 			s := newStore()
-			s.module, s.tenants = name, lin.Suspensions
+			s.module, s.tenants, s.teardown = name, lin.Suspensions, c.teardown
 			return s
-		})},
+		}),
+			modules.ProvideTenantState(func(s *store) modules.TenantState {
+				return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: s.offboard}
+			})},
 	})
 }
 

@@ -14,10 +14,12 @@ type store struct {
 	module string
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	tenants *modules.Suspensions
-	mu      sync.RWMutex
-	docs    map[string]map[entryKey]docEntry
-	kv      map[string]map[entryKey]kvEntry
-	streams map[string][]Message
+	// teardown: AllowTeardown.
+	teardown bool
+	mu       sync.RWMutex
+	docs     map[string]map[entryKey]docEntry
+	kv       map[string]map[entryKey]kvEntry
+	streams  map[string][]Message
 	// wake is closed and replaced on every append, to wake consumers.
 	wake chan struct{}
 	now  func() time.Time

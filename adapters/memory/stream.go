@@ -23,6 +23,8 @@ type Message struct {
 	Offset  int64
 	Payload []byte
 	tenant  tenancy.ID
+	// dropped: an offboarded tenant's message, kept so offsets hold.
+	dropped bool
 }
 
 // StreamRoute adds a stream route and provides *Stream to the app.
@@ -87,7 +89,7 @@ func (st *Stream) read(ctx context.Context, after int64, limit int) ([]Message, 
 	defer st.s.mu.RUnlock()
 	var out []Message
 	for _, m := range st.s.streams[name][min(max(after, 0), int64(len(st.s.streams[name]))):] {
-		if m.tenant != tag {
+		if m.tenant != tag || m.dropped {
 			continue
 		}
 		m.Payload = slices.Clone(m.Payload)

@@ -34,6 +34,8 @@ type config struct {
 	registry migrate.Registry
 	// fromGraph: FromGraph.
 	fromGraph bool
+	// teardown: AllowTeardown.
+	teardown bool
 	// test seams: a recording driver stands in for a server.
 	fake     driver
 	openFake func(endpoint string) driver
@@ -230,6 +232,10 @@ func Module(name string, opts ...Option) fx.Option {
 				_, err := s.Run(ctx, "RETURN 1", nil)
 				return err
 			}}
+		}),
+		modules.ProvideTenantState(func(c *core) modules.TenantState {
+			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
+			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard}
 		})}
 	for _, p := range []fx.Option{migPart, verPart} {
 		if p != nil {

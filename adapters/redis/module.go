@@ -102,6 +102,10 @@ func Module(name string, opts ...Option) fx.Option {
 				}
 				return c.client.Ping(ctx).Err()
 			}}
+		}),
+		modules.ProvideTenantState(func(c *core) modules.TenantState {
+			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
+			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard}
 		})}
 	return modules.Assemble(spec)
 }

@@ -32,6 +32,8 @@ type config struct {
 	budget    int
 	routes    []*routeSpec
 	workers   []workerSpec
+	// teardown: AllowTeardown.
+	teardown bool
 }
 
 type routeSpec struct {

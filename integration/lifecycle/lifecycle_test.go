@@ -13,18 +13,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	goredis "github.com/redis/go-redis/v9"
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
-	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 type order struct{ Item string }
@@ -35,6 +36,19 @@ func unique() string {
 	return hex.EncodeToString(b)
 }
 
+// freshTenant is a tenant no other test writes: offboarding removes every
+// key and node of the tenant on the shared servers, whichever test wrote
+// them.
+func freshTenant(t *testing.T) tenancy.ID {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id, err := tenancy.IDFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 type routes struct {
 	fx.In
 	Tenants  *modules.Tenants
@@ -42,17 +56,24 @@ type routes struct {
 	Events   *kafka.Producer `name:"events"`
 	Sessions *redis.Cache    `name:"sessions"`
 	Carts    *memory.Cache
+	People   *neo4j.Graph `name:"people"`
 }
 
 // TestTenantLifeAcrossBackends: one call provisions a tenant in every
 // module (PostgreSQL schema, Kafka topic), with a line per module; a
 // suspension refuses every route of every module at once with
 // tenant_suspended, and only that tenant's; resuming serves it again;
-// offboarding removes its PostgreSQL schema and Kafka topic (read on the
-// servers directly) and leaves it suspended, the other tenant untouched.
+// offboarding removes its PostgreSQL schema, Kafka topic, Redis keys,
+// Neo4j nodes and relationships and memory records (read on the servers
+// directly) and leaves it suspended, the other tenant untouched.
 func TestTenantLifeAcrossBackends(t *testing.T) {
 	run := unique()
 	pgURL, broker, redisAddr := testsvc.PostgresURL(t), strings.Split(testsvc.KafkaBrokers(t), ",")[0], testsvc.RedisAddr(t)
+	n4 := testsvc.Neo4j(t)
+	n4auth := drv.NoAuth()
+	if n4.User != "" {
+		n4auth = drv.BasicAuth(n4.User, n4.Password, "")
+	}
 	prefix, topicPrefix := "tl"+run+"_", "tl-"+run+"-events."
 	var r routes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
@@ -60,9 +81,11 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders")})),
 		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
 			kafka.ProducerRoute("events", kafka.ProducerConfig{TopicPrefix: topicPrefix})),
-		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}),
+		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}), redis.AllowTeardown(),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true})),
-		memory.Module("mem", memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
+		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
+		neo4j.Module("graph", neo4j.Connect(n4.URI, n4auth), neo4j.AllowTeardown(),
+			neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true})),
 		fx.Populate(&r))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -72,7 +95,8 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Stop(context.Background()) })
-	a, b := tenancytest.TenantA, tenancytest.TenantB
+	a, b := freshTenant(t), freshTenant(t)
+	label := "Lifecycle" + run
 	t.Cleanup(func() {
 		for _, id := range []tenancy.ID{a, b} {
 			r.Tenants.Resume(id)
@@ -89,7 +113,7 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		for _, l := range rep {
 			mods = append(mods, l.Module+"/"+l.Backend)
 		}
-		if strings.Join(mods, " ") != "bus/kafka pg/postgres" {
+		if strings.Join(mods, " ") != "bus/kafka cache/redis graph/neo4j mem/memory pg/postgres" {
 			t.Fatalf("report lines %v, want one per module holding tenant state", mods)
 		}
 	}
@@ -102,6 +126,19 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		out["kafka"] = r.Events.Produce(c, kafka.Message{Value: []byte("e")})
 		out["redis"] = r.Sessions.Set(c, "s", []byte("v"), time.Minute)
 		out["memory"] = r.Carts.Set(c, "c", []byte("v"), time.Minute)
+		err = r.People.Write(c, func(ctx context.Context, tx *neo4j.Tx) error {
+			p, err := tx.CreateNode(ctx, []string{label}, nil)
+			if err != nil {
+				return err
+			}
+			q, err := tx.CreateNode(ctx, []string{label}, nil)
+			if err != nil {
+				return err
+			}
+			_, err = tx.CreateRelationship(ctx, p.ID, q.ID, "KNOWS", nil)
+			return err
+		})
+		out["neo4j"] = err
 		return out
 	}
 	for backend, err := range calls(a) {
@@ -165,5 +202,46 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 	}
 	if len(topics) != 1 || topics[0] != topicPrefix+b.Hex() {
 		t.Errorf("topics after offboarding A: %v, want only B's", topics)
+	}
+
+	rc := goredis.NewClient(&goredis.Options{Addr: redisAddr})
+	defer rc.Close()
+	for id, want := range map[tenancy.ID]int{a: 0, b: 1} {
+		var keys []string
+		it := rc.Scan(ctx, 0, "tw:*"+id.Hex()+"*", 1000).Iterator()
+		for it.Next(ctx) {
+			keys = append(keys, it.Val())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != want {
+			t.Errorf("redis keys of %s after offboarding A: %v, want %d", id, keys, want)
+		}
+	}
+	nd, err := drv.NewDriverWithContext(n4.URI, n4auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close(ctx)
+	t.Cleanup(func() {
+		_, _ = drv.ExecuteQuery(context.Background(), nd, "MATCH (n:`"+label+"`) DETACH DELETE n", nil, drv.EagerResultTransformer)
+	})
+	for id, want := range map[tenancy.ID]int64{a: 0, b: 3} {
+		res, err := drv.ExecuteQuery(ctx, nd, "MATCH (n:`"+label+"`) WHERE n.tenant_id = $t OPTIONAL MATCH (n)-[x:KNOWS]->() "+
+			"RETURN count(DISTINCT n) + count(x)", map[string]any{"t": id.String()}, drv.EagerResultTransformer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Records[0].Values[0].(int64); got != want {
+			t.Errorf("neo4j nodes and relationships of %s after offboarding A: %d, want %d", id, got, want)
+		}
+	}
+	r.Tenants.Resume(a) // to read the memory module through its route
+	if _, ok, err := r.Carts.Get(tenancy.WithTenant(ctx, a), "c"); err != nil || ok {
+		t.Errorf("A's memory record after offboarding: %v %v", ok, err)
+	}
+	if _, ok, err := r.Carts.Get(tenancy.WithTenant(ctx, b), "c"); err != nil || !ok {
+		t.Errorf("B's memory record after offboarding A: %v %v", ok, err)
 	}
 }

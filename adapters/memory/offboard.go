@@ -1,0 +1,68 @@
+package memory
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ErrTeardownDisabled is returned by offboarding unless the module was
+// built with AllowTeardown.
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
+
+// AllowTeardown lets the module's part in Tenants.Offboard drop a
+// tenant's records; without it offboarding reports ErrTeardownDisabled.
+func AllowTeardown() Option { return optionFunc(func(c *config) { c.teardown = true }) }
+
+// offboard drops every per-tenant container of tenant ("<base>.<hex>":
+// base names hold no dot, so no static container or other tenant's
+// matches) and every record tagged with tenant in the shared ones. A
+// shared stream keeps its offsets: the tenant's messages stay as empty
+// entries that no tenant reads, so other consumers' offsets hold.
+func (s *store) offboard(_ context.Context, tenant tenancy.ID) error {
+	if !s.teardown {
+		return ErrTeardownDisabled
+	}
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	suffix := "." + tenant.Hex()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, m := range s.docs {
+		if strings.HasSuffix(name, suffix) {
+			delete(s.docs, name)
+			continue
+		}
+		for k := range m {
+			if k.tenant == tenant {
+				delete(m, k)
+			}
+		}
+	}
+	for name, m := range s.kv {
+		if strings.HasSuffix(name, suffix) {
+			delete(s.kv, name)
+			continue
+		}
+		for k := range m {
+			if k.tenant == tenant {
+				delete(m, k)
+			}
+		}
+	}
+	for name, msgs := range s.streams {
+		if strings.HasSuffix(name, suffix) {
+			delete(s.streams, name)
+			continue
+		}
+		for i := range msgs {
+			if msgs[i].tenant == tenant {
+				msgs[i] = Message{Offset: msgs[i].Offset, dropped: true}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package neo4j
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ErrTeardownDisabled is returned by offboarding unless the module was
+// built with AllowTeardown.
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
+
+// AllowTeardown lets the module's part in Tenants.Offboard delete a
+// tenant's graph; without it offboarding reports ErrTeardownDisabled.
+func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
+
+// deleteBatch bounds one delete transaction, so a large tenant does not
+// build one transaction the size of its graph.
+const deleteBatch = 1000
+
+// notFramework keeps the framework's own nodes (migration history) out of
+// every delete: their labels start with the reserved prefix.
+var notFramework = "NOT any(l IN labels(n) WHERE toLower(l) STARTS WITH '" + floors.ReservedPrefix + "')"
+
+// offboarder removes a tenant's graph from every scoped route's database.
+type offboarder struct {
+	core     *core
+	routes   []*routeSpec
+	teardown bool
+}
+
+// Offboard removes tenant's graph, route by route (each database once):
+//   - a per-tenant database is dropped (DROP DATABASE ... IF EXISTS WAIT,
+//     Enterprise Edition); where the server cannot drop databases
+//     (Community Edition) everything in it is deleted instead;
+//   - a routed route's database, the tenant's own, is emptied;
+//   - a tagged route's shared database loses the nodes and relationships
+//     carrying the tenant property.
+//
+// The framework's own nodes (labels starting with "tenantwire") are never
+// deleted. Deletes run in batches; a rerun completes an interrupted one.
+func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
+	if !o.teardown {
+		return ErrTeardownDisabled
+	}
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	done := map[string]bool{}
+	for _, spec := range o.routes {
+		r := newRoute(o.core, spec)
+		if !r.scoped {
+			continue // a shared route holds nothing of a tenant's
+		}
+		if err := o.route(ctx, r, tenant, done); err != nil {
+			return fmt.Errorf("neo4j: offboarding route %s: %w", spec.name, err)
+		}
+	}
+	return nil
+}
+
+func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
+	sc, err := r.openFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer sc.release()
+	var what string
+	switch {
+	case r.perTenantDB:
+		what = "drop"
+	case r.core.routed():
+		what = "all"
+	case r.tagged:
+		what = "tagged"
+	default:
+		return nil
+	}
+	if key := what + "|" + sc.target + "|" + sc.database; done[key] {
+		return nil
+	} else {
+		done[key] = true
+	}
+	switch what {
+	case "drop":
+		dropped, err := dropDatabase(ctx, sc)
+		if err != nil || dropped {
+			return err
+		}
+		return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
+	case "all":
+		return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
+	default:
+		p := map[string]any{"tenant": tenant.String()}
+		// Relationships first: one carrying the tenant may join nodes
+		// that do not (a tagged route writes both, but a rerun after a
+		// partial delete may find either alone).
+		if err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" = $tenant WITH x LIMIT $batch DELETE x RETURN count(*)", p); err != nil {
+			return err
+		}
+		return deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" = $tenant AND "+notFramework, p)
+	}
+}
+
+// dropDatabase drops the scope's database on the system database of its
+// driver; dropped is false when the server cannot drop databases.
+func dropDatabase(ctx context.Context, sc scope) (dropped bool, err error) {
+	q, err := quote("database", sc.database)
+	if err != nil {
+		return false, err
+	}
+	sess := sc.drv.NewSession(ctx, "system")
+	defer sess.Close(ctx)
+	if _, err := sess.Run(ctx, "DROP DATABASE "+q+" IF EXISTS WAIT", map[string]any{}); err != nil {
+		if enterpriseOnly(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("dropping database %s: %w", sc.database, err)
+	}
+	return true, nil
+}
+
+// deleteAll detaches and deletes the nodes match selects (as n), a batch
+// per transaction. A database that does not exist holds nothing.
+func deleteAll(ctx context.Context, sc scope, match string, p map[string]any) error {
+	err := batched(ctx, sc, match+" WITH n LIMIT $batch DETACH DELETE n RETURN count(*)", p)
+	if notFound(err) {
+		return nil
+	}
+	return err
+}
+
+// batched runs a delete returning count(*) until it deletes nothing.
+func batched(ctx context.Context, sc scope, cypher string, p map[string]any) error {
+	params := map[string]any{"batch": deleteBatch}
+	for k, v := range p {
+		params[k] = v
+	}
+	sess := sc.drv.NewSession(ctx, sc.database)
+	defer sess.Close(ctx)
+	for {
+		n, err := sess.ExecuteWrite(ctx, func(tx runner) (any, error) {
+			recs, err := tx.Run(ctx, cypher, params)
+			if err != nil || len(recs) == 0 {
+				return int64(0), err
+			}
+			c, _ := recs[0].Values[0].(int64)
+			return c, nil
+		})
+		if err != nil {
+			return err
+		}
+		if n.(int64) == 0 {
+			return nil
+		}
+	}
+}
+
+// notFound recognises the server's answer for a database that does not
+// exist (already dropped, or never provisioned).
+func notFound(err error) bool {
+	var ne *drv.Neo4jError
+	return errors.As(err, &ne) && strings.Contains(ne.Code, "DatabaseNotFound")
+}

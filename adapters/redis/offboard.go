@@ -1,0 +1,157 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ErrTeardownDisabled is returned by offboarding unless the module was
+// built with AllowTeardown.
+var ErrTeardownDisabled = migrate.ErrTeardownDisabled
+
+// AllowTeardown lets the module's part in Tenants.Offboard delete a
+// tenant's keys; without it offboarding reports ErrTeardownDisabled.
+func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
+
+// scanCount is the SCAN page size, and so the most keys one UNLINK
+// pipeline carries.
+const scanCount = 500
+
+// offboarder deletes a tenant's keys from the module's database.
+type offboarder struct {
+	core     *core
+	routes   []*routeSpec
+	teardown bool
+}
+
+// Offboard deletes every key of tenant: the keys carrying its tenant
+// segment (tagged and routed routes, whatever route wrote them) and the
+// keys under its namespace of each namespace route. On a routed module it
+// works in the tenant's own database. Keys are found with SCAN MATCH on
+// every master and removed with UNLINK, one pipeline per page; a rerun
+// completes an interrupted offboarding. Tenant-global and shared keys
+// stay: they are no tenant's.
+func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
+	if !o.teardown {
+		return ErrTeardownDisabled
+	}
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	hex := tenant.Hex()
+	var exact []string
+	for _, spec := range o.routes {
+		r := newRoute(o.core, spec)
+		// Keys under marker n carry only the namespace; the others with a
+		// namespace carry the tenant too and are found by it below.
+		if r.ns == nil || r.marker != "n" {
+			continue
+		}
+		ns, err := r.namespace(tenant)
+		if err != nil {
+			return err
+		}
+		exact = append(exact, buildKey(r.marker, ns, tenant, r.code, r.name, "")+"*")
+	}
+	c, done := o.core.client, nop
+	if o.core.routes != nil {
+		var err error
+		if c, done, err = o.core.routes.client(ctx, tenant); err != nil {
+			return routing.AtRoute(err, "")
+		}
+	}
+	defer done()
+	return eachMaster(ctx, c, func(ctx context.Context, n node) error {
+		for _, m := range tenantMarkers {
+			pat := keyPrefix + m + ":"
+			if markerHasNamespace(m) {
+				pat += "*:"
+			}
+			if err := unlinkMatching(ctx, n, pat+hex+":*", func(k string) bool { return keyOfTenant(k, hex) }); err != nil {
+				return err
+			}
+		}
+		for _, pat := range exact {
+			if err := unlinkMatching(ctx, n, pat, func(string) bool { return true }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tenantMarkers are the markers whose keys carry the tenant segment.
+var tenantMarkers = []string{"t", "d", "dt", "nt", "dn", "dnt"}
+
+// keyOfTenant reports whether key's tenant segment is hex. A MATCH
+// pattern's '*' spans ':', so a key whose user part holds ":<hex>:" would
+// match another tenant's pattern; parsing the prefix rules that out.
+func keyOfTenant(key, hex string) bool {
+	rest, ok := strings.CutPrefix(key, keyPrefix)
+	if !ok {
+		return false
+	}
+	marker, rest, ok := strings.Cut(rest, ":")
+	if !ok || !markerHasTenant(marker) {
+		return false
+	}
+	if markerHasNamespace(marker) {
+		if _, rest, ok = strings.Cut(rest, ":"); !ok {
+			return false
+		}
+	}
+	return len(rest) > len(hex) && rest[:len(hex)] == hex && rest[len(hex)] == ':'
+}
+
+// node is one server's commands: a master of a cluster, or the client.
+type node interface {
+	Scan(ctx context.Context, cursor uint64, match string, count int64) *goredis.ScanCmd
+	Pipeline() goredis.Pipeliner
+}
+
+// eachMaster runs fn on every master: SCAN on a cluster client walks one
+// node only.
+func eachMaster(ctx context.Context, c goredis.UniversalClient, fn func(context.Context, node) error) error {
+	switch cc := c.(type) {
+	case *goredis.ClusterClient:
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return fn(ctx, n) })
+	case *goredis.Ring:
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *goredis.Client) error { return fn(ctx, n) })
+	default:
+		return fn(ctx, c)
+	}
+}
+
+// unlinkMatching unlinks the keys matching pattern that keep accepts. Each
+// UNLINK names one key, so a page's batch is valid on a cluster node,
+// whose keys span many slots.
+func unlinkMatching(ctx context.Context, n node, pattern string, keep func(string) bool) error {
+	var cursor uint64
+	for {
+		keys, next, err := n.Scan(ctx, cursor, pattern, scanCount).Result()
+		if err != nil {
+			return fmt.Errorf("redis: offboarding: SCAN %s: %w", pattern, err)
+		}
+		pipe := n.Pipeline()
+		for _, k := range keys {
+			if keep(k) {
+				pipe.Unlink(ctx, k)
+			}
+		}
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return fmt.Errorf("redis: offboarding: UNLINK: %w", err)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}

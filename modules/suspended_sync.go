@@ -1,0 +1,117 @@
+package modules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// DefaultSuspendedRefresh is how often a replica rereads the suspended set
+// unless LifecycleConfig.Refresh says otherwise.
+const DefaultSuspendedRefresh = 5 * time.Second
+
+// LifecycleConfig makes every replica of the app follow one suspended set
+// kept in the app's own store (its tenant registry).
+type LifecycleConfig struct {
+	// Suspended reads the suspended tenants from the app's store. It is
+	// called at start (an error fails the start: a replica that cannot
+	// know who is suspended does not serve) and every Refresh; a failed
+	// refresh keeps the last set and is logged.
+	Suspended func(ctx context.Context) ([]tenancy.ID, error)
+	// Refresh is the delay between reads; zero means
+	// DefaultSuspendedRefresh. A suspension recorded in the store reaches
+	// every replica within it.
+	Refresh time.Duration
+}
+
+// LifecycleWith is Lifecycle whose suspensions follow the store cfg reads,
+// on every replica. Suspend and Resume still apply at once on the replica
+// that runs them. A local suspension the store does not list yet (an
+// Offboard, or a Suspend whose record is not written) holds on that
+// replica until the store lists the tenant or Resume runs there, so a
+// refresh never lifts it early; from then on the store decides.
+func LifecycleWith(cfg LifecycleConfig) fx.Option {
+	return fx.Options(Lifecycle(), fx.Invoke(func(in suspendedSyncIn) error {
+		lc, s, log := in.Lifecycle, in.Suspensions, in.Logger
+		if cfg.Suspended == nil {
+			return errors.New("modules.LifecycleWith: LifecycleConfig.Suspended is nil; give it the function that reads the suspended tenants from your store, or use modules.Lifecycle()")
+		}
+		if cfg.Refresh < 0 {
+			return fmt.Errorf("modules.LifecycleWith: LifecycleConfig.Refresh is %s; give a positive delay, or zero for %s", cfg.Refresh, DefaultSuspendedRefresh)
+		}
+		every := cfg.Refresh
+		if every == 0 {
+			every = DefaultSuspendedRefresh
+		}
+		if log == nil {
+			log = slog.Default()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		lc.Append(fx.Hook{
+			OnStart: func(start context.Context) error {
+				ids, err := cfg.Suspended(start)
+				if err != nil {
+					return fmt.Errorf("modules: reading the suspended tenants: %w", err)
+				}
+				s.follow(ids)
+				wg.Go(func() {
+					t := time.NewTicker(every)
+					defer t.Stop()
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case <-t.C:
+						}
+						ids, err := cfg.Suspended(ctx)
+						if err != nil {
+							if ctx.Err() == nil {
+								log.Error("tenantwire: reading the suspended tenants failed; keeping the last set", "err", err)
+							}
+							continue
+						}
+						s.follow(ids)
+					}
+				})
+				return nil
+			},
+			OnStop: func(context.Context) error {
+				cancel()
+				wg.Wait()
+				return nil
+			},
+		})
+		return nil
+	}))
+}
+
+type suspendedSyncIn struct {
+	fx.In
+	Lifecycle   fx.Lifecycle
+	Suspensions *Suspensions
+	Logger      *slog.Logger `optional:"true"`
+}
+
+// follow makes the store's set the suspended set, plus the local
+// suspensions the store has not listed yet.
+func (t *Suspensions) follow(ids []tenancy.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := make(map[tenancy.ID]struct{}, len(ids)+len(t.pinned))
+	for _, id := range ids {
+		next[id] = struct{}{}
+		delete(t.pinned, id)
+	}
+	for id := range t.pinned {
+		next[id] = struct{}{}
+	}
+	t.suspended.Store(&next)
+}
