@@ -105,7 +105,7 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	}
 	rep := t.each(func(s *TenantState) (string, error) {
 		if s.Provision == nil {
-			return "the module creates nothing ahead of a tenant's first call", nil
+			return SkippedNothingToCreate, nil
 		}
 		return "", s.Provision(ctx, tenant)
 	})
@@ -126,7 +126,7 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 	t.Suspend(tenant)
 	rep := t.each(func(s *TenantState) (string, error) {
 		if s.Offboard == nil {
-			return "the module keeps nothing per tenant that it can remove", nil
+			return SkippedNoTeardown, nil
 		}
 		return "", s.Offboard(ctx, tenant)
 	})

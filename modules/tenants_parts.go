@@ -14,6 +14,10 @@ type Part struct {
 // teardown, which a dry run repeats.
 const SkippedNoTeardown = "the module keeps nothing per tenant that it can remove"
 
+// SkippedNothingToCreate is Provision's line for a module that creates
+// nothing ahead of a tenant's first call, which a dry run repeats.
+const SkippedNothingToCreate = "the module creates nothing ahead of a tenant's first call"
+
 // Parts lists the modules that take part in Provision and Offboard, in the
 // order those steps run them, without running anything: what an operator's
 // dry run answers.

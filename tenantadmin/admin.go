@@ -281,7 +281,12 @@ func (a *admin) provision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if dry {
-		a.plan(w, id, "provision", func(p modules.Part) (bool, string) { return p.Provisions, "" })
+		a.plan(w, id, "provision", func(p modules.Part) (bool, string) {
+			if !p.Provisions {
+				return false, modules.SkippedNothingToCreate
+			}
+			return true, ""
+		})
 		return
 	}
 	a.step.Lock()

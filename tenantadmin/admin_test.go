@@ -76,7 +76,7 @@ func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 		postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders")})}, pgOpts...)
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		postgres.Module("pg", opts...),
-		memory.Module("mem", memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
+		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		// A tenant catch-all: the operator paths must still be 404 there.
 		tenanthttp.Route("/", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "tenant route") })),
@@ -207,7 +207,7 @@ func TestOperatorEndpoints(t *testing.T) {
 	}
 
 	st, body = f.do("POST", op+"/tenants/"+a.String()+"/provision?dry_run=1")
-	if got := strings.Join(lines(body, "plan"), "; "); st != 200 || body["dry_run"] != true || body["report"] != nil || got != `pg/postgres ok=<nil> runs=true skipped="" error=""` {
+	if got := strings.Join(lines(body, "plan"), "; "); st != 200 || body["dry_run"] != true || body["report"] != nil || got != `mem/memory ok=<nil> runs=false skipped="the module creates nothing ahead of a tenant's first call" error=""; pg/postgres ok=<nil> runs=true skipped="" error=""` {
 		t.Fatalf("provision dry run: %d %v", st, body)
 	}
 	if f.schema(a) || f.registered(a) != "" {
@@ -216,7 +216,7 @@ func TestOperatorEndpoints(t *testing.T) {
 
 	for _, id := range []tenancy.ID{a, b} {
 		st, body = f.do("POST", op+"/tenants/"+id.String()+"/provision")
-		if got := strings.Join(lines(body, "report"), "; "); st != 200 || body["ok"] != true || body["suspended"] != false || got != `pg/postgres ok=true runs=<nil> skipped="" error=""` {
+		if got := strings.Join(lines(body, "report"), "; "); st != 200 || body["ok"] != true || body["suspended"] != false || got != `mem/memory ok=true runs=<nil> skipped="the module creates nothing ahead of a tenant's first call" error=""; pg/postgres ok=true runs=<nil> skipped="" error=""` {
 			t.Fatalf("provision %s: %d %v", id, st, body)
 		}
 		if !f.schema(id) || f.registered(id) != string(migrate.Ready) {
@@ -243,7 +243,7 @@ func TestOperatorEndpoints(t *testing.T) {
 	st, body = f.do("GET", op+"/tenants/"+a.String())
 	mods, _ := json.Marshal(body["modules"])
 	if st != 200 || body["registered"] != true || body["state"] != "ready" || body["suspended"] != false ||
-		string(mods) != `[{"backend":"memory","module":"mem","offboard":false,"provision":false},{"backend":"postgres","module":"pg","offboard":true,"provision":true}]` {
+		string(mods) != `[{"backend":"memory","module":"mem","offboard":true,"provision":false},{"backend":"postgres","module":"pg","offboard":true,"provision":true}]` {
 		t.Fatalf("status: %d %v %s", st, body, mods)
 	}
 
@@ -273,7 +273,7 @@ func TestOperatorEndpoints(t *testing.T) {
 	}
 
 	st, body = f.do("POST", op+"/tenants/"+a.String()+"/offboard?dry_run=1")
-	if got := strings.Join(lines(body, "plan"), "; "); st != 200 || body["dry_run"] != true || got != `pg/postgres ok=<nil> runs=true skipped="" error=""` {
+	if got := strings.Join(lines(body, "plan"), "; "); st != 200 || body["dry_run"] != true || got != `mem/memory ok=<nil> runs=true skipped="" error=""; pg/postgres ok=<nil> runs=true skipped="" error=""` {
 		t.Fatalf("offboard dry run: %d %v", st, body)
 	}
 	if !f.schema(a) || f.registered(a) != string(migrate.Ready) || f.tenants.Suspended(a) {
@@ -289,7 +289,7 @@ func TestOperatorEndpoints(t *testing.T) {
 	}
 
 	st, body = f.do("POST", op+"/tenants/"+a.String()+"/offboard?confirm="+strings.ToUpper(a.String()))
-	if got := strings.Join(lines(body, "report"), "; "); st != 200 || body["ok"] != true || body["suspended"] != true || got != `pg/postgres ok=true runs=<nil> skipped="" error=""` {
+	if got := strings.Join(lines(body, "report"), "; "); st != 200 || body["ok"] != true || body["suspended"] != true || got != `mem/memory ok=true runs=<nil> skipped="" error=""; pg/postgres ok=true runs=<nil> skipped="" error=""` {
 		t.Fatalf("offboard: %d %v", st, body)
 	}
 	if f.schema(a) || f.registered(a) != "" || !f.tenants.Suspended(a) {
@@ -399,10 +399,10 @@ func TestStepFailureReported(t *testing.T) {
 	}
 	st, body := f.do("POST", f.operator+"/tenants/"+a.String()+"/offboard?confirm="+a.String())
 	rep, _ := body["report"].([]any)
-	if st != 500 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 1 {
+	if st != 500 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 2 {
 		t.Fatalf("failed offboard: %d %v", st, body)
 	}
-	if l := rep[0].(map[string]any); l["module"] != "pg" || l["ok"] != false || !strings.Contains(l["error"].(string), "AllowTeardown") {
+	if l := rep[1].(map[string]any); l["module"] != "pg" || l["ok"] != false || !strings.Contains(l["error"].(string), "AllowTeardown") {
 		t.Errorf("failed line: %v", l)
 	}
 	if !f.schema(a) || !f.tenants.Suspended(a) {
@@ -451,9 +451,9 @@ func TestRun(t *testing.T) {
 		code int
 		out  string
 	}{
-		{[]string{"provision", id, "--dry-run"}, 0, `"plan":[{"module":"pg","backend":"postgres","runs":true}]`},
+		{[]string{"provision", id, "--dry-run"}, 0, `{"module":"pg","backend":"postgres","runs":true}]`},
 		{[]string{"list"}, 0, ""},
-		{[]string{"provision", id}, 0, `"report":[{"module":"pg","backend":"postgres","ok":true}]`},
+		{[]string{"provision", id}, 0, `{"module":"pg","backend":"postgres","ok":true}]`},
 		{[]string{"provision", b.String()}, 0, `"ok":true`},
 		{[]string{"status", id}, 0, `"registered":true,"state":"ready"`},
 		{[]string{"suspend", id}, 0, `"step":"suspend","ok":true,"suspended":true`},

@@ -57,6 +57,6 @@ func ExampleModule() {
 	// 400 {"error":"\"acme\" is not a tenant id (tenancy: invalid tenant ID (must be a canonical 8-4-4-4-12 hex UUID))","code":"tenant_id_invalid","fix":"name the tenant by its canonical 8-4-4-4-12 hex UUID, as GET /tenants lists it"}
 	// 400 {"error":"offboarding removes tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7's data and needs that id repeated once as confirm; nothing was changed","code":"offboard_unconfirmed","fix":"add confirm=7c9e6679-7425-40de-944b-e07fc1f90ae7 (or run it with dry_run=1 first to see what would run)"}
 	// 404 404 page not found
-	// {"id":"7c9e6679-7425-40de-944b-e07fc1f90ae7","registered":false,"suspended":true,"modules":[{"module":"shop","backend":"memory","provision":false,"offboard":false}]}
+	// {"id":"7c9e6679-7425-40de-944b-e07fc1f90ae7","registered":false,"suspended":true,"modules":[{"module":"shop","backend":"memory","provision":false,"offboard":true}]}
 	// exit 0
 }
