@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,16 +64,22 @@ func (l *syncedLog) String() string {
 	return l.b.String()
 }
 
-func replica(t *testing.T, reg *registry, log *syncedLog) (*fx.App, *modules.Tenants) {
+// replica builds an app that follows reg; reads counts its reads of it.
+func replica(t *testing.T, reg *registry, log *syncedLog) (*fx.App, *modules.Tenants, *atomic.Int64) {
 	t.Helper()
 	var tn *modules.Tenants
+	reads := &atomic.Int64{}
+	read := func(ctx context.Context) ([]tenancy.ID, error) {
+		defer reads.Add(1)
+		return reg.read(ctx)
+	}
 	app := fx.New(fx.NopLogger,
-		modules.LifecycleWith(modules.LifecycleConfig{Suspended: reg.read, Refresh: 20 * time.Millisecond}),
+		modules.LifecycleWith(modules.LifecycleConfig{Suspended: read, Refresh: 20 * time.Millisecond}),
 		fx.Supply(slog.New(slog.NewTextHandler(log, nil))), fx.Populate(&tn))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return app, tn
+	return app, tn, reads
 }
 
 // within waits up to 2 s for cond.
@@ -96,8 +103,8 @@ func TestSuspensionsFollowTheStoreAcrossReplicas(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	reg := &registry{ids: map[tenancy.ID]bool{}}
 	var log syncedLog
-	app1, r1 := replica(t, reg, &log)
-	app2, r2 := replica(t, reg, &log)
+	app1, r1, _ := replica(t, reg, &log)
+	app2, r2, reads2 := replica(t, reg, &log)
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg.set(a, true) // suspended before the replicas start
@@ -123,6 +130,10 @@ func TestSuspensionsFollowTheStoreAcrossReplicas(t *testing.T) {
 		t.Error("a local Suspend did not apply at once")
 	}
 	within(t, "the other replica follows a suspension", func() bool { return r1.Suspended(b) })
+	// Replica 2 keeps its own suspension until it has read the store
+	// listing it once: wait for a whole read of it (one may be under way).
+	n := reads2.Load()
+	within(t, "replica 2 reads the store", func() bool { return reads2.Load() >= n+2 })
 	reg.set(b, false)
 	r1.Resume(b)
 	within(t, "a suspension made locally and then recorded is lifted from the store", func() bool { return !r2.Suspended(b) })
@@ -147,7 +158,7 @@ func TestSuspensionsFollowTheStoreAcrossReplicas(t *testing.T) {
 		t.Error("a failed read changed the suspended set")
 	}
 
-	app3, _ := replica(t, reg, &log)
+	app3, _, _ := replica(t, reg, &log)
 	if err := app3.Start(ctx); err == nil || !strings.Contains(err.Error(), "registry down") {
 		t.Errorf("a replica whose first read fails started: %v", err)
 		_ = app3.Stop(ctx)
@@ -163,7 +174,7 @@ func TestSuspensionsFollowTheStoreAcrossReplicas(t *testing.T) {
 // no allocation, with a store-fed set in place.
 func TestSuspensionsCheckAllocatesNothing(t *testing.T) {
 	reg := &registry{ids: map[tenancy.ID]bool{tenancytest.TenantA: true}}
-	app, tn := replica(t, reg, &syncedLog{})
+	app, tn, _ := replica(t, reg, &syncedLog{})
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
