@@ -44,7 +44,8 @@ const (
 	// A bootstrap of a median over a handful of rounds is coarse and, when
 	// the rule stops at the first narrow one, misses the true ratio far
 	// more often than 5%: over lognormal rounds spread 3% (400 runs of the
-	// rule), 14% of intervals missed with no floor, 5% with 20.
+	// rule), 14% of intervals missed the true ratio with no floor, 5% with
+	// 20; over rounds spread 6%, 14% and 9%.
 	stopFloor = 20
 	// The bootstrap's fixed seed: the interval is a function of the rounds
 	// alone, so a logged run can be recomputed.
