@@ -57,7 +57,7 @@ fuzz-short:
 fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
-## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <x>" line each), the
+## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <median> [<lo>, <hi>] n=<rounds>" line each), the
 ## scale pairs' costs, memory and provisioning throughput ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks.
 ## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps

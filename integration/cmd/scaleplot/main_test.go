@@ -11,7 +11,7 @@ import (
 )
 
 const sample = `=== RUN   TestRatioScaleNamespace
-ratio S1-pg-namespace-get-vs-hand 0.95
+ratio S1-pg-namespace-get-vs-hand 0.950 [0.921, 0.978] n=31
 scale-cost S1-pg-namespace-get-vs-hand ours_ns=100 base_ns=110
 scale-cost S1-pg-namespace-get-vs-search-path ours_ns=120 base_ns=200
 scale-cost S1000-pg-namespace-get-vs-hand ours_ns=130 base_ns=125
