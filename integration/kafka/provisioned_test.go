@@ -106,7 +106,7 @@ func TestProduceUnprovisionedTenant(t *testing.T) {
 		t.Errorf("fix %q does not name Provision", e.Fix)
 	}
 	m := outbox.Message{Tenant: id, EventID: "e1", Payload: []byte("x")}
-	tenancytest.RequireCode(t, d.Producer.Deliver(outbox.Bind(context.Background(), m), m),
+	_ = tenancytest.RequireCode(t, d.Producer.Deliver(outbox.Bind(context.Background(), m), m),
 		tenancy.CodeTenantNotProvisioned, "kafka", "events", "orders")
 	topic, _ := d.Producer.TopicFor(ctx)
 	if topicExists(t, s.broker, topic) {
@@ -152,7 +152,7 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 	if len(coded) != 1 {
 		t.Fatalf("%d tenant_not_provisioned reports in 3s, want 1 (others: %v)", len(coded), other)
 	}
-	tenancytest.RequireCode(t, coded[0], tenancy.CodeTenantNotProvisioned, "kafka", "events", "orders-in")
+	_ = tenancytest.RequireCode(t, coded[0], tenancy.CodeTenantNotProvisioned, "kafka", "events", "orders-in")
 	mu.Unlock()
 	if err := d.Provision.Provision(ctx, id); err != nil {
 		t.Fatal(err)
