@@ -30,8 +30,8 @@ var ErrTeardownDisabled = migrate.ErrTeardownDisabled
 // cluster). A topic already gone counts as deleted, so a rerun completes
 // an interrupted teardown.
 func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if !p.teardown {
-		return ErrTeardownDisabled
+	if err := migrate.CheckTeardown(p.teardown, tenant); err != nil {
+		return err
 	}
 	topics, err := p.tenantTopics(tenant)
 	if err != nil || len(topics) == 0 {

@@ -22,11 +22,8 @@ func AllowTeardown() Option { return optionFunc(func(c *config) { c.teardown = t
 // shared stream keeps its offsets: the tenant's messages stay as empty
 // entries that no tenant reads, so other consumers' offsets hold.
 func (s *store) offboard(_ context.Context, tenant tenancy.ID) error {
-	if !s.teardown {
-		return ErrTeardownDisabled
-	}
-	if tenant.IsZero() {
-		return tenancy.Unbound()
+	if err := migrate.CheckTeardown(s.teardown, tenant); err != nil {
+		return err
 	}
 	suffix := "." + tenant.Hex()
 	s.mu.Lock()

@@ -83,8 +83,8 @@ func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec)
 // reprovisioned tenant starts at version 0). Shared collections are never
 // dropped. Disabled unless AllowTeardown.
 func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if !p.teardown {
-		return ErrTeardownDisabled
+	if err := migrate.CheckTeardown(p.teardown, tenant); err != nil {
+		return err
 	}
 	// Even a partial teardown leaves the tenant's containers behind their
 	// version: its next call reads it again.

@@ -47,11 +47,8 @@ type offboarder struct {
 // The framework's own nodes (labels starting with "tenantwire") are never
 // deleted. Deletes run in batches; a rerun completes an interrupted one.
 func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
-	if !o.teardown {
-		return ErrTeardownDisabled
-	}
-	if tenant.IsZero() {
-		return tenancy.Unbound()
+	if err := migrate.CheckTeardown(o.teardown, tenant); err != nil {
+		return err
 	}
 	done := map[string]bool{}
 	for _, spec := range o.routes {

@@ -39,11 +39,8 @@ type offboarder struct {
 // completes an interrupted offboarding. Tenant-global and shared keys
 // stay: they are no tenant's.
 func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
-	if !o.teardown {
-		return ErrTeardownDisabled
-	}
-	if tenant.IsZero() {
-		return tenancy.Unbound()
+	if err := migrate.CheckTeardown(o.teardown, tenant); err != nil {
+		return err
 	}
 	hex := tenant.Hex()
 	var exact []string
