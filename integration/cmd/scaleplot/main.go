@@ -390,9 +390,10 @@ const (
 	dpi         = 120
 )
 
-// colors gives every curve name one colour across the figure, so that the
-// shared legend reads for every panel; "ours" is black.
-func colors(panels []panel) ([]string, map[string]color.Color) {
+// styles gives every curve name one colour and one marker across the
+// figure, so that the shared legend reads for every panel; "ours" is black
+// circles.
+func styles(panels []panel) ([]string, map[string]style) {
 	names := map[string]bool{}
 	for _, p := range panels {
 		for _, s := range p.series {
@@ -401,11 +402,16 @@ func colors(panels []panel) ([]string, map[string]color.Color) {
 	}
 	delete(names, "ours")
 	order := slices.Sorted(maps.Keys(names))
-	out := map[string]color.Color{"ours": color.Black}
+	out := map[string]style{"ours": {color.Black, draw.CircleGlyph{}}}
 	for i, n := range order {
-		out[n] = palette[i%len(palette)]
+		out[n] = style{palette[i%len(palette)], shapes[i%len(shapes)]}
 	}
 	return order, out
+}
+
+type style struct {
+	color color.Color
+	shape draw.GlyphDrawer
 }
 
 var (
@@ -414,7 +420,7 @@ var (
 )
 
 // plotPanel draws one panel's plot.
-func plotPanel(p panel, colorOf map[string]color.Color, ratio bool) (*plot.Plot, error) {
+func plotPanel(p panel, styleOf map[string]style, ratio bool) (*plot.Plot, error) {
 	pl := plot.New()
 	pl.Title.Text = p.title
 	pl.Title.TextStyle.Font.Size = vg.Points(10)
@@ -437,17 +443,20 @@ func plotPanel(p panel, colorOf map[string]color.Color, ratio bool) (*plot.Plot,
 		if err != nil {
 			return nil, err
 		}
-		line.Color, line.Dashes, line.Width = colorOf[t.name], dot, vg.Points(1.2)
+		line.Color, line.Dashes, line.Width = styleOf[t.name].color, dot, vg.Points(1.2)
 		pl.Add(line)
 	}
-	for i, s := range p.series {
-		c := colorOf[s.name]
+	// Backwards, so that the route's curve (the first) is drawn over the
+	// baselines it often coincides with.
+	for _, s := range slices.Backward(p.series) {
+		st := styleOf[s.name]
+		c := st.color
 		line, points, err := plotter.NewLinePoints(xys(s.points, p.scale))
 		if err != nil {
 			return nil, err
 		}
 		line.Color, points.Color, line.Width = c, c, vg.Points(1.2)
-		points.Shape, points.Radius = shapes[i%len(shapes)], vg.Points(2.5)
+		points.Shape, points.Radius = st.shape, vg.Points(2.5)
 		if s.dashed {
 			line.Dashes = dash
 		}
@@ -462,6 +471,7 @@ func plotPanel(p panel, colorOf map[string]color.Color, ratio bool) (*plot.Plot,
 		}
 	}
 	if ratio {
+		pl.Y.Tick.Marker = ratioTicks{}
 		// Room around the bars and targets; a panel of equal values would
 		// have an empty range.
 		pad := max((pl.Y.Max-pl.Y.Min)*0.1, 0.05)
@@ -474,6 +484,20 @@ func plotPanel(p panel, colorOf map[string]color.Color, ratio bool) (*plot.Plot,
 	}
 	pl.X.Min, pl.X.Max = panelXMin, panelXMax
 	return pl, nil
+}
+
+// ratioTicks labels a ratio axis to two decimals: the default ticker's
+// fewer digits labelled 1.05 and 1.10 both "1.1".
+type ratioTicks struct{}
+
+func (ratioTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', 2, 64)
+		}
+	}
+	return ts
 }
 
 func xys(pts []point, scale float64) plotter.XYs {
@@ -508,13 +532,13 @@ func (f figure) save() error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
 
-	order, colorOf := colors(f.panels)
+	order, styleOf := styles(f.panels)
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
 		grid[r] = make([]*plot.Plot, nc)
 	}
 	for i, p := range f.panels {
-		pl, err := plotPanel(p, colorOf, f.ratio)
+		pl, err := plotPanel(p, styleOf, f.ratio)
 		if err != nil {
 			return err
 		}
@@ -546,8 +570,13 @@ func (f figure) save() error {
 		names = append([]string{"ours"}, order...)
 	}
 	for _, n := range names {
-		line := plotter.NewFunction(func(float64) float64 { return 0 })
-		line.Color, line.Width = colorOf[n], vg.Points(1.2)
+		st := styleOf[n]
+		line, points, err := plotter.NewLinePoints(plotter.XYs{{}})
+		if err != nil {
+			return err
+		}
+		line.Color, line.Width = st.color, vg.Points(1.2)
+		points.Color, points.Shape, points.Radius = st.color, st.shape, vg.Points(2.5)
 		if n != "ours" && !f.ratio {
 			line.Dashes = dash
 		}
@@ -557,7 +586,7 @@ func (f figure) save() error {
 		} else if n != "ours" {
 			label = n + " (baseline)"
 		}
-		leg.Add(label, line)
+		leg.Add(label, line, points)
 	}
 	if f.ratio {
 		t := plotter.NewFunction(func(float64) float64 { return 0 })
