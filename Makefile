@@ -58,13 +58,15 @@ fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
 ## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <median> [<lo>, <hi>] n=<rounds>" line each), the
-## scale pairs' costs, memory and provisioning throughput ("scale..." lines, drawn to docs/img/scale.png) and allocation benchmarks.
+## scale pairs' costs, memory and provisioning throughput ("scale..." lines; costs and S/C ratios drawn to docs/img/scale.png,
+## scale-ratios.png and concurrency-ratios.png) and allocation benchmarks.
 ## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
 	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
-	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png
+	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png \
+	  -ratios ../docs/img/scale-ratios.png -concurrency ../docs/img/concurrency-ratios.png
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
