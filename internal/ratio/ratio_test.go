@@ -2,10 +2,13 @@ package ratio
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -247,5 +250,52 @@ func TestCycleCarriesOn(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[0 1 2 0 1 2 0]" {
 		t.Fatalf("Cycle(3) gave %v", got)
+	}
+}
+
+// Parallel calls every index once, from no more goroutines than asked, and
+// stops handing out indexes after a failure, returning the first error.
+func TestParallel(t *testing.T) {
+	for _, c := range []struct{ g, n int }{{64, 1000}, {8, 3}, {0, 5}, {4, 0}} {
+		var mu sync.Mutex
+		seen := make([]int, c.n)
+		var running, peak atomic.Int64
+		err := Parallel(c.g, c.n, func(i int) error {
+			if r := running.Add(1); r > peak.Load() {
+				peak.Store(r) // racy max, good enough as a lower bound
+			}
+			time.Sleep(100 * time.Microsecond)
+			running.Add(-1)
+			mu.Lock()
+			seen[i]++
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range seen {
+			if k != 1 {
+				t.Fatalf("g=%d n=%d: index %d called %d times", c.g, c.n, i, k)
+			}
+		}
+		if p := peak.Load(); p > int64(max(1, c.g)) {
+			t.Fatalf("g=%d n=%d: %d calls at once", c.g, c.n, p)
+		}
+	}
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	err := Parallel(4, 100000, func(i int) error {
+		calls.Add(1)
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if err != boom {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	if k := calls.Load(); k == 100000 {
+		t.Fatal("every index was handed out after a failure")
 	}
 }
