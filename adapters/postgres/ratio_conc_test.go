@@ -39,20 +39,6 @@ func concName(base string, g int) string {
 	return base + "-g" + strconv.Itoa(g)
 }
 
-// concSide is a side of a concurrency pair: read(tenant) does one
-// operation for tenant index tenant; each call of the side walks on through
-// the tenants where the last one stopped, so its rounds read every tenant.
-func concSide(t *testing.T, g, tenants int, read func(tenant int) error) func(int) {
-	off := 0
-	return func(n int) {
-		base := off
-		if err := ratio.Parallel(g, n, func(i int) error { return read((base + i) % tenants) }); err != nil {
-			t.Fatal(err)
-		}
-		off = (base + n) % tenants
-	}
-}
-
 func decodeErr(raw []byte) error {
 	var v item
 	return json.Unmarshal(raw, &v)
@@ -147,8 +133,12 @@ func concPairs(t *testing.T, tenants int, name string, ours, hand func(int) erro
 	}
 	label := "C" + strconv.Itoa(tenants)
 	for _, g := range concGs {
-		ratio.ReportParallel(t, ratio.Pair{Label: label, Name: concName(name, g), Iterations: concIters, Rounds: concRounds,
-			Cap: concCap, Ours: concSide(t, g, tenants, ours), Baseline: concSide(t, g, tenants, hand)}, 1.05, 5*concIters)
+		// A subtest per G, so that -run can pick one pair to profile
+		// (ratio.ProfileEnv).
+		t.Run("g"+strconv.Itoa(g), func(t *testing.T) {
+			ratio.ReportParallel(t, ratio.Pair{Label: label, Name: concName(name, g), Iterations: concIters, Rounds: concRounds,
+				Cap: concCap, Ours: ratio.ParallelSide(t, g, tenants, ours), Baseline: ratio.ParallelSide(t, g, tenants, hand)}, 1.05, 5*concIters)
+		})
 	}
 }
 

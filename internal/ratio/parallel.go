@@ -46,6 +46,22 @@ func Parallel(g, n int, f func(i int) error) error {
 	return first
 }
 
+// ParallelSide is a side of a concurrency pair: each call of it runs n
+// operations with Parallel from g goroutines, op(k) for tenant index k,
+// walking on through the tenants 0 to tenants-1 where its last call
+// stopped (as Cycle does for a side of one goroutine), so that its rounds
+// reach every tenant. A failed operation fails the test.
+func ParallelSide(t testing.TB, g, tenants int, op func(tenant int) error) func(n int) {
+	off := 0
+	return func(n int) {
+		base := off
+		if err := Parallel(g, n, func(i int) error { return op((base + i) % tenants) }); err != nil {
+			t.Fatal(err)
+		}
+		off = (base + n) % tenants
+	}
+}
+
 // ReportParallel is Report for a concurrency pair; when ProfileEnv is set it
 // then runs the ours side once more, n operations, with every contended
 // mutex and every blocking event recorded, and writes the profiles as
