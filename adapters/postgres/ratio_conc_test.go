@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -144,3 +146,62 @@ func concPairs(t *testing.T, tenants int, name string, ours, hand func(int) erro
 
 // concCap bounds each pair: eight of them in this file.
 const concCap = 30 * time.Second
+
+// concRoutedTenants: each routed tenant needs a database of its own, made
+// for the run and dropped after it, so the routed pair stays at the 20 of
+// TestRatioRouted (C20), not 1,000.
+const concRoutedTenants = 20
+
+// TestRatioConcRouted: a routed point read from G goroutines cycling over
+// 20 warm tenants, each on its own one-connection pool, vs hand-written
+// per-tenant pools of one connection in a map that is never written while
+// the pair runs (no lock, no bound, no fingerprint). Pools are never
+// evicted on either side: this is the routing layer's shared fast path
+// under concurrency, not churn.
+func TestRatioConcRouted(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	const tenants = concRoutedTenants
+	_, dsns := databases(t, tenants, "")
+	ids := make([]tenancy.ID, tenants)
+	ctxs := make([]context.Context, tenants)
+	own := map[tenancy.ID]string{}
+	for i := range ids {
+		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+10))
+		ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
+		own[ids[i]] = dsns[i]
+	}
+	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		return routing.Credentials{Endpoint: own[tn]}, nil
+	}
+	const table = "routed"
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: tenants, MaxConnsPerClient: 1}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
+	provision(t, c, ids...)
+	for _, ctx := range ctxs {
+		_, err := d.Create(ctx, "k", item{Name: "bench"})
+		must0(t, err)
+	}
+	hand := make(map[tenancy.ID]*pgxpool.Pool, tenants)
+	for _, id := range ids {
+		p, err := pgxpool.New(context.Background(), own[id]+"&pool_max_conns=1&application_name=hand")
+		must0(t, err)
+		t.Cleanup(p.Close)
+		hand[id] = p
+	}
+	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
+	ours := func(i int) error {
+		_, err := d.Get(ctxs[i], "k")
+		return err
+	}
+	handRead := func(i int) error {
+		tn, _ := tenancy.Require(ctxs[i])
+		var v int64
+		var raw []byte
+		if err := hand[tn].QueryRow(ctxs[i], stmt, "k").Scan(&v, &raw); err != nil {
+			return err
+		}
+		return decodeErr(raw)
+	}
+	concPairs(t, tenants, "pg-routed-get", ours, handRead)
+}
