@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -297,5 +300,48 @@ func TestParallel(t *testing.T) {
 	}
 	if k := calls.Load(); k == 100000 {
 		t.Fatal("every index was handed out after a failure")
+	}
+}
+
+// ParallelSide walks on through the tenants from one call to the next,
+// wrapping, and calls each index of a call once.
+func TestParallelSide(t *testing.T) {
+	var mu sync.Mutex
+	var got []int
+	side := ParallelSide(t, 3, 7, func(k int) error {
+		mu.Lock()
+		got = append(got, k)
+		mu.Unlock()
+		return nil
+	})
+	for _, want := range [][]int{{0, 1, 2, 3, 4}, {0, 1, 2, 5, 6}, {3, 4, 5, 6}} {
+		got = got[:0]
+		side(len(want))
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("tenants %v, want %v", got, want)
+		}
+	}
+}
+
+// With ProfileEnv set, ReportParallel writes both profiles of the pair and
+// leaves the mutex profile rate as it found it.
+func TestReportParallelProfiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ProfileEnv, dir)
+	t.Setenv(CapEnv, "200ms")
+	var mu sync.Mutex
+	op := func(int) error { mu.Lock(); mu.Unlock(); return nil }
+	before := runtime.SetMutexProfileFraction(-1)
+	ReportParallel(t, Pair{Label: "C1", Name: "x", Iterations: 100, Rounds: 3,
+		Ours: ParallelSide(t, 4, 1, op), Baseline: ParallelSide(t, 4, 1, op)}, 1.05, 100)
+	if after := runtime.SetMutexProfileFraction(-1); after != before {
+		t.Errorf("mutex profile fraction %d after, %d before", after, before)
+	}
+	for _, kind := range []string{"mutex", "block"} {
+		fi, err := os.Stat(filepath.Join(dir, "C1-x."+kind+".pb.gz"))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("%s profile: %v", kind, err)
+		}
 	}
 }
