@@ -2,10 +2,16 @@ package ratio
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -247,5 +253,95 @@ func TestCycleCarriesOn(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[0 1 2 0 1 2 0]" {
 		t.Fatalf("Cycle(3) gave %v", got)
+	}
+}
+
+// Parallel calls every index once, from no more goroutines than asked, and
+// stops handing out indexes after a failure, returning the first error.
+func TestParallel(t *testing.T) {
+	for _, c := range []struct{ g, n int }{{64, 1000}, {8, 3}, {0, 5}, {4, 0}} {
+		var mu sync.Mutex
+		seen := make([]int, c.n)
+		var running, peak atomic.Int64
+		err := Parallel(c.g, c.n, func(i int) error {
+			if r := running.Add(1); r > peak.Load() {
+				peak.Store(r) // racy max, good enough as a lower bound
+			}
+			time.Sleep(100 * time.Microsecond)
+			running.Add(-1)
+			mu.Lock()
+			seen[i]++
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range seen {
+			if k != 1 {
+				t.Fatalf("g=%d n=%d: index %d called %d times", c.g, c.n, i, k)
+			}
+		}
+		if p := peak.Load(); p > int64(max(1, c.g)) {
+			t.Fatalf("g=%d n=%d: %d calls at once", c.g, c.n, p)
+		}
+	}
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	err := Parallel(4, 100000, func(i int) error {
+		calls.Add(1)
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if err != boom {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	if k := calls.Load(); k == 100000 {
+		t.Fatal("every index was handed out after a failure")
+	}
+}
+
+// ParallelSide walks on through the tenants from one call to the next,
+// wrapping, and calls each index of a call once.
+func TestParallelSide(t *testing.T) {
+	var mu sync.Mutex
+	var got []int
+	side := ParallelSide(t, 3, 7, func(k int) error {
+		mu.Lock()
+		got = append(got, k)
+		mu.Unlock()
+		return nil
+	})
+	for _, want := range [][]int{{0, 1, 2, 3, 4}, {0, 1, 2, 5, 6}, {3, 4, 5, 6}} {
+		got = got[:0]
+		side(len(want))
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("tenants %v, want %v", got, want)
+		}
+	}
+}
+
+// With ProfileEnv set, ReportParallel writes both profiles of the pair and
+// leaves the mutex profile rate as it found it.
+func TestReportParallelProfiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ProfileEnv, dir)
+	t.Setenv(CapEnv, "200ms")
+	var mu sync.Mutex
+	op := func(int) error { mu.Lock(); mu.Unlock(); return nil }
+	before := runtime.SetMutexProfileFraction(-1)
+	ReportParallel(t, Pair{Label: "C1", Name: "x", Iterations: 100, Rounds: 3,
+		Ours: ParallelSide(t, 4, 1, op), Baseline: ParallelSide(t, 4, 1, op)}, 1.05, 100)
+	if after := runtime.SetMutexProfileFraction(-1); after != before {
+		t.Errorf("mutex profile fraction %d after, %d before", after, before)
+	}
+	for _, kind := range []string{"mutex", "block"} {
+		fi, err := os.Stat(filepath.Join(dir, "C1-x."+kind+".pb.gz"))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("%s profile: %v", kind, err)
+		}
 	}
 }
