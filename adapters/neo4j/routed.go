@@ -160,7 +160,14 @@ func routedTarget(c routing.Credentials, moduleDB string) (string, error) {
 	if port == "" {
 		port = "7687"
 	}
-	return routing.CanonicalHostPort(u.Hostname(), port) + "/" + strings.ToLower(routedDatabase(c, moduleDB)), nil
+	db := strings.ToLower(routedDatabase(c, moduleDB))
+	if db == "system" {
+		// The system database has an id of its own, so a claim on it does not
+		// meet the claim of a tenant on a user database of the same server,
+		// yet a query run there reaches that database with USE.
+		return "", fmt.Errorf("neo4j: a routed tenant's database cannot be the server's system database")
+	}
+	return routing.CanonicalHostPort(u.Hostname(), port) + "/" + db, nil
 }
 
 // databaseID asks the server for the id of a database ("" the default):
