@@ -224,8 +224,12 @@ func openRouted(cr routing.Credentials, rc *routedConfig, tune func(*kafkago.Wri
 		mech = plain.Mechanism{Username: cr.User, Password: cr.Secret}
 	}
 	var tc *tls.Config
-	if cr.Params["tls"] == "true" {
+	switch v := cr.Params["tls"]; v {
+	case "true":
 		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+	case "", "false":
+	default: // a tenant that asked for TLS in another spelling must not get plaintext
+		return nil, fmt.Errorf("kafka: routed credentials: Params[\"tls\"] is %q; want \"true\" or \"false\"", v)
 	}
 	targets, err := routedTargets(cr)
 	if err != nil {

@@ -122,7 +122,8 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // resolve returns (dedicated). Credentials.Endpoint holds the tenant's
 // brokers, comma-separated; User and Secret, when set, authenticate with
 // SASL PLAIN (RoutedConfig.SASL picks another mechanism); Params["tls"] =
-// "true" dials TLS. A tenant resolving to a cluster another tenant uses is
+// "true" dials TLS ("false" or none: plaintext; any other value is refused).
+// A tenant resolving to a cluster another tenant uses is
 // refused (dedicated_target_shared). Routed replaces Brokers.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
 	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
