@@ -2,16 +2,12 @@ package neo4j_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
-	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -56,44 +52,5 @@ func TestRequiredVersionDatabaseFunc(t *testing.T) {
 // server and database, where it has no history, and refuses the call
 // before it writes, instead of serving what it found on the old server.
 func TestRequiredVersionReroutedDatabaseFunc(t *testing.T) {
-	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	label, module, ds := migrationScope(t, s1, s2)
-	d1, d2 := ds[0], ds[1]
-	ctx := context.Background()
-	a := tenancytest.TenantA
-	var onSecond atomic.Bool
-	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		if id != a {
-			return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
-		}
-		if onSecond.Load() {
-			return credentials(s2), nil
-		}
-		return credentials(s1), nil
-	}
-	routed := neo4j.Routed(resolve, neo4j.RoutedConfig{TTL: time.Millisecond})
-	route := neo4j.GraphRoute("g", neo4j.RouteConfig{Database: defaultDB})
-	all := threeSteps(label, false)
-	reg := migrate.NewMemoryRegistry()
-	_ = reg.Put(ctx, a, migrate.Ready)
-	m, _ := startMigrator(t, module, routed, route, neo4j.Migrations(all))
-	if rep, err := m.MigrateAll(ctx, nil, reg, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 3 {
-		t.Fatalf("migrating A on the first server: %+v, %v", rep, err)
-	}
-	app, _, g := newApp(t, module, routed, route, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Stop(ctx) })
-	ctxA := tenancy.WithTenant(ctx, a)
-	if _, err := g.CreateNode(ctxA, []string{label}, map[string]any{"code": "x"}); err != nil {
-		t.Fatalf("A on its migrated server: %v", err)
-	}
-	onSecond.Store(true)
-	time.Sleep(5 * time.Millisecond) // past the TTL: the next call resolves again
-	_, err := g.CreateNode(ctxA, []string{label}, map[string]any{"code": "y"})
-	behind(t, err, "g", "tenant "+a.String()+" is at migration version 0")
-	if n1, n2 := d1.count(label), d2.count(label); n1 != 1 || n2 != 0 {
-		t.Fatalf("nodes: %d on the first server, %d on the second; want 1 and 0", n1, n2)
-	}
+	reroutedStaleTenant(t, neo4j.RouteConfig{Database: defaultDB}, "g")
 }

@@ -175,6 +175,15 @@ func TestRequiredVersionTaggedShared(t *testing.T) {
 // by its resolver to a server where its database has no history, its
 // next call is read again and refused before it writes there.
 func TestRequiredVersionRerouted(t *testing.T) {
+	reroutedStaleTenant(t, neo4j.RouteConfig{}, "")
+}
+
+// reroutedStaleTenant migrates tenant A on the first server through a
+// route of cfg, starts an app requiring the version, then moves A to the
+// second server: A's next call must be refused (naming route, "" for a
+// start-up-style refusal naming none) before anything is written there.
+func reroutedStaleTenant(t *testing.T, cfg neo4j.RouteConfig, route string) {
+	t.Helper()
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	label, module, ds := migrationScope(t, s1, s2)
 	d1, d2 := ds[0], ds[1]
@@ -191,15 +200,15 @@ func TestRequiredVersionRerouted(t *testing.T) {
 		return credentials(s1), nil
 	}
 	routed := neo4j.Routed(resolve, neo4j.RoutedConfig{TTL: time.Millisecond})
-	route := neo4j.GraphRoute("g", neo4j.RouteConfig{})
+	g0 := neo4j.GraphRoute("g", cfg)
 	all := threeSteps(label, false)
 	reg := migrate.NewMemoryRegistry()
 	_ = reg.Put(ctx, a, migrate.Ready)
-	m, _ := startMigrator(t, module, routed, route, neo4j.Migrations(all))
+	m, _ := startMigrator(t, module, routed, g0, neo4j.Migrations(all))
 	if rep, err := m.MigrateAll(ctx, nil, reg, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 3 {
 		t.Fatalf("migrating A on the first server: %+v, %v", rep, err)
 	}
-	app, _, g := newApp(t, module, routed, route, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
+	app, _, g := newApp(t, module, routed, g0, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +220,7 @@ func TestRequiredVersionRerouted(t *testing.T) {
 	onSecond.Store(true)
 	time.Sleep(5 * time.Millisecond) // past the TTL: the next call resolves again
 	_, err := g.CreateNode(ctxA, []string{label}, map[string]any{"code": "y"})
-	behind(t, err, "", "tenant "+a.String()+" is at migration version 0")
+	behind(t, err, route, "tenant "+a.String()+" is at migration version 0")
 	if n1, n2 := d1.count(label), d2.count(label); n1 != 1 || n2 != 0 {
 		t.Fatalf("nodes: %d on the first server, %d on the second; want 1 and 0", n1, n2)
 	}
