@@ -28,28 +28,8 @@ func (s *store) offboard(_ context.Context, tenant tenancy.ID) error {
 	suffix := "." + tenant.Hex()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name, m := range s.docs {
-		if strings.HasSuffix(name, suffix) {
-			delete(s.docs, name)
-			continue
-		}
-		for k := range m {
-			if k.tenant == tenant {
-				delete(m, k)
-			}
-		}
-	}
-	for name, m := range s.kv {
-		if strings.HasSuffix(name, suffix) {
-			delete(s.kv, name)
-			continue
-		}
-		for k := range m {
-			if k.tenant == tenant {
-				delete(m, k)
-			}
-		}
-	}
+	dropTenant(s.docs, suffix, tenant)
+	dropTenant(s.kv, suffix, tenant)
 	for name, msgs := range s.streams {
 		if strings.HasSuffix(name, suffix) {
 			delete(s.streams, name)
@@ -62,4 +42,20 @@ func (s *store) offboard(_ context.Context, tenant tenancy.ID) error {
 		}
 	}
 	return nil
+}
+
+// dropTenant removes the containers of m named with suffix (the tenant's
+// own) and the tenant's records in every other one.
+func dropTenant[V any](m map[string]map[entryKey]V, suffix string, tenant tenancy.ID) {
+	for name, records := range m {
+		if strings.HasSuffix(name, suffix) {
+			delete(m, name)
+			continue
+		}
+		for k := range records {
+			if k.tenant == tenant {
+				delete(records, k)
+			}
+		}
+	}
 }
