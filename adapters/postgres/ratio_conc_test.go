@@ -53,21 +53,7 @@ func TestRatioConcTagged(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	for _, tenants := range concTenants {
 		t.Run(strconv.Itoa(tenants), func(t *testing.T) {
-			var d *postgres.Documents[item]
-			c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns="+strconv.Itoa(concConns)),
-				postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(scaleTagged), Write: postgres.Table(scaleTagged)})), &d)
-			provision(t, c, scaleTenant(0))
-			conn := superuser(t)
-			exec(t, conn, `INSERT INTO `+scaleTagged+` (tenant_id, id, version, value)
-				SELECT ('00000000-0000-4000-9000-' || pg_catalog.lpad(pg_catalog.to_hex(g), 12, '0'))::uuid, 'k', 1, '{"name":"bench","n":1}'
-				FROM pg_catalog.generate_series(1, $1::int) g ON CONFLICT DO NOTHING`, tenants)
-			exec(t, conn, "ANALYZE "+scaleTagged)
-			ctxs := make([]context.Context, tenants)
-			for i := range ctxs {
-				ctxs[i] = tenancy.WithTenant(context.Background(), scaleTenant(i))
-			}
-			pool, _, err := c.Pool(ctxs[0])
-			must0(t, err)
+			d, ctxs, pool := scaleTaggedFixture(t, tenants, concConns)
 			stmt := "SELECT version, value FROM " + scaleTagged + " WHERE tenant_id = $1 AND id = $2"
 			ours := func(i int) error {
 				_, err := d.Get(ctxs[i], "k")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
@@ -24,22 +26,7 @@ const scaleTagged = "twscale_tagged"
 func TestRatioScaleTagged(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	const tenants = 10000
-	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=1"),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(scaleTagged), Write: postgres.Table(scaleTagged)})), &d)
-	provision(t, c, scaleTenant(0))
-	conn := superuser(t)
-	// scaleTenant(i) is 00000000-0000-4000-9000-<i+1 in 12 hex digits>.
-	exec(t, conn, `INSERT INTO `+scaleTagged+` (tenant_id, id, version, value)
-		SELECT ('00000000-0000-4000-9000-' || pg_catalog.lpad(pg_catalog.to_hex(g), 12, '0'))::uuid, 'k', 1, '{"name":"bench","n":1}'
-		FROM pg_catalog.generate_series(1, $1::int) g ON CONFLICT DO NOTHING`, tenants)
-	exec(t, conn, "ANALYZE "+scaleTagged)
-	ctxs := make([]context.Context, tenants)
-	for i := range ctxs {
-		ctxs[i] = tenancy.WithTenant(context.Background(), scaleTenant(i))
-	}
-	pool, _, err := c.Pool(ctxs[0])
-	must0(t, err)
+	d, ctxs, pool := scaleTaggedFixture(t, tenants, 1)
 	// Each side walks on through the tenants from round to round, so the
 	// rounds read every tenant's row.
 	read := func(over int) func(int) {
@@ -119,4 +106,28 @@ func heap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// scaleTaggedFixture is a tagged document route over the scale pairs'
+// shared table on a pool of conns, a row "k" for each of tenants tenants
+// (scaleTenant(i) is 00000000-0000-4000-9000-<i+1 in 12 hex digits>), a
+// context bound to each, and the module's pool for the hand-written side.
+func scaleTaggedFixture(t *testing.T, tenants, conns int) (*postgres.Documents[item], []context.Context, *pgxpool.Pool) {
+	t.Helper()
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns="+strconv.Itoa(conns)),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(scaleTagged), Write: postgres.Table(scaleTagged)})), &d)
+	provision(t, c, scaleTenant(0))
+	conn := superuser(t)
+	exec(t, conn, `INSERT INTO `+scaleTagged+` (tenant_id, id, version, value)
+		SELECT ('00000000-0000-4000-9000-' || pg_catalog.lpad(pg_catalog.to_hex(g), 12, '0'))::uuid, 'k', 1, '{"name":"bench","n":1}'
+		FROM pg_catalog.generate_series(1, $1::int) g ON CONFLICT DO NOTHING`, tenants)
+	exec(t, conn, "ANALYZE "+scaleTagged)
+	ctxs := make([]context.Context, tenants)
+	for i := range ctxs {
+		ctxs[i] = tenancy.WithTenant(context.Background(), scaleTenant(i))
+	}
+	pool, _, err := c.Pool(ctxs[0])
+	must0(t, err)
+	return d, ctxs, pool
 }
