@@ -2,6 +2,7 @@ package tenancytest
 
 import (
 	"context"
+	"crypto/rand"
 	"slices"
 	"testing"
 
@@ -128,4 +129,18 @@ func must(t testing.TB, what string, err error) {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// FreshTenant is a random tenant no other test uses: a test that
+// offboards or sweeps a tenant on a shared server touches nothing of
+// another test's.
+func FreshTenant(t testing.TB) tenancy.ID {
+	t.Helper()
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id, err := tenancy.IDFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

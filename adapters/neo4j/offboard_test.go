@@ -2,7 +2,6 @@ package neo4j_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"testing"
 
@@ -13,19 +12,8 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
-
-// freshTenant is a tenant no other test writes, so that offboarding it on
-// the shared server touches nothing of theirs.
-func freshTenant(t *testing.T) tenancy.ID {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id, err := tenancy.IDFromBytes(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
 
 func offboardApp(t *testing.T, opts ...neo4j.Option) (*modules.Tenants, *neo4j.Graph) {
 	t.Helper()
@@ -53,7 +41,7 @@ func TestOffboardDeletesTheTenantsGraph(t *testing.T) {
 	framework := "Tenantwire" + label
 	t.Cleanup(func() { d.removeLabel(label); d.removeLabel(framework) })
 	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
-	a, b := freshTenant(t), freshTenant(t)
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	ca, cb := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), b)
 	d.query("UNWIND range(1, 1500) AS i CREATE (:`"+label+"` {i: i, tenant_id: $a})", map[string]any{"a": a.String()})
 	for _, ctx := range []context.Context{ca, cb} {
@@ -99,7 +87,7 @@ func TestNeo4jOffboardNeedsAllowTeardown(t *testing.T) {
 	label := uniqueLabel(t)
 	t.Cleanup(func() { d.removeLabel(label) })
 	tenants, g := offboardApp(t, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
-	a := freshTenant(t)
+	a := tenancytest.FreshTenant(t)
 	if _, err := g.CreateNode(tenancy.WithTenant(context.Background(), a), []string{label}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +107,9 @@ func TestNeo4jOffboardNeedsAllowTeardown(t *testing.T) {
 func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	d := directTo(t, s)
-	prefix := "twob" + freshTenant(t).Hex()[:6]
+	prefix := "twob" + tenancytest.FreshTenant(t).Hex()[:6]
 	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: prefix}))
-	a, b := freshTenant(t), freshTenant(t)
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	if d.edition() == "community" {
 		if _, err := tenants.Offboard(context.Background(), a); err != nil {
 			t.Fatalf("offboard on Community: %v", err)

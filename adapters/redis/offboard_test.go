@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"slices"
 	"strconv"
@@ -18,19 +17,8 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
-
-// freshTenant is a tenant no other test writes, so that offboarding it on
-// the shared server touches nothing of theirs.
-func freshTenant(t *testing.T) tenancy.ID {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id, err := tenancy.IDFromBytes(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
 
 // rawKeys reads every key matching pattern on every master.
 func rawKeys(t *testing.T, c goredis.UniversalClient, pattern string) []string {
@@ -76,7 +64,7 @@ func TestOffboardUnlinksEveryKeyOfTheTenant(t *testing.T) {
 			opts.Addrs = []string{testsvc.RedisAddr(t)}
 		}
 		t.Run(name, func(t *testing.T) {
-			run := strings.ToLower(freshTenant(t).Hex()[:8])
+			run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
 			var r struct {
 				fx.In
 				Tenants *modules.Tenants
@@ -96,7 +84,7 @@ func TestOffboardUnlinksEveryKeyOfTheTenant(t *testing.T) {
 			t.Cleanup(func() { _ = app.Stop(context.Background()) })
 			raw := goredis.NewUniversalClient(opts)
 			defer raw.Close()
-			a, b := freshTenant(t), freshTenant(t)
+			a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 			t.Cleanup(func() {
 				r.Tenants.Resume(b)
 				_, _ = r.Tenants.Offboard(context.Background(), b)
@@ -169,7 +157,7 @@ func TestRedisOffboardNeedsAllowTeardown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Stop(context.Background()) })
-	a := freshTenant(t)
+	a := tenancytest.FreshTenant(t)
 	ca := tenancy.WithTenant(context.Background(), a)
 	if err := r.Tagged.Set(ca, "k", []byte("v"), time.Minute); err != nil {
 		t.Fatal(err)

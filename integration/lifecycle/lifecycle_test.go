@@ -26,6 +26,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
 type order struct{ Item string }
@@ -34,19 +35,6 @@ func unique() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// freshTenant is a tenant no other test writes: offboarding removes every
-// key and node of the tenant on the shared servers, whichever test wrote
-// them.
-func freshTenant(t *testing.T) tenancy.ID {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id, err := tenancy.IDFromBytes(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }
 
 type routes struct {
@@ -95,7 +83,7 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Stop(context.Background()) })
-	a, b := freshTenant(t), freshTenant(t)
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	label := "Lifecycle" + run
 	t.Cleanup(func() {
 		for _, id := range []tenancy.ID{a, b} {
