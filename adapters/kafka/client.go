@@ -104,12 +104,12 @@ type core struct {
 	// versions: Migrations and RequiredVersion.
 	versions *versions
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 }
 
 func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules.LifecycleIn) (*core, error) {
 	return func(lc fx.Lifecycle, lin modules.LifecycleIn) (*core, error) {
-		c := &core{module: module, routes: cfg.routes, versions: v, tenants: lin.Suspensions}
+		c := &core{module: module, routes: cfg.routes, versions: v, suspensions: lin.Suspensions}
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))

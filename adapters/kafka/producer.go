@@ -105,7 +105,7 @@ func (p *Producer) TopicFor(ctx context.Context) (string, error) {
 // (zero when unbound) on a static topic of the shared client.
 func (p *Producer) tenant(ctx context.Context) (tenancy.ID, error) {
 	if id, ok := tenancy.FromContext(ctx); ok {
-		return id, p.core.tenants.Check(id, Rules.Name, p.core.module, p.spec.name)
+		return id, p.core.suspensions.Check(id, Rules.Name, p.core.module, p.spec.name)
 	}
 	if p.scoped {
 		return tenancy.ID{}, p.unbound()

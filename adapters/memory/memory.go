@@ -116,7 +116,7 @@ func Module(name string, opts ...Option) fx.Option {
 		Routes: c.routes, Workers: c.workers,
 		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
 			s := newStore()
-			s.module, s.tenants, s.teardown = name, lin.Suspensions, c.teardown
+			s.module, s.suspensions, s.teardown = name, lin.Suspensions, c.teardown
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {
@@ -131,11 +131,11 @@ func Module(name string, opts ...Option) fx.Option {
 type routeConfig struct {
 	module, name string
 	decision     floors.Decision
-	tenants      *modules.Suspensions
+	suspensions  *modules.Suspensions
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
-	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r), tenants: s.tenants}
+	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r), suspensions: s.suspensions}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
@@ -149,7 +149,7 @@ func (r routeConfig) scope(ctx context.Context, c Container, role string) (strin
 	if !ok {
 		return "", tenancy.ID{}, Rules.Unbound(r.module, r.name)
 	}
-	if err := r.tenants.Check(id, Rules.Name, r.module, r.name); err != nil {
+	if err := r.suspensions.Check(id, Rules.Name, r.module, r.name); err != nil {
 		return "", tenancy.ID{}, err
 	}
 	name := c.name(tenancy.ID{})

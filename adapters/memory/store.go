@@ -13,7 +13,7 @@ import (
 type store struct {
 	module string
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 	// teardown: AllowTeardown.
 	teardown bool
 	mu       sync.RWMutex

@@ -267,7 +267,7 @@ type core struct {
 	migrations *Migrations
 	gate       *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 }
 
 type clientIn struct {
@@ -279,7 +279,7 @@ type clientIn struct {
 
 func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required), tenants: in.Suspended}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required), suspensions: in.Suspended}
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)

@@ -82,7 +82,7 @@ func (r *route) target(ctx context.Context) (target, error) {
 	if err != nil {
 		return target{}, r.unbound()
 	}
-	if err := r.core.tenants.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
+	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
 		return target{}, err
 	}
 	t, err := r.targetFor(ctx, id)

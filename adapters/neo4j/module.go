@@ -270,7 +270,7 @@ type core struct {
 	// gate refuses calls for tenants behind RequiredVersion (nil: none).
 	gate *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 }
 
 func (c *core) routed() bool { return c.pools != nil }
@@ -284,7 +284,7 @@ type coreIn struct {
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required), tenants: in.Suspended}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required), suspensions: in.Suspended}
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {

@@ -51,7 +51,7 @@ func (r *route) open(ctx context.Context) (scope, error) {
 	if err != nil {
 		return scope{}, r.unbound()
 	}
-	if err := r.core.tenants.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
+	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
 		return scope{}, err
 	}
 	return r.openFor(ctx, id)

@@ -48,7 +48,7 @@ type Client struct {
 	routes   []*routeSpec
 	life     *lifecycle
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use

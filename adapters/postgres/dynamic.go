@@ -142,7 +142,7 @@ func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan f
 // route's own pool on a plain client, else from the tenant's own login or
 // routed pool, whose every connection is the tenant's.
 func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
-	if err := d.c.tenants.Check(tenant, Rules.Name, d.c.module, d.spec.name); err != nil {
+	if err := d.c.suspensions.Check(tenant, Rules.Name, d.c.module, d.spec.name); err != nil {
 		return nil, nil, err
 	}
 	if d.logins == nil && d.own != nil {

@@ -177,7 +177,7 @@ func Module(name string, opts ...Option) fx.Option {
 	spec.Problems = append(spec.Problems, lerrs...)
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), tenants: lin.Suspensions}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
 			for _, b := range build {
 				b(c)
 			}

@@ -74,7 +74,7 @@ func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) e
 	if !ok {
 		return Rules.Unbound(c.module, "")
 	}
-	if err := c.tenants.Check(tenant, Rules.Name, c.module, ""); err != nil {
+	if err := c.suspensions.Check(tenant, Rules.Name, c.module, ""); err != nil {
 		return err
 	}
 	pool, release, err := c.conn(ctx, tenant)

@@ -139,7 +139,7 @@ type core struct {
 	client goredis.UniversalClient
 	routes *router
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
-	tenants *modules.Suspensions
+	suspensions *modules.Suspensions
 }
 
 type clientIn struct {
@@ -151,7 +151,7 @@ type clientIn struct {
 
 func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, tenants: in.Suspended}
+		c := &core{module: module, suspensions: in.Suspended}
 		if cfg.routed != nil {
 			r, err := newRouter(module, cfg.routed)
 			if err != nil {

@@ -59,7 +59,7 @@ func (r *route) target(ctx context.Context, user string) (goredis.UniversalClien
 	if err != nil {
 		return nil, "", nil, r.unbound()
 	}
-	if err := r.core.tenants.Check(id, Rules.Name, r.core.module, r.name); err != nil {
+	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.name); err != nil {
 		return nil, "", nil, err
 	}
 	var ns string
