@@ -330,8 +330,11 @@ func TestReportParallelProfiles(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(ProfileEnv, dir)
 	t.Setenv(CapEnv, "200ms")
-	var mu sync.Mutex
-	op := func(int) error { mu.Lock(); mu.Unlock(); return nil }
+	var (
+		mu    sync.Mutex
+		calls int // a contended lock for the profile to see
+	)
+	op := func(int) error { mu.Lock(); calls++; mu.Unlock(); return nil }
 	before := runtime.SetMutexProfileFraction(-1)
 	ReportParallel(t, Pair{Label: "C1", Name: "x", Iterations: 100, Rounds: 3,
 		Ours: ParallelSide(t, 4, 1, op), Baseline: ParallelSide(t, 4, 1, op)}, 1.05, 100)
