@@ -93,7 +93,7 @@ func Consumer(name string, cfg ConsumerConfig) Option {
 		cfg.Name = name + "-consumer"
 	}
 	return func(c *config) {
-		c.routes = append(c.routes, newSpec(name, KindConsumer, "kafka.ConsumerConfig", topicFields{
+		c.routes = append(c.routes, newSpec(name, kindConsumer, "kafka.ConsumerConfig", topicFields{
 			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
 		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})

@@ -45,11 +45,11 @@ func TestScopeFollowsRule(t *testing.T) {
 	}
 	tenancytest.RequireUnbound(t, err, "m", "kafka", "orders")
 
-	old := Rules.Kinds[KindProducer]
+	old := Rules.Kinds[kindProducer]
 	flipped := old
 	flipped.ResolverCountsOnlyWhenTenantAware = true
-	Rules.Kinds[KindProducer] = flipped
-	t.Cleanup(func() { Rules.Kinds[KindProducer] = old })
+	Rules.Kinds[kindProducer] = flipped
+	t.Cleanup(func() { Rules.Kinds[kindProducer] = old })
 	reached, bound, unbound, err := probe(t)
 	if reached != tenancy.None || err != nil {
 		t.Errorf("flipped rule: reached %s, unbound call %v; want none and no refusal", reached, err)

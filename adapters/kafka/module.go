@@ -164,7 +164,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: kit(r.validate())}
-		if r.kind == KindProducer {
+		if r.kind == kindProducer {
 			spec := r
 			rs.Provide = fx.Provide(fx.Annotate(func(c *core) *Producer { return &Producer{route: newRoute(c, spec)} },
 				fx.ResultTags(nameTag(r.name))))

@@ -23,7 +23,7 @@ func TestProvisionRefreshesSharedMetadata(t *testing.T) {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	prefix := "tw-" + hex.EncodeToString(b) + "-"
-	spec := newSpec("orders", KindProducer, "kafka.ProducerConfig", topicFields{prefix: prefix})
+	spec := newSpec("orders", kindProducer, "kafka.ProducerConfig", topicFields{prefix: prefix})
 	mk := func() (*Provisioner, *client) {
 		c := newClient([]string{broker}, nil, nil, nil, nil, 0, "events")
 		t.Cleanup(c.close)

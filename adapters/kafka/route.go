@@ -36,7 +36,7 @@ type ProducerConfig struct {
 // name:"<route>" and is also an outbox.Destination.
 func ProducerRoute(name string, cfg ProducerConfig) Option {
 	return func(c *config) {
-		c.routes = append(c.routes, newSpec(name, KindProducer, "kafka.ProducerConfig", topicFields{
+		c.routes = append(c.routes, newSpec(name, kindProducer, "kafka.ProducerConfig", topicFields{
 			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
 	}

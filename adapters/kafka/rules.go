@@ -7,8 +7,8 @@ import (
 
 // Route kinds of the Kafka backend.
 const (
-	KindProducer floors.Kind = "producer"
-	KindConsumer floors.Kind = "consumer"
+	kindProducer floors.Kind = "producer"
+	kindConsumer floors.Kind = "consumer"
 )
 
 // roleTopic is the one relation a Kafka route names: its topic.
@@ -23,9 +23,9 @@ var Rules = floors.Backend{
 	Name:    "kafka",
 	Ceiling: tenancy.Dedicated,
 	Kinds: map[floors.Kind]floors.KindRule{
-		KindProducer: {Summary: "writes records to a static or per-tenant topic, tenant and event id in headers",
+		kindProducer: {Summary: "writes records to a static or per-tenant topic, tenant and event id in headers",
 			NoTagged: true, Note: noTagged},
-		KindConsumer: {Summary: "consumer-group worker: unbound, tenant from headers (opt-in) or sharded per tenant topic",
+		kindConsumer: {Summary: "consumer-group worker: unbound, tenant from headers (opt-in) or sharded per tenant topic",
 			NoTagged: true, Note: noTagged},
 	},
 }

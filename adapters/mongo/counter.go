@@ -16,7 +16,7 @@ const fieldCount = "n"
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
 func CounterRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, KindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
+	return namedRoute(name, kindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
 }
 
 // Counter holds named atomic integer counters.

@@ -153,7 +153,7 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	rels := []floors.Relation{r.cfg.Collection.relation(roleCollection)}
-	if r.kind == KindSearch {
+	if r.kind == kindSearch {
 		// The index is named inside its collection; it never counts.
 		rels = append(rels, floors.Relation{Role: roleIndex, Name: r.name + "_terms", PerTenant: false})
 	}
@@ -181,7 +181,7 @@ func (cfg *config) validate(module string) []error {
 			// The migration history lives beside the route's collections.
 			errs = append(errs, e)
 		}
-		if r.cfg.TextIndex && r.kind != KindSearch {
+		if r.cfg.TextIndex && r.kind != kindSearch {
 			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
 		}
 	}

@@ -33,7 +33,7 @@ const (
 // outbox also filters on it, and only a tenant-aware outbox passes the
 // tenant to its collection resolver (the outbox rule of mongo.Rules).
 func OutboxRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, KindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
+	return namedRoute(name, kindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
 }
 
 // Outbox stores messages in the same database as the data they describe,

@@ -60,15 +60,15 @@ func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec)
 	}
 	var idx []driver.IndexModel
 	switch spec.kind {
-	case KindDocument:
+	case kindDocument:
 		keys := bson.D{{Key: fieldID, Value: 1}}
 		if spec.cfg.TenantAware {
 			keys = append(bson.D{{Key: fieldTenant, Value: 1}}, keys...)
 		}
 		idx = []driver.IndexModel{{Keys: keys, Options: options.Index().SetName(spec.name + "_id")}}
-	case KindSearch:
+	case kindSearch:
 		idx = searchIndexes(spec)
-	case KindOutbox:
+	case kindOutbox:
 		idx = outboxIndexes(spec)
 	}
 	if len(idx) == 0 {

@@ -16,7 +16,7 @@ import (
 // client (dedicated) clears its floor, and any weaker wiring is refused at
 // fx.New with statement_origin_isolation_floor.
 func RawFilterRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, KindRawFilter, cfg, func(r route) *RawFilter { return &RawFilter{route: r} })
+	return namedRoute(name, kindRawFilter, cfg, func(r route) *RawFilter { return &RawFilter{route: r} })
 }
 
 // RawFilter runs user-written query documents on the tenant's own client.

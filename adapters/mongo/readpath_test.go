@@ -22,7 +22,7 @@ func testRoute(t *testing.T, cfg RouteConfig) *route {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	r := newRoute(&core{module: "m", db: "app", client: c}, &routeSpec{name: "items", kind: KindDocument, cfg: cfg})
+	r := newRoute(&core{module: "m", db: "app", client: c}, &routeSpec{name: "items", kind: kindDocument, cfg: cfg})
 	return &r
 }
 

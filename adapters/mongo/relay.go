@@ -174,7 +174,7 @@ type relaySpec struct {
 func (r relaySpec) problems(module string, routes []*routeSpec) []error {
 	isOutbox := false
 	for _, s := range routes {
-		isOutbox = isOutbox || (s.name == r.route && s.kind == KindOutbox)
+		isOutbox = isOutbox || (s.name == r.route && s.kind == kindOutbox)
 	}
 	if !isOutbox {
 		return []error{Rules.WiringInvalid(module, r.route,

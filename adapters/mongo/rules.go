@@ -7,11 +7,11 @@ import (
 
 // Route kinds of the MongoDB backend.
 const (
-	KindDocument  floors.Kind = "document"
-	KindSearch    floors.Kind = "search"
-	KindCounter   floors.Kind = "counter"
-	KindOutbox    floors.Kind = "outbox"
-	KindRawFilter floors.Kind = "raw_filter"
+	kindDocument  floors.Kind = "document"
+	kindSearch    floors.Kind = "search"
+	kindCounter   floors.Kind = "counter"
+	kindOutbox    floors.Kind = "outbox"
+	kindRawFilter floors.Kind = "raw_filter"
 )
 
 // Relation roles a route names.
@@ -26,15 +26,15 @@ var Rules = floors.Backend{
 	Name:    "mongodb",
 	Ceiling: tenancy.Dedicated,
 	Kinds: map[floors.Kind]floors.KindRule{
-		KindDocument: {Summary: "typed documents: get, create, optimistic update, delete, list and count",
+		kindDocument: {Summary: "typed documents: get, create, optimistic update, delete, list and count",
 			Relations: []string{roleCollection}},
-		KindSearch: {Summary: "term search over a text field", Relations: []string{roleCollection},
+		kindSearch: {Summary: "term search over a text field", Relations: []string{roleCollection},
 			Note: "only the collection counts: an index name is scoped to its collection"},
-		KindCounter: {Summary: "atomic integer counters", Relations: []string{roleCollection}},
-		KindOutbox: {Summary: "outbox rows carrying tenant and event id, drained by a relay",
+		kindCounter: {Summary: "atomic integer counters", Relations: []string{roleCollection}},
+		kindOutbox: {Summary: "outbox rows carrying tenant and event id, drained by a relay",
 			Relations: []string{roleCollection}, ResolverCountsOnlyWhenTenantAware: true,
 			Note: "a per-tenant collection is used (and counts) only when the outbox is tenant-aware"},
-		KindRawFilter: {Summary: "user-written query documents", Relations: []string{roleCollection},
+		kindRawFilter: {Summary: "user-written query documents", Relations: []string{roleCollection},
 			Origin: tenancy.Raw, Note: "origin raw: nothing can rewrite the filter, so only dedicated"},
 	},
 }

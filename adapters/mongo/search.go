@@ -24,7 +24,7 @@ const (
 // index lives inside its collection, so only the collection counts towards
 // namespace.
 func SearchRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, KindSearch, cfg, func(r route) *Search { return &Search{route: r} })
+	return namedRoute(name, kindSearch, cfg, func(r route) *Search { return &Search{route: r} })
 }
 
 // Search indexes short texts by id and finds them by their words.

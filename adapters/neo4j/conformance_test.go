@@ -22,20 +22,20 @@ func TestConformance(t *testing.T) {
 	tenancytest.Conformance(t, neo4j.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		floor := neo4j.RequiredIsolation(tier)
 		switch {
-		case kind == neo4j.KindGraph && tier == tenancy.Tagged:
+		case kind == "graph" && tier == tenancy.Tagged:
 			_, _, node, _ := graphProbes(t, graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
 			return node, nil
-		case kind == neo4j.KindGraph && tier == tenancy.Namespace:
+		case kind == "graph" && tier == tenancy.Namespace:
 			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "twkit"}))
 			if reason := provisionDatabases(t, g, s1); reason != "" {
 				return tenancytest.Probe{}, tenancytest.Unavailable(reason)
 			}
 			_, _, node, _ := graphProbes(t, g)
 			return node, nil
-		case kind == neo4j.KindGraph && tier == tenancy.Dedicated:
+		case kind == "graph" && tier == tenancy.Dedicated:
 			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 			return node, nil
-		case kind == neo4j.KindRawCypher && tier == tenancy.Dedicated:
+		case kind == "raw_cypher" && tier == tenancy.Dedicated:
 			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
 			return rawProbe(t, raw, s1, s2), nil
 		}

@@ -48,11 +48,11 @@ func TestScopeFollowsRule(t *testing.T) {
 		t.Errorf("shipped rule: sessions %v, want [%s]", sessions, want)
 	}
 
-	old := Rules.Kinds[KindGraph]
+	old := Rules.Kinds[kindGraph]
 	flipped := old
 	flipped.ResolverCountsOnlyWhenTenantAware = true
-	Rules.Kinds[KindGraph] = flipped
-	t.Cleanup(func() { Rules.Kinds[KindGraph] = old })
+	Rules.Kinds[kindGraph] = flipped
+	t.Cleanup(func() { Rules.Kinds[kindGraph] = old })
 	reached, sessions, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)

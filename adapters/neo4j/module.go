@@ -141,14 +141,14 @@ func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 
 // GraphRoute adds a structured graph route, provided as *Graph
 // name:"<name>".
-func GraphRoute(name string, cfg RouteConfig) Option { return addRoute(name, KindGraph, cfg) }
+func GraphRoute(name string, cfg RouteConfig) Option { return addRoute(name, kindGraph, cfg) }
 
 // RawCypherRoute switches the raw Cypher hatch on, as a route provided as
 // *RawCypher name:"<name>". Its origin is raw, so it wires only on a
 // routed driver (dedicated): below that, fx.New refuses it with
 // statement_origin_isolation_floor.
 func RawCypherRoute(name string, cfg RouteConfig) Option {
-	return addRoute(name, KindRawCypher, cfg)
+	return addRoute(name, kindRawCypher, cfg)
 }
 
 // floorsRoute is the route's wiring as enforcement sees it.
@@ -175,7 +175,7 @@ func (r *routeSpec) validate() []modules.Problem {
 			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"))
 	}
 	switch {
-	case r.kind == KindRawCypher && r.cfgDepth != 0:
+	case r.kind == kindRawCypher && r.cfgDepth != 0:
 		bad = append(bad, want(fmt.Sprintf("MaxDepth %d on a raw Cypher route: it caps structured traversals only", r.cfgDepth),
 			"leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute: a raw statement states its own depth"))
 	case r.cfgDepth < 0 || r.cfgDepth > MaxMaxDepth:
@@ -247,7 +247,7 @@ func Module(name string, opts ...Option) fx.Option {
 
 // providedType is the type the route is provided as.
 func (r *routeSpec) providedType() reflect.Type {
-	if r.kind == KindRawCypher {
+	if r.kind == kindRawCypher {
 		return reflect.TypeFor[*RawCypher]()
 	}
 	return reflect.TypeFor[*Graph]()
@@ -255,7 +255,7 @@ func (r *routeSpec) providedType() reflect.Type {
 
 func provideRoute(spec *routeSpec) fx.Option {
 	tag := fx.ResultTags(`name:"` + spec.name + `"`)
-	if spec.kind == KindRawCypher {
+	if spec.kind == kindRawCypher {
 		return fx.Provide(fx.Annotate(func(c *core) *RawCypher { return &RawCypher{r: newRoute(c, spec)} }, tag))
 	}
 	return fx.Provide(fx.Annotate(func(c *core) *Graph { return &Graph{r: newRoute(c, spec)} }, tag))

@@ -7,8 +7,8 @@ import (
 
 // Route kinds of the Neo4j backend.
 const (
-	KindGraph     floors.Kind = "graph"
-	KindRawCypher floors.Kind = "raw_cypher"
+	kindGraph     floors.Kind = "graph"
+	kindRawCypher floors.Kind = "raw_cypher"
 )
 
 // roleDatabase is the one relation a Neo4j route names: the database its
@@ -23,12 +23,12 @@ var Rules = floors.Backend{
 	Name:    "neo4j",
 	Ceiling: tenancy.Dedicated,
 	Kinds: map[floors.Kind]floors.KindRule{
-		KindGraph: {
+		kindGraph: {
 			Summary:   "nodes and relationships: create, get, update, delete, match by label and properties, bounded-depth traversal",
 			Relations: []string{roleDatabase},
 			Note:      "tagged puts the tenant predicate on every node and relationship of every pattern, the whole path included",
 		},
-		KindRawCypher: {
+		kindRawCypher: {
 			Summary:   "raw Cypher hatch (off unless the route is added)",
 			Relations: []string{roleDatabase},
 			Origin:    tenancy.Raw,

@@ -48,7 +48,7 @@ type AnalyticsConfig struct {
 // are built by the adapter from the Aggregates, never taken as text.
 func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
+		spec := &routeSpec{name: name, kind: kindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
 		if err := validName(ac.Source.table, maxIdent); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))

@@ -35,25 +35,25 @@ func conformance(t *testing.T, v via) {
 	tenancytest.Conformance(t, postgres.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		rs, ms := core[tier], msg[tier]
 		switch kind {
-		case postgres.KindDocument:
+		case "document":
 			return docProbe(t, rs.docs), nil
-		case postgres.KindCounter:
+		case "counter":
 			return counterProbe(rs.counter), nil
-		case postgres.KindSearch:
+		case "search":
 			return searchProbe(t, rs.search), nil
-		case postgres.KindAnalytics:
+		case "analytics":
 			return analyticsProbe(rs), nil
-		case postgres.KindDynamicRead:
+		case "dynamic_read":
 			return dynamicProbe(rs, tier), nil
-		case postgres.KindInbox:
+		case "inbox":
 			return inboxProbe(ms.inbox, "ev-"+ms.run), nil
-		case postgres.KindIdempotency:
+		case "idempotency":
 			return idempotencyProbe(ms.idem, "k-"+ms.run), nil
-		case postgres.KindOutbox:
+		case "outbox":
 			return outboxProbe(ms.outbox, "ev-"+ms.run), nil
-		case postgres.KindHubSearch:
+		case "hub_search":
 			return hubProbe(ms.hub, "zebra"+ms.run), nil
-		case postgres.KindFederatedSearch:
+		case "federated_search":
 			return federatedProbe(ms, "okapi"+ms.run), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered

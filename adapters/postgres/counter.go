@@ -20,7 +20,7 @@ type CounterConfig struct {
 // CounterRoute adds a counter route and provides *Counter.
 func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
+		spec := &routeSpec{name: name, kind: kindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
 			rels: []roleRel{{"table", cc.Table}}}
 		if err := validName(cc.Table.table, maxIdent); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))

@@ -136,7 +136,7 @@ func TestCounterScopeFollowsRule(t *testing.T) {
 		t.Errorf("default rule: rows in %v, want %v", p.schemas, want)
 	}
 
-	setRule(t, KindCounter, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
+	setRule(t, kindCounter, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 	prefix = uniquePrefix("c")
 	p = probeScope(t, url, prefix, "hits", route, "hits", add, ctx)
 	if p.reached != tenancy.None {
@@ -176,7 +176,7 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 		t.Errorf("shipped rule: rows in %v, want %v", p.schemas, want)
 	}
 
-	setRule(t, KindOutbox, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
+	setRule(t, kindOutbox, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
 	prefix = uniquePrefix("o")
 	p = probeScope(t, url, prefix, "events", route, "events", write, global)
 	if p.reached != tenancy.Namespace {

@@ -32,7 +32,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		if dc.Write.IsZero() {
 			dc.Write = dc.Read
 		}
-		spec := &routeSpec{name: name, kind: KindDocument, tenantAware: dc.TenantAware, typ: reflect.TypeFor[*Documents[T]]()}
+		spec := &routeSpec{name: name, kind: kindDocument, tenantAware: dc.TenantAware, typ: reflect.TypeFor[*Documents[T]]()}
 		for _, rr := range []roleRel{{"read", dc.Read}, {"write", dc.Write}, {"history", dc.History}} {
 			if !rr.rel.IsZero() {
 				spec.rels = append(spec.rels, rr)

@@ -56,7 +56,7 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 		dc.Timeout = defaultDynamicTimeout
 	}
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
+		spec := &routeSpec{name: name, kind: kindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
 			typ:        reflect.TypeFor[*DynamicRead](),
 			rels:       []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}},
 			ownedConns: int(dc.MaxConns)}

@@ -34,7 +34,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 		fc.Config = "simple"
 	}
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*FederatedSearch](),
+		spec := &routeSpec{name: name, kind: kindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*FederatedSearch](),
 			scopedRoles: map[string]bool{}}
 		var legs []fedLeg
 		for _, h := range fc.Hubs {

@@ -29,7 +29,7 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 	return func(c *config) {
 		sc := SearchConfig{TenantAware: hc.TenantAware, Read: hc.Table, Heap: hc.Table,
 			Index: Relation{table: hc.Table.table + "_tsv", perTenant: hc.Table.perTenant}, Config: hc.Config}
-		spec := &routeSpec{name: name, kind: KindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
+		spec := &routeSpec{name: name, kind: kindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"hub", hc.Table}}}
 		if err := validName(hc.Table.table, maxIdent-len("_tsv")); err != nil {
 			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the hub table"))

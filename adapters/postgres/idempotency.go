@@ -26,7 +26,7 @@ func IdempotencyRoute(name string, ic IdempotencyConfig) Option {
 		ic.TTL = 24 * time.Hour
 	}
 	return func(c *config) {
-		addTableRoute(c, name, KindIdempotency, ic.TenantAware, ic.Table, "idempotency",
+		addTableRoute(c, name, kindIdempotency, ic.TenantAware, ic.Table, "idempotency",
 			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
 			func(r route, shared bool) *Idempotency {
 				x := &Idempotency{route: r, cfg: ic}

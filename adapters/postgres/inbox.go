@@ -26,7 +26,7 @@ type InboxConfig struct {
 // InboxRoute adds an inbox route and provides *Inbox under its name.
 func InboxRoute(name string, ic InboxConfig) Option {
 	return func(c *config) {
-		addTableRoute(c, name, KindInbox, ic.TenantAware, ic.Table, "inbox",
+		addTableRoute(c, name, kindInbox, ic.TenantAware, ic.Table, "inbox",
 			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
 			func(r route, shared bool) *Inbox {
 				i := &Inbox{route: r, cfg: ic}

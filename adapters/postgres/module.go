@@ -158,7 +158,7 @@ func Module(name string, opts ...Option) fx.Option {
 	// Only a document route is also provided unnamed (its type names its
 	// values, so it rarely collides), when no other route of the module
 	// has its type; NamedOnly turns that off.
-	alsoUnnamed := func(r *routeSpec) bool { return r.kind == KindDocument && types[r.typ] == 1 && !cfg.namedOnly }
+	alsoUnnamed := func(r *routeSpec) bool { return r.kind == kindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	for _, r := range cfg.routes {
 		fr := r.floorsRoute(routed)
 		r.decision = Rules.Decide(fr)
@@ -280,14 +280,14 @@ func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 	}
 	// Without a per-tenant schema the origin floor refuses the route
 	// already, and that is the error to report.
-	if r.kind == KindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
+	if r.kind == kindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
 		errs = append(errs, &tenancy.Error{
 			Code: CodeDynamicReadUnconfined, Module: cfg.name, Backend: Rules.Name, Route: r.name,
 			Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
 			Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 		})
 	}
-	if r.kind == KindDynamicRead && cfg.pooled && !routed && r.login == nil {
+	if r.kind == kindDynamicRead && cfg.pooled && !routed && r.login == nil {
 		errs = append(errs, &tenancy.Error{
 			Code: CodeDynamicReadPooled, Module: cfg.name, Backend: Rules.Name, Route: r.name,
 			Detail: "behind a transaction pooler a dynamic read's server session passes to other clients (other tenants, the module's own statements) between transactions, so its connections cannot serve one tenant each",

@@ -33,7 +33,7 @@ type OutboxConfig struct {
 // OutboxRoute adds an outbox route and provides *Outbox under its name.
 func OutboxRoute(name string, oc OutboxConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: KindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*Outbox](),
+		spec := &routeSpec{name: name, kind: kindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*Outbox](),
 			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
 		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {

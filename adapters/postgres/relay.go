@@ -32,7 +32,7 @@ func relayOption(route string, tenants TenantsFunc, rc RelayConfig) Option {
 	if rc.Name == "" {
 		rc.Name = route + "-relay"
 	}
-	w := workerSpec{name: rc.Name, route: route, what: "relay", kinds: []floors.Kind{KindOutbox}, binding: floors.PerRow}
+	w := workerSpec{name: rc.Name, route: route, what: "relay", kinds: []floors.Kind{kindOutbox}, binding: floors.PerRow}
 	if tenants != nil {
 		w.binding = floors.Sharded
 	}

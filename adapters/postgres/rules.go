@@ -7,16 +7,16 @@ import (
 
 // Route kinds of the PostgreSQL backend.
 const (
-	KindDocument        floors.Kind = "document"
-	KindSearch          floors.Kind = "search"
-	KindCounter         floors.Kind = "counter"
-	KindAnalytics       floors.Kind = "analytics"
-	KindDynamicRead     floors.Kind = "dynamic_read"
-	KindOutbox          floors.Kind = "outbox"
-	KindInbox           floors.Kind = "inbox"
-	KindIdempotency     floors.Kind = "idempotency"
-	KindHubSearch       floors.Kind = "hub_search"
-	KindFederatedSearch floors.Kind = "federated_search"
+	kindDocument        floors.Kind = "document"
+	kindSearch          floors.Kind = "search"
+	kindCounter         floors.Kind = "counter"
+	kindAnalytics       floors.Kind = "analytics"
+	kindDynamicRead     floors.Kind = "dynamic_read"
+	kindOutbox          floors.Kind = "outbox"
+	kindInbox           floors.Kind = "inbox"
+	kindIdempotency     floors.Kind = "idempotency"
+	kindHubSearch       floors.Kind = "hub_search"
+	kindFederatedSearch floors.Kind = "federated_search"
 )
 
 // Codes only the PostgreSQL backend raises, documented in Rules.Codes.
@@ -46,54 +46,54 @@ var Rules = floors.Backend{
 	Name:    "postgres",
 	Ceiling: tenancy.Dedicated,
 	Kinds: map[floors.Kind]floors.KindRule{
-		KindDocument: {
+		kindDocument: {
 			Summary:   "typed documents stored as jsonb, with an optimistic version",
 			Relations: []string{"read", "write", "history"},
 			Note:      "a static history table keeps the route below namespace even with history off",
 		},
-		KindSearch: {
+		kindSearch: {
 			Summary:   "full-text search over a heap table and its text index",
 			Relations: []string{"read", "heap", "index"},
 			Note:      "the index relation counts too",
 		},
-		KindCounter: {
+		kindCounter: {
 			Summary:   "named integer counters",
 			Relations: []string{"table"},
 		},
-		KindAnalytics: {
+		kindAnalytics: {
 			Summary:   "named aggregate queries the adapter builds",
 			Relations: []string{"source"},
 		},
-		KindDynamicRead: {
+		kindDynamicRead: {
 			Summary:   "runtime SQL from a trusted compiler, under a per-tenant role",
 			Relations: []string{"schema"},
 			Origin:    tenancy.Compiled,
 			Note:      "origin compiled: needs namespace; also needs a per-tenant role unless routed",
 		},
-		KindOutbox: {
+		kindOutbox: {
 			Summary:                           "transactional outbox drained by a relay",
 			Relations:                         []string{"table"},
 			ResolverCountsOnlyWhenTenantAware: true,
 			Note:                              "the resolver gets the tenant only when tenant-aware",
 		},
-		KindInbox: {
+		kindInbox: {
 			Summary:                           "deduplicating inbox of consumed messages",
 			Relations:                         []string{"table"},
 			ResolverCountsOnlyWhenTenantAware: true,
 			Note:                              "the resolver gets the tenant only when tenant-aware",
 		},
-		KindIdempotency: {
+		kindIdempotency: {
 			Summary:                           "idempotency keys and stored responses",
 			Relations:                         []string{"table"},
 			ResolverCountsOnlyWhenTenantAware: true,
 			Note:                              "the resolver gets the tenant only when tenant-aware",
 		},
-		KindHubSearch: {
+		kindHubSearch: {
 			Summary:        "search over one shared hub table",
 			NeverNamespace: true,
 			Note:           "never namespace: the hub is one table",
 		},
-		KindFederatedSearch: {
+		kindFederatedSearch: {
 			Summary:                    "search across several hub legs",
 			NeverNamespace:             true,
 			TaggedNeedsScopedRelations: true,

@@ -29,7 +29,7 @@ func SearchRoute(name string, sc SearchConfig) Option {
 		if sc.Config == "" {
 			sc.Config = "simple"
 		}
-		spec := &routeSpec{name: name, kind: KindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Search](),
+		spec := &routeSpec{name: name, kind: kindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"read", sc.Read}, {"heap", sc.Heap}, {"index", sc.Index}}}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {

@@ -45,7 +45,7 @@ func Sweep(route string, sc SweepConfig) Option {
 	if sc.Every <= 0 {
 		sc.Every = time.Minute
 	}
-	w := workerSpec{name: sc.Name, route: route, what: "sweep", kinds: []floors.Kind{KindInbox, KindIdempotency, KindOutbox}, binding: floors.Unbound}
+	w := workerSpec{name: sc.Name, route: route, what: "sweep", kinds: []floors.Kind{kindInbox, kindIdempotency, kindOutbox}, binding: floors.Unbound}
 	if sc.Tenants != nil {
 		w.binding = floors.Sharded
 	}

@@ -28,19 +28,19 @@ func TestConformance(t *testing.T) {
 		tc.mod = append(tc.mod, redis.RequiredIsolation(tier))
 		name := e.name("kit-" + string(kind) + "-" + tier.String())
 		switch kind {
-		case redis.KindCache:
+		case "cache":
 			return cacheProbe(route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)), nil
-		case redis.KindCounter:
+		case "counter":
 			return counterProbe(route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)), nil
-		case redis.KindIdempotency:
+		case "idempotency":
 			return idempotencyProbe(route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)), nil
-		case redis.KindLock:
+		case "lock":
 			var lease *redis.Lease
 			return lockProbe(route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...), &lease), nil
-		case redis.KindStream:
+		case "stream":
 			var id string
 			return streamProbe(route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...), &id), nil
-		case redis.KindPubSub:
+		case "pubsub":
 			return pubsubProbe(t, route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...))
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered

@@ -84,7 +84,7 @@ func TestCacheScopeFollowsRule(t *testing.T) {
 		t.Errorf("default rule: the shared key exists")
 	}
 
-	setRule(t, KindCache, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
+	setRule(t, kindCache, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 	reached, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)

@@ -181,8 +181,8 @@ func BenchmarkTarget(b *testing.B) {
 		name string
 		spec routeSpec
 	}{
-		{"tagged", routeSpec{name: "sessions", kind: KindCache, tenantAware: true}},
-		{"namespace", routeSpec{name: "sessions", kind: KindCache, namespace: TenantNamespace("acme")}},
+		{"tagged", routeSpec{name: "sessions", kind: kindCache, tenantAware: true}},
+		{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: TenantNamespace("acme")}},
 	} {
 		r := newRoute(c, &tc.spec)
 		b.Run(tc.name, func(b *testing.B) {

@@ -16,15 +16,15 @@ import (
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	role := "keys"
 	switch r.kind {
-	case KindStream:
+	case kindStream:
 		role = "stream"
-	case KindPubSub:
+	case kindPubSub:
 		role = "channels"
 	}
 	return floors.Route{
 		Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed,
 		Relations:    []floors.Relation{{Role: role, Name: r.name, PerTenant: r.namespace != nil}},
-		Fleet:        r.kind == KindFleet,
+		Fleet:        r.kind == kindFleet,
 		TenantGlobal: r.global,
 	}
 }
@@ -36,7 +36,7 @@ func (r *routeSpec) validate() []modules.Problem {
 	if err := validName("route name", r.name); err != nil {
 		add(err.Error(), "rename the route: 1 to 128 letters, digits, '_', '.' or '-'")
 	}
-	if r.global && r.kind != KindLock && r.kind != KindPubSub {
+	if r.global && r.kind != kindLock && r.kind != kindPubSub {
 		add("TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
 			"set redis.RouteConfig.TenantGlobal to false on this "+string(r.kind)+" route")
 	}
@@ -81,14 +81,14 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
 			Provide: provideRoute(r), Provided: []modules.Provided{{Type: routeTypes[r.kind], Name: r.name}}}
-		if r.kind == KindFleet && r.beatEvery > 0 {
+		if r.kind == kindFleet && r.beatEvery > 0 {
 			rs.Provide = fx.Options(rs.Provide, fleetHeartbeat(name, r))
 		}
 		spec.Routes = append(spec.Routes, rs)
 	}
 	for _, w := range cfg.workers {
 		ws := modules.WorkerSpec{Worker: w.decl(name), Problems: w.bad, Run: w.invoke(name)}
-		if r := cfg.route(w.route); r == nil || r.kind != KindStream {
+		if r := cfg.route(w.route); r == nil || r.kind != kindStream {
 			ws.Problems = append(ws.Problems, modules.Problem{Detail: fmt.Sprintf("worker %q needs a stream route of this module", w.name),
 				Fix: "add StreamRoute with that name to the module"})
 		}
@@ -113,13 +113,13 @@ func Module(name string, opts ...Option) fx.Option {
 // routeTypes is the type provideRoute provides for each kind, which a
 // refused module provides in its place.
 var routeTypes = map[floors.Kind]reflect.Type{
-	KindCache:       reflect.TypeFor[*Cache](),
-	KindCounter:     reflect.TypeFor[*Counter](),
-	KindIdempotency: reflect.TypeFor[*Idempotency](),
-	KindLock:        reflect.TypeFor[*Locks](),
-	KindPubSub:      reflect.TypeFor[*PubSub](),
-	KindStream:      reflect.TypeFor[*Stream](),
-	KindFleet:       reflect.TypeFor[*Fleet](),
+	kindCache:       reflect.TypeFor[*Cache](),
+	kindCounter:     reflect.TypeFor[*Counter](),
+	kindIdempotency: reflect.TypeFor[*Idempotency](),
+	kindLock:        reflect.TypeFor[*Locks](),
+	kindPubSub:      reflect.TypeFor[*PubSub](),
+	kindStream:      reflect.TypeFor[*Stream](),
+	kindFleet:       reflect.TypeFor[*Fleet](),
 }
 
 func (cfg *config) route(name string) *routeSpec {

@@ -30,7 +30,7 @@ func (c *countingResolver) count(id tenancy.ID) int {
 }
 
 func nsRoute(fn NamespaceFunc) route {
-	return newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: KindCache, namespace: fn})
+	return newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: kindCache, namespace: fn})
 }
 
 // collidingTenants returns n distinct tenants that all land in one slot of
@@ -183,7 +183,7 @@ func TestNamespaceCacheSpreadsAndStaysBounded(t *testing.T) {
 func TestTargetAllocations(t *testing.T) {
 	a := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	ctx := tenancy.WithTenant(context.Background(), a)
-	tagged := newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: KindCache, tenantAware: true})
+	tagged := newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: kindCache, tenantAware: true})
 	ns := nsRoute(TenantNamespace("ns"))
 	ids := collidingTenants(t, 2)
 	ctxs := []context.Context{tenancy.WithTenant(context.Background(), ids[0]), tenancy.WithTenant(context.Background(), ids[1])}

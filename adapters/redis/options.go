@@ -132,31 +132,31 @@ func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 }
 
 // CacheRoute adds a cache route; the *Cache is provided as name:"<name>".
-func CacheRoute(name string, rc RouteConfig) Option { return addRoute(name, KindCache, rc) }
+func CacheRoute(name string, rc RouteConfig) Option { return addRoute(name, kindCache, rc) }
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
-func CounterRoute(name string, rc RouteConfig) Option { return addRoute(name, KindCounter, rc) }
+func CounterRoute(name string, rc RouteConfig) Option { return addRoute(name, kindCounter, rc) }
 
 // IdempotencyRoute adds an idempotency route, provided as *Idempotency.
 func IdempotencyRoute(name string, rc RouteConfig) Option {
-	return addRoute(name, KindIdempotency, rc)
+	return addRoute(name, kindIdempotency, rc)
 }
 
 // LockRoute adds a lock route, provided as *Locks name:"<name>".
-func LockRoute(name string, rc RouteConfig) Option { return addRoute(name, KindLock, rc) }
+func LockRoute(name string, rc RouteConfig) Option { return addRoute(name, kindLock, rc) }
 
 // PubSubRoute adds a pub/sub route, provided as *PubSub name:"<name>".
-func PubSubRoute(name string, rc RouteConfig) Option { return addRoute(name, KindPubSub, rc) }
+func PubSubRoute(name string, rc RouteConfig) Option { return addRoute(name, kindPubSub, rc) }
 
 // StreamRoute adds a stream route, provided as *Stream name:"<name>".
-func StreamRoute(name string, rc RouteConfig) Option { return addRoute(name, KindStream, rc) }
+func StreamRoute(name string, rc RouteConfig) Option { return addRoute(name, kindStream, rc) }
 
 // FleetRoute adds a fleet route, provided as *Fleet name:"<name>". It is
 // always tenant-global.
 func FleetRoute(name string, fc FleetConfig) Option {
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, &routeSpec{
-			name: name, kind: KindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL,
+			name: name, kind: kindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL,
 		})
 	}
 }

@@ -102,19 +102,19 @@ func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.name) }
 func provideRoute(spec *routeSpec) fx.Option {
 	var ctor any
 	switch spec.kind {
-	case KindCache:
+	case kindCache:
 		ctor = func(c *core) *Cache { return &Cache{route: newRoute(c, spec)} }
-	case KindCounter:
+	case kindCounter:
 		ctor = func(c *core) *Counter { return &Counter{route: newRoute(c, spec)} }
-	case KindIdempotency:
+	case kindIdempotency:
 		ctor = func(c *core) *Idempotency { return &Idempotency{route: newRoute(c, spec)} }
-	case KindLock:
+	case kindLock:
 		ctor = func(c *core) *Locks { return &Locks{route: newRoute(c, spec)} }
-	case KindPubSub:
+	case kindPubSub:
 		ctor = func(c *core) *PubSub { return &PubSub{route: newRoute(c, spec)} }
-	case KindStream:
+	case kindStream:
 		ctor = func(c *core) *Stream { return newStream(newRoute(c, spec)) }
-	case KindFleet:
+	case kindFleet:
 		ctor = func(c *core) *Fleet { return newFleet(newRoute(c, spec), spec) }
 	default:
 		return fx.Error(fmt.Errorf("redis: unknown route kind %q", spec.kind))

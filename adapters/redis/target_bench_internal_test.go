@@ -33,8 +33,8 @@ func BenchmarkTargetScale(b *testing.B) {
 			name string
 			spec routeSpec
 		}{
-			{"tagged", routeSpec{name: "sessions", kind: KindCache, tenantAware: true}},
-			{"namespace", routeSpec{name: "sessions", kind: KindCache, namespace: TenantNamespace("ns")}},
+			{"tagged", routeSpec{name: "sessions", kind: kindCache, tenantAware: true}},
+			{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: TenantNamespace("ns")}},
 		} {
 			r := newRoute(&core{module: "m"}, &tc.spec)
 			b.Run(fmt.Sprintf("tenants=%d/%s", tenants, tc.name), func(b *testing.B) {

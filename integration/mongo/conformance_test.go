@@ -23,23 +23,23 @@ func TestConformance(t *testing.T) {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}
 		switch kind {
-		case mongo.KindDocument:
+		case "document":
 			var docs *mongo.Documents[item]
 			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Populate(&docs))
 			return docProbe(t, docs), nil
-		case mongo.KindSearch:
+		case "search":
 			var s *mongo.Search
 			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), named("find", &s))
 			return searchProbe(t, s), nil
-		case mongo.KindCounter:
+		case "counter":
 			var c *mongo.Counter
 			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), named("hits", &c))
 			return counterProbe(c), nil
-		case mongo.KindOutbox:
+		case "outbox":
 			var o *mongo.Outbox
 			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), named("events", &o))
 			return outboxProbe(t, o), nil
-		case mongo.KindRawFilter:
+		case "raw_filter":
 			var r *mongo.RawFilter
 			wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), named("raw", &r))
 			return rawProbe(r), nil

@@ -75,7 +75,7 @@ func (c scopeCase) probe(t *testing.T) (tenancy.Tier, []string, error) {
 }
 
 func counterCase() scopeCase {
-	return scopeCase{kind: mongo.KindCounter,
+	return scopeCase{kind: "counter",
 		route: func(name string) mongo.Option {
 			return mongo.CounterRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
@@ -87,7 +87,7 @@ func counterCase() scopeCase {
 }
 
 func outboxCase() scopeCase {
-	return scopeCase{kind: mongo.KindOutbox,
+	return scopeCase{kind: "outbox",
 		route: func(name string) mongo.Option {
 			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
@@ -123,12 +123,12 @@ func TestScopeFollowsRule(t *testing.T) {
 	}
 	t.Run("counter", func(t *testing.T) {
 		check(t, counterCase(), tenancy.Namespace, perTenant, true)
-		setRule(t, mongo.KindCounter, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
+		setRule(t, "counter", func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 		check(t, counterCase(), tenancy.None, shared, false)
 	})
 	t.Run("outbox", func(t *testing.T) {
 		check(t, outboxCase(), tenancy.None, shared, false)
-		setRule(t, mongo.KindOutbox, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
+		setRule(t, "outbox", func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
 		check(t, outboxCase(), tenancy.Namespace, perTenant, true)
 	})
 }
