@@ -325,7 +325,7 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 				Ceiling: m.Backend.Ceiling, Origin: EffectiveOrigin(rule, r),
 				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound: the route is %s, and a pass reads at %s only with a tenant bound",
 					w.Name, w.Binding, reason, tier, tier),
-				Fix: fmt.Sprintf("run worker %q sharded (the backend's sharded constructor, such as ShardedRelay, or a Tenants list in its config: one pass per assigned tenant, each bound), "+
+				Fix: fmt.Sprintf("run worker %q sharded (set Tenants in its config: one pass per assigned tenant, each bound), "+
 					"or make route %q tenant-global: drop what scopes it per tenant (%s)", w.Name, r.Name, scopeReasons(r)),
 			})
 			return

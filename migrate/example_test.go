@@ -41,8 +41,8 @@ func ExampleEach() {
 	for _, s := range []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7", "3f2504e0-4f89-41d3-9a0c-0305e82c3301"} {
 		_ = reg.Put(ctx, tenancy.MustParseID(s), migrate.Ready)
 	}
-	// The same tenant set feeds sharded workers: postgres.ShardedRelay(route,
-	// postgres.TenantsFunc(migrate.TenantsOf(reg)), ...).
+	// The same tenant set feeds sharded workers: postgres.Relay(route,
+	// postgres.RelayConfig{Tenants: migrate.TenantsOf(reg), ...}).
 	tenants, _ := migrate.TenantsOf(reg)(ctx)
 	rep := migrate.Each(ctx, "provision", tenants, migrate.Options{Concurrency: 2}, func(ctx context.Context, t tenancy.ID, _ *migrate.Recorder) error {
 		if t.String()[0] == '3' {

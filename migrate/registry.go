@@ -68,10 +68,9 @@ func Stale(ctx context.Context, r Registry, module string, need int64) (stale []
 	return stale, nil
 }
 
-// TenantsOf is ReadyTenants as a tenant source: it converts to each
-// backend's TenantsFunc (postgres.ShardedRelay, the Kafka consumer's and
-// the sweep's Tenants), so sharded workers take their tenants from the
-// registry.
+// TenantsOf is ReadyTenants as a tenant source: it is a shards.TenantsFunc,
+// the Tenants of a relay's, consumer's or sweep's config, so sharded
+// workers take their tenants from the registry.
 func TenantsOf(r Registry) func(context.Context) ([]tenancy.ID, error) {
 	return func(ctx context.Context) ([]tenancy.ID, error) { return ReadyTenants(ctx, r) }
 }

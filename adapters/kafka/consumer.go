@@ -27,11 +27,6 @@ type Handler func(ctx context.Context, m kafkago.Message) error
 // commits the record; an error retries the dead-lettering.
 type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) error
 
-// TenantsFunc returns the tenants a sharded worker is assigned: read in
-// OnStart (an error fails the start) and again every few seconds, so the
-// worker follows tenants provisioned, suspended or offboarded while it runs.
-type TenantsFunc = shards.TenantsFunc
-
 // ConsumerConfig declares a consumer route and the consumer-group worker
 // that drains it. Exactly one of Topic, TopicPrefix and Topics is set.
 type ConsumerConfig struct {
@@ -62,7 +57,7 @@ type ConsumerConfig struct {
 	// It is read again every Refresh (default shards.DefaultEvery): a
 	// tenant added gets its reader, one removed has its reader leave the
 	// group once the record in flight is committed.
-	Tenants TenantsFunc
+	Tenants shards.TenantsFunc
 	Refresh time.Duration
 	// TenantFromHeaders opts in to binding each record's tenant from its
 	// tenant header, on a tenant-global topic. Headers are untrusted:

@@ -138,29 +138,20 @@ func (b *leaseBatch) unlease(ctx context.Context) error {
 	return nil
 }
 
-// Relay adds a tenant-global relay over an outbox route of the module, run
-// from OnStart to OnStop by the shared outbox relay: it claims rows
-// unbound and delivers each under its own tenant. Over a tenant-aware,
-// per-tenant or routed outbox it is refused at fx.New with
-// tenant_global_required: use ShardedRelay there. rc's Source and Tenants
-// are set by the option; Name defaults to "<route>-relay".
+// Relay adds a relay over an outbox route of the module, run from OnStart
+// to OnStop by the shared outbox relay. With RelayConfig.Tenants nil it is
+// tenant-global: it claims rows unbound and delivers each under its own
+// tenant; over a tenant-aware, per-tenant or routed outbox that is refused
+// at fx.New with tenant_global_required. With Tenants set it is sharded:
+// one bound pass per tenant Tenants returns, read again every
+// RelayConfig.Refresh (default 5 s) so that the passes follow the tenant
+// set; each pass claims only its tenant's rows. rc's Source is set by the
+// option; Name defaults to "<route>-relay".
 func Relay(route string, rc outbox.RelayConfig) Option {
-	return relayOption(route, nil, rc)
-}
-
-// ShardedRelay adds a relay with one bound pass per tenant that tenants
-// returns, read again every RelayConfig.Refresh (default 5 s) so that the
-// passes follow the tenant set; each pass claims only its tenant's rows.
-func ShardedRelay(route string, tenants func(context.Context) ([]tenancy.ID, error), rc outbox.RelayConfig) Option {
-	return relayOption(route, tenants, rc)
-}
-
-func relayOption(route string, tenants func(context.Context) ([]tenancy.ID, error), rc outbox.RelayConfig) Option {
 	return func(cfg *config) {
 		if rc.Name == "" {
 			rc.Name = route + "-relay"
 		}
-		rc.Tenants = tenants
 		cfg.relays = append(cfg.relays, relaySpec{route: route, cfg: rc})
 	}
 }

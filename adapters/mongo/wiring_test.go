@@ -183,7 +183,7 @@ func TestRelayWiring(t *testing.T) {
 		return mongo.Module("m", append([]mongo.Option{mongo.Database("app")}, opts...)...)
 	}
 	tenancytest.RequireWires(t, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
-	tenancytest.RequireWires(t, mod(conn, aware, mongo.ShardedRelay("events", tenants, outbox.RelayConfig{Destination: dest})))
+	tenancytest.RequireWires(t, mod(conn, aware, mongo.Relay("events", outbox.RelayConfig{Tenants: tenants, Destination: dest})))
 	for name, opts := range map[string][]mongo.Option{
 		"tenant-aware": {conn, aware, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},
 		"per-tenant":   {conn, perTenant, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},

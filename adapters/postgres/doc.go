@@ -21,7 +21,7 @@
 // Client.Provision creates a tenant's schema, tables, indexes and confined
 // role; Client.Ownership builds an ownership gate over a PostgreSQL lookup.
 // Messaging routes (outbox, inbox, idempotency, hub and federated search)
-// and their workers (Relay, ShardedRelay, Sweep) are described in
+// and their workers (Relay, Sweep; a Tenants set in their config makes them sharded) are described in
 // docs/messaging.md.
 // Rules states the backend's ceiling and which relations count per kind.
 // Nothing connects before the first statement. A module that reaches

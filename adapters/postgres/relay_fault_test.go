@@ -116,12 +116,12 @@ func TestRelayRefusals(t *testing.T) {
 			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))))
 	})
 	t.Run("sharded relay over a tenant-aware outbox", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.ShardedRelay("out", providing(three...), fast(s))))
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Relay("out", sharded(fast(s), providing(three...)))))
 	})
 	t.Run("failing tenant provider fails start", func(t *testing.T) {
 		boom := errors.New("assignment service down")
 		app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.DSN(nowhere), tagged,
-			postgres.ShardedRelay("out", func(context.Context) ([]tenancy.ID, error) { return nil, boom }, fast(s))))
+			postgres.Relay("out", sharded(fast(s), func(context.Context) ([]tenancy.ID, error) { return nil, boom }))))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func followTheSet(t *testing.T) {
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
-		postgres.ShardedRelay("out", live.tenants, cfg)), named("out", &o))
+		postgres.Relay("out", sharded(cfg, live.tenants))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	startApp(t, app)
 

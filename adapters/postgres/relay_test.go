@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -135,8 +136,14 @@ func fast(dest outbox.Destination) postgres.RelayConfig {
 	return postgres.RelayConfig{Destination: dest, BatchSize: 10, Idle: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 }
 
-func providing(ids ...tenancy.ID) postgres.TenantsFunc {
+func providing(ids ...tenancy.ID) shards.TenantsFunc {
 	return func(context.Context) ([]tenancy.ID, error) { return ids, nil }
+}
+
+// sharded is rc run one bound pass per tenant of tenants.
+func sharded(rc postgres.RelayConfig, tenants shards.TenantsFunc) postgres.RelayConfig {
+	rc.Tenants = tenants
+	return rc
 }
 
 // TestRelayBindsEachRowsTenant: rows of three tenants, each forwarded
@@ -151,15 +158,15 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 		},
 		"sharded over tagged": func(s *sink, table string) []postgres.Option {
 			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
-				postgres.ShardedRelay("out", providing(three...), fast(s))}
+				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 		"sharded over per-tenant": func(s *sink, table string) []postgres.Option {
 			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
-				postgres.ShardedRelay("out", providing(three...), fast(s))}
+				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 		"sharded over routed": func(s *sink, table string) []postgres.Option {
 			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
-				postgres.ShardedRelay("out", providing(three...), fast(s))}
+				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 	}
 	for name, wire := range cases {

@@ -156,7 +156,7 @@ func relayOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.Routed(credsOf(dsns), postgres.RoutedConfig{}),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
-		postgres.ShardedRelay("out", providing(three...), fast(s))), named("out", &o))
+		postgres.Relay("out", sharded(fast(s), providing(three...)))), named("out", &o))
 	provision(t, c, three...)
 	rows := fill(t, o, 20, three...)
 	startApp(t, app)

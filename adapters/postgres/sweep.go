@@ -25,7 +25,7 @@ type SweepConfig struct {
 	// Tenants makes the sweep sharded: one bound pass per assigned tenant.
 	// A tenant-scoped route needs it; unbound, the sweep is refused at
 	// fx.New with tenant_global_required.
-	Tenants TenantsFunc
+	Tenants shards.TenantsFunc
 	// OnError observes sweep errors (default: a warning on the app's
 	// *slog.Logger, or slog.Default()).
 	OnError func(error)

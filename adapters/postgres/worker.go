@@ -11,13 +11,8 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/shards"
 )
 
-// TenantsFunc returns the tenants a sharded worker is assigned: read in
-// OnStart (an error fails the start) and again every few seconds, so the
-// worker follows tenants provisioned, suspended or offboarded while it runs.
-type TenantsFunc = shards.TenantsFunc
 
 // workerSpec is a background worker over one route of its module: a relay
 // or a retention sweep.

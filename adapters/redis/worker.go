@@ -20,11 +20,6 @@ import (
 // error leaves it pending, for ClaimAfter to redeliver.
 type Handler func(ctx context.Context, e Entry) error
 
-// TenantsFunc returns the tenants a sharded worker is assigned: read in
-// OnStart (an error fails the start) and again every few seconds, so the
-// worker follows tenants provisioned, suspended or offboarded while it runs.
-type TenantsFunc = shards.TenantsFunc
-
 // ConsumerConfig configures a consumer-group worker.
 type ConsumerConfig struct {
 	// Name names the worker in the wiring; default "<route>-consumer".
@@ -37,7 +32,7 @@ type ConsumerConfig struct {
 	// Tenants makes the worker sharded: one bound pass per assigned tenant,
 	// each reading only that tenant's stream. Without it the worker reads
 	// unbound, which a tenant-scoped stream refuses at fx.New.
-	Tenants TenantsFunc
+	Tenants shards.TenantsFunc
 	// Batch is the most entries read per pass (default 16).
 	Batch int64
 	// Block is how long an idle worker waits for entries (default 1s); it
@@ -59,7 +54,7 @@ type TrimConfig struct {
 	// Every is the sweep interval (default 1 minute).
 	Every time.Duration
 	// Tenants makes the sweep sharded, as for ConsumerConfig.
-	Tenants TenantsFunc
+	Tenants shards.TenantsFunc
 	// OnError observes trim errors (default: a warning on the app's
 	// *slog.Logger, or slog.Default()).
 	OnError func(error)
@@ -74,7 +69,7 @@ type workerSpec struct {
 	// bound ctx) until ctx ends or stop closes; sharded, it never blocks in
 	// Redis, so a thousand tenants do not hold a thousand connections.
 	run     func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
-	tenants TenantsFunc
+	tenants shards.TenantsFunc
 	bad     []modules.Problem
 }
 

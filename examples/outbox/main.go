@@ -99,7 +99,7 @@ func run(w io.Writer) error {
 			// Tenant-aware (tagged): a plain relay would be refused at fx.New
 			// with tenant_global_required, so it is sharded.
 			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
-			postgres.ShardedRelay("audits", assigned, postgres.RelayConfig{Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
+			postgres.Relay("audits", postgres.RelayConfig{Tenants: assigned, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
 		),
 		fx.Populate(&orders),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { client, events, audits = c, e, a },

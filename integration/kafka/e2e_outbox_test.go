@@ -122,10 +122,10 @@ func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres
 			postgres.Relay("outbox", rc),
 		}
 	}
-	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantA, tenantB, tenantC}, nil }
+	rc.Tenants = func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantA, tenantB, tenantC}, nil }
 	return []postgres.Option{
 		postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
-		postgres.ShardedRelay("outbox", assigned, rc),
+		postgres.Relay("outbox", rc),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -20,7 +21,7 @@ var (
 	tenantC = tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 )
 
-func tenants(ids ...tenancy.ID) kafka.TenantsFunc {
+func tenants(ids ...tenancy.ID) shards.TenantsFunc {
 	return func(context.Context) ([]tenancy.ID, error) { return ids, nil }
 }
 

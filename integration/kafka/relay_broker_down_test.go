@@ -82,7 +82,8 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 		Logger: slog.New(slog.DiscardHandler)}
 	relay := postgres.Relay("outbox", rc)
 	if sharded {
-		relay = postgres.ShardedRelay("outbox", func(context.Context) ([]tenancy.ID, error) { return ids, nil }, rc)
+		rc.Tenants = func(context.Context) ([]tenancy.ID, error) { return ids, nil }
+		relay = postgres.Relay("outbox", rc)
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()), kafka.RequiredIsolation(tenancy.Namespace),

@@ -166,7 +166,8 @@ func TestOutboxRelay(t *testing.T) {
 	}{
 		{"tenant-global", false, func(rc outbox.RelayConfig) mongo.Option { return mongo.Relay("events", rc) }, false},
 		{"sharded", true, func(rc outbox.RelayConfig) mongo.Option {
-			return mongo.ShardedRelay("events", func(context.Context) ([]tenancy.ID, error) { return tenants, nil }, rc)
+			rc.Tenants = func(context.Context) ([]tenancy.ID, error) { return tenants, nil }
+			return mongo.Relay("events", rc)
 		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -66,8 +67,9 @@ func relayChild() int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// The sharded relay polls once per tenant: a longer idle wait keeps
 	// fifty idle passes from loading the server.
-	rc := func(name string, dest outbox.Destination, idle time.Duration) postgres.RelayConfig {
-		return postgres.RelayConfig{Name: name, Destination: dest, BatchSize: 50, Idle: idle,
+	// tenants, when set, makes the relay sharded.
+	rc := func(name string, dest outbox.Destination, idle time.Duration, tenants shards.TenantsFunc) postgres.RelayConfig {
+		return postgres.RelayConfig{Name: name, Destination: dest, Tenants: tenants, BatchSize: 50, Idle: idle,
 			MaxBackoff: time.Second, Logger: logger}
 	}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return ids, nil }
@@ -78,12 +80,12 @@ func relayChild() int {
 			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1}),
 			kafka.ProducerRoute("dedicated", kafka.ProducerConfig{Topic: dedicatedTopic(prefix), Partitions: dedicatedMembers, ReplicationFactor: -1})),
 		pgOptions(os.Getenv("SOAK_PG"),
-			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond)),
-			postgres.ShardedRelay(auditsOutbox, assigned, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond))),
+			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond, nil)),
+			postgres.Relay(auditsOutbox, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond, assigned))),
 		// One pass per tenant, each on the tenant's own pool to its own
 		// server: a pass of a tenant whose server is down fails alone.
 		dedOptions(newPlacement(strings.Split(os.Getenv("SOAK_PG_DED_PORTS"), ","), ids), relayDedName,
-			postgres.ShardedRelay(dedOutbox, assigned, rc("dedicated-relay", to(func() *kafka.Producer { return prod.Dedicated }), 250*time.Millisecond))),
+			postgres.Relay(dedOutbox, rc("dedicated-relay", to(func() *kafka.Producer { return prod.Dedicated }), 250*time.Millisecond, assigned))),
 		fx.Populate(&prod),
 	)
 	if err := app.Err(); err != nil {
