@@ -13,7 +13,6 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 )
 
-
 // workerSpec is a background worker over one route of its module: a relay
 // or a retention sweep.
 type workerSpec struct {
