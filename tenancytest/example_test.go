@@ -20,7 +20,7 @@ import (
 // every tier its rules let it reach. The memory backend's ceiling is
 // namespace, so it has no dedicated cell.
 func ExampleCells() {
-	for _, c := range tenancytest.Cells(memory.Rules) {
+	for _, c := range tenancytest.Cells(memory.Rules()) {
 		fmt.Println(c)
 	}
 	// Output:
@@ -39,7 +39,7 @@ func ExampleCells() {
 // run. adapters/memory's TestConformance runs this factory's full form.
 func ExampleConformance() {
 	var t *testing.T // the *testing.T of a TestConformance function
-	tenancytest.Conformance(t, memory.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, memory.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		// tagged: one shared container, tenant-aware; namespace: one per tenant.
 		aware, where := true, memory.Static("probe")
 		if tier == tenancy.Namespace {

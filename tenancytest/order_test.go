@@ -28,8 +28,8 @@ func TestRequireRefusedInAnyOrder(t *testing.T) {
 		t.Fatalf("a module with stand-ins failed: %v", failed)
 	}
 
-	mod := floors.Module{Name: "bare", Backend: memory.Rules}
-	bare := fx.Module("bare", modules.Provide(mod, memory.Rules.WiringInvalid("bare", "r", "broken", "mend it")))
+	mod := floors.Module{Name: "bare", Backend: memory.Rules()}
+	bare := fx.Module("bare", modules.Provide(mod, memory.Rules().WiringInvalid("bare", "r", "broken", "mend it")))
 	if failed := runCheck(t, func(tb testing.TB) {
 		tenancytest.RequireRefusedInAnyOrder(tb, tenancy.CodeWiringInvalid, "bare", bare, uses, floorMiss)
 	}); len(failed) == 0 {

@@ -125,7 +125,7 @@ func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules
 			Identify:   func(ctx context.Context, c *client) (string, error) { return c.clusterID(ctx) },
 			TargetNoun: "cluster",
 			Module:     module,
-			Backend:    Rules.Name,
+			Backend:    rules.Name,
 			MaxClients: cfg.routed.MaxClients,
 			TTL:        cfg.routed.TTL,
 			MaxWait:    cfg.routed.MaxWait,
@@ -195,7 +195,7 @@ func (c *client) clusterID(ctx context.Context) (string, error) {
 		}
 		if id != "" && res.ClusterID != id {
 			return "", &tenancy.Error{
-				Code: tenancy.CodeDedicatedTargetShared, Module: c.conns.module, Backend: Rules.Name,
+				Code: tenancy.CodeDedicatedTargetShared, Module: c.conns.module, Backend: rules.Name,
 				Detail: fmt.Sprintf("the routed client's bootstrap brokers belong to two clusters: %s reports %q and %s reports %q; "+
 					"its connections would reach either, so nothing was read or written", from, id, b, res.ClusterID),
 				Fix: "give each tenant's credentials bootstrap brokers of that tenant's one cluster",

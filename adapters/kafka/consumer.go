@@ -134,7 +134,7 @@ func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 
 func (s *consumerSpec) invoke(module string, spec *routeSpec) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *core, app *slog.Logger) {
-		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, Rules.Name, module, s.route, s.cfg.Name)}
+		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, rules.Name, module, s.route, s.cfg.Name)}
 		lc.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
 	}, fx.ParamTags(``, ``, `optional:"true"`)))
 }
@@ -446,7 +446,7 @@ func TenantFromHeaders(hs []kafkago.Header) (tenancy.ID, error) {
 		}
 	}
 	bad := func(detail string) error {
-		return &tenancy.Error{Code: tenancy.CodeInvalidTenantHeader, Backend: Rules.Name, Detail: detail,
+		return &tenancy.Error{Code: tenancy.CodeInvalidTenantHeader, Backend: rules.Name, Detail: detail,
 			Fix: "produce through a tenantwire producer with the tenant bound, or route such records elsewhere"}
 	}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -45,11 +46,7 @@ func TestScopeFollowsRule(t *testing.T) {
 	}
 	tenancytest.RequireUnbound(t, err, "m", "kafka", "orders")
 
-	old := Rules.Kinds[kindProducer]
-	flipped := old
-	flipped.ResolverCountsOnlyWhenTenantAware = true
-	Rules.Kinds[kindProducer] = flipped
-	t.Cleanup(func() { Rules.Kinds[kindProducer] = old })
+	testsvc.UseRule(t, &rules, Rules(), kindProducer, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 	reached, bound, unbound, err := probe(t)
 	if reached != tenancy.None || err != nil {
 		t.Errorf("flipped rule: reached %s, unbound call %v; want none and no refusal", reached, err)

@@ -47,17 +47,17 @@ type versions struct {
 // versionWiring loads the Migrations and checks RequiredVersion; it
 // returns the start-up check.
 func versionWiring(module string, cfg *config) (*versions, []error, fx.Option) {
-	v := &versions{gate: migrate.NewGate(module, Rules.Name, cfg.required)}
+	v := &versions{gate: migrate.NewGate(module, rules.Name, cfg.required)}
 	var errs []error
 	if cfg.migrations != nil {
 		set, err := migrate.Load(cfg.migrations, "json")
 		if err != nil {
-			return v, []error{Rules.WiringInvalid(module, "", err.Error(), "name each migration <version>_<name>.json, versions unique")}, nil
+			return v, []error{rules.WiringInvalid(module, "", err.Error(), "name each migration <version>_<name>.json, versions unique")}, nil
 		}
 		for _, st := range set {
 			ts, err := parseStep(module, cfg.routes, st)
 			if err != nil {
-				errs = append(errs, Rules.WiringInvalid(module, "", err.Error(), "fix the step: a JSON object with \"configs\" and, optionally, \"routes\" of the module"))
+				errs = append(errs, rules.WiringInvalid(module, "", err.Error(), "fix the step: a JSON object with \"configs\" and, optionally, \"routes\" of the module"))
 			}
 			v.steps = append(v.steps, ts)
 		}
@@ -67,10 +67,10 @@ func versionWiring(module string, cfg *config) (*versions, []error, fx.Option) {
 		return v, errs, nil
 	}
 	for _, p := range migrate.RequiredProblems(cfg.required, v.set.Latest(), true, cfg.registry != nil, "kafka", "kafka.Migrations") {
-		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
+		errs = append(errs, rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	if cfg.routed == nil && !slices.ContainsFunc(cfg.routes, func(r *routeSpec) bool { return r.perTenant != nil }) {
-		errs = append(errs, Rules.WiringInvalid(module, "", "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
+		errs = append(errs, rules.WiringInvalid(module, "", "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
 			"drop RequiredVersion, or give a route per-tenant topics (TopicPrefix)"))
 	}
 	return v, errs, fx.Invoke(func(lc fx.Lifecycle) {

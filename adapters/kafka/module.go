@@ -153,13 +153,13 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil {
 		sources++
 	}
-	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: sources, SourceFix: "pass exactly one of kafka.Brokers(addrs...) and kafka.Routed(resolve, cfg)",
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}}
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
 		if cfg.routed.resolve == nil {
-			spec.Problems = append(spec.Problems, Rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
+			spec.Problems = append(spec.Problems, rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 		}
 	}
 	for _, r := range cfg.routes {
@@ -179,7 +179,7 @@ func Module(name string, opts ...Option) fx.Option {
 		route := cfg.route(c.route)
 		ws := modules.WorkerSpec{Worker: c.decl(name), Problems: kit(c.validate(route, cfg.routed != nil)), Run: c.invoke(name, route)}
 		// A sharded consumer's groups are "<Group>.<tenant hex>".
-		if e := Rules.StaticInTenantSpace(name, c.route, "consumer group", c.cfg.Group, groupSpace, "kafka.ConsumerConfig.Group"); e != nil {
+		if e := rules.StaticInTenantSpace(name, c.route, "consumer group", c.cfg.Group, groupSpace, "kafka.ConsumerConfig.Group"); e != nil {
 			spec.Problems = append(spec.Problems, e)
 		}
 		spec.Workers = append(spec.Workers, ws)
@@ -189,7 +189,7 @@ func Module(name string, opts ...Option) fx.Option {
 		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 			fx.ResultTags(nameTag(name)))),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 				if c.shared == nil {
 					return nil // routed: each tenant's cluster is asked at its first call
 				}
@@ -199,7 +199,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}
+			return modules.TenantState{Module: name, Backend: rules.Name, Provision: p.Provision, Offboard: p.Teardown}
 		}),
 	}
 	if verPart != nil {
@@ -215,7 +215,7 @@ func (cfg *config) topicProblems(name string) []error {
 	topics := map[string]string{} // metric name → topic or prefix
 	for _, r := range cfg.routes {
 		if r.perTenant == nil && r.topic != "" {
-			if e := Rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
+			if e := rules.StaticInTenantSpace(name, r.name, "topic", r.topic, topicSpace, r.cfgType+".Topic"); e != nil {
 				errs = append(errs, e)
 			}
 		}
@@ -227,7 +227,7 @@ func (cfg *config) topicProblems(name string) []error {
 			continue
 		}
 		if prev, ok := topics[metricName(t)]; ok && prev != t {
-			errs = append(errs, Rules.WiringInvalid(name, r.name,
+			errs = append(errs, rules.WiringInvalid(name, r.name,
 				fmt.Sprintf("topic %q collides with %q: Kafka treats '.' and '_' as the same in metric names", t, prev),
 				"use either '.' or '_' in the module's topic names, not both"))
 		}

@@ -43,7 +43,7 @@ type route struct {
 // newRoute applies the rules' decision for the route; nothing here
 // re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
-	d := Rules.Decide(spec.floorsRoute(c.pools != nil))
+	d := rules.Decide(spec.floorsRoute(c.pools != nil))
 	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic)}
 }
 
@@ -72,7 +72,7 @@ func (r *route) topicFor(tenant tenancy.ID) (string, error) {
 	return t, nil
 }
 
-func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }
+func (r *route) unbound() error { return rules.Unbound(r.core.module, r.spec.name) }
 
 // Message is one record to produce.
 type Message struct {
@@ -105,7 +105,7 @@ func (p *Producer) TopicFor(ctx context.Context) (string, error) {
 // (zero when unbound) on a static topic of the shared client.
 func (p *Producer) tenant(ctx context.Context) (tenancy.ID, error) {
 	if id, ok := tenancy.FromContext(ctx); ok {
-		return id, p.core.suspensions.Check(id, Rules.Name, p.core.module, p.spec.name)
+		return id, p.core.suspensions.Check(id, rules.Name, p.core.module, p.spec.name)
 	}
 	if p.scoped {
 		return tenancy.ID{}, p.unbound()

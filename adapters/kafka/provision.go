@@ -69,7 +69,7 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 // cluster.
 func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return Rules.Unbound(p.core.module, "")
+		return rules.Unbound(p.core.module, "")
 	}
 	topics, err := p.tenantTopics(tenant)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConformance probes every (kind, tier) cell of memory.Rules.
+// TestConformance probes every (kind, tier) cell of memory.Rules().
 func TestConformance(t *testing.T) {
-	tenancytest.Conformance(t, memory.Rules, conformanceRoute)
+	tenancytest.Conformance(t, memory.Rules(), conformanceRoute)
 }
 
 // conformanceRoute builds one route of kind at tier under a module whose

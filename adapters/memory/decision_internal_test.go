@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -48,11 +49,7 @@ func TestScopeFollowsRule(t *testing.T) {
 		t.Errorf("shipped rule: containers %v, want A's entry in %s only", s.kv, perTenant)
 	}
 
-	old := Rules.Kinds["cache"]
-	flipped := old
-	flipped.ResolverCountsOnlyWhenTenantAware = true
-	Rules.Kinds["cache"] = flipped
-	t.Cleanup(func() { Rules.Kinds["cache"] = old })
+	testsvc.UseRule(t, &rules, Rules(), "cache", func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 	reached, s, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)

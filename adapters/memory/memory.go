@@ -20,16 +20,22 @@ import (
 )
 
 // Rules is what the memory backend can reach, read by enforcement, the CLI
-// and the docs alike.
-var Rules = floors.Backend{
-	Name:    "memory",
-	Ceiling: tenancy.Namespace,
-	Kinds: map[floors.Kind]floors.KindRule{
-		"document": {Summary: "typed document store", Relations: []string{"read", "write"}},
-		"cache":    {Summary: "key/value cache with TTL", Relations: []string{"keys"}},
-		"stream":   {Summary: "append-only stream with consumers", Relations: []string{"stream"}},
-	},
+// and the docs alike; each call returns a fresh value, so no caller can change
+// what the adapter enforces.
+func Rules() floors.Backend {
+	return floors.Backend{
+		Name:    "memory",
+		Ceiling: tenancy.Namespace,
+		Kinds: map[floors.Kind]floors.KindRule{
+			"document": {Summary: "typed document store", Relations: []string{"read", "write"}},
+			"cache":    {Summary: "key/value cache with TTL", Relations: []string{"keys"}},
+			"stream":   {Summary: "append-only stream with consumers", Relations: []string{"stream"}},
+		},
+	}
 }
+
+// rules is the package's own copy, read on every call.
+var rules = Rules()
 
 // Container names where a route's records live: one static container
 // shared by all tenants, or one per tenant.
@@ -112,7 +118,7 @@ func Module(name string, opts ...Option) fx.Option {
 		c.workers[i].Worker.Module = name
 	}
 	return modules.Assemble(modules.Spec{
-		Name: name, Rules: Rules, Floor: c.floor,
+		Name: name, Rules: rules, Floor: c.floor,
 		Routes: c.routes, Workers: c.workers,
 		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
 			s := newStore()
@@ -120,7 +126,7 @@ func Module(name string, opts ...Option) fx.Option {
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {
-				return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: s.offboard}
+				return modules.TenantState{Module: name, Backend: rules.Name, Offboard: s.offboard}
 			})},
 	})
 }
@@ -135,7 +141,7 @@ type routeConfig struct {
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
-	return routeConfig{module: s.module, name: r.Name, decision: Rules.Decide(r), suspensions: s.suspensions}
+	return routeConfig{module: s.module, name: r.Name, decision: rules.Decide(r), suspensions: s.suspensions}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
@@ -147,9 +153,9 @@ func (r routeConfig) scope(ctx context.Context, c Container, role string) (strin
 	}
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return "", tenancy.ID{}, Rules.Unbound(r.module, r.name)
+		return "", tenancy.ID{}, rules.Unbound(r.module, r.name)
 	}
-	if err := r.suspensions.Check(id, Rules.Name, r.module, r.name); err != nil {
+	if err := r.suspensions.Check(id, rules.Name, r.module, r.name); err != nil {
 		return "", tenancy.ID{}, err
 	}
 	name := c.name(tenancy.ID{})

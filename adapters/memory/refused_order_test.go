@@ -25,7 +25,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		"stream":   tenancytest.Invoke[*memory.Stream](""),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
-	for kind := range memory.Rules.Kinds {
+	for kind := range memory.Rules().Kinds {
 		if uses[string(kind)] == nil {
 			t.Fatalf("kind %s: no invoke asks for its route", kind)
 		}

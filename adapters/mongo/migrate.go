@@ -219,7 +219,7 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 		applied = append(applied, migrate.Applied{Version: d.Version, Name: d.Name, Checksum: d.Checksum})
 	}
 	slices.SortFunc(applied, func(a, b migrate.Applied) int { return cmp.Compare(a.Version, b.Version) })
-	pending, err := m.set.Pending(applied, p.core.module, Rules.Name, tenant)
+	pending, err := m.set.Pending(applied, p.core.module, rules.Name, tenant)
 	if err != nil {
 		return nil, err
 	}

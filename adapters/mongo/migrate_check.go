@@ -49,7 +49,7 @@ func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option)
 	if cfg.migrations != nil {
 		var err error
 		if m, err = loadMigrations(module, cfg.routes, cfg.migrations.fsys, cfg.migrations.goSteps); err != nil {
-			return nil, []error{Rules.WiringInvalid(module, "", err.Error(),
+			return nil, []error{rules.WiringInvalid(module, "", err.Error(),
 				"name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps")}, nil
 		}
 		latest = m.set.Latest()
@@ -59,7 +59,7 @@ func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option)
 	}
 	var errs []error
 	for _, p := range migrate.RequiredProblems(cfg.required, latest, true, cfg.registry != nil, "mongo", "mongo.MigrationFiles") {
-		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
+		errs = append(errs, rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	return m, errs, fx.Invoke(func(lc fx.Lifecycle, c *core) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.gate.CheckRegistry(ctx, cfg.registry) }))

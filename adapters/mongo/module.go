@@ -163,26 +163,26 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 func (cfg *config) validate(module string) []error {
 	var errs []error
 	if err := ValidDatabaseName(cfg.database); err != nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
-	} else if e := Rules.StaticInTenantSpace(module, "", "database", cfg.database, dbSpace, "the database of mongo.Database(name)"); e != nil {
+		errs = append(errs, rules.WiringInvalid(module, "", err.Error(), "pass mongo.Database(name) with a valid name"))
+	} else if e := rules.StaticInTenantSpace(module, "", "database", cfg.database, dbSpace, "the database of mongo.Database(name)"); e != nil {
 		errs = append(errs, e)
 	}
 	if cfg.routed != nil && cfg.routed.resolve == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "Routed without a credential resolver",
+		errs = append(errs, rules.WiringInvalid(module, "", "Routed without a credential resolver",
 			"pass mongo.Routed a non-nil routing.Resolver that looks up each tenant's URI and credentials"))
 	}
 	for _, r := range cfg.routes {
 		if err := validBase("route name", r.name, 64); err != nil {
-			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
+			errs = append(errs, rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
 		}
 		if err := r.cfg.Collection.validate(); err != nil {
-			errs = append(errs, Rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the database prefix of PerTenantDatabase): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
-		} else if e := Rules.ReservedName(module, r.name, "collection", r.cfg.Collection.name); e != nil {
+			errs = append(errs, rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the database prefix of PerTenantDatabase): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
+		} else if e := rules.ReservedName(module, r.name, "collection", r.cfg.Collection.name); e != nil {
 			// The migration history lives beside the route's collections.
 			errs = append(errs, e)
 		}
 		if r.cfg.TextIndex && r.kind != kindSearch {
-			errs = append(errs, Rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
+			errs = append(errs, rules.WiringInvalid(module, r.name, "TextIndex applies to search routes only", "drop TextIndex"))
 		}
 	}
 	return errs
@@ -209,7 +209,7 @@ func Module(name string, opts ...Option) fx.Option {
 		o(cfg)
 	}
 	migrations, verErrs, verPart := versionWiring(name, cfg)
-	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Client(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
 		Problems: append(cfg.validate(name), verErrs...),
 		Parts: []fx.Option{
@@ -219,7 +219,7 @@ func Module(name string, opts ...Option) fx.Option {
 				func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
 				fx.ResultTags(`name:"`+name+`"`))),
 			modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-				return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+				return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 					if c.client == nil {
 						return nil // routed: each tenant's server is asked at its first call
 					}
@@ -234,7 +234,7 @@ func Module(name string, opts ...Option) fx.Option {
 			}),
 			modules.ProvideTenantState(func(c *core) modules.TenantState {
 				p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
-				return modules.TenantState{Module: name, Backend: Rules.Name, Provision: p.Provision, Offboard: p.Teardown}
+				return modules.TenantState{Module: name, Backend: rules.Name, Provision: p.Provision, Offboard: p.Teardown}
 			}),
 		},
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}},
@@ -279,7 +279,7 @@ type clientIn struct {
 
 func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, Rules.Name, cfg.required), suspensions: in.Suspended}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended}
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)
@@ -300,7 +300,7 @@ func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, e
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, Rules.WiringInvalid(module, "", "mongo.FromGraph is set and nothing in the app provides a *mongo.Client",
+			return nil, rules.WiringInvalid(module, "", "mongo.FromGraph is set and nothing in the app provides a *mongo.Client",
 				"provide a *mongo.Client in the app, or pass mongo.Client(c) or mongo.Connect(uri) instead of FromGraph")
 		}
 		return c, nil

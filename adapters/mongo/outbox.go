@@ -108,7 +108,7 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
 	if !tenant.IsZero() {
-		if err := o.route.core.suspensions.Check(tenant, Rules.Name, o.route.core.module, o.route.spec.name); err != nil {
+		if err := o.route.core.suspensions.Check(tenant, rules.Name, o.route.core.module, o.route.spec.name); err != nil {
 			return target{}, err
 		}
 	}

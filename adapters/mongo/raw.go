@@ -82,6 +82,6 @@ func (r *RawFilter) Insert(ctx context.Context, doc bson.D) error {
 
 // foreign refuses a write that names another tenant.
 func (r *RawFilter) foreign(detail string) error {
-	return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: r.route.core.module, Backend: Rules.Name,
+	return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: r.route.core.module, Backend: rules.Name,
 		Route: r.route.spec.name, Detail: detail, Fix: "leave " + fieldTenant + " out of the document: the route stamps the bound tenant"}
 }

@@ -25,7 +25,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		"provisioner": tenancytest.Invoke[*mongo.Provisioner]("db"),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
-	for kind := range mongo.Rules.Kinds {
+	for kind := range mongo.Rules().Kinds {
 		if uses[string(kind)] == nil {
 			t.Fatalf("kind %s: no invoke asks for its route", kind)
 		}

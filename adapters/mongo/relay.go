@@ -168,12 +168,12 @@ func (r relaySpec) problems(module string, routes []*routeSpec) []error {
 		isOutbox = isOutbox || (s.name == r.route && s.kind == kindOutbox)
 	}
 	if !isOutbox {
-		return []error{Rules.WiringInvalid(module, r.route,
+		return []error{rules.WiringInvalid(module, r.route,
 			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
 			"point the relay at an OutboxRoute of the same module")}
 	}
 	if r.cfg.Destination == nil {
-		return []error{Rules.WiringInvalid(module, r.route,
+		return []error{rules.WiringInvalid(module, r.route,
 			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")}
 	}
 	return nil
@@ -196,7 +196,7 @@ func (r relaySpec) run(module string) fx.Option {
 		if cfg.Logger != nil {
 			app = cfg.Logger
 		}
-		cfg.Logger = modules.WorkerLogger(app, Rules.Name, module, r.route, cfg.Name)
+		cfg.Logger = modules.WorkerLogger(app, rules.Name, module, r.route, cfg.Name)
 		relay, err := outbox.NewRelay(cfg)
 		if err != nil {
 			return err

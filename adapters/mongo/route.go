@@ -41,7 +41,7 @@ type route struct {
 }
 
 func newRoute(c *core, spec *routeSpec) route {
-	d := Rules.Decide(spec.floorsRoute(c.pools != nil))
+	d := rules.Decide(spec.floorsRoute(c.pools != nil))
 	r := route{core: c, spec: spec, decision: d, perTenant: d.ResolvesPerTenant(roleCollection)}
 	if c.pools == nil && c.client != nil {
 		r.db = c.client.Database(c.db)
@@ -82,7 +82,7 @@ func (r *route) target(ctx context.Context) (target, error) {
 	if err != nil {
 		return target{}, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
+	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
 		return target{}, err
 	}
 	t, err := r.targetFor(ctx, id)
@@ -129,7 +129,7 @@ func (r *route) handle(client *driver.Client, db string, id tenancy.ID) *driver.
 	return client.Database(db).Collection(coll)
 }
 
-func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }
+func (r *route) unbound() error { return rules.Unbound(r.core.module, r.spec.name) }
 
 // key is the stored _id of a user id: for a tenant-aware route it is
 // prefixed with the tenant, so two tenants may use the same id in one

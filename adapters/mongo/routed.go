@@ -33,7 +33,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 		Identify:   func(ctx context.Context, rc *routedClient) (string, error) { return rc.identify(ctx) },
 		TargetNoun: "database",
 		Module:     module,
-		Backend:    Rules.Name,
+		Backend:    rules.Name,
 		MaxClients: rc.maxClients(),
 		TTL:        rc.TTL,
 		MaxWait:    rc.MaxWait,

@@ -21,20 +21,26 @@ const (
 )
 
 // Rules is what MongoDB can reach and how each route kind derives its tier.
-// Enforcement, the CLI and the docs read this value.
-var Rules = floors.Backend{
-	Name:    "mongodb",
-	Ceiling: tenancy.Dedicated,
-	Kinds: map[floors.Kind]floors.KindRule{
-		kindDocument: {Summary: "typed documents: get, create, optimistic update, delete, list and count",
-			Relations: []string{roleCollection}},
-		kindSearch: {Summary: "term search over a text field", Relations: []string{roleCollection},
-			Note: "only the collection counts: an index name is scoped to its collection"},
-		kindCounter: {Summary: "atomic integer counters", Relations: []string{roleCollection}},
-		kindOutbox: {Summary: "outbox rows carrying tenant and event id, drained by a relay",
-			Relations: []string{roleCollection}, ResolverCountsOnlyWhenTenantAware: true,
-			Note: "a per-tenant collection is used (and counts) only when the outbox is tenant-aware"},
-		kindRawFilter: {Summary: "user-written query documents", Relations: []string{roleCollection},
-			Origin: tenancy.Raw, Note: "origin raw: nothing can rewrite the filter, so only dedicated"},
-	},
+// Enforcement, the CLI and the docs read it; each call returns a fresh value, so no
+// caller can change what the adapter enforces.
+func Rules() floors.Backend {
+	return floors.Backend{
+		Name:    "mongodb",
+		Ceiling: tenancy.Dedicated,
+		Kinds: map[floors.Kind]floors.KindRule{
+			kindDocument: {Summary: "typed documents: get, create, optimistic update, delete, list and count",
+				Relations: []string{roleCollection}},
+			kindSearch: {Summary: "term search over a text field", Relations: []string{roleCollection},
+				Note: "only the collection counts: an index name is scoped to its collection"},
+			kindCounter: {Summary: "atomic integer counters", Relations: []string{roleCollection}},
+			kindOutbox: {Summary: "outbox rows carrying tenant and event id, drained by a relay",
+				Relations: []string{roleCollection}, ResolverCountsOnlyWhenTenantAware: true,
+				Note: "a per-tenant collection is used (and counts) only when the outbox is tenant-aware"},
+			kindRawFilter: {Summary: "user-written query documents", Relations: []string{roleCollection},
+				Origin: tenancy.Raw, Note: "origin raw: nothing can rewrite the filter, so only dedicated"},
+		},
+	}
 }
+
+// rules is the package's own copy, read on every call.
+var rules = Rules()

@@ -12,14 +12,14 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConformance probes every (kind, tier) cell of neo4j.Rules on the
+// TestConformance probes every (kind, tier) cell of neo4j.Rules() on the
 // real servers: tagged on the first, dedicated with A on the first and B
 // on the second. Namespace (a database per tenant) runs where the server
 // can create databases; on Community Edition the cell is skipped out loud
 // once the server's refusal is checked to be ErrEnterpriseRequired.
 func TestConformance(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
-	tenancytest.Conformance(t, neo4j.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, neo4j.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		floor := neo4j.RequiredIsolation(tier)
 		switch {
 		case kind == "graph" && tier == tenancy.Tagged:

@@ -92,7 +92,7 @@ func (b builder) name(what, s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if e := Rules.ReservedName(b.module, b.route, what, s); e != nil {
+	if e := rules.ReservedName(b.module, b.route, what, s); e != nil {
 		return "", e
 	}
 	return q, nil
@@ -118,7 +118,7 @@ func (b builder) userProps(props map[string]any) (map[string]any, error) {
 			return nil, err
 		}
 		if k == TenantProperty {
-			return nil, &tenancy.Error{Code: tenancy.CodeReservedName, Module: b.module, Backend: Rules.Name, Route: b.route,
+			return nil, &tenancy.Error{Code: tenancy.CodeReservedName, Module: b.module, Backend: rules.Name, Route: b.route,
 				Detail: fmt.Sprintf("property %q is the tenant marker the adapter stamps and filters on", TenantProperty),
 				Fix:    fmt.Sprintf("rename the property: %q is the adapter's, on every route", TenantProperty)}
 		}

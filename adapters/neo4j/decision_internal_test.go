@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -48,11 +49,7 @@ func TestScopeFollowsRule(t *testing.T) {
 		t.Errorf("shipped rule: sessions %v, want [%s]", sessions, want)
 	}
 
-	old := Rules.Kinds[kindGraph]
-	flipped := old
-	flipped.ResolverCountsOnlyWhenTenantAware = true
-	Rules.Kinds[kindGraph] = flipped
-	t.Cleanup(func() { Rules.Kinds[kindGraph] = old })
+	testsvc.UseRule(t, &rules, Rules(), kindGraph, func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
 	reached, sessions, unbound = probe(t)
 	if reached != tenancy.None {
 		t.Errorf("flipped rule: reached %s, want none", reached)

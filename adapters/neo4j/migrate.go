@@ -37,7 +37,7 @@ var (
 func loadMigrations(module string, fsys fs.FS, tagged bool) (migrate.Set, map[int64][]string, []error) {
 	set, err := migrate.Load(fsys, "cypher")
 	if err != nil {
-		return nil, nil, []error{Rules.WiringInvalid(module, "", err.Error(),
+		return nil, nil, []error{rules.WiringInvalid(module, "", err.Error(),
 			"name every migration file <version>_<name>.cypher (version a positive integer, unique) at the top of the fs.FS")}
 	}
 	stmts := make(map[int64][]string, len(set))
@@ -45,11 +45,11 @@ func loadMigrations(module string, fsys fs.FS, tagged bool) (migrate.Set, map[in
 	for _, st := range set {
 		ss := splitStatements(string(st.Body))
 		if len(ss) == 0 {
-			errs = append(errs, Rules.WiringInvalid(module, "", "migration "+st.File()+" holds no statement", "put a schema command in the file or remove it"))
+			errs = append(errs, rules.WiringInvalid(module, "", "migration "+st.File()+" holds no statement", "put a schema command in the file or remove it"))
 		}
 		for _, s := range ss {
 			if p := checkStatement(s, tagged); p != nil {
-				errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), p.fix))
+				errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), p.fix))
 			}
 		}
 		stmts[st.Version] = ss
@@ -146,7 +146,7 @@ func migrationParts(module string, cfg *config) ([]error, fx.Option, int64) {
 	}
 	tagged := false
 	for _, r := range cfg.routes {
-		if cfg.routed == nil && Rules.Decide(r.floorsRoute(false)).Tagged {
+		if cfg.routed == nil && rules.Decide(r.floorsRoute(false)).Tagged {
 			tagged = true
 		}
 	}

@@ -38,7 +38,7 @@ func versionWiring(module string, cfg *config, latest int64) ([]error, fx.Option
 	}
 	var errs []error
 	for _, p := range migrate.RequiredProblems(cfg.required, latest, perTenant, cfg.registry != nil, "neo4j", "neo4j.Migrations") {
-		errs = append(errs, Rules.WiringInvalid(module, "", p.Detail, p.Fix))
+		errs = append(errs, rules.WiringInvalid(module, "", p.Detail, p.Fix))
 	}
 	reg := cfg.registry
 	if !perTenant {

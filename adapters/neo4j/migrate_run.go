@@ -106,7 +106,7 @@ func (m *Migrator) perTenant() bool {
 func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, error) {
 	if tenant.IsZero() {
 		if !m.shared() {
-			return nil, Rules.Unbound(m.core.module, "")
+			return nil, rules.Unbound(m.core.module, "")
 		}
 		return []target{{drv: m.core.plain, database: m.core.database, name: m.core.database, release: func() {}}}, nil
 	}
@@ -132,7 +132,7 @@ func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, er
 		out = append(out, target{drv: sc.drv, database: sc.database, name: sc.target, release: sc.release})
 	}
 	if len(out) == 0 {
-		return nil, Rules.WiringInvalid(m.core.module, "", fmt.Sprintf("Migrate for tenant %s: the module has no per-tenant database", tenant),
+		return nil, rules.WiringInvalid(m.core.module, "", fmt.Sprintf("Migrate for tenant %s: the module has no per-tenant database", tenant),
 			"migrate the module's shared database: Migrate with the zero tenant, or MigrateAll")
 	}
 	return out, nil
@@ -194,7 +194,7 @@ func (m *Migrator) migrateTarget(ctx context.Context, tenant tenancy.ID, t targe
 	if err != nil {
 		return nil, fmt.Errorf("neo4j: module %s: reading the migration history: %w", m.core.module, err)
 	}
-	pending, err := m.set.Pending(applied, m.core.module, Rules.Name, tenant)
+	pending, err := m.set.Pending(applied, m.core.module, rules.Name, tenant)
 	if err != nil {
 		return nil, err
 	}

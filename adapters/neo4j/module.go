@@ -202,13 +202,13 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Driver(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and neo4j.FromGraph()"}
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
 			Provide: provideRoute(r), Provided: []modules.Provided{{Type: r.providedType(), Name: r.name}}})
 	}
-	if e := Rules.StaticInTenantSpace(name, "", "database", cfg.database, databaseSpace, "the database of neo4j.Database(name)"); e != nil {
+	if e := rules.StaticInTenantSpace(name, "", "database", cfg.database, databaseSpace, "the database of neo4j.Database(name)"); e != nil {
 		spec.Problems = append(spec.Problems, e)
 	}
 	if cfg.routed != nil {
@@ -223,7 +223,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 				if c.plain == nil {
 					return nil // routed: each tenant's server is asked at its first call
 				}
@@ -235,7 +235,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard}
+			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard}
 		})}
 	for _, p := range []fx.Option{migPart, verPart} {
 		if p != nil {
@@ -284,7 +284,7 @@ type coreIn struct {
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, Rules.Name, cfg.required), suspensions: in.Suspended}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended}
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {
@@ -302,14 +302,14 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		case cfg.connect != nil:
 			d, err := drv.NewDriverWithContext(cfg.connect.uri, cfg.connect.auth)
 			if err != nil {
-				return nil, Rules.WiringInvalid(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
+				return nil, rules.WiringInvalid(module, "", "building the driver: "+err.Error(), "check the URI passed to neo4j.Connect")
 			}
 			c.plain = newRealDriver(d)
 			in.Lifecycle.Append(fx.StopHook(func(ctx context.Context) error { return d.Close(ctx) }))
 		case in.Driver != nil:
 			c.plain = newRealDriver(in.Driver)
 		default:
-			return nil, Rules.WiringInvalid(module, "", "neo4j.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
+			return nil, rules.WiringInvalid(module, "", "neo4j.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
 				"provide a neo4j.DriverWithContext in the app, or pass neo4j.Driver(d) or neo4j.Connect(uri, auth) instead of FromGraph")
 		}
 		return c, nil

@@ -25,7 +25,7 @@ type route struct {
 // newRoute applies the rules' decision for the route; nothing here
 // re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) *route {
-	d := Rules.Decide(spec.floorsRoute(c.routed()))
+	d := rules.Decide(spec.floorsRoute(c.routed()))
 	return &route{core: c, spec: spec, scoped: d.NeedsTenant,
 		perTenantDB: d.ResolvesPerTenant(roleDatabase), tagged: d.Tagged}
 }
@@ -51,7 +51,7 @@ func (r *route) open(ctx context.Context) (scope, error) {
 	if err != nil {
 		return scope{}, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.spec.name); err != nil {
+	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
 		return scope{}, err
 	}
 	return r.openFor(ctx, id)
@@ -115,7 +115,7 @@ func (r *route) checkScope(ctx context.Context, sc scope) error {
 		return r.unbound()
 	}
 	if id != sc.tenant {
-		return &tenancy.Error{Code: tenancy.CodeTenantScopeChanged, Module: r.core.module, Backend: Rules.Name,
+		return &tenancy.Error{Code: tenancy.CodeTenantScopeChanged, Module: r.core.module, Backend: rules.Name,
 			Route:  r.spec.name,
 			Detail: fmt.Sprintf("a call inside a transaction of tenant %s ran under tenant %s", sc.tenant, id),
 			Fix:    "pass the transaction's own context to every call inside it; start a separate transaction for another tenant"}
@@ -168,4 +168,4 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 	return err
 }
 
-func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.spec.name) }
+func (r *route) unbound() error { return rules.Unbound(r.core.module, r.spec.name) }

@@ -59,14 +59,14 @@ func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
 func (r *routedConfig) validate(module string) []error {
 	var errs []error
 	if r.resolve == nil {
-		errs = append(errs, Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
+		errs = append(errs, rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
 	if r.MaxClients < 0 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxClients %d is negative", r.MaxClients),
+		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxClients %d is negative", r.MaxClients),
 			"set RoutedConfig.MaxClients to 0 for the default bound, or a positive number of live per-tenant drivers"))
 	}
 	if r.MaxConnsPerClient < 0 {
-		errs = append(errs, Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
+		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
 			fmt.Sprintf("set RoutedConfig.MaxConnsPerClient to a positive number, or 0 for the default %d", DefaultMaxConnsPerClient)))
 	}
 	return errs
@@ -124,7 +124,7 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		},
 		TargetNoun: "server database",
 		Module:     module,
-		Backend:    Rules.Name,
+		Backend:    rules.Name,
 		MaxClients: rc.MaxClients,
 		TTL:        rc.TTL,
 		MaxWait:    rc.MaxWait,

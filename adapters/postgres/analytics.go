@@ -51,11 +51,11 @@ func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 		spec := &routeSpec{name: name, kind: kindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
 		if err := validName(ac.Source.table, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
 		}
 		for qn, a := range ac.Queries {
 			if err := a.validate(); err != nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(),
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(),
 					"correct AnalyticsConfig.Queries["+strconv.Quote(qn)+"]: Agg one of count, sum, avg, min, max, and Field, GroupBy and Filters naming lower-case fields"))
 			}
 		}

@@ -116,7 +116,7 @@ var errNoConnection = errors.New("postgres: module has no connection configured"
 func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
 	if c.routed != nil {
 		if tenant.IsZero() {
-			return nil, nil, Rules.Unbound(c.module, "")
+			return nil, nil, rules.Unbound(c.module, "")
 		}
 		return c.routed.AcquireFor(ctx, tenant)
 	}
@@ -147,7 +147,7 @@ func (c *Client) Pool(ctx context.Context) (*pgxpool.Pool, func(), error) {
 	if c.routed != nil {
 		var ok bool
 		if tenant, ok = tenancy.FromContext(ctx); !ok {
-			return nil, nil, Rules.Unbound(c.module, "")
+			return nil, nil, rules.Unbound(c.module, "")
 		}
 	}
 	return c.conn(ctx, tenant)

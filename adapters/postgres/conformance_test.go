@@ -11,7 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConformance probes every (kind, tier) cell of postgres.Rules on the
+// TestConformance probes every (kind, tier) cell of postgres.Rules() on the
 // real server. Each tier is one app holding every kind that reaches it
 // (tierRoutes' and the messaging ones), started and provisioned once and
 // shared by the tier's cells, each probing tables of its own: DDL and
@@ -32,7 +32,7 @@ func conformance(t *testing.T, v via) {
 		ms, opts, targets := messagingRoutes(tier)
 		core[tier], msg[tier] = tierRoutesOn(t, v, tier, dbs, opts, targets...), ms
 	}
-	tenancytest.Conformance(t, postgres.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, postgres.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		rs, ms := core[tier], msg[tier]
 		switch kind {
 		case "document":

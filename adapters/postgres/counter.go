@@ -23,7 +23,7 @@ func CounterRoute(name string, cc CounterConfig) Option {
 		spec := &routeSpec{name: name, kind: kindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
 			rels: []roleRel{{"table", cc.Table}}}
 		if err := validName(cc.Table.table, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			s := sql{tagged: spec.decision.Tagged}

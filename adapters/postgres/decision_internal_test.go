@@ -18,15 +18,11 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// setRule edits kind's rule in Rules for the rest of the test. The rules
-// are package state: tests using it must not run in parallel.
+// setRule runs the rest of the test under a copy of the rules with kind's
+// rule edited. Tests using it must not run in parallel.
 func setRule(t *testing.T, kind floors.Kind, edit func(*floors.KindRule)) {
 	t.Helper()
-	old := Rules.Kinds[kind]
-	r := old
-	edit(&r)
-	Rules.Kinds[kind] = r
-	t.Cleanup(func() { Rules.Kinds[kind] = old })
+	testsvc.UseRule(t, &rules, Rules(), kind, edit)
 }
 
 // scopeProbe is what one app built under the current rules shows: the

@@ -39,12 +39,12 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			}
 		}
 		if dc.Read.IsZero() {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "a document route needs a Read relation",
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "a document route needs a Read relation",
 				"set postgres.DocumentConfig.Read, e.g. postgres.Table(name) or postgres.SchemaPerTenant(name) (Write defaults to it)"))
 		}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "use a lower-case table name"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "use a lower-case table name"))
 			}
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {

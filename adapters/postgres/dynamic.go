@@ -69,9 +69,9 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 			spec.login, spec.ownedConns = dl.Secret, dl.MaxClients*int(dc.MaxConns)
 			switch {
 			case !dc.TenantRole:
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "Login logs in as the tenant's role, which only TenantRole creates", "set TenantRole: true"))
 			case len(dl.Secret) < minLoginSecret:
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, fmt.Sprintf("the login secret must hold at least %d bytes", minLoginSecret), "pass a random secret of 32 bytes or more, the same on every replica"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, fmt.Sprintf("the login secret must hold at least %d bytes", minLoginSecret), "pass a random secret of 32 bytes or more, the same on every replica"))
 			}
 		}
 		spec.provide = provideRoute(func(cl *Client) *DynamicRead {
@@ -130,7 +130,7 @@ func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan f
 	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
 	put(d.scrub(ctx, conn))
 	if err == nil && wrote {
-		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
+		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: rules.Name, Route: d.spec.name,
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
 			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
 	}
@@ -142,7 +142,7 @@ func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan f
 // route's own pool on a plain client, else from the tenant's own login or
 // routed pool, whose every connection is the tenant's.
 func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
-	if err := d.c.suspensions.Check(tenant, Rules.Name, d.c.module, d.spec.name); err != nil {
+	if err := d.c.suspensions.Check(tenant, rules.Name, d.c.module, d.spec.name); err != nil {
 		return nil, nil, err
 	}
 	if d.logins == nil && d.own != nil {

@@ -92,7 +92,7 @@ func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*
 		// separates tenants, so no target claims are taken.
 		TenantKeyed: true,
 		Module:      c.module,
-		Backend:     Rules.Name,
+		Backend:     rules.Name,
 		Resolve: func(_ context.Context, tenant tenancy.ID) (routing.Credentials, error) {
 			role := RoleName(c.prefix, tenant)
 			return routing.Credentials{User: role, Secret: loginPassword(dl.Secret, role)}, nil

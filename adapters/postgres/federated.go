@@ -45,7 +45,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 				}
 			}
 			if hub == nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "leg "+h+" is not a hub search route declared before it", "declare the HubSearchRoute first, in the same module"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "leg "+h+" is not a hub search route declared before it", "declare the HubSearchRoute first, in the same module"))
 				continue
 			}
 			role := "hub:" + h
@@ -55,12 +55,12 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 		}
 		for _, t := range fc.Tables {
 			if err := validName(t.table, maxIdent); err != nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the leg's table"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the leg's table"))
 			}
 			if t.perTenant {
 				// Only a hub leg may be scoped; a per-tenant table
 				// would be counted as one by the tier rules.
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it with HubSearchRoute and name it in Hubs"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it with HubSearchRoute and name it in Hubs"))
 			}
 			role := "table:" + t.table
 			// A table leg never separates tenants by itself: not Scoped.
@@ -68,10 +68,10 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 			legs = append(legs, fedLeg{name: t.table, rel: t})
 		}
 		if len(legs) == 0 {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "a federated search needs at least one leg", "name hub routes or tables"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "a federated search needs at least one leg", "name hub routes or tables"))
 		}
 		if err := validName(fc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
 		}
 		spec.provide = provideRoute(func(cl *Client) *FederatedSearch {
 			f := &FederatedSearch{route: route{cl, spec}, legs: legs, cfg: fc}

@@ -32,10 +32,10 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 		spec := &routeSpec{name: name, kind: kindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"hub", hc.Table}}}
 		if err := validName(hc.Table.table, maxIdent-len("_tsv")); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the hub table"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the hub table"))
 		}
 		if err := validName(hc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
 		}
 		// The DDL and statements are a search route's over one table.
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }

@@ -162,7 +162,7 @@ func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, 
 	spec := &routeSpec{name: name, kind: kind, tenantAware: aware, typ: reflect.TypeFor[R](),
 		rels: []roleRel{{"table", table}}}
 	if err := validName(table.table, maxIdent); err != nil {
-		c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
+		c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
 	}
 	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 		s := sql{tagged: spec.decision.Tagged}

@@ -27,7 +27,7 @@ func Migrations(fsys fs.FS) Option {
 	return func(c *config) {
 		set, err := migrate.Load(fsys, "sql")
 		if err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, "", err.Error(), "name each migration <version>_<name>.sql, versions unique"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, "", err.Error(), "name each migration <version>_<name>.sql, versions unique"))
 		}
 		c.life.set = set
 	}
@@ -65,7 +65,7 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	for _, r := range cfg.routes {
 		// A route that is not tenant-aware and whose resolver gets the
 		// tenant only when it is names one shared schema.
-		owned := r.tenantAware || !Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware
+		owned := r.tenantAware || !rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware
 		for _, rr := range r.rels {
 			l.perTenantSchema = l.perTenantSchema || rr.rel.perTenant && owned
 		}
@@ -73,7 +73,7 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 	l.shared = !routed && !l.perTenantSchema
 	var errs []error
 	for _, p := range migrate.RequiredProblems(l.required, l.set.Latest(), !l.shared, l.registry != nil, "postgres", "postgres.Migrations") {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", p.Detail, p.Fix))
+		errs = append(errs, rules.WiringInvalid(cfg.name, "", p.Detail, p.Fix))
 	}
 	if l.required == 0 {
 		return errs, fx.Options()
@@ -82,7 +82,7 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 }
 
 func (l *lifecycle) forClient(module string) *lifecycle {
-	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema, gate: migrate.NewGate(module, Rules.Name, l.required)}
+	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema, gate: migrate.NewGate(module, rules.Name, l.required)}
 }
 
 // migrationTable is where a target records its applied steps.
@@ -154,7 +154,7 @@ func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool)
 		if err != nil {
 			return err
 		}
-		pending, err := l.set.Pending(applied, c.module, Rules.Name, tenant)
+		pending, err := l.set.Pending(applied, c.module, rules.Name, tenant)
 		if err != nil {
 			return err
 		}

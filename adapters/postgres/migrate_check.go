@@ -57,7 +57,7 @@ func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool quer
 			}
 			if !exists {
 				return 0, &tenancy.Error{
-					Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: Rules.Name, Route: route,
+					Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: rules.Name, Route: route,
 					Detail: fmt.Sprintf("tenant %s has no schema %s: it was never provisioned, or was torn down; nothing was read or written", tenant, c.target(tenant)),
 					Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client (or Tenants.Provision) before the tenant's first call; it also migrates the tenant to the current version",
 				}

@@ -137,7 +137,7 @@ func Module(name string, opts ...Option) fx.Option {
 		o(cfg)
 	}
 	routed := cfg.resolve != nil
-	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		SourceFix: "pass exactly one of postgres.DSN, postgres.Pool and postgres.Routed",
 		Problems:  append(cfg.namingProblems(), cfg.errs...)}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
@@ -161,7 +161,7 @@ func Module(name string, opts ...Option) fx.Option {
 	alsoUnnamed := func(r *routeSpec) bool { return r.kind == kindDocument && types[r.typ] == 1 && !cfg.namedOnly }
 	for _, r := range cfg.routes {
 		fr := r.floorsRoute(routed)
-		r.decision = Rules.Decide(fr)
+		r.decision = rules.Decide(fr)
 		rs := modules.RouteSpec{Route: fr, Provide: r.provide(r.name, alsoUnnamed(r)), Provided: []modules.Provided{{Type: r.typ, Name: r.name}}}
 		if alsoUnnamed(r) {
 			rs.Provided = append(rs.Provided, modules.Provided{Type: r.typ})
@@ -186,10 +186,10 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
 		modules.ProvideTenantState(func(c *Client) modules.TenantState {
-			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
+			return modules.TenantState{Module: name, Backend: rules.Name, Provision: c.Provision, Offboard: c.Teardown}
 		}),
 		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: c.readiness}
+			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: c.readiness}
 		}),
 		lopt,
 	}
@@ -201,16 +201,16 @@ func Module(name string, opts ...Option) fx.Option {
 func (cfg *config) namingProblems() []error {
 	var errs []error
 	if err := checkPrefix(cfg.prefix); err != nil {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", err.Error(), "use a short lower-case prefix"))
+		errs = append(errs, rules.WiringInvalid(cfg.name, "", err.Error(), "use a short lower-case prefix"))
 	}
 	if err := validName(cfg.static, maxIdent); err != nil {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
-	} else if e := Rules.StaticInTenantSpace(cfg.name, "", "static schema", cfg.static, schemaSpace, "the schema of postgres.StaticSchema"); e != nil {
+		errs = append(errs, rules.WiringInvalid(cfg.name, "", "static schema: "+err.Error(), "name the schema of the static tables in lower case"))
+	} else if e := rules.StaticInTenantSpace(cfg.name, "", "static schema", cfg.static, schemaSpace, "the schema of postgres.StaticSchema"); e != nil {
 		errs = append(errs, e)
 	}
 	for _, r := range cfg.routes {
 		for _, rr := range r.rels {
-			if e := Rules.ReservedName(cfg.name, r.name, "table", rr.rel.table); e != nil {
+			if e := rules.ReservedName(cfg.name, r.name, "table", rr.rel.table); e != nil {
 				errs = append(errs, e)
 			}
 		}
@@ -232,7 +232,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 			cfg.routed.MaxConnsPerClient = 4
 		}
 		if cfg.routed.MaxConnsPerClient > math.MaxInt32 {
-			errs = append(errs, Rules.WiringInvalid(name, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d exceeds a pgx pool's limit", cfg.routed.MaxConnsPerClient),
+			errs = append(errs, rules.WiringInvalid(name, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d exceeds a pgx pool's limit", cfg.routed.MaxConnsPerClient),
 				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
 			cfg.routed.MaxConnsPerClient = 4
 		}
@@ -244,7 +244,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 			Identify:   identifyRouted,
 			TargetNoun: "database",
 			Module:     name,
-			Backend:    Rules.Name,
+			Backend:    rules.Name,
 			MaxClients: cfg.routed.MaxClients,
 			TTL:        cfg.routed.TTL,
 			MaxWait:    cfg.routed.MaxWait,
@@ -254,16 +254,16 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 	case cfg.dsn != "":
 		pc, err := pgxpool.ParseConfig(cfg.dsn)
 		if err != nil {
-			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
+			errs = append(errs, rules.WiringInvalid(name, "", "DSN: "+err.Error(), "pass a valid PostgreSQL DSN"))
 		} else if err := pooledConfig(cfg.pooled, pc.ConnConfig, cfg.dsn); err != nil {
-			errs = append(errs, Rules.WiringInvalid(name, "", "DSN: "+err.Error(), "drop default_query_exec_mode from the DSN, or name cache_describe, exec or simple_protocol"))
+			errs = append(errs, rules.WiringInvalid(name, "", "DSN: "+err.Error(), "drop default_query_exec_mode from the DSN, or name cache_describe, exec or simple_protocol"))
 		} else {
 			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
 			conns = int(pc.MaxConns)
 		}
 	case cfg.pool != nil:
 		if cfg.pooled && cfg.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeDescribeExec {
-			errs = append(errs, Rules.WiringInvalid(name, "", "Pool: "+errDescribeExecPooled.Error(),
+			errs = append(errs, rules.WiringInvalid(name, "", "Pool: "+errDescribeExecPooled.Error(),
 				"set the pool's ConnConfig.DefaultQueryExecMode to QueryExecModeCacheDescribe or QueryExecModeExec"))
 		}
 		build = append(build, func(c *Client) { c.pool = cfg.pool })
@@ -276,20 +276,20 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 	var errs []error
 	if routed && r.login != nil {
-		errs = append(errs, Rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
+		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 	}
 	// Without a per-tenant schema the origin floor refuses the route
 	// already, and that is the error to report.
 	if r.kind == kindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {
 		errs = append(errs, &tenancy.Error{
-			Code: CodeDynamicReadUnconfined, Module: cfg.name, Backend: Rules.Name, Route: r.name,
+			Code: CodeDynamicReadUnconfined, Module: cfg.name, Backend: rules.Name, Route: r.name,
 			Detail: "compiled SQL in a per-tenant schema without a per-tenant role could name another tenant's schema",
 			Fix:    "set TenantRole: true (provisioning creates the role) or run the module on a routed client",
 		})
 	}
 	if r.kind == kindDynamicRead && cfg.pooled && !routed && r.login == nil {
 		errs = append(errs, &tenancy.Error{
-			Code: CodeDynamicReadPooled, Module: cfg.name, Backend: Rules.Name, Route: r.name,
+			Code: CodeDynamicReadPooled, Module: cfg.name, Backend: rules.Name, Route: r.name,
 			Detail: "behind a transaction pooler a dynamic read's server session passes to other clients (other tenants, the module's own statements) between transactions, so its connections cannot serve one tenant each",
 			Fix:    "set DynamicReadConfig.Login (each tenant's reads then run in server sessions of its own role), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling",
 		})

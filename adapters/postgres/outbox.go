@@ -37,7 +37,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
 		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			t := route{cl, spec}.qualified(oc.Table, tenant)
@@ -150,7 +150,7 @@ func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message)
 	rows := make([][]any, 0, len(msgs))
 	for _, m := range msgs {
 		if !m.Tenant.IsZero() && m.Tenant != tenant {
-			return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: o.c.module, Backend: Rules.Name, Route: o.spec.name,
+			return &tenancy.Error{Code: tenancy.CodeForeignTenant, Module: o.c.module, Backend: rules.Name, Route: o.spec.name,
 				Detail: fmt.Sprintf("message %s is for tenant %s, written under %s", m.EventID, m.Tenant, tenant),
 				Fix:    "write each message under a context bound to its own tenant, or leave Message.Tenant empty"}
 		}

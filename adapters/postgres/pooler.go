@@ -67,7 +67,7 @@ var errDescribeExecPooled = fmt.Errorf("pgx's %s mode binds in a second round tr
 // is not the one its fence needs: the pooler logged in as user instead of
 // want.
 func (d *DynamicRead) pooledLoginError(user, want string) error {
-	return &tenancy.Error{Code: CodeDynamicReadPooled, Module: d.c.module, Backend: Rules.Name, Route: d.spec.name,
+	return &tenancy.Error{Code: CodeDynamicReadPooled, Module: d.c.module, Backend: rules.Name, Route: d.spec.name,
 		Detail: fmt.Sprintf("the pooler logged in to PostgreSQL as %q, not as %q: its server sessions are not the tenant's own", user, want),
 		Fix:    "let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)"}
 }

@@ -24,7 +24,7 @@ var ErrTeardownDisabled = migrate.ErrTeardownDisabled
 // provision for someone else by accident.
 func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return Rules.Unbound(c.module, "")
+		return rules.Unbound(c.module, "")
 	}
 	stmts, err := c.provisionDDL(tenant)
 	if err != nil {
@@ -114,7 +114,7 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		return ErrTeardownDisabled
 	}
 	if tenant.IsZero() {
-		return Rules.Unbound(c.module, "")
+		return rules.Unbound(c.module, "")
 	}
 	var stmts []string
 	for _, r := range c.routes {
@@ -206,7 +206,7 @@ func (c *Client) tenantOwnedDDL() bool {
 			continue
 		}
 		for _, rr := range r.rels {
-			if !rr.rel.perTenant || !r.tenantAware && Rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
+			if !rr.rel.perTenant || !r.tenantAware && rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
 				return false
 			}
 		}

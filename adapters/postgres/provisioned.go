@@ -36,7 +36,7 @@ func (r route) provisionedErr(errp *error) {
 		return
 	}
 	*errp = &tenancy.Error{
-		Code: tenancy.CodeTenantNotProvisioned, Module: r.c.module, Backend: Rules.Name, Route: r.spec.name,
+		Code: tenancy.CodeTenantNotProvisioned, Module: r.c.module, Backend: rules.Name, Route: r.spec.name,
 		Detail: "the bound tenant's schema or table does not exist (" + pe.Code + ": " + pe.Message + ")",
 		Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client for this tenant before its first call (it is idempotent: an onboarding step or a startup hook may call it for every known tenant)",
 	}

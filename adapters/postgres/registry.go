@@ -31,7 +31,7 @@ func NewRegistry(pool *pgxpool.Pool, schema string) (*Registry, error) {
 	}
 	// A tenant's teardown would drop the registry, and its confined role
 	// could read every tenant's entry.
-	if e := Rules.StaticInTenantSpace("", "", "registry schema", schema, schemaSpace, "the schema passed to postgres.NewRegistry"); e != nil {
+	if e := rules.StaticInTenantSpace("", "", "registry schema", schema, schemaSpace, "the schema passed to postgres.NewRegistry"); e != nil {
 		return nil, e
 	}
 	s := pgx.Identifier{schema}.Sanitize()

@@ -31,7 +31,7 @@ func (r route) tenant(ctx context.Context) (tenancy.ID, error) {
 }
 
 // unbound is the route's tenant_unbound error.
-func (r route) unbound() error { return Rules.Unbound(r.c.module, r.spec.name) }
+func (r route) unbound() error { return rules.Unbound(r.c.module, r.spec.name) }
 
 // qualified is rel's quoted name for tenant: in the tenant's schema only
 // when the rules resolve rel per tenant (see shared).
@@ -248,7 +248,7 @@ func enter(ctx context.Context, r route) (tenancy.ID, querier, func(), error) {
 // carries (see InTx), or else the tenant's pool (routed or shared); then
 // the version gate. The caller releases it when err is nil.
 func (r route) connect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
-	if err := r.c.suspensions.Check(tenant, Rules.Name, r.c.module, r.spec.name); err != nil {
+	if err := r.c.suspensions.Check(tenant, rules.Name, r.c.module, r.spec.name); err != nil {
 		return nil, nil, err
 	}
 	if u := unitOf(ctx); u != nil {

@@ -171,7 +171,7 @@ func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
 	}
 	if pinned := *p.id.Load(); pinned != id {
 		return &tenancy.Error{
-			Code: tenancy.CodeDedicatedTargetShared, Module: p.module, Backend: Rules.Name,
+			Code: tenancy.CodeDedicatedTargetShared, Module: p.module, Backend: rules.Name,
 			Detail: fmt.Sprintf("a routed pool first reached server database %s and now connected to %s (a host list or a name that moved); "+
 				"the connection was closed before any statement", pinned, id),
 			Fix: "give each tenant's credentials hosts that all reach that tenant's one database",

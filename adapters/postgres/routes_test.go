@@ -357,7 +357,7 @@ func TestDynamicReadWiring(t *testing.T) {
 		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.SearchRoute("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
 	// The rule itself counts the index.
-	rule := postgres.Rules.Kinds["search"]
+	rule := postgres.Rules().Kinds["search"]
 	r := floors.Route{Kind: "search", Relations: []floors.Relation{
 		{Role: "read", PerTenant: true}, {Role: "heap", PerTenant: true}, {Role: "index"}}}
 	if got := floors.Reach(rule, r); got != tenancy.None {
@@ -365,15 +365,15 @@ func TestDynamicReadWiring(t *testing.T) {
 	}
 	// Outbox-like kinds count their resolver only when tenant-aware.
 	ob := floors.Route{Kind: "outbox", Relations: []floors.Relation{{Role: "table", PerTenant: true}}}
-	if got := floors.Reach(postgres.Rules.Kinds["outbox"], ob); got != tenancy.None {
+	if got := floors.Reach(postgres.Rules().Kinds["outbox"], ob); got != tenancy.None {
 		t.Errorf("outbox without TenantAware reaches %s", got)
 	}
 	ob.TenantAware = true
-	if got := floors.Reach(postgres.Rules.Kinds["outbox"], ob); got != tenancy.Namespace {
+	if got := floors.Reach(postgres.Rules().Kinds["outbox"], ob); got != tenancy.Namespace {
 		t.Errorf("tenant-aware per-tenant outbox reaches %s", got)
 	}
 	hub := floors.Route{Kind: "hub_search", TenantAware: true, Relations: []floors.Relation{{Role: "hub", PerTenant: true}}}
-	if got := floors.Reach(postgres.Rules.Kinds["hub_search"], hub); got != tenancy.Tagged {
+	if got := floors.Reach(postgres.Rules().Kinds["hub_search"], hub); got != tenancy.Tagged {
 		t.Errorf("hub search reaches %s", got)
 	}
 }

@@ -33,14 +33,14 @@ func SearchRoute(name string, sc SearchConfig) Option {
 			rels: []roleRel{{"read", sc.Read}, {"heap", sc.Heap}, {"index", sc.Index}}}
 		for _, rr := range spec.rels {
 			if err := validName(rr.rel.table, maxIdent); err != nil {
-				c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, rr.role+": "+err.Error(), "name Read, Heap and Index with lower-case names"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, rr.role+": "+err.Error(), "name Read, Heap and Index with lower-case names"))
 			}
 		}
 		if sc.Index.perTenant != sc.Heap.perTenant {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
 		}
 		if err := validName(sc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, Rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
+			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
 		spec.provide = provideRoute(func(cl *Client) *Search {

@@ -72,9 +72,9 @@ func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) e
 	}
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return Rules.Unbound(c.module, "")
+		return rules.Unbound(c.module, "")
 	}
-	if err := c.suspensions.Check(tenant, Rules.Name, c.module, ""); err != nil {
+	if err := c.suspensions.Check(tenant, rules.Name, c.module, ""); err != nil {
 		return err
 	}
 	pool, release, err := c.conn(ctx, tenant)
@@ -259,16 +259,16 @@ func (u *unit) admit(ctx context.Context, c *Client, route string) error {
 		return u.endedErr(c.module, route)
 	}
 	if c != u.c {
-		return &tenancy.Error{Code: CodeUnitOfWorkRefused, Module: c.module, Backend: Rules.Name, Route: route,
+		return &tenancy.Error{Code: CodeUnitOfWorkRefused, Module: c.module, Backend: rules.Name, Route: route,
 			Detail: "the call's context carries a unit of work of module " + u.c.module + ": a transaction on that module's connection, which this module's calls cannot join",
 			Fix:    "make the call with a context from outside the unit's function to run it apart from the unit, or put the routes that must commit together in one module"}
 	}
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return Rules.Unbound(c.module, route)
+		return rules.Unbound(c.module, route)
 	}
 	if id != u.tenant {
-		return &tenancy.Error{Code: tenancy.CodeTenantScopeChanged, Module: c.module, Backend: Rules.Name, Route: route,
+		return &tenancy.Error{Code: tenancy.CodeTenantScopeChanged, Module: c.module, Backend: rules.Name, Route: route,
 			Detail: fmt.Sprintf("a call inside a unit of work of tenant %s ran under tenant %s", u.tenant, id),
 			Fix:    "pass the unit's own context to every call inside it; start a separate unit of work for another tenant"}
 	}
@@ -276,13 +276,13 @@ func (u *unit) admit(ctx context.Context, c *Client, route string) error {
 }
 
 func (u *unit) endedErr(module, route string) error {
-	return &tenancy.Error{Code: CodeUnitOfWorkEnded, Module: module, Backend: Rules.Name, Route: route,
+	return &tenancy.Error{Code: CodeUnitOfWorkEnded, Module: module, Backend: rules.Name, Route: route,
 		Detail: "the call's context carries a unit of work of module " + u.c.module + " that has already committed or rolled back; nothing ran",
 		Fix:    "make every call of a unit inside its function and wait for goroutines started there before it returns; use a context from outside the unit for later work"}
 }
 
 func (u *unit) rolledBack(cause error) error {
-	return &tenancy.Error{Code: CodeUnitOfWorkRolledBack, Module: u.c.module, Backend: Rules.Name,
+	return &tenancy.Error{Code: CodeUnitOfWorkRolledBack, Module: u.c.module, Backend: rules.Name,
 		Detail: "a transaction inside the unit failed and the unit's function returned nil; the unit rolled back rather than commit part of its work: " + cause.Error(),
 		Fix:    "return the error of a nested InTx, Outbox.Write, Idempotency.Do or Inbox.Once from the unit's function, or handle it before the unit writes anything that depends on it"}
 }
@@ -297,7 +297,7 @@ func outsideUnit(ctx context.Context, r route, what string) error {
 	if u.ended.Load() {
 		return u.endedErr(r.c.module, r.spec.name)
 	}
-	return &tenancy.Error{Code: CodeUnitOfWorkRefused, Module: r.c.module, Backend: Rules.Name, Route: r.spec.name,
+	return &tenancy.Error{Code: CodeUnitOfWorkRefused, Module: r.c.module, Backend: rules.Name, Route: r.spec.name,
 		Detail: what + ", so it cannot join the unit of work of module " + u.c.module + " its context carries",
 		Fix:    "make the call with a context from outside the unit's function, before or after the unit"}
 }

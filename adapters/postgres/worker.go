@@ -48,14 +48,14 @@ type problem struct{ msg, fix string }
 func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	var errs []error
 	for _, b := range w.bad {
-		errs = append(errs, Rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b.msg, b.fix))
+		errs = append(errs, rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b.msg, b.fix))
 	}
 	if r := w.find(routes); r != nil && !slices.Contains(w.kinds, r.kind) {
 		kinds := make([]string, len(w.kinds))
 		for i, k := range w.kinds {
 			kinds[i] = string(k)
 		}
-		errs = append(errs, Rules.WiringInvalid(module, w.route,
+		errs = append(errs, rules.WiringInvalid(module, w.route,
 			fmt.Sprintf("%s %s drains a %s route", w.what, w.name, r.kind),
 			"point it at a route of kind "+strings.Join(kinds, " or ")))
 	}
@@ -83,7 +83,7 @@ func (w workerSpec) run(module string, routes []*routeSpec) fx.Option {
 			if own != nil {
 				app = own
 			}
-			return modules.WorkerLogger(app, Rules.Name, module, w.route, w.name)
+			return modules.WorkerLogger(app, rules.Name, module, w.route, w.name)
 		}
 		run, err := w.build(r.object(c), log)
 		if err != nil {

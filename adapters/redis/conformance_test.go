@@ -13,12 +13,12 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConformance probes every (kind, tier) cell of redis.Rules on the
+// TestConformance probes every (kind, tier) cell of redis.Rules() on the
 // real server: each cell is one route under a module whose floor is the
 // cell's tier, wired as keyedTiers and channelTiers wire it.
 func TestConformance(t *testing.T) {
 	e := newEnv(t)
-	tenancytest.Conformance(t, redis.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, redis.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		var tc scoped
 		for _, s := range keyedTiers(e) {
 			if s.tier == tier {

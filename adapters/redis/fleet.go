@@ -99,7 +99,7 @@ func (f *Fleet) Leave(ctx context.Context, replica string) error {
 // outage does not stop the app; the replica just drops out of Live.
 func fleetHeartbeat(module string, spec *routeSpec) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, f *Fleet, app *slog.Logger) {
-		log := modules.WorkerLogger(app, Rules.Name, module, spec.name, spec.name+"-heartbeat")
+		log := modules.WorkerLogger(app, rules.Name, module, spec.name, spec.name+"-heartbeat")
 		var cancel context.CancelFunc
 		done := make(chan struct{})
 		lc.Append(fx.Hook{

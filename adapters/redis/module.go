@@ -42,7 +42,7 @@ func (r *routeSpec) validate() []modules.Problem {
 	}
 	// A kind the rules never lift to namespace has no key namespace: a
 	// resolver there would promise a cut that does not exist.
-	if r.namespace != nil && Rules.Kinds[r.kind].NeverNamespace {
+	if r.namespace != nil && rules.Kinds[r.kind].NeverNamespace {
 		add(fmt.Sprintf("%s routes have no per-tenant key namespace", r.kind),
 			"leave redis.RouteConfig.Namespace nil on this route; set RouteConfig.TenantAware (tagged) or use a routed client (dedicated)")
 	}
@@ -68,7 +68,7 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	spec := modules.Spec{Name: name, Rules: Rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Client(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
 	if cfg.routed != nil {
 		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
@@ -96,7 +96,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: func(ctx context.Context) error {
+			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 				if c.client == nil {
 					return nil // routed: each tenant's server is asked at its first call
 				}
@@ -105,7 +105,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard}
+			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard}
 		})}
 	return modules.Assemble(spec)
 }
@@ -170,7 +170,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, Rules.WiringInvalid(module, "", "redis.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
+			return nil, rules.WiringInvalid(module, "", "redis.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
 				"provide a goredis.UniversalClient in the app, or pass redis.Client(c) or redis.Connect(opts) instead of FromGraph")
 		}
 		return c, nil

@@ -26,7 +26,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		"fleet":       tenancytest.Invoke[*redis.Fleet]("f"),
 	}
 	// Every kind the rules know is asked for: a new kind needs its line.
-	for kind := range redis.Rules.Kinds {
+	for kind := range redis.Rules().Kinds {
 		if uses[string(kind)] == nil {
 			t.Fatalf("kind %s: no invoke asks for its route", kind)
 		}

@@ -32,7 +32,7 @@ type route struct {
 // carry. Nothing here re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
 	fr := spec.floorsRoute(c.routes != nil)
-	d := Rules.Decide(fr)
+	d := rules.Decide(fr)
 	namespace := d.ResolvesPerTenant(fr.Relations[0].Role)
 	r := route{
 		core: c, name: spec.name, kind: spec.kind, code: kindCode[spec.kind],
@@ -59,7 +59,7 @@ func (r *route) target(ctx context.Context, user string) (goredis.UniversalClien
 	if err != nil {
 		return nil, "", nil, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, Rules.Name, r.core.module, r.name); err != nil {
+	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.name); err != nil {
 		return nil, "", nil, err
 	}
 	var ns string
@@ -96,7 +96,7 @@ func (r *route) namespace(id tenancy.ID) (string, error) {
 	return ns, nil
 }
 
-func (r *route) unbound() error { return Rules.Unbound(r.core.module, r.name) }
+func (r *route) unbound() error { return rules.Unbound(r.core.module, r.name) }
 
 // provideRoute provides the route's runtime object under its name.
 func provideRoute(spec *routeSpec) fx.Option {

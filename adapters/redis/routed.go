@@ -69,10 +69,10 @@ type routedConfig struct {
 
 func (rc *routedConfig) validate(module string) []error {
 	if rc.resolve == nil {
-		return []error{Rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
+		return []error{rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
 	}
 	if rc.ClusterNodes < 0 {
-		return []error{Rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.ClusterNodes %d is negative", rc.ClusterNodes),
+		return []error{rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.ClusterNodes %d is negative", rc.ClusterNodes),
 			"set redis.RoutedConfig.ClusterNodes to the most nodes of a tenant's cluster, or 0 when tenants are on single servers")}
 	}
 	return nil
@@ -115,7 +115,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		// keys.
 		TenantKeyed: true,
 		Module:      module,
-		Backend:     Rules.Name,
+		Backend:     rules.Name,
 		MaxClients:  rc.MaxClients,
 		MaxTenants:  rc.MaxTenants,
 		TTL:         rc.TTL,

@@ -158,7 +158,7 @@ func (w workerSpec) decl(module string) floors.Worker {
 // unbound, or a shard per assigned tenant that follows the tenant set.
 func (w workerSpec) invoke(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream, app *slog.Logger) {
-		log := modules.WorkerLogger(app, Rules.Name, module, w.route, w.name)
+		log := modules.WorkerLogger(app, rules.Name, module, w.route, w.name)
 		var (
 			group  *shards.Group
 			cancel context.CancelFunc

@@ -13,10 +13,10 @@ import (
 // Backends is every backend the project ships, in matrix order. Each
 // states its own rules; nothing here is written by hand.
 var Backends = []floors.Backend{
-	memory.Rules,
-	postgres.Rules,
-	redis.Rules,
-	mongo.Rules,
-	kafka.Rules,
-	neo4j.Rules,
+	memory.Rules(),
+	postgres.Rules(),
+	redis.Rules(),
+	mongo.Rules(),
+	kafka.Rules(),
+	neo4j.Rules(),
 }

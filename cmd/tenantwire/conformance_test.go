@@ -70,7 +70,7 @@ func importsOf(f *ast.File) map[string]string {
 }
 
 // runsConformance reports whether a test file in dirs calls
-// tenancytest.Conformance with the Rules of the package pkg.
+// tenancytest.Conformance with the Rules() of the package pkg.
 func runsConformance(t *testing.T, dirs []string, pkg string) bool {
 	for _, dir := range dirs {
 		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
@@ -92,7 +92,10 @@ func runsConformance(t *testing.T, dirs []string, pkg string) bool {
 				if !ok || len(call.Args) < 2 || !isSelector(call.Fun, imports, "github.com/tenantwire/tenantwire/tenancytest", "Conformance") {
 					return true
 				}
-				found = found || isSelector(call.Args[1], imports, pkg, "Rules")
+				// The rules are pkg.Rules(), a fresh value per call.
+				if rules, ok := call.Args[1].(*ast.CallExpr); ok {
+					found = found || isSelector(rules.Fun, imports, pkg, "Rules")
+				}
 				return true
 			})
 			if found {

@@ -27,7 +27,7 @@ type kitTier struct {
 	clusters map[tenancy.ID]string
 }
 
-// TestConformance probes every (kind, tier) cell of kafka.Rules on the
+// TestConformance probes every (kind, tier) cell of kafka.Rules() on the
 // real brokers: namespace is a topic per tenant on the first broker,
 // dedicated a routed client putting A on the first broker and B on the
 // second. Each tier is one app, started once and shared by its cells.
@@ -39,7 +39,7 @@ func TestConformance(t *testing.T) {
 		tenancy.Namespace: startKitTier(t, s, tenancy.Namespace, map[tenancy.ID]string{tenantA: s.broker, tenantB: s.broker}),
 		tenancy.Dedicated: startKitTier(t, s, tenancy.Dedicated, map[tenancy.ID]string{tenantA: s.broker, tenantB: second}),
 	}
-	tenancytest.Conformance(t, kafka.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, kafka.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		app := apps[tier]
 		value := fmt.Sprintf("kit-%s-%s-%d", kind, tier, time.Now().UnixNano())
 		write := func(ctx context.Context) error { return app.producer.Produce(ctx, kafka.Message{Value: []byte(value)}) }

@@ -11,13 +11,13 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestConformance probes every (kind, tier) cell of mongo.Rules on the
+// TestConformance probes every (kind, tier) cell of mongo.Rules() on the
 // FerretDB servers (or MONGODB_URI): each cell is one route under a module
 // whose floor is the cell's tier, wired as the first of tiers that reaches
 // it (namespace: a collection per tenant; the database-per-tenant wiring
 // is probed by the TestBoundary tests).
 func TestConformance(t *testing.T) {
-	tenancytest.Conformance(t, mongo.Rules, func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+	tenancytest.Conformance(t, mongo.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		tr, ok := firstWiring(tier)
 		if !ok {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered

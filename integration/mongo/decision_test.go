@@ -16,21 +16,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// setRule edits kind's rule in mongo.Rules for the rest of the test. The
-// rules are package state: tests using it must not run in parallel.
-func setRule(t *testing.T, kind floors.Kind, edit func(*floors.KindRule)) {
-	t.Helper()
-	old := mongo.Rules.Kinds[kind]
-	r := old
-	edit(&r)
-	mongo.Rules.Kinds[kind] = r
-	t.Cleanup(func() { mongo.Rules.Kinds[kind] = old })
-}
-
 // scopeCase is one route over a per-tenant collection and how a call
 // writes through it.
 type scopeCase struct {
-	kind  floors.Kind
 	route func(name string) mongo.Option
 	write func(ctx context.Context, name string, obj any) error
 	// unbound is the context of the call made with no tenant bound.
@@ -75,7 +63,7 @@ func (c scopeCase) probe(t *testing.T) (tenancy.Tier, []string, error) {
 }
 
 func counterCase() scopeCase {
-	return scopeCase{kind: "counter",
+	return scopeCase{
 		route: func(name string) mongo.Option {
 			return mongo.CounterRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
@@ -87,7 +75,7 @@ func counterCase() scopeCase {
 }
 
 func outboxCase() scopeCase {
-	return scopeCase{kind: "outbox",
+	return scopeCase{
 		route: func(name string) mongo.Option {
 			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
@@ -98,12 +86,13 @@ func outboxCase() scopeCase {
 		unbound: tenancy.WithGlobal(context.Background())}
 }
 
-// TestScopeFollowsRule: flipping "the resolver is passed the tenant only
-// when tenant-aware" on a kind moves its matrix row and its runtime
-// together: the collection a call lands in, and whether an unbound call is
-// refused. A route that decided its scope on its own would move only the
-// matrix.
-func TestScopeFollowsRule(t *testing.T) {
+// TestScopeFollowsEachKindsRule: the two shipped values of "the resolver
+// is passed the tenant only when tenant-aware" (off for the counter, on for
+// the outbox) give the same per-tenant collection two matrix rows and two
+// runtimes: the collection a call lands in, and whether an unbound call is
+// refused. adapters/mongo's TestScopeFollowsRule flips each rule and shows
+// the runtime moves with it.
+func TestScopeFollowsEachKindsRule(t *testing.T) {
 	perTenant := []string{mongo.CollectionName("hits", tenancytest.TenantA)}
 	shared := []string{"hits"}
 	check := func(t *testing.T, c scopeCase, wantTier tenancy.Tier, wantColls []string, refused bool) {
@@ -123,12 +112,8 @@ func TestScopeFollowsRule(t *testing.T) {
 	}
 	t.Run("counter", func(t *testing.T) {
 		check(t, counterCase(), tenancy.Namespace, perTenant, true)
-		setRule(t, "counter", func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = true })
-		check(t, counterCase(), tenancy.None, shared, false)
 	})
 	t.Run("outbox", func(t *testing.T) {
 		check(t, outboxCase(), tenancy.None, shared, false)
-		setRule(t, "outbox", func(r *floors.KindRule) { r.ResolverCountsOnlyWhenTenantAware = false })
-		check(t, outboxCase(), tenancy.Namespace, perTenant, true)
 	})
 }
