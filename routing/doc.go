@@ -13,7 +13,7 @@
 //		},
 //		Close:       func(c *redis.Client) { c.Close() },
 //		TenantKeyed: true, // every key carries the tenant; others set Targets and Identify
-//		MaxClients:    64,
+//		Limits:      routing.Limits{MaxClients: 64},
 //	})
 //
 //	client, release, err := pools.Acquire(ctx) // tenant read from ctx

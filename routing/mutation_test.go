@@ -154,6 +154,7 @@ func TestSharedClientCountsItsTenants(t *testing.T) {
 			creds := map[tenancy.ID]routing.Credentials{a: aFirst, b: shared}
 			opens := 0
 			p, err := routing.New(routing.Config[int]{
+				Limits:  routing.Limits{TTL: time.Minute},
 				Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil },
 				Open: func(context.Context, routing.Credentials) (int, error) {
 					opens++
@@ -161,7 +162,6 @@ func TestSharedClientCountsItsTenants(t *testing.T) {
 				},
 				Close:       func(int) {},
 				Now:         func() time.Time { return now },
-				TTL:         time.Minute,
 				TenantKeyed: true,
 			})
 			if err != nil {

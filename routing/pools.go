@@ -15,6 +15,47 @@ import (
 // error is returned to the caller unchanged (wrapped), never papered over.
 type Resolver func(ctx context.Context, tenant tenancy.ID) (Credentials, error)
 
+// Limits bound a routed module's per-tenant clients. Every backend's
+// routed option takes them, so each limit has one name and one default.
+type Limits struct {
+	// MaxClients bounds clients that are open or still closing (default
+	// 64), one per tenant: opening one more waits for a slot.
+	MaxClients int
+	// MaxConnsPerClient caps each client's connections (the backend's
+	// default when zero). MaxClients × MaxConnsPerClient is a hard limit,
+	// the module's worst case that ConnBudget checks.
+	MaxConnsPerClient int
+	// MaxTenants bounds remembered tenant bindings (default 16 × MaxClients).
+	MaxTenants int
+	// TTL is how long a resolution is trusted before the tenant's
+	// credentials are resolved again (default 5 minutes).
+	TTL time.Duration
+	// MaxWait bounds how long opening a client waits for a slot, on top of
+	// the caller's context (default 10 seconds).
+	MaxWait time.Duration
+}
+
+// WithDefaults is l with every unset limit at its default; perClient is
+// the backend's default MaxConnsPerClient.
+func (l Limits) WithDefaults(perClient int) Limits {
+	if l.MaxClients <= 0 {
+		l.MaxClients = 64
+	}
+	if l.MaxConnsPerClient <= 0 {
+		l.MaxConnsPerClient = perClient
+	}
+	if l.MaxTenants <= 0 {
+		l.MaxTenants = 16 * l.MaxClients
+	}
+	if l.TTL <= 0 {
+		l.TTL = 5 * time.Minute
+	}
+	if l.MaxWait <= 0 {
+		l.MaxWait = 10 * time.Second
+	}
+	return l
+}
+
 // Config configures a Pools.
 type Config[C any] struct {
 	Resolve Resolver
@@ -46,17 +87,9 @@ type Config[C any] struct {
 	TenantKeyed bool
 	// Module and Backend name the client in refusals.
 	Module, Backend string
-	// MaxClients bounds clients that are open or still closing (default
-	// 64): opening one more waits for a slot.
-	MaxClients int
-	// MaxTenants bounds remembered tenant bindings (default 16 × MaxClients).
-	MaxTenants int
-	// TTL is how long a resolution is trusted before the tenant's
-	// credentials are resolved again (default 5 minutes).
-	TTL time.Duration
-	// MaxWait bounds how long opening a client waits for a slot, on top of
-	// the caller's context (default 10 seconds).
-	MaxWait time.Duration
+	// Limits bound the clients; MaxConnsPerClient is the backend's to
+	// apply when it opens one.
+	Limits
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -123,18 +156,7 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Targets == nil && !cfg.TenantKeyed {
 		return nil, errors.New("routing: Config needs Targets, or TenantKeyed when every name carries the tenant")
 	}
-	if cfg.MaxClients <= 0 {
-		cfg.MaxClients = 64
-	}
-	if cfg.MaxTenants <= 0 {
-		cfg.MaxTenants = 16 * cfg.MaxClients
-	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = 5 * time.Minute
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 10 * time.Second
-	}
+	cfg.Limits = cfg.Limits.WithDefaults(cfg.MaxConnsPerClient)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

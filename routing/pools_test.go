@@ -62,6 +62,7 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 		closed: make(chan *client, 1024),
 	}
 	cfg := routing.Config[*client]{
+		Limits: routing.Limits{MaxClients: maxPools, TTL: time.Minute},
 		Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -94,11 +95,9 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 			default:
 			}
 		},
-		Targets:    targets,
-		Module:     "m",
-		Backend:    "fake",
-		MaxClients: maxPools,
-		TTL:        time.Minute,
+		Targets: targets,
+		Module:  "m",
+		Backend: "fake",
 		Now: func() time.Time {
 			h.mu.Lock()
 			defer h.mu.Unlock()

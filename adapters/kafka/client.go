@@ -126,9 +126,7 @@ func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules
 			TargetNoun: "cluster",
 			Module:     module,
 			Backend:    rules.Name,
-			MaxClients: cfg.routed.MaxClients,
-			TTL:        cfg.routed.TTL,
-			MaxWait:    cfg.routed.MaxWait,
+			Limits:     cfg.routed.Limits,
 		})
 		if err != nil {
 			return nil, err
@@ -235,7 +233,7 @@ func openRouted(cr routing.Credentials, rc *routedConfig, tune func(*kafkago.Wri
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(brokers, mech, tc, tune, rc.Dial, rc.maxConnsPerClient(), module)
+	c := newClient(brokers, mech, tc, tune, rc.Dial, rc.limits().MaxConnsPerClient, module)
 	c.target = strings.Join(targets, ",")
 	return c, nil
 }

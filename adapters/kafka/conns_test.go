@@ -23,7 +23,7 @@ import (
 func TestConnBudget(t *testing.T) {
 	route := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, kafka.Module("m",
-		kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 8}), kafka.ConnBudget(31), route))
+		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), kafka.ConnBudget(31), route))
 	if e.Module != "m" || e.Backend != "kafka" || e.Fix == "" {
 		t.Errorf("refusal fields: %+v", e)
 	}
@@ -32,7 +32,7 @@ func TestConnBudget(t *testing.T) {
 
 	var live modules.Live
 	tenancytest.RequireWires(t, kafka.Module("m",
-		kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 8}), kafka.ConnBudget(32), route),
+		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), kafka.ConnBudget(32), route),
 		fx.Populate(&live))
 	if rows := live.Matrix().Rows; len(rows) != 1 || rows[0].WorstCaseConns != 32 {
 		t.Errorf("matrix worst case: %+v", rows)
@@ -60,7 +60,7 @@ func produceBurst(t *testing.T, broker string, maxConns int) int {
 		return routing.Credentials{Endpoint: broker}, nil
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("m", kafka.Routed(resolveA, kafka.RoutedConfig{MaxClients: 1, MaxConnsPerClient: maxConns, Dial: conns.DialContext}),
+		kafka.Module("m", kafka.Routed(resolveA, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: maxConns}, Dial: conns.DialContext}),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic, Partitions: 3})),
 		fx.Populate(&d))
 	if err := app.Start(context.Background()); err != nil {

@@ -48,7 +48,7 @@ func ExampleConnBudget() {
 		return routing.Credentials{}, fmt.Errorf("no tenant resolves in this example")
 	}
 	rep, _ := modules.DryRun(kafka.Module("events",
-		kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 32, MaxConnsPerClient: 8}),
+		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 32, MaxConnsPerClient: 8}}),
 		kafka.ConnBudget(200),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"}),
 	))

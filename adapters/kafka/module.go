@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net"
 	"reflect"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
@@ -47,22 +46,13 @@ func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 // RoutedConfig bounds the routed clients and says how they connect. Zero
 // values take the defaults.
 type RoutedConfig struct {
-	// MaxClients bounds clients open or still closing, one per tenant
-	// (default 64).
-	MaxClients int
-	// MaxConnsPerClient bounds the connections each client holds open at
-	// once, its writer's, admin calls' and consumers' readers' together
-	// (default 16). A dial beyond it waits, at most the 5 s dial timeout,
-	// for one to close (connection_budget_exhausted); a limited client
-	// closes idle connections after a second.
-	MaxConnsPerClient int
-	// TTL is how long a tenant's credentials are trusted before they are
-	// resolved again (default 5 minutes).
-	TTL time.Duration
-	// MaxWait bounds how long a call waits for a client slot when
-	// MaxClients clients are open or still closing (default 10 seconds;
-	// the call's context bounds it too).
-	MaxWait time.Duration
+	// Limits bound the clients. MaxConnsPerClient bounds the connections
+	// each client holds open at once, its writer's, admin calls' and
+	// consumers' readers' together (default 16). A dial beyond it waits,
+	// at most the 5 s dial timeout, for one to close
+	// (connection_budget_exhausted); a limited client closes idle
+	// connections after a second.
+	routing.Limits
 	// Dial, when set, opens every routed client's connections: writer,
 	// admin and readers (a SOCKS dialer, a dialer that records
 	// connections). A client's close still waits until each is closed.
@@ -80,18 +70,9 @@ type routedConfig struct {
 // DefaultMaxConnsPerClient is RoutedConfig.MaxConnsPerClient's default.
 const DefaultMaxConnsPerClient = 16
 
-func (rc *routedConfig) maxClients() int {
-	if rc.MaxClients > 0 {
-		return rc.MaxClients
-	}
-	return 64 // routing.Config.MaxClients's default
-}
-
-func (rc *routedConfig) maxConnsPerClient() int {
-	if rc.MaxConnsPerClient > 0 {
-		return rc.MaxConnsPerClient
-	}
-	return DefaultMaxConnsPerClient
+// limits are the routed limits with the defaults filled in.
+func (rc *routedConfig) limits() routing.Limits {
+	return rc.Limits.WithDefaults(DefaultMaxConnsPerClient)
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,
@@ -157,7 +138,7 @@ func Module(name string, opts ...Option) fx.Option {
 		Sources: sources, SourceFix: "pass exactly one of kafka.Brokers(addrs...) and kafka.Routed(resolve, cfg)",
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}}
 	if cfg.routed != nil {
-		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
 		if cfg.routed.resolve == nil {
 			spec.Problems = append(spec.Problems, rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
 		}

@@ -37,7 +37,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
 		),
-		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: "billing"}),
 		),
 	), fx.Populate(&live))

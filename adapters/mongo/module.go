@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"time"
 
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -90,36 +89,16 @@ func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
 // credentials (dedicated), through routing.Pools: fingerprinted, bounded,
 // evictable.
 type RoutedConfig struct {
-	// MaxClients bounds clients open or still closing (default 64), one
-	// per tenant; TTL is how long a resolution is trusted (default 5
-	// minutes).
-	MaxClients int
-	TTL        time.Duration
-	// MaxConnsPerClient is each client's connection pool maximum (default 100, the
-	// driver's); MaxClients × MaxConnsPerClient is the module's worst case.
-	MaxConnsPerClient int
+	// Limits bound the clients; MaxConnsPerClient is each client's
+	// connection pool maximum (default 100, the driver's).
+	routing.Limits
 	// ClientOptions adjusts each tenant's client options (timeouts); it
 	// must not connect.
 	ClientOptions func(*options.ClientOptions)
-	// MaxWait bounds how long a call waits for a client slot when
-	// MaxClients clients are open or still closing (default 10 seconds;
-	// the call's context bounds it too).
-	MaxWait time.Duration
 }
 
-func (rc *RoutedConfig) maxClients() int {
-	if rc.MaxClients > 0 {
-		return rc.MaxClients
-	}
-	return 64
-}
-
-func (rc *RoutedConfig) maxConnsPerClient() int {
-	if rc.MaxConnsPerClient > 0 {
-		return rc.MaxConnsPerClient
-	}
-	return 100
-}
+// limits are the routed limits with the defaults filled in.
+func (rc *RoutedConfig) limits() routing.Limits { return rc.Limits.WithDefaults(100) }
 
 // ConnBudget caps the connections a routed module's clients may open:
 // fx.New refuses (connection_budget_exceeded) when MaxClients × MaxConnsPerClient
@@ -240,7 +219,7 @@ func Module(name string, opts ...Option) fx.Option {
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}},
 	}
 	if cfg.routed != nil {
-		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient()
+		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
 	}
 	if verPart != nil {
 		spec.Parts = append(spec.Parts, verPart)

@@ -34,9 +34,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 		TargetNoun: "database",
 		Module:     module,
 		Backend:    rules.Name,
-		MaxClients: rc.maxClients(),
-		TTL:        rc.TTL,
-		MaxWait:    rc.MaxWait,
+		Limits:     rc.limits(),
 		Open: func(_ context.Context, cr routing.Credentials) (*routedClient, error) {
 			name, err := routedDatabase(cr, db)
 			if err != nil {
@@ -46,7 +44,7 @@ func newPools(module, db string, rc *routedConfig) (*routing.Pools[*routedClient
 			if err != nil {
 				return nil, err
 			}
-			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.maxConnsPerClient()))
+			o := options.Client().ApplyURI(cr.Endpoint).SetMaxPoolSize(uint64(rc.limits().MaxConnsPerClient))
 			if cr.User != "" {
 				o.SetAuth(options.Credential{Username: cr.User, Password: cr.Secret})
 			}

@@ -150,7 +150,7 @@ func TestNoClientIsAWiringError(t *testing.T) {
 }
 
 func TestConnBudget(t *testing.T) {
-	small := mongo.Routed(creds, mongo.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
+	small := mongo.Routed(creds, mongo.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 4}})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
 		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")})))
 	if e.Module != "m" {

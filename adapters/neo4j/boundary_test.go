@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -179,7 +180,7 @@ func TestBoundaryNamespace(t *testing.T) {
 func TestBoundaryDedicated(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	resolve := aOnFirstBOnSecond(s1, s2)
-	g := graph(t, "g", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
+	g := graph(t, "g", neo4j.Routed(resolve, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
 	label := probeGraph(t, g)
 	a, errA := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []string{label}, nil)
 	b, errB := g.CountNodes(tenancy.WithTenant(context.Background(), tenancytest.TenantB), []string{label}, nil)

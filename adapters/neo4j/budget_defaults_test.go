@@ -28,12 +28,12 @@ func TestRoutedBudgetDefaults(t *testing.T) {
 	clients := pools.MaxClients() // the bound an unset MaxClients gives
 	pools.Close()
 	for name, c := range map[string]struct {
-		rc   neo4j.RoutedConfig
+		rc   routing.Limits
 		want int
 	}{
-		"every default":     {neo4j.RoutedConfig{}, clients * neo4j.DefaultMaxConnsPerClient},
-		"default clients":   {neo4j.RoutedConfig{MaxConnsPerClient: 8}, clients * 8},
-		"default pool size": {neo4j.RoutedConfig{MaxClients: 10}, 10 * neo4j.DefaultMaxConnsPerClient},
+		"every default":     {routing.Limits{}, clients * neo4j.DefaultMaxConnsPerClient},
+		"default clients":   {routing.Limits{MaxConnsPerClient: 8}, clients * 8},
+		"default pool size": {routing.Limits{MaxClients: 10}, 10 * neo4j.DefaultMaxConnsPerClient},
 	} {
 		t.Run(name, func(t *testing.T) {
 			mod := func(budget int) []neo4j.Option {

@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -33,10 +34,10 @@ func TestConformance(t *testing.T) {
 			_, _, node, _ := graphProbes(t, g)
 			return node, nil
 		case kind == "graph" && tier == tenancy.Dedicated:
-			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})))
+			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 			return node, nil
 		case kind == "raw_cypher" && tier == tenancy.Dedicated:
-			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
+			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
 			return rawProbe(t, raw, s1, s2), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered

@@ -24,7 +24,7 @@ func ExampleRequiredVersion() {
 		return routing.Credentials{}, fmt.Errorf("no tenant resolves in this example")
 	}
 	build := func(opts ...neo4j.Option) error {
-		opts = append(opts, neo4j.Routed(resolve, neo4j.RoutedConfig{}),
+		opts = append(opts, neo4j.Routed(resolve, routing.Limits{}),
 			neo4j.GraphRoute("orders", neo4j.RouteConfig{}), neo4j.Migrations(files))
 		return fx.New(fx.NopLogger, neo4j.Module("graph", opts...)).Err()
 	}

@@ -41,7 +41,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	for tier, opts := range map[string][]Option{
 		"tagged":    {GraphRoute("g", RouteConfig{TenantAware: true})},
 		"namespace": {GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})},
-		"dedicated": {Routed(creds, RoutedConfig{}), GraphRoute("g", RouteConfig{})},
+		"dedicated": {Routed(creds, routing.Limits{}), GraphRoute("g", RouteConfig{})},
 	} {
 		t.Run(tier, func(t *testing.T) {
 			rec := &recorder{}
@@ -67,7 +67,7 @@ func TestFailClosedOnResolverErrors(t *testing.T) {
 	boom := errors.New("vault down")
 	rec := &recorder{}
 	g := build[*Graph](t, "g", withFakeRouted(rec), GraphRoute("g", RouteConfig{}),
-		Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, boom }, RoutedConfig{}))
+		Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, boom }, routing.Limits{}))
 	for name, op := range graphOps(g) {
 		if err := op(ctxA); !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the resolver's error", name, err)

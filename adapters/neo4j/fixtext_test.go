@@ -30,8 +30,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute", false},
 		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"}), "set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters", false},
 		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"}), `not with "system"`, false},
-		"max drivers":   {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxClients: -1}), "set RoutedConfig.MaxClients to 0 for the default bound", true},
-		"conns":         {neo4j.Routed(noCredentials, neo4j.RoutedConfig{MaxConnsPerClient: -1}), "set RoutedConfig.MaxConnsPerClient to a positive number", true},
+		"max drivers":   {neo4j.Routed(noCredentials, routing.Limits{MaxClients: -1}), "set routing.Limits.MaxClients to 0 for the default bound", true},
+		"conns":         {neo4j.Routed(noCredentials, routing.Limits{MaxConnsPerClient: -1}), "set routing.Limits.MaxConnsPerClient to a positive number", true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts := []neo4j.Option{c.opt}

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -116,7 +117,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	label, module, ds := migrationScope(t, s1, s2)
 	d1, d2 := ds[0], ds[1]
-	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
+	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{})
 	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
@@ -258,7 +259,7 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	label, module, ds := migrationScope(t, s1, s2)
 	d1, d2 := ds[0], ds[1]
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg := migrate.NewMemoryRegistry()
@@ -295,7 +296,7 @@ func TestMigrateClaims(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	label, module, ds := migrationScope(t, s1)
 	d1 := ds[0]
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a := tenancytest.TenantA
 	// The history constraint exists once any migration ran on the server.

@@ -27,7 +27,7 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 	// Connect does not dial: nothing here reaches a server.
 	tagged := neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})
 	plain := neo4j.Connect("neo4j://127.0.0.1:1", drv.NoAuth())
-	routed := neo4j.Routed(resolver, neo4j.RoutedConfig{})
+	routed := neo4j.Routed(resolver, routing.Limits{})
 	for name, c := range map[string]struct {
 		opts []neo4j.Option
 		want string
@@ -83,7 +83,7 @@ func TestRequiredVersionRouted(t *testing.T) {
 	d1, d2 := ds[0], ds[1]
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
-	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), neo4j.RoutedConfig{})
+	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{})
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{})
 	all := threeSteps(label, false)
 	two := threeSteps(label, false)
@@ -199,7 +199,7 @@ func reroutedStaleTenant(t *testing.T, cfg neo4j.RouteConfig, route string) {
 		}
 		return credentials(s1), nil
 	}
-	routed := neo4j.Routed(resolve, neo4j.RoutedConfig{TTL: time.Millisecond})
+	routed := neo4j.Routed(resolve, routing.Limits{TTL: time.Millisecond})
 	g0 := neo4j.GraphRoute("g", cfg)
 	all := threeSteps(label, false)
 	reg := migrate.NewMemoryRegistry()

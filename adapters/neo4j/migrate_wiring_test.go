@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -64,6 +65,6 @@ func TestMigrationFilesAccepted(t *testing.T) {
 	)
 	plainUnique := cypherFiles("0001_u.cypher", "CREATE CONSTRAINT u IF NOT EXISTS FOR (n:Order) REQUIRE n.code IS UNIQUE")
 	tenancytest.RequireWires(t, neo4j.Module("tagged", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(tenantUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
 	tenancytest.RequireWires(t, neo4j.Module("none", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	drvconfig "github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
@@ -13,27 +12,9 @@ import (
 	"github.com/tenantwire/tenantwire/routing"
 )
 
-// RoutedConfig bounds the routed drivers. Zero values take the defaults.
-type RoutedConfig struct {
-	// MaxClients bounds per-tenant drivers open or still closing, least
-	// recently used closed first (default 64).
-	MaxClients int
-	// MaxConnsPerClient bounds each driver's connection pool (default
-	// DefaultMaxConnsPerClient). MaxClients × MaxConnsPerClient is a hard
-	// limit.
-	MaxConnsPerClient int
-	// TTL is how long a tenant's credentials are trusted before they are
-	// resolved again (default 5 minutes).
-	TTL time.Duration
-	// MaxWait bounds how long a call waits for a driver slot when
-	// MaxClients drivers are open or still closing (default 10 seconds;
-	// the call's context bounds it too).
-	MaxWait time.Duration
-}
-
 type routedConfig struct {
 	resolve routing.Resolver
-	RoutedConfig
+	routing.Limits
 }
 
 // DefaultMaxConnsPerClient is the per-driver connection pool bound the
@@ -46,9 +27,11 @@ const DefaultMaxConnsPerClient = 16
 // sessions open (else the module's Database; "" for the server default). A driver serves one tenant,
 // a tenant resolving to another tenant's server database is refused
 // (dedicated_target_shared), and no tenant ever falls back to a shared one.
-func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
+// limits bound the drivers, least recently used closed first; each
+// driver's pool defaults to DefaultMaxConnsPerClient connections.
+func Routed(resolve routing.Resolver, limits routing.Limits) Option {
 	return func(c *config) {
-		rc := &routedConfig{resolve: resolve, RoutedConfig: cfg}
+		rc := &routedConfig{resolve: resolve, Limits: limits}
 		if rc.MaxConnsPerClient == 0 {
 			rc.MaxConnsPerClient = DefaultMaxConnsPerClient
 		}
@@ -62,22 +45,19 @@ func (r *routedConfig) validate(module string) []error {
 		errs = append(errs, rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
 	}
 	if r.MaxClients < 0 {
-		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxClients %d is negative", r.MaxClients),
-			"set RoutedConfig.MaxClients to 0 for the default bound, or a positive number of live per-tenant drivers"))
+		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("routing.Limits.MaxClients %d is negative", r.MaxClients),
+			"set routing.Limits.MaxClients to 0 for the default bound, or a positive number of live per-tenant drivers"))
 	}
 	if r.MaxConnsPerClient < 0 {
-		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
-			fmt.Sprintf("set RoutedConfig.MaxConnsPerClient to a positive number, or 0 for the default %d", DefaultMaxConnsPerClient)))
+		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("routing.Limits.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
+			fmt.Sprintf("set routing.Limits.MaxConnsPerClient to a positive number, or 0 for the default %d", DefaultMaxConnsPerClient)))
 	}
 	return errs
 }
 
 func (r *routedConfig) worstCase() int {
-	n := r.MaxClients
-	if n <= 0 {
-		n = 64
-	}
-	return n * r.MaxConnsPerClient
+	l := r.WithDefaults(DefaultMaxConnsPerClient)
+	return l.MaxClients * l.MaxConnsPerClient
 }
 
 // tenantDriver is one routed driver and the database its sessions open.
@@ -125,9 +105,7 @@ func newPools(module string, cfg *config) (tenantPools, error) {
 		TargetNoun: "server database",
 		Module:     module,
 		Backend:    rules.Name,
-		MaxClients: rc.MaxClients,
-		TTL:        rc.TTL,
-		MaxWait:    rc.MaxWait,
+		Limits:     rc.Limits,
 	})
 }
 

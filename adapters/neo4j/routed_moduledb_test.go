@@ -22,7 +22,7 @@ func TestRoutedModuleDatabaseIsTheIdentified(t *testing.T) {
 		tA: {Endpoint: "bolt://h:7687"},
 		tB: {Endpoint: "bolt://h:7687", Params: map[string]string{"database": "shared"}},
 	})
-	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), Database("shared"), GraphRoute("g", RouteConfig{}))
+	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, routing.Limits{}), Database("shared"), GraphRoute("g", RouteConfig{}))
 	if _, err := g.CountNodes(ctxA, []string{"X"}, nil); err != nil {
 		t.Fatal(err)
 	}

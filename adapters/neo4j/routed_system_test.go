@@ -28,7 +28,7 @@ func TestRoutedSystemDatabaseRefused(t *testing.T) {
 		}
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
 	}
-	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
+	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
 	label := uniqueLabel(t)
 	d1 := directTo(t, s1)
 	t.Cleanup(func() { d1.removeLabel(label) })

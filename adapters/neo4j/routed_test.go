@@ -32,7 +32,7 @@ func TestRoutedTargetsAreDedicatedAndClosedOnStop(t *testing.T) {
 		tB: {Endpoint: "neo4j://b", User: "u", Secret: "other"},
 	})
 	var g *Graph
-	app := fx.New(fx.NopLogger, Module("m", withFakeRouted(rec), Routed(resolve, RoutedConfig{MaxClients: 4}), GraphRoute("g", RouteConfig{})),
+	app := fx.New(fx.NopLogger, Module("m", withFakeRouted(rec), Routed(resolve, routing.Limits{MaxClients: 4}), GraphRoute("g", RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(v *Graph) { g = v }, fx.ParamTags(`name:"g"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestRoutedTargetsAreDedicatedAndClosedOnStop(t *testing.T) {
 func TestTaggedOnRoutedKeepsThePredicate(t *testing.T) {
 	rec := &recorder{}
 	g := build[*Graph](t, "g", withFakeRouted(rec),
-		Routed(routedTo(map[tenancy.ID]routing.Credentials{tA: {Endpoint: "neo4j://a"}}), RoutedConfig{}), GraphRoute("g", RouteConfig{TenantAware: true}))
+		Routed(routedTo(map[tenancy.ID]routing.Credentials{tA: {Endpoint: "neo4j://a"}}), routing.Limits{}), GraphRoute("g", RouteConfig{TenantAware: true}))
 	exercise(t, g, ctxA)
 	for _, c := range rec.snapshot() {
 		if c.driver != "neo4j://a" || c.params["tenant"] != tA.String() || len(uncovered(c.cypher)) > 0 {

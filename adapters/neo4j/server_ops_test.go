@@ -328,7 +328,7 @@ func TestServerTransactions(t *testing.T) {
 func TestServerRawCypher(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	resolve := aOnFirstBOnSecond(s1, s2)
-	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
+	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
 	label := uniqueLabel(t)
 	d1, d2 := directTo(t, s1), directTo(t, s2)
 	t.Cleanup(func() { d1.removeLabel(label); d2.removeLabel(label) })
@@ -383,7 +383,7 @@ func TestServerConcurrentTenants(t *testing.T) {
 		opts    []neo4j.Option
 	}{
 		{"tagged", tenants, []neo4j.Option{connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})}},
-		{"dedicated", tenants[:2], []neo4j.Option{neo4j.Routed(resolve, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})}},
+		{"dedicated", tenants[:2], []neo4j.Option{neo4j.Routed(resolve, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := graph(t, "g", tc.opts...)
@@ -431,7 +431,7 @@ func concurrentTenants(t *testing.T, g *neo4j.Graph, label string, tenants []ten
 func TestServerCancelledCallsDoNotLeakConnections(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) { return credentials(s), nil }
-	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, neo4j.RoutedConfig{MaxConnsPerClient: 2}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
+	raw := start[*neo4j.RawCypher](t, "raw", neo4j.Routed(resolve, routing.Limits{MaxConnsPerClient: 2}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
 	slow := "UNWIND range(1, 100000000) AS x RETURN count(x) AS c"
 	for range 6 {
 		ctx, cancel := context.WithTimeout(srvA, 50*time.Millisecond)

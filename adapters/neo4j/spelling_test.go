@@ -61,7 +61,7 @@ func TestServerSpellingsOfOneDatabase(t *testing.T) {
 		}
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
 	}
-	g := graph(t, "g", neo4j.Routed(resolve, neo4j.RoutedConfig{MaxClients: 8}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
+	g := graph(t, "g", neo4j.Routed(resolve, routing.Limits{MaxClients: 8}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
 	label := uniqueLabel(t)
 	d1, d2 := directTo(t, s1), directTo(t, s2)
 	t.Cleanup(func() { d1.removeLabel(label); d2.removeLabel(label) })

@@ -142,7 +142,7 @@ func TestDedicatedDriverPerTenant(t *testing.T) {
 		tA: {Endpoint: "neo4j://a", User: "a", Secret: "sa", Params: map[string]string{"database": "dba"}},
 		tB: {Endpoint: "neo4j://b", User: "b", Secret: "sb"},
 	})
-	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), Database("shared"), GraphRoute("g", RouteConfig{}))
+	g := build[*Graph](t, "g", withFakeRouted(rec), Routed(resolve, routing.Limits{}), Database("shared"), GraphRoute("g", RouteConfig{}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	for i, c := range rec.snapshot() {
@@ -175,7 +175,7 @@ func TestRawRunsOnTheTenantsDriver(t *testing.T) {
 	resolve := routedTo(map[tenancy.ID]routing.Credentials{
 		tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"},
 	})
-	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve, RoutedConfig{}), RawCypherRoute("raw", RouteConfig{}))
+	raw := build[*RawCypher](t, "raw", withFakeRouted(rec), Routed(resolve, routing.Limits{}), RawCypherRoute("raw", RouteConfig{}))
 	if _, err := raw.Write(ctxA, "CREATE (n:X {v: $v})", map[string]any{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		{"tagged", []Option{GraphRoute("g", RouteConfig{TenantAware: true})}},
 		{"namespace", []Option{GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})}},
 		{"dedicated", []Option{Routed(routedTo(map[tenancy.ID]routing.Credentials{
-			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), RoutedConfig{}), GraphRoute("g", RouteConfig{})}},
+			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), routing.Limits{}), GraphRoute("g", RouteConfig{})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}

@@ -28,7 +28,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
-		neo4j.Routed(resolver, neo4j.RoutedConfig{}),
+		neo4j.Routed(resolver, routing.Limits{}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{}),
 		neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}),
 	))
@@ -41,7 +41,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
 			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "t"})),
-		neo4j.Module("routed", neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.GraphRoute("dedicated", neo4j.RouteConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{})),
+		neo4j.Module("routed", neo4j.Routed(resolver, routing.Limits{}), neo4j.GraphRoute("dedicated", neo4j.RouteConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{})),
 		fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
 	for _, r := range live.Matrix().Rows {
@@ -99,8 +99,8 @@ func TestInvalidWiringRefused(t *testing.T) {
 		"duplicate":           {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
 		"negative depth":      {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
 		"deep":                {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
-		"raw depth":           {neo4j.Routed(resolver, neo4j.RoutedConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
-		"no resolver":         {neo4j.Routed(nil, neo4j.RoutedConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"raw depth":           {neo4j.Routed(resolver, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
+		"no resolver":         {neo4j.Routed(nil, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
 		"route name":          {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
 		"empty name":          {neo4j.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
@@ -154,9 +154,9 @@ func TestNoDriverRefused(t *testing.T) {
 
 func TestConnectionBudget(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m",
-		neo4j.ConnBudget(100), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
+		neo4j.ConnBudget(100), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 	tenancytest.RequireWires(t, neo4j.Module("m",
-		neo4j.ConnBudget(160), neo4j.Routed(resolver, neo4j.RoutedConfig{MaxClients: 10, MaxConnsPerClient: 16}),
+		neo4j.ConnBudget(160), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 }

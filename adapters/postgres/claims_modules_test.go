@@ -27,7 +27,7 @@ func TestDedicatedClaimAcrossModules(t *testing.T) {
 		return resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsns[0]}})
 	}
 	docs := postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}
-	rc := postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}
+	rc := postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}
 	var app struct {
 		fx.In
 		C1 *postgres.Client          `name:"pg1"`

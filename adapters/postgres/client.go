@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,20 +15,10 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// RoutedConfig bounds a routed client.
+// RoutedConfig bounds a routed client (MaxConnsPerClient defaults to 4
+// connections per tenant's pool) and says how each pool is built.
 type RoutedConfig struct {
-	// MaxClients bounds pools open or still closing (default 64), one per
-	// tenant.
-	MaxClients int
-	// MaxConnsPerClient caps each pool (default 4).
-	MaxConnsPerClient int
-	// TTL is how long a tenant's credentials are trusted before they are
-	// resolved again (default 5 minutes).
-	TTL time.Duration
-	// MaxWait bounds how long a call waits for a pool slot when MaxClients
-	// pools are open or still closing (default 10 seconds; the call's
-	// context bounds it too). MaxClients × MaxConnsPerClient is a hard limit.
-	MaxWait time.Duration
+	routing.Limits
 	// Configure adjusts each tenant's pool configuration (tracer, TLS,
 	// dialer, timeouts) before it is built. It must not change where the
 	// pool connects (hosts, port, database): that is the tenant's claimed

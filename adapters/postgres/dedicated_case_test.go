@@ -39,7 +39,7 @@ func TestDedicatedQuotedNamesAreDistinct(t *testing.T) {
 		tenantE: {Endpoint: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", u.Host), Params: map[string]string{"database": upper}},
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)

@@ -50,7 +50,7 @@ func TestDedicatedPoolerSpellingsRefused(t *testing.T) {
 				creds[id], ids[k] = c, id
 			}
 			var d *postgres.Documents[item]
-			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 1}),
+			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
 				postgres.BehindTransactionPooler(),
 				postgres.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)

@@ -37,7 +37,7 @@ func TestDedicatedRenamedDatabaseStaysClaimed(t *testing.T) {
 		tenancytest.TenantB: {Endpoint: u.String()},
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
@@ -78,7 +78,7 @@ func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	}
 	const ttl = 50 * time.Millisecond
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1, TTL: ttl}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1, TTL: ttl}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
@@ -164,7 +164,7 @@ func TestDedicatedProbedSpellingsRefused(t *testing.T) {
 		creds[id], tenantOf[k] = c, id
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
@@ -194,7 +194,7 @@ func TestDedicatedRecreatedDatabase(t *testing.T) {
 		tenancytest.TenantB: {Endpoint: u.String()},
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
@@ -236,7 +236,7 @@ func TestDedicatedRacingSpellingsOneWinner(t *testing.T) {
 				creds[tenancy.MustParseID(fmt.Sprintf("7ace0000-0000-4000-8000-%012x", i))] = c
 			}
 			var d *postgres.Documents[item]
-			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 16, MaxConnsPerClient: 1}),
+			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 1}}),
 				postgres.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 			var wg sync.WaitGroup

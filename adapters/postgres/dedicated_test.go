@@ -73,7 +73,7 @@ func TestDedicatedSharedDatabaseRefused(t *testing.T) {
 		tC:                  {Endpoint: base, Params: map[string]string{"database": names[0]}},
 	})
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
@@ -124,7 +124,7 @@ func TestDedicatedDatabasesOnOneServer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			table := "docs_" + unique()
 			var d *postgres.Documents[item]
-			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -167,7 +167,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		creds[ids[i]] = routing.Credentials{Endpoint: dsns[i]}
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute, Configure: configure}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute}, Configure: configure}),
 		postgres.ConnBudget(2),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, ids...)

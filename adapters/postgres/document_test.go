@@ -122,7 +122,7 @@ func TestDocumentBoundaryDedicated(t *testing.T) {
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", tn)
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -347,7 +348,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 		d   *postgres.Documents[item]
 		dyn *postgres.DynamicRead
 	)
-	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
 	provision(t, c, tenancytest.TenantA)

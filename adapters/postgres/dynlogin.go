@@ -109,8 +109,8 @@ func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*
 			}
 			return p, nil
 		},
-		Close:      (*pgxpool.Pool).Close,
-		MaxClients: maxPools,
+		Close:  (*pgxpool.Pool).Close,
+		Limits: routing.Limits{MaxClients: maxPools},
 	})
 	if err != nil {
 		// A fixed, complete config: failing here is a bug, and falling back

@@ -39,7 +39,7 @@ func ExampleRouted_servers() {
 	)
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
-			postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 16, MaxConnsPerClient: 4}),
+			postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 4}}),
 			postgres.ConnBudget(64), // over both servers together
 			postgres.RequiredIsolation(tenancy.Dedicated),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{Read: postgres.Table("orders"), Write: postgres.Table("orders")}),

@@ -215,7 +215,7 @@ func TestMigrateRoutedDatabases(t *testing.T) {
 	creds := map[tenancy.ID]routing.Credentials{tenants[0]: {Endpoint: dsns[0]}, tenants[1]: {Endpoint: dsns[1]}}
 	mod := func(extra ...postgres.Option) fx.Option {
 		return postgres.Module("pg", append([]postgres.Option{
-			postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 2}),
+			postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}}),
 			postgres.TenantRegistry(f.reg),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
 		}, extra...)...)

@@ -225,12 +225,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 	name := cfg.name
 	switch {
 	case cfg.resolve != nil:
-		if cfg.routed.MaxClients <= 0 {
-			cfg.routed.MaxClients = 64
-		}
-		if cfg.routed.MaxConnsPerClient <= 0 {
-			cfg.routed.MaxConnsPerClient = 4
-		}
+		cfg.routed.Limits = cfg.routed.WithDefaults(4)
 		if cfg.routed.MaxConnsPerClient > math.MaxInt32 {
 			errs = append(errs, rules.WiringInvalid(name, "", fmt.Sprintf("RoutedConfig.MaxConnsPerClient %d exceeds a pgx pool's limit", cfg.routed.MaxConnsPerClient),
 				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
@@ -245,9 +240,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 			TargetNoun: "database",
 			Module:     name,
 			Backend:    rules.Name,
-			MaxClients: cfg.routed.MaxClients,
-			TTL:        cfg.routed.TTL,
-			MaxWait:    cfg.routed.MaxWait,
+			Limits:     cfg.routed.Limits,
 		}
 		build = append(build, func(c *Client) { c.routed, _ = routing.New(rc) }) // rc is complete: New cannot fail
 		conns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient

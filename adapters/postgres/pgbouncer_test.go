@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/ownership"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -133,7 +134,7 @@ func TestDynamicReadThroughPoolerReleasesLocks(t *testing.T) {
 	t.Run("routed", func(t *testing.T) {
 		var dyn *postgres.DynamicRead
 		resolve := twoDatabasesVia(t, v)
-		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 2})}, append(v.opts,
+		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}})}, append(v.opts,
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{}))...)...), named("dyn", &dyn))
 		provision(t, c, tenancytest.TenantA)
 		creds, err := resolve(ctxA, tenancytest.TenantA)
@@ -211,7 +212,7 @@ func TestStatementsThroughPoolerMovingSessions(t *testing.T) {
 	t.Run("routed", func(t *testing.T) {
 		var d *postgres.Documents[item]
 		resolve := twoDatabasesVia(t, v)
-		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 2}),
+		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}}),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})}, v.opts...)...), &d)
 		provision(t, c, tenancytest.TenantA)
 		creds, err := resolve(ctxA, tenancytest.TenantA)

@@ -161,7 +161,7 @@ func TestRatioConcRouted(t *testing.T) {
 	}
 	const table = "routed"
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: tenants, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: tenants, MaxConnsPerClient: 1}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 	provision(t, c, ids...)
 	for _, ctx := range ctxs {

@@ -23,7 +23,7 @@ func TestRatioRoutedNewClient(t *testing.T) {
 	_, dsns := databases(t, 1, "")
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantA: {Endpoint: dsns[0]}}),
-		postgres.RoutedConfig{MaxClients: 64, MaxConnsPerClient: 1}),
+		postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 64, MaxConnsPerClient: 1}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -67,7 +67,7 @@ func TestRatioScaleRouted(t *testing.T) {
 	// Each side counts its connections, prepares and queries, so the pair
 	// can show that both do the same work on the wire.
 	var oursWire, handWire wireCount
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: scalePoolBound, MaxConnsPerClient: 1,
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: scalePoolBound, MaxConnsPerClient: 1},
 		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &oursWire }}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 	// Provisioning and the record are idempotent, so a rerun only checks

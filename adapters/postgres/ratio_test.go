@@ -191,7 +191,7 @@ func routedRatio(t *testing.T, name string, tenants int) {
 		return routing.Credentials{Endpoint: own[tn]}, nil
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: tenants, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: tenants, MaxConnsPerClient: 1}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
 	provision(t, c, ids...)
 	ctxs := make([]context.Context, tenants)

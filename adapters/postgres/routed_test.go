@@ -36,7 +36,7 @@ func TestRoutedEvictReResolves(t *testing.T) {
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", tn)
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 2, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -100,7 +100,7 @@ func tierRoutesOn(t *testing.T, v via, tier tenancy.Tier, resolve routing.Resolv
 	case tenancy.Namespace:
 		rel = postgres.SchemaPerTenant
 	case tenancy.Dedicated:
-		conn = append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2})}, v.opts...)
+		conn = append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}})}, v.opts...)
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Name()

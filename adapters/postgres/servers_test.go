@@ -101,7 +101,7 @@ func boundaryOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 		{tenancytest.TenantB, tenantC, "docs3"},             // both on the second
 	}
 	docs := make([]*postgres.Documents[item], len(pairs))
-	opts := []postgres.Option{postgres.Routed(credsOf(dsns), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
+	opts := []postgres.Option{postgres.Routed(credsOf(dsns), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated)}
 	var targets []any
 	for i, p := range pairs {
@@ -204,7 +204,7 @@ func TestMoveTenantBetweenServers(t *testing.T) {
 		return routing.Credentials{}, fmt.Errorf("unknown tenant %s", id)
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)

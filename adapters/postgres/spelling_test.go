@@ -86,7 +86,7 @@ func TestDedicatedOneTargetManySpellings(t *testing.T) {
 				creds[id], tenantOf[k] = all[k], id
 			}
 			var d *postgres.Documents[item]
-			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 				postgres.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 			provision(t, c, tenancytest.TenantA)
@@ -139,7 +139,7 @@ func TestDedicatedDefaultDatabasesAreDistinct(t *testing.T) {
 		tenancytest.TenantB: {Endpoint: fmt.Sprintf("postgres://%s?sslmode=disable", u.Host), User: names[1]},
 	}
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 1}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
@@ -195,7 +195,7 @@ func TestDedicatedPoolStaysOnItsServer(t *testing.T) {
 		// B's own server first, then A's under another spelling.
 		tenancytest.TenantB: {Endpoint: fmt.Sprintf("postgres://%s@%s,localhost:%s/%s?sslmode=disable", role, hosts[1], port1, db)},
 	}
-	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{MaxClients: 4, MaxConnsPerClient: 2}),
+	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})))
 	ctxA, ctxB := tenancy.WithTenant(ctx, tenancytest.TenantA), tenancy.WithTenant(ctx, tenancytest.TenantB)

@@ -726,7 +726,7 @@ func TestUnitOfWorkOwnershipForgetsAfterCommit(t *testing.T) {
 	t.Run("routed", func(t *testing.T) {
 		var d *postgres.Documents[item]
 		table := "gdocs_" + unique()
-		c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{MaxConnsPerClient: 2}),
+		c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{Limits: routing.Limits{MaxConnsPerClient: 2}}),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table)})), &d)
 		gate := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table)})
 		forgetsAfterCommit(t, c, d, gate, func(ctx context.Context, id string) { must0(t, gate.Check(ctx, id)) })

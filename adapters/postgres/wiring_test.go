@@ -54,17 +54,17 @@ func TestWiring(t *testing.T) {
 	})
 	t.Run("routed worst case over the budget", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{MaxClients: 50, MaxConnsPerClient: 4}),
+			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 50, MaxConnsPerClient: 4}}),
 				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
 		tenancytest.RequireWires(t,
-			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{MaxClients: 25, MaxConnsPerClient: 4}),
+			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 25, MaxConnsPerClient: 4}}),
 				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
 	})
 	t.Run("per-client limit beyond a pgx pool's", func(t *testing.T) {
 		// MaxConnsPerClient is an int like every adapter's; pgx takes an
 		// int32, so a larger value must be refused, not wrapped.
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{MaxConnsPerClient: 1 << 32}),
+			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxConnsPerClient: 1 << 32}}),
 				perTenantDocs(postgres.Relation{})))
 	})
 	t.Run("no connection source", func(t *testing.T) {

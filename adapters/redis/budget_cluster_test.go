@@ -233,7 +233,7 @@ func TestRoutedClusterBudgetCountsEveryNode(t *testing.T) {
 	addrs := testsvc.RedisCluster(t)
 	u := newClusterUser(t, addrs)
 	dialed := countNodeConns(t)
-	rc := redis.RoutedConfig{MaxClients: 1, MaxConnsPerClient: 1, ClusterNodes: len(addrs), MaxWait: time.Minute}
+	rc := redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: 1, MaxWait: time.Minute}, ClusterNodes: len(addrs)}
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, nil }
 	budget := worstCase(t, func(b int) fx.Option {
 		return redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(b), redis.CounterRoute("c", redis.RouteConfig{}))
@@ -262,7 +262,7 @@ func TestRoutedClusterNodesHeld(t *testing.T) {
 	addrs := testsvc.RedisCluster(t)
 	u := newClusterUser(t, addrs)
 	dialed := countNodeConns(t)
-	l := clusterLoad(t, u, addrs, redis.RoutedConfig{MaxClients: 1, MaxConnsPerClient: 1, ClusterNodes: 2, MaxWait: time.Minute}, 2, 1, 12)
+	l := clusterLoad(t, u, addrs, redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: 1, MaxWait: time.Minute}, ClusterNodes: 2}, 2, 1, 12)
 	// go-redis retries a refused node's dial every second until its pool
 	// closes: wait for those goroutines to end (the package checks leaks).
 	t.Cleanup(func() { waitGone(t, "pool.(*ConnPool).tryDial") })
@@ -281,7 +281,7 @@ func TestRoutedClusterNodesHeld(t *testing.T) {
 	}
 
 	before := dialed.peakConns
-	l = clusterLoad(t, u, addrs, redis.RoutedConfig{MaxClients: 1, MaxConnsPerClient: 1}, 1, 2, 3)
+	l = clusterLoad(t, u, addrs, redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: 1}}, 1, 2, 3)
 	if l.conns != 0 || dialed.peakConns != before || len(l.errs) != 2*3 {
 		t.Fatalf("a cluster endpoint on a one-node budget: %d connections, %d of 6 calls refused", l.conns, len(l.errs))
 	}

@@ -35,10 +35,10 @@ func TestRoutedBudgetDefaults(t *testing.T) {
 		rc   redis.RoutedConfig
 		want int
 	}{
-		"default pool":              {redis.RoutedConfig{MaxClients: 2}, 2 * perClient},
+		"default pool":              {redis.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}, 2 * perClient},
 		"every default":             {redis.RoutedConfig{}, clients * perClient},
-		"default pool per node":     {redis.RoutedConfig{MaxClients: 2, ClusterNodes: 6}, 2 * perClient * 6},
-		"set pool, default clients": {redis.RoutedConfig{MaxConnsPerClient: 5}, clients * 5},
+		"default pool per node":     {redis.RoutedConfig{Limits: routing.Limits{MaxClients: 2}, ClusterNodes: 6}, 2 * perClient * 6},
+		"set pool, default clients": {redis.RoutedConfig{Limits: routing.Limits{MaxConnsPerClient: 5}}, clients * 5},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := worstCase(t, func(b int) fx.Option {
@@ -63,7 +63,7 @@ func TestRoutedDefaultPoolFixedAtNew(t *testing.T) {
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: e.addrs[0], User: u.name, Secret: u.secret, Params: map[string]string{"db": "13"}}, nil
 	}
-	rc := redis.RoutedConfig{MaxClients: 1}
+	rc := redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1}}
 	name := e.name("pool")
 	budget := worstCase(t, func(b int) fx.Option {
 		return redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(b), redis.CounterRoute(name, redis.RouteConfig{}))

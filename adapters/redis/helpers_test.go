@@ -139,7 +139,7 @@ func (e *env) routed() redis.Option {
 			}
 			return e.creds(e.routedDB(id)), nil
 		}, redis.RoutedConfig{
-			MaxConnsPerClient: 4,
+			Limits: routing.Limits{MaxConnsPerClient: 4},
 		}))
 	}
 	return e.routedOpt

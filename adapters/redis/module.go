@@ -74,8 +74,8 @@ func Module(name string, opts ...Option) fx.Option {
 		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
 		// go-redis's default pool follows GOMAXPROCS, which the runtime
 		// may raise later: fix it here, where the budget counts it.
-		cfg.routed.MaxConnsPerClient = cfg.routed.maxConnsPerClient()
-		spec.WorstCaseConns = cfg.routed.maxClients() * cfg.routed.maxConnsPerClient() * cfg.routed.nodesPerClient()
+		cfg.routed.Limits = cfg.routed.limits()
+		spec.WorstCaseConns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient * cfg.routed.nodesPerClient()
 		spec.Problems = cfg.routed.validate(name)
 	}
 	for _, r := range cfg.routes {

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -21,15 +20,9 @@ type RoutedConfig struct {
 	// goredis.NewUniversalClient as described above (a cluster client
 	// re-reads its slot map every 2 seconds).
 	Open func(routing.Credentials) (goredis.UniversalClient, error)
-	// MaxClients bounds clients open or still closing (default 64);
-	// MaxTenants bounds remembered tenants; TTL is how long a resolution is
-	// trusted; MaxWait bounds how long a call waits for a client slot
-	// (default 10 seconds; the call's context bounds it too).
-	MaxClients, MaxTenants int
-	TTL, MaxWait           time.Duration
-	// MaxConnsPerClient is each client's connection pool size (default go-redis's,
-	// 10 per GOMAXPROCS); with ConnBudget it bounds MaxClients × MaxConnsPerClient.
-	MaxConnsPerClient int
+	// Limits bound the clients; MaxConnsPerClient is each client's pool
+	// size (default go-redis's, 10 per GOMAXPROCS).
+	routing.Limits
 	// ClusterNodes is the most nodes (masters and replicas) of a tenant's
 	// cluster. A cluster client keeps a pool of MaxConnsPerClient on every
 	// node it talks to, so the worst case ConnBudget checks is MaxClients ×
@@ -78,18 +71,9 @@ func (rc *routedConfig) validate(module string) []error {
 	return nil
 }
 
-func (rc *routedConfig) maxClients() int {
-	if rc.MaxClients > 0 {
-		return rc.MaxClients
-	}
-	return 64
-}
-
-func (rc *routedConfig) maxConnsPerClient() int {
-	if rc.MaxConnsPerClient > 0 {
-		return rc.MaxConnsPerClient
-	}
-	return 10 * runtime.GOMAXPROCS(0)
+// limits are the routed limits with the defaults filled in.
+func (rc *routedConfig) limits() routing.Limits {
+	return rc.Limits.WithDefaults(10 * runtime.GOMAXPROCS(0))
 }
 
 // router hands out the tenant's own client.
@@ -116,10 +100,7 @@ func newRouter(module string, rc *routedConfig) (*router, error) {
 		TenantKeyed: true,
 		Module:      module,
 		Backend:     rules.Name,
-		MaxClients:  rc.MaxClients,
-		MaxTenants:  rc.MaxTenants,
-		TTL:         rc.TTL,
-		MaxWait:     rc.MaxWait,
+		Limits:      rc.Limits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis module %s: %w", module, err)

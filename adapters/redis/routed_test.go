@@ -56,7 +56,7 @@ func TestRoutedWiring(t *testing.T) {
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: "127.0.0.1:1"}, nil
 	}
-	routed := redis.Routed(resolve, redis.RoutedConfig{MaxClients: 8, MaxConnsPerClient: 4})
+	routed := redis.Routed(resolve, redis.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 4}})
 	tenancytest.RequireWires(t, redis.Module("m", routed, redis.RequiredIsolation(tenancy.Dedicated),
 		redis.CacheRoute("c", redis.RouteConfig{}), redis.StreamRoute("s", redis.RouteConfig{}), redis.PubSubRoute("p", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,

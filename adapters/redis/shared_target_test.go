@@ -26,7 +26,7 @@ func TestRoutedSharedTargetKeepsTenantsApart(t *testing.T) {
 	shared := routedSource(redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return e.creds(db), nil
 	}, redis.RoutedConfig{
-		MaxConnsPerClient: 2,
+		Limits: routing.Limits{MaxConnsPerClient: 2},
 	}))
 	name := e.name("sharedtarget")
 	c := route[*redis.Cache](t, e, name, shared, redis.CacheRoute(name, redis.RouteConfig{}))
@@ -69,11 +69,11 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		// Distinct credentials: one client per tenant.
 		return routing.Credentials{Endpoint: addr, User: "default", Secret: "", Params: map[string]string{"tenant": id.Hex()}}, nil
 	}, redis.RoutedConfig{
+		Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute},
 		Open: func(c routing.Credentials) (goredis.UniversalClient, error) {
 			return goredis.NewClient(&goredis.Options{Addr: c.Endpoint, DB: 13, PoolSize: 1, ClientName: clientName,
 				Dialer: dialed.DialContext}), nil
 		},
-		MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute,
 	}))
 	name := e.name("budget")
 	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name, redis.RouteConfig{}))

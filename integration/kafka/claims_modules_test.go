@@ -36,9 +36,9 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 		V2 *kafka.Provisioner `name:"events2"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{MaxClients: 2}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders1", kafka.ProducerConfig{Topic: topic})),
-		kafka.Module("events2", kafka.Routed(only(tenantB), kafka.RoutedConfig{MaxClients: 2}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events2", kafka.Routed(only(tenantB), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders2", kafka.ProducerConfig{Topic: topic})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -82,7 +82,7 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 				return routing.Credentials{}, fmt.Errorf("no cluster for tenant %s", id)
 			}
 			return routing.Credentials{Endpoint: ep}, nil
-		}, kafka.RoutedConfig{MaxClients: 4})
+		}, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 		producer = kafka.ProducerConfig{Topic: s.name("kit-ded")}
 	}
 	var d deps

@@ -36,7 +36,7 @@ func TestRoutedBootstrapMixingClusters(t *testing.T) {
 				tenancytest.TenantA: {Endpoint: "localhost:" + port2},
 				tenancytest.TenantB: {Endpoint: first + "," + second},
 			}
-			prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+			prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 			if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestRoutedOtherListenerOfOneBroker(t *testing.T) {
 		tenancytest.TenantA: {Endpoint: broker},
 		tenancytest.TenantB: {Endpoint: testsvc.KafkaSASLBroker(t), User: testsvc.KafkaSASLUser, Secret: testsvc.KafkaSASLSecret},
 	}
-	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 	ctx := context.Background()
 	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 		t.Fatal(err)

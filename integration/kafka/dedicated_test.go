@@ -35,7 +35,7 @@ func TestDedicatedRoutedClusters(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB), Topic: s.name("orders")}),
 		),

@@ -31,7 +31,7 @@ func TestRoutedTLSParam(t *testing.T) {
 		tenantC:             {Endpoint: second, Params: map[string]string{"tls": "true"}},
 		tenantD:             {Endpoint: second, Params: map[string]string{"tls": "TRUE"}},
 	}
-	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 	ctx := context.Background()
 	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func TestRequiredVersionRoutedStaticTopic(t *testing.T) {
 		Provision *kafka.Provisioner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic}),
 			kafka.Migrations(steps), kafka.RequiredVersion(2), kafka.TenantRegistry(lying)),
 		fx.Populate(&d))

@@ -76,7 +76,7 @@ func TestRoutedSharedClusterRefused(t *testing.T) {
 		tenancytest.TenantA: {Endpoint: broker},
 		tenancytest.TenantB: {Endpoint: " " + broker + "," + broker, User: "b", Secret: "other"},
 	}
-	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 	ctx := context.Background()
 	if err := prov.Provision(ctx, tenancytest.TenantA); err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	}
 	prod, prov := routedApp(t, "orders", func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: brokers[id]}, nil
-	}, kafka.RoutedConfig{MaxClients: 2, Dial: dial})
+	}, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}, Dial: dial})
 	ctx := context.Background()
 	for _, id := range ids {
 		if err := prov.Provision(ctx, id); err != nil {
@@ -259,7 +259,7 @@ func TestRoutedClusterSpellings(t *testing.T) {
 		tC:                  {Endpoint: "[::ffff:" + host + "]:" + port}, // the name rules tell
 		tD:                  {Endpoint: second},
 	}
-	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{MaxClients: 4})
+	prod, prov := routedApp(t, topic, func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil }, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
 	ctx := context.Background()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tD} {
 		if err := prov.Provision(ctx, id); err != nil {

@@ -31,7 +31,7 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{MaxClients: 4}),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA), Topic: s.name("orders")})),
 		fx.Populate(&d))

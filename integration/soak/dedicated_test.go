@@ -82,7 +82,7 @@ func (p placement) resolver(app string) routing.Resolver {
 // writes documents and outbox rows, the relay process drains them).
 func dedOptions(p placement, app string, extra ...postgres.Option) fx.Option {
 	return postgres.Module(dedModule, append([]postgres.Option{
-		postgres.Routed(p.resolver(app), postgres.RoutedConfig{MaxClients: dedMaxClients, MaxConnsPerClient: dedPerClient}),
+		postgres.Routed(p.resolver(app), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: dedMaxClients, MaxConnsPerClient: dedPerClient}}),
 		postgres.ConnBudget(dedConns),
 		postgres.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[Body](dedDocs, postgres.DocumentConfig{Read: postgres.Table(dedDocs), Write: postgres.Table(dedDocs)}),
