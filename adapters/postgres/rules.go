@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"slices"
+
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -102,28 +104,31 @@ func Rules() floors.Backend {
 				Note:                       "tagged only when tenant-aware and every leg is a scoped hub leg",
 			},
 		},
-		Codes: []floors.CodeDoc{
-			{Code: string(CodeDynamicReadUnconfined), When: "fx.New",
-				Meaning: "A PostgreSQL dynamic-read route (compiled SQL) runs in a per-tenant schema but not under a per-tenant role. Schema-qualified compiled text could then name another tenant's schema: the schema is a name, the role is the boundary.",
-				Fix:     "Set TenantRole on the dynamic read (the provisioner creates a role with usage on the tenant's own schema only, and each read runs under SET LOCAL ROLE), or run it on a routed client."},
-			{Code: string(CodeDynamicReadWrote), When: "run time",
-				Meaning: "The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
-				Fix:     "Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
-			{Code: string(CodeDynamicReadPooled), When: "fx.New, run time",
-				Meaning: "A PostgreSQL module declared BehindTransactionPooler has a dynamic read whose fence needs server sessions that serve one tenant each, which the pooler does not give. At fx.New: a dynamic read on a plain client without Login, whose sessions the pooler would hand to other tenants' reads and to the module's own statements between transactions. At run time: a Login read found that the pooler logged in to PostgreSQL as another user than the tenant's role (a forced user in its database entry), so the session user is not the tenant; nothing of the compiled text ran.",
-				Fix:     "Set DynamicReadConfig.Login (each tenant's reads log in as its own role, and the pooler keeps server sessions per user), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling. At run time: let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)."},
-			{Code: string(CodeUnitOfWorkEnded), When: "run time",
-				Meaning: "A call carried the context of a PostgreSQL unit of work (`(*postgres.Client).InTx`) after the unit had committed or rolled back: a goroutine started inside the unit's function that outlived it, or a context kept past it. Nothing ran: the call is not run on the finished transaction, nor silently outside it. A statement already running when the unit ends finishes first.",
-				Fix:     "Make every call of the unit inside its function, and wait for the goroutines started there before it returns. For work after the unit, use a context from outside the unit's function."},
-			{Code: string(CodeUnitOfWorkRefused), When: "run time",
-				Meaning: "A call cannot join the PostgreSQL unit of work its context carries, and running it beside the unit would commit it apart from the unit's work (or let compiled text write), so it is refused: a route or InTx of another module (its own connection cannot join this module's transaction), a dynamic read (its compiled text keeps its own read-only transaction), or an outbox Claim (it holds a transaction of its own until Complete or Abandon).",
-				Fix:     "Put the routes that must commit together in one module. To run a call apart from the unit on purpose, make it with a context from outside the unit's function, before or after the unit."},
-			{Code: string(CodeUnitOfWorkRolledBack), When: "run time",
-				Meaning: "A transaction opened inside a PostgreSQL unit of work failed (a nested InTx whose function returned an error or panicked, an Outbox.Write, Idempotency.Do or Inbox.Once that rolled back), and the unit's function then returned nil. Such a transaction joins the unit rather than holding a savepoint, so its partial work is in the unit: the unit rolled back rather than commit part of its work. The inner cause is in the detail and in the error chain.",
-				Fix:     "Return the inner error from the unit's function, or handle it before the unit writes anything that depends on it."},
-		},
+		Codes: slices.Clone(codes),
 	}
 }
 
 // rules is the package's own copy, read on every call.
 var rules = Rules()
+
+// codes documents the codes only PostgreSQL raises; Rules hands out a copy.
+var codes = []floors.CodeDoc{
+	{Code: string(CodeDynamicReadUnconfined), When: "fx.New",
+		Meaning: "A PostgreSQL dynamic-read route (compiled SQL) runs in a per-tenant schema but not under a per-tenant role. Schema-qualified compiled text could then name another tenant's schema: the schema is a name, the role is the boundary.",
+		Fix:     "Set TenantRole on the dynamic read (the provisioner creates a role with usage on the tenant's own schema only, and each read runs under SET LOCAL ROLE), or run it on a routed client."},
+	{Code: string(CodeDynamicReadWrote), When: "run time",
+		Meaning: "The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
+		Fix:     "Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
+	{Code: string(CodeDynamicReadPooled), When: "fx.New, run time",
+		Meaning: "A PostgreSQL module declared BehindTransactionPooler has a dynamic read whose fence needs server sessions that serve one tenant each, which the pooler does not give. At fx.New: a dynamic read on a plain client without Login, whose sessions the pooler would hand to other tenants' reads and to the module's own statements between transactions. At run time: a Login read found that the pooler logged in to PostgreSQL as another user than the tenant's role (a forced user in its database entry), so the session user is not the tenant; nothing of the compiled text ran.",
+		Fix:     "Set DynamicReadConfig.Login (each tenant's reads log in as its own role, and the pooler keeps server sessions per user), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling. At run time: let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)."},
+	{Code: string(CodeUnitOfWorkEnded), When: "run time",
+		Meaning: "A call carried the context of a PostgreSQL unit of work (`(*postgres.Client).InTx`) after the unit had committed or rolled back: a goroutine started inside the unit's function that outlived it, or a context kept past it. Nothing ran: the call is not run on the finished transaction, nor silently outside it. A statement already running when the unit ends finishes first.",
+		Fix:     "Make every call of the unit inside its function, and wait for the goroutines started there before it returns. For work after the unit, use a context from outside the unit's function."},
+	{Code: string(CodeUnitOfWorkRefused), When: "run time",
+		Meaning: "A call cannot join the PostgreSQL unit of work its context carries, and running it beside the unit would commit it apart from the unit's work (or let compiled text write), so it is refused: a route or InTx of another module (its own connection cannot join this module's transaction), a dynamic read (its compiled text keeps its own read-only transaction), or an outbox Claim (it holds a transaction of its own until Complete or Abandon).",
+		Fix:     "Put the routes that must commit together in one module. To run a call apart from the unit on purpose, make it with a context from outside the unit's function, before or after the unit."},
+	{Code: string(CodeUnitOfWorkRolledBack), When: "run time",
+		Meaning: "A transaction opened inside a PostgreSQL unit of work failed (a nested InTx whose function returned an error or panicked, an Outbox.Write, Idempotency.Do or Inbox.Once that rolled back), and the unit's function then returned nil. Such a transaction joins the unit rather than holding a savepoint, so its partial work is in the unit: the unit rolled back rather than commit part of its work. The inner cause is in the detail and in the error chain.",
+		Fix:     "Return the inner error from the unit's function, or handle it before the unit writes anything that depends on it."},
+}
