@@ -99,99 +99,30 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	origin := EffectiveOrigin(rule, r)
 	decision := Decide(rule, r)
 	reached := decision.Reached
-	row := Row{
-		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
-		Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
-		WorstCaseConns: m.WorstCaseConns, Verdict: VerdictOK,
+	c := routeCheck{m: m, r: r, rule: rule,
+		row: Row{
+			Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
+			Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
+			WorstCaseConns: m.WorstCaseConns, Verdict: VerdictOK,
+		},
+		base: tenancy.Error{
+			Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Tiers: true,
+			Reached: reached, Ceiling: m.Backend.Ceiling, Origin: origin,
+		},
 	}
-	base := tenancy.Error{
-		Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Tiers: true,
-		Reached: reached, Ceiling: m.Backend.Ceiling, Origin: origin,
+	if c.malformed(known) {
+		return c.row, c.errs, nil
 	}
-	var errs []error
-	refuse := func(e tenancy.Error) {
-		errs = append(errs, &e)
-		if row.Verdict == VerdictOK {
-			row.Verdict = string(e.Code)
-		}
-	}
-
-	if !known {
-		e := base
-		e.Code, e.Tiers = tenancy.CodeWiringInvalid, false
-		e.Detail = fmt.Sprintf("route kind %q is not declared by backend %s", r.Kind, m.Backend.Name)
-		e.Fix = "use a route constructor of the backend's package; a backend must state the rules of every kind it ships"
-		refuse(e)
-		return row, errs, nil
-	}
-	if reached > m.Backend.Ceiling {
-		e := base
-		e.Code, e.Required = tenancy.CodeWiringInvalid, reached
-		e.Detail = fmt.Sprintf("route claims %s, above what %s can reach (%s)", reached, m.Backend.Name, m.Backend.Ceiling)
-		e.Fix = "build the route with the backend's own constructors; this backend has no routed client"
-		refuse(e)
-		return row, errs, nil
-	}
-	originFloor, err := origin.Floor()
-	row.OriginFloor = originFloor
-	if err != nil {
-		e := base
-		e.Code, e.Tiers = tenancy.CodeStatementOriginUnknown, false
-		e.Detail = fmt.Sprintf("route declares an unknown statement origin %s", origin)
-		e.Fix = "declare structured, compiled or raw"
-		refuse(e)
-		return row, errs, nil
-	}
-
-	global := decision.Global
 	switch {
 	case r.Fleet || rule.Fleet:
-		row.Scope = "fleet"
+		c.row.Scope = "fleet"
 	case r.TenantGlobal:
-		row.Scope = "tenant-global"
+		c.row.Scope = "tenant-global"
 	}
-
-	if reached < originFloor {
-		e := base
-		e.Code, e.Required = tenancy.CodeStatementOriginFloor, originFloor
-		e.Detail = fmt.Sprintf("%s statement text needs at least %s, and this route reaches %s; no declaration lowers an origin floor",
-			origin, originFloor, reached)
-		e.Fix = fixFor(m.Backend, rule, r, originFloor)
-		refuse(e)
-	}
-
-	if r.TenantAware && rule.NoTagged {
-		e := base
-		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
-		e.Detail = fmt.Sprintf("%s %s routes have no tagged tier (nothing filters records by a tenant marker), so TenantAware would isolate nothing",
-			m.Backend.Name, r.Kind)
-		e.Fix = "drop TenantAware and resolve the container per tenant (namespace) or route the client per tenant (dedicated)"
-		refuse(e)
-	}
-
-	if global {
-		if tenantScoped(r) {
-			e := base
-			e.Code, e.Required = tenancy.CodeGlobalTenantScoped, tenancy.None
-			what := "tenant-global"
-			if row.Scope == "fleet" {
-				e.Code, what = tenancy.CodeFleetTenantScoped, "fleet"
-			}
-			e.Detail = fmt.Sprintf("a %s route holds deployment-wide state and runs with no tenant bound, but this one is tenant-scoped (%s)",
-				what, scopeReasons(r))
-			e.Fix = "drop TenantAware, the per-tenant resolver and the routed client from this route, or stop marking it " + what + " and bind a tenant"
-			refuse(e)
-		}
-	} else if !mismatch && reached < m.Floor && reached >= originFloor {
-		e := base
-		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
-		e.Detail = fmt.Sprintf("route reaches %s, under the module's declared floor %s", reached, m.Floor)
-		e.Fix = fixFor(m.Backend, rule, r, m.Floor)
-		refuse(e)
-	}
-	if mismatch && row.Verdict == VerdictOK {
+	c.tiers(decision.Global, mismatch)
+	if mismatch && c.row.Verdict == VerdictOK {
 		// The module-level error carries it; the row shows the module is refused.
-		row.Verdict = string(tenancy.ValidationFailed(m.Backend.Name))
+		c.row.Verdict = string(tenancy.ValidationFailed(m.Backend.Name))
 	}
 
 	var warns []Warning
@@ -201,9 +132,103 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 		w := Warning{Module: m.Name, Route: r.Name, Message: fmt.Sprintf(
 			"route is tenant-aware and also reaches %s: the tenant marker is redundant, kept as defence in depth", reached)}
 		warns = append(warns, w)
-		row.Warnings = append(row.Warnings, w.Message)
+		c.row.Warnings = append(c.row.Warnings, w.Message)
 	}
-	return row, errs, warns
+	return c.row, c.errs, warns
+}
+
+// routeCheck is one route's check in progress: its row and refusals.
+type routeCheck struct {
+	m    Module
+	r    Route
+	rule KindRule
+	row  Row
+	// base is every refusal's common part; refuse adds code and detail.
+	base tenancy.Error
+	errs []error
+}
+
+func (c *routeCheck) refuse(e tenancy.Error) {
+	c.errs = append(c.errs, &e)
+	if c.row.Verdict == VerdictOK {
+		c.row.Verdict = string(e.Code)
+	}
+}
+
+// malformed refuses a route no tier can be judged for: an undeclared
+// kind, a tier above the ceiling, an unknown origin. It sets the row's
+// origin floor.
+func (c *routeCheck) malformed(known bool) bool {
+	m, r, reached, origin := c.m, c.r, c.row.Reached, c.row.Origin
+	e := c.base
+	if !known {
+		e.Code, e.Tiers = tenancy.CodeWiringInvalid, false
+		e.Detail = fmt.Sprintf("route kind %q is not declared by backend %s", r.Kind, m.Backend.Name)
+		e.Fix = "use a route constructor of the backend's package; a backend must state the rules of every kind it ships"
+		c.refuse(e)
+		return true
+	}
+	if reached > m.Backend.Ceiling {
+		e.Code, e.Required = tenancy.CodeWiringInvalid, reached
+		e.Detail = fmt.Sprintf("route claims %s, above what %s can reach (%s)", reached, m.Backend.Name, m.Backend.Ceiling)
+		e.Fix = "build the route with the backend's own constructors; this backend has no routed client"
+		c.refuse(e)
+		return true
+	}
+	originFloor, err := origin.Floor()
+	c.row.OriginFloor = originFloor
+	if err != nil {
+		e.Code, e.Tiers = tenancy.CodeStatementOriginUnknown, false
+		e.Detail = fmt.Sprintf("route declares an unknown statement origin %s", origin)
+		e.Fix = "declare structured, compiled or raw"
+		c.refuse(e)
+		return true
+	}
+	return false
+}
+
+// tiers refuses a route whose tier misses its origin floor or the
+// module's floor, a tagged route of a kind with no tagged tier, and a
+// tenant-scoped global (fleet or tenant-global) route. Under a capability
+// mismatch the module-level error carries the floor.
+func (c *routeCheck) tiers(global, mismatch bool) {
+	m, r, rule := c.m, c.r, c.rule
+	reached, origin, originFloor := c.row.Reached, c.row.Origin, c.row.OriginFloor
+	if reached < originFloor {
+		e := c.base
+		e.Code, e.Required = tenancy.CodeStatementOriginFloor, originFloor
+		e.Detail = fmt.Sprintf("%s statement text needs at least %s, and this route reaches %s; no declaration lowers an origin floor",
+			origin, originFloor, reached)
+		e.Fix = fixFor(m.Backend, rule, r, originFloor)
+		c.refuse(e)
+	}
+	if r.TenantAware && rule.NoTagged {
+		e := c.base
+		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
+		e.Detail = fmt.Sprintf("%s %s routes have no tagged tier (nothing filters records by a tenant marker), so TenantAware would isolate nothing",
+			m.Backend.Name, r.Kind)
+		e.Fix = "drop TenantAware and resolve the container per tenant (namespace) or route the client per tenant (dedicated)"
+		c.refuse(e)
+	}
+	switch {
+	case global && tenantScoped(r):
+		e := c.base
+		e.Code, e.Required = tenancy.CodeGlobalTenantScoped, tenancy.None
+		what := "tenant-global"
+		if c.row.Scope == "fleet" {
+			e.Code, what = tenancy.CodeFleetTenantScoped, "fleet"
+		}
+		e.Detail = fmt.Sprintf("a %s route holds deployment-wide state and runs with no tenant bound, but this one is tenant-scoped (%s)",
+			what, scopeReasons(r))
+		e.Fix = "drop TenantAware, the per-tenant resolver and the routed client from this route, or stop marking it " + what + " and bind a tenant"
+		c.refuse(e)
+	case !global && !mismatch && reached < m.Floor && reached >= originFloor:
+		e := c.base
+		e.Code, e.Required = tenancy.ValidationFailed(m.Backend.Name), m.Floor
+		e.Detail = fmt.Sprintf("route reaches %s, under the module's declared floor %s", reached, m.Floor)
+		e.Fix = fixFor(m.Backend, rule, r, m.Floor)
+		c.refuse(e)
+	}
 }
 
 // markerRedundant reports whether r reaches reached without TenantAware.
