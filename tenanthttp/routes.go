@@ -60,29 +60,15 @@ var notFound = http.NotFoundHandler()
 func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	routes = slices.Clone(routes)
 	slices.SortStableFunc(routes, func(a, b RouteDef) int { return cmp.Compare(a.Pattern, b.Pattern) })
-	var errs []error
-	for _, r := range routes {
-		switch {
-		case !r.Class.valid():
-			errs = append(errs, &tenancy.Error{
-				Code:   tenancy.CodeRouteUnclassified,
-				Module: "tenanthttp",
-				Route:  r.Pattern,
-				Detail: "the route has no surface class, so no listener may serve it",
-				Fix:    "register it as tenanthttp.Tenant, tenanthttp.Operator or tenanthttp.Blocked",
-			})
-		case r.Class != Blocked && r.Handler == nil:
-			errs = append(errs, routeInvalid(r.Pattern, "the route has a nil handler", "set the route's Handler"))
-		}
-	}
-	if len(errs) > 0 {
-		return muxes{}, errors.Join(errs...)
+	if err := classified(routes); err != nil {
+		return muxes{}, err
 	}
 	// Every pattern through net/http first: it refuses bad patterns and
 	// conflicts within a class, and what it accepts parsePattern reads.
 	// Blocked routes are checked one by one: two declarations of one
 	// blocked path (two libraries' debug handlers) are one shadow.
 	tenant, operator := http.NewServeMux(), http.NewServeMux()
+	var errs []error
 	for _, r := range routes {
 		switch r.Class {
 		case Tenant:
@@ -96,7 +82,6 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	if err := errors.Join(errs...); err != nil {
 		return muxes{}, err
 	}
-	errs = nil
 	// Shadows match any method, so that a tenant catch-all cannot answer
 	// "POST /healthz" either; several routes may share one shadow.
 	tenantShadows, operatorShadows := map[string]RouteDef{}, map[string]RouteDef{}
@@ -109,36 +94,10 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 			operatorShadows[anyMethod(r.Pattern)] = r
 		}
 	}
-	type shadow struct {
-		pattern
-		of RouteDef
+	if err := unshadowed(routes, tenantShadows, operatorShadows); err != nil {
+		return muxes{}, err
 	}
-	parseAll := func(set map[string]RouteDef) (out []shadow) {
-		for _, sh := range slices.Sorted(maps.Keys(set)) {
-			p, _ := parsePattern(sh)
-			out = append(out, shadow{p, set[sh]})
-		}
-		return out
-	}
-	forTenant, forOperator := parseAll(tenantShadows), parseAll(operatorShadows)
-	for _, r := range routes {
-		shadows := forTenant
-		switch r.Class {
-		case Operator:
-			shadows = forOperator
-		case Blocked:
-			continue
-		}
-		rp, _ := parsePattern(r.Pattern)
-		for _, sh := range shadows {
-			if answersFor(rp, sh.pattern) {
-				errs = append(errs, routeOverlap(r, sh.of))
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return muxes{}, errors.Join(errs...)
-	}
+	errs = nil
 	m := muxes{tenant: tenant, operator: operator}
 	for _, sh := range []struct {
 		mux  *http.ServeMux
@@ -154,6 +113,61 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 		}
 	}
 	return m, errors.Join(errs...)
+}
+
+// classified refuses a route with no surface class, or with no handler
+// where it is served.
+func classified(routes []RouteDef) error {
+	var errs []error
+	for _, r := range routes {
+		switch {
+		case !r.Class.valid():
+			errs = append(errs, &tenancy.Error{
+				Code:   tenancy.CodeRouteUnclassified,
+				Module: "tenanthttp",
+				Route:  r.Pattern,
+				Detail: "the route has no surface class, so no listener may serve it",
+				Fix:    "register it as tenanthttp.Tenant, tenanthttp.Operator or tenanthttp.Blocked",
+			})
+		case r.Class != Blocked && r.Handler == nil:
+			errs = append(errs, routeInvalid(r.Pattern, "the route has a nil handler", "set the route's Handler"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unshadowed refuses (route_class_overlap) a route that would answer a
+// request a shadow of its own listener matches.
+func unshadowed(routes []RouteDef, tenantShadows, operatorShadows map[string]RouteDef) error {
+	type shadow struct {
+		pattern
+		of RouteDef
+	}
+	parseAll := func(set map[string]RouteDef) (out []shadow) {
+		for _, sh := range slices.Sorted(maps.Keys(set)) {
+			p, _ := parsePattern(sh)
+			out = append(out, shadow{p, set[sh]})
+		}
+		return out
+	}
+	forTenant, forOperator := parseAll(tenantShadows), parseAll(operatorShadows)
+	var errs []error
+	for _, r := range routes {
+		shadows := forTenant
+		switch r.Class {
+		case Operator:
+			shadows = forOperator
+		case Blocked:
+			continue
+		}
+		rp, _ := parsePattern(r.Pattern)
+		for _, sh := range shadows {
+			if answersFor(rp, sh.pattern) {
+				errs = append(errs, routeOverlap(r, sh.of))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // decodedGuard answers 404 for a request whose path, once percent-decoded,
