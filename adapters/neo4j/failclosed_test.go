@@ -26,8 +26,8 @@ func graphOps(g *Graph) map[string]func(context.Context) error {
 		"delete rel":  func(ctx context.Context) error { return g.DeleteRelationship(ctx, "r") },
 		"match rels":  func(ctx context.Context) error { return e(g.MatchRelationships(ctx, "", nil, 0)) },
 		"traverse":    func(ctx context.Context) error { return e(g.Traverse(ctx, "n", Traversal{MaxDepth: 1})) },
-		"write tx":    func(ctx context.Context) error { return g.Write(ctx, func(context.Context, *Tx) error { return nil }) },
-		"read tx":     func(ctx context.Context) error { return g.Read(ctx, func(context.Context, *Tx) error { return nil }) },
+		"write tx":    func(ctx context.Context) error { return g.Write(ctx, func(context.Context, Ops) error { return nil }) },
+		"read tx":     func(ctx context.Context) error { return g.Read(ctx, func(context.Context, Ops) error { return nil }) },
 	}
 }
 

@@ -73,6 +73,46 @@ func limitOr(n int) int {
 	return n
 }
 
+// Ops are the structured graph operations. A *Graph runs each in a
+// transaction of its own; the ops Read and Write hand their function run
+// them in that one transaction. Code written against Ops runs either way.
+type Ops interface {
+	// CreateNode creates a node with labels and properties.
+	CreateNode(ctx context.Context, labels []string, props map[string]any) (Node, error)
+	// GetNode returns the node with element id id, or ErrNotFound.
+	GetNode(ctx context.Context, id string) (Node, error)
+	// UpdateNode merges props into the node (a nil value removes the key).
+	UpdateNode(ctx context.Context, id string, props map[string]any) (Node, error)
+	// DeleteNode deletes the node and its relationships, or reports
+	// ErrNotFound.
+	DeleteNode(ctx context.Context, id string) error
+	// MatchNodes returns up to limit nodes carrying every label and equal
+	// to every property given.
+	MatchNodes(ctx context.Context, labels []string, props map[string]any, limit int) ([]Node, error)
+	// CountNodes counts the nodes MatchNodes would match.
+	CountNodes(ctx context.Context, labels []string, props map[string]any) (int, error)
+	// CreateRelationship links from to to with a relationship of type
+	// typ; it reports ErrNotFound when either end is not visible.
+	CreateRelationship(ctx context.Context, from, to, typ string, props map[string]any) (Relationship, error)
+	// GetRelationship returns the relationship with element id id, or
+	// ErrNotFound.
+	GetRelationship(ctx context.Context, id string) (Relationship, error)
+	// UpdateRelationship merges props into the relationship.
+	UpdateRelationship(ctx context.Context, id string, props map[string]any) (Relationship, error)
+	// DeleteRelationship deletes the relationship, or reports ErrNotFound.
+	DeleteRelationship(ctx context.Context, id string) error
+	// MatchRelationships returns up to limit relationships of type typ
+	// (any when empty) equal to every property given.
+	MatchRelationships(ctx context.Context, typ string, props map[string]any, limit int) ([]Relationship, error)
+	// Traverse follows t from the start node.
+	Traverse(ctx context.Context, start string, t Traversal) ([]Path, error)
+}
+
+var (
+	_ Ops = (*Graph)(nil)
+	_ Ops = (*txn)(nil)
+)
+
 // Graph is a structured graph route. Each call reads its tenant from ctx
 // (when the route is tenant-scoped) and runs in a transaction of its own;
 // Read and Write run several calls in one transaction.
@@ -84,18 +124,18 @@ func (g *Graph) Name() string { return g.r.spec.name }
 // Write runs fn in one write transaction pinned to the tenant bound to ctx
 // and to its driver and database. The driver may retry fn on transient
 // errors, so fn must be safe to run again.
-func (g *Graph) Write(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	return g.r.transact(ctx, true, fn)
+func (g *Graph) Write(ctx context.Context, fn func(ctx context.Context, ops Ops) error) error {
+	return g.r.transact(ctx, true, func(ctx context.Context, t *txn) error { return fn(ctx, t) })
 }
 
 // Read is Write for a read transaction: write calls inside it are refused.
-func (g *Graph) Read(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	return g.r.transact(ctx, false, fn)
+func (g *Graph) Read(ctx context.Context, fn func(ctx context.Context, ops Ops) error) error {
+	return g.r.transact(ctx, false, func(ctx context.Context, t *txn) error { return fn(ctx, t) })
 }
 
-func one[T any](g *Graph, ctx context.Context, write bool, op func(ctx context.Context, tx *Tx) (T, error)) (T, error) {
+func one[T any](g *Graph, ctx context.Context, write bool, op func(ctx context.Context, tx *txn) (T, error)) (T, error) {
 	var out T
-	err := g.r.transact(ctx, write, func(ctx context.Context, tx *Tx) error {
+	err := g.r.transact(ctx, write, func(ctx context.Context, tx *txn) error {
 		var err error
 		out, err = op(ctx, tx)
 		return err
@@ -105,59 +145,59 @@ func one[T any](g *Graph, ctx context.Context, write bool, op func(ctx context.C
 
 // CreateNode creates a node with labels and properties.
 func (g *Graph) CreateNode(ctx context.Context, labels []string, props map[string]any) (Node, error) {
-	return one(g, ctx, true, func(ctx context.Context, tx *Tx) (Node, error) { return tx.CreateNode(ctx, labels, props) })
+	return one(g, ctx, true, func(ctx context.Context, tx *txn) (Node, error) { return tx.CreateNode(ctx, labels, props) })
 }
 
 // GetNode returns the node with element id id, or ErrNotFound.
 func (g *Graph) GetNode(ctx context.Context, id string) (Node, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) (Node, error) { return tx.GetNode(ctx, id) })
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) (Node, error) { return tx.GetNode(ctx, id) })
 }
 
 // UpdateNode merges props into the node (a nil value removes the key).
 func (g *Graph) UpdateNode(ctx context.Context, id string, props map[string]any) (Node, error) {
-	return one(g, ctx, true, func(ctx context.Context, tx *Tx) (Node, error) { return tx.UpdateNode(ctx, id, props) })
+	return one(g, ctx, true, func(ctx context.Context, tx *txn) (Node, error) { return tx.UpdateNode(ctx, id, props) })
 }
 
 // DeleteNode deletes the node and its relationships, or reports ErrNotFound.
 func (g *Graph) DeleteNode(ctx context.Context, id string) error {
-	_, err := one(g, ctx, true, func(ctx context.Context, tx *Tx) (struct{}, error) { return struct{}{}, tx.DeleteNode(ctx, id) })
+	_, err := one(g, ctx, true, func(ctx context.Context, tx *txn) (struct{}, error) { return struct{}{}, tx.DeleteNode(ctx, id) })
 	return err
 }
 
 // MatchNodes returns up to limit nodes carrying every label and equal to
 // every property given.
 func (g *Graph) MatchNodes(ctx context.Context, labels []string, props map[string]any, limit int) ([]Node, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) ([]Node, error) { return tx.MatchNodes(ctx, labels, props, limit) })
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) ([]Node, error) { return tx.MatchNodes(ctx, labels, props, limit) })
 }
 
 // CountNodes counts the nodes MatchNodes would match.
 func (g *Graph) CountNodes(ctx context.Context, labels []string, props map[string]any) (int, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) (int, error) { return tx.CountNodes(ctx, labels, props) })
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) (int, error) { return tx.CountNodes(ctx, labels, props) })
 }
 
 // CreateRelationship links from to to with a relationship of type typ; it
 // reports ErrNotFound when either end is not visible.
 func (g *Graph) CreateRelationship(ctx context.Context, from, to, typ string, props map[string]any) (Relationship, error) {
-	return one(g, ctx, true, func(ctx context.Context, tx *Tx) (Relationship, error) {
+	return one(g, ctx, true, func(ctx context.Context, tx *txn) (Relationship, error) {
 		return tx.CreateRelationship(ctx, from, to, typ, props)
 	})
 }
 
 // GetRelationship returns the relationship with element id id.
 func (g *Graph) GetRelationship(ctx context.Context, id string) (Relationship, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) (Relationship, error) { return tx.GetRelationship(ctx, id) })
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) (Relationship, error) { return tx.GetRelationship(ctx, id) })
 }
 
 // UpdateRelationship merges props into the relationship.
 func (g *Graph) UpdateRelationship(ctx context.Context, id string, props map[string]any) (Relationship, error) {
-	return one(g, ctx, true, func(ctx context.Context, tx *Tx) (Relationship, error) {
+	return one(g, ctx, true, func(ctx context.Context, tx *txn) (Relationship, error) {
 		return tx.UpdateRelationship(ctx, id, props)
 	})
 }
 
 // DeleteRelationship deletes the relationship, or reports ErrNotFound.
 func (g *Graph) DeleteRelationship(ctx context.Context, id string) error {
-	_, err := one(g, ctx, true, func(ctx context.Context, tx *Tx) (struct{}, error) {
+	_, err := one(g, ctx, true, func(ctx context.Context, tx *txn) (struct{}, error) {
 		return struct{}{}, tx.DeleteRelationship(ctx, id)
 	})
 	return err
@@ -166,21 +206,22 @@ func (g *Graph) DeleteRelationship(ctx context.Context, id string) error {
 // MatchRelationships returns up to limit relationships of type typ (any
 // when empty) equal to every property given.
 func (g *Graph) MatchRelationships(ctx context.Context, typ string, props map[string]any, limit int) ([]Relationship, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) ([]Relationship, error) {
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) ([]Relationship, error) {
 		return tx.MatchRelationships(ctx, typ, props, limit)
 	})
 }
 
 // Traverse returns the paths from start that t allows.
 func (g *Graph) Traverse(ctx context.Context, start string, t Traversal) ([]Path, error) {
-	return one(g, ctx, false, func(ctx context.Context, tx *Tx) ([]Path, error) { return tx.Traverse(ctx, start, t) })
+	return one(g, ctx, false, func(ctx context.Context, tx *txn) ([]Path, error) { return tx.Traverse(ctx, start, t) })
 }
 
-// Tx is one transaction of a graph route. Its tenant, driver and database
-// were fixed when it began; every call checks that its ctx is still bound
-// to that tenant (tenant_scope_changed otherwise). A Tx is valid only
-// inside the function it was passed to.
-type Tx struct {
+// txn is one transaction of a graph route, the Ops that Read and Write
+// hand their function. Its tenant, driver and database were fixed when it
+// began; every call checks that its ctx is still bound to that tenant
+// (tenant_scope_changed otherwise). It is valid only inside the function
+// it was passed to.
+type txn struct {
 	r     *route
 	sc    scope
 	run   runner
@@ -189,7 +230,7 @@ type Tx struct {
 }
 
 // exec checks the call's ctx against the scope and runs s.
-func (tx *Tx) exec(ctx context.Context, write bool, s stmt) ([]*drv.Record, error) {
+func (tx *txn) exec(ctx context.Context, write bool, s stmt) ([]*drv.Record, error) {
 	if tx.done.Load() {
 		return nil, fmt.Errorf("neo4j: route %s: transaction used after its scope ended", tx.r.spec.name)
 	}
@@ -202,9 +243,9 @@ func (tx *Tx) exec(ctx context.Context, write bool, s stmt) ([]*drv.Record, erro
 	return tx.run.Run(ctx, s.cypher, s.params)
 }
 
-func (tx *Tx) b() builder { return tx.r.builder(tx.sc) }
+func (tx *txn) b() builder { return tx.r.builder(tx.sc) }
 
-func (tx *Tx) node(ctx context.Context, write bool, s stmt, err error) (Node, error) {
+func (tx *txn) node(ctx context.Context, write bool, s stmt, err error) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
@@ -218,7 +259,7 @@ func (tx *Tx) node(ctx context.Context, write bool, s stmt, err error) (Node, er
 	return decode[dbtype.Node](recs[0], toNode)
 }
 
-func (tx *Tx) rel(ctx context.Context, write bool, s stmt, err error) (Relationship, error) {
+func (tx *txn) rel(ctx context.Context, write bool, s stmt, err error) (Relationship, error) {
 	if err != nil {
 		return Relationship{}, err
 	}
@@ -232,7 +273,7 @@ func (tx *Tx) rel(ctx context.Context, write bool, s stmt, err error) (Relations
 	return decode[dbtype.Relationship](recs[0], toRel)
 }
 
-func (tx *Tx) deleted(ctx context.Context, s stmt) error {
+func (tx *txn) deleted(ctx context.Context, s stmt) error {
 	recs, err := tx.exec(ctx, true, s)
 	if err != nil {
 		return err
@@ -248,29 +289,29 @@ func (tx *Tx) deleted(ctx context.Context, s stmt) error {
 }
 
 // CreateNode: see Graph.CreateNode.
-func (tx *Tx) CreateNode(ctx context.Context, labels []string, props map[string]any) (Node, error) {
+func (tx *txn) CreateNode(ctx context.Context, labels []string, props map[string]any) (Node, error) {
 	s, err := tx.b().createNode(labels, props)
 	return tx.node(ctx, true, s, err)
 }
 
 // GetNode: see Graph.GetNode.
-func (tx *Tx) GetNode(ctx context.Context, id string) (Node, error) {
+func (tx *txn) GetNode(ctx context.Context, id string) (Node, error) {
 	return tx.node(ctx, false, tx.b().getNode(id), nil)
 }
 
 // UpdateNode: see Graph.UpdateNode.
-func (tx *Tx) UpdateNode(ctx context.Context, id string, props map[string]any) (Node, error) {
+func (tx *txn) UpdateNode(ctx context.Context, id string, props map[string]any) (Node, error) {
 	s, err := tx.b().updateNode(id, props)
 	return tx.node(ctx, true, s, err)
 }
 
 // DeleteNode: see Graph.DeleteNode.
-func (tx *Tx) DeleteNode(ctx context.Context, id string) error {
+func (tx *txn) DeleteNode(ctx context.Context, id string) error {
 	return tx.deleted(ctx, tx.b().deleteNode(id))
 }
 
 // MatchNodes: see Graph.MatchNodes.
-func (tx *Tx) MatchNodes(ctx context.Context, labels []string, props map[string]any, limit int) ([]Node, error) {
+func (tx *txn) MatchNodes(ctx context.Context, labels []string, props map[string]any, limit int) ([]Node, error) {
 	s, err := tx.b().matchNodes(labels, props, "RETURN n LIMIT $limit", "limit", limitOr(limit))
 	if err != nil {
 		return nil, err
@@ -283,7 +324,7 @@ func (tx *Tx) MatchNodes(ctx context.Context, labels []string, props map[string]
 }
 
 // CountNodes: see Graph.CountNodes.
-func (tx *Tx) CountNodes(ctx context.Context, labels []string, props map[string]any) (int, error) {
+func (tx *txn) CountNodes(ctx context.Context, labels []string, props map[string]any) (int, error) {
 	s, err := tx.b().matchNodes(labels, props, "RETURN count(n) AS n")
 	if err != nil {
 		return 0, err
@@ -296,29 +337,29 @@ func (tx *Tx) CountNodes(ctx context.Context, labels []string, props map[string]
 }
 
 // CreateRelationship: see Graph.CreateRelationship.
-func (tx *Tx) CreateRelationship(ctx context.Context, from, to, typ string, props map[string]any) (Relationship, error) {
+func (tx *txn) CreateRelationship(ctx context.Context, from, to, typ string, props map[string]any) (Relationship, error) {
 	s, err := tx.b().createRel(from, to, typ, props)
 	return tx.rel(ctx, true, s, err)
 }
 
 // GetRelationship: see Graph.GetRelationship.
-func (tx *Tx) GetRelationship(ctx context.Context, id string) (Relationship, error) {
+func (tx *txn) GetRelationship(ctx context.Context, id string) (Relationship, error) {
 	return tx.rel(ctx, false, tx.b().getRel(id), nil)
 }
 
 // UpdateRelationship: see Graph.UpdateRelationship.
-func (tx *Tx) UpdateRelationship(ctx context.Context, id string, props map[string]any) (Relationship, error) {
+func (tx *txn) UpdateRelationship(ctx context.Context, id string, props map[string]any) (Relationship, error) {
 	s, err := tx.b().updateRel(id, props)
 	return tx.rel(ctx, true, s, err)
 }
 
 // DeleteRelationship: see Graph.DeleteRelationship.
-func (tx *Tx) DeleteRelationship(ctx context.Context, id string) error {
+func (tx *txn) DeleteRelationship(ctx context.Context, id string) error {
 	return tx.deleted(ctx, tx.b().deleteRel(id))
 }
 
 // MatchRelationships: see Graph.MatchRelationships.
-func (tx *Tx) MatchRelationships(ctx context.Context, typ string, props map[string]any, limit int) ([]Relationship, error) {
+func (tx *txn) MatchRelationships(ctx context.Context, typ string, props map[string]any, limit int) ([]Relationship, error) {
 	s, err := tx.b().matchRels(typ, props, limitOr(limit))
 	if err != nil {
 		return nil, err
@@ -331,7 +372,7 @@ func (tx *Tx) MatchRelationships(ctx context.Context, typ string, props map[stri
 }
 
 // Traverse: see Graph.Traverse.
-func (tx *Tx) Traverse(ctx context.Context, start string, t Traversal) ([]Path, error) {
+func (tx *txn) Traverse(ctx context.Context, start string, t Traversal) ([]Path, error) {
 	s, err := tx.b().traverse(start, t, tx.r.spec.maxDepth)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func (c *RawCypher) Read(ctx context.Context, cypher string, params map[string]a
 
 func (c *RawCypher) run(ctx context.Context, write bool, cypher string, params map[string]any) ([]map[string]any, error) {
 	var out []map[string]any
-	err := c.r.transact(ctx, write, func(ctx context.Context, tx *Tx) error {
+	err := c.r.transact(ctx, write, func(ctx context.Context, tx *txn) error {
 		recs, err := tx.exec(ctx, write, stmt{cypher, params})
 		if err != nil {
 			return err

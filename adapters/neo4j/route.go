@@ -130,7 +130,7 @@ func (r *route) builder(sc scope) builder {
 }
 
 // transact runs fn in one managed transaction on the scope's session.
-func (r *route) transact(ctx context.Context, write bool, fn func(context.Context, *Tx) error) error {
+func (r *route) transact(ctx context.Context, write bool, fn func(context.Context, *txn) error) error {
 	sc, err := r.open(ctx)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 		}
 	}
 	work := func(run runner) (any, error) {
-		tx := &Tx{r: r, sc: sc, run: run, write: write}
+		tx := &txn{r: r, sc: sc, run: run, write: write}
 		defer tx.done.Store(true)
 		return nil, fn(ctx, tx)
 	}

@@ -283,7 +283,7 @@ func TestServerHostileNamesAreQuoted(t *testing.T) {
 func TestServerTransactions(t *testing.T) {
 	g, label := tagged(t)
 	boom := errors.New("boom")
-	err := g.Write(srvA, func(ctx context.Context, tx *neo4j.Tx) error {
+	err := g.Write(srvA, func(ctx context.Context, tx neo4j.Ops) error {
 		a, err := tx.CreateNode(ctx, []string{label}, nil)
 		if err != nil {
 			return err
@@ -307,14 +307,14 @@ func TestServerTransactions(t *testing.T) {
 		t.Fatalf("a failed transaction left %d nodes", n)
 	}
 	var id string
-	if err := g.Write(srvA, func(ctx context.Context, tx *neo4j.Tx) error {
+	if err := g.Write(srvA, func(ctx context.Context, tx neo4j.Ops) error {
 		n, err := tx.CreateNode(ctx, []string{label}, nil)
 		id = n.ID
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Read(srvA, func(ctx context.Context, tx *neo4j.Tx) error {
+	if err := g.Read(srvA, func(ctx context.Context, tx neo4j.Ops) error {
 		_, err := tx.GetNode(ctx, id)
 		return err
 	}); err != nil {

@@ -209,8 +209,8 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
 			g := build[*Graph](t, "g", append([]Option{withFake("plain", rec), withFakeRouted(rec)}, tc.opts...)...)
-			var leaked *Tx
-			err := g.Write(ctxA, func(ctx context.Context, tx *Tx) error {
+			var leaked Ops
+			err := g.Write(ctxA, func(ctx context.Context, tx Ops) error {
 				leaked = tx
 				if _, err := tx.CreateNode(ctx, []string{"P"}, nil); err != nil {
 					return err
@@ -242,7 +242,7 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 			if _, err := leaked.GetNode(ctxA, "x"); err == nil {
 				t.Fatal("a Tx was usable after its scope ended")
 			}
-			err = g.Read(ctxA, func(ctx context.Context, tx *Tx) error {
+			err = g.Read(ctxA, func(ctx context.Context, tx Ops) error {
 				_, err := tx.CreateNode(ctx, nil, nil)
 				return err
 			})

@@ -114,7 +114,7 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		out["kafka"] = r.Events.Produce(c, kafka.Message{Value: []byte("e")})
 		out["redis"] = r.Sessions.Set(c, "s", []byte("v"), time.Minute)
 		out["memory"] = r.Carts.Set(c, "c", []byte("v"), time.Minute)
-		err = r.People.Write(c, func(ctx context.Context, tx *neo4j.Tx) error {
+		err = r.People.Write(c, func(ctx context.Context, tx neo4j.Ops) error {
 			p, err := tx.CreateNode(ctx, []string{label}, nil)
 			if err != nil {
 				return err
