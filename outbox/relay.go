@@ -21,6 +21,14 @@ type Source interface {
 	Claim(ctx context.Context, limit int) (Batch, error)
 }
 
+// Writer stores messages for a relay to forward, under the tenant bound to
+// ctx (or, on an outbox that is not tenant-scoped, as deployment-wide rows
+// under tenancy.WithGlobal): postgres.Outbox and mongo.Outbox, which are
+// Sources too. An empty EventID gets a random one.
+type Writer interface {
+	Write(ctx context.Context, msgs ...Message) error
+}
+
 // Batch is a claim on some rows.
 type Batch interface {
 	Messages() []Message

@@ -8,8 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/tenantwire/tenantwire/document"
 )
 
 const fieldCount = "n"
@@ -68,19 +66,16 @@ func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
 	return n, nil
 }
 
-// Reset deletes the counter, or returns document.ErrNotFound.
-func (c *Counter) Reset(ctx context.Context, name string) error {
+// Delete removes the counter and reports whether it existed.
+func (c *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	t, err := c.route.target(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer t.release()
 	res, err := t.coll.DeleteOne(ctx, t.byID(name))
 	if err != nil {
-		return fmt.Errorf("mongo: %s reset: %w", c.route.spec.name, err)
+		return false, fmt.Errorf("mongo: %s delete: %w", c.route.spec.name, err)
 	}
-	if res.DeletedCount == 0 {
-		return document.ErrNotFound
-	}
-	return nil
+	return res.DeletedCount > 0, nil
 }

@@ -63,21 +63,21 @@ func deadClient(t *testing.T) mongo.Option {
 // calls are every tenant-scoped operation of every route kind.
 func calls(r routes) map[string]func(context.Context) error {
 	m := map[string]func(context.Context) error{
-		"get":    func(ctx context.Context) error { _, err := r.docs.Get(ctx, "x"); return err },
-		"create": func(ctx context.Context) error { _, err := r.docs.Create(ctx, "x", order{}); return err },
-		"update": func(ctx context.Context) error { _, err := r.docs.Update(ctx, "x", order{}, 1); return err },
-		"delete": func(ctx context.Context) error { return r.docs.Delete(ctx, "x") },
-		"list":   func(ctx context.Context) error { _, err := r.docs.List(ctx, document.Query{}); return err },
-		"count":  func(ctx context.Context) error { _, err := r.docs.Count(ctx, document.Query{}); return err },
-		"put":    func(ctx context.Context) error { return r.search.Put(ctx, "x", "a") },
-		"query":  func(ctx context.Context) error { _, err := r.search.Query(ctx, "a", 0); return err },
-		"scount": func(ctx context.Context) error { _, err := r.search.Count(ctx, "a"); return err },
-		"remove": func(ctx context.Context) error { return r.search.Remove(ctx, "x") },
-		"add":    func(ctx context.Context) error { _, err := r.counter.Add(ctx, "x", 1); return err },
-		"cget":   func(ctx context.Context) error { _, err := r.counter.Get(ctx, "x"); return err },
-		"reset":  func(ctx context.Context) error { return r.counter.Reset(ctx, "x") },
+		"get":     func(ctx context.Context) error { _, err := r.docs.Get(ctx, "x"); return err },
+		"create":  func(ctx context.Context) error { _, err := r.docs.Create(ctx, "x", order{}); return err },
+		"update":  func(ctx context.Context) error { _, err := r.docs.Update(ctx, "x", order{}, 1); return err },
+		"delete":  func(ctx context.Context) error { return r.docs.Delete(ctx, "x") },
+		"list":    func(ctx context.Context) error { _, err := r.docs.List(ctx, document.Query{}); return err },
+		"count":   func(ctx context.Context) error { _, err := r.docs.Count(ctx, document.Query{}); return err },
+		"put":     func(ctx context.Context) error { return r.search.Put(ctx, "x", "a") },
+		"query":   func(ctx context.Context) error { _, err := r.search.Search(ctx, "a", 0); return err },
+		"scount":  func(ctx context.Context) error { _, err := r.search.Count(ctx, "a"); return err },
+		"remove":  func(ctx context.Context) error { return r.search.Remove(ctx, "x") },
+		"add":     func(ctx context.Context) error { _, err := r.counter.Add(ctx, "x", 1); return err },
+		"cget":    func(ctx context.Context) error { _, err := r.counter.Get(ctx, "x"); return err },
+		"cdelete": func(ctx context.Context) error { _, err := r.counter.Delete(ctx, "x"); return err },
 		"enqueue": func(ctx context.Context) error {
-			_, err := r.outbox.Add(ctx, outbox.Message{Topic: "t"})
+			err := r.outbox.Write(ctx, outbox.Message{Topic: "t"})
 			return err
 		},
 		"pending": func(ctx context.Context) error { _, err := r.outbox.Pending(ctx, 1); return err },
@@ -148,7 +148,7 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 // global scope; a tenant-aware one reads every tenant's rows only there.
 func TestOutboxNeedsTenantOrGlobal(t *testing.T) {
 	r := build(t, deadClient(t), mongo.RouteConfig{Collection: mongo.Static("c")}, false)
-	if _, err := r.outbox.Add(context.Background(), outbox.Message{}); !errors.Is(err, tenancy.CodeTenantUnbound) {
+	if err := r.outbox.Write(context.Background(), outbox.Message{}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 		t.Fatalf("unbound add: %v", err)
 	}
 }

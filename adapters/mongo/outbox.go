@@ -40,44 +40,48 @@ func OutboxRoute(name string, cfg RouteConfig) Option {
 // for a relay to forward later.
 type Outbox struct{ route route }
 
-// Add stores m for delivery under the bound tenant (m.Tenant is ignored:
-// the row's tenant is the context's), or as a deployment-wide row under
-// tenancy.WithGlobal when the outbox is not tenant-scoped. It returns the
-// event id, generated when m.EventID is empty.
-func (o *Outbox) Add(ctx context.Context, m outbox.Message) (string, error) {
+// Write stores msgs for delivery under the bound tenant (m.Tenant is
+// ignored: the row's tenant is the context's), or as deployment-wide rows
+// under tenancy.WithGlobal when the outbox is not tenant-scoped. An empty
+// EventID gets a random one. The rows are inserted in order, each on its
+// own: a failing row (an event id already written) stops the write and
+// leaves the rows before it written.
+func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	bound := !tenant.IsZero()
 	t, err := o.target(ctx, tenant)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer t.release()
 	if bound {
 		if err := o.route.ensureCurrent(ctx, tenant, t.server); err != nil {
-			return "", err
+			return err
 		}
 	}
-	if m.EventID == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		m.EventID = hex.EncodeToString(b[:])
+	for _, m := range msgs {
+		if m.EventID == "" {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			m.EventID = hex.EncodeToString(b[:])
+		}
+		row := bson.D{{Key: "_id", Value: rowID(tenant, m.EventID)}, {Key: fieldEvent, Value: m.EventID}}
+		if bound {
+			row = append(row, bson.E{Key: fieldTenant, Value: tenant.String()})
+		}
+		row = append(row,
+			bson.E{Key: fieldTopic, Value: m.Topic}, bson.E{Key: fieldKey, Value: m.Key},
+			bson.E{Key: fieldPayload, Value: m.Payload}, bson.E{Key: fieldHeaders, Value: m.Headers},
+			bson.E{Key: fieldCreated, Value: bson.NewDateTimeFromTime(time.Now())},
+			bson.E{Key: fieldDelivered, Value: false})
+		if _, err := t.coll.InsertOne(ctx, row); err != nil {
+			return fmt.Errorf("mongo: %s write: %w", o.route.spec.name, err)
+		}
 	}
-	row := bson.D{{Key: "_id", Value: rowID(tenant, m.EventID)}, {Key: fieldEvent, Value: m.EventID}}
-	if bound {
-		row = append(row, bson.E{Key: fieldTenant, Value: tenant.String()})
-	}
-	row = append(row,
-		bson.E{Key: fieldTopic, Value: m.Topic}, bson.E{Key: fieldKey, Value: m.Key},
-		bson.E{Key: fieldPayload, Value: m.Payload}, bson.E{Key: fieldHeaders, Value: m.Headers},
-		bson.E{Key: fieldCreated, Value: bson.NewDateTimeFromTime(time.Now())},
-		bson.E{Key: fieldDelivered, Value: false})
-	if _, err := t.coll.InsertOne(ctx, row); err != nil {
-		return "", fmt.Errorf("mongo: %s add: %w", o.route.spec.name, err)
-	}
-	return m.EventID, nil
+	return nil
 }
 
 // rowID is a row's _id: the row tenant's 32 hex digits (zeros for a

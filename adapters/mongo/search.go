@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/tenantwire/tenantwire/capability"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -29,12 +31,6 @@ func SearchRoute(name string, cfg RouteConfig) Option {
 
 // Search indexes short texts by id and finds them by their words.
 type Search struct{ route route }
-
-// Hit is one search result.
-type Hit struct {
-	ID   string
-	Text string
-}
 
 // Put indexes text under id, replacing what id held.
 func (s *Search) Put(ctx context.Context, id, text string) error {
@@ -69,9 +65,10 @@ func (s *Search) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// Query returns up to limit hits (0: no limit) holding every word of q,
-// ordered by id. With TextIndex it runs $text instead (any word matches).
-func (s *Search) Query(ctx context.Context, q string, limit int) ([]Hit, error) {
+// Search returns up to limit hits (0: no limit) holding every word of q,
+// ordered by id, each with its indexed Text. With TextIndex it runs $text
+// instead (any word matches).
+func (s *Search) Search(ctx context.Context, q string, limit int) ([]capability.Hit, error) {
 	t, err := s.route.target(ctx)
 	if err != nil {
 		return nil, err
@@ -87,17 +84,17 @@ func (s *Search) Query(ctx context.Context, q string, limit int) ([]Hit, error) 
 	}
 	cur, err := t.coll.Find(ctx, filter, opts)
 	if err != nil {
-		return nil, fmt.Errorf("mongo: %s query: %w", s.route.spec.name, err)
+		return nil, fmt.Errorf("mongo: %s search: %w", s.route.spec.name, err)
 	}
 	defer cur.Close(ctx)
-	var hits []Hit
+	var hits []capability.Hit
 	for cur.Next(ctx) {
 		id, ok1 := cur.Current.Lookup(fieldID).StringValueOK()
 		text, ok2 := cur.Current.Lookup(fieldText).StringValueOK()
 		if !ok1 || !ok2 {
 			return nil, errors.New("mongo: malformed search document")
 		}
-		hits = append(hits, Hit{ID: id, Text: text})
+		hits = append(hits, capability.Hit{ID: id, Text: text})
 	}
 	return hits, cur.Err()
 }

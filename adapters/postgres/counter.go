@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -102,13 +101,14 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	return v, err
 }
 
-// Delete removes the counter, or fails with document.ErrNotFound.
-func (k *Counter) Delete(ctx context.Context, name string) (err error) {
+// Delete removes the counter and reports whether it existed.
+func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	defer k.notProvisioned(&err)
 	tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer release()
-	return execOne(ctx, pool, st.del, st.mode(args(st.tagged, tenant, name)), document.ErrNotFound)
+	tag, err := pool.Exec(ctx, st.del, st.mode(args(st.tagged, tenant, name))...)
+	return err == nil && tag.RowsAffected() > 0, err
 }

@@ -191,10 +191,14 @@ func counterProbe(k *postgres.Counter) tenancytest.Probe {
 			return errors.New("separate counter")
 		},
 		Delete: func(ctx context.Context) error {
-			if err := k.Delete(ctx, "hits"); err != nil {
+			if _, err := k.Delete(ctx, "hits"); err != nil {
 				return err
 			}
-			return k.Delete(ctx, "hits") // B's own counter is gone: A's must remain
+			// B's own counter is gone: A's must remain, unseen.
+			if deleted, err := k.Delete(ctx, "hits"); err != nil || deleted {
+				return err
+			}
+			return document.ErrNotFound
 		},
 	}
 }

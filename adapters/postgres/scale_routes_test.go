@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
-	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -108,9 +107,11 @@ func exerciseRoutes(t *testing.T, ctx context.Context, rs scaleRoutes, i int) {
 	if v, err := rs.counter.Get(ctx, name); err != nil || v != int64(i+1) {
 		t.Fatalf("counter Get = %d, %v", v, err)
 	}
-	must0(t, rs.counter.Delete(ctx, name))
-	if err := rs.counter.Delete(ctx, name); !errors.Is(err, document.ErrNotFound) {
-		t.Fatalf("counter Delete of a missing counter: %v", err)
+	if deleted, err := rs.counter.Delete(ctx, name); err != nil || !deleted {
+		t.Fatalf("counter Delete = %v, %v", deleted, err)
+	}
+	if deleted, err := rs.counter.Delete(ctx, name); err != nil || deleted {
+		t.Fatalf("counter Delete of a missing counter = %v, %v; want false", deleted, err)
 	}
 
 	if fresh, err := rs.in.Mark(ctx, "e1"); err != nil || !fresh {

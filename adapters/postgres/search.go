@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/tenantwire/tenantwire/capability"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/document"
@@ -77,12 +79,6 @@ type searchStmts struct {
 	put, del, search, count string
 }
 
-// Hit is one search result.
-type Hit struct {
-	ID   string
-	Rank float32
-}
-
 func (x *Search) build(tenant tenancy.ID) *searchStmts {
 	s := sql{tagged: x.spec.decision.Tagged}
 	heap, read := x.qualified(x.cfg.Heap, tenant), x.qualified(x.cfg.Read, tenant)
@@ -128,7 +124,7 @@ func (x *Search) Remove(ctx context.Context, id string) (err error) {
 }
 
 // Search returns the best hits for a web-search style query.
-func (x *Search) Search(ctx context.Context, query string, limit int) (_ []Hit, err error) {
+func (x *Search) Search(ctx context.Context, query string, limit int) (_ []capability.Hit, err error) {
 	defer x.notProvisioned(&err)
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
@@ -142,7 +138,10 @@ func (x *Search) Search(ctx context.Context, query string, limit int) (_ []Hit, 
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[Hit])
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (h capability.Hit, err error) {
+		err = row.Scan(&h.ID, &h.Rank)
+		return h, err
+	})
 }
 
 // Count returns how many documents match the query.

@@ -48,7 +48,7 @@ func TestBoundaryCounter(t *testing.T) {
 			name := e.name("ctr" + tc.tier.String())
 			c := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
 			tenancytest.Boundary(t, counterProbe(c))
-			if n, err := c.Incr(ctxB, "hits", 1); err != nil || n != 1 {
+			if n, err := c.Add(ctxB, "hits", 1); err != nil || n != 1 {
 				t.Fatalf("B's own counter: %d, %v", n, err)
 			}
 			if n, _ := c.Get(ctxA, "hits"); n != 5 {
@@ -65,14 +65,14 @@ func TestBoundaryIdempotency(t *testing.T) {
 			name := e.name("idem" + tc.tier.String())
 			i := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)
 			tenancytest.Boundary(t, idempotencyProbe(i))
-			// A's second store loses to its first; B's first store wins in B's space.
-			stored, prev, err := i.Store(ctxA, "req-1", []byte("again"), time.Minute)
-			if err != nil || stored || string(prev) != "a" {
-				t.Fatalf("A's repeat: stored=%v prev=%q err=%v", stored, prev, err)
+			// A's second call replays its first; B's first call runs in B's space.
+			res, replayed, err := i.Do(ctxA, "req-1", returns("again"))
+			if err != nil || !replayed || string(res) != "a" {
+				t.Fatalf("A's repeat: replayed=%v result=%q err=%v", replayed, res, err)
 			}
-			stored, prev, err = i.Store(ctxB, "req-1", []byte("b"), time.Minute)
-			if err != nil || !stored || prev != nil {
-				t.Fatalf("B's first store: stored=%v prev=%q err=%v", stored, prev, err)
+			res, replayed, err = i.Do(ctxB, "req-1", returns("b"))
+			if err != nil || replayed || string(res) != "b" {
+				t.Fatalf("B's first call: replayed=%v result=%q err=%v", replayed, res, err)
 			}
 		})
 	}
@@ -206,7 +206,7 @@ func cacheProbe(c *redis.Cache) tenancytest.Probe {
 // counterProbe adds 5 to one counter.
 func counterProbe(c *redis.Counter) tenancytest.Probe {
 	return tenancytest.Probe{
-		Write: func(ctx context.Context) error { _, err := c.Incr(ctx, "hits", 5); return err },
+		Write: func(ctx context.Context) error { _, err := c.Add(ctx, "hits", 5); return err },
 		Read: func(ctx context.Context) (bool, error) {
 			n, err := c.Get(ctx, "hits")
 			return n != 0, err
@@ -223,8 +223,8 @@ func counterProbe(c *redis.Counter) tenancytest.Probe {
 func idempotencyProbe(i *redis.Idempotency) tenancytest.Probe {
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error {
-			stored, _, err := i.Store(ctx, "req-1", []byte("a"), time.Minute)
-			return found(stored, err)
+			_, replayed, err := i.Do(ctx, "req-1", returns("a"))
+			return found(!replayed, err)
 		},
 		Read: func(ctx context.Context) (bool, error) {
 			_, ok, err := i.Get(ctx, "req-1")

@@ -204,7 +204,7 @@ func clusterLoad(t *testing.T, u *clusterUser, addrs []string, rc redis.RoutedCo
 		wg.Go(func() {
 			ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+300)))
 			for k := range keys {
-				if _, err := c.Incr(ctx, fmt.Sprint("k", k), 1); err != nil {
+				if _, err := c.Add(ctx, fmt.Sprint("k", k), 1); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

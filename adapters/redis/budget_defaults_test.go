@@ -81,7 +81,7 @@ func TestRoutedDefaultPoolFixedAtNew(t *testing.T) {
 	}
 	// One call first, so that the load below runs on that one client
 	// rather than racing to open it.
-	if _, err := c.Incr(tenant(0), "n", 1); err != nil {
+	if _, err := c.Add(tenant(0), "n", 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -105,7 +105,7 @@ func TestRoutedDefaultPoolFixedAtNew(t *testing.T) {
 		wg.Go(func() {
 			ctx := tenant(i)
 			for range 30 {
-				if _, err := c.Incr(ctx, "n", 1); err != nil {
+				if _, err := c.Add(ctx, "n", 1); err != nil {
 					t.Error(err)
 					return
 				}

@@ -65,8 +65,8 @@ func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error
 // Counter is a counter route: atomic int64 counters.
 type Counter struct{ route }
 
-// Incr adds by to key (created at 0) and returns the new value.
-func (c *Counter) Incr(ctx context.Context, key string, by int64) (int64, error) {
+// Add adds by to key (created at 0) and returns the new value.
+func (c *Counter) Add(ctx context.Context, key string, by int64) (int64, error) {
 	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
@@ -93,29 +93,41 @@ func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
 func (c *Counter) Delete(ctx context.Context, key string) (bool, error) { return c.del(ctx, key) }
 
 // Idempotency is an idempotency route: the first result stored under a key
-// wins until it expires.
-type Idempotency struct{ route }
+// wins until it expires (RouteConfig.TTL, default 24h).
+type Idempotency struct {
+	route
+	ttl time.Duration
+}
 
-// Store records result under key for ttl unless a result is already there
-// (one SET NX GET round trip). It returns stored=true when this call won;
-// otherwise existing is the result stored first, untouched.
-func (i *Idempotency) Store(ctx context.Context, key string, result []byte, ttl time.Duration) (stored bool, existing []byte, err error) {
-	if ttl <= 0 {
-		return false, nil, errors.New("redis: an idempotency record needs a positive TTL")
+// Do returns key's stored result when there is one (replayed = true);
+// otherwise it runs fn and stores its result unless a result got there
+// first (one SET NX GET round trip). Concurrent first calls for one key
+// may each run fn: the first result stored wins, and every other call
+// returns it, replayed. A failing fn stores nothing.
+func (i *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	if prev, ok, err := i.getBytes(ctx, key); err != nil || ok {
+		return prev, ok, err
+	}
+	if result, err = fn(ctx); err != nil {
+		return nil, false, err
 	}
 	cl, k, done, err := i.target(ctx, key)
 	if err != nil {
-		return false, nil, err
+		return nil, false, err
 	}
 	defer done()
+	ttl := i.ttl
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
 	prev, err := cl.SetArgs(ctx, k, result, goredis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Bytes()
 	if errors.Is(err, goredis.Nil) {
-		return true, nil, nil
+		return result, false, nil
 	}
 	if err != nil {
-		return false, nil, err
+		return nil, false, err
 	}
-	return false, prev, nil
+	return prev, true, nil
 }
 
 // Get returns the result stored under key, if any.

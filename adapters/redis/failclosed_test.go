@@ -27,10 +27,10 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 				"cache replace": func(ctx context.Context) error { _, err := c.Replace(ctx, "k", nil); return err },
 				"cache delete":  func(ctx context.Context) error { _, err := c.Delete(ctx, "k"); return err },
 				"cache ttl":     func(ctx context.Context) error { _, _, err := c.TTL(ctx, "k"); return err },
-				"counter incr":  func(ctx context.Context) error { _, err := n.Incr(ctx, "k", 1); return err },
+				"counter incr":  func(ctx context.Context) error { _, err := n.Add(ctx, "k", 1); return err },
 				"counter get":   func(ctx context.Context) error { _, err := n.Get(ctx, "k"); return err },
-				"idem store": func(ctx context.Context) error {
-					_, _, err := i.Store(ctx, "k", []byte("v"), time.Minute)
+				"idem do": func(ctx context.Context) error {
+					_, _, err := i.Do(ctx, "k", returns("v"))
 					return err
 				},
 				"idem get":     func(ctx context.Context) error { _, _, err := i.Get(ctx, "k"); return err },

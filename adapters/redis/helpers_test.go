@@ -287,3 +287,8 @@ func channelTiers(e *env) []scoped {
 		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
 	}
 }
+
+// returns is an idempotent operation whose result is v.
+func returns(v string) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) { return []byte(v), nil }
+}

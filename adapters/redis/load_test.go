@@ -102,7 +102,7 @@ func (l *loadChecker) worker(ctx context.Context, g int) {
 				l.missed("tenant %s key %s: read %d, acked %d, tried %d", id, key, got, acked[slot], tried[slot])
 			}
 		}
-		if n, err := l.counter.Incr(tctx, key, 1); err == nil {
+		if n, err := l.counter.Add(tctx, key, 1); err == nil {
 			counts[slot]++
 			if n < counts[slot] {
 				l.missed("tenant %s counter %s: %d after %d acknowledged increments", id, key, n, counts[slot])

@@ -40,6 +40,10 @@ func (r *routeSpec) validate() []modules.Problem {
 		add("TenantGlobal applies to lock and pub/sub routes (fleet routes are always tenant-global)",
 			"set redis.RouteConfig.TenantGlobal to false on this "+string(r.kind)+" route")
 	}
+	if r.ttl < 0 || r.ttl > 0 && r.kind != kindIdempotency {
+		add(fmt.Sprintf("TTL %s: a positive TTL applies to idempotency routes only", r.ttl),
+			"leave redis.RouteConfig.TTL zero on this "+string(r.kind)+" route, or set a positive TTL on an idempotency route")
+	}
 	// A kind the rules never lift to namespace has no key namespace: a
 	// resolver there would promise a cut that does not exist.
 	if r.namespace != nil && rules.Kinds[r.kind].NeverNamespace {

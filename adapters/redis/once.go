@@ -38,17 +38,17 @@ func onceKey(key, op string) string {
 	return b.String()
 }
 
-// IncrOnce adds by to key once per operation id op: a second call with the
+// AddOnce adds by to key once per operation id op: a second call with the
 // same op (a retry, a redelivered message) adds nothing and reports
 // applied=false with the counter's current value. The marker of op lives
 // in the same tenant's scope as the counter and expires after remember,
 // which must outlast any retry or redelivery of the operation.
-func (c *Counter) IncrOnce(ctx context.Context, key, op string, by int64, remember time.Duration) (value int64, applied bool, err error) {
+func (c *Counter) AddOnce(ctx context.Context, key, op string, by int64, remember time.Duration) (value int64, applied bool, err error) {
 	if op == "" {
-		return 0, false, errors.New("redis: IncrOnce needs an operation id")
+		return 0, false, errors.New("redis: AddOnce needs an operation id")
 	}
 	if remember < time.Millisecond {
-		return 0, false, errors.New("redis: IncrOnce needs remember of at least a millisecond: markers must expire")
+		return 0, false, errors.New("redis: AddOnce needs remember of at least a millisecond: markers must expire")
 	}
 	cl, k, done, err := c.target(ctx, key)
 	if err != nil {
@@ -60,7 +60,7 @@ func (c *Counter) IncrOnce(ctx context.Context, key, op string, by int64, rememb
 		return 0, false, err
 	}
 	if len(res) != 2 {
-		return 0, false, errors.New("redis: IncrOnce: unexpected script reply")
+		return 0, false, errors.New("redis: AddOnce: unexpected script reply")
 	}
 	return res[0], res[1] == 1, nil
 }

@@ -42,6 +42,7 @@ type routeSpec struct {
 	tenantAware bool
 	namespace   NamespaceFunc
 	global      bool
+	ttl         time.Duration // idempotency results
 	// fleet heartbeats
 	replica   string
 	beatEvery time.Duration
@@ -89,6 +90,9 @@ type RouteConfig struct {
 	// lock, an outbox wake): it runs with no tenant, under
 	// tenancy.WithGlobal(ctx), and must not be tenant-scoped.
 	TenantGlobal bool
+	// TTL is how long an idempotency route replays a stored result
+	// (default 24h, as PostgreSQL's); other kinds refuse it.
+	TTL time.Duration
 }
 
 // FleetConfig declares a fleet route. Fleet routes are always
@@ -126,7 +130,7 @@ func TenantNamespace(prefix string) NamespaceFunc {
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, &routeSpec{
-			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: rc.Namespace, global: rc.TenantGlobal,
+			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: rc.Namespace, global: rc.TenantGlobal, ttl: rc.TTL,
 		})
 	}
 }

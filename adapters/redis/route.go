@@ -107,7 +107,7 @@ func provideRoute(spec *routeSpec) fx.Option {
 	case kindCounter:
 		ctor = func(c *core) *Counter { return &Counter{route: newRoute(c, spec)} }
 	case kindIdempotency:
-		ctor = func(c *core) *Idempotency { return &Idempotency{route: newRoute(c, spec)} }
+		ctor = func(c *core) *Idempotency { return &Idempotency{route: newRoute(c, spec), ttl: spec.ttl} }
 	case kindLock:
 		ctor = func(c *core) *Locks { return &Locks{route: newRoute(c, spec)} }
 	case kindPubSub:

@@ -100,7 +100,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		wg.Go(func() {
 			ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+100)))
 			for range 5 {
-				if _, err := c.Incr(ctx, "n", 1); err != nil {
+				if _, err := c.Add(ctx, "n", 1); err != nil {
 					t.Error(err)
 					return
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -116,6 +117,8 @@ func TestWiringInvalid(t *testing.T) {
 		"heartbeat TTL alone":       redis.FleetRoute("f", redis.FleetConfig{TTL: 2}),
 		"negative heartbeat TTL":    redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: 1, TTL: -2}),
 		"worker on no stream":       redis.StreamConsumer("missing", redis.ConsumerConfig{Group: "g", Handle: noop}),
+		"TTL on a cache":            redis.CacheRoute("c", redis.RouteConfig{TTL: time.Minute}),
+		"negative idempotency TTL":  redis.IdempotencyRoute("i", redis.RouteConfig{TTL: -time.Minute}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", redis.FromGraph(), opt))

@@ -91,7 +91,7 @@ func ordersHandler(h handlers) http.Handler {
 			w.WriteHeader(http.StatusCreated)
 			return
 		}
-		views, err := h.Views.Incr(r.Context(), "orders/"+id, 1)
+		views, err := h.Views.Add(r.Context(), "orders/"+id, 1)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -117,7 +117,7 @@ func TestBoundarySearch(t *testing.T) {
 			if err := s.Put(ctxOf(tenancytest.TenantB), "p1", "blue"); err != nil {
 				t.Fatal(err)
 			}
-			hits, err := s.Query(ctxOf(tenancytest.TenantA), "apple", 0)
+			hits, err := s.Search(ctxOf(tenancytest.TenantA), "apple", 0)
 			if err != nil || len(hits) != 1 || hits[0].Text != "red apple pie" {
 				t.Fatalf("A's hits after B's put: %+v %v", hits, err)
 			}
@@ -204,7 +204,7 @@ func docProbe(t *testing.T, docs *mongo.Documents[item]) tenancytest.Probe {
 // searchProbe indexes p1 as "red apple pie".
 func searchProbe(t *testing.T, s *mongo.Search) tenancytest.Probe {
 	ids := func(ctx context.Context) ([]string, error) {
-		hits, err := s.Query(ctx, "Apple", 0)
+		hits, err := s.Search(ctx, "Apple", 0)
 		var out []string
 		for _, h := range hits {
 			out = append(out, h.ID)
@@ -240,7 +240,12 @@ func counterProbe(c *mongo.Counter) tenancytest.Probe {
 			n, err := c.Get(ctx, "p1")
 			return n == 5, err
 		},
-		Delete: func(ctx context.Context) error { return c.Reset(ctx, "p1") },
+		Delete: func(ctx context.Context) error {
+			if deleted, err := c.Delete(ctx, "p1"); err != nil || deleted {
+				return err
+			}
+			return document.ErrNotFound
+		},
 	}
 }
 
@@ -256,7 +261,7 @@ func outboxProbe(t *testing.T, o *mongo.Outbox) tenancytest.Probe {
 	}
 	return tenancytest.Probe{
 		Write: func(ctx context.Context) error {
-			_, err := o.Add(ctx, outbox.Message{EventID: "evt-1", Topic: "orders", Payload: []byte("x")})
+			err := o.Write(ctx, outbox.Message{EventID: "evt-1", Topic: "orders", Payload: []byte("x")})
 			return err
 		},
 		Read: func(ctx context.Context) (bool, error) {

@@ -80,8 +80,7 @@ func outboxCase() scopeCase {
 			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
 		},
 		write: func(ctx context.Context, id string, obj any) error {
-			_, err := obj.(*mongo.Outbox).Add(ctx, outbox.Message{EventID: id, Topic: "t"})
-			return err
+			return obj.(*mongo.Outbox).Write(ctx, outbox.Message{EventID: id, Topic: "t"})
 		},
 		unbound: tenancy.WithGlobal(context.Background())}
 }

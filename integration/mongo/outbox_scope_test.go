@@ -3,6 +3,7 @@ package mongo_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -43,11 +44,11 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 			var o *mongo.Outbox
 			start(t, mongo.Module("m", append(plain(t), mongo.OutboxRoute("events", cfg))...), named("events", &o))
 			for _, id := range []tenancy.ID{a, b} {
-				if ev, err := o.Add(ctxOf(id), outbox.Message{EventID: "e1", Topic: "t", Payload: []byte(id.String())}); err != nil || ev != "e1" {
-					t.Fatalf("%s's add of e1: %q %v", id, ev, err)
+				if err := o.Write(ctxOf(id), outbox.Message{EventID: "e1", Topic: "t", Payload: []byte(id.String())}); err != nil {
+					t.Fatalf("%s's write of e1: %v", id, err)
 				}
 			}
-			if _, err := o.Add(ctxOf(a), outbox.Message{EventID: "e1", Topic: "t"}); err == nil {
+			if err := o.Write(ctxOf(a), outbox.Message{EventID: "e1", Topic: "t"}); err == nil {
 				t.Error("A added its own event id twice")
 			}
 			for _, id := range []tenancy.ID{a, b} {
@@ -106,7 +107,7 @@ func TestScopedOutboxRefusesUnbound(t *testing.T) {
 			var o *mongo.Outbox
 			start(t, mongo.Module("m", append(plain(t), mongo.OutboxRoute("events", cfg))...), named("events", &o))
 			for scope, ctx := range map[string]context.Context{"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background())} {
-				if _, err := o.Add(ctx, outbox.Message{EventID: "x", Topic: "t"}); !errors.Is(err, tenancy.CodeTenantUnbound) {
+				if err := o.Write(ctx, outbox.Message{EventID: "x", Topic: "t"}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 					t.Errorf("%s add: %v, want tenant_unbound", scope, err)
 				}
 				if err := o.MarkDelivered(ctx, "x"); !errors.Is(err, tenancy.CodeTenantUnbound) {
@@ -175,5 +176,34 @@ func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 	}
 	if n, err := coll.CountDocuments(context.Background(), bson.D{{Key: "_id", Value: "forged"}}); err != nil || n != 0 {
 		t.Errorf("the forged document was stored (%d, %v)", n, err)
+	}
+}
+
+// TestOutboxWriteMany: one Write stores every message in order, gives an
+// empty EventID a random 32-hex id, and stops at the first failing row
+// (an event id already written), leaving the rows before it.
+func TestOutboxWriteMany(t *testing.T) {
+	var o *mongo.Outbox
+	start(t, mongo.Module("m", append(plain(t), mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("ev")}))...), named("events", &o))
+	ctx := ctxOf(tenancytest.TenantA)
+	if err := o.Write(ctx, outbox.Message{EventID: "e1", Topic: "t"}, outbox.Message{Topic: "t", Payload: []byte("gen")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Write(ctx, outbox.Message{EventID: "e2", Topic: "t"}, outbox.Message{EventID: "e1", Topic: "t"}, outbox.Message{EventID: "e3", Topic: "t"}); err == nil {
+		t.Fatal("a write repeating e1 succeeded")
+	}
+	got := pendingOf(t, o, ctx)
+	prefix := tenancytest.TenantA.String() + "/"
+	generated := 0
+	for k, payload := range got {
+		if id := strings.TrimPrefix(k, prefix); payload == "gen" && len(id) == 32 && strings.Trim(id, "0123456789abcdef") == "" {
+			generated++
+		}
+	}
+	_, e1 := got[prefix+"e1"]
+	_, e2 := got[prefix+"e2"]
+	_, e3 := got[prefix+"e3"]
+	if len(got) != 3 || !e1 || !e2 || e3 || generated != 1 {
+		t.Errorf("pending %v; want e1, e2 and one generated 32-hex id, not e3", got)
 	}
 }

@@ -3,6 +3,7 @@ package mongo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -192,8 +193,8 @@ func TestOutboxRelay(t *testing.T) {
 			var ids []string
 			for i := range 9 {
 				id := tenants[i%3]
-				ev, err := o.Add(ctxOf(id), outbox.Message{Topic: "orders", Payload: []byte(id.String()), Headers: map[string]string{"h": "v"}})
-				if err != nil {
+				ev := fmt.Sprintf("ev-%d", i)
+				if err := o.Write(ctxOf(id), outbox.Message{EventID: ev, Topic: "orders", Payload: []byte(id.String()), Headers: map[string]string{"h": "v"}}); err != nil {
 					t.Fatal(err)
 				}
 				ids = append(ids, ev)

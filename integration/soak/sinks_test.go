@@ -96,8 +96,8 @@ func (s *sinks) handle(stream string) kafka.Handler {
 		}
 		key := stream + "-" + strconv.Itoa(b.Seq)
 		for _, step := range []func() error{
-			// IncrOnce: a retry after a lost reply (the Redis restart) must not count twice.
-			func() error { _, _, err := s.deps.Counter.IncrOnce(ctx, stream, event, 1, time.Hour); return err },
+			// AddOnce: a retry after a lost reply (the Redis restart) must not count twice.
+			func() error { _, _, err := s.deps.Counter.AddOnce(ctx, stream, event, 1, time.Hour); return err },
 			func() error { return s.deps.Cache.Set(ctx, key, m.Value, 0) },
 			func() error {
 				_, err := s.deps.Mongo.Create(ctx, key, b)
