@@ -18,6 +18,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -33,14 +34,14 @@ func badOptions() fx.Option {
 		),
 		memory.Module("shop",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
+			memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 		),
 		// A container name with a dot: the route's own option error; the
 		// module's unbound consumer over a tenant-aware stream is still
 		// checked.
 		memory.Module("misc",
-			memory.CacheRoute("bad", memory.CacheConfig{Keys: memory.Static("a.b")}),
-			memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")}),
+			memory.CacheRoute("bad", memory.CacheConfig{Keys: naming.Shared("a.b")}),
+			memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: naming.Shared("events")}),
 			memory.Consume(memory.ConsumerConfig{Name: "drain", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}),
 		),
 		modules.Worker(floors.Worker{Name: "sweep", Module: "shop", Route: "nowhere"}),
@@ -123,7 +124,7 @@ func TestDryRunOpensNoConnection(t *testing.T) {
 			postgres.DSN("postgres://tw@10.255.255.1:5432/tw?connect_timeout=30"),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[order]("orders", postgres.DocumentConfig{
-				Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders"),
+				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),
 			}),
 		),
 		fx.Invoke(func(d *postgres.Documents[order]) error {
@@ -151,7 +152,7 @@ func TestDryRunOpensNoConnection(t *testing.T) {
 
 func TestDryRunWarningsAreValues(t *testing.T) {
 	rep, err := modules.DryRun(memory.Module("shop",
-		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.PerTenant("orders")}),
+		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.PerTenant("orders")}),
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func TestDryRunReturnsWhatStopsFxFirst(t *testing.T) {
 // of the module, and the matrix says so.
 func TestDryRunModuleOptionErrorMarksEveryRoute(t *testing.T) {
 	rep, err := modules.DryRun(postgres.Module("pg",
-		postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.Table("orders"), Write: postgres.Table("orders")}),
+		postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.Shared("orders"), Write: naming.Shared("orders")}),
 	))
 	if !errors.Is(err, tenancy.CodeWiringInvalid) {
 		t.Fatalf("err %v", err)
@@ -188,7 +189,7 @@ func TestDryRunModuleOptionErrorMarksEveryRoute(t *testing.T) {
 func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 	floorMiss := memory.Module("shop",
 		memory.RequiredIsolation(tenancy.Namespace),
-		memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
+		memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 	)
 	for name, bad := range map[string]fx.Option{
 		"postgres": postgres.Module("x"), // no DSN, Pool or Routed
@@ -196,7 +197,7 @@ func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 		"mongo":    mongo.Module("x"), // no database
 		"kafka":    kafka.Module("x"), // no brokers
 		"neo4j":    neo4j.Module("x", neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})),
-		"memory":   memory.Module("x", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("a.b")})),
+		"memory":   memory.Module("x", memory.CacheRoute("c", memory.CacheConfig{Keys: naming.Shared("a.b")})),
 	} {
 		t.Run(name, func(t *testing.T) {
 			codes := tenancy.Codes(fx.New(fx.NopLogger, bad, floorMiss).Err())

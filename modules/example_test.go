@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -27,12 +28,12 @@ func ExampleDryRun() {
 			postgres.DSN("postgres://app@db.invalid:5432/shop?pool_max_conns=4"),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
-				Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders"),
+				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),
 			}),
 		),
 		memory.Module("cache",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")}),
+			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("sessions")}),
 		),
 	)
 	report, err := modules.DryRun(appOptions)
@@ -56,7 +57,7 @@ func ExampleLifecycle() {
 		carts   *memory.Cache
 	)
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		memory.Module("shop", memory.CacheRoute("carts", memory.CacheConfig{Keys: memory.PerTenant("carts")})),
+		memory.Module("shop", memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")})),
 		fx.Populate(&tenants, &carts))
 	if err := app.Err(); err != nil {
 		fmt.Println(err)

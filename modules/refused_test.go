@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,7 +22,7 @@ import (
 // must report alongside the option error.
 var floorMiss = memory.Module("shop",
 	memory.RequiredIsolation(tenancy.Namespace),
-	memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}),
+	memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 )
 
 // An app's own invoke asking for a refused module's route gets the
@@ -45,8 +46,8 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	// No DSN, Pool or Routed: refused for its options.
 	pg := func() fx.Option {
 		return postgres.Module("pg",
-			postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("hits")}),
-			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("orders")}))
+			postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared("hits")}),
+			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}))
 	}
 	// A depth over the cap: refused for its options.
 	graphMod := func() fx.Option {

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -41,9 +42,9 @@ func ExampleConformance() {
 	var t *testing.T // the *testing.T of a TestConformance function
 	tenancytest.Conformance(t, memory.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		// tagged: one shared container, tenant-aware; namespace: one per tenant.
-		aware, where := true, memory.Static("probe")
+		aware, where := true, naming.Shared("probe")
 		if tier == tenancy.Namespace {
-			aware, where = false, memory.PerTenant("probe")
+			aware, where = false, naming.PerTenant("probe")
 		}
 		var (
 			kv    *memory.Cache
@@ -126,7 +127,7 @@ type Order struct{ Item string }
 
 func shopApp(tenantAware bool) fx.Option {
 	return memory.Module("shop",
-		memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: tenantAware, Read: memory.Static("orders")}),
+		memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: tenantAware, Read: naming.Shared("orders")}),
 	)
 }
 
@@ -157,7 +158,7 @@ func ExampleRequireRefusedRoute() {
 		e := tenancytest.RequireRefusedRoute(t, "memory_tenancy_validation_failed", "shop", "orders",
 			memory.Module("shop",
 				memory.RequiredIsolation(tenancy.Namespace),
-				memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")}),
+				memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 			))
 		fmt.Println(e.Route, e.Reached, "<", e.Required)
 		fmt.Println("fix:", e.Fix)

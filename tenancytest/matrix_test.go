@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -36,8 +37,8 @@ func within(t *testing.T, fn func(testing.TB)) []string {
 // when a route's isolation drops, since no floor refuses it.
 func shop(tenantAware bool, extra ...memory.Option) fx.Option {
 	opts := append([]memory.Option{
-		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: tenantAware, Read: memory.Static("orders")}),
-		memory.CacheRoute("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
+		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: tenantAware, Read: naming.Shared("orders")}),
+		memory.CacheRoute("sessions", memory.CacheConfig{Keys: naming.PerTenant("sessions")}),
 	}, extra...)
 	return memory.Module("shop", opts...)
 }
@@ -88,8 +89,8 @@ func TestRequireMatrixNamesVerdictAndRouteChanges(t *testing.T) {
 	// A floor now refuses orders; sessions is gone and carts is new.
 	weaker := memory.Module("shop",
 		memory.RequiredIsolation(tenancy.Namespace),
-		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")}),
-		memory.Document[cart]("carts", memory.DocumentConfig{Read: memory.PerTenant("carts")}),
+		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
+		memory.Document[cart]("carts", memory.DocumentConfig{Read: naming.PerTenant("carts")}),
 	)
 	failed := within(t, func(tb testing.TB) { tenancytest.RequireMatrix(tb, path, weaker) })
 	if len(failed) != 1 {
@@ -138,8 +139,8 @@ func TestRequireMatrixFailsWhenFxStopsFirst(t *testing.T) {
 func TestRequireRefusedRouteMatchesTheRoute(t *testing.T) {
 	refused := memory.Module("shop",
 		memory.RequiredIsolation(tenancy.Namespace),
-		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")}),
-		memory.Document[cart]("carts", memory.DocumentConfig{Read: memory.PerTenant("carts")}),
+		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
+		memory.Document[cart]("carts", memory.DocumentConfig{Read: naming.PerTenant("carts")}),
 	)
 	e := tenancytest.RequireRefusedRoute(t, "memory_tenancy_validation_failed", "shop", "orders", refused)
 	if e.Route != "orders" || e.Required != tenancy.Namespace {

@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,7 +22,7 @@ func TestRequireRefusedInAnyOrder(t *testing.T) {
 	refused := memory.Module("notes", memory.Document[note]("notes", memory.DocumentConfig{TenantAware: true}))
 	uses := map[string]fx.Option{"documents": tenancytest.Invoke[*memory.Documents[note]]("")}
 	floorMiss := memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
-		memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")}))
+		memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")}))
 	if failed := runCheck(t, func(tb testing.TB) {
 		tenancytest.RequireRefusedInAnyOrder(tb, tenancy.CodeWiringInvalid, "notes", refused, uses, floorMiss)
 	}); len(failed) != 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 	"github.com/tenantwire/tenantwire/tenantadmin"
@@ -73,10 +74,10 @@ func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 	}
 	f := &fixture{t: t, pool: pool, prefix: "adm" + u + "_", reg: reg}
 	opts := append([]postgres.Option{postgres.DSN(dsn), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(reg),
-		postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders")})}, pgOpts...)
+		postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})}, pgOpts...)
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		postgres.Module("pg", opts...),
-		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
+		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		// A tenant catch-all: the operator paths must still be 404 there.
 		tenanthttp.Route("/", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "tenant route") })),

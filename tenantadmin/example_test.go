@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenantadmin"
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
@@ -22,7 +23,7 @@ func ExampleModule() {
 	reg := migrate.NewMemoryRegistry()
 	var srv *tenanthttp.Server
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		memory.Module("shop", memory.CacheRoute("carts", memory.CacheConfig{Keys: memory.PerTenant("carts")})),
+		memory.Module("shop", memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")})),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		tenantadmin.Module(tenantadmin.Config{Registry: reg}),
 		fx.Populate(&srv))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 )
 
 // CacheConfig wires a key/value cache route.
@@ -14,7 +15,7 @@ type CacheConfig struct {
 	// TenantAware keys every entry by the bound tenant as well (tagged).
 	TenantAware bool
 	// Keys names the container; PerTenant reaches namespace.
-	Keys Container
+	Keys naming.Name
 }
 
 // CacheRoute adds a cache route and provides *Cache to the app.
@@ -22,9 +23,9 @@ func CacheRoute(route string, cfg CacheConfig) Option {
 	return optionFunc(func(c *config) {
 		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
-			Relations: []floors.Relation{cfg.Keys.relation("keys")},
+			Relations: []floors.Relation{containerRelation(cfg.Keys, "keys")},
 		}
-		c.addRoute(fr, cfg.Keys.problems(), reflect.TypeFor[*Cache](), func(s *store) *Cache {
+		c.addRoute(fr, containerProblems(cfg.Keys), reflect.TypeFor[*Cache](), func(s *store) *Cache {
 			return &Cache{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
 		})
 	})
@@ -33,7 +34,7 @@ func CacheRoute(route string, cfg CacheConfig) Option {
 // Cache is a key/value cache route.
 type Cache struct {
 	s    *store
-	keys Container
+	keys naming.Name
 	r    routeConfig
 }
 

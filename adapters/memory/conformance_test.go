@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,9 +22,9 @@ func TestConformance(t *testing.T) {
 // floor is that tier, so fx.New proves the route reaches it: tagged is a
 // tenant-aware shared container, namespace a container per tenant.
 func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
-	aware, container := tier == tenancy.Tagged, memory.PerTenant("probe")
+	aware, container := tier == tenancy.Tagged, naming.PerTenant("probe")
 	if aware {
-		container = memory.Static("probe")
+		container = naming.Shared("probe")
 	}
 	floor := memory.RequiredIsolation(tier)
 	switch kind {

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -25,7 +26,7 @@ func TestScopeFollowsRule(t *testing.T) {
 			m  floors.Matrix
 			kv *Cache
 		)
-		app := fx.New(fx.NopLogger, Module("m", CacheRoute("c", CacheConfig{Keys: PerTenant("kv")})),
+		app := fx.New(fx.NopLogger, Module("m", CacheRoute("c", CacheConfig{Keys: naming.PerTenant("kv")})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }), fx.Populate(&kv))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)

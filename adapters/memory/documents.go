@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -21,7 +22,7 @@ type DocumentConfig struct {
 	TenantAware bool
 	// Read and Write name the containers; a PerTenant container on both
 	// reaches namespace. Write defaults to Read.
-	Read, Write Container
+	Read, Write naming.Name
 	// Origin declares who writes the route's queries. Compiled when a
 	// runtime compiler builds them from user input (a search language):
 	// such a route must reach namespace.
@@ -32,14 +33,14 @@ type DocumentConfig struct {
 // *Documents[T] to the app. One route per value type per app.
 func Document[T any](route string, cfg DocumentConfig) Option {
 	return optionFunc(func(c *config) {
-		if cfg.Write == (Container{}) {
+		if cfg.Write == (naming.Name{}) {
 			cfg.Write = cfg.Read
 		}
 		fr := floors.Route{
 			Name: route, Kind: "document", TenantAware: cfg.TenantAware, Origin: cfg.Origin,
-			Relations: []floors.Relation{cfg.Read.relation("read"), cfg.Write.relation("write")},
+			Relations: []floors.Relation{containerRelation(cfg.Read, "read"), containerRelation(cfg.Write, "write")},
 		}
-		problems := append(cfg.Read.problems(), cfg.Write.problems()...)
+		problems := append(containerProblems(cfg.Read), containerProblems(cfg.Write)...)
 		c.addRoute(fr, problems, reflect.TypeFor[*Documents[T]](), func(s *store) *Documents[T] {
 			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -27,7 +28,7 @@ func Example() {
 	refused := fx.New(fx.NopLogger,
 		memory.Module("shop",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")}),
+			memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 		),
 	)
 	var coded *tenancy.Error
@@ -41,7 +42,7 @@ func Example() {
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[Order]("orders", memory.DocumentConfig{Read: memory.PerTenant("orders")}),
+			memory.Document[Order]("orders", memory.DocumentConfig{Read: naming.PerTenant("orders")}),
 		),
 		fx.Populate(&orders),
 	)
@@ -93,7 +94,7 @@ func (r *report) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
 func Example_boundary() {
 	var orders *memory.Documents[Order]
 	app := fx.New(fx.NopLogger,
-		memory.Module("shop", memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")})),
+		memory.Module("shop", memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")})),
 		fx.Populate(&orders),
 	)
 	if err := app.Err(); err != nil {

@@ -17,7 +17,7 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		opt memory.Option
 		fix string
 	}{
-		"empty container":    {memory.CacheRoute("c", memory.CacheConfig{}), "memory.Static(name) (shared) or memory.PerTenant(base)"},
+		"empty container":    {memory.CacheRoute("c", memory.CacheConfig{}), "naming.Shared(name) (shared) or naming.PerTenant(base)"},
 		"consumer no name":   {memory.Consume(memory.ConsumerConfig{Stream: "s", Handle: handle}), "set ConsumerConfig.Name"},
 		"consumer no handle": {memory.Consume(memory.ConsumerConfig{Stream: "s", Name: "w"}), "ConsumerConfig.Handle"},
 	} {

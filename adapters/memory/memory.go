@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -37,44 +38,36 @@ func Rules() floors.Backend {
 // rules is the package's own copy, read on every call.
 var rules = Rules()
 
-// Container names where a route's records live: one static container
-// shared by all tenants, or one per tenant.
-type Container struct {
-	base      string
-	perTenant bool
+// containerName is c's container for tenant id: the shared name, or
+// "<base>.<tenant hex>" per tenant. Base names hold no dot, so a
+// per-tenant name can never equal a static one or another tenant's.
+func containerName(c naming.Name, id tenancy.ID) string {
+	if c.PerTenant() {
+		return c.Base() + "." + id.Hex()
+	}
+	return c.Base()
 }
 
-// Static is one container shared by every tenant.
-func Static(name string) Container { return Container{base: name} }
-
-// PerTenant is a container per tenant, named "<base>.<tenant hex>". Base
-// names hold no dot, so a per-tenant name can never equal a static one or
-// another tenant's.
-func PerTenant(base string) Container { return Container{base: base, perTenant: true} }
-
-func (c Container) name(id tenancy.ID) string {
-	if c.perTenant {
-		return c.base + "." + id.Hex()
+// containerProblems refuses names that could make a per-tenant name
+// collide, and resolvers of the caller's own.
+func containerProblems(c naming.Name) []modules.Problem {
+	if c.Func() != nil {
+		return []modules.Problem{{Detail: "memory spells per-tenant container names itself", Fix: "use naming.PerTenant(base) instead of naming.Func"}}
 	}
-	return c.base
-}
-
-// problems refuses names that could make a per-tenant name collide.
-func (c Container) problems() []modules.Problem {
-	if c.base == "" {
-		return []modules.Problem{{Detail: "the route names an empty container", Fix: "set the route's container to memory.Static(name) (shared) or memory.PerTenant(base) (namespace)"}}
+	if c.Base() == "" {
+		return []modules.Problem{{Detail: "the route names an empty container", Fix: "set the route's container to naming.Shared(name) (shared) or naming.PerTenant(base) (namespace)"}}
 	}
-	for _, r := range c.base {
+	for _, r := range c.Base() {
 		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return []modules.Problem{{Detail: fmt.Sprintf("container name %q holds %q", c.base, r),
+			return []modules.Problem{{Detail: fmt.Sprintf("container name %q holds %q", c.Base(), r),
 				Fix: "use only letters, digits, '-' and '_': a dot separates a per-tenant container's tenant"}}
 		}
 	}
 	return nil
 }
 
-func (c Container) relation(role string) floors.Relation {
-	return floors.Relation{Role: role, Name: c.base, PerTenant: c.perTenant}
+func containerRelation(c naming.Name, role string) floors.Relation {
+	return floors.Relation{Role: role, Name: c.Base(), PerTenant: c.PerTenant()}
 }
 
 // Option configures a memory module.
@@ -147,9 +140,9 @@ func newRouteConfig(s *store, r floors.Route) routeConfig {
 // scope resolves where a call lands: the container in role and the tenant
 // tag (zero for an untagged route). It fails closed when the route is
 // tenant-scoped and no tenant is bound.
-func (r routeConfig) scope(ctx context.Context, c Container, role string) (string, tenancy.ID, error) {
+func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
 	if !r.decision.NeedsTenant {
-		return c.name(tenancy.ID{}), tenancy.ID{}, nil
+		return containerName(c, tenancy.ID{}), tenancy.ID{}, nil
 	}
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
@@ -158,9 +151,9 @@ func (r routeConfig) scope(ctx context.Context, c Container, role string) (strin
 	if err := r.suspensions.Check(id, rules.Name, r.module, r.name); err != nil {
 		return "", tenancy.ID{}, err
 	}
-	name := c.name(tenancy.ID{})
+	name := containerName(c, tenancy.ID{})
 	if r.decision.ResolvesPerTenant(role) {
-		name = c.name(id)
+		name = containerName(c, id)
 	}
 	var tag tenancy.ID
 	if r.decision.Tagged {

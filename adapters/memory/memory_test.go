@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -47,11 +48,11 @@ func build(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], 
 var tiers = []struct {
 	name      string
 	aware     bool
-	container memory.Container
+	container naming.Name
 }{
-	{"tagged", true, memory.Static("orders")},
-	{"namespace", false, memory.PerTenant("orders")},
-	{"namespace+tagged", true, memory.PerTenant("orders")},
+	{"tagged", true, naming.Shared("orders")},
+	{"namespace", false, naming.PerTenant("orders")},
+	{"namespace+tagged", true, naming.PerTenant("orders")},
 }
 
 func documentProbe(docs *memory.Documents[order]) tenancytest.Probe {
@@ -145,7 +146,7 @@ func TestStreamBoundary(t *testing.T) {
 // tenancy on and only the default tenant bound, give identical results.
 func TestParity(t *testing.T) {
 	run := func(aware bool, ctx context.Context) []string {
-		docs, _, _ := build(t, memory.Document[order]("orders", memory.DocumentConfig{TenantAware: aware, Read: memory.Static("orders")}))
+		docs, _, _ := build(t, memory.Document[order]("orders", memory.DocumentConfig{TenantAware: aware, Read: naming.Shared("orders")}))
 		var log []string
 		for i := range 5 {
 			_, err := docs.Create(ctx, fmt.Sprintf("o%d", i), order{Item: "x", Qty: i})
@@ -192,7 +193,7 @@ func TestFailClosed(t *testing.T) {
 }
 
 func TestWiring(t *testing.T) {
-	static := memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")})
+	static := memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")})
 	tenancytest.RequireWires(t, memory.Module("shop", memory.RequiredIsolation(tenancy.Tagged), static))
 	e := tenancytest.RequireRefused(t, "memory_tenancy_validation_failed",
 		memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace), static))
@@ -202,18 +203,18 @@ func TestWiring(t *testing.T) {
 	// Per-tenant read with a static write still reaches only tagged.
 	tenancytest.RequireRefused(t, "memory_tenancy_validation_failed", memory.Module("shop",
 		memory.RequiredIsolation(tenancy.Namespace),
-		memory.Document[order]("orders", memory.DocumentConfig{Read: memory.PerTenant("orders"), Write: memory.Static("orders")})))
+		memory.Document[order]("orders", memory.DocumentConfig{Read: naming.PerTenant("orders"), Write: naming.Shared("orders")})))
 	mismatch := tenancytest.RequireRefused(t, "memory_tenancy_validation_failed",
 		memory.Module("shop", memory.RequiredIsolation(tenancy.Dedicated), static))
 	if !errors.Is(mismatch, tenancy.ErrCapabilityMismatch) {
 		t.Fatalf("dedicated floor on memory is not a capability mismatch: %v", mismatch)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		memory.Module("shop", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("bad.name")})))
+		memory.Module("shop", memory.CacheRoute("c", memory.CacheConfig{Keys: naming.Shared("bad.name")})))
 }
 
 func TestConsumers(t *testing.T) {
-	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")})
+	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: naming.Shared("events")})
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, memory.Module("shop", stream,
 		memory.Consume(memory.ConsumerConfig{Name: "indexer", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }})))
 
@@ -274,8 +275,8 @@ func TestTwoModulesInOneApp(t *testing.T) {
 	var kv *memory.Cache
 	var st *memory.Stream
 	app := fx.New(fx.NopLogger,
-		memory.Module("a", memory.CacheRoute("c", memory.CacheConfig{Keys: memory.PerTenant("c")})),
-		memory.Module("b", memory.StreamRoute("s", memory.StreamConfig{Stream: memory.PerTenant("s")})),
+		memory.Module("a", memory.CacheRoute("c", memory.CacheConfig{Keys: naming.PerTenant("c")})),
+		memory.Module("b", memory.StreamRoute("s", memory.StreamConfig{Stream: naming.PerTenant("s")})),
 		fx.Populate(&kv, &st))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -290,7 +291,7 @@ func TestTwoModulesInOneApp(t *testing.T) {
 }
 
 func TestCacheTTL(t *testing.T) {
-	_, kv, _ := build(t, memory.CacheRoute("c", memory.CacheConfig{Keys: memory.Static("c")}))
+	_, kv, _ := build(t, memory.CacheRoute("c", memory.CacheConfig{Keys: naming.Shared("c")}))
 	ctx := context.Background()
 	if err := kv.Set(ctx, "short", []byte("v"), 20*time.Millisecond); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -28,9 +29,9 @@ func offboardApp(t *testing.T, opts ...memory.Option) offboardRoutes {
 	t.Helper()
 	var r offboardRoutes
 	opts = append(opts,
-		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: memory.Static("orders")}),
-		memory.CacheRoute("carts", memory.CacheConfig{Keys: memory.PerTenant("carts")}),
-		memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")}))
+		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
+		memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")}),
+		memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: naming.Shared("events")}))
 	app := fx.New(fx.NopLogger, modules.Lifecycle(), memory.Module("shop", opts...), fx.Populate(&r))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -30,26 +31,26 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 			t.Fatalf("kind %s: no invoke asks for its route", kind)
 		}
 	}
-	docs := func(c memory.Container) memory.Option {
+	docs := func(c naming.Name) memory.Option {
 		return memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: c})
 	}
-	cache := memory.CacheRoute("kv", memory.CacheConfig{TenantAware: true, Keys: memory.PerTenant("kv")})
-	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: memory.Static("events")})
+	cache := memory.CacheRoute("kv", memory.CacheConfig{TenantAware: true, Keys: naming.PerTenant("kv")})
+	stream := memory.StreamRoute("events", memory.StreamConfig{TenantAware: true, Stream: naming.Shared("events")})
 	// The invokes ask for what a module wired right provides.
 	for kind, u := range uses {
-		if err := fx.New(fx.NopLogger, fx.Module("app", u), memory.Module("mem", docs(memory.Static("orders")), cache, stream)).Err(); err != nil {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), memory.Module("mem", docs(naming.Shared("orders")), cache, stream)).Err(); err != nil {
 			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", kind, err)
 		}
 	}
 	// A container name with a dot refuses the document route; the cache
 	// and stream routes are sound, but their module is refused all the same.
 	refused := func() fx.Option {
-		return memory.Module("mem", docs(memory.Static("orders.x")), cache, stream,
+		return memory.Module("mem", docs(naming.Shared("orders.x")), cache, stream,
 			memory.Consume(memory.ConsumerConfig{Name: "c", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}))
 	}
 	floorMiss := func() fx.Option {
 		return memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[cart]("carts", memory.DocumentConfig{TenantAware: true, Read: memory.Static("carts")}))
+			memory.Document[cart]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "mem", refused(), uses, floorMiss())
 }

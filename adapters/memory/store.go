@@ -1,9 +1,10 @@
 package memory
 
 import (
-	"github.com/tenantwire/tenantwire/modules"
 	"sync"
 	"time"
+
+	"github.com/tenantwire/tenantwire/modules"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )

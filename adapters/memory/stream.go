@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -15,7 +16,7 @@ type StreamConfig struct {
 	// only their tenant's messages (tagged).
 	TenantAware bool
 	// Stream names the container; PerTenant reaches namespace.
-	Stream Container
+	Stream naming.Name
 }
 
 // Message is one stream entry. Offsets grow by one per container.
@@ -30,7 +31,7 @@ type Message struct {
 // StreamRoute adds a stream route and provides *Stream to the app.
 func StreamRoute(route string, cfg StreamConfig) Option {
 	return optionFunc(func(c *config) {
-		c.addRoute(streamRoute(route, cfg), cfg.Stream.problems(), reflect.TypeFor[*Stream](), func(s *store) *Stream {
+		c.addRoute(streamRoute(route, cfg), containerProblems(cfg.Stream), reflect.TypeFor[*Stream](), func(s *store) *Stream {
 			return newStreams(s, route, cfg)
 		})
 		if c.streams == nil {
@@ -43,7 +44,7 @@ func StreamRoute(route string, cfg StreamConfig) Option {
 func streamRoute(route string, cfg StreamConfig) floors.Route {
 	return floors.Route{
 		Name: route, Kind: "stream", TenantAware: cfg.TenantAware,
-		Relations: []floors.Relation{cfg.Stream.relation("stream")},
+		Relations: []floors.Relation{containerRelation(cfg.Stream, "stream")},
 	}
 }
 

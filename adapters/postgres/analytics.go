@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -40,7 +41,7 @@ type Aggregate struct {
 // by a document route (id, version, value jsonb).
 type AnalyticsConfig struct {
 	TenantAware bool
-	Source      Relation
+	Source      naming.Name
 	Queries     map[string]Aggregate
 }
 
@@ -50,7 +51,7 @@ func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: kindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
-		if err := validName(ac.Source.table, maxIdent); err != nil {
+		if err := validName(ac.Source.Base(), maxIdent); err != nil {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
 		}
 		for qn, a := range ac.Queries {

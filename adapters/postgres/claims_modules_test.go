@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -26,7 +27,7 @@ func TestDedicatedClaimAcrossModules(t *testing.T) {
 	one := func(id tenancy.ID) routing.Resolver {
 		return resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsns[0]}})
 	}
-	docs := postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}
+	docs := postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")}
 	rc := postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}
 	var app struct {
 		fx.In

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -78,11 +79,11 @@ type messagingSet struct {
 func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any) {
 	run := unique()
 	aware := tier != tenancy.Dedicated
-	rel := func(base string) postgres.Relation {
+	rel := func(base string) naming.Name {
 		if tier == tenancy.Namespace {
-			return postgres.SchemaPerTenant(base)
+			return naming.PerTenant(base)
 		}
-		return postgres.Table(base + "_" + run)
+		return naming.Shared(base + "_" + run)
 	}
 	ms := &messagingSet{run: run}
 	opts := []postgres.Option{
@@ -95,9 +96,9 @@ func messagingRoutes(tier tenancy.Tier) (*messagingSet, []postgres.Option, []any
 		// The federated route's second leg is per tenant by schema when it
 		// can be (tagged), and static on the tenant's own database when
 		// routed (dedicated).
-		own := postgres.SchemaPerTenant("notes")
+		own := naming.PerTenant("notes")
 		if tier == tenancy.Dedicated {
-			own = postgres.Table("notes_" + run)
+			own = naming.Shared("notes_" + run)
 		}
 		opts = append(opts,
 			postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: aware, Table: rel("hub")}),

@@ -7,13 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // CounterConfig wires a counter route over one table.
 type CounterConfig struct {
 	TenantAware bool
-	Table       Relation
+	Table       naming.Name
 }
 
 // CounterRoute adds a counter route and provides *Counter.
@@ -21,7 +22,7 @@ func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: kindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
 			rels: []roleRel{{"table", cc.Table}}}
-		if err := validName(cc.Table.table, maxIdent); err != nil {
+		if err := validName(cc.Table.Base(), maxIdent); err != nil {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -120,7 +121,7 @@ func TestCounterScopeFollowsRule(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	ctx := context.Background()
 	add := func(ctx context.Context, obj any) error { _, err := obj.(*Counter).Add(ctx, "n", 1); return err }
-	route := CounterRoute("hits", CounterConfig{Table: SchemaPerTenant("hits")})
+	route := CounterRoute("hits", CounterConfig{Table: naming.PerTenant("hits")})
 
 	prefix := uniquePrefix("c")
 	p := probeScope(t, url, prefix, "hits", route, "hits", add, ctx)
@@ -158,7 +159,7 @@ func TestOutboxScopeFollowsRule(t *testing.T) {
 	write := func(ctx context.Context, obj any) error {
 		return obj.(*Outbox).Write(ctx, outbox.Message{EventID: strconv.FormatInt(time.Now().UnixNano(), 36), Topic: "t"})
 	}
-	route := OutboxRoute("events", OutboxConfig{Table: SchemaPerTenant("events")})
+	route := OutboxRoute("events", OutboxConfig{Table: naming.PerTenant("events")})
 
 	prefix := uniquePrefix("o")
 	p := probeScope(t, url, prefix, "events", route, "events", write, global)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -39,7 +40,7 @@ func TestDedicatedRenamedDatabaseStaysClaimed(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := d.Create(ctxA, "a1", item{Name: "secret"}); err != nil {
@@ -80,7 +81,7 @@ func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1, TTL: ttl}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
@@ -166,7 +167,7 @@ func TestDedicatedProbedSpellingsRefused(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	if _, err := d.Create(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "a1", item{Name: "secret"}); err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestDedicatedRecreatedDatabase(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := d.Create(ctxA, "a1", item{Name: "secret"}); err != nil {
@@ -238,7 +239,7 @@ func TestDedicatedRacingSpellingsOneWinner(t *testing.T) {
 			var d *postgres.Documents[item]
 			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 1}}),
 				postgres.RequiredIsolation(tenancy.Dedicated),
-				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+				postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			var won []tenancy.ID

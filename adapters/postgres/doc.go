@@ -6,8 +6,8 @@
 //		postgres.DSN(dsn),                              // plain; or Pool(p), or Routed(resolve, cfg) → dedicated
 //		postgres.RequiredIsolation(tenancy.Namespace),
 //		postgres.Document[Order]("orders", postgres.DocumentConfig{
-//			Read:  postgres.SchemaPerTenant("orders"), // → namespace
-//			Write: postgres.SchemaPerTenant("orders"),
+//			Read:  naming.PerTenant("orders"), // → namespace
+//			Write: naming.PerTenant("orders"),
 //		}),
 //	)
 //

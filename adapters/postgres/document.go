@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -22,7 +23,7 @@ import (
 // toward namespace, History included.
 type DocumentConfig struct {
 	TenantAware          bool
-	Read, Write, History Relation
+	Read, Write, History naming.Name
 }
 
 // Document adds a document route over values of type T, stored as jsonb,
@@ -40,10 +41,10 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		}
 		if dc.Read.IsZero() {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "a document route needs a Read relation",
-				"set postgres.DocumentConfig.Read, e.g. postgres.Table(name) or postgres.SchemaPerTenant(name) (Write defaults to it)"))
+				"set postgres.DocumentConfig.Read, e.g. naming.Shared(name) or naming.PerTenant(name) (Write defaults to it)"))
 		}
 		for _, rr := range spec.rels {
-			if err := validName(rr.rel.table, maxIdent); err != nil {
+			if err := validName(rr.rel.Base(), maxIdent); err != nil {
 				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "use a lower-case table name"))
 			}
 		}

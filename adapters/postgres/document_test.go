@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -73,7 +74,7 @@ func TestDocumentBoundaryTagged(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Tagged),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
-			TenantAware: true, Read: postgres.Table("docs_" + run), Write: postgres.Table("docs_" + run), History: postgres.Table("hist_" + run),
+			TenantAware: true, Read: naming.Shared("docs_" + run), Write: naming.Shared("docs_" + run), History: naming.Shared("hist_" + run),
 		})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	tenancytest.Boundary(t, docProbe(t, d))
@@ -86,7 +87,7 @@ func TestDocumentBoundaryNamespace(t *testing.T) {
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Namespace),
 		postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
-			Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs"), History: postgres.SchemaPerTenant("docs_history"),
+			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("docs_history"),
 		})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -124,7 +125,7 @@ func TestDocumentBoundaryDedicated(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
+		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	tenancytest.Boundary(t, docProbe(t, d))
 	exerciseDocuments(t, d, tenancytest.TenantA)
@@ -138,9 +139,9 @@ func TestDocumentParity(t *testing.T) {
 	var off, on *postgres.Documents[item]
 	url := testsvc.PostgresURL(t)
 	c1 := start(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.Document[item]("off", postgres.DocumentConfig{Read: postgres.Table("off_" + run), Write: postgres.Table("off_" + run)})), &off)
+		postgres.Document[item]("off", postgres.DocumentConfig{Read: naming.Shared("off_" + run), Write: naming.Shared("off_" + run)})), &off)
 	c2 := start(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.Document[item]("on", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("on_" + run), Write: postgres.Table("on_" + run)})), &on)
+		postgres.Document[item]("on", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("on_" + run), Write: naming.Shared("on_" + run)})), &on)
 	provision(t, c1, tenancy.Default)
 	provision(t, c2, tenancy.Default)
 	a := transcript(t, off, context.Background())

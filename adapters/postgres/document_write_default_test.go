@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -25,7 +26,7 @@ func TestDocumentWriteDefaultsToRead(t *testing.T) {
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.RequiredIsolation(tenancy.Namespace),
-		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs")})),
+		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs")})),
 		&d, &live)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
 
@@ -69,5 +70,5 @@ func TestDocumentNeedsRead(t *testing.T) {
 		t.Errorf("refusal %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
-		postgres.Document[item]("orders", postgres.DocumentConfig{Write: postgres.Table("docs")})))
+		postgres.Document[item]("orders", postgres.DocumentConfig{Write: naming.Shared("docs")})))
 }

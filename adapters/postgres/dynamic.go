@@ -58,7 +58,7 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: kindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
 			typ:        reflect.TypeFor[*DynamicRead](),
-			rels:       []roleRel{{"schema", Relation{table: "(tenant schema)", perTenant: dc.PerTenantSchema}}},
+			rels:       []roleRel{{"schema", nameOf("(tenant schema)", dc.PerTenantSchema)}},
 			ownedConns: int(dc.MaxConns)}
 		if dc.Login != nil {
 			dl := *dc.Login // the caller's value stays as it was

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -34,7 +35,7 @@ func dynModule(t *testing.T, dsn, prefix, table string, dc postgres.DynamicReadC
 	dc.PerTenantSchema, dc.TenantRole = true, true
 	ds := dynSet{prefix: prefix, table: table}
 	ds.c = start(t, postgres.Module("pg", postgres.DSN(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", dc)), &ds.docs, named("dyn", &ds.dyn))
 	t.Cleanup(func() { teardown(t, ds.c, tenancytest.TenantA, tenancytest.TenantB) })
 	return ds
@@ -300,11 +301,11 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(docs), Write: postgres.Table(docs)}),
-		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: postgres.Table(texts), Heap: postgres.Table(texts), Index: postgres.Table(texts + "_tsv")}),
-		postgres.SearchRoute("own", postgres.SearchConfig{Read: postgres.SchemaPerTenant("own"), Heap: postgres.SchemaPerTenant("own"), Index: postgres.SchemaPerTenant("own_tsv")}),
-		postgres.CounterRoute("counts", postgres.CounterConfig{TenantAware: true, Table: postgres.Table(counts)}),
-		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{TenantAware: true, Source: postgres.Table(docs), Queries: map[string]postgres.Aggregate{
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(docs), Write: naming.Shared(docs)}),
+		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: naming.Shared(texts), Heap: naming.Shared(texts), Index: naming.Shared(texts + "_tsv")}),
+		postgres.SearchRoute("own", postgres.SearchConfig{Read: naming.PerTenant("own"), Heap: naming.PerTenant("own"), Index: naming.PerTenant("own_tsv")}),
+		postgres.CounterRoute("counts", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(counts)}),
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{TenantAware: true, Source: naming.Shared(docs), Queries: map[string]postgres.Aggregate{
 			"sum": {Agg: postgres.AggSum, Field: "n"}}}),
 	), &d, named("texts", &x), named("counts", &k), named("stats", &stats))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -349,7 +350,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 		dyn *postgres.DynamicRead
 	)
 	c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{})), &d, named("dyn", &dyn))
 	provision(t, c, tenancytest.TenantA)
 	ds := dynSet{dyn: dyn}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -42,7 +43,7 @@ func ExampleRouted_servers() {
 			postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 4}}),
 			postgres.ConnBudget(64), // over both servers together
 			postgres.RequiredIsolation(tenancy.Dedicated),
-			postgres.Document[Order]("orders", postgres.DocumentConfig{Read: postgres.Table("orders"), Write: postgres.Table("orders")}),
+			postgres.Document[Order]("orders", postgres.DocumentConfig{Read: naming.Shared("orders"), Write: naming.Shared("orders")}),
 		),
 		fx.Populate(&orders, fx.Annotate(&client, fx.ParamTags(`name:"shop"`))),
 	)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -28,8 +29,8 @@ func Example() {
 			postgres.DSN(os.Getenv("TENANTWIRE_PG_URL")),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
-				Read:  postgres.SchemaPerTenant("orders"),
-				Write: postgres.SchemaPerTenant("orders"),
+				Read:  naming.PerTenant("orders"),
+				Write: naming.PerTenant("orders"),
 			}),
 		),
 		fx.Populate(&orders, fx.Annotate(&client, fx.ParamTags(`name:"shop"`))),

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -30,8 +31,8 @@ func ExampleClient_InTx() {
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
 			postgres.DSN(os.Getenv("TENANTWIRE_PG_URL")),
-			postgres.Document[Order]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("orders")}),
-			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table("outbox")}),
+			postgres.Document[Order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
+			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared("outbox")}),
 		),
 		fx.Populate(&orders, fx.Annotate(&events, fx.ParamTags(`name:"events"`)), fx.Annotate(&client, fx.ParamTags(`name:"shop"`))),
 	)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -21,7 +22,7 @@ import (
 type FederatedConfig struct {
 	TenantAware bool
 	Hubs        []string
-	Tables      []Relation
+	Tables      []naming.Name
 	// Config is the text search configuration of the query (default
 	// "simple").
 	Config string
@@ -50,22 +51,22 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 			}
 			role := "hub:" + h
 			spec.rels = append(spec.rels, roleRel{role, hub.cfg.Table})
-			spec.scopedRoles[role] = hub.cfg.TenantAware || hub.cfg.Table.perTenant
+			spec.scopedRoles[role] = hub.cfg.TenantAware || hub.cfg.Table.PerTenant()
 			legs = append(legs, fedLeg{name: h, rel: hub.cfg.Table, hubTagged: hub.cfg.TenantAware})
 		}
 		for _, t := range fc.Tables {
-			if err := validName(t.table, maxIdent); err != nil {
+			if err := validName(t.Base(), maxIdent); err != nil {
 				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the leg's table"))
 			}
-			if t.perTenant {
+			if t.PerTenant() {
 				// Only a hub leg may be scoped; a per-tenant table
 				// would be counted as one by the tier rules.
-				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "table leg "+t.table+" is per-tenant", "declare it with HubSearchRoute and name it in Hubs"))
+				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "table leg "+t.Base()+" is per-tenant", "declare it with HubSearchRoute and name it in Hubs"))
 			}
-			role := "table:" + t.table
+			role := "table:" + t.Base()
 			// A table leg never separates tenants by itself: not Scoped.
 			spec.rels = append(spec.rels, roleRel{role, t})
-			legs = append(legs, fedLeg{name: t.table, rel: t})
+			legs = append(legs, fedLeg{name: t.Base(), rel: t})
 		}
 		if len(legs) == 0 {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "a federated search needs at least one leg", "name hub routes or tables"))
@@ -86,7 +87,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 
 type fedLeg struct {
 	name string
-	rel  Relation
+	rel  naming.Name
 	// hubTagged: the leg is a tenant-aware hub; it is filtered when the
 	// federated route is tagged too.
 	hubTagged bool

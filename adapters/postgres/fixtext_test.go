@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -15,7 +16,7 @@ import (
 // Worker and aggregate refusals say exactly what to change, naming the
 // config field; no server is needed.
 func TestRefusalsSayWhatToChange(t *testing.T) {
-	ob := postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table("outbox")})
+	ob := postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared("outbox")})
 	for name, c := range map[string]struct {
 		opt fx.Option
 		fix string
@@ -25,7 +26,7 @@ func TestRefusalsSayWhatToChange(t *testing.T) {
 		"negative retain": {postgres.Module("pg", postgres.DSN(nowhere), ob, postgres.Sweep("events", postgres.SweepConfig{Retain: -1})),
 			"set SweepConfig.Retain to 0 (the default) or a positive duration, not -1ns"},
 		"unknown aggregate": {postgres.Module("pg", postgres.DSN(nowhere), postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{
-			Source: postgres.Table("docs"), Queries: map[string]postgres.Aggregate{"total": {Agg: "median", Field: "n"}}})),
+			Source: naming.Shared("docs"), Queries: map[string]postgres.Aggregate{"total": {Agg: "median", Field: "n"}}})),
 			`correct AnalyticsConfig.Queries["total"]: Agg one of count, sum, avg, min, max`},
 	} {
 		t.Run(name, func(t *testing.T) {

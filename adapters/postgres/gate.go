@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -17,7 +18,7 @@ import (
 type OwnershipConfig struct {
 	// Table holds the ids: tagged (a tenant_id column) when TenantAware,
 	// or a per-tenant table whose rows are all the tenant's.
-	Table       Relation
+	Table       naming.Name
 	TenantAware bool
 	// IDColumn defaults to "id".
 	IDColumn string
@@ -43,7 +44,7 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 	}
 	// A per-tenant table's lookup differs in text per tenant: unprepared,
 	// like every statement set past the prepared budget (see stmtCache).
-	s := sql{tagged: oc.TenantAware, unprepared: oc.Table.perTenant}
+	s := sql{tagged: oc.TenantAware, unprepared: oc.Table.PerTenant()}
 	colID := pgx.Identifier{col}.Sanitize()
 	lookup := func(ctx context.Context, tenant tenancy.ID, id string) (bool, error) {
 		pool, release, err := c.conn(ctx, tenant)
@@ -51,13 +52,13 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 			return false, err
 		}
 		defer release()
-		stmt := "SELECT EXISTS (SELECT 1 FROM " + oc.Table.ident(c.prefix, c.static, tenant).Sanitize() +
+		stmt := "SELECT EXISTS (SELECT 1 FROM " + ident(oc.Table, c.prefix, c.static, tenant).Sanitize() +
 			" WHERE " + s.where() + colID + " = " + s.p(1) + ")"
 		var owned bool
 		err = pool.QueryRow(ctx, stmt, s.mode(args(s.tagged, tenant, id))...).Scan(&owned)
 		return owned, err
 	}
-	off := !oc.TenantAware && !oc.Table.perTenant && c.routed == nil
+	off := !oc.TenantAware && !oc.Table.PerTenant() && c.routed == nil
 	g := ownership.New(ownership.Config{
 		Lookup:     lookup,
 		MaxEntries: oc.MaxEntries,
@@ -75,7 +76,7 @@ func (c *Client) Ownership(oc OwnershipConfig) *ownership.Gate {
 // gate is held weakly: one the caller dropped is pruned, so building gates
 // repeatedly does not grow the set.
 type builtGate struct {
-	table Relation
+	table naming.Name
 	col   string
 	gate  weak.Pointer[ownership.Gate]
 }
@@ -104,7 +105,7 @@ func (s *gateSet) add(b builtGate, g *ownership.Gate) {
 	s.gates = append(s.gates, b)
 }
 
-func (s *gateSet) each(fn func(table Relation, col string, g *ownership.Gate)) {
+func (s *gateSet) each(fn func(table naming.Name, col string, g *ownership.Gate)) {
 	s.mu.Lock()
 	gates := slices.Clone(s.gates)
 	s.mu.Unlock()
@@ -142,12 +143,12 @@ func gateSetOf(c *Client) *gateSet {
 
 // forgetOwned tells the client's gates over table (keyed by the "id"
 // column) that tenant's id was removed. Call it after the delete commits.
-func (c *Client) forgetOwned(table Relation, tenant tenancy.ID, id string) {
+func (c *Client) forgetOwned(table naming.Name, tenant tenancy.ID, id string) {
 	v := gateSetOf(c)
 	if v == nil {
 		return
 	}
-	v.each(func(t Relation, col string, g *ownership.Gate) {
+	v.each(func(t naming.Name, col string, g *ownership.Gate) {
 		if t == table && col == "id" {
 			g.Forget(tenant, id)
 		}
@@ -157,6 +158,6 @@ func (c *Client) forgetOwned(table Relation, tenant tenancy.ID, id string) {
 // forgetTenant tells every gate of the client that tenant's ids are gone.
 func (c *Client) forgetTenant(tenant tenancy.ID) {
 	if v := gateSetOf(c); v != nil {
-		v.each(func(_ Relation, _ string, g *ownership.Gate) { g.ForgetTenant(tenant) })
+		v.each(func(_ naming.Name, _ string, g *ownership.Gate) { g.ForgetTenant(tenant) })
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -50,18 +51,18 @@ func TestClientForgetsOwned(t *testing.T) {
 	}
 	ctxA := tenancy.WithTenant(ctx, tenancytest.TenantA)
 	set(tenancytest.TenantA)
-	g := c.Ownership(OwnershipConfig{Table: Table(table), TenantAware: true})
-	other := c.Ownership(OwnershipConfig{Table: Table(table + "_x"), TenantAware: true})
+	g := c.Ownership(OwnershipConfig{Table: naming.Shared(table), TenantAware: true})
+	other := c.Ownership(OwnershipConfig{Table: naming.Shared(table + "_x"), TenantAware: true})
 	waitInStep(t, c)
 	if err := g.Check(ctxA, "m1"); err != nil {
 		t.Fatal(err)
 	}
 	set(tenancytest.TenantB)
-	c.forgetOwned(Table(table+"_x"), tenancytest.TenantA, "m1") // another table: no effect
+	c.forgetOwned(naming.Shared(table+"_x"), tenancytest.TenantA, "m1") // another table: no effect
 	if err := g.Check(ctxA, "m1"); err != nil {
 		t.Fatalf("a delete on another table dropped the positive: %v", err)
 	}
-	c.forgetOwned(Table(table), tenancytest.TenantA, "m1")
+	c.forgetOwned(naming.Shared(table), tenancytest.TenantA, "m1")
 	if err := g.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
 		t.Errorf("the old owner allowed after the delete hook: %v", err)
 	}
@@ -82,13 +83,13 @@ func TestClientForgetsOwned(t *testing.T) {
 func TestClientGateSetBounded(t *testing.T) {
 	c := &Client{}
 	for range 1000 {
-		_ = c.Ownership(OwnershipConfig{Table: Table("t"), TenantAware: true})
+		_ = c.Ownership(OwnershipConfig{Table: naming.Shared("t"), TenantAware: true})
 		if n := len(gatesOf(c).gates); n > 200 {
 			runtime.GC()
 		}
 	}
 	runtime.GC()
-	_ = c.Ownership(OwnershipConfig{Table: Table("t"), TenantAware: true})
+	_ = c.Ownership(OwnershipConfig{Table: naming.Shared("t"), TenantAware: true})
 	if n := len(gatesOf(c).gates); n > 2 {
 		t.Errorf("the client holds %d gates after the others were dropped", n)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -25,8 +26,8 @@ func TestOwnershipGate(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
-		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("own_" + run), Write: postgres.Table("own_" + run)}),
-		postgres.Document[int]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("own"), Write: postgres.SchemaPerTenant("own")}),
+		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("own_" + run), Write: naming.Shared("own_" + run)}),
+		postgres.Document[int]("ns", postgres.DocumentConfig{Read: naming.PerTenant("own"), Write: naming.PerTenant("own")}),
 	), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -36,7 +37,7 @@ func TestOwnershipGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, g := range map[string]*ownership.Gate{
-		"tagged": c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("own_" + run), TenantAware: true}),
+		"tagged": c.Ownership(postgres.OwnershipConfig{Table: naming.Shared("own_" + run), TenantAware: true}),
 	} {
 		if err := g.Check(ctxA, "m1"); err != nil {
 			t.Errorf("%s: owner denied: %v", name, err)
@@ -49,17 +50,17 @@ func TestOwnershipGate(t *testing.T) {
 		}
 	}
 	// A per-tenant table: existence in the tenant's own schema is ownership.
-	g := c.Ownership(postgres.OwnershipConfig{Table: postgres.SchemaPerTenant("own")})
+	g := c.Ownership(postgres.OwnershipConfig{Table: naming.PerTenant("own")})
 	if err := g.Check(ctxB, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
 		t.Errorf("per-tenant: %v", err)
 	}
 	// Fail closed: a query error (here a missing table) denies.
-	bad := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("missing_" + run), TenantAware: true})
+	bad := c.Ownership(postgres.OwnershipConfig{Table: naming.Shared("missing_" + run), TenantAware: true})
 	if err := bad.Check(ctxA, "m1"); !errors.Is(err, ownership.ErrNotOwned) {
 		t.Errorf("query error allowed: %v", err)
 	}
 	// Tenancy off: the gate short-circuits.
-	off := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("own_" + run)})
+	off := c.Ownership(postgres.OwnershipConfig{Table: naming.Shared("own_" + run)})
 	if err := off.Check(context.Background(), "anything"); err != nil {
 		t.Errorf("tenancy off: %v", err)
 	}
@@ -74,8 +75,8 @@ func TestOwnershipGateLifecycle(t *testing.T) {
 	run := unique()
 	var tagged, ns *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("gl_" + run), Write: postgres.Table("gl_" + run)}),
-		postgres.Document[item]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("gl"), Write: postgres.SchemaPerTenant("gl")}),
+		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("gl_" + run), Write: naming.Shared("gl_" + run)}),
+		postgres.Document[item]("ns", postgres.DocumentConfig{Read: naming.PerTenant("gl"), Write: naming.PerTenant("gl")}),
 	), named("tagged", &tagged), named("ns", &ns))
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -84,8 +85,8 @@ func TestOwnershipGateLifecycle(t *testing.T) {
 		docs *postgres.Documents[item]
 		gate *ownership.Gate
 	}{
-		"tagged":     {tagged, c.Ownership(postgres.OwnershipConfig{Table: postgres.Table("gl_" + run), TenantAware: true})},
-		"per-tenant": {ns, c.Ownership(postgres.OwnershipConfig{Table: postgres.SchemaPerTenant("gl")})},
+		"tagged":     {tagged, c.Ownership(postgres.OwnershipConfig{Table: naming.Shared("gl_" + run), TenantAware: true})},
+		"per-tenant": {ns, c.Ownership(postgres.OwnershipConfig{Table: naming.PerTenant("gl")})},
 	} {
 		d, g := tc.docs, tc.gate
 		if _, err := d.Create(ctxA, "m1", item{}); err != nil {
@@ -162,8 +163,8 @@ func newReplica(t *testing.T, dsn, prefix, table string, extra ...postgres.Optio
 	}
 	t.Cleanup(pool.Close) // after the app's stop, registered later
 	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)})}, extra...)...), &r.docs)
-	r.gate = r.c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table), TenantAware: true})
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})}, extra...)...), &r.docs)
+	r.gate = r.c.Ownership(postgres.OwnershipConfig{Table: naming.Shared(table), TenantAware: true})
 	return r
 }
 
@@ -247,7 +248,7 @@ func TestOwnershipGateAcrossReplicas(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), "DELETE FROM "+pgx.Identifier{"public", table}.Sanitize()+" WHERE id = 'm2'"); err != nil {
 		t.Fatal(err)
 	}
-	if err := one.c.Forget(context.Background(), postgres.Table(table), tenancytest.TenantA, "m2"); err != nil {
+	if err := one.c.Forget(context.Background(), naming.Shared(table), tenancytest.TenantA, "m2"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Forget: replica 2 denied the old owner %v after it", two.deniedWithin(t, ctxA, "m2", gateStaleBound))

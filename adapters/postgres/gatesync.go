@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -240,7 +241,7 @@ func (s *gateSet) apply(payload string) {
 	s.mu.Lock()
 	synced := s.synced // only the listener, which runs apply, changes it
 	s.mu.Unlock()
-	s.each(func(table Relation, col string, g *ownership.Gate) {
+	s.each(func(table naming.Name, col string, g *ownership.Gate) {
 		switch {
 		case !ok:
 			g.Suspend()
@@ -249,7 +250,7 @@ func (s *gateSet) apply(payload string) {
 			}
 		case n.kind == gateNoticeTenant:
 			g.ForgetTenant(n.tenant)
-		case (n.col == "" || n.col == col) && table.ident(s.prefix, s.static, n.tenant).Sanitize() == n.table:
+		case (n.col == "" || n.col == col) && ident(table, s.prefix, s.static, n.tenant).Sanitize() == n.table:
 			g.Forget(n.tenant, n.id)
 		}
 	})
@@ -288,9 +289,9 @@ func (s *gateSet) resumeAll() {
 // channel. Call it after a delete or move of your own commits; the gates
 // of Documents.Delete and Teardown are told already. An error means the
 // other clients may not have been told: retry it.
-func (c *Client) Forget(ctx context.Context, table Relation, tenant tenancy.ID, id string) error {
+func (c *Client) Forget(ctx context.Context, table naming.Name, tenant tenancy.ID, id string) error {
 	if v := gateSetOf(c); v != nil {
-		v.each(func(t Relation, _ string, g *ownership.Gate) {
+		v.each(func(t naming.Name, _ string, g *ownership.Gate) {
 			if t == table {
 				g.Forget(tenant, id)
 			}
@@ -305,6 +306,6 @@ func (c *Client) Forget(ctx context.Context, table Relation, tenant tenancy.ID, 
 	}
 	defer release()
 	_, err = pool.Exec(ctx, "SELECT pg_catalog.pg_notify($1, $2)", gateChannel,
-		gateIDNotice(table.ident(c.prefix, c.static, tenant).Sanitize(), "", tenant, id))
+		gateIDNotice(ident(table, c.prefix, c.static, tenant).Sanitize(), "", tenant, id))
 	return err
 }

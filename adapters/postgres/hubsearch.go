@@ -3,6 +3,7 @@ package postgres
 import (
 	"reflect"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -13,7 +14,7 @@ import (
 // schema holds its own hub) but is rated as the hub rule says, not higher.
 type HubSearchConfig struct {
 	TenantAware bool
-	Table       Relation
+	Table       naming.Name
 	// Config is the text search configuration (default "simple").
 	Config string
 }
@@ -28,10 +29,10 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 	}
 	return func(c *config) {
 		sc := SearchConfig{TenantAware: hc.TenantAware, Read: hc.Table, Heap: hc.Table,
-			Index: Relation{table: hc.Table.table + "_tsv", perTenant: hc.Table.perTenant}, Config: hc.Config}
+			Index: nameOf(hc.Table.Base()+"_tsv", hc.Table.PerTenant()), Config: hc.Config}
 		spec := &routeSpec{name: name, kind: kindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"hub", hc.Table}}}
-		if err := validName(hc.Table.table, maxIdent-len("_tsv")); err != nil {
+		if err := validName(hc.Table.Base(), maxIdent-len("_tsv")); err != nil {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the hub table"))
 		}
 		if err := validName(hc.Config, maxIdent); err != nil {

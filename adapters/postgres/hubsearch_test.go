@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -58,8 +59,8 @@ func TestFederatedSearchBoundary(t *testing.T) {
 		fed         *postgres.FederatedSearch
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.HubSearchRoute("shared", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("fed_" + run)}),
-		postgres.HubSearchRoute("own", postgres.HubSearchConfig{Table: postgres.SchemaPerTenant("notes")}),
+		postgres.HubSearchRoute("shared", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("fed_" + run)}),
+		postgres.HubSearchRoute("own", postgres.HubSearchConfig{Table: naming.PerTenant("notes")}),
 		postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"shared", "own"}}),
 	), named("shared", &shared), named("own", &own), named("all", &fed))
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
@@ -89,10 +90,10 @@ func TestFederatedSearchBoundary(t *testing.T) {
 // TestMessagingTiers: the tier each messaging route reaches for its wiring,
 // read from the live matrix.
 func TestMessagingTiers(t *testing.T) {
-	hub := func(name string, aware bool, rel postgres.Relation) postgres.Option {
+	hub := func(name string, aware bool, rel naming.Name) postgres.Option {
 		return postgres.HubSearchRoute(name, postgres.HubSearchConfig{TenantAware: aware, Table: rel})
 	}
-	fed := func(aware bool, tables ...postgres.Relation) postgres.Option {
+	fed := func(aware bool, tables ...naming.Name) postgres.Option {
 		return postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: aware, Hubs: []string{"a", "b"}, Tables: tables})
 	}
 	cases := []struct {
@@ -102,27 +103,27 @@ func TestMessagingTiers(t *testing.T) {
 		opts  []postgres.Option
 	}{
 		{"per-tenant hub is never namespace", "a", tenancy.Tagged,
-			[]postgres.Option{hub("a", true, postgres.SchemaPerTenant("h"))}},
+			[]postgres.Option{hub("a", true, naming.PerTenant("h"))}},
 		{"per-tenant hub not tenant-aware is none", "a", tenancy.None,
-			[]postgres.Option{hub("a", false, postgres.SchemaPerTenant("h"))}},
+			[]postgres.Option{hub("a", false, naming.PerTenant("h"))}},
 		{"federated over scoped hubs is tagged", "all", tenancy.Tagged,
-			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", false, postgres.SchemaPerTenant("h")), fed(true)}},
+			[]postgres.Option{hub("a", true, naming.Shared("h")), hub("b", false, naming.PerTenant("h")), fed(true)}},
 		{"federated not tenant-aware is none", "all", tenancy.None,
-			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(false)}},
+			[]postgres.Option{hub("a", true, naming.Shared("h")), hub("b", true, naming.Shared("h2")), fed(false)}},
 		{"federated with an unscoped hub leg is none", "all", tenancy.None,
-			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", false, postgres.Table("h2")), fed(true)}},
+			[]postgres.Option{hub("a", true, naming.Shared("h")), hub("b", false, naming.Shared("h2")), fed(true)}},
 		{"federated with a table leg is none", "all", tenancy.None,
-			[]postgres.Option{hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(true, postgres.Table("x"))}},
+			[]postgres.Option{hub("a", true, naming.Shared("h")), hub("b", true, naming.Shared("h2")), fed(true, naming.Shared("x"))}},
 		{"per-tenant inbox counts only when tenant-aware", "in", tenancy.None,
-			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")})}},
+			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{Table: naming.PerTenant("i")})}},
 		{"tenant-aware per-tenant inbox is namespace", "in", tenancy.Namespace,
-			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("i")})}},
+			[]postgres.Option{postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.PerTenant("i")})}},
 		{"per-tenant outbox counts only when tenant-aware", "out", tenancy.None,
-			[]postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")})}},
+			[]postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.PerTenant("o")})}},
 		{"tenant-aware per-tenant idempotency store is namespace", "idem", tenancy.Namespace,
-			[]postgres.Option{postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("k")})}},
+			[]postgres.Option{postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.PerTenant("k")})}},
 		{"federated over per-tenant hubs is never namespace", "all", tenancy.Tagged,
-			[]postgres.Option{hub("a", false, postgres.SchemaPerTenant("h")), hub("b", false, postgres.SchemaPerTenant("h2")), fed(true)}},
+			[]postgres.Option{hub("a", false, naming.PerTenant("h")), hub("b", false, naming.PerTenant("h2")), fed(true)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +152,6 @@ func TestMessagingTiers(t *testing.T) {
 	})
 	t.Run("a per-tenant table leg", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
-			hub("a", true, postgres.Table("h")), hub("b", true, postgres.Table("h2")), fed(true, postgres.SchemaPerTenant("x"))))
+			hub("a", true, naming.Shared("h")), hub("b", true, naming.Shared("h2")), fed(true, naming.PerTenant("x"))))
 	})
 }

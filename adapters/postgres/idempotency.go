@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -14,7 +15,7 @@ import (
 // replayed to retries until it expires. The tier rules are the inbox's.
 type IdempotencyConfig struct {
 	TenantAware bool
-	Table       Relation
+	Table       naming.Name
 	// TTL is how long a stored result is replayed (default 24h).
 	TTL time.Duration
 }

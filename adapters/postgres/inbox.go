@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -20,7 +21,7 @@ import (
 // TenantAware the resolver gets no tenant (the inbox rule of postgres.Rules).
 type InboxConfig struct {
 	TenantAware bool
-	Table       Relation
+	Table       naming.Name
 }
 
 // InboxRoute adds an inbox route and provides *Inbox under its name.
@@ -157,11 +158,11 @@ func (i *Inbox) sweep(ctx context.Context, retain time.Duration) (int64, error) 
 // idempotency store). newRoute builds the route object; shared says one set
 // of statements serves every tenant (any shape but a tenant-aware route
 // over per-tenant tables).
-func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, table Relation, what, columns, key string,
+func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, table naming.Name, what, columns, key string,
 	newRoute func(r route, shared bool) R) {
 	spec := &routeSpec{name: name, kind: kind, tenantAware: aware, typ: reflect.TypeFor[R](),
 		rels: []roleRel{{"table", table}}}
-	if err := validName(table.table, maxIdent); err != nil {
+	if err := validName(table.Base(), maxIdent); err != nil {
 		c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
 	}
 	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -24,19 +25,19 @@ import (
 func msgTiers(t *testing.T, base string) map[string]struct {
 	conn  postgres.Option
 	aware bool
-	table postgres.Relation
+	table naming.Name
 } {
 	url := testsvc.PostgresURL(t)
 	routed := postgres.Routed(twoDatabases(t), postgres.RoutedConfig{})
 	type tier = struct {
 		conn  postgres.Option
 		aware bool
-		table postgres.Relation
+		table naming.Name
 	}
 	return map[string]tier{
-		"tagged":    {postgres.DSN(url), true, postgres.Table(base)},
-		"namespace": {postgres.DSN(url), true, postgres.SchemaPerTenant("t")},
-		"dedicated": {routed, false, postgres.Table(base)},
+		"tagged":    {postgres.DSN(url), true, naming.Shared(base)},
+		"namespace": {postgres.DSN(url), true, naming.PerTenant("t")},
+		"dedicated": {routed, false, naming.Shared(base)},
 	}
 }
 
@@ -79,7 +80,7 @@ func TestInboxOnce(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	var in *postgres.Inbox
 	c := start(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.Table("once_" + unique())})), named("in", &in))
+		postgres.InboxRoute("in", postgres.InboxConfig{Table: naming.Shared("once_" + unique())})), named("in", &in))
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithGlobal(context.Background())
 	boom := errors.New("handler failed")
@@ -205,8 +206,8 @@ func TestSweep(t *testing.T) {
 	var st *postgres.Idempotency
 	assigned := providing(tenancytest.TenantA, tenancytest.TenantB)
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("sw_in_" + run)}),
-		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("sw_idem_" + run), TTL: time.Millisecond}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("sw_in_" + run)}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_idem_" + run), TTL: time.Millisecond}),
 		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, Tenants: assigned}),
 		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: assigned}),
 	), named("in", &in), named("idem", &st))
@@ -248,14 +249,14 @@ func TestSweep(t *testing.T) {
 // TestSweepRefusals: an unbound sweep over a tenant-scoped route is
 // refused; over a tenant-global one it wires.
 func TestSweepRefusals(t *testing.T) {
-	tagged := postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("i")})
+	tagged := postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("i")})
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
 		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
 		postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
-			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{Table: postgres.Table("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
+			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{Table: naming.Shared("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Sweep("orders", postgres.SweepConfig{})))
+		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{}), postgres.Sweep("orders", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, Tenants: providing(tenancytest.TenantA)})))
 	tenancytest.RequireRefused(t, tenancy.CodeWorkerRouteUnknown,
@@ -272,7 +273,7 @@ func TestSweepRefusals(t *testing.T) {
 		t.Fatalf("start with a failing tenant provider: %v", err)
 	}
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
-		postgres.InboxRoute("in", postgres.InboxConfig{Table: postgres.SchemaPerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
+		postgres.InboxRoute("in", postgres.InboxConfig{Table: naming.PerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
 }
 
 // TestMessagingTeardown: tearing a tenant down deletes its rows from the
@@ -285,9 +286,9 @@ func TestMessagingTeardown(t *testing.T) {
 		hub *postgres.Search
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
-		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("td_in_" + run)}),
-		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("td_idem_" + run)}),
-		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: postgres.Table("td_hub_" + run)}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("td_in_" + run)}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("td_idem_" + run)}),
+		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("td_hub_" + run)}),
 	), named("in", &in), named("idem", &st), named("hub", &hub))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -54,9 +55,9 @@ type owned struct {
 
 func load(t *testing.T, tier tenancy.Tier, ops int) {
 	run := unique()
-	dc := postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("load_" + run), Write: postgres.Table("load_" + run)}
+	dc := postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("load_" + run), Write: naming.Shared("load_" + run)}
 	if tier == tenancy.Namespace {
-		dc = postgres.DocumentConfig{Read: postgres.SchemaPerTenant("load"), Write: postgres.SchemaPerTenant("load")}
+		dc = postgres.DocumentConfig{Read: naming.PerTenant("load"), Write: naming.PerTenant("load")}
 	}
 	var d *postgres.Documents[owned]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix("tw"+run+"_"),

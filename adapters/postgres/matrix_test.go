@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -17,13 +18,13 @@ func TestLiveMatrix(t *testing.T) {
 	var m floors.Matrix
 	app := fx.New(fx.NopLogger,
 		postgres.Module("pg", postgres.DSN(nowhere),
-			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("t"), Write: postgres.Table("t")}),
-			postgres.Document[int]("ns", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("n"), Write: postgres.SchemaPerTenant("n")}),
-			postgres.CounterRoute("shared", postgres.CounterConfig{Table: postgres.Table("c")}),
+			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("t"), Write: naming.Shared("t")}),
+			postgres.Document[int]("ns", postgres.DocumentConfig{Read: naming.PerTenant("n"), Write: naming.PerTenant("n")}),
+			postgres.CounterRoute("shared", postgres.CounterConfig{Table: naming.Shared("c")}),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		),
 		postgres.Module("routed", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
-			postgres.CounterRoute("quota", postgres.CounterConfig{Table: postgres.Table("q")})),
+			postgres.CounterRoute("quota", postgres.CounterConfig{Table: naming.Shared("q")})),
 		fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 	)
 	if err := app.Err(); err != nil {
@@ -46,7 +47,7 @@ func TestLiveMatrix(t *testing.T) {
 func TestTwoModulesSameDocumentType(t *testing.T) {
 	docs := func(mod, route string, opts ...postgres.Option) fx.Option {
 		return postgres.Module(mod, append(opts, postgres.DSN(nowhere),
-			postgres.Document[item](route, postgres.DocumentConfig{Read: postgres.Table(route), Write: postgres.Table(route)}))...)
+			postgres.Document[item](route, postgres.DocumentConfig{Read: naming.Shared(route), Write: naming.Shared(route)}))...)
 	}
 	var a, b *postgres.Documents[item]
 	app := fx.New(fx.NopLogger, docs("one", "a", postgres.NamedOnly()), docs("two", "b"),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -30,9 +31,9 @@ func TestMessagingIgnoresSearchPath(t *testing.T) {
 			st *postgres.Idempotency
 		)
 		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.DSN(dsn),
-			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(out)}),
-			postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.Table(in)}),
-			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table(idem)}),
+			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(out)}),
+			postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared(in)}),
+			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared(idem)}),
 		}, extra...)...), named("out", &o), named("in", &i), named("idem", &st))
 		return c, o, i, st
 	}
@@ -85,7 +86,7 @@ func TestMessagingIgnoresSearchPath(t *testing.T) {
 		t.Errorf("idempotency count %d %v, want 1", n, err)
 	}
 	// Ownership: public says A owns m1, the shadow says B.
-	g := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(own), TenantAware: true})
+	g := c.Ownership(postgres.OwnershipConfig{Table: naming.Shared(own), TenantAware: true})
 	if err := g.Check(bgA, "m1"); err != nil {
 		t.Errorf("owner denied: %v", err)
 	}

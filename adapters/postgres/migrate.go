@@ -67,7 +67,7 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 		// tenant only when it is names one shared schema.
 		owned := r.tenantAware || !rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware
 		for _, rr := range r.rels {
-			l.perTenantSchema = l.perTenantSchema || rr.rel.perTenant && owned
+			l.perTenantSchema = l.perTenantSchema || rr.rel.PerTenant() && owned
 		}
 	}
 	l.shared = !routed && !l.perTenantSchema

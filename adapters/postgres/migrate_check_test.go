@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -51,7 +52,7 @@ func TestRuntimeRefusesStaleTenant(t *testing.T) {
 	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
 	// Provisioned by an older build without the registry: at version 0.
 	old := start(t, postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
 	_, err := d.Get(ctx, "x")
@@ -81,7 +82,7 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 	must0(t, err)
 	mod := func(extra ...postgres.Option) fx.Option {
 		return postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.StaticSchema(static),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table), TenantAware: true}),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table), TenantAware: true}),
 		}, extra...)...)
 	}
 	tenants := migTenants(3)
@@ -115,7 +116,7 @@ func TestMigrationWiring(t *testing.T) {
 		"no registry": {postgres.Pool(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)},
 		"misnamed":    {postgres.Pool(f.pool), postgres.Migrations(fstest.MapFS{"add_total.sql": {}}), postgres.TenantRegistry(f.reg)},
 	} {
-		opts = append(opts, postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}))
+		opts = append(opts, postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 		err := fx.New(fx.NopLogger, postgres.Module("pg", opts...)).Err()
 		if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 			t.Errorf("%s: %v", name, err)
@@ -156,7 +157,7 @@ func TestVersionCheckOncePerTenant(t *testing.T) {
 	var d *postgres.Documents[item]
 	start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
 		postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	ctx := tenancy.WithTenant(context.Background(), tn)
 	var per []int64
 	for range 3 {
@@ -182,15 +183,15 @@ func TestEveryRouteCallChecksTheVersion(t *testing.T) {
 		ob *postgres.Outbox
 	)
 	perTenant := []postgres.Option{
-		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{Source: postgres.SchemaPerTenant("docs"),
+		postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{Source: naming.PerTenant("docs"),
 			Queries: map[string]postgres.Aggregate{"n": {Agg: postgres.AggCount}}}),
-		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("outbox")}),
+		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("outbox")}),
 	}
 	start(t, f.module(append([]postgres.Option{postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)}, perTenant...)...),
 		named("stats", &an), named("events", &ob))
 	// Provisioned by an older build without the registry: at version 0.
 	old := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})}, perTenant...)...))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})}, perTenant...)...))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
 	behind := func(route string, err error) {

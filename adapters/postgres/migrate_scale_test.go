@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -63,7 +64,7 @@ func scaleLifecycle(t *testing.T, n int) {
 
 	prov := start(t, f.module(
 		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
-		postgres.Document[item]("hist", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("hdocs"), Write: postgres.SchemaPerTenant("hdocs"), History: postgres.SchemaPerTenant("hdocs_history")}),
+		postgres.Document[item]("hist", postgres.DocumentConfig{Read: naming.PerTenant("hdocs"), Write: naming.PerTenant("hdocs"), History: naming.PerTenant("hdocs_history")}),
 	))
 	rep, err := prov.ProvisionAll(ctx, tenants, o)
 	must0(t, err)

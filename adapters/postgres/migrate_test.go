@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -73,7 +74,7 @@ func (f migFixture) steps(counted bool) fstest.MapFS {
 func (f migFixture) module(extra ...postgres.Option) fx.Option {
 	opts := append([]postgres.Option{
 		postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 	}, append(f.opts, extra...)...)
 	return postgres.Module("pg", opts...)
 }
@@ -217,7 +218,7 @@ func TestMigrateRoutedDatabases(t *testing.T) {
 		return postgres.Module("pg", append([]postgres.Option{
 			postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}}),
 			postgres.TenantRegistry(f.reg),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")}),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")}),
 		}, extra...)...)
 	}
 	provisionAll(t, start(t, mod()), tenants)
@@ -449,7 +450,7 @@ func TestProvisionAllResumes(t *testing.T) {
 	mod := func(r migrate.Registry) fx.Option {
 		return postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(r),
 			postgres.Migrations(f.threeSteps()),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}))
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 	}
 	cut, err := start(t, mod(reg)).ProvisionAll(ctx, tenants, migrate.Options{Concurrency: 3})
 	must0(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -115,13 +116,13 @@ type routeSpec struct {
 
 type roleRel struct {
 	role string
-	rel  Relation
+	rel  naming.Name
 }
 
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	fr := floors.Route{Name: r.name, Kind: r.kind, TenantAware: r.tenantAware, Routed: routed, Origin: r.origin}
 	for _, rr := range r.rels {
-		fr.Relations = append(fr.Relations, floors.Relation{Role: rr.role, Name: rr.rel.table, PerTenant: rr.rel.perTenant, Scoped: r.scopedRoles[rr.role]})
+		fr.Relations = append(fr.Relations, floors.Relation{Role: rr.role, Name: rr.rel.Base(), PerTenant: rr.rel.PerTenant(), Scoped: r.scopedRoles[rr.role]})
 	}
 	return fr
 }
@@ -210,7 +211,7 @@ func (cfg *config) namingProblems() []error {
 	}
 	for _, r := range cfg.routes {
 		for _, rr := range r.rels {
-			if e := rules.ReservedName(cfg.name, r.name, "table", rr.rel.table); e != nil {
+			if e := rules.ReservedName(cfg.name, r.name, "table", rr.rel.Base()); e != nil {
 				errs = append(errs, e)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -39,10 +40,10 @@ func TestTenantNamesExact(t *testing.T) {
 	if got := RoleName("tenant_", id); got != "tenant_"+hex+"_ro" {
 		t.Errorf("RoleName = %q", got)
 	}
-	if got := SchemaPerTenant("orders").ident("tenant_", "shared", id).Sanitize(); got != `"tenant_`+hex+`"."orders"` {
+	if got := ident(naming.PerTenant("orders"), "tenant_", "shared", id).Sanitize(); got != `"tenant_`+hex+`"."orders"` {
 		t.Errorf("per-tenant ident = %s", got)
 	}
-	if got := Table("orders").ident("tenant_", "shared", id).Sanitize(); got != `"shared"."orders"` {
+	if got := ident(naming.Shared("orders"), "tenant_", "shared", id).Sanitize(); got != `"shared"."orders"` {
 		t.Errorf("static ident = %s", got)
 	}
 }

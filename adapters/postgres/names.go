@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -16,31 +17,13 @@ const maxIdent = 63
 // DefaultSchemaPrefix starts every tenant schema name.
 const DefaultSchemaPrefix = "tenant_"
 
-// Relation is a table a route names in one of its roles: a static table
-// shared by every tenant, or a table in a schema named per tenant.
-type Relation struct {
-	table     string
-	perTenant bool
+// nameOf is base, per tenant or shared.
+func nameOf(base string, perTenant bool) naming.Name {
+	if perTenant {
+		return naming.PerTenant(base)
+	}
+	return naming.Shared(base)
 }
-
-// Table is a static table, shared by every tenant of the route. It lives
-// in the module's static schema (StaticSchema, default "public") and is
-// named schema-qualified, so no statement depends on search_path.
-func Table(name string) Relation { return Relation{table: name} }
-
-// SchemaPerTenant is table name inside the bound tenant's own schema
-// (prefix + the tenant's 32 hex digits). Statements name it
-// schema-qualified; no search_path is ever set.
-func SchemaPerTenant(table string) Relation { return Relation{table: table, perTenant: true} }
-
-// IsZero reports whether r is unset.
-func (r Relation) IsZero() bool { return r.table == "" }
-
-// Name is the table name.
-func (r Relation) Name() string { return r.table }
-
-// PerTenant reports whether the schema is named per tenant.
-func (r Relation) PerTenant() bool { return r.perTenant }
 
 // validName accepts lower-case identifiers that need no case folding.
 func validName(s string, max int) error {
@@ -80,12 +63,12 @@ func RoleName(prefix string, tenant tenancy.ID) string {
 // DefaultStaticSchema holds the static tables of a module.
 const DefaultStaticSchema = "public"
 
-// ident is the qualified identifier of r for tenant (ignored for a static
+// ident is the qualified identifier of table r for tenant (ignored for a static
 // relation, which lives in the static schema): always schema-qualified, so
 // a session whose search_path names another schema cannot redirect it.
-func (r Relation) ident(prefix, static string, tenant tenancy.ID) pgx.Identifier {
-	if r.perTenant {
-		return pgx.Identifier{SchemaName(prefix, tenant), r.table}
+func ident(r naming.Name, prefix, static string, tenant tenancy.ID) pgx.Identifier {
+	if r.PerTenant() {
+		return pgx.Identifier{SchemaName(prefix, tenant), r.Base()}
 	}
-	return pgx.Identifier{static, r.table}
+	return pgx.Identifier{static, r.Base()}
 }

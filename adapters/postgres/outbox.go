@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -27,7 +28,7 @@ import (
 // zero tenant.
 type OutboxConfig struct {
 	TenantAware bool
-	Table       Relation
+	Table       naming.Name
 }
 
 // OutboxRoute adds an outbox route and provides *Outbox under its name.
@@ -36,7 +37,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 		spec := &routeSpec{name: name, kind: kindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*Outbox](),
 			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
-		if err := validName(oc.Table.table, maxIdent-len("_pending")); err != nil {
+		if err := validName(oc.Table.Base(), maxIdent-len("_pending")); err != nil {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
@@ -45,7 +46,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 				"CREATE TABLE IF NOT EXISTS " + t + " (id bigserial PRIMARY KEY, tenant_id uuid NOT NULL, " +
 					"event_id text NOT NULL, topic text NOT NULL, key bytea, payload bytea, headers jsonb, " +
 					"created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), delivered_at timestamptz, UNIQUE (tenant_id, event_id))",
-				"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{oc.Table.table + "_pending"}.Sanitize() + " ON " + t + " (tenant_id, id) WHERE delivered_at IS NULL",
+				"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{oc.Table.Base() + "_pending"}.Sanitize() + " ON " + t + " (tenant_id, id) WHERE delivered_at IS NULL",
 				scopeEventIDs(t),
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -43,13 +44,13 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	for name, oc := range map[string]func(run string) postgres.OutboxConfig{
 		"tenant-global": func(run string) postgres.OutboxConfig {
-			return postgres.OutboxConfig{Table: postgres.Table("ev_" + run)}
+			return postgres.OutboxConfig{Table: naming.Shared("ev_" + run)}
 		},
 		"tagged": func(run string) postgres.OutboxConfig {
-			return postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("ev_" + run)}
+			return postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("ev_" + run)}
 		},
 		"namespace": func(string) postgres.OutboxConfig {
-			return postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("ev")}
+			return postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("ev")}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -114,7 +115,7 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 	exec(t, conn, "INSERT INTO "+table+" (tenant_id, event_id, topic) VALUES ($1, 'e0', 't')", tenancytest.TenantA.String())
 	var o *postgres.Outbox
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)})), named("out", &o))
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	provision(t, c, tenancytest.TenantB) // idempotent on an upgraded table
 	if err := o.Write(bgB, outbox.Message{EventID: "e0", Topic: "t"}); err != nil {
@@ -136,13 +137,13 @@ func TestScopedOutboxRefusesUnbound(t *testing.T) {
 	run := unique()
 	var tagged, ns, routed *postgres.Outbox
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.OutboxRoute("tagged", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("su_" + run)}),
-		postgres.OutboxRoute("ns", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("su")}),
+		postgres.OutboxRoute("tagged", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("su_" + run)}),
+		postgres.OutboxRoute("ns", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("su")}),
 	), named("tagged", &tagged), named("ns", &ns))
 	provision(t, c, tenancytest.TenantA)
 	// A routed client scopes even a tenant-global table.
 	cr := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{}),
-		postgres.OutboxRoute("routed", postgres.OutboxConfig{Table: postgres.Table("su")})), named("routed", &routed))
+		postgres.OutboxRoute("routed", postgres.OutboxConfig{Table: naming.Shared("su")})), named("routed", &routed))
 	provision(t, cr, tenancytest.TenantA)
 	for name, o := range map[string]*postgres.Outbox{"tagged": tagged, "namespace": ns, "dedicated": routed} {
 		for scope, ctx := range map[string]context.Context{"unbound": context.Background(), "global": tenancy.WithGlobal(context.Background())} {
@@ -166,7 +167,7 @@ func TestOutboxShardedSweep(t *testing.T) {
 	table := "ss_" + run
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond,
 			Tenants: providing(tenancytest.TenantA)})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -23,7 +24,7 @@ func TestOutboxWrites(t *testing.T) {
 	s := newSink()
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("ow_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("ow_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -124,7 +125,7 @@ func TestDynamicReadThroughPoolerReleasesLocks(t *testing.T) {
 		prefix := "tw" + unique() + "_"
 		var dyn *postgres.DynamicRead
 		c := start(t, postgres.Module("pg", append(v.dsn(t), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-			postgres.CounterRoute("k", postgres.CounterConfig{Table: postgres.SchemaPerTenant("k")}),
+			postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")}),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 				Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 2}}))...), named("dyn", &dyn))
 		provision(t, c, tenancytest.TenantA)
@@ -203,7 +204,7 @@ func TestStatementsThroughPoolerMovingSessions(t *testing.T) {
 	}
 	t.Run("plain", func(t *testing.T) {
 		var d *postgres.Documents[item]
-		table := postgres.Table("mv_" + unique())
+		table := naming.Shared("mv_" + unique())
 		c := start(t, postgres.Module("pg", append(v.dsn(t), postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: table, Write: table}))...), &d)
 		provision(t, c, tenancytest.TenantA)
 		movingSessions(t, v.url(t))
@@ -213,7 +214,7 @@ func TestStatementsThroughPoolerMovingSessions(t *testing.T) {
 		var d *postgres.Documents[item]
 		resolve := twoDatabasesVia(t, v)
 		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}}),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})}, v.opts...)...), &d)
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})}, v.opts...)...), &d)
 		provision(t, c, tenancytest.TenantA)
 		creds, err := resolve(ctxA, tenancytest.TenantA)
 		if err != nil {
@@ -277,7 +278,7 @@ func TestDynamicLoginThroughPoolerWithForcedUser(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	var dyn *postgres.DynamicRead
 	c := start(t, postgres.Module("pg", postgres.DSN(u), postgres.BehindTransactionPooler(), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.CounterRoute("k", postgres.CounterConfig{Table: postgres.SchemaPerTenant("k")}),
+		postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 			Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 2}})), named("dyn", &dyn))
 	provision(t, c, tenancytest.TenantA)

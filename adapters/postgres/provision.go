@@ -206,7 +206,7 @@ func (c *Client) tenantOwnedDDL() bool {
 			continue
 		}
 		for _, rr := range r.rels {
-			if !rr.rel.perTenant || !r.tenantAware && rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
+			if !rr.rel.PerTenant() || !r.tenantAware && rules.Kinds[r.kind].ResolverCountsOnlyWhenTenantAware {
 				return false
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -25,7 +26,7 @@ func TestProvisionRoleNotGrantedToSuperuser(t *testing.T) {
 	prefix := "g" + unique() + "_"
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix),
 		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	for range 2 { // idempotent
 		provision(t, c, tenancytest.TenantA)
 	}
@@ -70,7 +71,7 @@ func TestProvisionByANonSuperuser(t *testing.T) {
 	u.User = url.User(user)
 	module := func(dsn, prefix string) *postgres.Client {
 		return start(t, postgres.Module("pg", postgres.DSN(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 			postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	}
 	prefix := "n" + unique() + "_"

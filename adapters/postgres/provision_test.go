@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -20,7 +21,7 @@ func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
-			Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs"), History: postgres.SchemaPerTenant("hist"),
+			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("hist"),
 		})), &d)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	var wg sync.WaitGroup
@@ -49,7 +50,7 @@ func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 }
 
 func TestTeardownNeedsOptIn(t *testing.T) {
-	c := start(t, postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{})))
+	c := start(t, postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{})))
 	if err := c.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, postgres.ErrTeardownDisabled) {
 		t.Errorf("teardown without opt-in: %v", err)
 	}

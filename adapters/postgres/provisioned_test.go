@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -38,8 +39,8 @@ func TestUnprovisionedTenantIsCoded(t *testing.T) {
 		k *postgres.Counter
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
-		perTenantDocs(postgres.Relation{}),
-		postgres.CounterRoute("hits", postgres.CounterConfig{Table: postgres.SchemaPerTenant("hits")}),
+		perTenantDocs(naming.Name{}),
+		postgres.CounterRoute("hits", postgres.CounterConfig{Table: naming.PerTenant("hits")}),
 	), &d, fx.Annotate(&k, fx.ParamTags(`name:"hits"`)))
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 
@@ -78,7 +79,7 @@ func TestMissingStaticTableKeepsTheDriverError(t *testing.T) {
 	var d *postgres.Documents[item]
 	start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
-			TenantAware: true, Read: postgres.Table("docs" + run), Write: postgres.Table("docs" + run),
+			TenantAware: true, Read: naming.Shared("docs" + run), Write: naming.Shared("docs" + run),
 		})), &d)
 	_, err := d.Get(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x")
 	var pe *pgconn.PgError

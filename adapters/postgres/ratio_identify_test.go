@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -24,7 +25,7 @@ func TestRatioRoutedNewClient(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantA: {Endpoint: dsns[0]}}),
 		postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 64, MaxConnsPerClient: 1}}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := d.Create(ctx, "k", item{Name: "v"}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,7 +22,7 @@ func TestRatioNamespaceThroughPgBouncer(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	run := unique()
 	prefix := "tw" + run + "_"
-	docs := postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})
+	docs := postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})
 	var d, direct *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PgBouncerURL(t)), postgres.BehindTransactionPooler(),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), docs), &d)

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -71,7 +72,7 @@ func TestRatioScaleHeap(t *testing.T) {
 		pool, _ := scalePool(t)
 		var d *postgres.Documents[item]
 		c := start(t, scaleModule(pool), &d)
-		g := c.Ownership(postgres.OwnershipConfig{Table: postgres.SchemaPerTenant("docs")})
+		g := c.Ownership(postgres.OwnershipConfig{Table: naming.PerTenant("docs")})
 		before := heap()
 		for _, ctx := range f.ctxs {
 			if _, err := d.Get(ctx, "k"); err != nil {
@@ -116,7 +117,7 @@ func scaleTaggedFixture(t *testing.T, tenants, conns int) (*postgres.Documents[i
 	t.Helper()
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns="+strconv.Itoa(conns)),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(scaleTagged), Write: postgres.Table(scaleTagged)})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(scaleTagged), Write: naming.Shared(scaleTagged)})), &d)
 	provision(t, c, scaleTenant(0))
 	conn := superuser(t)
 	exec(t, conn, `INSERT INTO `+scaleTagged+` (tenant_id, id, version, value)

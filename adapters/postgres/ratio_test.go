@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -47,7 +48,7 @@ func TestRatioTagged(t *testing.T) {
 	table := "bench_" + run
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	must0(t, seed(ctx, d))
@@ -129,7 +130,7 @@ func TestRatioNamespace(t *testing.T) {
 	prefix := "tw" + run + "_"
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -192,7 +193,7 @@ func routedRatio(t *testing.T, name string, tenants int) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: tenants, MaxConnsPerClient: 1}}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table), Write: postgres.Table(table)})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
 	provision(t, c, ids...)
 	ctxs := make([]context.Context, tenants)
 	for i, id := range ids {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -29,7 +30,7 @@ func TestTwoRelaysSideBySide(t *testing.T) {
 	first.Name, second.Name = "relay-1", "relay-2"
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("side_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("side_" + run)}),
 		postgres.Relay("out", first), postgres.Relay("out", second)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 100, three...)
@@ -55,7 +56,7 @@ func TestRelayBackendsTerminated(t *testing.T) {
 	s.slow = 2 * time.Millisecond
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(url+"&pool_max_conns=4&application_name="+appName),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("fault_out_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("fault_out_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 100, three...)
@@ -86,8 +87,8 @@ func TestRelayBackendsTerminated(t *testing.T) {
 // with its code; a failing tenant provider fails start.
 func TestRelayRefusals(t *testing.T) {
 	s := newSink()
-	tagged := postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table("o")})
-	global := postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("o")})
+	tagged := postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("o")})
+	global := postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("o")})
 	cases := []struct {
 		name string
 		code tenancy.Code
@@ -96,13 +97,13 @@ func TestRelayRefusals(t *testing.T) {
 		{"plain relay over a tenant-aware outbox", tenancy.CodeTenantGlobalRequired,
 			[]postgres.Option{postgres.DSN(nowhere), tagged, postgres.Relay("out", fast(s))}},
 		{"plain relay over a per-tenant outbox", tenancy.CodeTenantGlobalRequired,
-			[]postgres.Option{postgres.DSN(nowhere), postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))}},
+			[]postgres.Option{postgres.DSN(nowhere), postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("o")}), postgres.Relay("out", fast(s))}},
 		{"plain relay over a routed outbox", tenancy.CodeTenantGlobalRequired,
 			[]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), global, postgres.Relay("out", fast(s))}},
 		{"relay without a destination", tenancy.CodeWiringInvalid,
 			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("out", postgres.RelayConfig{})}},
 		{"relay over a document route", tenancy.CodeWiringInvalid,
-			[]postgres.Option{postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), postgres.Relay("orders", fast(s))}},
+			[]postgres.Option{postgres.DSN(nowhere), perTenantDocs(naming.Name{}), postgres.Relay("orders", fast(s))}},
 		{"relay over no route", tenancy.CodeWorkerRouteUnknown,
 			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("missing", fast(s))}},
 	}
@@ -113,7 +114,7 @@ func TestRelayRefusals(t *testing.T) {
 	}
 	t.Run("a per-tenant table of a tenant-global outbox is one shared table", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
-			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.SchemaPerTenant("o")}), postgres.Relay("out", fast(s))))
+			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.PerTenant("o")}), postgres.Relay("out", fast(s))))
 	})
 	t.Run("sharded relay over a tenant-aware outbox", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Relay("out", sharded(fast(s), providing(three...)))))
@@ -139,7 +140,7 @@ func TestWorkersStopClean(t *testing.T) {
 	s := newSink()
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("stop_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("stop_" + run)}),
 		postgres.Relay("out", fast(s)),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond}),
 	), named("out", &o))
@@ -188,7 +189,7 @@ func TestRelayRetriesDestinationErrors(t *testing.T) {
 	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("flaky_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("flaky_" + run)}),
 		postgres.Relay("out", rc)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	rows := fill(t, o, 5, three...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -53,7 +54,7 @@ func followTheSet(t *testing.T) {
 	cfg.Refresh = 100 * time.Millisecond
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("out")}),
 		postgres.Relay("out", sharded(cfg, live.tenants))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	startApp(t, app)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/shards"
@@ -154,18 +155,18 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	cases := map[string]func(s *sink, table string) []postgres.Option{
 		"plain over tenant-global": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}), postgres.Relay("out", fast(s))}
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}), postgres.Relay("out", fast(s))}
 		},
 		"sharded over tagged": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(table)}),
 				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 		"sharded over per-tenant": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("out")}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("out")}),
 				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 		"sharded over routed": func(s *sink, table string) []postgres.Option {
-			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table(table)}),
+			return []postgres.Option{postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}),
 				postgres.Relay("out", sharded(fast(s), providing(three...)))}
 		},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,7 +22,7 @@ import (
 func staticSchemaModule(t *testing.T, prefix, static, table string) fx.Option {
 	return postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(static),
 		postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(table), Write: postgres.Table(table)}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}))
 }
 
@@ -113,10 +114,10 @@ func TestRegistrySchemaInTenantSpace(t *testing.T) {
 func TestFrameworkTablesReserved(t *testing.T) {
 	for name, opt := range map[string]postgres.Option{
 		"history as documents": postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true,
-			Read: postgres.Table("tenantwire_migrations"), Write: postgres.Table("tenantwire_migrations")}),
+			Read: naming.Shared("tenantwire_migrations"), Write: naming.Shared("tenantwire_migrations")}),
 		"per-tenant history": postgres.Document[item]("docs", postgres.DocumentConfig{
-			Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs"), History: postgres.SchemaPerTenant("tenantwire_migrations")}),
-		"registry as counter": postgres.CounterRoute("docs", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("tenantwire_tenants")}),
+			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("tenantwire_migrations")}),
+		"registry as counter": postgres.CounterRoute("docs", postgres.CounterConfig{TenantAware: true, Table: naming.Shared("tenantwire_tenants")}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName,

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -35,18 +36,18 @@ func (r route) unbound() error { return rules.Unbound(r.c.module, r.spec.name) }
 
 // qualified is rel's quoted name for tenant: in the tenant's schema only
 // when the rules resolve rel per tenant (see shared).
-func (r route) qualified(rel Relation, tenant tenancy.ID) string {
+func (r route) qualified(rel naming.Name, tenant tenancy.ID) string {
 	if r.spec.shared(rel) {
 		tenant = tenancy.ID{}
 	}
-	return rel.ident(r.c.prefix, r.c.static, tenant).Sanitize()
+	return ident(rel, r.c.prefix, r.c.static, tenant).Sanitize()
 }
 
 // shared reports whether rel, wired per tenant, names one container for
 // every tenant because the rules' decision resolves none of its roles per
 // tenant: its resolver is passed the zero tenant.
-func (s *routeSpec) shared(rel Relation) bool {
-	if !rel.perTenant {
+func (s *routeSpec) shared(rel naming.Name) bool {
+	if !rel.PerTenant() {
 		return false
 	}
 	held := false

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -37,7 +38,7 @@ func TestRoutedEvictReResolves(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := d.Create(ctxA, "a1", item{}); err != nil {
@@ -66,7 +67,7 @@ func TestCallerPoolSurvivesStop(t *testing.T) {
 	t.Run("app", func(t *testing.T) {
 		var k *postgres.Counter
 		c := start(t, postgres.Module("pg", postgres.Pool(pool),
-			postgres.CounterRoute("c", postgres.CounterConfig{TenantAware: true, Table: postgres.Table("cnt_" + unique())})), named("c", &k))
+			postgres.CounterRoute("c", postgres.CounterConfig{TenantAware: true, Table: naming.Shared("cnt_" + unique())})), named("c", &k))
 		provision(t, c, tenancytest.TenantA)
 		if _, err := k.Add(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x", 1); err != nil {
 			t.Fatal(err)

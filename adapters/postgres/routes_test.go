@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -93,17 +94,17 @@ func tierRoutes(t *testing.T, tier tenancy.Tier) routeSet {
 func tierRoutesOn(t *testing.T, v via, tier tenancy.Tier, resolve routing.Resolver, extra []postgres.Option, extraTargets ...any) routeSet {
 	run := unique()
 	prefix := "tw" + run + "_"
-	rel := func(name string) postgres.Relation { return postgres.Table(name + "_" + run) }
+	rel := func(name string) naming.Name { return naming.Shared(name + "_" + run) }
 	conn := v.dsn(t)
 	tagged := tier == tenancy.Tagged
 	switch tier {
 	case tenancy.Namespace:
-		rel = postgres.SchemaPerTenant
+		rel = naming.PerTenant
 	case tenancy.Dedicated:
 		conn = append([]postgres.Option{postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}})}, v.opts...)
 	}
 	var rs routeSet
-	rs.prefix, rs.table = prefix, rel("docs").Name()
+	rs.prefix, rs.table = prefix, rel("docs").Base()
 	opts := append(conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
 		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
@@ -359,7 +360,7 @@ func TestDynamicReadWiring(t *testing.T) {
 	// heap cannot exist, and is refused as such.
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
-			postgres.SearchRoute("s", postgres.SearchConfig{Read: postgres.SchemaPerTenant("t"), Heap: postgres.SchemaPerTenant("t"), Index: postgres.Table("t_idx")})))
+			postgres.SearchRoute("s", postgres.SearchConfig{Read: naming.PerTenant("t"), Heap: naming.PerTenant("t"), Index: naming.Shared("t_idx")})))
 	// The rule itself counts the index.
 	rule := postgres.Rules().Kinds["search"]
 	r := floors.Route{Kind: "search", Relations: []floors.Relation{

@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -105,7 +106,7 @@ func newScaleFleet(t *testing.T, n int) scaleFleet {
 // scaleModule is the namespace module of the scale pairs.
 func scaleModule(pool *pgxpool.Pool) fx.Option {
 	return postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(scalePrefix),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 }
 
 // parallel runs f(0..n-1) on a few workers: provisioning is DDL, bound by

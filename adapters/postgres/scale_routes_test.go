@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -35,11 +36,11 @@ func TestNamespaceRoutesManyTenantsPrepareNothing(t *testing.T) {
 	pool, writes := countedPool(t)
 	var rs scaleRoutes
 	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.CounterRoute("counter", postgres.CounterConfig{Table: postgres.SchemaPerTenant("counts")}),
-		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("inbox")}),
-		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.SchemaPerTenant("idem")}),
-		postgres.SearchRoute("search", postgres.SearchConfig{Read: postgres.SchemaPerTenant("texts"), Heap: postgres.SchemaPerTenant("texts"), Index: postgres.SchemaPerTenant("texts_tsv")}),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("outbox")}),
+		postgres.CounterRoute("counter", postgres.CounterConfig{Table: naming.PerTenant("counts")}),
+		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.PerTenant("inbox")}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.PerTenant("idem")}),
+		postgres.SearchRoute("search", postgres.SearchConfig{Read: naming.PerTenant("texts"), Heap: naming.PerTenant("texts"), Index: naming.PerTenant("texts_tsv")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("outbox")}),
 	), named("counter", &rs.counter), named("in", &rs.in), named("idem", &rs.idem), named("search", &rs.search), named("out", &rs.out))
 	ids := make([]tenancy.ID, tenants+1)
 	for i := range ids {

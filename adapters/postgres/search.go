@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/tenantwire/tenantwire/capability"
+	"github.com/tenantwire/tenantwire/naming"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,7 +21,7 @@ import (
 // caller's to create). All three count toward namespace.
 type SearchConfig struct {
 	TenantAware       bool
-	Read, Heap, Index Relation
+	Read, Heap, Index naming.Name
 	// Config is the text search configuration (default "simple").
 	Config string
 }
@@ -34,11 +35,11 @@ func SearchRoute(name string, sc SearchConfig) Option {
 		spec := &routeSpec{name: name, kind: kindSearch, tenantAware: sc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"read", sc.Read}, {"heap", sc.Heap}, {"index", sc.Index}}}
 		for _, rr := range spec.rels {
-			if err := validName(rr.rel.table, maxIdent); err != nil {
+			if err := validName(rr.rel.Base(), maxIdent); err != nil {
 				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, rr.role+": "+err.Error(), "name Read, Heap and Index with lower-case names"))
 			}
 		}
-		if sc.Index.perTenant != sc.Heap.perTenant {
+		if sc.Index.PerTenant() != sc.Heap.PerTenant() {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
 		}
 		if err := validName(sc.Config, maxIdent); err != nil {
@@ -63,7 +64,7 @@ func searchDDL(r route, sc SearchConfig, tenant tenancy.ID) []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + heap + " (" + s.tenantColumn() + "id text NOT NULL, body text NOT NULL, " +
 			"tsv tsvector GENERATED ALWAYS AS (pg_catalog.to_tsvector('" + sc.Config + "'::pg_catalog.regconfig, body)) STORED, " + s.key("id") + ")",
-		"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.table}.Sanitize() + " ON " + heap + " USING gin (tsv)",
+		"CREATE INDEX IF NOT EXISTS " + pgx.Identifier{sc.Index.Base()}.Sanitize() + " ON " + heap + " USING gin (tsv)",
 	}
 }
 

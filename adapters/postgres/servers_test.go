@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -105,7 +106,7 @@ func boundaryOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 		postgres.RequiredIsolation(tenancy.Dedicated)}
 	var targets []any
 	for i, p := range pairs {
-		opts = append(opts, postgres.Document[item](p.table, postgres.DocumentConfig{Read: postgres.Table(p.table), Write: postgres.Table(p.table)}))
+		opts = append(opts, postgres.Document[item](p.table, postgres.DocumentConfig{Read: naming.Shared(p.table), Write: naming.Shared(p.table)}))
 		targets = append(targets, named(p.table, &docs[i]))
 	}
 	c := start(t, postgres.Module("pg", opts...), targets...)
@@ -155,7 +156,7 @@ func relayOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	s := newSink()
 	var o *postgres.Outbox
 	app, c := build(t, postgres.Module("pg", postgres.Routed(credsOf(dsns), postgres.RoutedConfig{}),
-		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: postgres.Table("out")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("out")}),
 		postgres.Relay("out", sharded(fast(s), providing(three...)))), named("out", &o))
 	provision(t, c, three...)
 	rows := fill(t, o, 20, three...)
@@ -206,7 +207,7 @@ func TestMoveTenantBetweenServers(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("docs"), Write: postgres.Table("docs")})), &d)
+		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	for i := range 3 {

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -88,7 +89,7 @@ func TestDedicatedOneTargetManySpellings(t *testing.T) {
 			var d *postgres.Documents[item]
 			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 				postgres.RequiredIsolation(tenancy.Dedicated),
-				postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+				postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 			provision(t, c, tenancytest.TenantA)
 			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 			if _, err := d.Create(ctxA, "a1", item{Name: "secret"}); err != nil {
@@ -141,7 +142,7 @@ func TestDedicatedDefaultDatabasesAreDistinct(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA, ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantA), tenancy.WithTenant(context.Background(), tenancytest.TenantB)
 	if _, err := d.Create(ctxA, "a1", item{Name: "a"}); err != nil {
@@ -197,7 +198,7 @@ func TestDedicatedPoolStaysOnItsServer(t *testing.T) {
 	}
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table("docs")})))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})))
 	ctxA, ctxB := tenancy.WithTenant(ctx, tenancytest.TenantA), tenancy.WithTenant(ctx, tenancytest.TenantB)
 	poolA, relA, err := c.Pool(ctxA)
 	if err != nil {

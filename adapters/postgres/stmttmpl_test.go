@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -21,8 +22,8 @@ func TestNamespacePastBudgetCachesNothing(t *testing.T) {
 	pool, _ := countedPool(t)
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs"),
-			History: postgres.SchemaPerTenant("docs_history")})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"),
+			History: naming.PerTenant("docs_history")})), &d)
 	ids := make([]tenancy.ID, tenants)
 	ctxs := make([]context.Context, tenants)
 	for i := range ids {

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/routing"
@@ -277,7 +278,7 @@ func TestUnitOfWorkTenantIsFixed(t *testing.T) {
 func TestUnitOfWorkUnbound(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("docs_" + unique())})), &d)
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("docs_" + unique())})), &d)
 	for _, ctx := range []context.Context{context.Background(), tenancy.WithGlobal(context.Background())} {
 		ran := false
 		err := c.InTx(ctx, func(context.Context) error { ran = true; return nil })
@@ -621,7 +622,7 @@ func TestUnitOfWorkRefusesWhatCannotJoin(t *testing.T) {
 			var other *postgres.Documents[item]
 			var oc *postgres.Client
 			otherMod := postgres.Module("other", postgres.DSN(testsvc.PostgresURL(t)), postgres.NamedOnly(),
-				postgres.Document[item]("odocs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("odocs_" + run)}))
+				postgres.Document[item]("odocs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("odocs_" + run)}))
 			rs, ms := func() (routeSet, *messagingSet) {
 				ms, opts, targets := messagingRoutes(tier)
 				var resolve routing.Resolver
@@ -690,7 +691,7 @@ func TestUnitOfWorkVersionGate(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
 	old := start(t, postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")})))
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
 	err := c.InTx(ctx, func(ctx context.Context) error {
@@ -727,8 +728,8 @@ func TestUnitOfWorkOwnershipForgetsAfterCommit(t *testing.T) {
 		var d *postgres.Documents[item]
 		table := "gdocs_" + unique()
 		c := start(t, postgres.Module("pg", postgres.Routed(twoDatabases(t), postgres.RoutedConfig{Limits: routing.Limits{MaxConnsPerClient: 2}}),
-			postgres.Document[item]("docs", postgres.DocumentConfig{Read: postgres.Table(table)})), &d)
-		gate := c.Ownership(postgres.OwnershipConfig{Table: postgres.Table(table)})
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table)})), &d)
+		gate := c.Ownership(postgres.OwnershipConfig{Table: naming.Shared(table)})
 		forgetsAfterCommit(t, c, d, gate, func(ctx context.Context, id string) { must0(t, gate.Check(ctx, id)) })
 	})
 	t.Run("plain", func(t *testing.T) {
@@ -775,7 +776,7 @@ func TestUnitOfWorkSuspendedTenant(t *testing.T) {
 		tenants *modules.Tenants
 	)
 	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("sdocs_" + unique())})),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("sdocs_" + unique())})),
 		modules.Lifecycle(), &d, &tenants)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

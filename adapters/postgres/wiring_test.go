@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -20,63 +21,63 @@ func resolveNowhere(context.Context, tenancy.ID) (routing.Credentials, error) {
 	return routing.Credentials{Endpoint: nowhere}, nil
 }
 
-func perTenantDocs(history postgres.Relation) postgres.Option {
+func perTenantDocs(history naming.Name) postgres.Option {
 	return postgres.Document[item]("orders", postgres.DocumentConfig{
-		Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders"), History: history,
+		Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"), History: history,
 	})
 }
 
 func TestWiring(t *testing.T) {
 	t.Run("namespace floor met by per-tenant schemas", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
-			perTenantDocs(postgres.SchemaPerTenant("orders_history"))))
+			perTenantDocs(naming.PerTenant("orders_history"))))
 	})
 	t.Run("a static history table keeps the route below namespace", func(t *testing.T) {
 		e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
 			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
-				perTenantDocs(postgres.Table("orders_history"))))
+				perTenantDocs(naming.Shared("orders_history"))))
 		if e.Route != "orders" || e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 			t.Errorf("refusal fields: %+v", e)
 		}
 	})
 	t.Run("tagged floor met by TenantAware", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Tagged),
-			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("o"), Write: postgres.Table("o")})))
+			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("o"), Write: naming.Shared("o")})))
 	})
 	t.Run("dedicated floor met by a routed client", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
 			postgres.RequiredIsolation(tenancy.Dedicated),
-			postgres.Document[item]("orders", postgres.DocumentConfig{Read: postgres.Table("o"), Write: postgres.Table("o")})))
+			postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("o"), Write: naming.Shared("o")})))
 	})
 	t.Run("dedicated floor refused on a plain client", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
-			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(postgres.Relation{})))
+			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(naming.Name{})))
 	})
 	t.Run("routed worst case over the budget", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
 			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 50, MaxConnsPerClient: 4}}),
-				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
+				postgres.ConnBudget(100), perTenantDocs(naming.Name{})))
 		tenancytest.RequireWires(t,
 			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 25, MaxConnsPerClient: 4}}),
-				postgres.ConnBudget(100), perTenantDocs(postgres.Relation{})))
+				postgres.ConnBudget(100), perTenantDocs(naming.Name{})))
 	})
 	t.Run("per-client limit beyond a pgx pool's", func(t *testing.T) {
 		// MaxConnsPerClient is an int like every adapter's; pgx takes an
 		// int32, so a larger value must be refused, not wrapped.
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxConnsPerClient: 1 << 32}}),
-				perTenantDocs(postgres.Relation{})))
+				perTenantDocs(naming.Name{})))
 	})
 	t.Run("no connection source", func(t *testing.T) {
-		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", perTenantDocs(postgres.Relation{})))
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", perTenantDocs(naming.Name{})))
 	})
 	t.Run("duplicate route names", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-			postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(postgres.Relation{}), perTenantDocs(postgres.Relation{})))
+			postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{}), perTenantDocs(naming.Name{})))
 	})
 	t.Run("bad schema prefix", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-			postgres.Module("pg", postgres.DSN(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(postgres.Relation{})))
+			postgres.Module("pg", postgres.DSN(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(naming.Name{})))
 	})
 }
 
@@ -96,9 +97,9 @@ func TestFailClosed(t *testing.T) {
 	}
 	for tier, conn := range tiers {
 		t.Run(tier, func(t *testing.T) {
-			dc := postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("fc_" + run), Write: postgres.Table("fc_" + run)}
+			dc := postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("fc_" + run), Write: naming.Shared("fc_" + run)}
 			if tier == "namespace" {
-				dc = postgres.DocumentConfig{Read: postgres.SchemaPerTenant("fc"), Write: postgres.SchemaPerTenant("fc")}
+				dc = postgres.DocumentConfig{Read: naming.PerTenant("fc"), Write: naming.PerTenant("fc")}
 			}
 			var d *postgres.Documents[item]
 			start(t, postgres.Module("pg", conn, postgres.SchemaPrefix("tw"+run+"_"), postgres.Document[item]("fc", dc)), &d)

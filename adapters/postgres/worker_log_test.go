@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/logcapture"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -19,7 +20,7 @@ func TestSweepLogsThroughTheAppLogger(t *testing.T) {
 	log, h := logcapture.New()
 	// The table is never provisioned, so every pass fails.
 	app, _ := build(t, postgres.Module("pg", postgres.DSN(url),
-		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: postgres.Table("sw_missing_" + unique())}),
+		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_missing_" + unique())}),
 		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: providing(tenancytest.TenantA)}),
 	), fx.Supply(log))
 	startApp(t, app)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
@@ -81,7 +82,7 @@ func run(out io.Writer) error {
 		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		memory.Module("notes",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[Note]("notes", memory.DocumentConfig{Read: memory.PerTenant("notes")})),
+			memory.Document[Note]("notes", memory.DocumentConfig{Read: naming.PerTenant("notes")})),
 		tenanthttp.Module(tenanthttp.Config{
 			TenantAddr:   "127.0.0.1:0",
 			OperatorAddr: "127.0.0.1:0",

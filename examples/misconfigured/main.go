@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -30,7 +31,7 @@ var wirings = []struct {
 		"compiled queries on a shared, tagged container",
 		[]fx.Option{memory.Module("search",
 			memory.Document[note]("notes", memory.DocumentConfig{
-				TenantAware: true, Read: memory.Static("notes"),
+				TenantAware: true, Read: naming.Shared("notes"),
 				Origin: tenancy.Compiled, // a runtime compiler writes the filters
 			}))},
 	},
@@ -38,12 +39,12 @@ var wirings = []struct {
 		"a namespace floor over a tagged route",
 		[]fx.Option{memory.Module("billing",
 			memory.RequiredIsolation(tenancy.Namespace),
-			memory.Document[note]("invoices", memory.DocumentConfig{TenantAware: true, Read: memory.Static("invoices")}))},
+			memory.Document[note]("invoices", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("invoices")}))},
 	},
 	{
 		"an unbound consumer over a tenant-aware stream",
 		[]fx.Option{memory.Module("events",
-			memory.StreamRoute("audit", memory.StreamConfig{TenantAware: true, Stream: memory.Static("audit")}),
+			memory.StreamRoute("audit", memory.StreamConfig{TenantAware: true, Stream: naming.Shared("audit")}),
 			memory.Consume(memory.ConsumerConfig{
 				Name: "audit-indexer", Stream: "audit",
 				Handle: func(context.Context, memory.Message) error { return nil },

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -91,14 +92,14 @@ func run(w io.Writer) error {
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop", postgres.DSN(dsn),
 			// Orders are tagged: one table, every row carries its tenant.
-			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table(ordersTable)}),
+			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(ordersTable)}),
 			// Tenant-global: one table, rows carry their tenant; a plain
 			// relay claims unbound and binds each row's tenant.
-			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: postgres.Table(global)}),
+			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared(global)}),
 			postgres.Relay("events", postgres.RelayConfig{Name: "global-relay", Destination: dest.to("global-relay"), Idle: 20 * time.Millisecond}),
 			// Tenant-aware (tagged): a plain relay would be refused at fx.New
 			// with tenant_global_required, so it is sharded.
-			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(tagged)}),
+			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(tagged)}),
 			postgres.Relay("audits", postgres.RelayConfig{Tenants: assigned, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
 		),
 		fx.Populate(&orders),

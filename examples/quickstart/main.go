@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -46,8 +47,8 @@ func run(w io.Writer) error {
 			// A container per tenant on every relation: namespace. A shared
 			// container with TenantAware would reach only tagged and be
 			// refused under this floor (see examples/misconfigured).
-			memory.Document[Order]("orders", memory.DocumentConfig{Read: memory.PerTenant("orders")}),
-			memory.CacheRoute("sessions", memory.CacheConfig{Keys: memory.PerTenant("sessions")}),
+			memory.Document[Order]("orders", memory.DocumentConfig{Read: naming.PerTenant("orders")}),
+			memory.CacheRoute("sessions", memory.CacheConfig{Keys: naming.PerTenant("sessions")}),
 		),
 		fx.Populate(&orders, &live),
 	)

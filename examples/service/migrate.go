@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -49,8 +50,8 @@ func ordersModule(pgURL, prefix string, reg migrate.Registry) fx.Option {
 		postgres.RequiredVersion(ordersVersion),
 		postgres.TenantRegistry(reg),
 		postgres.Document[Order]("orders", postgres.DocumentConfig{
-			Read:  postgres.SchemaPerTenant("orders"),
-			Write: postgres.SchemaPerTenant("orders"),
+			Read:  naming.PerTenant("orders"),
+			Write: naming.PerTenant("orders"),
 		}),
 	)
 }

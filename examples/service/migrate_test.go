@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -44,7 +45,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	var old *postgres.Client
 	oldApp := fx.New(fx.NopLogger, postgres.Module("orders", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.TenantRegistry(reg),
-		postgres.Document[Order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders"), Write: postgres.SchemaPerTenant("orders")})),
+		postgres.Document[Order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders")})),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client) { old = c }, fx.ParamTags(`name:"orders"`))))
 	if err := oldApp.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -118,13 +119,13 @@ func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres
 	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
 	if !sharded {
 		return []postgres.Option{
-			postgres.OutboxRoute("outbox", postgres.OutboxConfig{Table: postgres.Table(table)}),
+			postgres.OutboxRoute("outbox", postgres.OutboxConfig{Table: naming.Shared(table)}),
 			postgres.Relay("outbox", rc),
 		}
 	}
 	rc.Tenants = func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantA, tenantB, tenantC}, nil }
 	return []postgres.Option{
-		postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: true, Table: postgres.Table(table)}),
+		postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(table)}),
 		postgres.Relay("outbox", rc),
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -90,7 +91,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("down.")}),
 		),
 		postgres.Module("db", postgres.DSN(url),
-			postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: postgres.Table(table)}), relay),
+			postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: naming.Shared(table)}), relay),
 		fx.Populate(&d),
 		fx.Invoke(fx.Annotate(func(o *postgres.Outbox, c *postgres.Client) { box, pg = o, c },
 			fx.ParamTags(`name:"outbox"`, `name:"db"`))),

@@ -25,6 +25,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -66,12 +67,12 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 	var r routes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		postgres.Module("pg", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-			postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders")})),
+			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})),
 		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
 			kafka.ProducerRoute("events", kafka.ProducerConfig{TopicPrefix: topicPrefix})),
 		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}), redis.AllowTeardown(),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true})),
-		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: memory.Static("carts")})),
+		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
 		neo4j.Module("graph", neo4j.Connect(n4.URI, n4auth), neo4j.AllowTeardown(),
 			neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true})),
 		fx.Populate(&r))

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -85,8 +86,8 @@ func dedOptions(p placement, app string, extra ...postgres.Option) fx.Option {
 		postgres.Routed(p.resolver(app), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: dedMaxClients, MaxConnsPerClient: dedPerClient}}),
 		postgres.ConnBudget(dedConns),
 		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Document[Body](dedDocs, postgres.DocumentConfig{Read: postgres.Table(dedDocs), Write: postgres.Table(dedDocs)}),
-		postgres.OutboxRoute(dedOutbox, postgres.OutboxConfig{Table: postgres.Table(dedOutbox)}),
+		postgres.Document[Body](dedDocs, postgres.DocumentConfig{Read: naming.Shared(dedDocs), Write: naming.Shared(dedDocs)}),
+		postgres.OutboxRoute(dedOutbox, postgres.OutboxConfig{Table: naming.Shared(dedOutbox)}),
 	}, extra...)...)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
@@ -67,12 +68,12 @@ const (
 func pgOptions(dsn string, extra ...postgres.Option) fx.Option {
 	return postgres.Module(pgModule, append([]postgres.Option{postgres.DSN(dsn), postgres.SchemaPrefix(schemaPrefix),
 		// namespace: a schema per tenant.
-		postgres.Document[Body]("ns_docs", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("docs"), Write: postgres.SchemaPerTenant("docs")}),
+		postgres.Document[Body]("ns_docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		// tagged: one table, the tenant on every row and predicate.
-		postgres.Document[Body]("tagged_docs", postgres.DocumentConfig{TenantAware: true, Read: postgres.Table("soak_docs"), Write: postgres.Table("soak_docs")}),
-		postgres.OutboxRoute(ordersOutbox, postgres.OutboxConfig{Table: postgres.Table("soak_orders_outbox")}),
-		postgres.OutboxRoute(auditsOutbox, postgres.OutboxConfig{TenantAware: true, Table: postgres.SchemaPerTenant("audits_outbox")}),
-		postgres.InboxRoute("inbox", postgres.InboxConfig{TenantAware: true, Table: postgres.Table("soak_inbox")}),
+		postgres.Document[Body]("tagged_docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("soak_docs"), Write: naming.Shared("soak_docs")}),
+		postgres.OutboxRoute(ordersOutbox, postgres.OutboxConfig{Table: naming.Shared("soak_orders_outbox")}),
+		postgres.OutboxRoute(auditsOutbox, postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("audits_outbox")}),
+		postgres.InboxRoute("inbox", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("soak_inbox")}),
 	}, extra...)...)
 }
 
