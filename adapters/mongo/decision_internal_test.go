@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -29,9 +30,9 @@ func TestScopeFollowsRule(t *testing.T) {
 			m floors.Matrix
 			r route
 		)
-		opt := CounterRoute("r", RouteConfig{Collection: PerTenant("hits")})
+		opt := CounterRoute("r", RouteConfig{Collection: naming.PerTenant("hits")})
 		if kind == kindOutbox {
-			opt = OutboxRoute("r", RouteConfig{Collection: PerTenant("hits")})
+			opt = OutboxRoute("r", RouteConfig{Collection: naming.PerTenant("hits")})
 		}
 		app := fx.New(fx.NopLogger, Module("m", Connect("mongodb://127.0.0.1:1"), Database("app"), opt),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }),

@@ -18,7 +18,7 @@ import (
 // Document adds a document route over values of type T and provides
 // *Documents[T]. One document route per value type per app.
 func Document[T any](name string, cfg RouteConfig) Option {
-	spec := &routeSpec{name: name, kind: kindDocument, cfg: cfg, provides: modules.Provided{Type: reflect.TypeFor[*Documents[T]]()}}
+	spec := &routeSpec{name: name, kind: kindDocument, cfg: cfg, coll: collectionOf(cfg), provides: modules.Provided{Type: reflect.TypeFor[*Documents[T]]()}}
 	return func(c *config) {
 		spec.provide = fx.Provide(func(co *core) *Documents[T] {
 			return &Documents[T]{route: newRoute(co, spec)}

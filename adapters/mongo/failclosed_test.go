@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -94,13 +95,13 @@ func calls(r routes) map[string]func(context.Context) error {
 func TestNoTenantFailsClosed(t *testing.T) {
 	for name, src := range map[string]func(*testing.T) (mongo.Option, mongo.RouteConfig){
 		"tagged": func(t *testing.T) (mongo.Option, mongo.RouteConfig) {
-			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("c")}
+			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("c")}
 		},
 		"namespace": func(t *testing.T) (mongo.Option, mongo.RouteConfig) {
-			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("c")}
+			return deadClient(t), mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("c")}
 		},
 		"dedicated": func(*testing.T) (mongo.Option, mongo.RouteConfig) {
-			return routed, mongo.RouteConfig{Collection: mongo.Static("c")}
+			return routed, mongo.RouteConfig{Collection: naming.Shared("c")}
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -132,7 +133,7 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 		calls0++
 		return routing.Credentials{}, boom
 	}, mongo.RoutedConfig{})
-	r := build(t, src, mongo.RouteConfig{Collection: mongo.Static("c")}, true)
+	r := build(t, src, mongo.RouteConfig{Collection: naming.Shared("c")}, true)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	for op, call := range calls(r) {
 		if err := call(ctx); !errors.Is(err, boom) {
@@ -147,14 +148,14 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 // An unscoped outbox takes deployment-wide rows only under the explicit
 // global scope; a tenant-aware one reads every tenant's rows only there.
 func TestOutboxNeedsTenantOrGlobal(t *testing.T) {
-	r := build(t, deadClient(t), mongo.RouteConfig{Collection: mongo.Static("c")}, false)
+	r := build(t, deadClient(t), mongo.RouteConfig{Collection: naming.Shared("c")}, false)
 	if err := r.outbox.Write(context.Background(), outbox.Message{}); !errors.Is(err, tenancy.CodeTenantUnbound) {
 		t.Fatalf("unbound add: %v", err)
 	}
 }
 
 func TestTeardownDisabledByDefault(t *testing.T) {
-	r := build(t, deadClient(t), mongo.RouteConfig{Collection: mongo.PerTenant("c")}, false)
+	r := build(t, deadClient(t), mongo.RouteConfig{Collection: naming.PerTenant("c")}, false)
 	if err := r.prov.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, mongo.ErrTeardownDisabled) {
 		t.Fatalf("teardown: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -43,9 +44,14 @@ type RouteConfig struct {
 	// TenantAware stamps a tenant_id field on every write and places it in
 	// every filter, update and delete (tagged).
 	TenantAware bool
-	// Collection is where the route's documents live; PerTenant or
-	// PerTenantDatabase reach namespace.
-	Collection Collection
+	// Collection is where the route's documents live: naming.Shared(name),
+	// or naming.PerTenant(base) for a collection per tenant (namespace),
+	// named CollectionName(base, tenant).
+	Collection naming.Name
+	// Database, when naming.PerTenant(prefix), puts the collection in a
+	// database per tenant, named DatabaseName(prefix, tenant) (namespace).
+	// Zero: the module's database.
+	Database naming.Name
 	// TextIndex (search routes only) queries with $text over a MongoDB
 	// text index instead of the portable term index. FerretDB 1.x has no
 	// text index.
@@ -56,6 +62,7 @@ type routeSpec struct {
 	name string
 	kind floors.Kind
 	cfg  RouteConfig
+	coll collection
 	// provide gives the route to the app; provides names what it gives,
 	// which a refused module provides in its place.
 	provide  fx.Option
@@ -121,7 +128,7 @@ type routedConfig struct {
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
-	spec := &routeSpec{name: name, kind: kind, cfg: rc, provides: modules.Provided{Type: reflect.TypeFor[R](), Name: name}}
+	spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: modules.Provided{Type: reflect.TypeFor[R](), Name: name}}
 	return func(cfg *config) {
 		spec.provide = fx.Provide(fx.Annotate(
 			func(c *core) R { return ctor(newRoute(c, spec)) },
@@ -131,7 +138,7 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 }
 
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
-	rels := []floors.Relation{r.cfg.Collection.relation(roleCollection)}
+	rels := []floors.Relation{r.coll.relation(roleCollection)}
 	if r.kind == kindSearch {
 		// The index is named inside its collection; it never counts.
 		rels = append(rels, floors.Relation{Role: roleIndex, Name: r.name + "_terms", PerTenant: false})
@@ -154,9 +161,9 @@ func (cfg *config) validate(module string) []error {
 		if err := validBase("route name", r.name, 64); err != nil {
 			errs = append(errs, rules.WiringInvalid(module, r.name, err.Error(), "rename the route"))
 		}
-		if err := r.cfg.Collection.validate(); err != nil {
-			errs = append(errs, rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the database prefix of PerTenantDatabase): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
-		} else if e := rules.ReservedName(module, r.name, "collection", r.cfg.Collection.name); e != nil {
+		if err := r.coll.validate(); err != nil {
+			errs = append(errs, rules.WiringInvalid(module, r.name, err.Error(), "rename the collection (and the per-tenant database prefix): letters, digits, '-' and '_', not starting with \"system\" or \"_ferretdb_\"; the error names the length limit"))
+		} else if e := rules.ReservedName(module, r.name, "collection", r.coll.name); e != nil {
 			// The migration history lives beside the route's collections.
 			errs = append(errs, e)
 		}

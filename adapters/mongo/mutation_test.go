@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -15,17 +16,17 @@ func TestCollectionResolve(t *testing.T) {
 	id := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	const hex = "0a0a0a0a00004000800000000000000a"
 	cases := []struct {
-		c                Collection
+		c                collection
 		perTenant        bool
 		wantDB, wantColl string
 		wantRelation     string
 		wantRelPerTenant bool
 	}{
-		{Static("orders"), true, "app", "orders", "orders", false},
-		{PerTenant("orders"), true, "app", "orders." + hex, "orders.*", true},
-		{PerTenantDatabase("acme", "orders"), true, "acme_" + hex, "orders", "acme_*.orders", true},
-		{PerTenant("orders"), false, "app", "orders", "orders.*", true},
-		{PerTenantDatabase("acme", "orders"), false, "app", "orders", "acme_*.orders", true},
+		{collectionOf(RouteConfig{Collection: naming.Shared("orders")}), true, "app", "orders", "orders", false},
+		{collectionOf(RouteConfig{Collection: naming.PerTenant("orders")}), true, "app", "orders." + hex, "orders.*", true},
+		{collectionOf(RouteConfig{Collection: naming.Shared("orders"), Database: naming.PerTenant("acme")}), true, "acme_" + hex, "orders", "acme_*.orders", true},
+		{collectionOf(RouteConfig{Collection: naming.PerTenant("orders")}), false, "app", "orders", "orders.*", true},
+		{collectionOf(RouteConfig{Collection: naming.Shared("orders"), Database: naming.PerTenant("acme")}), false, "app", "orders", "acme_*.orders", true},
 	}
 	for _, c := range cases {
 		db, coll := c.c.resolve("app", id, c.perTenant)
@@ -48,13 +49,13 @@ func TestNameBounds(t *testing.T) {
 		t.Error("a 65-character base accepted")
 	}
 	longest := strings.Repeat("p", 30)
-	if err := PerTenantDatabase(longest, "orders").validate(); err != nil {
+	if err := collectionOf(RouteConfig{Collection: naming.Shared("orders"), Database: naming.PerTenant(longest)}).validate(); err != nil {
 		t.Errorf("a 30-character database prefix refused: %v", err)
 	}
 	if err := ValidDatabaseName(DatabaseName(longest, tenancy.Default)); err != nil {
 		t.Errorf("the longest prefix makes an invalid database name: %v", err)
 	}
-	if err := PerTenantDatabase(longest+"p", "orders").validate(); err == nil {
+	if err := collectionOf(RouteConfig{Collection: naming.Shared("orders"), Database: naming.PerTenant(longest + "p")}).validate(); err == nil {
 		t.Error("a 31-character database prefix accepted: its names would pass MongoDB's 63 bytes")
 	}
 }

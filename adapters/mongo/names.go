@@ -9,44 +9,39 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Collection names where a route's documents live: one collection every
-// tenant shares, a collection per tenant, or a collection in a database
-// per tenant.
-type Collection struct {
+// collection is where a route's documents live, from its RouteConfig:
+// one collection every tenant shares, a collection per tenant, or a
+// collection in a database per tenant.
+type collection struct {
 	name      string
 	dbPrefix  string // per-tenant database prefix; "" is the module's database
 	perTenant bool
+	// custom is a naming.Func the config gave, which MongoDB refuses: it
+	// spells per-tenant names itself.
+	custom bool
 }
 
-// Static is one collection shared by every tenant.
-func Static(name string) Collection { return Collection{name: name} }
-
-// PerTenant is a collection per tenant in the module's database, named by
-// CollectionName(base, tenant).
-func PerTenant(base string) Collection { return Collection{name: base, perTenant: true} }
-
-// PerTenantDatabase is the collection name inside a database per tenant,
-// named by DatabaseName(prefix, tenant).
-func PerTenantDatabase(prefix, name string) Collection {
-	return Collection{name: name, dbPrefix: prefix}
+func collectionOf(rc RouteConfig) collection {
+	return collection{name: rc.Collection.Base(), perTenant: rc.Collection.PerTenant(), dbPrefix: rc.Database.Base(),
+		custom: rc.Collection.Func() != nil || rc.Database.Func() != nil || !rc.Database.IsZero() && !rc.Database.PerTenant()}
 }
 
-// PerTenantName reports whether the container is named per tenant.
-func (c Collection) PerTenantName() bool { return c.perTenant || c.dbPrefix != "" }
+// perTenantName reports whether the container is named per tenant.
+func (c collection) perTenantName() bool { return c.perTenant || c.dbPrefix != "" }
 
-func (c Collection) relation(role string) floors.Relation {
+func (c collection) relation(role string) floors.Relation {
 	name := c.name
 	if c.dbPrefix != "" {
 		name = c.dbPrefix + "_*." + c.name
 	} else if c.perTenant {
 		name = c.name + ".*"
 	}
-	return floors.Relation{Role: role, Name: name, PerTenant: c.PerTenantName()}
+	return floors.Relation{Role: role, Name: name, PerTenant: c.perTenantName()}
 }
 
 // resolve returns the database and collection for tenant; perTenant false
 // means the tenant is not consulted (an outbox that is not tenant-aware).
-func (c Collection) resolve(moduleDB string, id tenancy.ID, perTenant bool) (db, coll string) {
+func (c collection) resolve(moduleDB string, id tenancy.ID, perTenant bool) (db, coll string) {
 	db, coll = moduleDB, c.name
 	if !perTenant {
 		return db, coll
@@ -60,7 +55,10 @@ func (c Collection) resolve(moduleDB string, id tenancy.ID, perTenant bool) (db,
 	return db, coll
 }
 
-func (c Collection) validate() error {
+func (c collection) validate() error {
+	if c.custom {
+		return fmt.Errorf("mongo names per-tenant collections and databases itself: Collection is naming.Shared or naming.PerTenant, Database zero or naming.PerTenant")
+	}
 	if err := validBase("collection", c.name, 64); err != nil {
 		return err
 	}

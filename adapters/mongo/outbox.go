@@ -121,7 +121,7 @@ func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) 
 		t.tag = tenant
 		return t, err
 	}
-	return target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.cfg.Collection.name),
+	return target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.coll.name),
 		release: noop, tag: tenant}, nil
 }
 

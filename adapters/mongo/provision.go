@@ -98,7 +98,7 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		if err != nil {
 			return err
 		}
-		if spec.cfg.Collection.dbPrefix != "" {
+		if spec.coll.dbPrefix != "" {
 			err = t.coll.Database().Drop(ctx)
 		} else {
 			err = t.coll.Drop(ctx)

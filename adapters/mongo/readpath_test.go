@@ -8,6 +8,7 @@ import (
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -22,7 +23,7 @@ func testRoute(t *testing.T, cfg RouteConfig) *route {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	r := newRoute(&core{module: "m", db: "app", client: c}, &routeSpec{name: "items", kind: kindDocument, cfg: cfg})
+	r := newRoute(&core{module: "m", db: "app", client: c}, &routeSpec{name: "items", kind: kindDocument, cfg: cfg, coll: collectionOf(cfg)})
 	return &r
 }
 
@@ -72,10 +73,10 @@ func TestReadPathAllocations(t *testing.T) {
 		max  float64
 	}{
 		// A tenant-aware shared collection: one handle for every call.
-		{"tagged", RouteConfig{TenantAware: true, Collection: Static("items")}, 0},
+		{"tagged", RouteConfig{TenantAware: true, Collection: naming.Shared("items")}, 0},
 		// A collection per tenant: its name and collection handle, made
 		// per call as a hand-written lookup makes them.
-		{"per-tenant collection", RouteConfig{Collection: PerTenant("items")}, 10},
+		{"per-tenant collection", RouteConfig{Collection: naming.PerTenant("items")}, 10},
 	} {
 		r := testRoute(t, c.cfg)
 		if n := leastAllocs(func() {
@@ -99,19 +100,19 @@ func TestHandlesFollowTheTenant(t *testing.T) {
 		}
 		return tg.coll
 	}
-	perColl := testRoute(t, RouteConfig{Collection: PerTenant("items")})
+	perColl := testRoute(t, RouteConfig{Collection: naming.PerTenant("items")})
 	for _, id := range []tenancy.ID{tenantA, tenantB, tenantA} {
 		if c := at(perColl, id); c.Name() != CollectionName("items", id) || c.Database().Name() != "app" {
 			t.Fatalf("tenant %s reads %s.%s", id, c.Database().Name(), c.Name())
 		}
 	}
-	perDB := testRoute(t, RouteConfig{Collection: PerTenantDatabase("t", "items")})
+	perDB := testRoute(t, RouteConfig{Collection: naming.Shared("items"), Database: naming.PerTenant("t")})
 	for _, id := range []tenancy.ID{tenantA, tenantB, tenantA} {
 		if c := at(perDB, id); c.Name() != "items" || c.Database().Name() != DatabaseName("t", id) {
 			t.Fatalf("tenant %s reads %s.%s", id, c.Database().Name(), c.Name())
 		}
 	}
-	tagged := testRoute(t, RouteConfig{TenantAware: true, Collection: Static("items")})
+	tagged := testRoute(t, RouteConfig{TenantAware: true, Collection: naming.Shared("items")})
 	if a, b := at(tagged, tenantA), at(tagged, tenantB); a != b || a.Name() != "items" {
 		t.Fatalf("a shared collection resolved to %s and %s", a.Name(), b.Name())
 	}

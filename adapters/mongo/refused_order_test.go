@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -32,11 +33,11 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	}
 	routes := []mongo.Option{
 		mongo.Database("app"),
-		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("orders")}),
-		mongo.SearchRoute("s", mongo.RouteConfig{Collection: mongo.Static("s")}),
-		mongo.CounterRoute("n", mongo.RouteConfig{Collection: mongo.Static("n")}),
-		mongo.OutboxRoute("o", mongo.RouteConfig{Collection: mongo.Static("o")}),
-		mongo.RawFilterRoute("r", mongo.RouteConfig{Collection: mongo.Static("r")}),
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("orders")}),
+		mongo.SearchRoute("s", mongo.RouteConfig{Collection: naming.Shared("s")}),
+		mongo.CounterRoute("n", mongo.RouteConfig{Collection: naming.Shared("n")}),
+		mongo.OutboxRoute("o", mongo.RouteConfig{Collection: naming.Shared("o")}),
+		mongo.RawFilterRoute("r", mongo.RouteConfig{Collection: naming.Shared("r")}),
 	}
 	// The invokes ask for what a module wired right provides.
 	for what, u := range uses {
@@ -50,7 +51,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	}
 	floorMiss := func() fx.Option {
 		return mongo.Module("other", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
-			mongo.CounterRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("hits")}))
+			mongo.CounterRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("hits")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "db", refused(), uses, floorMiss())
 }

@@ -45,8 +45,8 @@ func newRoute(c *core, spec *routeSpec) route {
 	r := route{core: c, spec: spec, decision: d, perTenant: d.ResolvesPerTenant(roleCollection)}
 	if c.pools == nil && c.client != nil {
 		r.db = c.client.Database(c.db)
-		if !r.perTenant || !spec.cfg.Collection.PerTenantName() {
-			r.coll = r.db.Collection(spec.cfg.Collection.name)
+		if !r.perTenant || !spec.coll.perTenantName() {
+			r.coll = r.db.Collection(spec.coll.name)
 		}
 	}
 	return r
@@ -76,7 +76,7 @@ func (r *route) target(ctx context.Context) (target, error) {
 		if r.coll != nil {
 			return target{coll: r.coll, release: noop}, nil
 		}
-		return target{coll: r.core.client.Database(r.core.db).Collection(r.spec.cfg.Collection.name), release: noop}, nil
+		return target{coll: r.core.client.Database(r.core.db).Collection(r.spec.coll.name), release: noop}, nil
 	}
 	id, err := tenancy.Require(ctx)
 	if err != nil {
@@ -122,7 +122,7 @@ func (r *route) handle(client *driver.Client, db string, id tenancy.ID) *driver.
 	if r.coll != nil {
 		return r.coll
 	}
-	db, coll := r.spec.cfg.Collection.resolve(db, id, r.perTenant)
+	db, coll := r.spec.coll.resolve(db, id, r.perTenant)
 	if r.db != nil && db == r.core.db {
 		return r.db.Collection(coll)
 	}

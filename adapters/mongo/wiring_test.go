@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -38,13 +39,13 @@ func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
 
 func TestMatrixRatesEachTier(t *testing.T) {
 	got := reached(t, mongo.FromGraph(),
-		mongo.Document[order]("shared", mongo.RouteConfig{Collection: mongo.Static("orders")}),
-		mongo.SearchRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("s")}),
-		mongo.CounterRoute("ns", mongo.RouteConfig{Collection: mongo.PerTenant("hits")}),
-		mongo.CounterRoute("nsdb", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("t", "hits")}),
-		mongo.SearchRoute("search-ns", mongo.RouteConfig{Collection: mongo.PerTenant("s")}),
-		mongo.OutboxRoute("outbox-untagged", mongo.RouteConfig{Collection: mongo.PerTenant("ob")}),
-		mongo.OutboxRoute("outbox-ns", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("ob2")}),
+		mongo.Document[order]("shared", mongo.RouteConfig{Collection: naming.Shared("orders")}),
+		mongo.SearchRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("s")}),
+		mongo.CounterRoute("ns", mongo.RouteConfig{Collection: naming.PerTenant("hits")}),
+		mongo.CounterRoute("nsdb", mongo.RouteConfig{Collection: naming.Shared("hits"), Database: naming.PerTenant("t")}),
+		mongo.SearchRoute("search-ns", mongo.RouteConfig{Collection: naming.PerTenant("s")}),
+		mongo.OutboxRoute("outbox-untagged", mongo.RouteConfig{Collection: naming.PerTenant("ob")}),
+		mongo.OutboxRoute("outbox-ns", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("ob2")}),
 	)
 	want := map[string]tenancy.Tier{
 		"shared": tenancy.None, "tagged": tenancy.Tagged, "ns": tenancy.Namespace, "nsdb": tenancy.Namespace,
@@ -62,8 +63,8 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestRoutedReachesDedicated(t *testing.T) {
 	got := reached(t, routed, mongo.RequiredIsolation(tenancy.Dedicated),
-		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("orders")}),
-		mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: mongo.Static("orders")}))
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("orders")}),
+		mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: naming.Shared("orders")}))
 	if got["orders"] != tenancy.Dedicated || got["raw"] != tenancy.Dedicated {
 		t.Fatalf("reached %v", got)
 	}
@@ -71,9 +72,9 @@ func TestRoutedReachesDedicated(t *testing.T) {
 
 func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 	for name, cfg := range map[string]mongo.RouteConfig{
-		"none":      {Collection: mongo.Static("orders")},
-		"tagged":    {TenantAware: true, Collection: mongo.Static("orders")},
-		"namespace": {Collection: mongo.PerTenant("orders")},
+		"none":      {Collection: naming.Shared("orders")},
+		"tagged":    {TenantAware: true, Collection: naming.Shared("orders")},
+		"namespace": {Collection: naming.PerTenant("orders")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
@@ -88,7 +89,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 func TestFloorRefusals(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("mongodb"),
 		mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
-			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("orders")})))
+			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || e.Fix == "" {
 		t.Errorf("refusal: %v", e)
 	}
@@ -96,14 +97,14 @@ func TestFloorRefusals(t *testing.T) {
 
 func TestInvalidWiringRefused(t *testing.T) {
 	cases := map[string][]mongo.Option{
-		"no database":     {mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})},
+		"no database":     {mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("o")})},
 		"bad database":    {mongo.Database("a.b")},
-		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a$b")})},
-		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("a.b")})},
-		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("system_x")})},
-		"long db prefix":  {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("p234567890123456789012345678901", "c")})},
-		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c"), TextIndex: true})},
-		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")}), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("d")})},
+		"dollar":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("a$b")})},
+		"dotted static":   {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("a.b")})},
+		"system":          {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("system_x")})},
+		"long db prefix":  {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c"), Database: naming.PerTenant("p234567890123456789012345678901")})},
+		"text not search": {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c"), TextIndex: true})},
+		"duplicate":       {mongo.Database("app"), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")}), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("d")})},
 		"two sources":     {mongo.Database("app"), routed, mongo.Connect("mongodb://127.0.0.1:1")},
 		"routed no func":  {mongo.Database("app"), mongo.Routed(nil, mongo.RoutedConfig{})},
 	}
@@ -121,18 +122,18 @@ func TestInvalidWiringRefused(t *testing.T) {
 func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 	b := mongo.DatabaseName("app", tenancytest.TenantB)
 	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", mongo.FromGraph(), mongo.Database(b),
-		mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("app", "hits")})))
+		mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("hits"), Database: naming.PerTenant("app")})))
 	if !strings.Contains(e.Detail, b) || !strings.Contains(e.Fix, "mongo.Database") {
 		t.Errorf("refusal %+v", e)
 	}
-	for name, coll := range map[string]mongo.Collection{
-		"static":              mongo.Static("tenantwire_migrations"),
-		"per tenant":          mongo.PerTenant("TenantWire_x"),
-		"per-tenant database": mongo.PerTenantDatabase("t", "tenantwire_migrations"),
+	for name, rc := range map[string]mongo.RouteConfig{
+		"static":              {TenantAware: true, Collection: naming.Shared("tenantwire_migrations")},
+		"per tenant":          {TenantAware: true, Collection: naming.PerTenant("TenantWire_x")},
+		"per-tenant database": {TenantAware: true, Collection: naming.Shared("tenantwire_migrations"), Database: naming.PerTenant("t")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
-				mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: coll})))
+				mongo.Document[order]("orders", rc)))
 			if e.Route != "orders" || !strings.Contains(e.Fix, "tenantwire") {
 				t.Errorf("refusal %+v", e)
 			}
@@ -142,7 +143,7 @@ func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 
 func TestNoClientIsAWiringError(t *testing.T) {
 	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
-		mongo.Document[order]("orders", mongo.RouteConfig{Collection: mongo.Static("o")})),
+		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("o")})),
 		fx.Invoke(func(*mongo.Documents[order]) {})).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Fatalf("err = %v", err)
@@ -152,19 +153,19 @@ func TestNoClientIsAWiringError(t *testing.T) {
 func TestConnBudget(t *testing.T) {
 	small := mongo.Routed(creds, mongo.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 4}})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")})))
+		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")})))
 	if e.Module != "m" {
 		t.Errorf("refusal: %v", e)
 	}
 	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(32),
-		mongo.CounterRoute("c", mongo.RouteConfig{Collection: mongo.Static("c")})))
+		mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")})))
 }
 
 func TestTwoModulesInOneApp(t *testing.T) {
 	var a, b *mongo.Provisioner
 	tenancytest.RequireWires(t,
-		mongo.Module("plain", mongo.Database("app"), deadClient(t), mongo.CounterRoute("c1", mongo.RouteConfig{Collection: mongo.Static("c")})),
-		mongo.Module("routed", mongo.Database("app"), routed, mongo.CounterRoute("c2", mongo.RouteConfig{Collection: mongo.Static("c")})),
+		mongo.Module("plain", mongo.Database("app"), deadClient(t), mongo.CounterRoute("c1", mongo.RouteConfig{Collection: naming.Shared("c")})),
+		mongo.Module("routed", mongo.Database("app"), routed, mongo.CounterRoute("c2", mongo.RouteConfig{Collection: naming.Shared("c")})),
 		named("plain", &a), named("routed", &b))
 	if a == nil || b == nil || a == b {
 		t.Fatal("each module provides its own provisioner")
@@ -174,9 +175,9 @@ func TestTwoModulesInOneApp(t *testing.T) {
 func TestRelayWiring(t *testing.T) {
 	dest := outbox.DestinationFunc(func(context.Context, outbox.Message) error { return nil })
 	tenants := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenancytest.TenantA}, nil }
-	global := mongo.OutboxRoute("events", mongo.RouteConfig{Collection: mongo.Static("events")})
-	aware := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("events")})
-	perTenant := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("events")})
+	global := mongo.OutboxRoute("events", mongo.RouteConfig{Collection: naming.Shared("events")})
+	aware := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("events")})
+	perTenant := mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("events")})
 	// Connect dials lazily: the relay's route is built, nothing connects.
 	conn := mongo.Connect("mongodb://127.0.0.1:1")
 	mod := func(opts ...mongo.Option) fx.Option {
@@ -193,5 +194,5 @@ func TestRelayWiring(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		mod(conn, mongo.CounterRoute("events", mongo.RouteConfig{Collection: mongo.Static("c")}), mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
+		mod(conn, mongo.CounterRoute("events", mongo.RouteConfig{Collection: naming.Shared("c")}), mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -60,17 +61,17 @@ func dedicated(t *testing.T) []mongo.Option {
 
 var tiers = []tier{
 	{"tagged", tenancy.Tagged, plain, func(c string) mongo.RouteConfig {
-		return mongo.RouteConfig{TenantAware: true, Collection: mongo.Static(c)}
+		return mongo.RouteConfig{TenantAware: true, Collection: naming.Shared(c)}
 	}},
 	{"namespace-collection", tenancy.Namespace, plain, func(c string) mongo.RouteConfig {
 		// Tenant-aware too: the outbox's resolver counts only then.
-		return mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant(c)}
+		return mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant(c)}
 	}},
 	{"namespace-database", tenancy.Namespace, plain, func(c string) mongo.RouteConfig {
-		return mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenantDatabase("ns", c)}
+		return mongo.RouteConfig{TenantAware: true, Collection: naming.Shared(c), Database: naming.PerTenant("ns")}
 	}},
 	{"dedicated", tenancy.Dedicated, dedicated, func(c string) mongo.RouteConfig {
-		return mongo.RouteConfig{Collection: mongo.Static(c)}
+		return mongo.RouteConfig{Collection: naming.Shared(c)}
 	}},
 }
 

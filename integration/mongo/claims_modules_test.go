@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -33,7 +34,7 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 			return routing.Credentials{Endpoint: uriA}, nil
 		}
 	}
-	items := mongo.RouteConfig{Collection: mongo.Static("items")}
+	items := mongo.RouteConfig{Collection: naming.Shared("items")}
 	var d struct {
 		fx.In
 		D1 *mongo.Documents[item]

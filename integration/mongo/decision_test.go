@@ -11,6 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -65,7 +66,7 @@ func (c scopeCase) probe(t *testing.T) (tenancy.Tier, []string, error) {
 func counterCase() scopeCase {
 	return scopeCase{
 		route: func(name string) mongo.Option {
-			return mongo.CounterRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
+			return mongo.CounterRoute(name, mongo.RouteConfig{Collection: naming.PerTenant("hits")})
 		},
 		write: func(ctx context.Context, _ string, obj any) error {
 			_, err := obj.(*mongo.Counter).Add(ctx, "n", 1)
@@ -77,7 +78,7 @@ func counterCase() scopeCase {
 func outboxCase() scopeCase {
 	return scopeCase{
 		route: func(name string) mongo.Option {
-			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: mongo.PerTenant("hits")})
+			return mongo.OutboxRoute(name, mongo.RouteConfig{Collection: naming.PerTenant("hits")})
 		},
 		write: func(ctx context.Context, id string, obj any) error {
 			return obj.(*mongo.Outbox).Write(ctx, outbox.Message{EventID: id, Topic: "t"})

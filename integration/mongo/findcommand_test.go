@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -116,9 +117,9 @@ func TestGetSendsTheHandWrittenFind(t *testing.T) {
 		coll   string
 		filter bson.D
 	}{
-		{"per-tenant collection", mongo.RouteConfig{Collection: mongo.PerTenant("items")},
+		{"per-tenant collection", mongo.RouteConfig{Collection: naming.PerTenant("items")},
 			mongo.CollectionName("items", id), bson.D{{Key: "_id", Value: "k"}}},
-		{"tagged", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")},
+		{"tagged", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")},
 			"items", bson.D{{Key: "tenant_id", Value: id.String()}, {Key: "_id", Value: id.Hex() + ":k"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

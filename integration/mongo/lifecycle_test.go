@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -26,7 +27,7 @@ func TestRoutedStopLeavesNoGoroutine(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	var docs *mongo.Documents[item]
 	app := fx.New(fx.NopLogger, mongo.Module("m", append(dedicated(t),
-		mongo.Document[item]("items", mongo.RouteConfig{Collection: mongo.Static("items")}))...), fx.Populate(&docs))
+		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.Shared("items")}))...), fx.Populate(&docs))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 	coll := "events_" + dbName(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(dedicated(t),
-		mongo.OutboxRoute("events", mongo.RouteConfig{Collection: mongo.Static(coll)}))...), named("m", &prov))
+		mongo.OutboxRoute("events", mongo.RouteConfig{Collection: naming.Shared(coll)}))...), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +103,8 @@ func TestParityWithTenancyOff(t *testing.T) {
 		log(docs.Delete(ctx, "b"), errors.Is(docs.Delete(ctx, "b"), document.ErrNotFound))
 		return fmt.Sprint(out)
 	}
-	off := run(mongo.RouteConfig{Collection: mongo.Static("items")}, context.Background())
-	on := run(mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}, tenancy.WithTenant(context.Background(), tenancy.Default))
+	off := run(mongo.RouteConfig{Collection: naming.Shared("items")}, context.Background())
+	on := run(mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}, tenancy.WithTenant(context.Background(), tenancy.Default))
 	if off != on {
 		t.Fatalf("tenancy off:\n%s\ntenancy on, default tenant:\n%s", off, on)
 	}
@@ -117,7 +118,7 @@ func TestTextIndexSearch(t *testing.T) {
 	var s *mongo.Search
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(plain(t),
-		mongo.SearchRoute("find", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("find"), TextIndex: true}))...),
+		mongo.SearchRoute("find", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("find"), TextIndex: true}))...),
 		named("find", &s), named("m", &prov))
 	if err := prov.Provision(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestRoutedEvict(t *testing.T) {
 	var docs *mongo.Documents[item]
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(resolve, mongo.RoutedConfig{}),
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")})),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs), named("m", &prov))
 	ctx := ctxOf(tenancytest.TenantA)
 	for range 3 {

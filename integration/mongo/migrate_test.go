@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -32,7 +33,7 @@ func TestMongoMigrations(t *testing.T) {
 	opts, db := plainDB(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("orders")}))...),
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}))...),
 		named("m", &prov))
 	ctx := context.Background()
 	ids := make([]tenancy.ID, 12)

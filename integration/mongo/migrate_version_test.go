@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -34,7 +35,7 @@ func buildOrders(t *testing.T, base []mongo.Option, files fstest.MapFS, opts ...
 	t.Helper()
 	var d ordersApp
 	opts = append(append(append([]mongo.Option{}, base...), mongo.AllowTeardown(), mongo.MigrationFiles(files),
-		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("orders")})), opts...)
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})), opts...)
 	app := fx.New(fx.NopLogger, mongo.Module("m", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func documents(t *testing.T, db string) int64 {
 // RequiredVersion and MigrationFiles are checked at fx.New.
 func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 	base, _ := plainDB(t)
-	route := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("orders")})
+	route := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})
 	reg := mongo.TenantRegistry(migrate.NewMemoryRegistry())
 	for name, c := range map[string]struct {
 		opts []mongo.Option

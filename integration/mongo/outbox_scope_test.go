@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -36,9 +37,9 @@ func pendingOf(t *testing.T, o *mongo.Outbox, ctx context.Context) map[string]st
 func TestOutboxEventIDsPerTenant(t *testing.T) {
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	for name, cfg := range map[string]mongo.RouteConfig{
-		"tenant-global": {Collection: mongo.Static("ev")},
-		"tagged":        {TenantAware: true, Collection: mongo.Static("ev")},
-		"namespace":     {TenantAware: true, Collection: mongo.PerTenant("ev")},
+		"tenant-global": {Collection: naming.Shared("ev")},
+		"tagged":        {TenantAware: true, Collection: naming.Shared("ev")},
+		"namespace":     {TenantAware: true, Collection: naming.PerTenant("ev")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var o *mongo.Outbox
@@ -100,8 +101,8 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 // tenant_unbound, and stores nothing.
 func TestScopedOutboxRefusesUnbound(t *testing.T) {
 	for name, cfg := range map[string]mongo.RouteConfig{
-		"tagged":    {TenantAware: true, Collection: mongo.Static("su")},
-		"namespace": {TenantAware: true, Collection: mongo.PerTenant("su")},
+		"tagged":    {TenantAware: true, Collection: naming.Shared("su")},
+		"namespace": {TenantAware: true, Collection: naming.PerTenant("su")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var o *mongo.Outbox
@@ -138,7 +139,7 @@ func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 	}
 	var r *mongo.RawFilter
 	start(t, mongo.Module("m", mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.Database(db),
-		mongo.RawFilterRoute("raw", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("raw")})), named("raw", &r))
+		mongo.RawFilterRoute("raw", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("raw")})), named("raw", &r))
 	if err := r.Insert(ctxOf(a), bson.D{{Key: "_id", Value: a.Hex()}, {Key: "x", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 // (an event id already written), leaving the rows before it.
 func TestOutboxWriteMany(t *testing.T) {
 	var o *mongo.Outbox
-	start(t, mongo.Module("m", append(plain(t), mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("ev")}))...), named("events", &o))
+	start(t, mongo.Module("m", append(plain(t), mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("ev")}))...), named("events", &o))
 	ctx := ctxOf(tenancytest.TenantA)
 	if err := o.Write(ctx, outbox.Message{EventID: "e1", Topic: "t"}, outbox.Message{Topic: "t", Payload: []byte("gen")}); err != nil {
 		t.Fatal(err)

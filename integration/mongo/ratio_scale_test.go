@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -26,7 +27,7 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	c, db := client(t, uriA), dbName(t)
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db),
-		mongo.Document[item]("items", mongo.RouteConfig{Collection: mongo.PerTenant("items")})),
+		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.PerTenant("items")})),
 		fx.Populate(&docs))
 	ctxs := make([]context.Context, tenants)
 	began := time.Now()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -21,7 +22,7 @@ func TestRatioFindByID(t *testing.T) {
 	c, db := client(t, uriA), dbName(t)
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db),
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")})),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs))
 	ctx := ctxOf(tenancytest.TenantA)
 	for i := range 100 {

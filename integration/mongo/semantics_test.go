@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -25,7 +26,7 @@ import (
 func TestDocumentSemantics(t *testing.T) {
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", append(plain(t),
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}))...),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}))...),
 		fx.Populate(&docs))
 	ctx := ctxOf(tenancytest.TenantA)
 	for i, name := range []string{"c", "a", "b", "d"} {
@@ -87,7 +88,7 @@ func TestTaggedWritesStampTenant(t *testing.T) {
 	opts, db := plainDB(t)
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")}))...),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}))...),
 		fx.Populate(&docs))
 	if _, err := docs.Create(ctxOf(tenancytest.TenantA), "x", item{Name: "x"}); err != nil {
 		t.Fatal(err)
@@ -105,9 +106,9 @@ func TestProvisioning(t *testing.T) {
 	var prov *mongo.Provisioner
 	opts, db := plainDB(t)
 	opts = append(opts, mongo.AllowTeardown(),
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.PerTenant("items")}),
-		mongo.SearchRoute("find", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("s", "find")}),
-		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("events")}))
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("items")}),
+		mongo.SearchRoute("find", mongo.RouteConfig{Collection: naming.Shared("find"), Database: naming.PerTenant("s")}),
+		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("events")}))
 	start(t, mongo.Module("m", opts...), named("m", &prov))
 	ctx := context.Background()
 	for range 2 { // idempotent
@@ -185,7 +186,7 @@ func TestOutboxRelay(t *testing.T) {
 				return nil
 			})
 			var o *mongo.Outbox
-			cfg := mongo.RouteConfig{TenantAware: c.aware, Collection: mongo.Static("relay_" + c.name[:1])}
+			cfg := mongo.RouteConfig{TenantAware: c.aware, Collection: naming.Shared("relay_" + c.name[:1])}
 			start(t, mongo.Module("m", append(plain(t),
 				mongo.OutboxRoute("events", cfg),
 				c.relay(outbox.RelayConfig{Destination: dest, Idle: 5 * time.Millisecond}))...),
@@ -236,7 +237,7 @@ func TestOutboxRelay(t *testing.T) {
 		})
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, mongo.Module("m", append(plain(t),
-		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("events")}),
+		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("events")}),
 		mongo.Relay("events", outbox.RelayConfig{Destination: outbox.DestinationFunc(
 			func(context.Context, outbox.Message) error { return nil })}))...))
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -106,7 +107,7 @@ func TestFerretDBHasNoTransactions(t *testing.T) {
 	// Update is kept.
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(dbName(t)),
-		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("items")})),
+		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs))
 	tctx := ctxOf(tenancytest.TenantA)
 	if _, err := docs.Create(tctx, "a", item{N: 1}); err != nil {

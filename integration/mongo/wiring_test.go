@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -21,18 +22,18 @@ func TestWiringRefusals(t *testing.T) {
 		opts []mongo.Option
 	}{
 		{"raw hatch on a tagged route", tenancy.CodeStatementOriginFloor,
-			[]mongo.Option{mongo.RawFilterRoute("raw", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("r")})}},
+			[]mongo.Option{mongo.RawFilterRoute("raw", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("r")})}},
 		{"raw hatch on a namespace route", tenancy.CodeStatementOriginFloor,
-			[]mongo.Option{mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: mongo.PerTenant("r")})}},
+			[]mongo.Option{mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: naming.PerTenant("r")})}},
 		{"tagged under a namespace floor", tenancy.ValidationFailed("mongodb"),
 			[]mongo.Option{mongo.RequiredIsolation(tenancy.Namespace),
-				mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("i")})}},
+				mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("i")})}},
 		{"untagged per-tenant outbox under a namespace floor", tenancy.ValidationFailed("mongodb"),
 			[]mongo.Option{mongo.RequiredIsolation(tenancy.Namespace),
-				mongo.OutboxRoute("events", mongo.RouteConfig{Collection: mongo.PerTenant("e")})}},
+				mongo.OutboxRoute("events", mongo.RouteConfig{Collection: naming.PerTenant("e")})}},
 		{"plain client under a dedicated floor", tenancy.ValidationFailed("mongodb"),
 			[]mongo.Option{mongo.RequiredIsolation(tenancy.Dedicated),
-				mongo.CounterRoute("hits", mongo.RouteConfig{Collection: mongo.PerTenantDatabase("h", "hits")})}},
+				mongo.CounterRoute("hits", mongo.RouteConfig{Collection: naming.Shared("hits"), Database: naming.PerTenant("h")})}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestWiringRefusals(t *testing.T) {
 func TestUntaggedSharedRouteIsShared(t *testing.T) {
 	var c *mongo.Counter
 	start(t, mongo.Module("m", append(plain(t),
-		mongo.CounterRoute("hits", mongo.RouteConfig{Collection: mongo.Static("hits")}))...), named("hits", &c))
+		mongo.CounterRoute("hits", mongo.RouteConfig{Collection: naming.Shared("hits")}))...), named("hits", &c))
 	if _, err := c.Add(ctxOf(tenancytest.TenantA), "x", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestCounterConcurrentAdds(t *testing.T) {
 	}
 	var c *mongo.Counter
 	start(t, mongo.Module("m", append(plain(t),
-		mongo.CounterRoute("hits", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("hits")}))...), named("hits", &c))
+		mongo.CounterRoute("hits", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("hits")}))...), named("hits", &c))
 	ctx := ctxOf(tenancytest.TenantA)
 	var wg sync.WaitGroup
 	for range workers {

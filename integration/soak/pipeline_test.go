@@ -151,7 +151,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 			redis.CacheRoute("latest", redis.RouteConfig{Namespace: redis.TenantNamespace("soak")}),
 		),
 		mongo.Module("soakmongo", mongo.Connect(e.mongoURI), mongo.Database("soak"),
-			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("records")})),
+			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("records")})),
 		kafkaOptions(e.broker, append([]kafka.Option{
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
 				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, TopicPrefix: ordersTopics(e.prefix)}),
