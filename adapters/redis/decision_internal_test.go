@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -47,7 +48,7 @@ func TestCacheScopeFollowsRule(t *testing.T) {
 			c *Cache
 		)
 		app := fx.New(fx.NopLogger,
-			Module("r", Client(rdb), CacheRoute(route, RouteConfig{Namespace: TenantNamespace(nsPrefix)})),
+			Module("r", Client(rdb), CacheRoute(route, RouteConfig{Namespace: naming.PerTenant(nsPrefix)})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 			fx.Invoke(fx.Annotate(func(v *Cache) { c = v }, fx.ParamTags(`name:"`+route+`"`))))
 		if err := app.Start(ctx); err != nil {

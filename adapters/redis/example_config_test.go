@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -18,9 +19,9 @@ func ExampleRouteConfig() {
 	report, err := modules.DryRun(redis.Module("cache", redis.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
-		redis.CounterRoute("quota", redis.RouteConfig{Namespace: redis.TenantNamespace("q")}),
+		redis.CounterRoute("quota", redis.RouteConfig{Namespace: naming.PerTenant("q")}),
 		redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true}),
-		redis.StreamRoute("events", redis.RouteConfig{Namespace: redis.TenantNamespace("e")}),
+		redis.StreamRoute("events", redis.RouteConfig{Namespace: naming.PerTenant("e")}),
 		redis.FleetRoute("replicas", redis.FleetConfig{HeartbeatInterval: 5 * time.Second, TTL: 15 * time.Second}),
 	))
 	for _, r := range report.Matrix.Rows {

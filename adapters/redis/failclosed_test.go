@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -79,14 +80,14 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 func TestFailClosedOnResolver(t *testing.T) {
 	e := newEnv(t)
 	boom := errors.New("directory down")
-	for name, fn := range map[string]redis.NamespaceFunc{
+	for name, fn := range map[string]func(tenancy.ID) (string, error){
 		"error":   func(tenancy.ID) (string, error) { return "", boom },
 		"empty":   func(tenancy.ID) (string, error) { return "", nil },
 		"colon":   func(tenancy.ID) (string, error) { return "a:b", nil },
 		"hashtag": func(tenancy.ID) (string, error) { return "{a}", nil },
 	} {
 		rn := e.name("res" + name)
-		c := route[*redis.Cache](t, e, rn, redis.CacheRoute(rn, redis.RouteConfig{Namespace: fn}))
+		c := route[*redis.Cache](t, e, rn, redis.CacheRoute(rn, redis.RouteConfig{Namespace: naming.Func(fn)}))
 		if err := c.Set(ctxA, "k", []byte("v"), 0); err == nil {
 			t.Errorf("%s resolver: set succeeded", name)
 		}

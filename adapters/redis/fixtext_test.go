@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -20,7 +21,7 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 	}{
 		"route name":         {redis.Module("m", redis.FromGraph(), redis.CacheRoute("a b", redis.RouteConfig{})), "rename the route"},
 		"global cache":       {redis.Module("m", redis.FromGraph(), redis.CacheRoute("c", redis.RouteConfig{TenantGlobal: true})), "set redis.RouteConfig.TenantGlobal to false on this cache route"},
-		"namespaced stream":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")})), "leave redis.RouteConfig.Namespace nil"},
+		"namespaced stream":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{Namespace: naming.PerTenant("acme")})), "leave redis.RouteConfig.Namespace nil"},
 		"short heartbeat":    {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: time.Second, TTL: time.Second})), "set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=1s, TTL=1s)"},
 		"TTL, no interval":   {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{TTL: time.Second})), "set redis.FleetConfig.HeartbeatInterval"},
 		"negative interval":  {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: -time.Second, TTL: time.Second})), "zero or more (now HeartbeatInterval=-1s, TTL=1s)"},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkGetScale(b *testing.B) {
 			opt   redis.RouteConfig
 		}{
 			{"tagged", redis.RouteConfig{TenantAware: true}},
-			{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
+			{"namespace", redis.RouteConfig{Namespace: naming.PerTenant("ns")}},
 		} {
 			name := e.name(fmt.Sprintf("b%s%d", tc.label, tenants))
 			c := route[*redis.Cache](b, e, name, redis.CacheRoute(name, tc.opt))
@@ -105,7 +106,7 @@ func TestGetAllocations(t *testing.T) {
 		extra float64
 	}{
 		{"tagged", redis.RouteConfig{TenantAware: true}, 0},
-		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}, 1},
+		{"namespace", redis.RouteConfig{Namespace: naming.PerTenant("ns")}, 1},
 	} {
 		name := e.name("alloc" + tc.label)
 		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.opt))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -274,7 +275,7 @@ func (s scoped) with(route redis.Option) []redis.Option {
 func keyedTiers(e *env) []scoped {
 	return []scoped{
 		{tier: tenancy.Tagged, route: redis.RouteConfig{TenantAware: true}},
-		{tier: tenancy.Namespace, route: redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
+		{tier: tenancy.Namespace, route: redis.RouteConfig{Namespace: naming.PerTenant("ns")}},
 		{tier: tenancy.Dedicated, mod: []redis.Option{e.routed()}},
 	}
 }

@@ -157,9 +157,9 @@ func TestUnescapeRejectsForeignText(t *testing.T) {
 	}
 }
 
-func TestTenantNamespace(t *testing.T) {
+func TestPerTenantNamespace(t *testing.T) {
 	id := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
-	if ns, err := TenantNamespace("acme")(id); err != nil || ns != "acme"+id.Hex() {
+	if ns, err := tenantNamespace("acme")(id); err != nil || ns != "acme"+id.Hex() {
 		t.Fatalf("%q %v", ns, err)
 	}
 }
@@ -182,7 +182,7 @@ func BenchmarkTarget(b *testing.B) {
 		spec routeSpec
 	}{
 		{"tagged", routeSpec{name: "sessions", kind: kindCache, tenantAware: true}},
-		{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: TenantNamespace("acme")}},
+		{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: tenantNamespace("acme")}},
 	} {
 		r := newRoute(c, &tc.spec)
 		b.Run(tc.name, func(b *testing.B) {

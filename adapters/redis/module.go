@@ -44,6 +44,10 @@ func (r *routeSpec) validate() []modules.Problem {
 		add(fmt.Sprintf("TTL %s: a positive TTL applies to idempotency routes only", r.ttl),
 			"leave redis.RouteConfig.TTL zero on this "+string(r.kind)+" route, or set a positive TTL on an idempotency route")
 	}
+	if r.sharedNS {
+		add("a shared Namespace: a route's keys are shared unless named per tenant",
+			"set redis.RouteConfig.Namespace to naming.PerTenant(prefix), or leave it zero")
+	}
 	// A kind the rules never lift to namespace has no key namespace: a
 	// resolver there would promise a cut that does not exist.
 	if r.namespace != nil && rules.Kinds[r.kind].NeverNamespace {

@@ -10,7 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// countingResolver is TenantNamespace("ns") counting its calls per tenant.
+// countingResolver is tenantNamespace("ns") counting its calls per tenant.
 type countingResolver struct {
 	mu    sync.Mutex
 	calls map[tenancy.ID]int
@@ -20,7 +20,7 @@ func (c *countingResolver) resolve(id tenancy.ID) (string, error) {
 	c.mu.Lock()
 	c.calls[id]++
 	c.mu.Unlock()
-	return TenantNamespace("ns")(id)
+	return tenantNamespace("ns")(id)
 }
 
 func (c *countingResolver) count(id tenancy.ID) int {
@@ -29,7 +29,7 @@ func (c *countingResolver) count(id tenancy.ID) int {
 	return c.calls[id]
 }
 
-func nsRoute(fn NamespaceFunc) route {
+func nsRoute(fn nsFunc) route {
 	return newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: kindCache, namespace: fn})
 }
 
@@ -103,7 +103,7 @@ func TestNamespaceCacheHit(t *testing.T) {
 func TestNamespaceCachePerRoute(t *testing.T) {
 	a := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	ctx := tenancy.WithTenant(context.Background(), a)
-	r1, r2 := nsRoute(TenantNamespace("one")), nsRoute(TenantNamespace("two"))
+	r1, r2 := nsRoute(tenantNamespace("one")), nsRoute(tenantNamespace("two"))
 	for range 2 {
 		_, k1, _, err1 := r1.target(ctx, "k")
 		_, k2, _, err2 := r2.target(ctx, "k")
@@ -184,7 +184,7 @@ func TestTargetAllocations(t *testing.T) {
 	a := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	ctx := tenancy.WithTenant(context.Background(), a)
 	tagged := newRoute(&core{module: "m"}, &routeSpec{name: "sessions", kind: kindCache, tenantAware: true})
-	ns := nsRoute(TenantNamespace("ns"))
+	ns := nsRoute(tenantNamespace("ns"))
 	ids := collidingTenants(t, 2)
 	ctxs := []context.Context{tenancy.WithTenant(context.Background(), ids[0]), tenancy.WithTenant(context.Background(), ids[1])}
 	i := 0

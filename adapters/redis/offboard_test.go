@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -75,8 +76,8 @@ func TestOffboardUnlinksEveryKeyOfTheTenant(t *testing.T) {
 			app := fx.New(fx.NopLogger, modules.Lifecycle(),
 				redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
 					redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
-					redis.CacheRoute("ns", redis.RouteConfig{Namespace: redis.TenantNamespace("ob" + run + "-")}),
-					redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: redis.TenantNamespace("ob" + run + "b-")})),
+					redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ob" + run + "-")}),
+					redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("ob" + run + "b-")})),
 				fx.Populate(&r))
 			if err := app.Start(context.Background()); err != nil {
 				t.Fatal(err)

@@ -7,19 +7,30 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Option configures a Redis module.
 type Option func(*config)
 
-// NamespaceFunc names a tenant's key namespace. It must be injective (two
-// tenants never share a namespace) and return 1 to 128 of [A-Za-z0-9_.-];
-// anything else fails the call closed. It must also be stable: a route
-// remembers the namespaces it resolved for tenants in use (a bounded cache
-// keyed by the whole tenant), so a tenant's namespace may not change while
-// the process runs.
-type NamespaceFunc func(tenancy.ID) (string, error)
+// nsFunc names a tenant's key namespace: naming.PerTenant(prefix) is the
+// prefix followed by the tenant's 32 hex digits, injective by
+// construction; a naming.Func must be injective itself (two tenants never
+// share a namespace) and stable. Returned names are validated like route
+// names; an error fails the call closed.
+type nsFunc func(tenancy.ID) (string, error)
+
+// namespaceOf is n's resolver; nil when n names no namespace.
+func namespaceOf(n naming.Name) nsFunc {
+	switch {
+	case n.Func() != nil:
+		return n.Func()
+	case n.PerTenant():
+		return tenantNamespace(n.Base())
+	}
+	return nil
+}
 
 type config struct {
 	client  goredis.UniversalClient
@@ -40,9 +51,11 @@ type routeSpec struct {
 	name        string
 	kind        floors.Kind
 	tenantAware bool
-	namespace   NamespaceFunc
-	global      bool
-	ttl         time.Duration // idempotency results
+	namespace   nsFunc
+	// sharedNS: the config named a shared namespace, which redis refuses.
+	sharedNS bool
+	global   bool
+	ttl      time.Duration // idempotency results
 	// fleet heartbeats
 	replica   string
 	beatEvery time.Duration
@@ -82,10 +95,13 @@ type RouteConfig struct {
 	// TenantAware puts the bound tenant in every key and channel of the
 	// route (tagged); calls without a tenant fail closed.
 	TenantAware bool
-	// Namespace names the route's keys per tenant (namespace), usually
-	// redis.TenantNamespace(prefix). Streams and pub/sub have no key
-	// namespace and refuse it.
-	Namespace NamespaceFunc
+	// Namespace names the route's keys per tenant (namespace):
+	// naming.PerTenant(prefix), or a naming.Func that is injective, returns
+	// 1 to 128 of [A-Za-z0-9_.-] (anything else fails the call closed) and
+	// is stable (a route caches the namespaces of tenants in use). A shared
+	// name is refused: keys are shared already. Streams and pub/sub have
+	// no key namespace and refuse it.
+	Namespace naming.Name
 	// TenantGlobal marks a lock or pub/sub route deployment-wide (a leader
 	// lock, an outbox wake): it runs with no tenant, under
 	// tenancy.WithGlobal(ctx), and must not be tenant-scoped.
@@ -112,9 +128,9 @@ type FleetConfig struct {
 	Replica string
 }
 
-// TenantNamespace is the usual resolver: prefix followed by the tenant's 32
-// hex digits, injective by construction.
-func TenantNamespace(prefix string) NamespaceFunc {
+// tenantNamespace is naming.PerTenant's resolver: prefix followed by the
+// tenant's 32 hex digits, injective by construction.
+func tenantNamespace(prefix string) nsFunc {
 	return func(id tenancy.ID) (string, error) {
 		var b strings.Builder
 		b.Grow(len(prefix) + 32)
@@ -130,7 +146,7 @@ func TenantNamespace(prefix string) NamespaceFunc {
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, &routeSpec{
-			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: rc.Namespace, global: rc.TenantGlobal, ttl: rc.TTL,
+			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: namespaceOf(rc.Namespace), sharedNS: !rc.Namespace.IsZero() && !rc.Namespace.PerTenant(), global: rc.TenantGlobal, ttl: rc.TTL,
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -49,7 +50,7 @@ func concRedis(t *testing.T, e *env, tenants int) {
 		rc    redis.RouteConfig
 	}{
 		{"tagged", redis.RouteConfig{TenantAware: true}},
-		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
+		{"namespace", redis.RouteConfig{Namespace: naming.PerTenant("ns")}},
 	} {
 		t.Run(tc.label, func(t *testing.T) {
 			name := e.name("c" + strconv.Itoa(tenants) + tc.label)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -34,7 +35,7 @@ func TestRatioScaleRedis(t *testing.T) {
 		rc    redis.RouteConfig
 	}{
 		{"tagged", redis.RouteConfig{TenantAware: true}},
-		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("ns")}},
+		{"namespace", redis.RouteConfig{Namespace: naming.PerTenant("ns")}},
 	} {
 		name := e.name("s" + tc.label)
 		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.rc))

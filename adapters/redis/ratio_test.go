@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 )
 
 // TestRatioP5 measures tagged and namespace GET and SET against raw
@@ -21,7 +22,7 @@ func TestRatioP5(t *testing.T) {
 		rc    redis.RouteConfig
 	}{
 		{"tagged", redis.RouteConfig{TenantAware: true}},
-		{"namespace", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")}},
+		{"namespace", redis.RouteConfig{Namespace: naming.PerTenant("acme")}},
 	} {
 		name := e.name("p5" + tc.label)
 		c := route[*redis.Cache](t, e, name, redis.CacheRoute(name, tc.rc))

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -22,15 +23,12 @@ import (
 // B's namespace are B's only.
 func TestStaticKeysOutsideTenantNamespaces(t *testing.T) {
 	e := newEnv(t)
-	nsB, err := redis.TenantNamespace("q")(tenancytest.TenantB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nsB := "q" + tenancytest.TenantB.Hex() // naming.PerTenant("q")'s namespace for B
 	sharedName, nsName := nsB+"-"+e.suffix, e.name("quota")
 	var shared, perTenant *redis.Cache
 	app := fx.New(fx.NopLogger, redis.Module("m-"+e.suffix, redis.Client(e.client),
 		redis.CacheRoute(sharedName, redis.RouteConfig{}),
-		redis.CacheRoute(nsName, redis.RouteConfig{Namespace: redis.TenantNamespace("q")})),
+		redis.CacheRoute(nsName, redis.RouteConfig{Namespace: naming.PerTenant("q")})),
 		fx.Invoke(fx.Annotate(func(s, p *redis.Cache) { shared, perTenant = s, p },
 			fx.ParamTags(`name:"`+sharedName+`"`, `name:"`+nsName+`"`))))
 	ctx := context.Background()

@@ -22,7 +22,7 @@ type route struct {
 	marker string
 	// scoped: calls need a bound tenant.
 	scoped bool
-	ns     NamespaceFunc
+	ns     nsFunc
 	// nsc holds ns's recent answers; set with ns.
 	nsc *nsCache
 }

@@ -34,7 +34,7 @@ func BenchmarkTargetScale(b *testing.B) {
 			spec routeSpec
 		}{
 			{"tagged", routeSpec{name: "sessions", kind: kindCache, tenantAware: true}},
-			{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: TenantNamespace("ns")}},
+			{"namespace", routeSpec{name: "sessions", kind: kindCache, namespace: tenantNamespace("ns")}},
 		} {
 			r := newRoute(&core{module: "m"}, &tc.spec)
 			b.Run(fmt.Sprintf("tenants=%d/%s", tenants, tc.name), func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -26,7 +27,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	tenancytest.RequireWires(t, redis.Module("cache", redis.FromGraph(),
 		redis.RequiredIsolation(tenancy.Tagged),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
-		redis.CounterRoute("hits", redis.RouteConfig{Namespace: redis.TenantNamespace("acme")}),
+		redis.CounterRoute("hits", redis.RouteConfig{Namespace: naming.PerTenant("acme")}),
 		redis.IdempotencyRoute("idem", redis.RouteConfig{TenantAware: true}),
 		redis.LockRoute("locks", redis.RouteConfig{TenantAware: true}),
 		redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true}),
@@ -42,7 +43,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 	tenancytest.RequireWires(t, redis.Module("m", redis.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
-		redis.CacheRoute("ns", redis.RouteConfig{Namespace: redis.TenantNamespace("t")}),
+		redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("t")}),
 		redis.StreamRoute("stream", redis.RouteConfig{TenantAware: true}),
 		redis.FleetRoute("fleet", redis.FleetConfig{}),
 	), fx.Populate(&live))
@@ -63,7 +64,7 @@ func TestTenantGlobalLockAndPubSubRefusedWhenScoped(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
 		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: redis.TenantNamespace("x")})))
+		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: naming.PerTenant("x")})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
 		redis.Module("m", redis.FromGraph(), redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 }
@@ -108,8 +109,8 @@ func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 
 func TestWiringInvalid(t *testing.T) {
 	for name, opt := range map[string]redis.Option{
-		"namespace on stream":       redis.StreamRoute("s", redis.RouteConfig{Namespace: redis.TenantNamespace("x")}),
-		"namespace on pubsub":       redis.PubSubRoute("p", redis.RouteConfig{Namespace: redis.TenantNamespace("x")}),
+		"namespace on stream":       redis.StreamRoute("s", redis.RouteConfig{Namespace: naming.PerTenant("x")}),
+		"namespace on pubsub":       redis.PubSubRoute("p", redis.RouteConfig{Namespace: naming.PerTenant("x")}),
 		"global cache":              redis.CacheRoute("c", redis.RouteConfig{TenantGlobal: true}),
 		"route name with ':'":       redis.CacheRoute("a:b", redis.RouteConfig{}),
 		"route name with '{'":       redis.CacheRoute("{a}", redis.RouteConfig{}),
@@ -118,6 +119,7 @@ func TestWiringInvalid(t *testing.T) {
 		"negative heartbeat TTL":    redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: 1, TTL: -2}),
 		"worker on no stream":       redis.StreamConsumer("missing", redis.ConsumerConfig{Group: "g", Handle: noop}),
 		"TTL on a cache":            redis.CacheRoute("c", redis.RouteConfig{TTL: time.Minute}),
+		"shared namespace":          redis.CacheRoute("c", redis.RouteConfig{Namespace: naming.Shared("x")}),
 		"negative idempotency TTL":  redis.IdempotencyRoute("i", redis.RouteConfig{TTL: -time.Minute}),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -148,7 +148,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 			redis.Connect(&goredis.UniversalOptions{Addrs: []string{e.redisAddr}, PoolSize: redisConns,
 				DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second}),
 			redis.CounterRoute("delivered", redis.RouteConfig{TenantAware: true}),
-			redis.CacheRoute("latest", redis.RouteConfig{Namespace: redis.TenantNamespace("soak")}),
+			redis.CacheRoute("latest", redis.RouteConfig{Namespace: naming.PerTenant("soak")}),
 		),
 		mongo.Module("soakmongo", mongo.Connect(e.mongoURI), mongo.Database("soak"),
 			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("records")})),
