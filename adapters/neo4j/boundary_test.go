@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -152,7 +153,7 @@ func TestBoundaryTagged(t *testing.T) {
 // ErrEnterpriseRequired, then skips the probe saying so.
 func TestBoundaryNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "twprobe"}))
+	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twprobe")}))
 	edition := directTo(t, s).edition()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
 		_, err := g.Provision(context.Background(), id)

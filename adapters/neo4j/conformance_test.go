@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 			_, _, node, _ := graphProbes(t, graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
 			return node, nil
 		case kind == "graph" && tier == tenancy.Namespace:
-			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "twkit"}))
+			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twkit")}))
 			if reason := provisionDatabases(t, g, s1); reason != "" {
 				return tenancytest.Probe{}, tenancytest.Unavailable(reason)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -27,7 +28,7 @@ func TestScopeFollowsRule(t *testing.T) {
 			m floors.Matrix
 			g *Graph
 		)
-		app := fx.New(fx.NopLogger, Module("m", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})),
+		app := fx.New(fx.NopLogger, Module("m", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 			fx.Invoke(fx.Annotate(func(v *Graph) { g = v }, fx.ParamTags(`name:"g"`))))
 		if err := app.Start(context.Background()); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -17,8 +18,8 @@ func ExampleGraphRoute() {
 	rep, err := modules.DryRun(neo4j.Module("graph",
 		neo4j.Connect("bolt://127.0.0.1:7687", nil),
 		neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.GraphRoute("orders", neo4j.RouteConfig{DatabasePrefix: "orders"}),
-		neo4j.GraphRoute("audit", neo4j.RouteConfig{DatabasePrefix: "Audit"}),
+		neo4j.GraphRoute("orders", neo4j.RouteConfig{Database: naming.PerTenant("orders")}),
+		neo4j.GraphRoute("audit", neo4j.RouteConfig{Database: naming.PerTenant("Audit")}),
 	))
 	for _, row := range rep.Matrix.Rows {
 		fmt.Println(row.Route, row.Reached, row.Verdict)

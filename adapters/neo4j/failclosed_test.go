@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -40,7 +41,7 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	}
 	for tier, opts := range map[string][]Option{
 		"tagged":    {GraphRoute("g", RouteConfig{TenantAware: true})},
-		"namespace": {GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})},
+		"namespace": {GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")})},
 		"dedicated": {Routed(creds, routing.Limits{}), GraphRoute("g", RouteConfig{})},
 	} {
 		t.Run(tier, func(t *testing.T) {
@@ -73,12 +74,12 @@ func TestFailClosedOnResolverErrors(t *testing.T) {
 			t.Errorf("%s: %v, want the resolver's error", name, err)
 		}
 	}
-	bad := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) {
+	bad := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.Func(func(id tenancy.ID) (string, error) {
 		if id == tA {
 			return "", boom
 		}
 		return "Not_Valid", nil
-	}}))
+	})}))
 	for name, op := range graphOps(bad) {
 		if err := op(ctxA); !errors.Is(err, boom) {
 			t.Errorf("%s: %v, want the database resolver's error", name, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -28,8 +29,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"route name":    {neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{}), "rename the route: 1 to 64 letters", false},
 		"depth":         {neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1}), "set neo4j.RouteConfig.MaxDepth to a depth from 1 to 64, or leave it 0", false},
 		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute", false},
-		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"}), "set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters", false},
-		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"}), `not with "system"`, false},
+		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("Acme")}), "set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to 30 characters of lower-case letters", false},
+		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("system")}), `not with "system"`, false},
 		"max drivers":   {neo4j.Routed(noCredentials, routing.Limits{MaxClients: -1}), "set routing.Limits.MaxClients to 0 for the default bound", true},
 		"conns":         {neo4j.Routed(noCredentials, routing.Limits{MaxConnsPerClient: -1}), "set routing.Limits.MaxConnsPerClient to a positive number", true},
 	} {

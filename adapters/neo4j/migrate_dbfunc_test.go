@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -25,7 +26,7 @@ func TestRequiredVersionDatabaseFunc(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label, module, _ := migrationScope(t, s)
 	files := threeSteps(label, false)
-	route := neo4j.GraphRoute("g", neo4j.RouteConfig{Database: defaultDB})
+	route := neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Func(defaultDB)})
 
 	e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		neo4j.Module(module, connect(s), route, neo4j.Migrations(files), neo4j.RequiredVersion(3)))
@@ -52,5 +53,5 @@ func TestRequiredVersionDatabaseFunc(t *testing.T) {
 // server and database, where it has no history, and refuses the call
 // before it writes, instead of serving what it found on the old server.
 func TestRequiredVersionReroutedDatabaseFunc(t *testing.T) {
-	reroutedStaleTenant(t, neo4j.RouteConfig{Database: defaultDB}, "g")
+	reroutedStaleTenant(t, neo4j.RouteConfig{Database: naming.Func(defaultDB)}, "g")
 }

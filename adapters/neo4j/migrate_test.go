@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -349,7 +350,7 @@ func TestMigrateNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
-	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "twmig"}), neo4j.Migrations(threeSteps(label, false)))
+	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("twmig")}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	if directTo(t, s).edition() == "community" {
 		if _, err := g.Provision(ctx, tenancytest.TenantA); !errors.Is(err, neo4j.ErrEnterpriseRequired) {

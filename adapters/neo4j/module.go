@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -74,14 +75,13 @@ type RouteConfig struct {
 	// writes and puts the tenant predicate on every pattern element it
 	// reads (tagged).
 	TenantAware bool
-	// DatabasePrefix opens each tenant's own database on the module's
-	// driver, named the prefix, a dash and the tenant's 32 hex digits
-	// (namespace); the prefix is checked at fx.New.
-	DatabasePrefix string
-	// Database names each tenant's database with a function of the
-	// caller's instead (namespace), called per call, never while the app
-	// is built. Set at most one of DatabasePrefix and Database.
-	Database DatabaseFunc
+	// Database opens each tenant's own database on the module's driver
+	// (namespace): naming.PerTenant(prefix) names it the prefix, a dash and
+	// the tenant's 32 hex digits (the prefix checked at fx.New); a
+	// naming.Func names it with a function of the caller's, called per
+	// call, never while the app is built. A shared name is refused: the
+	// module's database is neo4j.Database(name). Zero: the module's.
+	Database naming.Name
 	// MaxDepth caps a traversal's depth on a graph route: 1 to
 	// MaxMaxDepth, or 0 for DefaultMaxDepth. A raw route takes none.
 	MaxDepth int
@@ -91,12 +91,13 @@ type routeSpec struct {
 	name        string
 	kind        floors.Kind
 	tenantAware bool
-	database    DatabaseFunc
+	database    dbFunc
 	// maxDepth is the effective cap; cfgDepth what the config said.
 	maxDepth int
 	cfgDepth int
-	prefix   string // DatabasePrefix, checked at fx.New
-	both     bool   // DatabasePrefix and Database were both set
+	prefix   string // naming.PerTenant's prefix, checked at fx.New
+	prefixed bool   // the database is naming.PerTenant(prefix)
+	shared   bool   // Database named a shared database, which is refused
 }
 
 // Driver runs the module on d, a driver the caller owns and closes.
@@ -127,10 +128,10 @@ func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(c *config) {
-		r := &routeSpec{name: name, kind: kind, tenantAware: rc.TenantAware, database: rc.Database,
-			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth, prefix: rc.DatabasePrefix, both: rc.Database != nil && rc.DatabasePrefix != ""}
-		if rc.DatabasePrefix != "" && rc.Database == nil {
-			r.database = TenantDatabase(rc.DatabasePrefix)
+		r := &routeSpec{name: name, kind: kind, tenantAware: rc.TenantAware, database: rc.Database.Func(),
+			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth, shared: !rc.Database.IsZero() && !rc.Database.PerTenant()}
+		if r.database == nil && rc.Database.PerTenant() {
+			r.prefix, r.prefixed, r.database = rc.Database.Base(), true, tenantDatabase(rc.Database.Base())
 		}
 		if r.maxDepth == 0 {
 			r.maxDepth = DefaultMaxDepth
@@ -183,13 +184,13 @@ func (r *routeSpec) validate() []modules.Problem {
 			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)))
 	}
 	switch {
-	case r.both:
-		bad = append(bad, want("both DatabasePrefix and Database are set",
-			"set one of neo4j.RouteConfig.DatabasePrefix (the usual one) and neo4j.RouteConfig.Database"))
-	case r.prefix != "":
+	case r.shared:
+		bad = append(bad, want("a route's Database names a database per tenant; a shared one is the module's",
+			"set neo4j.RouteConfig.Database to naming.PerTenant(prefix), or leave it zero and name the module's database with neo4j.Database(name)"))
+	case r.prefixed:
 		if err := validPrefix(r.prefix); err != nil {
 			bad = append(bad, want(err.Error(), fmt.Sprintf(
-				"set neo4j.RouteConfig.DatabasePrefix to 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)))
+				"set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)))
 		}
 	}
 	return bad

@@ -9,10 +9,11 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// DatabaseFunc names a tenant's database (the namespace tier). It must be
-// injective: two tenants never share a database. Its result is checked by
-// ValidDatabaseName on every call, and an invalid name fails the call.
-type DatabaseFunc func(tenancy.ID) (string, error)
+// dbFunc names a tenant's database (the namespace tier): a naming.Func,
+// which must be injective (two tenants never share a database), or
+// tenantDatabase. Its result is checked by ValidDatabaseName on every
+// call, and an invalid name fails the call.
+type dbFunc func(tenancy.ID) (string, error)
 
 // Neo4j database names: 3 to 63 characters of lowercase ASCII letters,
 // digits, dots and dashes, starting with a letter.
@@ -21,16 +22,16 @@ const (
 	maxDatabaseName = 63
 	// tenantSuffix is "-" and the tenant's 32 hex digits.
 	tenantSuffix = 33
-	// MaxDatabasePrefix is the longest prefix TenantDatabase accepts.
+	// MaxDatabasePrefix is the longest naming.PerTenant prefix a route's
+	// Database accepts.
 	MaxDatabasePrefix = maxDatabaseName - tenantSuffix
 )
 
-// TenantDatabase is the usual resolver: prefix, a dash and the tenant's 32
-// lowercase hex digits. A fixed prefix followed by a fixed-width encoding
-// of the whole ID is injective by construction. Its prefix is checked on
-// every call; RouteConfig.DatabasePrefix names the same databases and has
-// its prefix checked at fx.New as well.
-func TenantDatabase(prefix string) DatabaseFunc {
+// tenantDatabase is naming.PerTenant's resolver: prefix, a dash and the
+// tenant's 32 lowercase hex digits. A fixed prefix followed by a
+// fixed-width encoding of the whole ID is injective by construction. Its
+// prefix is checked at fx.New and again on every call.
+func tenantDatabase(prefix string) dbFunc {
 	return func(id tenancy.ID) (string, error) {
 		if err := validPrefix(prefix); err != nil {
 			return "", err
@@ -39,7 +40,7 @@ func TenantDatabase(prefix string) DatabaseFunc {
 	}
 }
 
-// databaseSpace is the shape of TenantDatabase's names under any prefix:
+// databaseSpace is the shape of tenantDatabase's names under any prefix:
 // a static database of that shape could be some tenant's database.
 var databaseSpace = floors.TenantSpace{Sep: "-"}
 
@@ -66,7 +67,7 @@ func dbChar(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-'
 }
 
-// validPrefix checks a TenantDatabase prefix: it must make every name valid.
+// validPrefix checks a tenantDatabase prefix: it must make every name valid.
 func validPrefix(p string) error {
 	if p == "" || len(p) > MaxDatabasePrefix {
 		return fmt.Errorf("neo4j: database prefix %q: want 1 to %d characters", p, MaxDatabasePrefix)

@@ -22,14 +22,14 @@ func TestValidDatabaseName(t *testing.T) {
 }
 
 func TestTenantDatabase(t *testing.T) {
-	name, err := TenantDatabase("acme")(tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a"))
+	name, err := tenantDatabase("acme")(tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a"))
 	if err != nil || name != "acme-0a0a0a0a00004000800000000000000a" {
 		t.Fatalf("%q %v", name, err)
 	}
-	if _, err := TenantDatabase(strings.Repeat("a", MaxDatabasePrefix))(tenancy.Default); err != nil {
+	if _, err := tenantDatabase(strings.Repeat("a", MaxDatabasePrefix))(tenancy.Default); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := TenantDatabase(strings.Repeat("a", MaxDatabasePrefix+1))(tenancy.Default); err == nil {
+	if _, err := tenantDatabase(strings.Repeat("a", MaxDatabasePrefix+1))(tenancy.Default); err == nil {
 		t.Fatal("overlong prefix accepted")
 	}
 }
@@ -49,7 +49,7 @@ func FuzzTenantDatabase(f *testing.F) {
 		if erra != nil || errb != nil {
 			return
 		}
-		fn := TenantDatabase(prefix)
+		fn := tenantDatabase(prefix)
 		na, err := fn(ida)
 		if err != nil {
 			if validPrefix(prefix) == nil {

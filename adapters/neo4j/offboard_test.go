@@ -11,6 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -108,7 +109,7 @@ func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	d := directTo(t, s)
 	prefix := "twob" + tenancytest.FreshTenant(t).Hex()[:6]
-	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: prefix}))
+	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))
 	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	if d.edition() == "community" {
 		if _, err := tenants.Offboard(context.Background(), a); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -39,11 +40,11 @@ func TestRouteConfigMaxDepthCapsTraversal(t *testing.T) {
 func TestCallersResolverNotRunAtBuild(t *testing.T) {
 	calls := 0
 	rec := &recorder{}
-	prefixed := TenantDatabase("acme")
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) {
+	prefixed := tenantDatabase("acme")
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.Func(func(id tenancy.ID) (string, error) {
 		calls++
 		return prefixed(id)
-	}}))
+	})}))
 	if calls != 0 {
 		t.Fatalf("resolver called %d times while the app was built", calls)
 	}
@@ -59,8 +60,8 @@ func TestCallersResolverNotRunAtBuild(t *testing.T) {
 // call fails closed instead: no session.
 func TestResolverBadPrefixFailsPerCall(t *testing.T) {
 	rec := &recorder{}
-	bad := TenantDatabase("Bad")
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: func(id tenancy.ID) (string, error) { return bad(id) }}))
+	bad := tenantDatabase("Bad")
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.Func(func(id tenancy.ID) (string, error) { return bad(id) })}))
 	if _, err := g.CountNodes(ctxA, nil, nil); err == nil || !strings.Contains(err.Error(), `"Bad-`) {
 		t.Fatalf("call with a bad prefix: %v", err)
 	}
@@ -70,14 +71,14 @@ func TestResolverBadPrefixFailsPerCall(t *testing.T) {
 	tenancytest.RequireUnbound(t, func() error { _, err := g.CountNodes(context.Background(), nil, nil); return err }(), "m", "neo4j", "g")
 }
 
-// DatabasePrefix names the databases TenantDatabase(prefix) names.
-func TestDatabasePrefixNamesAsTenantDatabase(t *testing.T) {
+// naming.PerTenant(prefix) names the databases tenantDatabase(prefix) names.
+func TestPerTenantDatabaseNames(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")}))
 	if _, err := g.CountNodes(ctxA, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	want, err := TenantDatabase("acme")(tA)
+	want, err := tenantDatabase("acme")(tA)
 	if err != nil || rec.opened()[0] != "plain/"+want {
 		t.Fatalf("sessions %v, want plain/%s (%v)", rec.opened(), want, err)
 	}

@@ -125,7 +125,7 @@ func routedDatabase(c routing.Credentials, moduleDB string) string {
 // and port; the URI scheme only picks routing and TLS) and routedDatabase,
 // lower-cased as Neo4j compares database names, "" being the server's
 // default database. Credentials do not count. A route's per-tenant
-// database (DatabasePrefix, RouteConfig.Database) is not part of it: on a
+// database (RouteConfig.Database) is not part of it: on a
 // routed driver the tenant's own server database is what dedicated
 // promises. The name is a cheap first line (it cannot know which database
 // "" is): the id the server reports for the database (identify) decides.

@@ -8,6 +8,7 @@ import (
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -77,7 +78,7 @@ func TestTaggedSessionsAndPredicates(t *testing.T) {
 // Namespace: one driver; each tenant's session opens its own database.
 func TestNamespaceSessionDatabases(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")}))
 	exercise(t, g, ctxA)
 	exercise(t, g, ctxB)
 	dbA, dbB := "acme-"+tA.Hex(), "acme-"+tB.Hex()
@@ -97,7 +98,7 @@ func TestNamespaceSessionDatabases(t *testing.T) {
 
 func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{DatabasePrefix: "acme"}))
+	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")}))
 	name, err := g.Provision(context.Background(), tA)
 	if err != nil || name != "acme-"+tA.Hex() {
 		t.Fatalf("Provision: %q %v", name, err)
@@ -202,7 +203,7 @@ func TestTransactionPinsTenantAndDriver(t *testing.T) {
 		opts []Option
 	}{
 		{"tagged", []Option{GraphRoute("g", RouteConfig{TenantAware: true})}},
-		{"namespace", []Option{GraphRoute("g", RouteConfig{DatabasePrefix: "acme"})}},
+		{"namespace", []Option{GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")})}},
 		{"dedicated", []Option{Routed(routedTo(map[tenancy.ID]routing.Credentials{
 			tA: {Endpoint: "neo4j://a"}, tB: {Endpoint: "neo4j://b"}}), routing.Limits{}), GraphRoute("g", RouteConfig{})}},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -24,7 +25,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 	tenancytest.RequireWires(t, neo4j.Module("graph", neo4j.FromGraph(),
 		neo4j.RequiredIsolation(tenancy.Tagged),
 		neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
@@ -40,7 +41,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 		neo4j.Module("plain", neo4j.FromGraph(),
 			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
 			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
-			neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "t"})),
+			neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("t")})),
 		neo4j.Module("routed", neo4j.Routed(resolver, routing.Limits{}), neo4j.GraphRoute("dedicated", neo4j.RouteConfig{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{})),
 		fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
@@ -62,7 +63,7 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 	for name, cfg := range map[string]neo4j.RouteConfig{
 		"none":      {},
 		"tagged":    {TenantAware: true},
-		"namespace": {DatabasePrefix: "acme"},
+		"namespace": {Database: naming.PerTenant("acme")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
@@ -78,7 +79,7 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Namespace),
-		neo4j.GraphRoute("ok", neo4j.RouteConfig{DatabasePrefix: "acme"}),
+		neo4j.GraphRoute("ok", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 		neo4j.GraphRoute("weak", neo4j.RouteConfig{TenantAware: true}),
 	))
 	if e.Route != "weak" || e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace {
@@ -86,23 +87,23 @@ func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
 		neo4j.RequiredIsolation(tenancy.Dedicated),
-		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"}),
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 	))
 }
 
 func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range map[string][]neo4j.Option{
-		"bad prefix":          {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "Acme"})},
-		"system prefix":       {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "system"})},
-		"long prefix":         {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "a234567890123456789012345678901"})},
-		"prefix and resolver": {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{DatabasePrefix: "acme", Database: neo4j.TenantDatabase("acme")})},
-		"duplicate":           {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"negative depth":      {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
-		"deep":                {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
-		"raw depth":           {neo4j.Routed(resolver, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
-		"no resolver":         {neo4j.Routed(nil, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"route name":          {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
-		"empty name":          {neo4j.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
+		"bad prefix":      {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("Acme")})},
+		"system prefix":   {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("system")})},
+		"long prefix":     {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("a234567890123456789012345678901")})},
+		"shared database": {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Shared("acme")})},
+		"duplicate":       {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"negative depth":  {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
+		"deep":            {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
+		"raw depth":       {neo4j.Routed(resolver, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
+		"no resolver":     {neo4j.Routed(nil, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"route name":      {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
+		"empty name":      {neo4j.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
@@ -111,19 +112,16 @@ func TestInvalidWiringRefused(t *testing.T) {
 }
 
 // A static module database named as tenant B's database under a route's
-// DatabasePrefix would be B's too (B's provisioning, migrations and calls
+// naming.PerTenant database would be B's too (B's provisioning, migrations and calls
 // would use what every tenant of the static routes shares): refused
 // whatever the prefix.
 func TestStaticDatabaseInTenantSpace(t *testing.T) {
-	b, err := neo4j.TenantDatabase("acme")(tenancytest.TenantB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := "acme-" + tenancytest.TenantB.Hex() // naming.PerTenant("acme")'s database for B
 	for name, db := range map[string]string{"beside its prefix": b, "any prefix": "other-" + tenancytest.TenantB.Hex()} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database(db),
 				neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
-				neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
+				neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")})))
 			if e.Module != "m" || e.Backend != "neo4j" || !strings.Contains(e.Detail, db) || !strings.Contains(e.Fix, "neo4j.Database") {
 				t.Errorf("refusal %+v", e)
 			}
@@ -131,7 +129,7 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 	}
 	tenancytest.RequireWires(t, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database("acme"),
 		neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.GraphRoute("ns", neo4j.RouteConfig{DatabasePrefix: "acme"})))
+		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")})))
 }
 
 // A module with no driver source is refused at fx.New and by the dry run
