@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/connprobe"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -21,7 +22,7 @@ import (
 // The worst case is MaxClients × MaxConnsPerClient (defaults 64 and 16);
 // ConnBudget refuses more with the code every adapter uses.
 func TestConnBudget(t *testing.T) {
-	route := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"})
+	route := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, kafka.Module("m",
 		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), kafka.ConnBudget(31), route))
 	if e.Module != "m" || e.Backend != "kafka" || e.Fix == "" {
@@ -61,7 +62,7 @@ func produceBurst(t *testing.T, broker string, maxConns int) int {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("m", kafka.Routed(resolveA, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: maxConns}, Dial: conns.DialContext}),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic, Partitions: 3})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic), Partitions: 3})),
 		fx.Populate(&d))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -28,17 +29,11 @@ type Handler func(ctx context.Context, m kafkago.Message) error
 type DeadLetterFunc func(ctx context.Context, m kafkago.Message, reason error) error
 
 // ConsumerConfig declares a consumer route and the consumer-group worker
-// that drains it. Exactly one of Topic, TopicPrefix and Topics is set.
+// that drains it; a zero Topic is refused at wiring.
 type ConsumerConfig struct {
-	// Topic is one static topic (tier none, or dedicated on a routed
-	// client).
-	Topic string
-	// TopicPrefix reads one topic per tenant, the prefix followed by the
-	// tenant's 32 lowercase hex digits (namespace), as ProducerConfig's.
-	TopicPrefix string
-	// Topics names a tenant's topic with a custom, injective resolver
-	// (namespace).
-	Topics TopicFunc
+	// Topic names the topics read, as ProducerConfig's: naming.Shared,
+	// naming.PerTenant or naming.Func.
+	Topic naming.Name
 	// TenantAware is refused (kafka_tenancy_validation_failed), as
 	// ProducerConfig's.
 	TenantAware bool
@@ -89,7 +84,7 @@ func Consumer(name string, cfg ConsumerConfig) Option {
 	}
 	return func(c *config) {
 		c.routes = append(c.routes, newSpec(name, kindConsumer, "kafka.ConsumerConfig", topicFields{
-			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
+			cfg.Topic, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
 		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})
 	}
@@ -127,7 +122,7 @@ func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	}
 	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
 		bad = append(bad, problem{"a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
-			"replace kafka.ConsumerConfig.Topic with kafka.ConsumerConfig.TopicPrefix (one topic per tenant), or build the module with kafka.Routed"})
+			"set kafka.ConsumerConfig.Topic to naming.PerTenant(prefix) (one topic per tenant), or build the module with kafka.Routed"})
 	}
 	return bad
 }

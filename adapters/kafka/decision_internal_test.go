@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -18,7 +19,7 @@ import (
 // (namespace → none) and the runtime together: the topic a record goes
 // to, and whether an unbound call is refused.
 func TestScopeFollowsRule(t *testing.T) {
-	topics := ProducerConfig{Topics: func(id tenancy.ID) (string, error) { return "orders-" + id.Hex(), nil }}
+	topics := ProducerConfig{Topic: naming.Func(func(id tenancy.ID) (string, error) { return "orders-" + id.Hex(), nil })}
 	probe := func(t *testing.T) (tenancy.Tier, string, string, error) {
 		t.Helper()
 		var (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -22,10 +23,10 @@ func Example() {
 	assigned := func(context.Context) ([]tenancy.ID, error) { return nil, nil }
 	rep, err := modules.DryRun(kafka.Module("events",
 		kafka.Brokers("127.0.0.1:9092"),
-		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders.", Partitions: 3}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders."), Partitions: 3}),
 		kafka.Consumer("orders-in", kafka.ConsumerConfig{
-			TopicPrefix: "orders.", Group: "billing", Handle: bill, Tenants: assigned,
+			Topic: naming.PerTenant("orders."), Group: "billing", Handle: bill, Tenants: assigned,
 		}),
 	))
 	if err != nil {
@@ -50,7 +51,7 @@ func ExampleConnBudget() {
 	rep, _ := modules.DryRun(kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 32, MaxConnsPerClient: 8}}),
 		kafka.ConnBudget(200),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")}),
 	))
 	for _, err := range rep.Errors {
 		fmt.Println(tenancy.CodeOf(err))
@@ -68,7 +69,7 @@ func ExampleRequiredVersion() {
 	steps := fstest.MapFS{"0001_retention.json": {Data: []byte(`{"configs": {"retention.ms": "86400000"}}`)}}
 	rep, _ := modules.DryRun(kafka.Module("events",
 		kafka.Brokers("127.0.0.1:9092"),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
 		kafka.Migrations(steps),
 		kafka.RequiredVersion(2),
 	))

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -18,17 +19,15 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		opt fx.Option
 		fix string
 	}{
-		"no topic":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{})), "set kafka.ProducerConfig.Topic to a topic name, or kafka.ProducerConfig.TopicPrefix"},
-		"both topics":         {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", TopicPrefix: "t."})), "keep one of kafka.ProducerConfig.Topic"},
-		"bad topic":           {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "a/b"})), "rename the topic in kafka.ProducerConfig.Topic: 1 to 249 characters"},
-		"bad prefix":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a b"})), "set kafka.ProducerConfig.TopicPrefix to at most 217 characters"},
-		"partitions":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", Partitions: -1, ReplicationFactor: 1})), "set kafka.ProducerConfig.Partitions to 0 (1 partition) or more, not -1"},
-		"no group":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: "t"})), "set kafka.ConsumerConfig.Group"},
-		"no handle":           {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Topic: "t"})), "set kafka.ConsumerConfig.Handle"},
-		"no dlq":              {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: "t"})), "set kafka.ConsumerConfig.DeadLetter"},
-		"consumer no topic":   {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})), "set kafka.ConsumerConfig.Topic to a topic name"},
-		"prefix and resolver": {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TopicPrefix: "t.", Topics: kafka.TenantTopic("u.")})), "keep one of kafka.ConsumerConfig.Topic"},
-		"shared shards":       {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "t"})), "replace kafka.ConsumerConfig.Topic with kafka.ConsumerConfig.TopicPrefix"},
+		"no topic":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{})), "set kafka.ProducerConfig.Topic to naming.Shared(name), or naming.PerTenant(prefix)"},
+		"bad topic":         {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("a/b")})), "rename the topic of kafka.ProducerConfig.Topic: 1 to 249 characters"},
+		"bad prefix":        {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.PerTenant("a b")})), "set kafka.ProducerConfig.Topic to naming.PerTenant(prefix) with a prefix of at most 217 characters"},
+		"partitions":        {kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("t"), Partitions: -1, ReplicationFactor: 1})), "set kafka.ProducerConfig.Partitions to 0 (1 partition) or more, not -1"},
+		"no group":          {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Group"},
+		"no handle":         {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Handle"},
+		"no dlq":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.DeadLetter"},
+		"consumer no topic": {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})), "set kafka.ConsumerConfig.Topic to naming.Shared(name)"},
+		"shared shards":     {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Topic to naming.PerTenant(prefix)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, c.opt)

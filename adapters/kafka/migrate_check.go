@@ -71,7 +71,7 @@ func versionWiring(module string, cfg *config) (*versions, []error, fx.Option) {
 	}
 	if cfg.routed == nil && !slices.ContainsFunc(cfg.routes, func(r *routeSpec) bool { return r.perTenant != nil }) {
 		errs = append(errs, rules.WiringInvalid(module, "", "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
-			"drop RequiredVersion, or give a route per-tenant topics (TopicPrefix)"))
+			"drop RequiredVersion, or give a route per-tenant topics (naming.PerTenant)"))
 	}
 	return v, errs, fx.Invoke(func(lc fx.Lifecycle) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return v.gate.CheckRegistry(ctx, cfg.registry) }))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -18,8 +19,8 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 		"0001_retention.json": {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)},
 		"0002_size.json":      {Data: []byte(`{"routes": ["orders"], "configs": {"max.message.bytes": "2000000"}}`)},
 	}
-	perTenant := kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})
-	static := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"})
+	perTenant := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")})
+	static := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})
 	reg := kafka.TenantRegistry(migrate.NewMemoryRegistry())
 	brokers := kafka.Brokers(nowhere)
 	for name, c := range map[string]struct {

@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -23,7 +24,7 @@ func TestProvisionRefreshesSharedMetadata(t *testing.T) {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	prefix := "tw-" + hex.EncodeToString(b) + "-"
-	spec := newSpec("orders", kindProducer, "kafka.ProducerConfig", topicFields{prefix: prefix})
+	spec := newSpec("orders", kindProducer, "kafka.ProducerConfig", topicFields{topic: naming.PerTenant(prefix)})
 	mk := func() (*Provisioner, *client) {
 		c := newClient([]string{broker}, nil, nil, nil, nil, 0, "events")
 		t.Cleanup(c.close)

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -22,9 +23,9 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		"module provisioner": tenancytest.Invoke[*kafka.Provisioner]("bus"),
 	}
 	routes := []kafka.Option{
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
-		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
 	}
 	// The invokes ask for what a module wired right provides.
 	for what, u := range uses {
@@ -36,7 +37,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	refused := func() fx.Option { return kafka.Module("bus", routes...) }
 	floorMiss := func() fx.Option {
 		return kafka.Module("other", kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "shared"}))
+			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared("shared")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "bus", refused(), uses, floorMiss())
 }

@@ -4,22 +4,20 @@ import (
 	"fmt"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/naming"
 )
 
-// ProducerConfig declares a producer route. Exactly one of Topic,
-// TopicPrefix and Topics is set; the zero value is refused at wiring.
+// ProducerConfig declares a producer route; a zero Topic is refused at
+// wiring.
 type ProducerConfig struct {
-	// Topic is one static topic for every tenant (tier none, or dedicated
-	// on a routed client).
-	Topic string
-	// TopicPrefix names one topic per tenant, the prefix followed by the
-	// tenant's 32 lowercase hex digits (namespace): at most 217 characters
-	// of [a-zA-Z0-9._-].
-	TopicPrefix string
-	// Topics names a tenant's topic with a custom resolver (namespace). It
-	// must be injective; TenantTopic(prefix) is by construction, and its
-	// output is validated on every call.
-	Topics TopicFunc
+	// Topic is naming.Shared(name), one static topic for every tenant (tier
+	// none, or dedicated on a routed client); naming.PerTenant(prefix), one
+	// topic per tenant named the prefix followed by the tenant's 32
+	// lowercase hex digits (namespace; a prefix of at most 217 characters
+	// of [a-zA-Z0-9._-]); or naming.Func(fn), a custom resolver
+	// (namespace) that must be injective, its output validated on every
+	// call.
+	Topic naming.Name
 	// TenantAware is refused (kafka_tenancy_validation_failed): a topic has
 	// no row filter, so a route ported from a tagged backend is told why
 	// instead of silently isolating nothing.
@@ -37,16 +35,14 @@ type ProducerConfig struct {
 func ProducerRoute(name string, cfg ProducerConfig) Option {
 	return func(c *config) {
 		c.routes = append(c.routes, newSpec(name, kindProducer, "kafka.ProducerConfig", topicFields{
-			cfg.Topic, cfg.TopicPrefix, cfg.Topics, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
+			cfg.Topic, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
 	}
 }
 
 // topicFields are the fields ProducerConfig and ConsumerConfig share.
 type topicFields struct {
-	topic       string
-	prefix      string
-	topics      TopicFunc
+	topic       naming.Name
 	tenantAware bool
 	partitions  int
 	replication int
@@ -57,8 +53,8 @@ type routeSpec struct {
 	kind        floors.Kind
 	cfgType     string // "kafka.ProducerConfig" or "kafka.ConsumerConfig", for fix texts
 	topic       string
-	perTenant   TopicFunc
-	prefix      string // set by TopicPrefix, for collision checks
+	perTenant   topicFunc
+	prefix      string // naming.PerTenant's prefix, for collision checks
 	tenantAware bool
 	partitions  int
 	replication int
@@ -66,25 +62,18 @@ type routeSpec struct {
 }
 
 func newSpec(name string, kind floors.Kind, cfgType string, f topicFields) *routeSpec {
-	r := &routeSpec{name: name, kind: kind, cfgType: cfgType, topic: f.topic, tenantAware: f.tenantAware,
+	r := &routeSpec{name: name, kind: kind, cfgType: cfgType, tenantAware: f.tenantAware,
 		partitions: f.partitions, replication: f.replication}
-	set := 0
-	for _, ok := range []bool{f.topic != "", f.prefix != "", f.topics != nil} {
-		if ok {
-			set++
+	switch t := f.topic; {
+	case t.Func() != nil:
+		r.perTenant = t.Func()
+	case t.PerTenant():
+		if err := validPrefix(t.Base()); err != nil {
+			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.Topic to naming.PerTenant(prefix) with a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, MaxTopicLen-32)})
 		}
-	}
-	switch {
-	case set > 1:
-		r.bad = append(r.bad, problem{"a route has exactly one of Topic, TopicPrefix and Topics, not several",
-			fmt.Sprintf("keep one of %[1]s.Topic (one shared topic), %[1]s.TopicPrefix or %[1]s.Topics (one topic per tenant, namespace)", cfgType)})
-	case f.prefix != "":
-		if err := validPrefix(f.prefix); err != nil {
-			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.TopicPrefix to at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, MaxTopicLen-32)})
-		}
-		r.perTenant, r.prefix = TenantTopic(f.prefix), f.prefix
-	case f.topics != nil:
-		r.perTenant = f.topics
+		r.perTenant, r.prefix = tenantTopic(t.Base()), t.Base()
+	default:
+		r.topic = t.Base()
 	}
 	return r
 }
@@ -113,11 +102,11 @@ func (r *routeSpec) validate() []problem {
 	switch {
 	case len(r.bad) > 0: // the topic fields are already refused
 	case r.topic == "" && r.perTenant == nil:
-		bad = append(bad, problem{"a route needs a topic: Topic, TopicPrefix or Topics",
-			fmt.Sprintf("set %[1]s.Topic to a topic name, or %[1]s.TopicPrefix to a prefix for one topic per tenant (namespace)", r.cfgType)})
+		bad = append(bad, problem{"a route needs a topic",
+			fmt.Sprintf("set %[1]s.Topic to naming.Shared(name), or naming.PerTenant(prefix) for one topic per tenant (namespace)", r.cfgType)})
 	case r.perTenant == nil:
 		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic in %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, MaxTopicLen)})
+			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic of %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, MaxTopicLen)})
 		}
 	}
 	if r.partitions < 0 {

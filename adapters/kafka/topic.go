@@ -11,16 +11,17 @@ import (
 // MaxTopicLen is the longest topic name Kafka accepts.
 const MaxTopicLen = 249
 
-// TopicFunc names a tenant's topic. It must be injective (two tenants never
-// share a topic) and return a valid topic name; an invalid name fails the
-// call closed. TenantTopic is injective by construction.
-type TopicFunc func(tenancy.ID) (string, error)
+// topicFunc names a tenant's topic: a naming.Func, which must be injective
+// (two tenants never share a topic) and return a valid topic name (an
+// invalid name fails the call closed), or tenantTopic, injective by
+// construction.
+type topicFunc func(tenancy.ID) (string, error)
 
-// TenantTopic is the usual per-tenant naming: prefix followed by the
+// tenantTopic is naming.PerTenant's topic: prefix followed by the
 // tenant's 32 lowercase hex digits. The suffix has a fixed length and uses
 // neither '.' nor '_', so names of one prefix never collide, not even in
 // Kafka's metric names (where '.' and '_' are the same character).
-func TenantTopic(prefix string) TopicFunc {
+func tenantTopic(prefix string) topicFunc {
 	return func(id tenancy.ID) (string, error) {
 		if id.IsZero() {
 			return "", tenancy.Unbound()
@@ -29,7 +30,7 @@ func TenantTopic(prefix string) TopicFunc {
 	}
 }
 
-// topicSpace is the shape of TenantTopic's names under any prefix, and
+// topicSpace is the shape of tenantTopic's names under any prefix, and
 // groupSpace that of a sharded consumer's groups: a static name of either
 // shape could be some tenant's.
 var (
@@ -52,7 +53,7 @@ func validTopic(name string) error {
 	return nil
 }
 
-// validPrefix reports whether prefix can start TenantTopic names.
+// validPrefix reports whether prefix can start tenantTopic names.
 func validPrefix(prefix string) error {
 	if len(prefix)+32 > MaxTopicLen {
 		return fmt.Errorf("kafka: topic prefix %q is longer than %d characters", prefix, MaxTopicLen-32)

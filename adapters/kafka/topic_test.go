@@ -20,8 +20,8 @@ func TestValidTopic(t *testing.T) {
 	}
 }
 
-func TestTenantTopicRefusesTheZeroTenant(t *testing.T) {
-	if _, err := TenantTopic("p.")(tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+func TestPerTenantTopicRefusesTheZeroTenant(t *testing.T) {
+	if _, err := tenantTopic("p.")(tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
 		t.Fatalf("zero tenant: %v", err)
 	}
 }
@@ -41,7 +41,7 @@ func FuzzTenantTopic(f *testing.F) {
 		if errA != nil || errB != nil || ia.IsZero() || ib.IsZero() {
 			return
 		}
-		fn := TenantTopic(prefix)
+		fn := tenantTopic(prefix)
 		na, err := fn(ia)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -33,12 +34,12 @@ func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t, fx.Options(
 		kafka.Module("shared", kafka.Brokers(nowhere),
-			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: "audit"}),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
 		),
 		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: "billing"}),
+			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: naming.Shared("billing")}),
 		),
 	), fx.Populate(&live))
 	got := map[string]tenancy.Tier{}
@@ -56,7 +57,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
 	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
-		kafka.Brokers(nowhere), kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders", TenantAware: true})))
+		kafka.Brokers(nowhere), kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders"), TenantAware: true})))
 	t.Log(e)
 	if !strings.Contains(e.Detail, "no tagged tier") || !strings.Contains(e.Fix, "per tenant") {
 		t.Fatalf("refusal does not say why: %v", e)
@@ -66,7 +67,7 @@ func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
 func TestFloorRefusesAStaticTopic(t *testing.T) {
 	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
 		kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: "orders"})))
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})))
 	if e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 		t.Fatalf("tiers: %v", e)
 	}
@@ -75,50 +76,47 @@ func TestFloorRefusesAStaticTopic(t *testing.T) {
 func TestUnboundConsumerOverTenantScopedRouteIsRefused(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Brokers(nowhere),
-		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TopicPrefix: "orders."})))
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.PerTenant("orders.")})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{}),
-		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: "orders"})))
+		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.Shared("orders")})))
 	// Headers are no tenant to route a client by.
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{}),
 		kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
-			DeadLetter: deadLetter, Topic: "orders"})))
+			DeadLetter: deadLetter, Topic: naming.Shared("orders")})))
 }
 
 func deadLetter(context.Context, kafkago.Message, error) error { return nil }
 
 func TestConsumerBindingsThatWire(t *testing.T) {
 	tenancytest.RequireWires(t, kafka.Module("events", kafka.Brokers(nowhere),
-		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: "audit"}),
+		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.Shared("audit")}),
 		kafka.Consumer("headers", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
-			DeadLetter: deadLetter, Topic: "orders"}),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."}),
+			DeadLetter: deadLetter, Topic: naming.Shared("orders")}),
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
 	))
 	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{}),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "orders"})))
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("orders")})))
 }
 
 func TestInvalidWiring(t *testing.T) {
 	cases := map[string]fx.Option{
-		"no brokers":          kafka.Module("m", kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t"})),
+		"no brokers":          kafka.Module("m", kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("t")})),
 		"no topic":            kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{})),
 		"consumer no topic":   kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})),
-		"topic and resolver":  kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", Topics: kafka.TenantTopic("t.")})),
-		"prefix and resolver": kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "t.", Topics: kafka.TenantTopic("t.")})),
-		"both topics":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t", TopicPrefix: "t."})),
-		"bad topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "a/b"})),
-		"dot topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: ".."})),
-		"bad prefix":          kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a b"})),
-		"long prefix":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: strings.Repeat("a", 218)})),
-		"metric collision":    kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{TopicPrefix: "a."}), kafka.ProducerRoute("q", kafka.ProducerConfig{TopicPrefix: "a_"})),
-		"duplicate route":     kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "t"}), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: "u"})),
-		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: "t"})),
-		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: "t"})),
+		"bad topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("a/b")})),
+		"dot topic":           kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("..")})),
+		"bad prefix":          kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.PerTenant("a b")})),
+		"long prefix":         kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.PerTenant(strings.Repeat("a", 218))})),
+		"metric collision":    kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.PerTenant("a.")}), kafka.ProducerRoute("q", kafka.ProducerConfig{Topic: naming.PerTenant("a_")})),
+		"duplicate route":     kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("t")}), kafka.ProducerRoute("p", kafka.ProducerConfig{Topic: naming.Shared("u")})),
+		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: naming.Shared("t")})),
+		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: naming.Shared("t")})),
 		"sharded on shared topic": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: "t"})),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("t")})),
 		"sharded and headers": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter, TopicPrefix: "t."})),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter, Topic: naming.PerTenant("t.")})),
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) { tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, opt) })
@@ -137,12 +135,12 @@ func TestStaticTopicInTenantSpace(t *testing.T) {
 		opts  []kafka.Option
 		route string
 	}{
-		"beside its prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: b}),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})}, "shared"},
-		"any prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "x" + tenancytest.TenantB.Hex()})}, "shared"},
-		"consumer":   {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: b})}, "in"},
-		"group": {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g." + tenancytest.TenantB.Hex(), Handle: handle, Topic: "orders"}),
-			kafka.Consumer("per", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TopicPrefix: "orders."})}, "in"},
+		"beside its prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared(b)}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")})}, "shared"},
+		"any prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared("x" + tenancytest.TenantB.Hex())})}, "shared"},
+		"consumer":   {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.Shared(b)})}, "in"},
+		"group": {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g." + tenancytest.TenantB.Hex(), Handle: handle, Topic: naming.Shared("orders")}),
+			kafka.Consumer("per", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")})}, "in"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, kafka.Module("m", append([]kafka.Option{kafka.Brokers(nowhere)}, c.opts...)...))
@@ -151,14 +149,14 @@ func TestStaticTopicInTenantSpace(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: "orders.all"}),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})))
+	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared("orders.all")}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")})))
 }
 
 func TestProducerFailsClosedWithoutATenant(t *testing.T) {
 	var p *kafka.Producer
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: "orders."})),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")})),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
 	err := p.Produce(context.Background(), kafka.Message{Value: []byte("x")})
 	tenancytest.RequireUnbound(t, err, "m", "kafka", "orders")
@@ -176,7 +174,7 @@ func TestCustomTopicResolverFailsClosed(t *testing.T) {
 	var p *kafka.Producer
 	bad := func(id tenancy.ID) (string, error) { return "orders/" + id.String(), nil }
 	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topics: bad})),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Func(bad)})),
 		fx.Populate(fx.Annotate(&p, fx.ParamTags(`name:"orders"`))))
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	if _, err := p.TopicFor(ctx); err == nil || !strings.Contains(err.Error(), "outside") {

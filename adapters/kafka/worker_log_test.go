@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/logcapture"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -60,7 +61,7 @@ func requireKeys(t *testing.T, rec logcapture.Record, want map[string]string) {
 func TestConsumerLogsThroughTheAppLogger(t *testing.T) {
 	h := startLogged(t, nil, kafka.Module("m", kafka.Brokers(nowhere),
 		kafka.Consumer("in", kafka.ConsumerConfig{
-			Name: "in-consumer", Group: "g", Topic: "t",
+			Name: "in-consumer", Group: "g", Topic: naming.Shared("t"),
 			Handle: func(context.Context, kafkago.Message) error { return nil },
 		})))
 	rec, ok := h.Wait(10*time.Second, func(r logcapture.Record) bool { return r.Attrs["worker"] == "in-consumer" })
@@ -74,7 +75,7 @@ func TestConsumerLogsThroughTheAppLogger(t *testing.T) {
 func TestShardedConsumerLogsItsTenant(t *testing.T) {
 	h := startLogged(t, nil, kafka.Module("m", kafka.Brokers(nowhere),
 		kafka.Consumer("in", kafka.ConsumerConfig{
-			Name: "in-consumer", Group: "g", TopicPrefix: "t.", Tenants: assigned,
+			Name: "in-consumer", Group: "g", Topic: naming.PerTenant("t."), Tenants: assigned,
 			Handle: func(context.Context, kafkago.Message) error { return nil },
 		})))
 	rec, ok := h.Wait(10*time.Second, func(r logcapture.Record) bool { return r.Attrs["worker"] == "in-consumer" })
@@ -105,9 +106,9 @@ func TestHeaderConsumerLogsTheRecordsTenant(t *testing.T) {
 		}
 	}
 	h := startLogged(t, provision, kafka.Module("m", kafka.Brokers(broker),
-		kafka.ProducerRoute("out", kafka.ProducerConfig{Topic: topic}),
+		kafka.ProducerRoute("out", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
 		kafka.Consumer("in", kafka.ConsumerConfig{
-			Name: "in-consumer", Group: topic, Topic: topic, Retry: 50 * time.Millisecond,
+			Name: "in-consumer", Group: topic, Topic: naming.Shared(topic), Retry: 50 * time.Millisecond,
 			TenantFromHeaders: true,
 			Handle:            func(context.Context, kafkago.Message) error { return fail },
 			DeadLetter:        func(context.Context, kafkago.Message, error) error { return nil },

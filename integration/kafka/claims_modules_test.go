@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -37,9 +38,9 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders1", kafka.ProducerConfig{Topic: topic})),
+			kafka.ProducerRoute("orders1", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
 		kafka.Module("events2", kafka.Routed(only(tenantB), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders2", kafka.ProducerConfig{Topic: topic})),
+			kafka.ProducerRoute("orders2", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -30,9 +31,9 @@ func TestClusterReplicationFactorThree(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(addrs...), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders."), Partitions: 3, ReplicationFactor: 3}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB), TopicPrefix: s.name("orders."), Partitions: 3, ReplicationFactor: 3}),
+				Tenants: tenants(tenantA, tenantB), Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -74,7 +75,7 @@ func TestConformance(t *testing.T) {
 func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenancy.ID]string) kitTier {
 	k := kitTier{got: newReceived(), clusters: clusters}
 	conn := kafka.Brokers(s.broker)
-	producer := kafka.ProducerConfig{TopicPrefix: s.name("kit-ns.")}
+	producer := kafka.ProducerConfig{Topic: naming.PerTenant(s.name("kit-ns."))}
 	if tier == tenancy.Dedicated {
 		conn = kafka.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 			ep, ok := clusters[id]
@@ -83,14 +84,14 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 			}
 			return routing.Credentials{Endpoint: ep}, nil
 		}, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}})
-		producer = kafka.ProducerConfig{Topic: s.name("kit-ded")}
+		producer = kafka.ProducerConfig{Topic: naming.Shared(s.name("kit-ded"))}
 	}
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
 			kafka.ProducerRoute("orders", producer),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,
-				Tenants: tenants(tenantA, tenantB), Topic: producer.Topic, TopicPrefix: producer.TopicPrefix})),
+				Tenants: tenants(tenantA, tenantB), Topic: producer.Topic})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -36,8 +37,8 @@ func TestDedicatedRoutedClusters(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB), Topic: s.name("orders")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders"))}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB), Topic: naming.Shared(s.name("orders"))}),
 		),
 		fx.Populate(&d),
 	)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -75,9 +76,9 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders-")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: ids.wrap(got.handle),
-				Tenants: tenants(tenantA, tenantB, tenantC), TopicPrefix: s.name("orders-")}),
+				Tenants: tenants(tenantA, tenantB, tenantC), Topic: naming.PerTenant(s.name("orders-"))}),
 		),
 		fx.Populate(&d),
 	)
@@ -134,9 +135,9 @@ func TestBrokerUnreachableAtStart(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("late.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("late."))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }, TopicPrefix: s.name("late.")}),
+				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }, Topic: naming.PerTenant(s.name("late."))}),
 		),
 		fx.Populate(&d),
 	)

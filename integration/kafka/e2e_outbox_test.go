@@ -67,9 +67,9 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 	dest := counted.wrap(func() outbox.Destination { return d.Producer })
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: topics}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(topics)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB, tenantC), TopicPrefix: topics}),
+				Tenants: tenants(tenantA, tenantB, tenantC), Topic: naming.PerTenant(topics)}),
 		),
 		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -40,11 +41,11 @@ func TestTenantFromHeaders(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders"))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				TenantFromHeaders: true, DeadLetter: dead.handle, Topic: s.name("orders")}),
+				TenantFromHeaders: true, DeadLetter: dead.handle, Topic: naming.Shared(s.name("orders"))}),
 			// Unbound: every record, tenant-global, whatever its headers say.
-			kafka.Consumer("audit", kafka.ConsumerConfig{Group: s.name("audit"), Handle: audit.handle, Topic: s.name("orders")}),
+			kafka.Consumer("audit", kafka.ConsumerConfig{Group: s.name("audit"), Handle: audit.handle, Topic: naming.Shared(s.name("orders"))}),
 		),
 		fx.Populate(&p),
 	)

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -53,7 +54,7 @@ func TestRequiredVersionRoutedStaticTopic(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
 			kafka.Migrations(steps), kafka.RequiredVersion(2), kafka.TenantRegistry(lying)),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -27,8 +28,8 @@ func TestTopicMigrations(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
-			kafka.ProducerRoute("audit", kafka.ProducerConfig{TopicPrefix: s.name("audit.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))}),
 		),
 		fx.Populate(&d),
 	)

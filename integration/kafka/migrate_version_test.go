@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -33,8 +34,8 @@ func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Optio
 	t.Helper()
 	var d versionApp
 	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
-		kafka.ProducerRoute("audit", kafka.ProducerConfig{TopicPrefix: s.name("audit.")}),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))}),
 		kafka.Migrations(files)}, opts...)
 	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -84,9 +85,9 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 			// A repeated tenant still gets one reader: each record is handled once.
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA), TopicPrefix: s.name("orders.")}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA), Topic: naming.PerTenant(s.name("orders."))}),
 		),
 		fx.Populate(&d),
 	)

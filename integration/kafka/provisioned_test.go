@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -22,7 +23,7 @@ func provisionedApp(t *testing.T, s *space, opts ...kafka.Option) deps {
 	t.Helper()
 	var d deps
 	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders-")})}, opts...)
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))})}, opts...)
 	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 	var mu sync.Mutex
 	var coded, other []error
 	d := provisionedApp(t, s, kafka.Consumer("orders-in", kafka.ConsumerConfig{
-		TopicPrefix: s.name("orders-"), Group: s.name("g"), Handle: got.handle, Tenants: tenants(id),
+		Topic: naming.PerTenant(s.name("orders-")), Group: s.name("g"), Handle: got.handle, Tenants: tenants(id),
 		Retry: 100 * time.Millisecond,
 		OnError: func(err error) {
 			mu.Lock()
@@ -170,7 +171,7 @@ func TestProvisionServesEveryPartition(t *testing.T) {
 	s := newSpace(t)
 	var d deps
 	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders-"), Partitions: 16})), fx.Populate(&d))
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-")), Partitions: 16})), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

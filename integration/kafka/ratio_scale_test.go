@@ -18,6 +18,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -47,7 +48,7 @@ func newScaleKafka(t *testing.T, broker, prefix string) *scaleKafka {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchSize = 1 }),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.prefix})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.prefix)})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func (s *scaleKafka) startSharded(t *testing.T, group string) {
 						close(done)
 					}
 					return nil
-				}, TopicPrefix: s.prefix})))
+				}, Topic: naming.PerTenant(s.prefix)})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

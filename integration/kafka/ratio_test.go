@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -25,7 +26,7 @@ func TestRatioTenantTopicProduce(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(broker), kafka.TuneWriter(tune),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

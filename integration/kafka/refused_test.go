@@ -8,6 +8,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -22,12 +23,12 @@ func TestRefusedWiringNeverConsumes(t *testing.T) {
 		return nil
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, TopicPrefix: s.name("orders.")})))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: naming.PerTenant(s.name("orders."))})))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: s.name("orders"), TenantAware: true})))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: naming.Shared(s.name("orders")), TenantAware: true})))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
 		kafka.RequiredIsolation(tenancy.Namespace),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: s.name("orders")})))
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: naming.Shared(s.name("orders"))})))
 
 	// The broker is shared: only this test's groups count.
 	c, closeAdmin := admin(broker)

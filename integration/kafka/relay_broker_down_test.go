@@ -88,7 +88,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("down.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("down."))}),
 		),
 		postgres.Module("db", postgres.DSN(url),
 			postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: naming.Shared(table)}), relay),
@@ -277,7 +277,7 @@ func TestProvisionRightAfterBrokerReturns(t *testing.T) {
 	g := newGate(t, s.broker)
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(g.addr()), kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("back.")})),
+		kafka.Module("events", kafka.Brokers(g.addr()), kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("back."))})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

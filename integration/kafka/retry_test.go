@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -40,9 +41,9 @@ func TestHandlerErrorsAreRetried(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: flaky, Tenants: tenants(tenantA),
-				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }, TopicPrefix: s.name("orders.")}),
+				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }, Topic: naming.PerTenant(s.name("orders."))}),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -71,7 +72,7 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 	boom := func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("tenant registry down") }
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom, TopicPrefix: s.name("orders.")})))
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom, Topic: naming.PerTenant(s.name("orders."))})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +95,9 @@ func TestBrokerGoneMidRun(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: s.name("orders.")}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA),
-				OnError: func(error) {}, TopicPrefix: s.name("orders.")})),
+				OnError: func(error) {}, Topic: naming.PerTenant(s.name("orders."))})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

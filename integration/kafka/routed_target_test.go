@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -32,7 +33,7 @@ func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.Ro
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, rc), kafka.RequiredIsolation(tenancy.Dedicated),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
 		fx.Populate(&out))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -32,8 +33,8 @@ func TestRoutedCredentialsAuthenticate(t *testing.T) {
 	var d deps
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: s.name("orders")}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA), Topic: s.name("orders")})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders"))}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA), Topic: naming.Shared(s.name("orders"))})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 		postgres.Module("pg", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})),
 		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
-			kafka.ProducerRoute("events", kafka.ProducerConfig{TopicPrefix: topicPrefix})),
+			kafka.ProducerRoute("events", kafka.ProducerConfig{Topic: naming.PerTenant(topicPrefix)})),
 		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}), redis.AllowTeardown(),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true})),
 		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),

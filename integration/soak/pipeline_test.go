@@ -154,7 +154,7 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("records")})),
 		kafkaOptions(e.broker, append([]kafka.Option{
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
-				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, TopicPrefix: ordersTopics(e.prefix)}),
+				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, Topic: naming.PerTenant(ordersTopics(e.prefix))}),
 		}, sharedConsumers(e.prefix, s, onConsumerErr)...)...),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
 			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
@@ -176,7 +176,7 @@ func sharedConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option 
 		for i := range g.members {
 			out = append(out, kafka.Consumer(fmt.Sprintf("%s-in-%d", g.stream, i), kafka.ConsumerConfig{Group: prefix + g.stream, TenantFromHeaders: true,
 				Handle: s.handle(g.stream), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second,
-				Topic: g.topic, Partitions: g.members, ReplicationFactor: -1}))
+				Topic: naming.Shared(g.topic), Partitions: g.members, ReplicationFactor: -1}))
 		}
 	}
 	return out

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -76,9 +77,9 @@ func relayChild() int {
 	app := fx.New(fx.NopLogger,
 		kafka.Module("soakkafka", kafka.Brokers(os.Getenv("SOAK_BROKER")),
 			kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchTimeout = time.Millisecond }),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{TopicPrefix: ordersTopics(prefix)}),
-			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: auditsTopic(prefix), Partitions: auditMembers, ReplicationFactor: -1}),
-			kafka.ProducerRoute("dedicated", kafka.ProducerConfig{Topic: dedicatedTopic(prefix), Partitions: dedicatedMembers, ReplicationFactor: -1})),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(ordersTopics(prefix))}),
+			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: naming.Shared(auditsTopic(prefix)), Partitions: auditMembers, ReplicationFactor: -1}),
+			kafka.ProducerRoute("dedicated", kafka.ProducerConfig{Topic: naming.Shared(dedicatedTopic(prefix)), Partitions: dedicatedMembers, ReplicationFactor: -1})),
 		pgOptions(os.Getenv("SOAK_PG"),
 			postgres.Relay(ordersOutbox, rc("orders-relay", to(func() *kafka.Producer { return prod.Orders }), 50*time.Millisecond, nil)),
 			postgres.Relay(auditsOutbox, rc("audits-relay", to(func() *kafka.Producer { return prod.Audits }), 250*time.Millisecond, assigned))),
