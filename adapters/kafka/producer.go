@@ -64,7 +64,7 @@ func (r *route) topicFor(tenant tenancy.ID) (string, error) {
 		return "", fmt.Errorf("kafka: route %s: topic resolver: %w", r.spec.name, err)
 	}
 	if r.spec.prefix != "" {
-		return t, nil // TopicPrefix: the prefix was validated at wiring
+		return t, nil // naming.PerTenant: the prefix was validated at wiring
 	}
 	if err := validTopic(t); err != nil {
 		return "", fmt.Errorf("kafka: route %s: %w", r.spec.name, err)

@@ -11,7 +11,7 @@ import (
 )
 
 // A route's RouteConfig decides its tier: TenantAware tags every element,
-// Database gives each tenant a database of its own. A TenantDatabase
+// Database gives each tenant a database of its own. A naming.PerTenant
 // prefix that cannot make a valid database name is refused at fx.New, with
 // a fix naming the field.
 func ExampleGraphRoute() {
@@ -32,5 +32,5 @@ func ExampleGraphRoute() {
 	// people tagged ok
 	// orders namespace ok
 	// audit namespace wiring_invalid
-	// audit fix: set neo4j.RouteConfig.DatabasePrefix to 1 to 30 characters of lower-case letters, digits, '.' or '-', starting with a letter and not with "system"
+	// audit fix: set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to 30 characters of lower-case letters, digits, '.' or '-', starting with a letter and not with "system"
 }

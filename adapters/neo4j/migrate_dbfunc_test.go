@@ -18,8 +18,8 @@ import (
 // no other): per tenant as far as the module can tell.
 func defaultDB(tenancy.ID) (string, error) { return "neo4j", nil }
 
-// A route naming its database with a function (RouteConfig.Database, no
-// DatabasePrefix) gives tenants databases of their own, as DatabasePrefix
+// A route naming its database with a function (RouteConfig.Database, a
+// naming.Func) gives tenants databases of their own, as naming.PerTenant
 // does: RequiredVersion then needs a registry at fx.New, and the start-up
 // check reads it, refusing while a registered tenant is behind.
 func TestRequiredVersionDatabaseFunc(t *testing.T) {

@@ -12,7 +12,7 @@
 //	)
 //
 // TenantAware routes stamp and filter a tenant_id column (tagged);
-// SchemaPerTenant relations are named "<prefix><32 hex>"."table" in every
+// naming.PerTenant relations are named "<prefix><32 hex>"."table" in every
 // statement, never through search_path (namespace); a routed client runs
 // each tenant on a pool built from its own credentials (dedicated), through
 // the shared routing package. Every tenant-scoped call reads the tenant
