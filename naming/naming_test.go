@@ -31,7 +31,8 @@ func TestShapes(t *testing.T) {
 	if got, err := custom.Func()(tenancy.Default); err != nil || got != "x"+tenancy.Default.Hex() {
 		t.Errorf("Func() = %q, %v", got, err)
 	}
-	if naming.Shared("a") != naming.Shared("a") || naming.Shared("a") == naming.PerTenant("a") || custom != custom || custom == naming.Func(fn) {
+	a, b, again := naming.Shared("a"), naming.PerTenant("a"), custom
+	if a != naming.Shared("a") || a == b || again != custom || custom == naming.Func(fn) {
 		t.Error("names compare by shape, and a Func by identity")
 	}
 }

@@ -156,7 +156,7 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Targets == nil && !cfg.TenantKeyed {
 		return nil, errors.New("routing: Config needs Targets, or TenantKeyed when every name carries the tenant")
 	}
-	cfg.Limits = cfg.Limits.WithDefaults(cfg.MaxConnsPerClient)
+	cfg.Limits = cfg.WithDefaults(cfg.MaxConnsPerClient)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

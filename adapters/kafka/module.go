@@ -72,7 +72,7 @@ const DefaultMaxConnsPerClient = 16
 
 // limits are the routed limits with the defaults filled in.
 func (rc *routedConfig) limits() routing.Limits {
-	return rc.Limits.WithDefaults(DefaultMaxConnsPerClient)
+	return rc.WithDefaults(DefaultMaxConnsPerClient)
 }
 
 // SASLFunc builds a tenant's SASL mechanism from its credentials (SCRAM,

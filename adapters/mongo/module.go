@@ -105,7 +105,7 @@ type RoutedConfig struct {
 }
 
 // limits are the routed limits with the defaults filled in.
-func (rc *RoutedConfig) limits() routing.Limits { return rc.Limits.WithDefaults(100) }
+func (rc *RoutedConfig) limits() routing.Limits { return rc.WithDefaults(100) }
 
 // ConnBudget caps the connections a routed module's clients may open:
 // fx.New refuses (connection_budget_exceeded) when MaxClients × MaxConnsPerClient

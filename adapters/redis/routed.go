@@ -73,7 +73,7 @@ func (rc *routedConfig) validate(module string) []error {
 
 // limits are the routed limits with the defaults filled in.
 func (rc *routedConfig) limits() routing.Limits {
-	return rc.Limits.WithDefaults(10 * runtime.GOMAXPROCS(0))
+	return rc.WithDefaults(10 * runtime.GOMAXPROCS(0))
 }
 
 // router hands out the tenant's own client.
