@@ -98,11 +98,14 @@ func (r *Runner) MigrateAll(ctx context.Context, tenants []tenancy.ID, o Options
 	if o.DryRun {
 		op += " (dry run)"
 	}
+	if len(r.s.Set) == 0 {
+		return Report{Op: op}, nil
+	}
 	var list []tenancy.ID
 	if r.s.Shared {
 		list = append(list, tenancy.ID{})
 	}
-	if r.s.PerTenant && len(r.s.Set) > 0 {
+	if r.s.PerTenant {
 		if tenants == nil {
 			if r.s.Registry == nil {
 				return Report{Op: op}, fmt.Errorf("%s: module %s: MigrateAll without a tenant list needs a TenantRegistry", r.s.Backend, r.s.Module)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -32,6 +33,24 @@ type TenantState struct {
 // lifecycle, built from the module's core C when the app asks for it.
 func ProvideTenantState[C any](build func(C) TenantState) fx.Option {
 	return fx.Provide(fx.Annotate(func(c C) *TenantState { s := build(c); return &s }, fx.ResultTags(tenantStateGroup)))
+}
+
+// ProvideLifecycle provides a backend module's *migrate.Runner, built from
+// the module's core C, as name:"<module>", and makes it the module's part
+// in Tenants: the runner's Provision (when the module creates something
+// ahead of a tenant's first call) and Teardown.
+func ProvideLifecycle[C any](module, backend string, provisions bool, build func(C) *migrate.Runner) fx.Option {
+	tag := `name:"` + module + `"`
+	return fx.Options(
+		fx.Provide(fx.Annotate(build, fx.ResultTags(tag))),
+		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
+			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown}
+			if provisions {
+				s.Provision = r.Provision
+			}
+			return s
+		}, fx.ParamTags(tag), fx.ResultTags(tenantStateGroup))),
+	)
 }
 
 // Tenants runs a tenant's life across every module of the app: provision,

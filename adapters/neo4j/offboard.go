@@ -9,16 +9,12 @@ import (
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
 	"github.com/tenantwire/tenantwire/floors"
-	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ErrTeardownDisabled is returned by offboarding unless the module was
-// built with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
-
-// AllowTeardown lets the module's part in Tenants.Offboard delete a
-// tenant's graph; without it offboarding reports ErrTeardownDisabled.
+// AllowTeardown lets the module's Teardown (and its part in
+// Tenants.Offboard) delete a tenant's graph; without it teardown reports
+// migrate.ErrTeardownDisabled.
 func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 
 // deleteBatch bounds one delete transaction, so a large tenant does not
@@ -29,14 +25,7 @@ const deleteBatch = 1000
 // every delete: their labels start with the reserved prefix.
 var notFramework = "NOT any(l IN labels(n) WHERE toLower(l) STARTS WITH '" + floors.ReservedPrefix + "')"
 
-// offboarder removes a tenant's graph from every scoped route's database.
-type offboarder struct {
-	core     *core
-	routes   []*routeSpec
-	teardown bool
-}
-
-// Offboard removes tenant's graph, route by route (each database once):
+// Teardown removes tenant's graph, route by route (each database once):
 //   - a per-tenant database is dropped (DROP DATABASE ... IF EXISTS WAIT,
 //     Enterprise Edition); where the server cannot drop databases
 //     (Community Edition) everything in it is deleted instead;
@@ -46,10 +35,7 @@ type offboarder struct {
 //
 // The framework's own nodes (labels starting with "tenantwire") are never
 // deleted. Deletes run in batches; a rerun completes an interrupted one.
-func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
-	if err := migrate.CheckTeardown(o.teardown, tenant); err != nil {
-		return err
-	}
+func (o *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	done := map[string]bool{}
 	for _, spec := range o.routes {
 		r := newRoute(o.core, spec)
@@ -63,7 +49,7 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 	return nil
 }
 
-func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
+func (o *lifecycleTarget) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
 	sc, err := r.openFor(ctx, tenant)
 	if err != nil {
 		return err
