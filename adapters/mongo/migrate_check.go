@@ -14,10 +14,10 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// MigrationFiles gives the module its migration set, as LoadMigrations
-// reads it ("<version>_<name>.json" index steps from fsys, nil for none, and the
-// Go steps), checked at fx.New; Provisioner.Migrations returns it for
-// MigrateAll. A module needs it for RequiredVersion.
+// MigrationFiles gives the module its migration set ("<version>_<name>.json"
+// index steps from fsys, nil for none, and the
+// Go steps), checked at fx.New, which the module's runner applies. A
+// module needs it for RequiredVersion.
 func MigrationFiles(fsys fs.FS, goSteps ...GoStep) Option {
 	return func(c *config) { c.migrations = &migrationFiles{fsys, goSteps} }
 }
@@ -43,8 +43,8 @@ func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.regi
 // versionWiring loads the MigrationFiles and checks RequiredVersion; it
 // returns the module's set (nil without MigrationFiles) and the start-up
 // check.
-func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option) {
-	var m *Migrations
+func versionWiring(module string, cfg *config) (*migrations, []error, fx.Option) {
+	var m *migrations
 	var latest int64
 	if cfg.migrations != nil {
 		var err error
@@ -65,9 +65,6 @@ func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option)
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.gate.CheckRegistry(ctx, cfg.registry) }))
 	})
 }
-
-// Migrations is the module's MigrationFiles set (nil without the option).
-func (p *Provisioner) Migrations() *Migrations { return p.core.migrations }
 
 // home is the route whose tenant database holds a tenant's migration
 // records: the first per-tenant route, else the first route.

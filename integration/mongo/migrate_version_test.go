@@ -56,27 +56,35 @@ func requireBehind(t *testing.T, err error, route string, detail ...string) {
 // wrongly says 3, the app starts and a call for A, B or C (provisioned,
 // never registered nor migrated) is refused before it reads or writes, the
 // version coming from the tenant's own records. Migrating A through the
-// Provisioner lets A through, B stays refused; a teardown forgets A.
+// runner lets A through, B stays refused; a teardown forgets A, and
+// provisioning A again migrates it.
 func TestRequiredVersionMongo(t *testing.T) {
 	base, db := plainDB(t)
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	c := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 	two := fstest.MapFS{"0001_by_total.json": indexSteps["0001_by_total.json"], "0002_by_id.json": indexSteps["0002_by_id.json"]}
-	old, d := buildOrders(t, base, two)
+	reg := migrate.NewMemoryRegistry()
+	old, d := buildOrders(t, base, two, mongo.TenantRegistry(reg))
 	if err := old.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = old.Stop(ctx) })
-	reg := migrate.NewMemoryRegistry()
-	if rep := d.Provision.ProvisionAll(ctx, []tenancy.ID{a, b}, reg, migrate.Options{}); rep.Done != 2 {
-		t.Fatalf("provision: %+v", rep.Failures)
+	if rep, err := d.Provision.ProvisionAll(ctx, []tenancy.ID{a, b}, migrate.Options{}); err != nil || rep.Done != 2 {
+		t.Fatalf("provision: %+v, %v", rep.Failures, err)
 	}
-	if err := d.Provision.Provision(ctx, c); err != nil {
+	// Provisioning migrated A and B to 2: nothing is left.
+	if rep, err := d.Provision.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Changes) != 0 || rep.Done != 2 {
+		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	}
+	// C is provisioned by a build without migrations or registry: at 0.
+	bare, dc := buildOrders(t, base, nil)
+	if err := bare.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := d.Provision.MigrateAll(ctx, nil, d.Provision.Migrations(), reg, migrate.Options{}); err != nil || len(rep.Changes) != 4 || len(rep.Failures) != 0 {
-		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	t.Cleanup(func() { _ = bare.Stop(ctx) })
+	if err := dc.Provision.Provision(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 
 	app, _ := buildOrders(t, base, indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(reg))
@@ -106,7 +114,7 @@ func TestRequiredVersionMongo(t *testing.T) {
 		t.Fatalf("refused calls left %d documents", n)
 	}
 
-	if ch, err := d.Provision.Migrate(ctx, a, d.Provision.Migrations(), false); err != nil || len(ch) != 1 {
+	if ch, err := d.Provision.Migrate(ctx, a); err != nil || len(ch) != 1 {
 		t.Fatalf("migrating A: %v, %v", ch, err)
 	}
 	if _, err := d.Orders.Create(tenancy.WithTenant(ctx, a), "o1", order{Total: 1}); err != nil {
@@ -118,16 +126,19 @@ func TestRequiredVersionMongo(t *testing.T) {
 	_, err := d.Orders.Create(tenancy.WithTenant(ctx, b), "o1", order{Total: 1})
 	requireBehind(t, err, "", "tenant "+b.String())
 
-	// Torn down and provisioned again, A's collection has none of the
-	// steps: the teardown forgot A and dropped its records.
+	// Torn down, A's records are gone and the gate forgot A: its next call
+	// reads version 0. Provisioned again, A is migrated with it.
 	if err := d.Provision.Teardown(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Provision.Provision(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	_, err = d.Orders.Create(tenancy.WithTenant(ctx, a), "o2", order{Total: 1})
 	requireBehind(t, err, "", "tenant "+a.String()+" is at migration version 0")
+	if err := d.Provision.Provision(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Orders.Create(tenancy.WithTenant(ctx, a), "o2", order{Total: 1}); err != nil {
+		t.Fatalf("A provisioned again, at the current version: %v", err)
+	}
 }
 
 // documents counts the documents of every collection of db but the
