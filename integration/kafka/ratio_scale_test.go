@@ -60,7 +60,7 @@ func newScaleKafka(t *testing.T, broker, prefix string) *scaleKafka {
 		s.ids = append(s.ids, id)
 		s.ctxs = append(s.ctxs, tenancy.WithTenant(context.Background(), id))
 	}
-	rep := d.Provision.ProvisionAll(context.Background(), s.ids, nil, migrate.Options{Concurrency: 4})
+	rep, _ := d.Provision.ProvisionAll(context.Background(), s.ids, migrate.Options{Concurrency: 4})
 	if len(rep.Failures) > 0 || rep.Err != nil {
 		t.Fatalf("provisioning: %v %v", rep.Failures, rep.Err)
 	}
