@@ -12,12 +12,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ErrTeardownDisabled is returned by offboarding unless the module was
-// built with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
-
 // AllowTeardown lets the module's part in Tenants.Offboard delete a
-// tenant's keys; without it offboarding reports ErrTeardownDisabled.
+// tenant's keys; without it offboarding reports migrate.ErrTeardownDisabled.
 func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
 
 // scanCount is the SCAN page size, and so the most keys one UNLINK
