@@ -36,7 +36,9 @@ func Migrations(fsys fs.FS) Option { return func(c *config) { c.migrations = fsy
 // with per-tenant topics (or a routed client).
 func RequiredVersion(v int64) Option { return func(c *config) { c.required = v } }
 
-// TenantRegistry is where the start-up check finds the module's tenants.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.registry = r } }
 
 // versions is a module's migration set and required version.

@@ -37,7 +37,9 @@ type migrationFiles struct {
 // above the newest step is wiring_invalid) and a TenantRegistry.
 func RequiredVersion(v int64) Option { return func(c *config) { c.required = v } }
 
-// TenantRegistry is where the start-up check finds the module's tenants.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.registry = r } }
 
 // versionWiring loads the MigrationFiles and checks RequiredVersion; it

@@ -39,9 +39,9 @@ func Migrations(fsys fs.FS) Option {
 // containers needs a TenantRegistry to know its tenants at start.
 func RequiredVersion(v int64) Option { return func(c *config) { c.life.required = v } }
 
-// TenantRegistry records the module's tenants: Provision puts them,
-// Teardown removes them, MigrateAll reads them and records each tenant's
-// version, and the start-up check reads it.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.registry = r } }
 
 // lifecycle is a module's migrations and what it knows of its tenants'
