@@ -187,10 +187,7 @@ func Module(name string, opts ...Option) fx.Option {
 			return c
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
-		fx.Provide(fx.Annotate(func(c *Client) *migrate.Runner { return c.Runner }, fx.ResultTags(`name:"`+name+`"`))),
-		modules.ProvideTenantState(func(c *Client) modules.TenantState {
-			return modules.TenantState{Module: name, Backend: Rules.Name, Provision: c.Provision, Offboard: c.Teardown}
-		}),
+		modules.ProvideLifecycle(name, Rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }),
 		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: Rules.Name, Check: c.readiness}
 		}),
