@@ -17,7 +17,8 @@ type Options struct {
 	// Concurrency is how many tenants run at once (default 4). Each holds
 	// one connection while it runs.
 	Concurrency int
-	// DryRun lists what would change and changes nothing.
+	// DryRun: MigrateAll lists what would change and changes nothing (the
+	// one dry-run form; ProvisionAll refuses it).
 	DryRun bool
 	// Logger receives a progress line every Every tenants and one per
 	// failure (default: no logging).
