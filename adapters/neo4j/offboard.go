@@ -65,6 +65,9 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 
 func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
 	sc, err := r.openFor(ctx, tenant)
+	if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+		return nil // a routed tenant's database that does not exist holds nothing
+	}
 	if err != nil {
 		return err
 	}
