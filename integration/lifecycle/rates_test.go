@@ -67,7 +67,10 @@ func TestRatioLifecycleRates(t *testing.T) {
 		startApp(t, postgres.Module("pg", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: postgres.SchemaPerTenant("orders")})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "postgres-namespace", Tenants: r.Tenants,
-			Write: func(ctx context.Context, key string) error { _, err := r.Orders.Create(ctx, key, order{"anvil"}); return err },
+			Write: func(ctx context.Context, key string) error {
+				_, err := r.Orders.Create(ctx, key, order{"anvil"})
+				return err
+			},
 			Left: func(ctx context.Context, ids []tenancy.ID) (int, error) {
 				conn, err := pgx.Connect(ctx, pgURL)
 				if err != nil {
