@@ -26,6 +26,10 @@ type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
 	Offboard        func(ctx context.Context, tenant tenancy.ID) error
+	// OffboardMany, when set with Offboard, removes many tenants' data in
+	// one pass, for a backend whose teardown walks its whole store (Redis's
+	// SCAN); OffboardAll uses it. It returns one error per tenant, in order.
+	OffboardMany func(ctx context.Context, tenants []tenancy.ID) []error
 }
 
 // ProvideTenantState adds the module's part in the app's tenant

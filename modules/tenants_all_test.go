@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -26,8 +29,9 @@ func manyTenants(n int) []tenancy.ID {
 // TestProvisionAllAndOffboardAll: ProvisionAll runs every tenant's
 // Provision at most Concurrency at once, reports a failing tenant while
 // the others complete and serves the ones done; OffboardAll suspends the
-// whole list before the first teardown runs, reports each tenant, and
-// leaves them suspended. The module parts are stand-ins: what is tested is
+// whole list before the first teardown runs, hands a module with
+// OffboardMany the tenants in batches (the others one by one), reports
+// each tenant's failure, and leaves them suspended. The module parts are stand-ins: what is tested is
 // the orchestration, which no server takes part in.
 func TestProvisionAllAndOffboardAll(t *testing.T) {
 	type core struct{}
@@ -37,6 +41,7 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 	var mu sync.Mutex
 	provisioned := map[tenancy.ID]bool{}
 	var tenants *modules.Tenants
+	var bulk *bulkCore
 	var sawActive atomic.Int32
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		fx.Provide(func() core { return core{} }),
@@ -49,6 +54,13 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 						m := most.Load()
 						if n <= m || most.CompareAndSwap(m, n) {
 							break
+						}
+					}
+					if slices.Contains(ids[:3], id) {
+						// The first three wait for each other: three
+						// workers run at once.
+						for deadline := time.Now().Add(5 * time.Second); most.Load() < 3 && time.Now().Before(deadline); {
+							time.Sleep(time.Millisecond)
 						}
 					}
 					if id == bad {
@@ -68,7 +80,25 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 					return nil
 				}}
 		}),
-		fx.Populate(&tenants))
+		fx.Provide(func() *bulkCore { return &bulkCore{} }),
+		modules.ProvideTenantState(func(b *bulkCore) modules.TenantState {
+			return modules.TenantState{Module: "n", Backend: "scan",
+				Offboard: func(context.Context, tenancy.ID) error { b.single.Add(1); return nil },
+				OffboardMany: func(_ context.Context, batch []tenancy.ID) []error {
+					b.mu.Lock()
+					defer b.mu.Unlock()
+					b.batches++
+					errs := make([]error, len(batch))
+					for i, id := range batch {
+						b.seen = append(b.seen, id)
+						if id == bad {
+							errs[i] = errors.New("walk failed")
+						}
+					}
+					return errs
+				}}
+		}),
+		fx.Populate(&tenants, &bulk))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +108,8 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 	if rep.Done != len(ids)-1 || len(rep.Failures) != 1 || rep.Failures[0].Tenant != bad || len(provisioned) != len(ids)-1 {
 		t.Fatalf("provision report %+v, %d provisioned", rep, len(provisioned))
 	}
-	if most.Load() > 3 || most.Load() < 2 {
-		t.Fatalf("%d tenants provisioned at once, want at most 3 (and more than one)", most.Load())
+	if most.Load() != 3 {
+		t.Fatalf("%d tenants provisioned at once, want 3", most.Load())
 	}
 	for _, id := range ids[:3] {
 		if tenants.Suspended(id) {
@@ -88,8 +118,18 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 	}
 
 	rep = tenants.OffboardAll(ctx, append(ids, tenancy.ID{}), migrate.Options{Concurrency: 4})
-	if rep.Done != len(ids) || len(rep.Failures) != 1 || !errors.Is(rep.Failures[0].Err, tenancy.CodeTenantUnbound) {
+	if rep.Done != len(ids)-1 || len(rep.Failures) != 2 {
 		t.Fatalf("offboard report %+v", rep)
+	}
+	for _, f := range rep.Failures {
+		if f.Tenant.IsZero() != errors.Is(f.Err, tenancy.CodeTenantUnbound) || (f.Tenant == bad) != strings.Contains(fmt.Sprint(f.Err), "n (scan): walk failed") {
+			t.Fatalf("failure %+v", f)
+		}
+	}
+	// The module that removes many tenants in one pass got every tenant
+	// once, in batches that kept the four workers busy, and never one by one.
+	if len(bulk.seen) != len(ids) || bulk.batches < 4 || bulk.single.Load() != 0 {
+		t.Fatalf("OffboardMany saw %d tenants in %d batches; Offboard called %d times", len(bulk.seen), bulk.batches, bulk.single.Load())
 	}
 	if n := sawActive.Load(); n != 0 {
 		t.Fatalf("teardowns saw %d tenants of the list not yet suspended", n)
@@ -99,6 +139,13 @@ func TestProvisionAllAndOffboardAll(t *testing.T) {
 			t.Fatalf("tenant %s served after its offboarding", id)
 		}
 	}
+}
+
+type bulkCore struct {
+	mu      sync.Mutex
+	seen    []tenancy.ID
+	batches int
+	single  atomic.Int32
 }
 
 // TestSuspendAllIsOneSwap: suspending and resuming 10,000 tenants at once
