@@ -235,7 +235,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard}
+			return modules.TenantState{Module: name, Backend: Rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany}
 		})}
 	for _, p := range []fx.Option{migPart, verPart} {
 		if p != nil {

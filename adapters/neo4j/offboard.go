@@ -109,6 +109,57 @@ func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, don
 	}
 }
 
+// OffboardMany removes many tenants' graphs. On a module whose scoped
+// routes are all tagged in the shared database, one batched delete walks
+// the database for them all (WHERE tenant_id IN $tenants), where Offboard
+// walks it twice a tenant (no index can serve a match on any label); other
+// modules offboard each tenant in turn. The error of a failed delete is
+// every tenant's of the batch; a rerun completes it.
+func (o *offboarder) OffboardMany(ctx context.Context, tenants []tenancy.ID) []error {
+	errs := make([]error, len(tenants))
+	var routes []*route
+	for _, spec := range o.routes {
+		if r := newRoute(o.core, spec); r.scoped {
+			routes = append(routes, r)
+		}
+	}
+	shared := !o.core.routed() && len(tenants) > 1
+	for _, r := range routes {
+		shared = shared && r.tagged && !r.perTenantDB
+	}
+	if !shared || len(routes) == 0 {
+		for i, id := range tenants {
+			errs[i] = o.Offboard(ctx, id)
+		}
+		return errs
+	}
+	var ids []string
+	for i, id := range tenants {
+		if errs[i] = migrate.CheckTeardown(o.teardown, id); errs[i] == nil {
+			ids = append(ids, id.String())
+		}
+	}
+	if len(ids) == 0 {
+		return errs
+	}
+	// Every tagged route of a plain driver uses the module's database.
+	sc := scope{drv: o.core.plain, database: o.core.database}
+	p := map[string]any{"tenants": ids}
+	err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" IN $tenants WITH x LIMIT $batch DELETE x RETURN count(*)", p)
+	if err == nil {
+		err = deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" IN $tenants AND "+notFramework, p)
+	}
+	if err != nil {
+		err = fmt.Errorf("neo4j: offboarding %d tenants: %w", len(ids), err)
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
 // dropDatabase drops the scope's database on the system database of its
 // driver; dropped is false when the server cannot drop databases.
 func dropDatabase(ctx context.Context, sc scope) (dropped bool, err error) {
