@@ -51,7 +51,8 @@ func present(ids []tenancy.ID, found func(hex string) bool) int {
 // rerun, nothing left on the server) through modules.Tenants, one backend
 // at a time on the real servers: 10,000 tenants on PostgreSQL (a schema
 // each), Redis (tagged), Neo4j (tagged) and memory; 1,000 on Kafka (a
-// topic each on the one local broker). TENANTWIRE_LIFECYCLE_TENANTS sets
+// topic each on the one local broker other suites share: 10,000 topics
+// there is not practical). MongoDB: TestRatioLifecycleRatesMongo. TENANTWIRE_LIFECYCLE_TENANTS sets
 // one count for all. The figures are docs/lifecycle.md's runbook table.
 func TestRatioLifecycleRates(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
