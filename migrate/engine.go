@@ -187,16 +187,67 @@ func (r *Runner) ProvisionShared(ctx context.Context) error {
 // The tenant's next call reads its version again, even after a partial
 // teardown.
 func (r *Runner) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if err := CheckTeardown(r.s.AllowTeardown, tenant); err != nil {
-		if tenant.IsZero() {
-			return r.unbound()
-		}
+	if err := r.checkTeardown(tenant); err != nil {
 		return err
 	}
 	defer r.s.Gate.Forget(tenant)
 	if err := r.t.Teardown(ctx, tenant); err != nil {
 		return err
 	}
+	return r.forget(ctx, tenant)
+}
+
+// ManyTarget is a Target that removes many tenants' data in one pass
+// (one walk of a shared store instead of one a tenant). It returns one
+// error per tenant, in order.
+type ManyTarget interface {
+	TeardownMany(ctx context.Context, tenants []tenancy.ID) []error
+}
+
+// TeardownMany is Teardown for many tenants, one error each, in order. A
+// ManyTarget gets the permitted tenants whole; another target each in
+// turn.
+func (r *Runner) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
+	errs := make([]error, len(tenants))
+	mt, ok := r.t.(ManyTarget)
+	if !ok {
+		for i, id := range tenants {
+			errs[i] = r.Teardown(ctx, id)
+		}
+		return errs
+	}
+	ids := make([]tenancy.ID, 0, len(tenants))
+	at := make([]int, 0, len(tenants))
+	for i, id := range tenants {
+		if errs[i] = r.checkTeardown(id); errs[i] == nil {
+			ids, at = append(ids, id), append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return errs
+	}
+	res := mt.TeardownMany(ctx, ids)
+	for j, id := range ids {
+		r.s.Gate.Forget(id)
+		if errs[at[j]] = result(res, j); errs[at[j]] == nil {
+			errs[at[j]] = r.forget(ctx, id)
+		}
+	}
+	return errs
+}
+
+func (r *Runner) checkTeardown(tenant tenancy.ID) error {
+	if err := CheckTeardown(r.s.AllowTeardown, tenant); err != nil {
+		if tenant.IsZero() {
+			return r.unbound()
+		}
+		return err
+	}
+	return nil
+}
+
+// forget removes a torn-down tenant from the registry.
+func (r *Runner) forget(ctx context.Context, tenant tenancy.ID) error {
 	if r.s.Registry != nil {
 		return r.s.Registry.Remove(ctx, tenant)
 	}

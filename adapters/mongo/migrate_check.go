@@ -91,8 +91,45 @@ func (r *route) ensureCurrent(ctx context.Context, tenant tenancy.ID, server str
 		if err != nil {
 			return 0, fmt.Errorf("mongo: module %s: reading tenant %s's migration records: %w", r.core.module, tenant, err)
 		}
+		if v == 0 {
+			// Behind from version 0 is "never provisioned" when the
+			// tenant's own container is not there at all: say what to call.
+			if err := r.core.requireProvisioned(ctx, tenant, r.spec.name); err != nil {
+				return 0, err
+			}
+		}
 		return v, nil
 	})
+}
+
+// requireProvisioned refuses with tenant_not_provisioned when the home
+// route's collection, the tenant's own (a collection or database per
+// tenant, or the tenant's routed server), does not exist. Asked only for a
+// tenant with no applied record, so a current tenant never pays for it. A
+// home collection all tenants share proves nothing about one tenant.
+func (c *core) requireProvisioned(ctx context.Context, tenant tenancy.ID, route string) error {
+	hr := newRoute(c, c.home(c.routes))
+	if !hr.perTenant && c.pools == nil {
+		return nil
+	}
+	t, err := hr.targetFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	db, name := t.coll.Database().Name(), t.coll.Name()
+	names, err := t.coll.Database().ListCollectionNames(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil {
+		return fmt.Errorf("mongo: module %s: looking for tenant %s's collection: %w", c.module, tenant, err)
+	}
+	if len(names) > 0 {
+		return nil
+	}
+	return &tenancy.Error{
+		Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: Rules.Name, Route: route,
+		Detail: fmt.Sprintf("tenant %s has no collection %s in database %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, name, db),
+		Fix:    "call Provision(ctx, tenant) on the module's *mongo.Provisioner (or Tenants.Provision), then migrate the tenant (Provisioner.Migrate or MigrateAll), before its first call",
+	}
 }
 
 // appliedVersion is the newest version tenant's records mark applied (0

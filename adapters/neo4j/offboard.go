@@ -51,6 +51,9 @@ func (o *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error
 
 func (o *lifecycleTarget) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
 	sc, err := r.openFor(ctx, tenant)
+	if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+		return nil // a routed tenant's database that does not exist holds nothing
+	}
 	if err != nil {
 		return err
 	}
@@ -90,6 +93,51 @@ func (o *lifecycleTarget) route(ctx context.Context, r *route, tenant tenancy.ID
 		}
 		return deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" = $tenant AND "+notFramework, p)
 	}
+}
+
+// TeardownMany removes many tenants' graphs. On a module whose scoped
+// routes are all tagged in the shared database, one batched delete walks
+// the database for them all (WHERE tenant_id IN $tenants), where Teardown
+// walks it twice a tenant (no index can serve a match on any label); other
+// modules tear down each tenant in turn. The runner has checked the
+// teardown opt-in. The error of a failed delete is every tenant's of the
+// batch; a rerun completes it.
+func (o *lifecycleTarget) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
+	errs := make([]error, len(tenants))
+	var routes []*route
+	for _, spec := range o.routes {
+		if r := newRoute(o.core, spec); r.scoped {
+			routes = append(routes, r)
+		}
+	}
+	shared := !o.core.routed() && len(tenants) > 1
+	for _, r := range routes {
+		shared = shared && r.tagged && !r.perTenantDB
+	}
+	if !shared || len(routes) == 0 {
+		for i, id := range tenants {
+			errs[i] = o.Teardown(ctx, id)
+		}
+		return errs
+	}
+	ids := make([]string, len(tenants))
+	for i, id := range tenants {
+		ids[i] = id.String()
+	}
+	// Every tagged route of a plain driver uses the module's database.
+	sc := scope{drv: o.core.plain, database: o.core.database}
+	p := map[string]any{"tenants": ids}
+	err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" IN $tenants WITH x LIMIT $batch DELETE x RETURN count(*)", p)
+	if err == nil {
+		err = deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" IN $tenants AND "+notFramework, p)
+	}
+	if err != nil {
+		err = fmt.Errorf("neo4j: offboarding %d tenants: %w", len(ids), err)
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // dropDatabase drops the scope's database on the system database of its

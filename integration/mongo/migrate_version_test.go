@@ -188,3 +188,73 @@ func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 	}
 	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3), reg}, base...)...))
 }
+
+// requireNotProvisioned fails t unless err is tenant_not_provisioned on
+// route "orders" whose fix says to provision the tenant.
+func requireNotProvisioned(t *testing.T, err error, tenant tenancy.ID) {
+	t.Helper()
+	e := tenancytest.RequireCode(t, err, tenancy.CodeTenantNotProvisioned, "mongodb", "m", "orders", tenant.String(), "was never provisioned")
+	if !strings.Contains(e.Fix, "Provision(ctx, tenant)") {
+		t.Fatalf("fix %q does not say to provision", e.Fix)
+	}
+}
+
+// TestNeverProvisionedIsNotBehindMongo: with RequiredVersion, a tenant
+// with no migration records and no collection of its own (a collection
+// per tenant; a routed tenant's own server) is refused with
+// tenant_not_provisioned, not tenant_migration_behind at version 0, and
+// the refused calls create nothing. Provisioned, it is behind at 0 (its
+// collection is there, unmigrated); migrated, it is served. On a tagged
+// route, whose collection every tenant shares, nothing tells a new tenant
+// from an unmigrated one: it stays behind at 0.
+func TestNeverProvisionedIsNotBehindMongo(t *testing.T) {
+	ctx := context.Background()
+	for name, base := range map[string]func(t *testing.T) []mongo.Option{
+		"namespace": func(t *testing.T) []mongo.Option { b, _ := plainDB(t); return b },
+		"dedicated": dedicated,
+	} {
+		t.Run(name, func(t *testing.T) {
+			fresh := tenancytest.FreshTenant(t)
+			app, d := buildOrders(t, base(t), indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(migrate.NewMemoryRegistry()))
+			if err := app.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = app.Stop(ctx) })
+			ctxT := tenancy.WithTenant(ctx, fresh)
+			_, err := d.Orders.Create(ctxT, "o1", order{Total: 1})
+			requireNotProvisioned(t, err, fresh)
+			_, err = d.Orders.Get(ctxT, "o1")
+			requireNotProvisioned(t, err, fresh)
+
+			if err := d.Provision.Provision(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = d.Provision.Teardown(ctx, fresh) })
+			if _, err := d.Orders.Get(ctxT, "o1"); err == nil {
+				t.Fatal("a refused create wrote the document")
+			}
+			_, err = d.Orders.Create(ctxT, "o1", order{Total: 1})
+			requireBehind(t, err, "orders", "tenant "+fresh.String()+" is at migration version 0")
+			if _, err := d.Provision.Migrate(ctx, fresh, d.Provision.Migrations(), false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Orders.Create(ctxT, "o1", order{Total: 1}); err != nil {
+				t.Fatalf("after provisioning and migrating: %v", err)
+			}
+		})
+	}
+	t.Run("tagged", func(t *testing.T) {
+		base, _ := plainDB(t)
+		var docs *mongo.Documents[order]
+		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3),
+			mongo.TenantRegistry(migrate.NewMemoryRegistry()),
+			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: mongo.Static("orders")}))...), fx.Populate(&docs))
+		if err := app.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = app.Stop(ctx) })
+		fresh := tenancytest.FreshTenant(t)
+		_, err := docs.Create(tenancy.WithTenant(ctx, fresh), "o1", order{Total: 1})
+		requireBehind(t, err, "orders", "tenant "+fresh.String()+" is at migration version 0")
+	})
+}
