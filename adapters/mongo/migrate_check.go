@@ -128,7 +128,7 @@ func (c *core) requireProvisioned(ctx context.Context, tenant tenancy.ID, route 
 	return &tenancy.Error{
 		Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: Rules.Name, Route: route,
 		Detail: fmt.Sprintf("tenant %s has no collection %s in database %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, name, db),
-		Fix:    "call Provision(ctx, tenant) on the module's *mongo.Provisioner (or Tenants.Provision), then migrate the tenant (Provisioner.Migrate or MigrateAll), before its first call",
+		Fix:    "call Provision(ctx, tenant) on the module's *mongo.Provisioner or *migrate.Runner (or Tenants.Provision) before its first call: it creates the collections and indexes and migrates them",
 	}
 }
 
