@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,7 +35,9 @@ const (
 // over 100 tenants, each on its own database, with MaxClients 8 and one
 // connection a pool, so that nearly every read opens its tenant's pool
 // and retires another's, vs a hand-written concurrent LRU of per-tenant
-// pgxpools with the same bound (concPoolLRU).
+// pgxpools with the same bound (concPoolLRU). The route also checks each
+// new connection's server identity (one query), which the baseline does
+// not.
 func TestRatioConcRoutedChurn(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	const tenants = concChurnTenants
@@ -102,13 +103,16 @@ func TestRatioConcRoutedChurn(t *testing.T) {
 			// Both sides churn: nearly every read opens a connection. The
 			// route may send no more per read than the baseline (5% slack
 			// for reads that found their tenant's pool still open on one
-			// side and not the other).
+			// side and not the other) but its identity check, one
+			// unprepared query per new connection.
 			per := func(n int64, reads int) float64 { return float64(n) / float64(reads) }
-			if o, h := per(oursWire.connects.Load(), oursReads), per(handWire.connects.Load(), handReads); o < 0.9 || h < 0.9 {
-				t.Errorf("not churning: %.2f connections per read on ours, %.2f on the baseline", o, h)
+			oursConns := per(oursWire.connects.Load(), oursReads)
+			if h := per(handWire.connects.Load(), handReads); oursConns < 0.9 || h < 0.9 {
+				t.Errorf("not churning: %.2f connections per read on ours, %.2f on the baseline", oursConns, h)
 			}
-			if per(oursWire.prepares.Load()+oursWire.queries.Load(), oursReads) > 1.05*per(handWire.prepares.Load()+handWire.queries.Load(), handReads) {
-				t.Errorf("the route sends more than the baseline: ours %s, baseline %s", oursWire.per(oursReads), handWire.per(handReads))
+			if per(oursWire.prepares.Load(), oursReads) > 1.05*per(handWire.prepares.Load(), handReads) ||
+				per(oursWire.queries.Load(), oursReads) > 1.05*per(handWire.queries.Load(), handReads)+oursConns {
+				t.Errorf("the route sends more than the baseline and its identity check: ours %s, baseline %s", oursWire.per(oursReads), handWire.per(handReads))
 			}
 		})
 	}
@@ -119,16 +123,22 @@ func TestRatioConcRoutedChurn(t *testing.T) {
 // with a bound on pools open or still closing, as routing.Pools counts
 // them. A mutex guards a map and a recency list; each pool counts the
 // reads using it, so that a retired pool closes (in a goroutine, as
-// routing.Pools does) once they are done; a channel of max slots is what a
-// new pool waits for, retiring the least recently used pool when none is
-// free. No resolver, fingerprint, claim or TTL: it trusts its map.
+// routing.Pools does) once they are done. A read that finds no slot for
+// its new pool waits; while fewer pools are closing than reads waiting,
+// the least recently used pool is retired, by a read when it starts
+// waiting and by a read that releases a pool. No resolver, fingerprint,
+// claim, server identity check or TTL: it trusts its map.
 type concPoolLRU struct {
 	trace pgx.QueryTracer
-	slots chan struct{}
+	max   int
 	mu    sync.Mutex
-	order *list.List // of *lruPool, most recent first
-	pools map[tenancy.ID]*lruPool
-	open  sync.WaitGroup // pools not yet closed
+	// used counts pools open or closing; draining, those closing;
+	// waiting, reads waiting for a slot.
+	used, draining, waiting int
+	freed                   *sync.Cond // on mu: a slot was freed
+	order                   *list.List // of *lruPool, most recent first
+	pools                   map[tenancy.ID]*lruPool
+	open                    sync.WaitGroup // pools not yet closed
 }
 
 type lruPool struct {
@@ -140,7 +150,9 @@ type lruPool struct {
 }
 
 func newConcPoolLRU(max int, trace pgx.QueryTracer) *concPoolLRU {
-	return &concPoolLRU{trace: trace, slots: make(chan struct{}, max), order: list.New(), pools: map[tenancy.ID]*lruPool{}}
+	l := &concPoolLRU{trace: trace, max: max, order: list.New(), pools: map[tenancy.ID]*lruPool{}}
+	l.freed = sync.NewCond(&l.mu)
+	return l
 }
 
 // get returns tn's pool and its release, opening the pool if needed.
@@ -149,32 +161,59 @@ func (l *concPoolLRU) get(ctx context.Context, tn tenancy.ID, dsn string) (*pgxp
 	if e := l.pools[tn]; e != nil {
 		return l.use(e)
 	}
+	l.takeSlot()
 	l.mu.Unlock()
-	if err := l.slot(ctx); err != nil {
-		return nil, nil, err
-	}
 	cfg, err := pgxpool.ParseConfig(dsn + "&pool_max_conns=1")
-	if err != nil {
-		<-l.slots
-		return nil, nil, err
-	}
-	cfg.ConnConfig.Tracer = l.trace
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		<-l.slots
-		return nil, nil, err
+	if err == nil {
+		cfg.ConnConfig.Tracer = l.trace
+		var p *pgxpool.Pool
+		if p, err = pgxpool.NewWithConfig(ctx, cfg); err == nil {
+			l.mu.Lock()
+			if e := l.pools[tn]; e != nil { // opened by another read meanwhile
+				l.mu.Unlock()
+				p.Close()
+				l.mu.Lock()
+				l.freeSlot()
+				return l.use(e)
+			}
+			e := &lruPool{tn: tn, p: p}
+			e.elem = l.order.PushFront(e)
+			l.pools[tn] = e
+			l.open.Add(1)
+			return l.use(e)
+		}
 	}
 	l.mu.Lock()
-	if e := l.pools[tn]; e != nil { // opened by another read meanwhile
-		p.Close()
-		<-l.slots
-		return l.use(e)
+	l.freeSlot()
+	l.mu.Unlock()
+	return nil, nil, err
+}
+
+// takeSlot waits for room for one more pool; with mu held.
+func (l *concPoolLRU) takeSlot() {
+	l.waiting++
+	for l.used >= l.max {
+		l.retireIfShort()
+		l.freed.Wait()
 	}
-	e := &lruPool{tn: tn, p: p}
-	e.elem = l.order.PushFront(e)
-	l.pools[tn] = e
-	l.open.Add(1)
-	return l.use(e)
+	l.waiting--
+	l.used++
+}
+
+// freeSlot returns a slot; with mu held.
+func (l *concPoolLRU) freeSlot() {
+	l.used--
+	l.freed.Signal()
+}
+
+// retireIfShort retires the least recently used pool while fewer pools
+// are closing than reads are waiting; with mu held.
+func (l *concPoolLRU) retireIfShort() {
+	if l.draining < l.waiting {
+		if back := l.order.Back(); back != nil {
+			l.retire(back.Value.(*lruPool))
+		}
+	}
 }
 
 // use takes a reference on e; called with mu held, it releases mu.
@@ -184,43 +223,22 @@ func (l *concPoolLRU) use(e *lruPool) (*pgxpool.Pool, func(), error) {
 	l.mu.Unlock()
 	return e.p, func() {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		e.refs--
-		done := e.refs == 0 && e.retired
-		l.mu.Unlock()
-		if done {
+		if e.refs == 0 && e.retired {
 			go l.closePool(e)
+			return
 		}
+		l.retireIfShort()
 	}, nil
 }
 
-// slot takes a slot for a new pool; with none free it retires the least
-// recently used pool, whose slot frees when its reads are done, and waits.
-func (l *concPoolLRU) slot(ctx context.Context) error {
-	select {
-	case l.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	l.mu.Lock()
-	if back := l.order.Back(); back != nil {
-		l.retire(back.Value.(*lruPool))
-	}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // routing's MaxWait
-	defer cancel()
-	select {
-	case l.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// retire forgets e and closes it when nobody uses it; with mu held.
+// retire forgets e and closes it once nobody uses it; with mu held.
 func (l *concPoolLRU) retire(e *lruPool) {
 	l.order.Remove(e.elem)
 	delete(l.pools, e.tn)
 	e.retired = true
+	l.draining++
 	if e.refs == 0 {
 		go l.closePool(e)
 	}
@@ -228,7 +246,10 @@ func (l *concPoolLRU) retire(e *lruPool) {
 
 func (l *concPoolLRU) closePool(e *lruPool) {
 	e.p.Close()
-	<-l.slots
+	l.mu.Lock()
+	l.draining--
+	l.freeSlot()
+	l.mu.Unlock()
 	l.open.Done()
 }
 
