@@ -605,9 +605,11 @@ func (f figure) save() error {
 			line.Dashes = dash
 		}
 		label := n
-		if f.ratio {
+		switch {
+		case f.ratio && strings.HasPrefix(n, "G="): // a concurrency pair's goroutine count
+		case f.ratio:
 			label = "vs " + n
-		} else if n != "ours" {
+		case n != "ours":
 			label = n + " (baseline)"
 		}
 		leg.Add(label, line, points)
