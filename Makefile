@@ -58,7 +58,8 @@ fuzz:
 	scripts/fuzz.sh $(LONG_FUZZTIME)
 
 ## bench: the ratio pairs of docs/performance.md (one "ratio <label>-<name> <median> [<lo>, <hi>] n=<rounds>" line each), the
-## scale pairs' costs, memory and provisioning throughput ("scale..." lines; costs and S/C ratios drawn to docs/img/scale.png,
+## scale pairs' costs, memory, provisioning throughput and a tenant's whole life at 10,000 tenants ("scale..." lines, the
+## "scale lifecycle-..." ones in docs/lifecycle.md's runbook; costs and S/C ratios drawn to docs/img/scale.png,
 ## scale-ratios.png and concurrency-ratios.png) and allocation benchmarks.
 ## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +17,8 @@ type Options struct {
 	// Concurrency is how many tenants run at once (default 4). Each holds
 	// one connection while it runs.
 	Concurrency int
-	// DryRun lists what would change and changes nothing.
+	// DryRun: MigrateAll lists what would change and changes nothing (the
+	// one dry-run form; ProvisionAll refuses it).
 	DryRun bool
 	// Logger receives a progress line every Every tenants and one per
 	// failure (default: no logging).
@@ -86,66 +88,119 @@ func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn fu
 	})
 }
 
-// EachBatch is Each for backends that serve many tenants in one request
-// (Kafka creates a batch's topics in one admin call): fn gets up to size
-// tenants and returns one error per tenant, in order (nil: done).
+// MigrateAll migrates the module's shared target once (when it has one)
+// and every tenant's own targets (tenants, or the registry's ready
+// tenants when nil), with bounded concurrency: failures are reported per
+// tenant while the others go on, and a rerun after a crash continues
+// where it stopped. With o.DryRun it lists what would change and changes
+// nothing.
+func (r *Runner) MigrateAll(ctx context.Context, tenants []tenancy.ID, o Options) (Report, error) {
+	op := "migrate " + r.s.Module
+	if o.DryRun {
+		op += " (dry run)"
+	}
+	if len(r.s.Set) == 0 {
+		return Report{Op: op}, nil
+	}
+	var list []tenancy.ID
+	if r.s.Shared {
+		list = append(list, tenancy.ID{})
+	}
+	if r.s.PerTenant {
+		if tenants == nil {
+			if r.s.Registry == nil {
+				return Report{Op: op}, fmt.Errorf("%s: module %s: MigrateAll without a tenant list needs a TenantRegistry", r.s.Backend, r.s.Module)
+			}
+			var err error
+			if tenants, err = ReadyTenants(ctx, r.s.Registry); err != nil {
+				return Report{Op: op}, err
+			}
+		}
+		list = append(list, tenants...)
+	}
+	return Each(ctx, op, list, o, func(ctx context.Context, t tenancy.ID, rec *Recorder) error {
+		ch, err := r.migrate(ctx, t, o.DryRun)
+		rec.Add(ch...)
+		return err
+	}), nil
+}
+
+// batchProvisioner is a Target that provisions many tenants in one
+// request (Kafka: a batch's topics in one admin call): ProvisionBatch
+// returns one error per tenant, in order, for up to Batch tenants.
+type batchProvisioner interface {
+	ProvisionBatch(ctx context.Context, tenants []tenancy.ID) []error
+	Batch() int
+}
+
+// ProvisionAll provisions tenants as Provision does, with bounded
+// concurrency; a rerun after a crash completes the tenants left half
+// done. It has no dry run.
+func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Options) (Report, error) {
+	op := "provision " + r.s.Module
+	if o.DryRun {
+		return Report{Op: op}, fmt.Errorf("%s: module %s: ProvisionAll has no dry run", r.s.Backend, r.s.Module)
+	}
+	create := func(ctx context.Context, batch []tenancy.ID) []error {
+		return []error{r.t.Provision(ctx, batch[0])}
+	}
+	size := 1
+	if b, ok := r.t.(batchProvisioner); ok {
+		create, size = b.ProvisionBatch, b.Batch()
+	}
+	return EachBatch(ctx, op, tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *Recorder) []error {
+		errs := r.put(ctx, batch, Provisioning)
+		var todo []tenancy.ID
+		for i, t := range batch {
+			if t.IsZero() {
+				errs[i] = r.unbound()
+			}
+			if errs[i] == nil {
+				todo = append(todo, t)
+			}
+		}
+		if len(todo) == 0 {
+			return errs
+		}
+		made := create(ctx, todo)
+		for i, j := 0, 0; i < len(batch); i++ {
+			if errs[i] != nil {
+				continue
+			}
+			if errs[i] = result(made, j); errs[i] == nil {
+				errs[i] = r.provisioned(ctx, batch[i])
+			}
+			j++
+		}
+		return errs
+	}), nil
+}
+
+// result is errs[i], or an error when a batch returned too few.
+func result(errs []error, i int) error {
+	if i < len(errs) {
+		return errs[i]
+	}
+	return errors.New("migrate: the batch returned no result for this tenant")
+}
+
+// EachBatch is Each over batches of up to size tenants: fn returns one
+// error per tenant, in order (nil: done).
 func EachBatch(ctx context.Context, op string, tenants []tenancy.ID, size int, o Options, fn func(ctx context.Context, batch []tenancy.ID, rec *Recorder) []error) Report {
+	p := newProgress(op, len(tenants), o)
 	workers := o.Concurrency
 	if workers <= 0 {
 		workers = 4
 	}
-	every := o.Every
-	if every <= 0 {
-		every = 100
-	}
 	size = max(size, 1)
-	start := time.Now()
-	rep := Report{Op: op, Total: len(tenants)}
 	rec := &Recorder{}
-	var mu sync.Mutex
-	finished := 0
-	progress := func(before int, force bool) {
-		// Called with mu held: a line each time finished passes a
-		// multiple of every.
-		if before/every == finished/every && !force {
-			return
-		}
-		el := time.Since(start)
-		rate := float64(finished) / max(el.Seconds(), 1e-9)
-		if o.Logger != nil {
-			o.Logger.Info(op, "done", rep.Done, "failed", len(rep.Failures), "total", rep.Total, "per_sec", int(rate))
-		}
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "\r%s: %d/%d done, %d failed, %.0f tenants/s ", op, rep.Done, rep.Total, len(rep.Failures), rate)
-		}
-	}
 	next := make(chan []tenancy.ID)
 	var wg sync.WaitGroup
 	for range min(workers, max((len(tenants)+size-1)/size, 1)) {
 		wg.Go(func() {
 			for batch := range next {
 				errs := fn(ctx, batch, rec)
-				mu.Lock()
-				before := finished
-				finished += len(batch)
-				for i, t := range batch {
-					var err error
-					if i < len(errs) {
-						err = errs[i]
-					} else {
-						err = fmt.Errorf("migrate: %s returned no result for tenant %s", op, t)
-					}
-					if err != nil {
-						rep.Failures = append(rep.Failures, Failure{Tenant: t, Err: err})
-						if o.Logger != nil {
-							o.Logger.Error(op+" failed", "tenant", t.String(), "err", err)
-						}
-					} else {
-						rep.Done++
-					}
-				}
-				progress(before, false)
-				mu.Unlock()
+				p.record(batch, errs)
 			}
 		})
 	}
@@ -159,14 +214,68 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	rep.Err = ctx.Err()
-	rep.Elapsed = time.Since(start)
-	rep.Changes = rec.changes
-	mu.Lock()
-	progress(finished, true)
-	mu.Unlock()
-	if o.Progress != nil {
-		fmt.Fprintln(o.Progress)
+	return p.end(ctx.Err(), rec.changes)
+}
+
+// progress counts a run's tenants and reports them every o.Every.
+type progress struct {
+	o        Options
+	every    int
+	start    time.Time
+	mu       sync.Mutex
+	rep      Report
+	finished int // tenants done or failed
+}
+
+func newProgress(op string, total int, o Options) *progress {
+	every := o.Every
+	if every <= 0 {
+		every = 100
 	}
-	return rep
+	return &progress{o: o, every: every, start: time.Now(), rep: Report{Op: op, Total: total}}
+}
+
+// record records a batch's outcome, one error per tenant.
+func (p *progress) record(batch []tenancy.ID, errs []error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before := p.finished
+	p.finished += len(batch)
+	for i, t := range batch {
+		err := result(errs, i)
+		if err == nil {
+			p.rep.Done++
+			continue
+		}
+		p.rep.Failures = append(p.rep.Failures, Failure{Tenant: t, Err: err})
+		if p.o.Logger != nil {
+			p.o.Logger.Error(p.rep.Op+" failed", "tenant", t.String(), "err", err)
+		}
+	}
+	if before/p.every != p.finished/p.every {
+		p.line()
+	}
+}
+
+// line reports the run so far; called with mu held.
+func (p *progress) line() {
+	rate := float64(p.finished) / max(time.Since(p.start).Seconds(), 1e-9)
+	if p.o.Logger != nil {
+		p.o.Logger.Info(p.rep.Op, "done", p.rep.Done, "failed", len(p.rep.Failures), "total", p.rep.Total, "per_sec", int(rate))
+	}
+	if p.o.Progress != nil {
+		fmt.Fprintf(p.o.Progress, "\r%s: %d/%d done, %d failed, %.0f tenants/s ", p.rep.Op, p.rep.Done, p.rep.Total, len(p.rep.Failures), rate)
+	}
+}
+
+// end is the run's report, with the final progress line.
+func (p *progress) end(err error, changes []Change) Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rep.Err, p.rep.Elapsed, p.rep.Changes = err, time.Since(p.start), changes
+	p.line()
+	if p.o.Progress != nil {
+		fmt.Fprintln(p.o.Progress)
+	}
+	return p.rep
 }

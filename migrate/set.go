@@ -1,8 +1,10 @@
-// Package migrate is tenantwire's tenant lifecycle core: versioned
+// Package migrate is tenantwire's tenant lifecycle engine: versioned
 // migration sets read from an fs.FS, the check of a container's applied
-// history against a set, a tenant registry, and the bounded-concurrency
-// runner that migrates or provisions every tenant. The backend adapters
-// apply the steps (postgres.Migrations); this package knows no backend.
+// history against a set, a tenant registry, the version gate, and the
+// Runner that provisions, migrates and tears down one tenant or every
+// tenant with bounded concurrency. Each backend adapter supplies a Target
+// (where its histories are, how a step runs); this package knows no
+// backend.
 package migrate
 
 import (

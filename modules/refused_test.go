@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -38,7 +39,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return tenancytest.Invoke[*neo4j.Graph]("people")
 	}
 	migrator := func() fx.Option {
-		return tenancytest.Invoke[*neo4j.Migrator]("graph")
+		return tenancytest.Invoke[*migrate.Runner]("graph")
 	}
 	client := func() fx.Option {
 		return tenancytest.Invoke[*postgres.Client]("pg")

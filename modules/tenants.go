@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -26,12 +27,34 @@ type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
 	Offboard        func(ctx context.Context, tenant tenancy.ID) error
+	// OffboardMany, when set with Offboard, removes many tenants' data in
+	// one pass, for a backend whose teardown walks its whole store (Redis's
+	// SCAN); OffboardAll uses it. It returns one error per tenant, in order.
+	OffboardMany func(ctx context.Context, tenants []tenancy.ID) []error
 }
 
 // ProvideTenantState adds the module's part in the app's tenant
 // lifecycle, built from the module's core C when the app asks for it.
 func ProvideTenantState[C any](build func(C) TenantState) fx.Option {
 	return fx.Provide(fx.Annotate(func(c C) *TenantState { s := build(c); return &s }, fx.ResultTags(tenantStateGroup)))
+}
+
+// ProvideLifecycle provides a backend module's *migrate.Runner, built from
+// the module's core C, as name:"<module>", and makes it the module's part
+// in Tenants: the runner's Provision (when the module creates something
+// ahead of a tenant's first call) and Teardown.
+func ProvideLifecycle[C any](module, backend string, provisions bool, build func(C) *migrate.Runner) fx.Option {
+	tag := `name:"` + module + `"`
+	return fx.Options(
+		fx.Provide(fx.Annotate(build, fx.ResultTags(tag))),
+		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
+			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
+			if provisions {
+				s.Provision = r.Provision
+			}
+			return s
+		}, fx.ParamTags(tag), fx.ResultTags(tenantStateGroup))),
+	)
 }
 
 // Tenants runs a tenant's life across every module of the app: provision,
@@ -144,17 +167,31 @@ func (t *Tenants) each(step func(*TenantState) (string, error)) Report {
 
 // Suspend makes every route of every module refuse tenant's calls with
 // tenant_suspended, from the next call on; its data stays.
-func (t *Suspensions) Suspend(tenant tenancy.ID) { t.update(tenant, true) }
+func (t *Suspensions) Suspend(tenant tenancy.ID) { t.update(true, tenant) }
 
 // Resume lifts a suspension.
-func (t *Suspensions) Resume(tenant tenancy.ID) { t.update(tenant, false) }
+func (t *Suspensions) Resume(tenant tenancy.ID) { t.update(false, tenant) }
 
-func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
+// SuspendAll suspends every one of tenants in one swap of the set. A
+// Suspend copies the whole set, so suspending n tenants one by one costs
+// n² (9 s for 10,000 on a loaded 2-core machine); this costs one copy.
+func (t *Suspensions) SuspendAll(tenants []tenancy.ID) { t.update(true, tenants...) }
+
+// ResumeAll lifts the suspension of every one of tenants in one swap.
+func (t *Suspensions) ResumeAll(tenants []tenancy.ID) { t.update(false, tenants...) }
+
+func (t *Suspensions) update(suspend bool, tenants ...tenancy.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur := t.suspended.Load()
+	if !t.changes(cur, suspend, tenants) {
+		// Nothing to do (Provision resumes every tenant it provisions,
+		// most of them never suspended): no copy of the set.
+		return
+	}
 	next := make(map[tenancy.ID]struct{}, 1)
 	if cur != nil {
+		next = make(map[tenancy.ID]struct{}, len(*cur)+len(tenants))
 		for id := range *cur {
 			next[id] = struct{}{}
 		}
@@ -162,14 +199,32 @@ func (t *Suspensions) update(tenant tenancy.ID, suspend bool) {
 	if t.pinned == nil {
 		t.pinned = map[tenancy.ID]struct{}{}
 	}
-	if suspend {
-		next[tenant] = struct{}{}
-		t.pinned[tenant] = struct{}{}
-	} else {
-		delete(next, tenant)
-		delete(t.pinned, tenant)
+	for _, tenant := range tenants {
+		if suspend {
+			next[tenant] = struct{}{}
+			t.pinned[tenant] = struct{}{}
+		} else {
+			delete(next, tenant)
+			delete(t.pinned, tenant)
+		}
 	}
 	t.suspended.Store(&next)
+}
+
+// changes reports whether suspending (or resuming) tenants changes the set
+// or the local pins. Called with mu held.
+func (t *Suspensions) changes(cur *map[tenancy.ID]struct{}, suspend bool, tenants []tenancy.ID) bool {
+	for _, id := range tenants {
+		in := false
+		if cur != nil {
+			_, in = (*cur)[id]
+		}
+		_, pinned := t.pinned[id]
+		if in != suspend || pinned != suspend {
+			return true
+		}
+	}
+	return false
 }
 
 // Suspended reports whether tenant is suspended.

@@ -46,8 +46,9 @@ const (
 	CodeDedicatedTargetShared Code = "dedicated_target_shared"
 	// CodeConnectionBudgetExhausted: no routed client slot freed up in time.
 	CodeConnectionBudgetExhausted Code = "connection_budget_exhausted"
-	// CodeTenantNotProvisioned: the bound tenant's schema or table does not
-	// exist yet: nobody called the backend's provisioning for it.
+	// CodeTenantNotProvisioned: the bound tenant's schema, table, topic,
+	// collection or database does not exist yet: nobody called the
+	// backend's provisioning for it.
 	CodeTenantNotProvisioned Code = "tenant_not_provisioned"
 	// CodeMigrationHistoryConflict: a migration already applied to a
 	// container was edited, removed or is older than one applied after it.

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/connprobe"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
@@ -51,8 +52,8 @@ func produceBurst(t *testing.T, broker string, maxConns int) int {
 	var conns connprobe.Counter
 	var d struct {
 		fx.In
-		P    *kafka.Producer    `name:"orders"`
-		Prov *kafka.Provisioner `name:"m"`
+		P    *kafka.Producer `name:"orders"`
+		Prov *migrate.Runner `name:"m"`
 	}
 	resolveA := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		if id != tenancytest.TenantA {

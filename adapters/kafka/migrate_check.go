@@ -16,9 +16,11 @@ import (
 )
 
 // Migrations gives the module its topic-configuration steps
-// ("<version>_<name>.json", as LoadTopicMigrations reads them), checked
-// at fx.New; Provisioner.Migrations returns them for MigrateAll. A module
-// needs them for RequiredVersion.
+// ("<version>_<name>.json": {"routes": [...], "configs": {"retention.ms":
+// "86400000", "cleanup.policy": null}}, set on the tenant's topics of the
+// named routes, every per-tenant route when none; null deletes a
+// setting), checked at fx.New, which the module's runner applies. A
+// module needs them for RequiredVersion.
 func Migrations(fsys fs.FS) Option { return func(c *config) { c.migrations = fsys } }
 
 // RequiredVersion declares the migration version the module's per-tenant
@@ -34,13 +36,15 @@ func Migrations(fsys fs.FS) Option { return func(c *config) { c.migrations = fsy
 // with per-tenant topics (or a routed client).
 func RequiredVersion(v int64) Option { return func(c *config) { c.required = v } }
 
-// TenantRegistry is where the start-up check finds the module's tenants.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.registry = r } }
 
 // versions is a module's migration set and required version.
 type versions struct {
 	set   migrate.Set
-	steps []TopicStep // parsed, in set order
+	steps []topicStep // parsed, in set order
 	gate  *migrate.Gate
 }
 
@@ -77,9 +81,6 @@ func versionWiring(module string, cfg *config) (*versions, []error, fx.Option) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return v.gate.CheckRegistry(ctx, cfg.registry) }))
 	})
 }
-
-// Migrations is the module's Migrations set (empty without the option).
-func (p *Provisioner) Migrations() migrate.Set { return p.core.versions.set }
 
 // ensureCurrent refuses a write for tenant when its topics are behind the
 // required version; c is the tenant's client.

@@ -39,7 +39,7 @@ type config struct {
 	teardown   bool
 }
 
-// AllowTeardown lets the Provisioner delete a tenant's topics (Teardown).
+// AllowTeardown lets the module's Teardown delete a tenant's topics (Teardown).
 // Off by default: teardown destroys records.
 func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 
@@ -120,7 +120,7 @@ func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tu
 
 // Module builds a Kafka module: its wiring, checked during fx.New, its
 // routes, each provided under its route name, its consumers, run from
-// OnStart to OnStop, and a *Provisioner provided as name:"<module>".
+// OnStart to OnStop, and its lifecycle as *migrate.Runner name:"<module>".
 // Nothing connects before the first call or OnStart.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
@@ -136,7 +136,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: sources, SourceFix: "pass exactly one of kafka.Brokers(addrs...) and kafka.Routed(resolve, cfg)",
-		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}}}
+		Provided: []modules.Provided{{Type: reflect.TypeFor[*migrate.Runner](), Name: name}}}
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
 		if cfg.routed.resolve == nil {
@@ -167,8 +167,9 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
-		fx.Provide(fx.Annotate(func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
-			fx.ResultTags(nameTag(name)))),
+		modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
+			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.registry)
+		}),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 				if c.shared == nil {
@@ -177,10 +178,6 @@ func Module(name string, opts ...Option) fx.Option {
 				_, err := c.shared.clusterID(ctx)
 				return err
 			}}
-		}),
-		modules.ProvideTenantState(func(c *core) modules.TenantState {
-			p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: rules.Name, Provision: p.Provision, Offboard: p.Teardown}
 		}),
 	}
 	if verPart != nil {

@@ -7,32 +7,14 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
-
-// Provisioner creates a module's topics through the admin API. Every call
-// is idempotent: a topic that already exists is left as it is (its
-// partitions and configs are not changed). It is provided as
-// *Provisioner name:"<module>".
-type Provisioner struct {
-	core     *core
-	routes   []*routeSpec
-	teardown bool
-}
-
-// ErrTeardownDisabled is returned by Teardown unless the module was built
-// with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
 
 // Teardown deletes tenant's topics: the ones Provision creates (its
 // per-tenant topics, and on a routed client the static topics in its own
 // cluster). A topic already gone counts as deleted, so a rerun completes
 // an interrupted teardown.
-func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if err := migrate.CheckTeardown(p.teardown, tenant); err != nil {
-		return err
-	}
+func (p *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	topics, err := p.tenantTopics(tenant)
 	if err != nil || len(topics) == 0 {
 		return err
@@ -64,12 +46,14 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	return errors.Join(errs...)
 }
 
-// Provision creates tenant's topics: every per-tenant topic of the module
+// Provision creates tenant's topics (every per-tenant topic of the module
 // and, on a routed client, the static topics too, in the tenant's own
-// cluster.
-func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
+// cluster), returning once the brokers serve them. For the zero tenant it
+// creates the module's static topics on a shared client (on a routed
+// client there is nothing shared).
+func (p *lifecycleTarget) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return rules.Unbound(p.core.module, "")
+		return p.provisionShared(ctx)
 	}
 	topics, err := p.tenantTopics(tenant)
 	if err != nil {
@@ -79,7 +63,7 @@ func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 }
 
 // tenantTopics is the topics Provision creates for tenant.
-func (p *Provisioner) tenantTopics(tenant tenancy.ID) ([]kafkago.TopicConfig, error) {
+func (p *lifecycleTarget) tenantTopics(tenant tenancy.ID) ([]kafkago.TopicConfig, error) {
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
@@ -98,9 +82,7 @@ func (p *Provisioner) tenantTopics(tenant tenancy.ID) ([]kafkago.TopicConfig, er
 	return topics, nil
 }
 
-// ProvisionShared creates the static topics of a module on a shared
-// client. On a routed client there is nothing shared: use Provision.
-func (p *Provisioner) ProvisionShared(ctx context.Context) error {
+func (p *lifecycleTarget) provisionShared(ctx context.Context) error {
 	if p.core.pools != nil {
 		return nil
 	}
@@ -128,7 +110,7 @@ func topicConfig(name string, r *routeSpec) kafkago.TopicConfig {
 	return tc
 }
 
-func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) error {
+func (p *lifecycleTarget) create(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) error {
 	perTopic, err := p.createTopics(ctx, tenant, topics)
 	if err != nil {
 		return err
@@ -143,7 +125,7 @@ func (p *Provisioner) create(ctx context.Context, tenant tenancy.ID, topics []ka
 // createTopics creates topics on tenant's client (zero: the shared one)
 // in one request; it returns the topics that failed, an existing topic
 // not counting.
-func (p *Provisioner) createTopics(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) (map[string]error, error) {
+func (p *lifecycleTarget) createTopics(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) (map[string]error, error) {
 	// Routes may share a topic (a producer and its consumer).
 	seen := map[string]bool{}
 	var uniq []kafkago.TopicConfig

@@ -25,10 +25,10 @@ func TestProvisionRefreshesSharedMetadata(t *testing.T) {
 	_, _ = rand.Read(b)
 	prefix := "tw-" + hex.EncodeToString(b) + "-"
 	spec := newSpec("orders", kindProducer, "kafka.ProducerConfig", topicFields{topic: naming.PerTenant(prefix)})
-	mk := func() (*Provisioner, *client) {
+	mk := func() (*lifecycleTarget, *client) {
 		c := newClient([]string{broker}, nil, nil, nil, nil, 0, "events")
 		t.Cleanup(c.close)
-		return &Provisioner{core: &core{module: "events", shared: c, routes: []*routeSpec{spec}}, routes: []*routeSpec{spec}, teardown: true}, c
+		return &lifecycleTarget{core: &core{module: "events", shared: c, routes: []*routeSpec{spec}}, routes: []*routeSpec{spec}, teardown: true}, c
 	}
 	here, c := mk()
 	elsewhere, _ := mk()

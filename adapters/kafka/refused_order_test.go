@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -20,7 +21,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	uses := map[string]fx.Option{
 		"producer":           tenancytest.Invoke[*kafka.Producer]("orders"),
 		"static producer":    tenancytest.Invoke[*kafka.Producer]("audit"),
-		"module provisioner": tenancytest.Invoke[*kafka.Provisioner]("bus"),
+		"module provisioner": tenancytest.Invoke[*migrate.Runner]("bus"),
 	}
 	routes := []kafka.Option{
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),

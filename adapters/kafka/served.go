@@ -144,6 +144,6 @@ func notProvisioned(module, route, topic string, cause error) error {
 	return &tenancy.Error{
 		Code: tenancy.CodeTenantNotProvisioned, Module: module, Backend: rules.Name, Route: route,
 		Detail: fmt.Sprintf("the bound tenant's topic %s does not exist (%v)", topic, cause),
-		Fix:    "call Provision(ctx, tenant) on the module's *kafka.Provisioner for this tenant before its first call (it is idempotent and returns once the topics are served: an onboarding step or a startup hook may call ProvisionAll for every known tenant)",
+		Fix:    "call Provision(ctx, tenant) on the module's *migrate.Runner (name:\"<module>\") for this tenant before its first call (it is idempotent and returns once the topics are served: an onboarding step or a startup hook may call ProvisionAll for every known tenant)",
 	}
 }

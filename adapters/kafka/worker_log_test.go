@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/logcapture"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -92,8 +93,8 @@ func TestHeaderConsumerLogsTheRecordsTenant(t *testing.T) {
 	topic := testTopic(t, broker, "log")
 	var d struct {
 		fx.In
-		P    *kafka.Producer    `name:"out"`
-		Prov *kafka.Provisioner `name:"m"`
+		P    *kafka.Producer `name:"out"`
+		Prov *migrate.Runner `name:"m"`
 	}
 	fail := errors.New("handler refused the record")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

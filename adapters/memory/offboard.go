@@ -8,12 +8,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ErrTeardownDisabled is returned by offboarding unless the module was
-// built with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
-
 // AllowTeardown lets the module's part in Tenants.Offboard drop a
-// tenant's records; without it offboarding reports ErrTeardownDisabled.
+// tenant's records; without it offboarding reports migrate.ErrTeardownDisabled.
 func AllowTeardown() Option { return optionFunc(func(c *config) { c.teardown = true }) }
 
 // offboard drops every per-tenant container of tenant ("<base>.<hex>":

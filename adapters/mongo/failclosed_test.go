@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
@@ -156,7 +157,7 @@ func TestOutboxNeedsTenantOrGlobal(t *testing.T) {
 
 func TestTeardownDisabledByDefault(t *testing.T) {
 	r := build(t, deadClient(t), mongo.RouteConfig{Collection: naming.PerTenant("c")}, false)
-	if err := r.prov.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, mongo.ErrTeardownDisabled) {
+	if err := r.prov.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, migrate.ErrTeardownDisabled) {
 		t.Fatalf("teardown: %v", err)
 	}
 }

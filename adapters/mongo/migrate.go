@@ -20,26 +20,21 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// IndexStep is the body of a MongoDB migration file ("0002_by_total.json"):
-// indexes created on the tenant's collection of a route.
+// indexStep is the body of a MongoDB migration file ("0002_by_total.json"):
+// indexes created on the tenant's collection of a route, each key a field
+// and 1 or -1.
 //
 //	{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "total", "order": -1}], "unique": false}]}
-type IndexStep struct {
-	Route   string      `json:"route"`
-	Indexes []IndexSpec `json:"indexes"`
-}
-
-// IndexSpec is one index of an IndexStep.
-type IndexSpec struct {
-	Name   string     `json:"name"`
-	Keys   []IndexKey `json:"keys"`
-	Unique bool       `json:"unique"`
-}
-
-// IndexKey is one key of an index: a field and 1 or -1.
-type IndexKey struct {
-	Field string `json:"field"`
-	Order int    `json:"order"`
+type indexStep struct {
+	Route   string `json:"route"`
+	Indexes []struct {
+		Name string `json:"name"`
+		Keys []struct {
+			Field string `json:"field"`
+			Order int    `json:"order"`
+		} `json:"keys"`
+		Unique bool `json:"unique"`
+	} `json:"indexes"`
 }
 
 // GoStep is a migration written in Go: Run gets the tenant's collection of
@@ -51,23 +46,16 @@ type GoStep struct {
 	Run     func(ctx context.Context, coll func(route string) (*driver.Collection, error)) error
 }
 
-// Migrations is a module's loaded MongoDB migration set.
-type Migrations struct {
+// migrations is a module's loaded MongoDB migration set.
+type migrations struct {
 	set migrate.Set
 	run map[int64]func(ctx context.Context, coll func(string) (*driver.Collection, error)) error
 }
 
-// Set is the ordered steps.
-func (m *Migrations) Set() migrate.Set { return m.set }
-
-// LoadMigrations reads "<version>_<name>.json" index steps from fsys (nil:
+// loadMigrations reads "<version>_<name>.json" index steps from fsys (nil:
 // none) and adds the Go steps; versions must be unique across both, and
 // every step must name routes of the module.
-func (p *Provisioner) LoadMigrations(fsys fs.FS, goSteps ...GoStep) (*Migrations, error) {
-	return loadMigrations(p.core.module, p.routes, fsys, goSteps)
-}
-
-func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []GoStep) (*Migrations, error) {
+func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []GoStep) (*migrations, error) {
 	var set migrate.Set
 	if fsys != nil {
 		var err error
@@ -75,9 +63,9 @@ func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []Go
 			return nil, err
 		}
 	}
-	m := &Migrations{run: map[int64]func(context.Context, func(string) (*driver.Collection, error)) error{}}
+	m := &migrations{run: map[int64]func(context.Context, func(string) (*driver.Collection, error)) error{}}
 	for _, st := range set {
-		var is IndexStep
+		var is indexStep
 		dec := json.NewDecoder(bytes.NewReader(st.Body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&is); err != nil {
@@ -104,7 +92,7 @@ func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []Go
 	return m, nil
 }
 
-func checkIndexStep(routes []*routeSpec, is IndexStep) error {
+func checkIndexStep(routes []*routeSpec, is indexStep) error {
 	if !slices.ContainsFunc(routes, func(r *routeSpec) bool { return r.name == is.Route }) {
 		return fmt.Errorf("route %q is not a route of the module", is.Route)
 	}
@@ -126,7 +114,7 @@ func checkIndexStep(routes []*routeSpec, is IndexStep) error {
 
 // apply creates the step's indexes; creating an index that exists with
 // the same keys is a no-op, so the step is idempotent.
-func (is IndexStep) apply(ctx context.Context, coll func(string) (*driver.Collection, error)) error {
+func (is indexStep) apply(ctx context.Context, coll func(string) (*driver.Collection, error)) error {
 	c, err := coll(is.Route)
 	if err != nil {
 		return err
@@ -168,45 +156,54 @@ type stepRecord struct {
 	At       time.Time `bson:"at"`
 }
 
-// Migrate applies m's pending steps to tenant (dry: lists them). Each step
-// is claimed first (a document whose _id is (module, tenant, version)), so
-// two migrators never both run it; the claim becomes the record once the
-// step finished, and is released when it failed.
-func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrations, dry bool) ([]migrate.Change, error) {
-	if tenant.IsZero() {
-		return nil, tenancy.Unbound()
+// history is a tenant's migration records, open for one run: the records
+// in its home database, and its collections of the routes its steps
+// touch, opened as they are first named.
+type history struct {
+	t       *lifecycleTarget
+	tenant  tenancy.ID
+	colls   map[string]*driver.Collection
+	servers map[string]string
+	home    string
+	records *driver.Collection
+	rec     stepRecord
+	release []func()
+}
+
+func (t *lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, _ bool) ([]migrate.History, error) {
+	h := &history{t: t, tenant: tenant, colls: map[string]*driver.Collection{}, servers: map[string]string{}, home: t.core.home(t.routes).name}
+	hc, err := h.coll(ctx, h.home)
+	if err != nil {
+		_ = h.Close(ctx, err)
+		return nil, err
 	}
-	colls, servers := map[string]*driver.Collection{}, map[string]string{}
-	var releases []func()
-	defer func() {
-		for _, r := range releases {
-			r()
-		}
-	}()
-	coll := func(name string) (*driver.Collection, error) {
-		if c, ok := colls[name]; ok {
-			return c, nil
-		}
-		i := slices.IndexFunc(p.routes, func(r *routeSpec) bool { return r.name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("mongo: module %s has no route %q", p.core.module, name)
-		}
-		r := newRoute(p.core, p.routes[i])
-		t, err := p.target(ctx, &r, tenant)
-		if err != nil {
-			return nil, err
-		}
-		releases = append(releases, t.release)
-		colls[name], servers[name] = t.coll, t.server
-		return t.coll, nil
+	h.records = hc.Database().Collection(migrationColl)
+	return []migrate.History{h}, nil
+}
+
+// coll is the tenant's collection of route name.
+func (h *history) coll(ctx context.Context, name string) (*driver.Collection, error) {
+	if c, ok := h.colls[name]; ok {
+		return c, nil
 	}
-	home := p.core.home(p.routes)
-	hc, err := coll(home.name)
+	i := slices.IndexFunc(h.t.routes, func(r *routeSpec) bool { return r.name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("mongo: module %s has no route %q", h.t.core.module, name)
+	}
+	r := newRoute(h.t.core, h.t.routes[i])
+	tg, err := h.t.target(ctx, &r, h.tenant)
 	if err != nil {
 		return nil, err
 	}
-	records := hc.Database().Collection(migrationColl)
-	cur, err := records.Find(ctx, bson.D{{Key: "module", Value: p.core.module}, {Key: "tenant", Value: tenant.Hex()}, {Key: "state", Value: "applied"}})
+	h.release = append(h.release, tg.release)
+	h.colls[name], h.servers[name] = tg.coll, tg.server
+	return tg.coll, nil
+}
+
+func (h *history) Key() string { return h.servers[h.home] }
+
+func (h *history) Applied(ctx context.Context) ([]migrate.Applied, error) {
+	cur, err := h.records.Find(ctx, bson.D{{Key: "module", Value: h.t.core.module}, {Key: "tenant", Value: h.tenant.Hex()}, {Key: "state", Value: "applied"}})
 	if err != nil {
 		return nil, err
 	}
@@ -219,44 +216,37 @@ func (p *Provisioner) Migrate(ctx context.Context, tenant tenancy.ID, m *Migrati
 		applied = append(applied, migrate.Applied{Version: d.Version, Name: d.Name, Checksum: d.Checksum})
 	}
 	slices.SortFunc(applied, func(a, b migrate.Applied) int { return cmp.Compare(a.Version, b.Version) })
-	pending, err := m.set.Pending(applied, p.core.module, rules.Name, tenant)
-	if err != nil {
-		return nil, err
-	}
-	var changes []migrate.Change
-	for _, st := range pending {
-		ch := migrate.Change{Tenant: tenant, Module: p.core.module, Version: st.Version, Name: st.Name}
-		if dry {
-			changes = append(changes, ch)
-			continue
-		}
-		rec := stepRecord{ID: p.core.module + "/" + tenant.Hex() + "/" + strconv.FormatInt(st.Version, 10), Module: p.core.module,
-			Tenant: tenant.Hex(), Version: st.Version, Name: st.Name, Checksum: st.Checksum, State: "applying", At: time.Now()}
-		mine, err := claim(ctx, records, rec)
-		if err != nil {
-			return changes, err
-		}
-		if !mine { // another migrator applied it meanwhile
-			continue
-		}
-		if err := m.run[st.Version](ctx, coll); err != nil {
-			_, _ = records.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: rec.ID}, {Key: "state", Value: "applying"}})
-			return changes, fmt.Errorf("mongo: module %s: migration %s failed for tenant %s: %w", p.core.module, st.File(), tenant, err)
-		}
-		if _, err := records.UpdateOne(ctx, bson.D{{Key: "_id", Value: rec.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "state", Value: "applied"}, {Key: "at", Value: time.Now()}}}}); err != nil {
-			return changes, err
-		}
-		changes = append(changes, ch)
-	}
-	if !dry {
-		p.core.gate.Mark(tenant, servers[home.name], m.set.Latest())
-	}
-	return changes, nil
+	return applied, nil
 }
 
-// ErrStepClaimed: another migrator is applying the step now; the tenant
-// is reported failed for this run and a rerun completes it.
-var ErrStepClaimed = errors.New("another migrator is applying this step; rerun once it finished")
+// Claim inserts the step's record as applying: its _id is (module,
+// tenant, version), so two migrators never both run the step.
+func (h *history) Claim(ctx context.Context, st migrate.Step) (bool, error) {
+	m := h.t.core.module
+	h.rec = stepRecord{ID: m + "/" + h.tenant.Hex() + "/" + strconv.FormatInt(st.Version, 10), Module: m,
+		Tenant: h.tenant.Hex(), Version: st.Version, Name: st.Name, Checksum: st.Checksum, State: "applying", At: time.Now()}
+	return claim(ctx, h.records, h.rec)
+}
+
+// Apply runs the step; the claim becomes the record once it finished,
+// and is released when it failed.
+func (h *history) Apply(ctx context.Context, st migrate.Step) error {
+	coll := func(name string) (*driver.Collection, error) { return h.coll(ctx, name) }
+	if err := h.t.core.migrations.run[st.Version](ctx, coll); err != nil {
+		_, _ = h.records.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: h.rec.ID}, {Key: "state", Value: "applying"}})
+		return err
+	}
+	_, err := h.records.UpdateOne(ctx, bson.D{{Key: "_id", Value: h.rec.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "state", Value: "applied"}, {Key: "at", Value: time.Now()}}}})
+	return err
+}
+
+// Close: MongoDB has no transactional DDL, so nothing is left to undo.
+func (h *history) Close(context.Context, error) error {
+	for _, r := range h.release {
+		r()
+	}
+	return nil
+}
 
 // claim takes the step for this migrator. It returns false when the step
 // was applied by another one, and ErrStepClaimed while another one holds a
@@ -278,7 +268,7 @@ func claim(ctx context.Context, records *driver.Collection, rec stepRecord) (boo
 		return false, nil
 	}
 	if time.Since(cur.At) < claimTTL {
-		return false, fmt.Errorf("tenant %s, version %d: %w", rec.Tenant, rec.Version, ErrStepClaimed)
+		return false, fmt.Errorf("tenant %s, version %d: %w", rec.Tenant, rec.Version, migrate.ErrStepClaimed)
 	}
 	res, err := records.UpdateOne(ctx, bson.D{{Key: "_id", Value: rec.ID}, {Key: "state", Value: "applying"}, {Key: "at", Value: cur.At}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: rec.At}}}})
@@ -286,49 +276,7 @@ func claim(ctx context.Context, records *driver.Collection, rec stepRecord) (boo
 		return false, err
 	}
 	if res.ModifiedCount != 1 {
-		return false, fmt.Errorf("tenant %s, version %d: %w", rec.Tenant, rec.Version, ErrStepClaimed)
+		return false, fmt.Errorf("tenant %s, version %d: %w", rec.Tenant, rec.Version, migrate.ErrStepClaimed)
 	}
 	return true, nil
-}
-
-// MigrateAll migrates every tenant (tenants, or reg's ready tenants when
-// nil) with bounded concurrency, recording each tenant's version in reg.
-func (p *Provisioner) MigrateAll(ctx context.Context, tenants []tenancy.ID, m *Migrations, reg migrate.Registry, o migrate.Options) (migrate.Report, error) {
-	if tenants == nil {
-		if reg == nil {
-			return migrate.Report{}, fmt.Errorf("mongo: module %s: MigrateAll without a tenant list needs a registry", p.core.module)
-		}
-		var err error
-		if tenants, err = migrate.ReadyTenants(ctx, reg); err != nil {
-			return migrate.Report{}, err
-		}
-	}
-	return migrate.Each(ctx, "migrate "+p.core.module, tenants, o, func(ctx context.Context, t tenancy.ID, rec *migrate.Recorder) error {
-		ch, err := p.Migrate(ctx, t, m, o.DryRun)
-		rec.Add(ch...)
-		if err != nil || reg == nil || o.DryRun {
-			return err
-		}
-		return reg.SetVersion(ctx, t, p.core.module, m.set.Latest())
-	}), nil
-}
-
-// ProvisionAll provisions tenants with bounded concurrency, recording each
-// in reg when given; Provision is idempotent, so a rerun after a crash
-// completes the rest.
-func (p *Provisioner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, reg migrate.Registry, o migrate.Options) migrate.Report {
-	return migrate.Each(ctx, "provision "+p.core.module, tenants, o, func(ctx context.Context, t tenancy.ID, _ *migrate.Recorder) error {
-		if reg != nil {
-			if err := reg.Put(ctx, t, migrate.Provisioning); err != nil {
-				return err
-			}
-		}
-		if err := p.Provision(ctx, t); err != nil {
-			return err
-		}
-		if reg != nil {
-			return reg.Put(ctx, t, migrate.Ready)
-		}
-		return nil
-	})
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// MigrationFiles gives the module its migration set, as LoadMigrations
-// reads it ("<version>_<name>.json" index steps from fsys, nil for none, and the
-// Go steps), checked at fx.New; Provisioner.Migrations returns it for
-// MigrateAll. A module needs it for RequiredVersion.
+// MigrationFiles gives the module its migration set ("<version>_<name>.json"
+// index steps from fsys, nil for none, and the
+// Go steps), checked at fx.New, which the module's runner applies. A
+// module needs it for RequiredVersion.
 func MigrationFiles(fsys fs.FS, goSteps ...GoStep) Option {
 	return func(c *config) { c.migrations = &migrationFiles{fsys, goSteps} }
 }
@@ -37,14 +37,16 @@ type migrationFiles struct {
 // above the newest step is wiring_invalid) and a TenantRegistry.
 func RequiredVersion(v int64) Option { return func(c *config) { c.required = v } }
 
-// TenantRegistry is where the start-up check finds the module's tenants.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.registry = r } }
 
 // versionWiring loads the MigrationFiles and checks RequiredVersion; it
 // returns the module's set (nil without MigrationFiles) and the start-up
 // check.
-func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option) {
-	var m *Migrations
+func versionWiring(module string, cfg *config) (*migrations, []error, fx.Option) {
+	var m *migrations
 	var latest int64
 	if cfg.migrations != nil {
 		var err error
@@ -65,9 +67,6 @@ func versionWiring(module string, cfg *config) (*Migrations, []error, fx.Option)
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return c.gate.CheckRegistry(ctx, cfg.registry) }))
 	})
 }
-
-// Migrations is the module's MigrationFiles set (nil without the option).
-func (p *Provisioner) Migrations() *Migrations { return p.core.migrations }
 
 // home is the route whose tenant database holds a tenant's migration
 // records: the first per-tenant route, else the first route.
@@ -92,8 +91,45 @@ func (r *route) ensureCurrent(ctx context.Context, tenant tenancy.ID, server str
 		if err != nil {
 			return 0, fmt.Errorf("mongo: module %s: reading tenant %s's migration records: %w", r.core.module, tenant, err)
 		}
+		if v == 0 {
+			// Behind from version 0 is "never provisioned" when the
+			// tenant's own container is not there at all: say what to call.
+			if err := r.core.requireProvisioned(ctx, tenant, r.spec.name); err != nil {
+				return 0, err
+			}
+		}
 		return v, nil
 	})
+}
+
+// requireProvisioned refuses with tenant_not_provisioned when the home
+// route's collection, the tenant's own (a collection or database per
+// tenant, or the tenant's routed server), does not exist. Asked only for a
+// tenant with no applied record, so a current tenant never pays for it. A
+// home collection all tenants share proves nothing about one tenant.
+func (c *core) requireProvisioned(ctx context.Context, tenant tenancy.ID, route string) error {
+	hr := newRoute(c, c.home(c.routes))
+	if !hr.perTenant && c.pools == nil {
+		return nil
+	}
+	t, err := hr.targetFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	db, name := t.coll.Database().Name(), t.coll.Name()
+	names, err := t.coll.Database().ListCollectionNames(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil {
+		return fmt.Errorf("mongo: module %s: looking for tenant %s's collection: %w", c.module, tenant, err)
+	}
+	if len(names) > 0 {
+		return nil
+	}
+	return &tenancy.Error{
+		Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: rules.Name, Route: route,
+		Detail: fmt.Sprintf("tenant %s has no collection %s in database %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, name, db),
+		Fix:    "call Provision(ctx, tenant) on the module's *mongo.Provisioner or *migrate.Runner (or Tenants.Provision) before its first call: it creates the collections and indexes and migrates them",
+	}
 }
 
 // appliedVersion is the newest version tenant's records mark applied (0

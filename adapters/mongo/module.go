@@ -88,7 +88,7 @@ func Database(name string) Option { return func(cfg *config) { cfg.database = na
 // RequiredIsolation declares the floor every route must reach.
 func RequiredIsolation(t tenancy.Tier) Option { return func(cfg *config) { cfg.floor = t } }
 
-// AllowTeardown lets the Provisioner drop a tenant's collections and
+// AllowTeardown lets the module's Teardown drop a tenant's collections and
 // databases. Off by default: teardown destroys data.
 func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
 
@@ -201,9 +201,11 @@ func Module(name string, opts ...Option) fx.Option {
 		Parts: []fx.Option{
 			fx.Provide(fx.Private, newCore(name, cfg, migrations)),
 			// Named by the module, so that an app may hold several MongoDB modules.
-			fx.Provide(fx.Annotate(
-				func(c *core) *Provisioner { return &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown} },
-				fx.ResultTags(`name:"`+name+`"`))),
+			modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
+				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.registry)
+			}),
+			fx.Provide(fx.Annotate(func(c *core, r *migrate.Runner) *Provisioner { return &Provisioner{Runner: r, core: c} },
+				fx.ParamTags(``, `name:"`+name+`"`), fx.ResultTags(`name:"`+name+`"`))),
 			modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
 				return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
 					if c.client == nil {
@@ -218,12 +220,8 @@ func Module(name string, opts ...Option) fx.Option {
 					return nil
 				}}
 			}),
-			modules.ProvideTenantState(func(c *core) modules.TenantState {
-				p := &Provisioner{core: c, routes: cfg.routes, teardown: cfg.teardown}
-				return modules.TenantState{Module: name, Backend: rules.Name, Provision: p.Provision, Offboard: p.Teardown}
-			}),
 		},
-		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}},
+		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}, {Type: reflect.TypeFor[*migrate.Runner](), Name: name}},
 	}
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
@@ -250,7 +248,7 @@ type core struct {
 	routes []*routeSpec
 	// migrations is the MigrationFiles option's set; gate refuses calls for
 	// tenants behind RequiredVersion (nil: no check).
-	migrations *Migrations
+	migrations *migrations
 	gate       *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
@@ -263,7 +261,7 @@ type clientIn struct {
 	Suspended *modules.Suspensions `optional:"true"`
 }
 
-func newCore(module string, cfg *config, m *Migrations) func(clientIn) (*core, error) {
+func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
 		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended}
 		switch {

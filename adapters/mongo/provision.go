@@ -13,31 +13,47 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Provisioner creates a tenant's collections with their indexes, and
-// drops them when teardown was explicitly allowed (AllowTeardown).
+// Provisioner is a module's lifecycle (the embedded *migrate.Runner:
+// Provision, MigrateAll, Teardown...) and its routed clients' eviction;
+// provided as *mongo.Provisioner name:"<module>", the runner also as
+// *migrate.Runner name:"<module>".
 type Provisioner struct {
+	*migrate.Runner
+	core *core
+}
+
+// lifecycleTarget is the module's side of its migrate.Runner.
+type lifecycleTarget struct {
 	core     *core
 	routes   []*routeSpec
 	teardown bool
 }
 
-// ErrTeardownDisabled is returned by Teardown unless the module was built
-// with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
+func (t *lifecycleTarget) runner(registry migrate.Registry) *migrate.Runner {
+	var set migrate.Set
+	if t.core.migrations != nil {
+		set = t.core.migrations.set
+	}
+	return migrate.NewRunner(migrate.Spec{Module: t.core.module, Backend: rules.Name, Set: set, Registry: registry, Gate: t.core.gate,
+		PerTenant: true, AllowTeardown: t.teardown}, t)
+}
 
 // Provision creates, for tenant, every collection of the module's routes
 // and their indexes. It is idempotent: existing collections and indexes
 // are kept. Shared collections are created too (on the tenant's own
-// client when routed).
-func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
-	for _, spec := range p.routes {
-		r := newRoute(p.core, spec)
-		t, err := p.target(ctx, &r, tenant)
+// client when routed); the zero tenant has nothing of its own.
+func (t *lifecycleTarget) Provision(ctx context.Context, tenant tenancy.ID) error {
+	if tenant.IsZero() {
+		return nil
+	}
+	for _, spec := range t.routes {
+		r := newRoute(t.core, spec)
+		tg, err := t.target(ctx, &r, tenant)
 		if err != nil {
 			return err
 		}
-		err = provisionOne(ctx, t.coll, spec)
-		t.release()
+		err = provisionOne(ctx, tg.coll, spec)
+		tg.release()
 		if err != nil {
 			return fmt.Errorf("mongo: provision %s for %s: %w", spec.name, tenant, err)
 		}
@@ -45,7 +61,7 @@ func (p *Provisioner) Provision(ctx context.Context, tenant tenancy.ID) error {
 	return nil
 }
 
-func (p *Provisioner) target(ctx context.Context, r *route, tenant tenancy.ID) (target, error) {
+func (t *lifecycleTarget) target(ctx context.Context, r *route, tenant tenancy.ID) (target, error) {
 	if r.scoped() {
 		return r.targetFor(ctx, tenant)
 	}
@@ -81,14 +97,8 @@ func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec)
 // Teardown drops tenant's per-tenant collections and per-tenant databases,
 // and, when its migration records sit beside them, the records too (a
 // reprovisioned tenant starts at version 0). Shared collections are never
-// dropped. Disabled unless AllowTeardown.
-func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if err := migrate.CheckTeardown(p.teardown, tenant); err != nil {
-		return err
-	}
-	// Even a partial teardown leaves the tenant's containers behind their
-	// version: its next call reads it again.
-	defer p.core.gate.Forget(tenant)
+// dropped.
+func (p *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	for _, spec := range p.routes {
 		r := newRoute(p.core, spec)
 		if !r.perTenant {
@@ -114,7 +124,7 @@ func (p *Provisioner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 // dropRecords deletes tenant's migration records once the home route's
 // containers are dropped (they hold what the records describe); a home
 // route the tenant shares keeps them.
-func (p *Provisioner) dropRecords(ctx context.Context, tenant tenancy.ID) error {
+func (p *lifecycleTarget) dropRecords(ctx context.Context, tenant tenancy.ID) error {
 	if len(p.routes) == 0 {
 		return nil
 	}

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/migrate"
 )
 
@@ -15,7 +13,7 @@ import (
 // "<version>_<name>.cypher" file at the top of fsys, each holding one or
 // more schema commands separated by ';' (CREATE ... IF NOT EXISTS, DROP
 // ... IF EXISTS of constraints and indexes). The module then provides a
-// *Migrator as name:"<module>". Files are checked at fx.New: a misnamed
+// *migrate.Runner as name:"<module>" (as every module does). Files are checked at fx.New: a misnamed
 // file, a statement that is not an idempotent schema command, or (on a
 // module with tagged routes) a uniqueness constraint without the tenant
 // property is wiring_invalid.
@@ -138,23 +136,23 @@ func splitStatements(body string) []string {
 	return out
 }
 
-// migrationParts checks the module's migrations and provides its
-// *Migrator; both nil when the module has none.
-func migrationParts(module string, cfg *config) ([]error, fx.Option, int64) {
-	if cfg.migrations == nil {
-		return nil, nil, 0
-	}
-	tagged := false
-	for _, r := range cfg.routes {
-		if cfg.routed == nil && rules.Decide(r.floorsRoute(false)).Tagged {
-			tagged = true
+// lifecycle checks the module's migrations and builds its runner.
+func lifecycle(module string, cfg *config) (errs []error, build func(*core) *migrate.Runner, latest int64) {
+	var (
+		set   migrate.Set
+		stmts map[int64][]string
+	)
+	if cfg.migrations != nil {
+		tagged := false
+		for _, r := range cfg.routes {
+			if cfg.routed == nil && rules.Decide(r.floorsRoute(false)).Tagged {
+				tagged = true
+			}
 		}
+		set, stmts, errs = loadMigrations(module, cfg.migrations, tagged)
 	}
-	set, stmts, errs := loadMigrations(module, cfg.migrations, tagged)
-	if len(errs) > 0 {
-		return errs, nil, set.Latest()
-	}
-	return nil, fx.Provide(fx.Annotate(func(c *core) *Migrator {
-		return &Migrator{core: c, routes: cfg.routes, set: set, stmts: stmts}
-	}, fx.ResultTags(`name:"`+module+`"`))), set.Latest()
+	return errs, func(c *core) *migrate.Runner {
+		t := &lifecycleTarget{core: c, routes: cfg.routes, stmts: stmts, teardown: cfg.teardown}
+		return t.runner(set, cfg.registry)
+	}, set.Latest()
 }

@@ -22,8 +22,9 @@ import (
 // Migrations file is wiring_invalid.
 func RequiredVersion(v int64) Option { return func(c *config) { c.required = v } }
 
-// TenantRegistry is where the start-up check finds the module's tenants
-// (and MigrateAll, when given it, records their versions).
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.registry = r } }
 
 // versionWiring checks RequiredVersion against the module's migrations

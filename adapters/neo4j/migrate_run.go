@@ -14,19 +14,23 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Migrator applies a module's migrations (the Migrations option) to the
-// module's shared database once and to each tenant's own database (a
-// routed driver, or a per-tenant database); provided as *Migrator
-// name:"<module>".
-type Migrator struct {
+// lifecycleTarget is the module's side of its migrate.Runner: the
+// module's shared database once and each tenant's own databases (a
+// routed driver, or a per-tenant database).
+type lifecycleTarget struct {
 	core   *core
 	routes []*routeSpec
-	set    migrate.Set
-	stmts  map[int64][]string
+	// stmts are each step's statements, split and checked at fx.New.
+	stmts    map[int64][]string
+	teardown bool
 }
 
-// Set is the module's ordered steps.
-func (m *Migrator) Set() migrate.Set { return m.set }
+// runner is the module's lifecycle, provided as *migrate.Runner
+// name:"<module>".
+func (m *lifecycleTarget) runner(set migrate.Set, reg migrate.Registry) *migrate.Runner {
+	return migrate.NewRunner(migrate.Spec{Module: m.core.module, Backend: rules.Name, Set: set, Registry: reg, Gate: m.core.gate,
+		Shared: m.shared(), PerTenant: m.perTenant(), AllowTeardown: m.teardown}, m)
+}
 
 // The history of a database: one node per applied step, keyed by
 // (module, target, version) under a uniqueness constraint, so that the
@@ -50,33 +54,6 @@ var (
 	claimWait = 30 * time.Second
 )
 
-// ErrStepClaimed: another migrator has been applying the step for longer
-// than this one waited; the tenant is reported failed for this run and a
-// rerun completes it.
-var ErrStepClaimed = errors.New("another migrator is applying this step; rerun once it finished")
-
-// StepError is a statement the server refused. Schema commands are not
-// transactional together: the file's earlier statements stay applied, the
-// step is not recorded, and its next run repeats them (they are IF [NOT]
-// EXISTS, so that is a no-op).
-type StepError struct {
-	Tenant    tenancy.ID // zero: the shared database
-	Module    string
-	File      string
-	Statement string
-	Err       error
-}
-
-func (e *StepError) Error() string {
-	who := "the shared database"
-	if !e.Tenant.IsZero() {
-		who = "tenant " + e.Tenant.String()
-	}
-	return fmt.Sprintf("neo4j: module %s: migration %s failed for %s (not recorded) at %q: %v", e.Module, e.File, who, e.Statement, e.Err)
-}
-
-func (e *StepError) Unwrap() error { return e.Err }
-
 // target is one database a set runs on.
 type target struct {
 	drv      driver
@@ -89,7 +66,7 @@ type target struct {
 
 // shared reports whether the module has a database all tenants share:
 // a plain driver and a route without a per-tenant database.
-func (m *Migrator) shared() bool {
+func (m *lifecycleTarget) shared() bool {
 	if m.core.routed() {
 		return false
 	}
@@ -97,13 +74,13 @@ func (m *Migrator) shared() bool {
 }
 
 // perTenant reports whether tenants have databases of their own.
-func (m *Migrator) perTenant() bool {
+func (m *lifecycleTarget) perTenant() bool {
 	return m.core.routed() || slices.ContainsFunc(m.routes, func(s *routeSpec) bool { return newRoute(m.core, s).perTenantDB })
 }
 
 // targets are the databases of tenant (zero: the shared database), each
 // once.
-func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, error) {
+func (m *lifecycleTarget) targets(ctx context.Context, tenant tenancy.ID) ([]target, error) {
 	if tenant.IsZero() {
 		if !m.shared() {
 			return nil, rules.Unbound(m.core.module, "")
@@ -138,114 +115,112 @@ func (m *Migrator) targets(ctx context.Context, tenant tenancy.ID) ([]target, er
 	return out, nil
 }
 
-// Migrate applies the pending steps to tenant's databases (zero tenant:
-// the module's shared database) and returns what it applied.
-func (m *Migrator) Migrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
-	return m.migrate(ctx, tenant, false)
+// Provision: tenants' databases are created per route (Graph.Provision),
+// and nothing else ahead of a tenant's first call.
+func (m *lifecycleTarget) Provision(context.Context, tenancy.ID) error { return nil }
+
+// history is one database's TenantwireMigration nodes, open for one run.
+type history struct {
+	m    *lifecycleTarget
+	t    target
+	sess session
+	key  string // the tenant's hex, or "shared"
+	rec  map[string]any
 }
 
-// PlanMigrate lists the steps Migrate would apply, changing nothing.
-func (m *Migrator) PlanMigrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
-	return m.migrate(ctx, tenant, true)
-}
-
-func (m *Migrator) migrate(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.Change, error) {
+func (m *lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.History, error) {
 	ts, err := m.targets(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, t := range ts {
-			t.release()
-		}
-	}()
-	var changes []migrate.Change
-	for _, t := range ts {
-		ch, err := m.migrateTarget(ctx, tenant, t, dry)
-		changes = append(changes, ch...)
-		if err != nil {
-			return changes, err
-		}
-	}
-	return changes, nil
-}
-
-func (m *Migrator) migrateTarget(ctx context.Context, tenant tenancy.ID, t target, dry bool) ([]migrate.Change, error) {
-	sess := t.drv.NewSession(ctx, t.database)
-	defer sess.Close(ctx)
 	key := sharedTarget
 	if !tenant.IsZero() {
 		key = tenant.Hex()
 	}
-	if !dry {
-		if err := ensureHistory(ctx, sess); err != nil {
-			return nil, fmt.Errorf("neo4j: module %s: creating the migration history constraint: %w", m.core.module, err)
-		}
-		// A forged node would hold its step's key under the constraint,
-		// so the step could never be claimed.
-		if _, err := sess.ExecuteWrite(ctx, func(run runner) (any, error) {
-			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target}) WHERE NOT "+unmarked+" DELETE h",
-				map[string]any{"module": m.core.module, "target": key})
-		}); err != nil {
-			return nil, fmt.Errorf("neo4j: module %s: removing forged migration history: %w", m.core.module, err)
-		}
-	}
-	applied, err := readHistory(ctx, sess, m.core.module, key)
-	if err != nil {
-		return nil, fmt.Errorf("neo4j: module %s: reading the migration history: %w", m.core.module, err)
-	}
-	pending, err := m.set.Pending(applied, m.core.module, rules.Name, tenant)
-	if err != nil {
-		return nil, err
-	}
-	var changes []migrate.Change
-	for _, st := range pending {
-		ch := migrate.Change{Tenant: tenant, Module: m.core.module, Version: st.Version, Name: st.Name}
+	out := make([]migrate.History, 0, len(ts))
+	for i, t := range ts {
+		h := &history{m: m, t: t, sess: t.drv.NewSession(ctx, t.database), key: key}
+		out = append(out, h)
 		if dry {
-			changes = append(changes, ch)
 			continue
 		}
-		rec := map[string]any{"module": m.core.module, "target": key, "version": st.Version, "name": st.Name, "checksum": st.Checksum}
-		mine, err := claimStep(ctx, sess, rec)
-		if err != nil {
-			return changes, fmt.Errorf("neo4j: module %s: tenant %s, migration %s: %w", m.core.module, tenant, st.File(), err)
+		if err := h.prepare(ctx); err != nil {
+			for _, o := range out {
+				_ = o.Close(ctx, err)
+			}
+			for _, rest := range ts[i+1:] {
+				rest.release()
+			}
+			return nil, err
 		}
-		if !mine { // another migrator applied it meanwhile
-			continue
-		}
-		if err := m.runStep(ctx, sess, tenant, st); err != nil {
-			_, _ = sess.ExecuteWrite(context.WithoutCancel(ctx), func(run runner) (any, error) {
-				return run.Run(context.WithoutCancel(ctx), "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version, state: 'applying'}) DELETE h", rec)
-			})
-			return changes, err
-		}
-		if _, err := sess.ExecuteWrite(ctx, func(run runner) (any, error) {
-			return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version}) SET h.state = 'applied', h.at = datetime()", rec)
-		}); err != nil {
-			return changes, err
-		}
-		changes = append(changes, ch)
 	}
-	if !dry {
-		m.core.gate.Mark(tenant, t.name, m.set.Latest())
+	return out, nil
+}
+
+// prepare creates the history's constraint and drops forged nodes: a
+// forged node would hold its step's key under the constraint, so the
+// step could never be claimed.
+func (h *history) prepare(ctx context.Context) error {
+	module := h.m.core.module
+	if err := ensureHistory(ctx, h.sess); err != nil {
+		return fmt.Errorf("neo4j: module %s: creating the migration history constraint: %w", module, err)
 	}
-	return changes, nil
+	if _, err := h.sess.ExecuteWrite(ctx, func(run runner) (any, error) {
+		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target}) WHERE NOT "+unmarked+" DELETE h",
+			map[string]any{"module": module, "target": h.key})
+	}); err != nil {
+		return fmt.Errorf("neo4j: module %s: removing forged migration history: %w", module, err)
+	}
+	return nil
+}
+
+func (h *history) Key() string { return h.t.name }
+
+func (h *history) Applied(ctx context.Context) ([]migrate.Applied, error) {
+	return readHistory(ctx, h.sess, h.m.core.module, h.key)
+}
+
+func (h *history) Claim(ctx context.Context, st migrate.Step) (bool, error) {
+	h.rec = map[string]any{"module": h.m.core.module, "target": h.key, "version": st.Version, "name": st.Name, "checksum": st.Checksum}
+	return claimStep(ctx, h.sess, h.rec)
+}
+
+// Apply runs the step's statements and marks its node applied; a failed
+// statement deletes the claim.
+func (h *history) Apply(ctx context.Context, st migrate.Step) error {
+	if err := h.m.runStep(ctx, h.sess, st); err != nil {
+		_, _ = h.sess.ExecuteWrite(context.WithoutCancel(ctx), func(run runner) (any, error) {
+			return run.Run(context.WithoutCancel(ctx), "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version, state: 'applying'}) DELETE h", h.rec)
+		})
+		return err
+	}
+	_, err := h.sess.ExecuteWrite(ctx, func(run runner) (any, error) {
+		return run.Run(ctx, "MATCH (h:"+historyLabel+" {module: $module, target: $target, version: $version}) SET h.state = 'applied', h.at = datetime()", h.rec)
+	})
+	return err
+}
+
+// Close: schema commands commit on their own; nothing is left to undo.
+func (h *history) Close(ctx context.Context, _ error) error {
+	err := h.sess.Close(ctx)
+	h.t.release()
+	return err
 }
 
 // runStep runs the step's statements, each auto-commit (schema commands
 // take their own transaction), then waits for the indexes it created to
 // come online, so that "applied" means usable.
-func (m *Migrator) runStep(ctx context.Context, sess session, tenant tenancy.ID, st migrate.Step) error {
+func (m *lifecycleTarget) runStep(ctx context.Context, sess session, st migrate.Step) error {
 	for _, s := range m.stmts[st.Version] {
 		if err := runSchema(ctx, sess, s); err != nil {
 			if enterpriseOnly(err) || isEnterpriseSchema(err) {
 				err = fmt.Errorf("%w: %w", ErrEnterpriseRequired, err)
 			}
-			return &StepError{Tenant: tenant, Module: m.core.module, File: st.File(), Statement: s, Err: err}
+			return &migrate.StepError{Statement: s, Err: err}
 		}
 	}
 	if _, err := sess.Run(ctx, "CALL db.awaitIndexes(300)", nil); err != nil {
-		return &StepError{Tenant: tenant, Module: m.core.module, File: st.File(), Statement: "CALL db.awaitIndexes(300)", Err: err}
+		return &migrate.StepError{Statement: "CALL db.awaitIndexes(300)", Err: err}
 	}
 	return nil
 }
@@ -353,14 +328,14 @@ func claimStep(ctx context.Context, sess session, rec map[string]any) (bool, err
 		case len(recs) == 0 && time.Now().Before(deadline): // released after a failure: claim again
 			continue
 		case len(recs) == 0:
-			return false, ErrStepClaimed
+			return false, migrate.ErrStepClaimed
 		case recs[0].Values[0] == "applied":
 			return false, nil
 		case recs[0].Values[1] == true:
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return false, ErrStepClaimed
+			return false, migrate.ErrStepClaimed
 		}
 		select {
 		case <-ctx.Done():
@@ -377,39 +352,4 @@ func withTTL(rec map[string]any) map[string]any {
 	}
 	out["ttl"] = int64(claimTTL / time.Second)
 	return out
-}
-
-// MigrateAll migrates the module's shared database once (when it has
-// one) and every tenant's own databases (tenants, or reg's ready tenants
-// when nil), with bounded concurrency, failures reported per tenant while
-// the others go on, and each tenant's version recorded in reg.
-func (m *Migrator) MigrateAll(ctx context.Context, tenants []tenancy.ID, reg migrate.Registry, o migrate.Options) (migrate.Report, error) {
-	op := "migrate " + m.core.module
-	if o.DryRun {
-		op += " (dry run)"
-	}
-	var list []tenancy.ID
-	if m.shared() {
-		list = append(list, tenancy.ID{})
-	}
-	if m.perTenant() {
-		if tenants == nil {
-			if reg == nil {
-				return migrate.Report{Op: op}, fmt.Errorf("neo4j: module %s: MigrateAll without a tenant list needs a registry", m.core.module)
-			}
-			var err error
-			if tenants, err = migrate.ReadyTenants(ctx, reg); err != nil {
-				return migrate.Report{Op: op}, err
-			}
-		}
-		list = append(list, tenants...)
-	}
-	return migrate.Each(ctx, op, list, o, func(ctx context.Context, t tenancy.ID, rec *migrate.Recorder) error {
-		ch, err := m.migrate(ctx, t, o.DryRun)
-		rec.Add(ch...)
-		if err != nil || reg == nil || o.DryRun || t.IsZero() {
-			return err
-		}
-		return reg.SetVersion(ctx, t, m.core.module, m.set.Latest())
-	}), nil
 }

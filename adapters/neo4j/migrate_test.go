@@ -20,8 +20,8 @@ import (
 )
 
 // startMigrator starts module with a graph route "g" and returns its
-// *Migrator and the route.
-func startMigrator(t *testing.T, module string, opts ...neo4j.Option) (*neo4j.Migrator, *neo4j.Graph) {
+// *migrate.Runner and the route.
+func startMigrator(t *testing.T, module string, opts ...neo4j.Option) (*migrate.Runner, *neo4j.Graph) {
 	t.Helper()
 	app, m, g := newApp(t, module, opts...)
 	if err := app.Start(context.Background()); err != nil {
@@ -119,7 +119,6 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 	label, module, ds := migrationScope(t, s1, s2)
 	d1, d2 := ds[0], ds[1]
 	routed := neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{})
-	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	reg := migrate.NewMemoryRegistry()
@@ -128,8 +127,9 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
 
-	plan, err := m.MigrateAll(ctx, nil, reg, migrate.Options{DryRun: true})
+	plan, err := m.MigrateAll(ctx, nil, migrate.Options{DryRun: true})
 	if err != nil || len(plan.Changes) != 6 || len(plan.Failures) != 0 {
 		t.Fatalf("dry run: %d changes, %+v, %v", len(plan.Changes), plan.Failures, err)
 	}
@@ -140,7 +140,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 	var wg sync.WaitGroup
 	var reps [2]migrate.Report
 	for i := range reps {
-		wg.Go(func() { reps[i], _ = m.MigrateAll(ctx, nil, reg, migrate.Options{Concurrency: 2}) })
+		wg.Go(func() { reps[i], _ = m.MigrateAll(ctx, nil, migrate.Options{Concurrency: 2}) })
 	}
 	wg.Wait()
 	applied := map[string]int{}
@@ -198,7 +198,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 		t.Fatalf("a tenant without credentials: %v, %v", ch, err)
 	}
 
-	rerun, err := m.MigrateAll(ctx, nil, reg, migrate.Options{})
+	rerun, err := m.MigrateAll(ctx, nil, migrate.Options{})
 	if err != nil || len(rerun.Changes) != 0 || rerun.Done != 2 {
 		t.Fatalf("rerun: %+v, %v", rerun, err)
 	}
@@ -222,7 +222,7 @@ func TestMigrateTaggedShared(t *testing.T) {
 	d := ds[0]
 	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(threeSteps(label, true)))
 	ctx := context.Background()
-	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, nil, migrate.Options{})
+	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, migrate.Options{})
 	if err != nil || rep.Total != 1 || len(rep.Changes) != 3 || len(rep.Failures) != 0 {
 		t.Fatalf("shared migration: %+v, %v", rep, err)
 	}
@@ -243,10 +243,12 @@ func TestMigrateTaggedShared(t *testing.T) {
 	if _, err := g.CreateNode(ctxA, []string{label}, map[string]any{"code": "x"}); err == nil {
 		t.Fatal("tenant A created a second node with code x under the per-tenant uniqueness constraint")
 	}
-	if _, err := m.Migrate(ctx, tenancytest.TenantA); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
-		t.Fatal("Migrate for a tenant of a module without per-tenant databases succeeded")
+	// A module whose only target is shared migrates it whatever the
+	// tenant (as Provision does for every tenant): here, nothing is left.
+	if ch, err := m.Migrate(ctx, tenancytest.TenantA); err != nil || len(ch) != 0 {
+		t.Fatalf("Migrate for a tenant of a module with only the shared database: %v, %v", ch, err)
 	}
-	if rep, err := m.MigrateAll(ctx, nil, nil, migrate.Options{}); err != nil || len(rep.Changes) != 0 || rep.Done != 1 {
+	if rep, err := m.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Changes) != 0 || rep.Done != 1 {
 		t.Fatalf("rerun: %+v, %v", rep, err)
 	}
 }
@@ -260,15 +262,15 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	label, module, ds := migrationScope(t, s1, s2)
 	d1, d2 := ds[0], ds[1]
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
+	reg := migrate.NewMemoryRegistry()
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
-	reg := migrate.NewMemoryRegistry()
-	rep, err := m.MigrateAll(ctx, []tenancy.ID{a, b}, reg, migrate.Options{})
+	rep, err := m.MigrateAll(ctx, []tenancy.ID{a, b}, migrate.Options{})
 	if err != nil || rep.Done != 1 || len(rep.Failures) != 1 || rep.Failures[0].Tenant != b {
 		t.Fatalf("report: %+v, %v", rep, err)
 	}
-	var se *neo4j.StepError
+	var se *migrate.StepError
 	if !errors.As(rep.Failures[0].Err, &se) || se.Tenant != b || se.File != "0001_code_unique.cypher" || !strings.Contains(se.Statement, "REQUIRE n.code IS UNIQUE") {
 		t.Fatalf("failure: %v", rep.Failures[0].Err)
 	}
@@ -279,7 +281,7 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 		t.Fatalf("A's history: %s", h)
 	}
 	d2.query("MATCH (n:"+label+") DETACH DELETE n", nil)
-	rep, err = m.MigrateAll(ctx, []tenancy.ID{a, b}, reg, migrate.Options{})
+	rep, err = m.MigrateAll(ctx, []tenancy.ID{a, b}, migrate.Options{})
 	if err != nil || rep.Done != 2 || len(rep.Changes) != 3 {
 		t.Fatalf("rerun: %+v, %v", rep, err)
 	}
@@ -305,7 +307,7 @@ func TestMigrateClaims(t *testing.T) {
 	claim := "CREATE (:TenantwireMigration {module: $m, target: $t, version: 1, name: 'code_unique', checksum: 'x', state: 'applying', at: datetime() - duration($age)})"
 	d1.query(claim, map[string]any{"m": module, "t": a.Hex(), "age": "PT5S"})
 	defer neo4j.SetClaimWait(300 * time.Millisecond)()
-	if _, err := m.Migrate(ctx, a); !errors.Is(err, neo4j.ErrStepClaimed) {
+	if _, err := m.Migrate(ctx, a); !errors.Is(err, migrate.ErrStepClaimed) {
 		t.Fatalf("a fresh claim: %v, want ErrStepClaimed", err)
 	}
 	if s := d1.schema(label); len(s) != 0 {
@@ -323,7 +325,7 @@ func TestMigrateClaims(t *testing.T) {
 	wg.Wait()
 	first := 0
 	for i := range chs {
-		if errs[i] != nil && !errors.Is(errs[i], neo4j.ErrStepClaimed) {
+		if errs[i] != nil && !errors.Is(errs[i], migrate.ErrStepClaimed) {
 			t.Fatalf("taking over a stale claim: %v", errs[i])
 		}
 		for _, c := range chs[i] {
@@ -364,7 +366,7 @@ func TestMigrateNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, nil, migrate.Options{})
+	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, migrate.Options{})
 	if err != nil || len(rep.Changes) != 6 || len(rep.Failures) != 0 {
 		t.Fatalf("namespace: %+v, %v", rep, err)
 	}

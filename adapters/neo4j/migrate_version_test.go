@@ -50,12 +50,12 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 }
 
 // newApp builds (not starts) a module with a graph route "g".
-func newApp(t *testing.T, module string, opts ...neo4j.Option) (*fx.App, *neo4j.Migrator, *neo4j.Graph) {
+func newApp(t *testing.T, module string, opts ...neo4j.Option) (*fx.App, *migrate.Runner, *neo4j.Graph) {
 	t.Helper()
-	var m *neo4j.Migrator
+	var m *migrate.Runner
 	var g *neo4j.Graph
 	app := fx.New(fx.NopLogger, neo4j.Module(module, opts...),
-		fx.Invoke(fx.Annotate(func(mm *neo4j.Migrator, gg *neo4j.Graph) { m, g = mm, gg },
+		fx.Invoke(fx.Annotate(func(mm *migrate.Runner, gg *neo4j.Graph) { m, g = mm, gg },
 			fx.ParamTags(`name:"`+module+`"`, `name:"g"`))))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func behind(t *testing.T, err error, route string, detail ...string) {
 // the app refuses to start naming both; with a registry that wrongly says
 // 3, it starts and the run-time check, reading each server's own
 // history, refuses each tenant's call before it writes; migrating A
-// through the Migrator lets A's calls through while B stays refused.
+// through the runner lets A's calls through while B stays refused.
 func TestRequiredVersionRouted(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	label, module, ds := migrationScope(t, s1, s2)
@@ -95,8 +95,8 @@ func TestRequiredVersionRouted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m2, _ := startMigrator(t, module, routed, route, neo4j.Migrations(two))
-	if rep, err := m2.MigrateAll(ctx, nil, reg, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 4 {
+	m2, _ := startMigrator(t, module, routed, route, neo4j.Migrations(two), neo4j.TenantRegistry(reg))
+	if rep, err := m2.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 4 {
 		t.Fatalf("migrating to 2: %+v, %v", rep, err)
 	}
 
@@ -204,8 +204,8 @@ func reroutedStaleTenant(t *testing.T, cfg neo4j.RouteConfig, route string) {
 	all := threeSteps(label, false)
 	reg := migrate.NewMemoryRegistry()
 	_ = reg.Put(ctx, a, migrate.Ready)
-	m, _ := startMigrator(t, module, routed, g0, neo4j.Migrations(all))
-	if rep, err := m.MigrateAll(ctx, nil, reg, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 3 {
+	m, _ := startMigrator(t, module, routed, g0, neo4j.Migrations(all), neo4j.TenantRegistry(reg))
+	if rep, err := m.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 3 {
 		t.Fatalf("migrating A on the first server: %+v, %v", rep, err)
 	}
 	app, _, g := newApp(t, module, routed, g0, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))

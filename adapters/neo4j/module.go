@@ -216,12 +216,10 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.WorstCaseConns = cfg.routed.worstCase()
 		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
-	migErrs, migPart, latest := migrationParts(name, cfg)
+	migErrs, runner, latest := lifecycle(name, cfg)
 	verErrs, verPart := versionWiring(name, cfg, latest)
 	spec.Problems = append(append(spec.Problems, migErrs...), verErrs...)
-	if cfg.migrations != nil {
-		spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*Migrator](), Name: name})
-	}
+	spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*migrate.Runner](), Name: name})
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
@@ -234,14 +232,10 @@ func Module(name string, opts ...Option) fx.Option {
 				return err
 			}}
 		}),
-		modules.ProvideTenantState(func(c *core) modules.TenantState {
-			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard}
-		})}
-	for _, p := range []fx.Option{migPart, verPart} {
-		if p != nil {
-			spec.Parts = append(spec.Parts, p)
-		}
+		modules.ProvideLifecycle(name, rules.Name, false, runner),
+	}
+	if verPart != nil {
+		spec.Parts = append(spec.Parts, verPart)
 	}
 	return modules.Assemble(spec)
 }

@@ -9,16 +9,12 @@ import (
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
 	"github.com/tenantwire/tenantwire/floors"
-	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ErrTeardownDisabled is returned by offboarding unless the module was
-// built with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
-
-// AllowTeardown lets the module's part in Tenants.Offboard delete a
-// tenant's graph; without it offboarding reports ErrTeardownDisabled.
+// AllowTeardown lets the module's Teardown (and its part in
+// Tenants.Offboard) delete a tenant's graph; without it teardown reports
+// migrate.ErrTeardownDisabled.
 func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 
 // deleteBatch bounds one delete transaction, so a large tenant does not
@@ -29,14 +25,7 @@ const deleteBatch = 1000
 // every delete: their labels start with the reserved prefix.
 var notFramework = "NOT any(l IN labels(n) WHERE toLower(l) STARTS WITH '" + floors.ReservedPrefix + "')"
 
-// offboarder removes a tenant's graph from every scoped route's database.
-type offboarder struct {
-	core     *core
-	routes   []*routeSpec
-	teardown bool
-}
-
-// Offboard removes tenant's graph, route by route (each database once):
+// Teardown removes tenant's graph, route by route (each database once):
 //   - a per-tenant database is dropped (DROP DATABASE ... IF EXISTS WAIT,
 //     Enterprise Edition); where the server cannot drop databases
 //     (Community Edition) everything in it is deleted instead;
@@ -46,10 +35,7 @@ type offboarder struct {
 //
 // The framework's own nodes (labels starting with "tenantwire") are never
 // deleted. Deletes run in batches; a rerun completes an interrupted one.
-func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
-	if err := migrate.CheckTeardown(o.teardown, tenant); err != nil {
-		return err
-	}
+func (o *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	done := map[string]bool{}
 	for _, spec := range o.routes {
 		r := newRoute(o.core, spec)
@@ -63,8 +49,11 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 	return nil
 }
 
-func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
+func (o *lifecycleTarget) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
 	sc, err := r.openFor(ctx, tenant)
+	if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+		return nil // a routed tenant's database that does not exist holds nothing
+	}
 	if err != nil {
 		return err
 	}
@@ -104,6 +93,51 @@ func (o *offboarder) route(ctx context.Context, r *route, tenant tenancy.ID, don
 		}
 		return deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" = $tenant AND "+notFramework, p)
 	}
+}
+
+// TeardownMany removes many tenants' graphs. On a module whose scoped
+// routes are all tagged in the shared database, one batched delete walks
+// the database for them all (WHERE tenant_id IN $tenants), where Teardown
+// walks it twice a tenant (no index can serve a match on any label); other
+// modules tear down each tenant in turn. The runner has checked the
+// teardown opt-in. The error of a failed delete is every tenant's of the
+// batch; a rerun completes it.
+func (o *lifecycleTarget) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
+	errs := make([]error, len(tenants))
+	var routes []*route
+	for _, spec := range o.routes {
+		if r := newRoute(o.core, spec); r.scoped {
+			routes = append(routes, r)
+		}
+	}
+	shared := !o.core.routed() && len(tenants) > 1
+	for _, r := range routes {
+		shared = shared && r.tagged && !r.perTenantDB
+	}
+	if !shared || len(routes) == 0 {
+		for i, id := range tenants {
+			errs[i] = o.Teardown(ctx, id)
+		}
+		return errs
+	}
+	ids := make([]string, len(tenants))
+	for i, id := range tenants {
+		ids[i] = id.String()
+	}
+	// Every tagged route of a plain driver uses the module's database.
+	sc := scope{drv: o.core.plain, database: o.core.database}
+	p := map[string]any{"tenants": ids}
+	err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" IN $tenants WITH x LIMIT $batch DELETE x RETURN count(*)", p)
+	if err == nil {
+		err = deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" IN $tenants AND "+notFramework, p)
+	}
+	if err != nil {
+		err = fmt.Errorf("neo4j: offboarding %d tenants: %w", len(ids), err)
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // dropDatabase drops the scope's database on the system database of its

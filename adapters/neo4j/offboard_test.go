@@ -3,6 +3,7 @@ package neo4j_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"go.uber.org/fx"
@@ -136,5 +137,61 @@ func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 	got := dbs()
 	if got[prefix+"-"+a.Hex()] || !got[prefix+"-"+b.Hex()] {
 		t.Errorf("databases after offboarding A: %v", got)
+	}
+}
+
+// TestOffboardAllDeletesEveryTenantsGraph: OffboardAll of 30 tenants on a
+// tagged route (one batched delete for them all) removes every node and
+// relationship of theirs, 1,500 nodes of one of them included (more than a
+// delete batch), read raw afterwards; another tenant's graph and a
+// framework node carrying an offboarded tenant's id stay. A rerun succeeds.
+func TestOffboardAllDeletesEveryTenantsGraph(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	framework := "Tenantwire" + label
+	t.Cleanup(func() { d.removeLabel(label); d.removeLabel(framework) })
+	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
+	ids := make([]tenancy.ID, 30)
+	var names []string
+	for i := range ids {
+		ids[i] = tenancytest.FreshTenant(t)
+		names = append(names, ids[i].String())
+	}
+	keep := tenancytest.FreshTenant(t)
+	d.query("UNWIND range(1, 1500) AS i CREATE (:`"+label+"` {i: i, tenant_id: $a})", map[string]any{"a": names[0]})
+	for _, id := range append(slices.Clone(ids), keep) {
+		ctx := tenancy.WithTenant(context.Background(), id)
+		n1, err := g.CreateNode(ctx, []string{label}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n2, err := g.CreateNode(ctx, []string{label}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.CreateRelationship(ctx, n1.ID, n2.ID, "KNOWS", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.query("CREATE (:`"+framework+"` {tenant_id: $a})", map[string]any{"a": names[0]})
+	for range 2 {
+		if rep := tenants.OffboardAll(context.Background(), ids, migrate.Options{Concurrency: 1}); rep.Done != len(ids) || len(rep.Failures) != 0 {
+			t.Fatalf("offboard: %+v", rep)
+		}
+	}
+	count := func(cypher string, p any) int64 {
+		return d.query(cypher, map[string]any{"t": p})[0].Values[0].(int64)
+	}
+	if n, r := count("MATCH (n:`"+label+"`) WHERE n.tenant_id IN $t RETURN count(n)", names),
+		count("MATCH (:`"+label+"`)-[x]->() WHERE x.tenant_id IN $t RETURN count(x)", names); n != 0 || r != 0 {
+		t.Errorf("the offboarded tenants' graph: %d nodes, %d relationships", n, r)
+	}
+	if n, r := count("MATCH (n:`"+label+"`) WHERE n.tenant_id = $t RETURN count(n)", keep.String()),
+		count("MATCH (:`"+label+"`)-[x]->() WHERE x.tenant_id = $t RETURN count(x)", keep.String()); n != 2 || r != 1 {
+		t.Errorf("the other tenant's graph: %d nodes, %d relationships, want 2 and 1", n, r)
+	}
+	if n := d.count(framework); n != 1 {
+		t.Errorf("framework nodes after offboarding: %d, want 1", n)
 	}
 }

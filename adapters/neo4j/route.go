@@ -70,6 +70,9 @@ func (r *route) openFor(ctx context.Context, id tenancy.ID) (scope, error) {
 			if errors.As(err, &te) && te.Code == tenancy.CodeTenantUnbound {
 				return scope{}, r.unbound()
 			}
+			if r.missingDatabase(err, id) { // no database of the credentials' name
+				return scope{}, r.notProvisioned(err, id, "")
+			}
 			return scope{}, fmt.Errorf("neo4j: route %s: %w", r.spec.name, routing.AtRoute(err, r.spec.name))
 		}
 		sc.drv, sc.release, sc.target = td.drv, release, td.target
@@ -146,6 +149,11 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 			tenant = tenancy.ID{}
 		}
 		if err := r.core.ensureCurrent(ctx, sess, tenant, sc.target, r.spec.name); err != nil {
+			// A database that is not there has no history: not
+			// provisioned, rather than behind.
+			if r.missingDatabase(err, sc.tenant) {
+				return r.notProvisioned(err, sc.tenant, sc.database)
+			}
 			return err
 		}
 	}
@@ -163,6 +171,9 @@ func (r *route) transact(ctx context.Context, write bool, fn func(context.Contex
 	}
 	var te *tenancy.Error
 	if err != nil && !errors.As(err, &te) && !errors.Is(err, ErrNotFound) {
+		if r.missingDatabase(err, sc.tenant) {
+			return r.notProvisioned(err, sc.tenant, sc.database)
+		}
 		return fmt.Errorf("neo4j: route %s: %w", r.spec.name, err)
 	}
 	return err

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -27,8 +28,11 @@ type RoutedConfig struct {
 }
 
 // Client is a module's connection: one pool, or one pool per credential
-// set when routed. Nothing connects before the first statement.
+// set when routed. Nothing connects before the first statement. Its
+// lifecycle (Provision, MigrateAll, Teardown...) is the module's
+// *migrate.Runner, also provided as name:"<module>".
 type Client struct {
+	*migrate.Runner
 	module   string
 	prefix   string
 	static   string // schema of static tables

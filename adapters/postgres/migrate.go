@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -40,9 +39,9 @@ func Migrations(fsys fs.FS) Option {
 // containers needs a TenantRegistry to know its tenants at start.
 func RequiredVersion(v int64) Option { return func(c *config) { c.life.required = v } }
 
-// TenantRegistry records the module's tenants: Provision puts them,
-// Teardown removes them, MigrateAll reads them and records each tenant's
-// version, and the start-up check reads it.
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.registry = r } }
 
 // lifecycle is a module's migrations and what it knows of its tenants'
@@ -96,100 +95,84 @@ func (c *Client) target(tenant tenancy.ID) string {
 	return c.static
 }
 
-// StepError is a migration step that failed for one tenant: its
-// transaction rolled back, so the tenant stays at its previous version.
-type StepError struct {
-	Tenant    tenancy.ID // zero: the shared tables
-	Module    string
-	File      string
-	Statement string
-	Err       error
-}
+// lifecycleTarget is the module's side of its migrate.Runner.
+type lifecycleTarget struct{ c *Client }
 
-func (e *StepError) Error() string {
-	who := "shared tables"
-	if !e.Tenant.IsZero() {
-		who = "tenant " + e.Tenant.String()
-	}
-	return fmt.Sprintf("postgres: module %s: migration %s failed for %s (rolled back) at %q: %v", e.Module, e.File, who, e.Statement, e.Err)
-}
-
-func (e *StepError) Unwrap() error { return e.Err }
-
-// Migrate applies the pending migrations to tenant (ignored when the
-// module's target is shared) and returns what it applied. It holds an
-// advisory transaction lock keyed by (tenant, module), so concurrent
-// migrators apply each step once; the whole run is one transaction, so a
-// failing step leaves the tenant at its previous version.
-func (c *Client) Migrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
-	return c.migrateTenant(ctx, tenant, false)
-}
-
-// PlanMigrate lists the migrations Migrate would apply, changing nothing.
-func (c *Client) PlanMigrate(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error) {
-	return c.migrateTenant(ctx, tenant, true)
-}
-
-func (c *Client) migrateTenant(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.Change, error) {
+// runner is the module's lifecycle: each tenant's run is one transaction
+// holding an advisory lock keyed by (tenant, module), so concurrent
+// migrators apply each step once and a failing step leaves the tenant at
+// its previous version.
+func (c *Client) runner() *migrate.Runner {
 	l := c.life
-	if l == nil || len(l.set) == 0 {
-		return nil, nil
-	}
-	if l.shared {
-		tenant = tenancy.ID{}
-	} else if tenant.IsZero() {
-		return nil, tenancy.Unbound()
-	}
+	return migrate.NewRunner(migrate.Spec{Module: c.module, Backend: rules.Name, Set: l.set, Registry: l.registry, Gate: l.gate,
+		Shared: l.shared, PerTenant: !l.shared, Atomic: true, AllowTeardown: c.teardown}, lifecycleTarget{c})
+}
+
+// history is a tenant's run: one transaction on its target's connection.
+type history struct {
+	c       *Client
+	tenant  tenancy.ID
+	dry     bool
+	tx      pgx.Tx
+	release func()
+	table   string
+	// ran is what Apply ran, recorded in one insert at Close.
+	ran migrate.Set
+}
+
+func (t lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.History, error) {
+	c := t.c
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	schema := pgx.Identifier{c.target(tenant)}.Sanitize()
-	table := schema + "." + migrationTable
-	var changes []migrate.Change
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// The lock, the history and the search_path go in one round trip.
-		applied, err := readApplied(ctx, tx, table, schema, "tenantwire.migrate."+c.module+"."+tenant.Hex(), c.module, dry)
-		if err != nil {
-			return err
-		}
-		pending, err := l.set.Pending(applied, c.module, rules.Name, tenant)
-		if err != nil {
-			return err
-		}
-		var (
-			versions    = make([]int64, 0, len(pending))
-			names, sums = make([]string, 0, len(pending)), make([]string, 0, len(pending))
-		)
-		for _, st := range pending {
-			changes = append(changes, migrate.Change{Tenant: tenant, Module: c.module, Version: st.Version, Name: st.Name})
-			versions, names, sums = append(versions, st.Version), append(names, st.Name), append(sums, st.Checksum)
-		}
-		if dry || len(pending) == 0 {
-			return nil
-		}
-		for _, st := range pending {
-			// Simple protocol: a file may hold several statements.
-			if res, err := tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
-				return &StepError{Tenant: tenant, Module: c.module, File: st.File(), Statement: failedStatement(string(st.Body), res), Err: err}
-			}
-		}
-		_, err = tx.Exec(ctx, "INSERT INTO "+table+" (module, version, name, checksum) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[])", c.module, versions, names, sums)
-		return err
-	})
+	tx, err := pool.Begin(ctx)
 	if err != nil {
+		release()
 		return nil, err
 	}
-	if !dry {
-		if l.registry != nil && !l.shared {
-			if err := l.registry.SetVersion(ctx, tenant, c.module, l.set.Latest()); err != nil {
-				return changes, fmt.Errorf("postgres: module %s: tenant %s migrated, registry not updated: %w", c.module, tenant, err)
-			}
-		}
-		l.gate.Mark(tenant, "", l.set.Latest())
+	schema := pgx.Identifier{c.target(tenant)}.Sanitize()
+	return []migrate.History{&history{c: c, tenant: tenant, dry: dry, tx: tx, release: release, table: schema + "." + migrationTable}}, nil
+}
+
+func (h *history) Key() string { return "" }
+
+// Applied takes the (tenant, module) lock and reads the history; the lock,
+// the history and the search_path go in one round trip.
+func (h *history) Applied(ctx context.Context) ([]migrate.Applied, error) {
+	schema := pgx.Identifier{h.c.target(h.tenant)}.Sanitize()
+	return readApplied(ctx, h.tx, h.table, schema, "tenantwire.migrate."+h.c.module+"."+h.tenant.Hex(), h.c.module, h.dry)
+}
+
+// Claim: the run holds the tenant's lock, so every pending step is its.
+func (h *history) Claim(context.Context, migrate.Step) (bool, error) { return true, nil }
+
+// Apply sends the file whole (simple protocol: it may hold several
+// statements) inside the run's transaction.
+func (h *history) Apply(ctx context.Context, st migrate.Step) error {
+	if res, err := h.tx.Conn().PgConn().Exec(ctx, string(st.Body)).ReadAll(); err != nil {
+		return &migrate.StepError{Statement: failedStatement(string(st.Body), res), Err: err}
 	}
-	return changes, nil
+	h.ran = append(h.ran, st)
+	return nil
+}
+
+// Close records what ran and commits, or rolls the whole run back.
+func (h *history) Close(ctx context.Context, failed error) error {
+	defer h.release()
+	if failed != nil || h.dry || len(h.ran) == 0 {
+		return h.tx.Rollback(ctx)
+	}
+	versions := make([]int64, 0, len(h.ran))
+	names, sums := make([]string, 0, len(h.ran)), make([]string, 0, len(h.ran))
+	for _, st := range h.ran {
+		versions, names, sums = append(versions, st.Version), append(names, st.Name), append(sums, st.Checksum)
+	}
+	if _, err := h.tx.Exec(ctx, "INSERT INTO "+h.table+" (module, version, name, checksum) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[])", h.c.module, versions, names, sums); err != nil {
+		_ = h.tx.Rollback(ctx)
+		return err
+	}
+	return h.tx.Commit(ctx)
 }
 
 // readApplied takes the (tenant, module) lock and reads the target's

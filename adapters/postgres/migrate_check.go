@@ -8,17 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
-
-// registry is the module's tenant registry, if any.
-func (c *Client) registry() migrate.Registry {
-	if c.life == nil {
-		return nil
-	}
-	return c.life.registry
-}
 
 // appliedVersion is the newest version applied to tenant's target (0 when
 // nothing was).

@@ -361,7 +361,7 @@ func TestMigrateFailingStepIsolated(t *testing.T) {
 	if rep.Done != 19 || len(rep.Failures) != 1 || rep.Failures[0].Tenant != bad {
 		t.Fatalf("done %d, failures %v", rep.Done, rep.Failures)
 	}
-	var se *postgres.StepError
+	var se *migrate.StepError
 	if !errors.As(rep.Failures[0].Err, &se) || se.Tenant != bad || se.File != "0002_audit.sql" ||
 		se.Statement != "CREATE TABLE audit (id bigserial PRIMARY KEY, note text)" {
 		t.Fatalf("failure: %#v", rep.Failures[0].Err)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
@@ -182,19 +183,18 @@ func Module(name string, opts ...Option) fx.Option {
 			for _, b := range build {
 				b(c)
 			}
+			c.Runner = c.runner()
 			lc.Append(fx.StopHook(c.close))
 			return c
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
-		modules.ProvideTenantState(func(c *Client) modules.TenantState {
-			return modules.TenantState{Module: name, Backend: rules.Name, Provision: c.Provision, Offboard: c.Teardown}
-		}),
+		modules.ProvideLifecycle(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }),
 		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: c.readiness}
 		}),
 		lopt,
 	}
-	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}}
+	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}, {Type: reflect.TypeFor[*migrate.Runner](), Name: name}}
 	return modules.Assemble(spec)
 }
 

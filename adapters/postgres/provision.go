@@ -8,37 +8,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ErrTeardownDisabled is returned by Teardown unless the module was built
-// with AllowTeardown.
-var ErrTeardownDisabled = migrate.ErrTeardownDisabled
-
 // Provision creates what tenant needs: its schema (when a route resolves
 // one per tenant), every route's tables and indexes, and the confined
-// reader role of dynamic reads. It is idempotent and safe under concurrent
-// calls: one transaction holding an advisory lock per schema prefix. The
-// tenant is an argument, never read from ctx, so a request cannot
-// provision for someone else by accident.
-func (c *Client) Provision(ctx context.Context, tenant tenancy.ID) error {
+// reader role of dynamic reads, in one transaction holding an advisory
+// lock per schema prefix, so concurrent calls are safe. The zero tenant
+// has nothing of its own: static tables are created with every tenant's.
+func (t lifecycleTarget) Provision(ctx context.Context, tenant tenancy.ID) error {
 	if tenant.IsZero() {
-		return rules.Unbound(c.module, "")
+		return nil
 	}
-	stmts, err := c.provisionDDL(tenant)
+	stmts, err := t.c.provisionDDL(tenant)
 	if err != nil {
 		return err
 	}
-	if r := c.registry(); r != nil {
-		if err := r.Put(ctx, tenant, migrate.Provisioning); err != nil {
-			return err
-		}
-	}
-	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
-		return err
-	}
-	return c.provisioned(ctx, tenant)
+	return t.c.inLockedTx(ctx, tenant, stmts)
 }
 
 func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
@@ -107,15 +93,10 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	return out, nil
 }
 
-// Teardown drops tenant's schema and role and deletes its rows from tagged
-// tables. It refuses unless the module allows it.
-func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	if !c.teardown {
-		return ErrTeardownDisabled
-	}
-	if tenant.IsZero() {
-		return rules.Unbound(c.module, "")
-	}
+// Teardown drops tenant's schema and role and deletes its rows from
+// tagged tables.
+func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
+	c := t.c
 	var stmts []string
 	for _, r := range c.routes {
 		if !r.decision.Tagged {
@@ -151,12 +132,6 @@ func (c *Client) Teardown(ctx context.Context, tenant tenancy.ID) error {
 		p.Evict(tenant)
 	}
 	c.forgetTenant(tenant)
-	if c.life != nil {
-		c.life.gate.Forget(tenant)
-	}
-	if r := c.registry(); r != nil {
-		return r.Remove(ctx, tenant)
-	}
 	return nil
 }
 

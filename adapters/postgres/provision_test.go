@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -51,7 +52,7 @@ func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 
 func TestTeardownNeedsOptIn(t *testing.T) {
 	c := start(t, postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{})))
-	if err := c.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, postgres.ErrTeardownDisabled) {
+	if err := c.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, migrate.ErrTeardownDisabled) {
 		t.Errorf("teardown without opt-in: %v", err)
 	}
 }

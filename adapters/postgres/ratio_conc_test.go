@@ -32,8 +32,10 @@ const (
 // many as the pool has connections.
 var concGs = []int{64, 8}
 
-// concTenants are the tenant counts: 1, and 1,000 cycled over.
-var concTenants = []int{1, 1000}
+// concTenants are the tenant counts: 1, and 1,000 and 10,000 cycled over
+// (10,000 is past the prepared budget and past pgx's statement cache by
+// far; the scale pairs' fixtures, made once and kept).
+var concTenants = []int{1, 1000, 10000}
 
 func concName(base string, g int) string {
 	if g == 64 {
@@ -48,8 +50,8 @@ func decodeErr(raw []byte) error {
 }
 
 // TestRatioConcTagged: a tagged point read from G goroutines vs the same
-// predicate by hand, on the same pool, over 1 and 1,000 tenants whose rows
-// share the scale pairs' tagged table.
+// predicate by hand, on the same pool, over 1, 1,000 and 10,000 tenants
+// whose rows share the scale pairs' tagged table.
 func TestRatioConcTagged(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	for _, tenants := range concTenants {
@@ -76,8 +78,8 @@ func TestRatioConcTagged(t *testing.T) {
 
 // TestRatioConcNamespace: a namespace point read from G goroutines vs the
 // schema-qualified statement by hand (prepared for 1 tenant, the exec mode
-// for 1,000, as handMode), on the same pool, over the scale pairs' tenant
-// schemas.
+// for 1,000 and 10,000, as handMode), on the same pool, over the scale
+// pairs' tenant schemas.
 func TestRatioConcNamespace(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	for _, tenants := range concTenants {
@@ -131,7 +133,8 @@ func concPairs(t *testing.T, tenants int, name string, ours, hand func(int) erro
 	}
 }
 
-// concCap bounds each pair: eight of them in this file.
+// concCap bounds each pair: twelve of them in this file, two in
+// ratio_conc_churn_test.go.
 const concCap = 30 * time.Second
 
 // concRoutedTenants: each routed tenant needs a database of its own, made

@@ -129,7 +129,9 @@ func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (string, error) {
 	var id string
-	if err := q.QueryRow(ctx, serverIdentitySQL).Scan(&id); err != nil {
+	// Asked once per connection, so not prepared: one round trip, and
+	// nothing left in the connection's statement cache.
+	if err := q.QueryRow(ctx, serverIdentitySQL, pgx.QueryExecModeSimpleProtocol).Scan(&id); err != nil {
 		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
 	}
 	return id, nil

@@ -74,14 +74,13 @@ func BenchmarkGetScale(b *testing.B) {
 
 // TestGetAllocations: a cache GET through the adapter allocates no more
 // than raw go-redis building its key per call from the tenant, on the
-// tagged tier and on the namespace tier for a tenant in use; cycling over
-// more tenants than the namespace cache holds adds only the resolver's
-// string. Counts, not timings: they hold on a busy machine.
+// tagged tier and on the namespace tier for a tenant in use; a tenant the
+// namespace cache does not hold adds only the resolver's string. Counts, not timings: they hold on a busy machine.
 func TestGetAllocations(t *testing.T) {
 	e := newEnv(t)
 	bg := context.Background()
 	value := []byte("0123456789abcdef0123456789abcdef")
-	const tenants = 2048 // twice the namespace cache's slots
+	const tenants = 2048
 	ctxs := make([]context.Context, tenants)
 	for i := range ctxs {
 		ctxs[i] = tenancy.WithTenant(bg, tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-9000-%012x", i+1)))

@@ -113,7 +113,7 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard}
+			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany}
 		})}
 	return modules.Assemble(spec)
 }

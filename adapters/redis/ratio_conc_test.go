@@ -16,12 +16,12 @@ import (
 // TestRatioConcRedis: C<tenants>, tagged and namespace GET from G
 // goroutines (64, and 8 as "-g8") vs raw go-redis GET on the same client
 // (so the same connection pool), its key built per call as hand-written
-// code would build it, over 1 and 1,000 tenants. Each side walks on
-// through the tenants where its last round stopped.
+// code would build it, over 1, 1,000 and 10,000 tenants. Each side walks
+// on through the tenants where its last round stopped.
 func TestRatioConcRedis(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	e := newEnv(t)
-	for _, tenants := range []int{1, 1000} {
+	for _, tenants := range []int{1, 1000, 10000} {
 		t.Run(strconv.Itoa(tenants), func(t *testing.T) { concRedis(t, e, tenants) })
 	}
 }

@@ -40,7 +40,7 @@ func newRoute(c *core, spec *routeSpec) route {
 		scoped: d.NeedsTenant,
 	}
 	if namespace {
-		r.ns, r.nsc = spec.namespace, new(nsCache)
+		r.ns, r.nsc = spec.namespace, newNSCache()
 	}
 	return r
 }

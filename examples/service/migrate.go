@@ -80,9 +80,10 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var pg *postgres.Client
+	// Every backend's module provides its lifecycle the same way.
+	var orders *migrate.Runner
 	app := fx.New(fx.NopLogger, ordersModule(pgURL, *prefix, reg),
-		fx.Invoke(fx.Annotate(func(c *postgres.Client) { pg = c }, fx.ParamTags(`name:"orders"`))))
+		fx.Invoke(fx.Annotate(func(r *migrate.Runner) { orders = r }, fx.ParamTags(`name:"orders"`))))
 	if err := app.Err(); err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	} else {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	rep, err := pg.MigrateAll(ctx, nil, o)
+	rep, err := orders.MigrateAll(ctx, nil, o)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -31,10 +32,10 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 	}
 	var d struct {
 		fx.In
-		P1 *kafka.Producer    `name:"orders1"`
-		P2 *kafka.Producer    `name:"orders2"`
-		V1 *kafka.Provisioner `name:"events1"`
-		V2 *kafka.Provisioner `name:"events2"`
+		P1 *kafka.Producer `name:"orders1"`
+		P2 *kafka.Producer `name:"orders2"`
+		V1 *migrate.Runner `name:"events1"`
+		V2 *migrate.Runner `name:"events2"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -36,8 +37,8 @@ func TestTenantFromHeaders(t *testing.T) {
 	dead := &deadLetters{reasons: map[string]error{}, scopes: map[string]string{}}
 	var p struct {
 		fx.In
-		Producer  *kafka.Producer    `name:"orders"`
-		Provision *kafka.Provisioner `name:"events"`
+		Producer  *kafka.Producer `name:"orders"`
+		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),

@@ -49,8 +49,8 @@ func TestRequiredVersionRoutedStaticTopic(t *testing.T) {
 	}
 	var d struct {
 		fx.In
-		Orders    *kafka.Producer    `name:"orders"`
-		Provision *kafka.Provisioner `name:"events"`
+		Orders    *kafka.Producer `name:"orders"`
+		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
@@ -61,12 +61,24 @@ func TestRequiredVersionRoutedStaticTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	startApp(t, app)
+	// Provisioned by a build without the migrations: both at 0.
+	var bare struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	bareApp := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
+		fx.Populate(&bare))
+	if err := bareApp.Err(); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, bareApp)
 	for _, id := range []tenancy.ID{tenantA, tenantB} {
-		if err := d.Provision.Provision(ctx, id); err != nil {
+		if err := bare.Provision.Provision(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ch, err := d.Provision.MigrateTopics(ctx, tenantA, d.Provision.Migrations(), 0); err != nil || len(ch) != 2 {
+	if ch, err := d.Provision.Migrate(ctx, tenantA); err != nil || len(ch) != 2 {
 		t.Fatalf("migrating A: %v, %v", ch, err)
 	}
 

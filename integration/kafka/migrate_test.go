@@ -22,41 +22,40 @@ import (
 // changes nothing.
 func TestTopicMigrations(t *testing.T) {
 	s := newSpace(t)
-	var d struct {
-		fx.In
-		Provision *kafka.Provisioner `name:"events"`
+	routes := []kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))})}
+	reg := migrate.NewMemoryRegistry()
+	build := func(opts ...kafka.Option) *migrate.Runner {
+		var d struct {
+			fx.In
+			Provision *migrate.Runner `name:"events"`
+		}
+		app := fx.New(fx.NopLogger, kafka.Module("events", append(append(opts, routes...), kafka.TenantRegistry(reg))...), fx.Populate(&d))
+		if err := app.Err(); err != nil {
+			t.Fatal(err)
+		}
+		startApp(t, app)
+		return d.Provision
 	}
-	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
-			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))}),
-		),
-		fx.Populate(&d),
-	)
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	startApp(t, app)
+	// Provisioned by a build without the migrations: every tenant at 0.
 	ctx := context.Background()
 	ids := []tenancy.ID{tenantA, tenantB, tenantC}
-	reg := migrate.NewMemoryRegistry()
-	if rep := d.Provision.ProvisionAll(ctx, ids, reg, migrate.Options{Concurrency: 2}); rep.Done != 3 {
-		t.Fatalf("provision: %+v", rep)
+	if rep, err := build().ProvisionAll(ctx, ids, migrate.Options{Concurrency: 2}); err != nil || rep.Done != 3 {
+		t.Fatalf("provision: %+v, %v", rep, err)
 	}
-	set, err := d.Provision.LoadTopicMigrations(fstest.MapFS{
+	var d struct{ Provision *migrate.Runner }
+	d.Provision = build(kafka.Migrations(fstest.MapFS{
 		"0001_retention.json":   {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)},
 		"0002_orders_size.json": {Data: []byte(`{"routes": ["orders"], "configs": {"max.message.bytes": "2000000"}}`)},
 		"0003_unset.json":       {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": null}}`)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := d.Provision.MigrateAll(ctx, nil, set, reg, migrate.Options{DryRun: true})
+	}))
+	plan, err := d.Provision.MigrateAll(ctx, nil, migrate.Options{DryRun: true})
 	if err != nil || len(plan.Changes) != 9 {
 		t.Fatalf("dry run: %d changes, %v", len(plan.Changes), err)
 	}
 	for i, want := range []int{9, 0} {
-		rep, err := d.Provision.MigrateAll(ctx, nil, set, reg, migrate.Options{Concurrency: 2})
+		rep, err := d.Provision.MigrateAll(ctx, nil, migrate.Options{Concurrency: 2})
 		if err != nil || rep.Done != 3 || len(rep.Failures) != 0 || len(rep.Changes) != want {
 			t.Fatalf("run %d: %d changes, failures %v, %v", i, len(rep.Changes), rep.Failures, err)
 		}
@@ -91,8 +90,9 @@ func TestTopicMigrations(t *testing.T) {
 	for _, w := range wrong {
 		t.Error(w)
 	}
-	if _, err := d.Provision.LoadTopicMigrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["nope"], "configs": {"retention.ms": "1"}}`)}}); err == nil {
-		t.Error("a step naming an unknown route loaded")
+	unknown := fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["nope"], "configs": {"retention.ms": "1"}}`)}}
+	if err := fx.New(fx.NopLogger, kafka.Module("events", append(routes, kafka.Migrations(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+		t.Errorf("a step naming an unknown route: %v", err)
 	}
 }
 

@@ -24,8 +24,8 @@ var topicSteps = fstest.MapFS{
 
 type versionApp struct {
 	fx.In
-	Provision *kafka.Provisioner `name:"events"`
-	Orders    *kafka.Producer    `name:"orders"`
+	Provision *migrate.Runner `name:"events"`
+	Orders    *kafka.Producer `name:"orders"`
 }
 
 // buildEvents builds (not starts) the module "events": orders and audit
@@ -35,8 +35,10 @@ func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Optio
 	var d versionApp
 	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
-		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))}),
-		kafka.Migrations(files)}, opts...)
+		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))})}, opts...)
+	if files != nil {
+		opts = append(opts, kafka.Migrations(files))
+	}
 	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -58,8 +60,8 @@ func requireBehind(t *testing.T, err error, route string, detail ...string) {
 // wrongly says 3, the app starts, and a Produce for A, for B, or for C
 // (provisioned, never registered nor migrated) is refused before a record
 // reaches its topic: the version is read from the topics' configuration.
-// Migrating A from the lying registry's version still applies step 3 (the
-// topics say 2) and makes A current; B stays refused, and so does a tenant
+// Migrating A applies step 3 (the topics say 2, whatever the lying
+// registry says) and makes A current; B stays refused, and so does a tenant
 // without topics.
 func TestRequiredVersionTopics(t *testing.T) {
 	s := newSpace(t)
@@ -70,17 +72,21 @@ func TestRequiredVersionTopics(t *testing.T) {
 			two[k] = v
 		}
 	}
-	old, d := buildEvents(t, s, two)
-	startApp(t, old)
 	reg := migrate.NewMemoryRegistry()
-	if rep := d.Provision.ProvisionAll(ctx, []tenancy.ID{tenantA, tenantB}, reg, migrate.Options{}); rep.Done != 2 {
-		t.Fatalf("provision: %+v", rep)
+	old, d := buildEvents(t, s, two, kafka.TenantRegistry(reg))
+	startApp(t, old)
+	if rep, err := d.Provision.ProvisionAll(ctx, []tenancy.ID{tenantA, tenantB}, migrate.Options{}); err != nil || rep.Done != 2 {
+		t.Fatalf("provision: %+v, %v", rep, err)
 	}
-	if err := d.Provision.Provision(ctx, tenantC); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := d.Provision.MigrateAll(ctx, nil, d.Provision.Migrations(), reg, migrate.Options{}); err != nil || len(rep.Changes) != 4 || len(rep.Failures) != 0 {
+	// Provisioning migrated A and B to 2: nothing is left.
+	if rep, err := d.Provision.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Changes) != 0 || rep.Done != 2 {
 		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	}
+	// C is provisioned by a build without migrations or registry: at 0.
+	bare, dc := buildEvents(t, s, nil)
+	startApp(t, bare)
+	if err := dc.Provision.Provision(ctx, tenantC); err != nil {
+		t.Fatal(err)
 	}
 
 	app, _ := buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(reg))
@@ -101,8 +107,8 @@ func TestRequiredVersionTopics(t *testing.T) {
 		}
 	}
 
-	if ch, err := d.Provision.MigrateTopics(ctx, tenantA, d.Provision.Migrations(), 3); err != nil || len(ch) == 0 || ch[len(ch)-1].Version != 3 {
-		t.Fatalf("migrating A from the registry's 3: %v, %v", ch, err)
+	if ch, err := d.Provision.Migrate(ctx, tenantA); err != nil || len(ch) != 1 || ch[0].Version != 3 {
+		t.Fatalf("migrating A, whose registry says 3: %v, %v", ch, err)
 	}
 	if err := d.Orders.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("x")}); err != nil {
 		t.Fatalf("A after its migration: %v", err)

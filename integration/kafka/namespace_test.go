@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -28,8 +29,8 @@ func tenants(ids ...tenancy.ID) shards.TenantsFunc {
 
 type deps struct {
 	fx.In
-	Producer  *kafka.Producer    `name:"orders"`
-	Provision *kafka.Provisioner `name:"events"`
+	Producer  *kafka.Producer `name:"orders"`
+	Provision *migrate.Runner `name:"events"`
 }
 
 // probe is the cross-tenant boundary probe over a producer and a sharded consumer:

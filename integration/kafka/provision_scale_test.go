@@ -24,7 +24,7 @@ func TestRatioScaleKafkaProvision(t *testing.T) {
 	s := newSpace(t)
 	var d struct {
 		fx.In
-		Provision *kafka.Provisioner `name:"events"`
+		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
@@ -38,7 +38,7 @@ func TestRatioScaleKafkaProvision(t *testing.T) {
 	for i := range ids {
 		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-d000-%012x", i+1))
 	}
-	rep := d.Provision.ProvisionAll(context.Background(), ids, migrate.NewMemoryRegistry(), migrate.Options{Concurrency: 8})
+	rep, _ := d.Provision.ProvisionAll(context.Background(), ids, migrate.Options{Concurrency: 8})
 	if rep.Done != n {
 		t.Fatalf("provisioned %d of %d: %v", rep.Done, n, rep.Failures[:min(3, len(rep.Failures))])
 	}

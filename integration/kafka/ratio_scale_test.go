@@ -24,8 +24,8 @@ import (
 
 const scaleTopics = 1000
 
-// scaleKafka is a broker with scaleTopics per-tenant topics provisioned,
-// each holding one record.
+// scaleKafka is a broker with per-tenant topics provisioned (scaleTopics
+// unless said otherwise), each holding one record.
 type scaleKafka struct {
 	broker, prefix string
 	ids            []tenancy.ID
@@ -40,10 +40,10 @@ func newScaleKafkaFake(t *testing.T) *scaleKafka {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return newScaleKafka(t, c.ListenAddrs()[0], "orders.")
+	return newScaleKafka(t, c.ListenAddrs()[0], "orders.", scaleTopics)
 }
 
-func newScaleKafka(t *testing.T, broker, prefix string) *scaleKafka {
+func newScaleKafka(t *testing.T, broker, prefix string, topics int) *scaleKafka {
 	s := &scaleKafka{broker: broker, prefix: prefix}
 	var d deps
 	app := fx.New(fx.NopLogger,
@@ -56,12 +56,12 @@ func newScaleKafka(t *testing.T, broker, prefix string) *scaleKafka {
 	startApp(t, app)
 	s.producer = d.Producer
 	began := time.Now()
-	for i := range scaleTopics {
+	for i := range topics {
 		id := tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-9000-%012x", i+1))
 		s.ids = append(s.ids, id)
 		s.ctxs = append(s.ctxs, tenancy.WithTenant(context.Background(), id))
 	}
-	rep := d.Provision.ProvisionAll(context.Background(), s.ids, nil, migrate.Options{Concurrency: 4})
+	rep, _ := d.Provision.ProvisionAll(context.Background(), s.ids, migrate.Options{Concurrency: 4})
 	if len(rep.Failures) > 0 || rep.Err != nil {
 		t.Fatalf("provisioning: %v %v", rep.Failures, rep.Err)
 	}
@@ -80,7 +80,7 @@ func newScaleKafka(t *testing.T, broker, prefix string) *scaleKafka {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	t.Logf("provisioned %d tenant topics on %s, one record each, in %v", scaleTopics, broker, time.Since(began).Round(time.Millisecond))
+	t.Logf("provisioned %d tenant topics on %s, one record each, in %v", topics, broker, time.Since(began).Round(time.Millisecond))
 	return s
 }
 
@@ -127,7 +127,7 @@ func TestRatioScaleKafka(t *testing.T) {
 func TestRatioScaleKafkaShardedStart(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	sp := newSpace(t)
-	s := newScaleKafka(t, sp.broker, sp.name("orders."))
+	s := newScaleKafka(t, sp.broker, sp.name("orders."), scaleTopics)
 	var round atomic.Int64
 	group := func() string { return sp.name(fmt.Sprintf("g%d", round.Add(1))) }
 	oursStart := func(n int) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -24,12 +25,12 @@ import (
 
 // routedApp starts a routed module with one producer route on topic and
 // returns its producer and provisioner; the app stops when the test ends.
-func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.RoutedConfig) (*kafka.Producer, *kafka.Provisioner) {
+func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.RoutedConfig) (*kafka.Producer, *migrate.Runner) {
 	t.Helper()
 	var out struct {
 		fx.In
-		Producer  *kafka.Producer    `name:"orders"`
-		Provision *kafka.Provisioner `name:"events"`
+		Producer  *kafka.Producer `name:"orders"`
+		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Routed(resolve, rc), kafka.RequiredIsolation(tenancy.Dedicated),

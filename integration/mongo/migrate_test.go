@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/migrate"
@@ -31,18 +32,18 @@ type order struct {
 // is refused with a coded error.
 func TestMongoMigrations(t *testing.T) {
 	opts, db := plainDB(t)
+	route := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})
+	reg := migrate.NewMemoryRegistry()
+	// Provisioned by a build without the migrations: every tenant at 0.
 	var prov *mongo.Provisioner
-	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}))...),
-		named("m", &prov))
+	start(t, mongo.Module("m", append(opts, route, mongo.TenantRegistry(reg))...), named("m", &prov))
 	ctx := context.Background()
 	ids := make([]tenancy.ID, 12)
 	for i := range ids {
 		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-c000-%012x", i+1))
 	}
-	reg := migrate.NewMemoryRegistry()
-	if rep := prov.ProvisionAll(ctx, ids, reg, migrate.Options{Concurrency: 3}); rep.Done != len(ids) {
-		t.Fatalf("provision: %+v", rep.Failures)
+	if rep, err := prov.ProvisionAll(ctx, ids, migrate.Options{Concurrency: 3}); err != nil || rep.Done != len(ids) {
+		t.Fatalf("provision: %+v, %v", rep.Failures, err)
 	}
 	files := fstest.MapFS{
 		"0001_by_total.json":    {Data: []byte(`{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "value.total", "order": -1}]}]}`)},
@@ -59,11 +60,8 @@ func TestMongoMigrations(t *testing.T) {
 		_, err = c.UpdateOne(ctx, bson.D{{Key: "_id", Value: "seed"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "marker", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
 		return err
 	}}
-	m, err := prov.LoadMigrations(files, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := prov.MigrateAll(ctx, nil, m, reg, migrate.Options{DryRun: true})
+	start(t, mongo.Module("m", append(opts, route, mongo.TenantRegistry(reg), mongo.MigrationFiles(files, seed))...), named("m", &prov))
+	plan, err := prov.MigrateAll(ctx, nil, migrate.Options{DryRun: true})
 	if err != nil || len(plan.Changes) != 3*len(ids) {
 		t.Fatalf("dry run: %d changes, %v", len(plan.Changes), err)
 	}
@@ -72,14 +70,14 @@ func TestMongoMigrations(t *testing.T) {
 		reps [2]migrate.Report
 	)
 	for i := range reps {
-		wg.Go(func() { reps[i], _ = prov.MigrateAll(ctx, nil, m, reg, migrate.Options{Concurrency: 3}) })
+		wg.Go(func() { reps[i], _ = prov.MigrateAll(ctx, nil, migrate.Options{Concurrency: 3}) })
 	}
 	wg.Wait()
 	failed := 0
 	for _, r := range reps {
 		for _, f := range r.Failures { // a step claimed by the other migrator at that moment
 			failed++
-			if f.Err == nil || !errors.Is(f.Err, mongo.ErrStepClaimed) {
+			if f.Err == nil || !errors.Is(f.Err, migrate.ErrStepClaimed) {
 				t.Errorf("failure: %v", f.Err)
 			}
 		}
@@ -87,7 +85,7 @@ func TestMongoMigrations(t *testing.T) {
 	if n := len(reps[0].Changes) + len(reps[1].Changes); n != 3*len(ids) {
 		t.Errorf("the two migrators applied %d steps between them, want %d (failures %d)", n, 3*len(ids), failed)
 	}
-	rest, err := prov.MigrateAll(ctx, nil, m, reg, migrate.Options{})
+	rest, err := prov.MigrateAll(ctx, nil, migrate.Options{})
 	if err != nil || rest.Done != len(ids) || len(rest.Changes) != 0 {
 		t.Fatalf("rerun: %+v %v", rest, err)
 	}
@@ -116,15 +114,14 @@ func TestMongoMigrations(t *testing.T) {
 		}
 	}
 	files["0001_by_total.json"] = &fstest.MapFile{Data: []byte(`{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "value.total", "order": 1}]}]}`)}
-	edited, err := prov.LoadMigrations(files, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = prov.Migrate(ctx, ids[0], edited, false)
+	var edited *migrate.Runner
+	start(t, mongo.Module("m", append(opts, route, mongo.MigrationFiles(files, seed))...), named("m", &edited))
+	_, err = edited.Migrate(ctx, ids[0])
 	if tenancy.CodeOf(err) != tenancy.CodeMigrationHistoryConflict {
 		t.Errorf("edited file: %v", err)
 	}
-	if _, err := prov.LoadMigrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "nope", "indexes": [{"name": "x", "keys": [{"field": "a", "order": 1}]}]}`)}}); err == nil {
-		t.Error("a step naming an unknown route loaded")
+	unknown := fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "nope", "indexes": [{"name": "x", "keys": [{"field": "a", "order": 1}]}]}`)}}
+	if err := fx.New(fx.NopLogger, mongo.Module("m", append(opts, route, mongo.MigrationFiles(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+		t.Errorf("a step naming an unknown route: %v", err)
 	}
 }

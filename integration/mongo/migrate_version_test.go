@@ -57,27 +57,35 @@ func requireBehind(t *testing.T, err error, route string, detail ...string) {
 // wrongly says 3, the app starts and a call for A, B or C (provisioned,
 // never registered nor migrated) is refused before it reads or writes, the
 // version coming from the tenant's own records. Migrating A through the
-// Provisioner lets A through, B stays refused; a teardown forgets A.
+// runner lets A through, B stays refused; a teardown forgets A, and
+// provisioning A again migrates it.
 func TestRequiredVersionMongo(t *testing.T) {
 	base, db := plainDB(t)
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	c := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 	two := fstest.MapFS{"0001_by_total.json": indexSteps["0001_by_total.json"], "0002_by_id.json": indexSteps["0002_by_id.json"]}
-	old, d := buildOrders(t, base, two)
+	reg := migrate.NewMemoryRegistry()
+	old, d := buildOrders(t, base, two, mongo.TenantRegistry(reg))
 	if err := old.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = old.Stop(ctx) })
-	reg := migrate.NewMemoryRegistry()
-	if rep := d.Provision.ProvisionAll(ctx, []tenancy.ID{a, b}, reg, migrate.Options{}); rep.Done != 2 {
-		t.Fatalf("provision: %+v", rep.Failures)
+	if rep, err := d.Provision.ProvisionAll(ctx, []tenancy.ID{a, b}, migrate.Options{}); err != nil || rep.Done != 2 {
+		t.Fatalf("provision: %+v, %v", rep.Failures, err)
 	}
-	if err := d.Provision.Provision(ctx, c); err != nil {
+	// Provisioning migrated A and B to 2: nothing is left.
+	if rep, err := d.Provision.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Changes) != 0 || rep.Done != 2 {
+		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	}
+	// C is provisioned by a build without migrations or registry: at 0.
+	bare, dc := buildOrders(t, base, nil)
+	if err := bare.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := d.Provision.MigrateAll(ctx, nil, d.Provision.Migrations(), reg, migrate.Options{}); err != nil || len(rep.Changes) != 4 || len(rep.Failures) != 0 {
-		t.Fatalf("migrating to 2: %+v, %v", rep, err)
+	t.Cleanup(func() { _ = bare.Stop(ctx) })
+	if err := dc.Provision.Provision(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 
 	app, _ := buildOrders(t, base, indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(reg))
@@ -107,7 +115,7 @@ func TestRequiredVersionMongo(t *testing.T) {
 		t.Fatalf("refused calls left %d documents", n)
 	}
 
-	if ch, err := d.Provision.Migrate(ctx, a, d.Provision.Migrations(), false); err != nil || len(ch) != 1 {
+	if ch, err := d.Provision.Migrate(ctx, a); err != nil || len(ch) != 1 {
 		t.Fatalf("migrating A: %v, %v", ch, err)
 	}
 	if _, err := d.Orders.Create(tenancy.WithTenant(ctx, a), "o1", order{Total: 1}); err != nil {
@@ -119,16 +127,20 @@ func TestRequiredVersionMongo(t *testing.T) {
 	_, err := d.Orders.Create(tenancy.WithTenant(ctx, b), "o1", order{Total: 1})
 	requireBehind(t, err, "", "tenant "+b.String())
 
-	// Torn down and provisioned again, A's collection has none of the
-	// steps: the teardown forgot A and dropped its records.
+	// Torn down, A's records and collections are gone and the gate forgot
+	// A: its next call finds it not provisioned. Provisioned again, A is
+	// migrated with it.
 	if err := d.Provision.Teardown(ctx, a); err != nil {
 		t.Fatal(err)
 	}
+	_, err = d.Orders.Create(tenancy.WithTenant(ctx, a), "o2", order{Total: 1})
+	requireNotProvisioned(t, err, a)
 	if err := d.Provision.Provision(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Orders.Create(tenancy.WithTenant(ctx, a), "o2", order{Total: 1})
-	requireBehind(t, err, "", "tenant "+a.String()+" is at migration version 0")
+	if _, err := d.Orders.Create(tenancy.WithTenant(ctx, a), "o2", order{Total: 1}); err != nil {
+		t.Fatalf("A provisioned again, at the current version: %v", err)
+	}
 }
 
 // documents counts the documents of every collection of db but the
@@ -177,4 +189,70 @@ func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 		})
 	}
 	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3), reg}, base...)...))
+}
+
+// requireNotProvisioned fails t unless err is tenant_not_provisioned on
+// route "orders" whose fix says to provision the tenant.
+func requireNotProvisioned(t *testing.T, err error, tenant tenancy.ID) {
+	t.Helper()
+	e := tenancytest.RequireCode(t, err, tenancy.CodeTenantNotProvisioned, "mongodb", "m", "orders", tenant.String(), "was never provisioned")
+	if !strings.Contains(e.Fix, "Provision(ctx, tenant)") {
+		t.Fatalf("fix %q does not say to provision", e.Fix)
+	}
+}
+
+// TestNeverProvisionedIsNotBehindMongo: with RequiredVersion, a tenant
+// with no migration records and no collection of its own (a collection
+// per tenant; a routed tenant's own server) is refused with
+// tenant_not_provisioned, not tenant_migration_behind at version 0, and
+// the refused calls create nothing. Provisioned, it is behind at 0 (its
+// collection is there, unmigrated); migrated, it is served. On a tagged
+// route, whose collection every tenant shares, nothing tells a new tenant
+// from an unmigrated one: it stays behind at 0.
+func TestNeverProvisionedIsNotBehindMongo(t *testing.T) {
+	ctx := context.Background()
+	for name, base := range map[string]func(t *testing.T) []mongo.Option{
+		"namespace": func(t *testing.T) []mongo.Option { b, _ := plainDB(t); return b },
+		"dedicated": dedicated,
+	} {
+		t.Run(name, func(t *testing.T) {
+			fresh := tenancytest.FreshTenant(t)
+			app, d := buildOrders(t, base(t), indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(migrate.NewMemoryRegistry()))
+			if err := app.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = app.Stop(ctx) })
+			ctxT := tenancy.WithTenant(ctx, fresh)
+			_, err := d.Orders.Create(ctxT, "o1", order{Total: 1})
+			requireNotProvisioned(t, err, fresh)
+			_, err = d.Orders.Get(ctxT, "o1")
+			requireNotProvisioned(t, err, fresh)
+
+			if err := d.Provision.Provision(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = d.Provision.Teardown(ctx, fresh) })
+			if _, err := d.Orders.Get(ctxT, "o1"); err == nil {
+				t.Fatal("a refused create wrote the document")
+			}
+			// Provision migrates too: the tenant is current at once.
+			if _, err := d.Orders.Create(ctxT, "o1", order{Total: 1}); err != nil {
+				t.Fatalf("after provisioning: %v", err)
+			}
+		})
+	}
+	t.Run("tagged", func(t *testing.T) {
+		base, _ := plainDB(t)
+		var docs *mongo.Documents[order]
+		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3),
+			mongo.TenantRegistry(migrate.NewMemoryRegistry()),
+			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")}))...), fx.Populate(&docs))
+		if err := app.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = app.Stop(ctx) })
+		fresh := tenancytest.FreshTenant(t)
+		_, err := docs.Create(tenancy.WithTenant(ctx, fresh), "o1", order{Total: 1})
+		requireBehind(t, err, "orders", "tenant "+fresh.String()+" is at migration version 0")
+	})
 }

@@ -22,15 +22,15 @@ func TestRatioScaleMongoProvision(t *testing.T) {
 	opts, db := plainDB(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}))...),
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}), mongo.TenantRegistry(migrate.NewMemoryRegistry()))...),
 		named("m", &prov))
 	t.Cleanup(func() { _ = client(t, uriA).Database(db).Drop(context.Background()) })
 	ids := make([]tenancy.ID, n)
 	for i := range ids {
 		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-d000-%012x", i+1))
 	}
-	rep := prov.ProvisionAll(context.Background(), ids, migrate.NewMemoryRegistry(), migrate.Options{Concurrency: 8})
-	if rep.Done != n {
+	rep, err := prov.ProvisionAll(context.Background(), ids, migrate.Options{Concurrency: 8})
+	if err != nil || rep.Done != n {
 		t.Fatalf("provisioned %d of %d: %v", rep.Done, n, rep.Failures[:min(3, len(rep.Failures))])
 	}
 	fmt.Printf("scale provision-mongo-namespace tenants=%d per_sec=%.0f\n", n, rep.PerSecond())

@@ -19,6 +19,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -122,7 +123,7 @@ type appDeps struct {
 	Counter   *redis.Counter            `name:"delivered"`
 	Cache     *redis.Cache              `name:"latest"`
 	Mongo     *mongo.Documents[Body]
-	Kafka     *kafka.Provisioner `name:"soakkafka"`
+	Kafka     *migrate.Runner    `name:"soakkafka"`
 	MongoP    *mongo.Provisioner `name:"soakmongo"`
 	Server    *tenanthttp.Server
 }

@@ -10,7 +10,8 @@
 //     target (dotted), from the
 //     "ratio S<tenants>-<name> <median> [<lo>, <hi>] n=<rounds>" lines;
 //   - the concurrency ratios (-concurrency, docs/img/concurrency-ratios.png):
-//     the same for the "ratio C<tenants>-<name> ..." lines.
+//     the same for the "ratio C<tenants>-<name>[-g<G>] ..." lines, one
+//     series per goroutine count (no suffix: 64).
 //
 // A figure whose lines are missing from the log is skipped, saying so on
 // stderr. It lives in the integration module so that the plotting library
@@ -293,20 +294,29 @@ func costPanels(costs []cost) []panel {
 }
 
 // ratioPanels groups one family's ratios into one panel per operation: one
-// series per baseline, each point with its interval, and each baseline's
-// target as a step line over the panel's range (the target may change
-// with the tenant count, as against search_path).
+// series per baseline (per goroutine count for the C family), each point
+// with its interval, and each series' target as a step line over the
+// panel's range (the target may change with the tenant count, as against
+// search_path); a target line another series already drew is not drawn
+// again.
 func ratioPanels(ratios []ratioLine, family string) []panel {
 	byOp := map[string]map[string][]ratioLine{}
+	pairOf := map[string]string{} // op and series: the name targets are looked up by
 	for _, r := range ratios {
 		if r.family != family {
 			continue
 		}
 		op, base := split(r.name)
+		pair := op + "-vs-" + base
+		if family == "C" {
+			op, base = splitConc(r.name)
+			pair = r.name
+		}
 		if byOp[op] == nil {
 			byOp[op] = map[string][]ratioLine{}
 		}
 		byOp[op][base] = append(byOp[op][base], r)
+		pairOf[op+"\x00"+base] = pair
 	}
 	var out []panel
 	for _, op := range slices.Sorted(maps.Keys(byOp)) {
@@ -319,13 +329,27 @@ func ratioPanels(ratios []ratioLine, family string) []panel {
 				s.points = append(s.points, point{tenants: r.tenants, y: r.median, lo: r.lo, hi: r.hi, interval: r.interval})
 			}
 			p.series = append(p.series, s)
-			if t := targetSteps(family, op+"-vs-"+base, base, s.points); len(t.steps) > 0 {
+			t := targetSteps(family, pairOf[op+"\x00"+base], base, s.points)
+			if len(t.steps) > 0 && !slices.ContainsFunc(p.targets, func(o targetLine) bool { return slices.Equal(o.steps, t.steps) }) {
 				p.targets = append(p.targets, t)
 			}
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// concG is a concurrency pair's goroutine suffix: "-g8" on a pair run
+// from 8 goroutines; a name without one ran from 64.
+var concG = regexp.MustCompile(`-g(\d+)$`)
+
+// splitConc names a concurrency pair's operation and series: the pair's
+// name without its goroutine suffix, and "G=<goroutines>".
+func splitConc(name string) (op, series string) {
+	if m := concG.FindStringSubmatchIndex(name); m != nil {
+		return name[:m[0]], "G=" + name[m[2]:m[3]]
+	}
+	return name, "G=64"
 }
 
 // targetSteps is a baseline's target over the panel's x range: constant
@@ -581,9 +605,11 @@ func (f figure) save() error {
 			line.Dashes = dash
 		}
 		label := n
-		if f.ratio {
+		switch {
+		case f.ratio && strings.HasPrefix(n, "G="): // a concurrency pair's goroutine count
+		case f.ratio:
 			label = "vs " + n
-		} else if n != "ours" {
+		case n != "ours":
 			label = n + " (baseline)"
 		}
 		leg.Add(label, line, points)

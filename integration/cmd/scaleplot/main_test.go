@@ -84,8 +84,11 @@ func TestParseSample(t *testing.T) {
 	}
 	// 13 S lines, one repeated and one whose interval does not hold its
 	// median; the P1 line is not a scale or concurrency pair.
-	if s != 11 || c != 2 {
-		t.Errorf("%d S and %d C ratios, want 11 and 2: %+v", s, c, l.ratios)
+	if s != 11 || c != 9 {
+		t.Errorf("%d S and %d C ratios, want 11 and 9: %+v", s, c, l.ratios)
+	}
+	if r := byName["C-redis-namespace-get-g8"]; r.tenants != 10000 || r.median != 1.004 || r.lo != 0.981 || r.hi != 1.030 || r.rounds != 38 {
+		t.Errorf("C10000-redis-namespace-get-g8 = %+v", r)
 	}
 	if r := byName["S-redis-tagged-get"]; r.median != 0.970 || r.lo != 0.950 || r.hi != 0.990 || r.rounds != 33 {
 		t.Errorf("a repeated pair keeps its last line: %+v", r)
@@ -119,6 +122,8 @@ func TestTargets(t *testing.T) {
 		{"S", 1000, "mongo-per-tenant-collection-find", 1.05},
 		{"C", 8, "pg-namespace-get-vs-search-path", 1.05},
 		{"C", 64, "redis-tagged-get", 1.05},
+		{"C", 10000, "redis-namespace-get-g8", 1.05},
+		{"C", 100, "pg-routed-churn-get", 1.05},
 	} {
 		if got, ok := target(c.family, c.tenants, c.name); !ok || got != c.want {
 			t.Errorf("target(%s%d-%s) = %v, %v; want %v", c.family, c.tenants, c.name, got, ok, c.want)
@@ -214,12 +219,30 @@ func TestRatioPanels(t *testing.T) {
 		t.Errorf("tagged = %+v", tagged)
 	}
 
+	// One panel per operation, one series per goroutine count (a name
+	// without -g<G> ran from 64), 1 to 10,000 tenants on one axis.
 	cs := ratioPanels(l.ratios, "C")
-	if got := titles(cs); !slices.Equal(got, []string{"pg-namespace-get", "redis-namespace-get"}) {
-		t.Fatalf("concurrency panels %v: only the C lines", got)
+	if got := titles(cs); !slices.Equal(got, []string{"http-boundary-get", "pg-routed-churn-get", "redis-namespace-get"}) {
+		t.Fatalf("concurrency panels %v: only the C lines, by operation", got)
 	}
-	if r := seriesNamed(t, cs[1], "hand-written"); !slices.Equal(counts(r), []int{8}) || cs[1].targets[0].steps[0].target != 1.05 {
-		t.Errorf("C8 redis = %+v, targets %+v", r, cs[1].targets)
+	redis := panelNamed(t, cs, "redis-namespace-get")
+	if got := []string{redis.series[0].name, redis.series[1].name}; len(redis.series) != 2 || !slices.Contains(got, "G=64") || !slices.Contains(got, "G=8") {
+		t.Fatalf("redis series %+v, want G=64 and G=8", redis.series)
+	}
+	for _, g := range []string{"G=64", "G=8"} {
+		if s := seriesNamed(t, redis, g); !slices.Equal(counts(s), []int{1, 1000, 10000}) {
+			t.Errorf("redis %s = %+v", g, s)
+		}
+	}
+	if p := seriesNamed(t, redis, "G=64").points[1]; p.y != 1.086 || p.lo != 1.054 || p.hi != 1.115 || !p.interval {
+		t.Errorf("C1000 redis G=64 = %+v", p)
+	}
+	// Both series have the target 1.05: it is drawn once.
+	if len(redis.targets) != 1 || len(redis.targets[0].steps) != 3 || redis.targets[0].steps[2].target != 1.05 || redis.targets[0].steps[2].to != panelXMax {
+		t.Errorf("redis targets %+v, want one line at 1.05 to the panel's end", redis.targets)
+	}
+	if s := seriesNamed(t, panelNamed(t, cs, "http-boundary-get"), "G=16"); !slices.Equal(counts(s), []int{10000}) {
+		t.Errorf("http G=16 = %+v", s)
 	}
 }
 
@@ -233,8 +256,8 @@ func TestRunDrawsEachFamilyAndSkipsAnEmptyOne(t *testing.T) {
 	if stderr.Len() != 0 {
 		t.Errorf("stderr %q with every family present", stderr.String())
 	}
-	// 4 cost panels in one row, 5 S panels in two rows of 4, 2 C panels.
-	for i, want := range [][2]int{{4, 1}, {4, 2}, {2, 1}} {
+	// 4 cost panels in one row, 5 S panels in two rows of 4, 3 C panels.
+	for i, want := range [][2]int{{4, 1}, {4, 2}, {3, 1}} {
 		f, err := os.Open(paths[i])
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,259 @@
+package postgres_test
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// The routed churn pair runs over the first concChurnTenants databases of
+// the routed scale pair (twscale_db_<i> on the second server, tenant
+// scaleTenant(i), kept between runs) with at most scalePoolBound pools:
+// reads cycling over 100 tenants with 8 pools find their tenant's pool
+// closed as surely as over 1,000, and 100 databases take seconds to make
+// where 1,000 take minutes and 7 GB.
+const (
+	concChurnTenants = 100
+	// concChurnIters: every read opens a connection (some 5 ms here), so
+	// a round is a few hundred, not concIters.
+	concChurnIters = 400
+)
+
+// TestRatioConcRoutedChurn: a routed point read from G goroutines cycling
+// over 100 tenants, each on its own database, with MaxClients 8 and one
+// connection a pool, so that nearly every read opens its tenant's pool
+// and retires another's, vs a hand-written concurrent LRU of per-tenant
+// pgxpools with the same bound (concPoolLRU). The route also checks each
+// new connection's server identity (one query), which the baseline does
+// not.
+func TestRatioConcRoutedChurn(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	const tenants = concChurnTenants
+	dsns := scaleDatabasesDSNs(t, tenants)
+	ids := make([]tenancy.ID, tenants)
+	ctxs := make([]context.Context, tenants)
+	own := map[tenancy.ID]string{}
+	for i := range ids {
+		ids[i] = scaleTenant(i)
+		own[ids[i]] = dsns[i]
+		ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
+	}
+	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		return routing.Credentials{Endpoint: own[tn]}, nil
+	}
+	const table = "routed"
+	var d *postgres.Documents[item]
+	var oursWire, handWire wireCount
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: scalePoolBound, MaxConnsPerClient: 1},
+		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &oursWire }}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
+	parallel(t, tenants, func(i int) error {
+		if err := c.Provision(context.Background(), ids[i]); err != nil {
+			return err
+		}
+		if _, err := d.Create(ctxs[i], "k", item{Name: "bench"}); err != nil && !errors.Is(err, document.ErrExists) {
+			return err
+		}
+		return nil
+	})
+	lru := newConcPoolLRU(scalePoolBound, &handWire)
+	t.Cleanup(lru.close)
+	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
+	ours := func(i int) error {
+		_, err := d.Get(ctxs[i], "k")
+		return err
+	}
+	hand := func(i int) error {
+		tn, _ := tenancy.Require(ctxs[i])
+		p, release, err := lru.get(ctxs[i], tn, own[tn])
+		if err != nil {
+			return err
+		}
+		defer release()
+		var v int64
+		var raw []byte
+		if err := p.QueryRow(ctxs[i], stmt, "k").Scan(&v, &raw); err != nil {
+			return err
+		}
+		return decodeErr(raw)
+	}
+	for _, g := range concGs {
+		t.Run("g"+strconv.Itoa(g), func(t *testing.T) {
+			oursWire.reset()
+			handWire.reset()
+			var oursReads, handReads int
+			oursSide, handSide := ratio.ParallelSide(t, g, tenants, ours), ratio.ParallelSide(t, g, tenants, hand)
+			p := ratio.Pair{Label: "C" + strconv.Itoa(tenants), Name: concName("pg-routed-churn-get", g), Iterations: concChurnIters, Rounds: concRounds, Cap: concCap,
+				Ours:     func(n int) { oursReads += n; oursSide(n) },
+				Baseline: func(n int) { handReads += n; handSide(n) }}
+			ratio.ReportParallel(t, p, 1.05, 5*concChurnIters)
+			t.Logf("per read, ours: %s; baseline: %s", oursWire.per(oursReads), handWire.per(handReads))
+			// Both sides churn: nearly every read opens a connection. The
+			// route may send no more per read than the baseline (5% slack
+			// for reads that found their tenant's pool still open on one
+			// side and not the other) but its identity check.
+			per := func(n int64, reads int) float64 { return float64(n) / float64(reads) }
+			if o, h := per(oursWire.connects.Load(), oursReads), per(handWire.connects.Load(), handReads); o < 0.9 || h < 0.9 {
+				t.Errorf("not churning: %.2f connections per read on ours, %.2f on the baseline", o, h)
+			}
+			oursWire.sendsNoMoreThan(t, oursReads, &handWire, handReads, 1.05)
+		})
+	}
+}
+
+// concPoolLRU is the routed churn pair's hand-written baseline: what a
+// careful author writes for per-tenant pools shared by many goroutines
+// with a bound on pools open or still closing, as routing.Pools counts
+// them. A mutex guards a map and a recency list; each pool counts the
+// reads using it, so that a retired pool closes (in a goroutine, as
+// routing.Pools does) once they are done. A read that finds no slot for
+// its new pool waits; while fewer pools are closing than reads waiting,
+// the least recently used pool is retired, by a read when it starts
+// waiting and by a read that releases a pool. No resolver, fingerprint,
+// claim, server identity check or TTL: it trusts its map.
+type concPoolLRU struct {
+	trace pgx.QueryTracer
+	max   int
+	mu    sync.Mutex
+	// used counts pools open or closing; draining, those closing;
+	// waiting, reads waiting for a slot.
+	used, draining, waiting int
+	freed                   *sync.Cond // on mu: a slot was freed
+	order                   *list.List // of *lruPool, most recent first
+	pools                   map[tenancy.ID]*lruPool
+	open                    sync.WaitGroup // pools not yet closed
+}
+
+type lruPool struct {
+	tn      tenancy.ID
+	p       *pgxpool.Pool
+	elem    *list.Element
+	refs    int
+	retired bool
+}
+
+func newConcPoolLRU(max int, trace pgx.QueryTracer) *concPoolLRU {
+	l := &concPoolLRU{trace: trace, max: max, order: list.New(), pools: map[tenancy.ID]*lruPool{}}
+	l.freed = sync.NewCond(&l.mu)
+	return l
+}
+
+// get returns tn's pool and its release, opening the pool if needed.
+func (l *concPoolLRU) get(ctx context.Context, tn tenancy.ID, dsn string) (*pgxpool.Pool, func(), error) {
+	l.mu.Lock()
+	if e := l.pools[tn]; e != nil {
+		return l.use(e)
+	}
+	l.takeSlot()
+	l.mu.Unlock()
+	cfg, err := pgxpool.ParseConfig(dsn + "&pool_max_conns=1")
+	if err == nil {
+		cfg.ConnConfig.Tracer = l.trace
+		var p *pgxpool.Pool
+		if p, err = pgxpool.NewWithConfig(ctx, cfg); err == nil {
+			l.mu.Lock()
+			if e := l.pools[tn]; e != nil { // opened by another read meanwhile
+				l.mu.Unlock()
+				p.Close()
+				l.mu.Lock()
+				l.freeSlot()
+				return l.use(e)
+			}
+			e := &lruPool{tn: tn, p: p}
+			e.elem = l.order.PushFront(e)
+			l.pools[tn] = e
+			l.open.Add(1)
+			return l.use(e)
+		}
+	}
+	l.mu.Lock()
+	l.freeSlot()
+	l.mu.Unlock()
+	return nil, nil, err
+}
+
+// takeSlot waits for room for one more pool; with mu held.
+func (l *concPoolLRU) takeSlot() {
+	l.waiting++
+	for l.used >= l.max {
+		l.retireIfShort()
+		l.freed.Wait()
+	}
+	l.waiting--
+	l.used++
+}
+
+// freeSlot returns a slot; with mu held.
+func (l *concPoolLRU) freeSlot() {
+	l.used--
+	l.freed.Signal()
+}
+
+// retireIfShort retires the least recently used pool while fewer pools
+// are closing than reads are waiting; with mu held.
+func (l *concPoolLRU) retireIfShort() {
+	if l.draining < l.waiting {
+		if back := l.order.Back(); back != nil {
+			l.retire(back.Value.(*lruPool))
+		}
+	}
+}
+
+// use takes a reference on e; called with mu held, it releases mu.
+func (l *concPoolLRU) use(e *lruPool) (*pgxpool.Pool, func(), error) {
+	e.refs++
+	l.order.MoveToFront(e.elem)
+	l.mu.Unlock()
+	return e.p, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		e.refs--
+		if e.refs == 0 && e.retired {
+			go l.closePool(e)
+			return
+		}
+		l.retireIfShort()
+	}, nil
+}
+
+// retire forgets e and closes it once nobody uses it; with mu held.
+func (l *concPoolLRU) retire(e *lruPool) {
+	l.order.Remove(e.elem)
+	delete(l.pools, e.tn)
+	e.retired = true
+	l.draining++
+	if e.refs == 0 {
+		go l.closePool(e)
+	}
+}
+
+func (l *concPoolLRU) closePool(e *lruPool) {
+	e.p.Close()
+	l.mu.Lock()
+	l.draining--
+	l.freeSlot()
+	l.mu.Unlock()
+	l.open.Done()
+}
+
+func (l *concPoolLRU) close() {
+	l.mu.Lock()
+	for l.order.Len() > 0 {
+		l.retire(l.order.Back().Value.(*lruPool))
+	}
+	l.mu.Unlock()
+	l.open.Wait()
+}

@@ -1,0 +1,86 @@
+package modules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ProvisionAll runs Provision for every one of tenants, at most
+// o.Concurrency at once (default 4): a tenant's failure is in the report
+// and the others go on; a cancelled ctx stops handing out tenants. Every
+// module's provisioning is idempotent, so a rerun over the same list
+// completes an interrupted run.
+func (t *Tenants) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
+	return migrate.Each(ctx, "provision", tenants, o, func(ctx context.Context, id tenancy.ID, _ *migrate.Recorder) error {
+		_, err := t.Provision(ctx, id)
+		return err
+	})
+}
+
+// OffboardAll suspends every one of tenants at once (one swap of the
+// suspended set), then removes their data, batches of tenants at most
+// o.Concurrency at once: a module that removes many tenants in one pass
+// (OffboardMany) gets each batch whole, the others each tenant in turn.
+// A tenant's failure is in the report and the others go on. The tenants
+// stay suspended; a rerun completes an interrupted run.
+func (t *Tenants) OffboardAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
+	// A zero id is left to the batch, which reports it unbound.
+	t.SuspendAll(slices.DeleteFunc(slices.Clone(tenants), tenancy.ID.IsZero))
+	workers := o.Concurrency
+	if workers <= 0 {
+		workers = 4
+	}
+	// At most maxOffboardBatch tenants a batch, and enough batches to keep
+	// every worker busy.
+	size := min(maxOffboardBatch, max(1, (len(tenants)+workers-1)/workers))
+	return migrate.EachBatch(ctx, "offboard", tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *migrate.Recorder) []error {
+		errs := make([][]error, len(batch))
+		ids := make([]tenancy.ID, 0, len(batch))
+		at := make([]int, 0, len(batch))
+		for i, id := range batch {
+			if id.IsZero() {
+				errs[i] = append(errs[i], tenancy.Unbound())
+				continue
+			}
+			ids, at = append(ids, id), append(at, i)
+		}
+		for _, s := range t.states {
+			if s.Offboard == nil || len(ids) == 0 {
+				continue
+			}
+			var res []error
+			if s.OffboardMany != nil {
+				res = s.OffboardMany(ctx, ids)
+			} else {
+				res = make([]error, len(ids))
+				for j, id := range ids {
+					res[j] = s.Offboard(ctx, id)
+				}
+			}
+			for j := range ids {
+				var err error
+				if j < len(res) {
+					err = res[j]
+				} else {
+					err = errors.New("no result for the tenant")
+				}
+				if err != nil {
+					errs[at[j]] = append(errs[at[j]], fmt.Errorf("%s (%s): %w", s.Module, s.Backend, err))
+				}
+			}
+		}
+		out := make([]error, len(batch))
+		for i := range batch {
+			out[i] = errors.Join(errs[i]...)
+		}
+		return out
+	})
+}
+
+// maxOffboardBatch bounds the tenants one OffboardMany call serves.
+const maxOffboardBatch = 500
