@@ -12,19 +12,29 @@ REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
 endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
-.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
+.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
 	$(GO) run ./examples/quickstart
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
-test: services deps tidy-check vet
+test: prepare
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER= $(GO) test -race -count=1 ./...
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
+
+# The servers start while the modules download and vet compiles: on a
+# first run each takes minutes, the one mostly waiting on downloads and
+# JVM start-ups, the other on the CPU. services.sh prints each server's
+# output whole, so the two barely interleave.
+prepare:
+	@$(MAKE) --no-print-directory -j2 services checks
+
+checks:
+	@$(MAKE) --no-print-directory -j1 deps tidy-check vet
 
 services:
 	scripts/services.sh
