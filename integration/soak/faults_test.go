@@ -33,7 +33,17 @@ type faultRun struct {
 	atRecov counters
 	writes  time.Duration // until the first request acknowledged after the fault began; 0: none
 	recov   time.Duration // until a record acknowledged after the fault began passed every sink; 0: not yet
+	// The relay's produces that ended between this fault's start and the
+	// next one's: how many Kafka refused, the slowest, and when (after
+	// the start) the last one that failed or took over slowProduce ended.
+	produceFailed int
+	produceMax    time.Duration
+	disturbed     time.Duration
 }
+
+// slowProduce is a produce that counts as stalled: the relay's produces
+// take milliseconds when every broker is up.
+const slowProduce = time.Second
 
 // counters are the run's error counts, and the records handled more than
 // once before the inbox. failedBy and ackedBy split the requests by the
@@ -100,6 +110,27 @@ func (c *faultClock) delivered(_ string, tenant tenancy.ID, seq int) {
 	}
 }
 
+// produced is the relay process's callback: each produce, charged to the
+// latest fault begun before it ended.
+func (c *faultClock) produced(end time.Time, took time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.runs) == 0 {
+		return
+	}
+	r := c.runs[len(c.runs)-1]
+	if end.Before(r.start) {
+		return
+	}
+	r.produceMax = max(r.produceMax, took)
+	if !ok {
+		r.produceFailed++
+	}
+	if !ok || took > slowProduce {
+		r.disturbed = max(r.disturbed, end.Sub(r.start))
+	}
+}
+
 // run injects each fault at its time, until ctx ends.
 func (c *faultClock) run(ctx context.Context, begin time.Time, faults []fault) error {
 	for _, f := range faults {
@@ -146,6 +177,12 @@ func (c *faultClock) report() []string {
 				r.writes.Round(time.Millisecond), r.recov.Round(time.Millisecond), d.request, d.failedBy[0], d.failedBy[1], d.consumer, d.relay)
 		}
 		line += fmt.Sprintf("; redelivered before the inbox until the next fault: %d", next.minus(r.base).redelivered)
+		if r.disturbed > 0 {
+			line += fmt.Sprintf("; produces until the next fault: %d failed, slowest %v, failing or slower than %v until %v after the fault began",
+				r.produceFailed, r.produceMax.Round(time.Millisecond), slowProduce, r.disturbed.Round(time.Millisecond))
+		} else {
+			line += fmt.Sprintf("; produces until the next fault: none failed, slowest %v", r.produceMax.Round(time.Millisecond))
+		}
 		out = append(out, line)
 	}
 	return out
