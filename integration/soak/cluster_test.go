@@ -82,25 +82,33 @@ func (c *kafkaCluster) restart() error {
 	return nil
 }
 
+// request sends one admin request through a client of its own (closed
+// after it: the soak's goroutine check runs at the end), to a broker, not
+// to a cache: a metadata cache refreshed every few seconds would miss the
+// topics just made.
+func (c *kafkaCluster) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.brokers(), ",")...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.Request(ctx, req)
+}
+
 // quorumLeader asks the cluster (DescribeQuorum, which a broker forwards
 // to the active controller) which node leads the KRaft controller quorum.
 func (c *kafkaCluster) quorumLeader(ctx context.Context) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.brokers(), ",")...))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	topic := kmsg.NewDescribeQuorumRequestTopic()
 	topic.Topic = "__cluster_metadata"
 	part := kmsg.NewDescribeQuorumRequestTopicPartition()
-	part.Partition = 0
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
-	resp, err := req.RequestWith(ctx, cl)
+	r, err := c.request(ctx, req)
 	if err != nil {
 		return 0, err
 	}
+	resp := r.(*kmsg.DescribeQuorumResponse)
 	if err := kerrOf(resp.ErrorCode); err != nil {
 		return 0, err
 	}
@@ -124,20 +132,32 @@ func kerrOf(code int16) error {
 	return kafkago.Error(code)
 }
 
-// ledBy counts the partitions of the run's topics (names starting with
-// prefix) whose leader is node.
+// topics is the run's topics (names starting with prefix), as a broker
+// reports them.
+func (c *kafkaCluster) topics(ctx context.Context, prefix string) ([]kmsg.MetadataResponseTopic, error) {
+	r, err := c.request(ctx, kmsg.NewPtrMetadataRequest()) // no topics named: all of them
+	if err != nil {
+		return nil, err
+	}
+	var out []kmsg.MetadataResponseTopic
+	for _, tp := range r.(*kmsg.MetadataResponse).Topics {
+		if tp.Topic != nil && strings.HasPrefix(*tp.Topic, prefix) {
+			out = append(out, tp)
+		}
+	}
+	return out, nil
+}
+
+// ledBy counts the partitions of the run's topics whose leader is node.
 func (c *kafkaCluster) ledBy(ctx context.Context, prefix string, node int) (int, error) {
-	md, err := c.metadata(ctx)
+	tps, err := c.topics(ctx, prefix)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, tp := range md.Topics {
-		if !strings.HasPrefix(tp.Name, prefix) {
-			continue
-		}
+	for _, tp := range tps {
 		for _, p := range tp.Partitions {
-			if p.Leader.ID == node {
+			if int(p.Leader) == node {
 				n++
 			}
 		}
@@ -145,85 +165,71 @@ func (c *kafkaCluster) ledBy(ctx context.Context, prefix string, node int) (int,
 	return n, nil
 }
 
-func (c *kafkaCluster) admin() *kafkago.Client {
-	return &kafkago.Client{Addr: kafkago.TCP(strings.Split(c.brokers(), ",")...), Timeout: 30 * time.Second}
-}
-
-func (c *kafkaCluster) metadata(ctx context.Context) (*kafkago.MetadataResponse, error) {
-	return c.admin().Metadata(ctx, &kafkago.MetadataRequest{})
-}
-
-// checkTopics fails unless every topic of the run has clusterReplicas
-// replicas per partition, all in sync, and min.insync.replicas
+// checkTopics fails unless the run has want topics, each partition with
+// clusterReplicas replicas, all in sync, and min.insync.replicas
 // clusterMinISR: with the producers' acks=all, a record is acknowledged
 // only once two brokers hold it, so losing one loses nothing.
-func (c *kafkaCluster) checkTopics(ctx context.Context, prefix string) (int, error) {
-	md, err := c.metadata(ctx)
+func (c *kafkaCluster) checkTopics(ctx context.Context, prefix string, want int) error {
+	tps, err := c.topics(ctx, prefix)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var names []string
-	for _, tp := range md.Topics {
-		if !strings.HasPrefix(tp.Name, prefix) {
-			continue
+	if len(tps) != want {
+		return fmt.Errorf("%d topics named %s* on the cluster; want %d", len(tps), prefix, want)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, tp := range tps {
+		if err := kerrOf(tp.ErrorCode); err != nil || len(tp.Partitions) == 0 {
+			return fmt.Errorf("%s: %d partitions, %v", *tp.Topic, len(tp.Partitions), err)
 		}
-		names = append(names, tp.Name)
 		for _, p := range tp.Partitions {
-			if len(p.Replicas) != clusterReplicas || len(p.Isr) != clusterReplicas {
-				return 0, fmt.Errorf("%s/%d: %d replicas, %d in sync; want %d", tp.Name, p.ID, len(p.Replicas), len(p.Isr), clusterReplicas)
+			if len(p.Replicas) != clusterReplicas || len(p.ISR) != clusterReplicas {
+				return fmt.Errorf("%s/%d: replicas %v, in sync %v; want %d", *tp.Topic, p.Partition, p.Replicas, p.ISR, clusterReplicas)
 			}
 		}
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, *tp.Topic, []string{"min.insync.replicas"}
+		req.Resources = append(req.Resources, res)
 	}
-	if len(names) == 0 {
-		return 0, fmt.Errorf("no topic named %s* on the cluster", prefix)
-	}
-	var res []kafkago.DescribeConfigRequestResource
-	for _, n := range names {
-		res = append(res, kafkago.DescribeConfigRequestResource{ResourceType: kafkago.ResourceTypeTopic, ResourceName: n,
-			ConfigNames: []string{"min.insync.replicas"}})
-	}
-	cfg, err := c.admin().DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{Resources: res})
+	r, err := c.request(ctx, req)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	for _, r := range cfg.Resources {
-		if r.Error != nil {
-			return 0, fmt.Errorf("%s: %w", r.ResourceName, r.Error)
+	for _, res := range r.(*kmsg.DescribeConfigsResponse).Resources {
+		if err := kerrOf(res.ErrorCode); err != nil {
+			return fmt.Errorf("%s: %w", res.ResourceName, err)
 		}
-		for _, e := range r.ConfigEntries {
-			if e.ConfigName == "min.insync.replicas" && e.ConfigValue != strconv.Itoa(clusterMinISR) {
-				return 0, fmt.Errorf("%s: min.insync.replicas=%s; want %d", r.ResourceName, e.ConfigValue, clusterMinISR)
-			}
+		if len(res.Configs) != 1 || res.Configs[0].Value == nil || *res.Configs[0].Value != strconv.Itoa(clusterMinISR) {
+			return fmt.Errorf("%s: min.insync.replicas %v; want %d", res.ResourceName, res.Configs, clusterMinISR)
 		}
 	}
-	return len(names), nil
+	return nil
 }
 
 // deleteTopics removes the run's topics: the cluster outlives the run.
 func (c *kafkaCluster) deleteTopics(prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	md, err := c.metadata(ctx)
-	if err != nil {
+	tps, err := c.topics(ctx, prefix)
+	if err != nil || len(tps) == 0 {
 		return err
 	}
-	var names []string
-	for _, tp := range md.Topics {
-		if strings.HasPrefix(tp.Name, prefix) {
-			names = append(names, tp.Name)
-		}
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, tp := range tps {
+		req.TopicNames = append(req.TopicNames, *tp.Topic)
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = tp.Topic
+		req.Topics = append(req.Topics, t)
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	resp, err := c.admin().DeleteTopics(ctx, &kafkago.DeleteTopicsRequest{Topics: names})
+	r, err := c.request(ctx, req)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for name, e := range resp.Errors {
-		if e != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, e))
+	for _, t := range r.(*kmsg.DeleteTopicsResponse).Topics {
+		if err := kerrOf(t.ErrorCode); err != nil {
+			errs = append(errs, fmt.Errorf("%v: %w", t.Topic, err))
 		}
 	}
 	return errors.Join(errs...)

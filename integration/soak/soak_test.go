@@ -165,8 +165,9 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	if kc != nil {
-		n, err := kc.checkTopics(ctx, e.prefix)
-		if err != nil {
+		// A topic per tenant (orders), and the audits and dedicated topics.
+		n := len(e.tenants) + 2
+		if err := kc.checkTopics(ctx, e.prefix, n); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("soak kafka: three-node KRaft cluster %s, %d topics of the run, every partition on %d in-sync replicas, min.insync.replicas %d, produced with acks=all",
@@ -245,7 +246,7 @@ func TestSoak(t *testing.T) {
 	}()
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
-	if err := clock.run(run, begin, schedule(cfg, pgs, rds, brk, kc, e.prefix, relay)); err != nil {
+	if err := clock.run(run, begin, schedule(cfg, pgs, rds, kc, e.prefix, relay)); err != nil {
 		t.Error(err)
 	}
 	<-loadDone
@@ -335,13 +336,11 @@ func TestSoak(t *testing.T) {
 }
 
 // schedule spreads the faults over the traffic: all of them in the long
-// run, two in the short one. The broker restart, after which every
-// consumer group rejoins, comes after minute 1, where the heap is sampled.
-// pg-second-restart restarts the second server only: the tenants placed
-// on the first one keep being served through it. On the Kafka cluster
-// (kc not nil) the broker fault is two: a broker SIGKILLed, and later the
-// controller quorum's leader stopped.
-func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *broker, kc *kafkaCluster, prefix string, relay *relayProc) []fault {
+// run (on the Kafka cluster), two in the short one. The broker kill, after
+// which consumer groups rejoin, comes after minute 1, where the heap is
+// sampled. pg-second-restart restarts the second server only: the tenants
+// placed on the first one keep being served through it.
+func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, kc *kafkaCluster, prefix string, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
 	if !cfg.long {
@@ -353,37 +352,25 @@ func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *
 		terminate.at, kill.at = at(0.25), at(0.55)
 		return []fault{terminate, kill}
 	}
-	brokerFault := fault{"kafka-broker-restart", at(0.4), func() (string, error) {
-		brk.stop()
-		time.Sleep(outage)
-		return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
-	}}
-	if kc != nil {
-		brokerFault = fault{"kafka-broker-kill", at(0.4), func() (string, error) { return kc.killBroker(prefix, outage) }}
-	}
-	faults := []fault{
+	return []fault{
 		terminate,
 		{"redis-restart", at(0.26), func() (string, error) {
 			rds.Kill()
 			time.Sleep(outage)
 			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.Start()
 		}},
-		brokerFault,
+		{"kafka-broker-kill", at(0.4), func() (string, error) { return kc.killBroker(prefix, outage) }},
 		kill,
-	}
-	if kc != nil {
-		faults = append(faults, fault{"kafka-quorum-leader-stop", at(0.6), func() (string, error) { return kc.stopQuorumLeader(prefix, outage) }})
-	}
-	return append(faults,
-		fault{"pg-second-restart", at(0.7), func() (string, error) {
+		{"kafka-quorum-leader-stop", at(0.6), func() (string, error) { return kc.stopQuorumLeader(prefix, outage) }},
+		{"pg-second-restart", at(0.7), func() (string, error) {
 			pgs[1].stop(syscall.SIGINT)
 			time.Sleep(outage)
 			return fmt.Sprintf("second PostgreSQL server (half the dedicated tenant databases) stopped (fast shutdown), started again after %v", outage), pgs[1].start()
 		}},
-		fault{"pg-restart", at(0.82), func() (string, error) {
+		{"pg-restart", at(0.82), func() (string, error) {
 			return "first PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pgs[0].restart()
 		}},
-	)
+	}
 }
 
 // dumpGoroutines writes the goroutine profile (grouped stacks) of the
