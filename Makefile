@@ -33,8 +33,11 @@ test: prepare
 prepare:
 	@$(MAKE) --no-print-directory -j2 services checks
 
+# One goal per make, so that -j2 above never runs these side by side.
 checks:
-	@$(MAKE) --no-print-directory -j1 deps tidy-check vet
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory tidy-check
+	@$(MAKE) --no-print-directory vet
 
 services:
 	scripts/services.sh
