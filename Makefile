@@ -83,7 +83,8 @@ bench: services deps
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
-## multi-tenant soak under faults (integration/soak; SOAK_DURATION=10m to lengthen, docs/reliability.md)
+## multi-tenant soak under faults (integration/soak, its Kafka legs on the three-node cluster of
+## scripts/kafka.sh start-cluster, which it starts; SOAK_DURATION=10m to lengthen, docs/reliability.md)
 # pipefail: a failing soak fails the target, not only the grep after it.
 soak: services deps
 	set -o pipefail; TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
