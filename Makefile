@@ -12,19 +12,32 @@ REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
 endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
-.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
+.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
 	$(GO) run ./examples/quickstart
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
-test: services deps tidy-check vet
+test: prepare
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER= $(GO) test -race -count=1 ./...
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
+
+# The servers start while the modules download and vet compiles: on a
+# first run each takes minutes, the one mostly waiting on downloads and
+# JVM start-ups, the other on the CPU. services.sh prints each server's
+# output whole, so the two barely interleave.
+prepare:
+	@$(MAKE) --no-print-directory -j2 services checks
+
+# One goal per make, so that -j2 above never runs these side by side.
+checks:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory tidy-check
+	@$(MAKE) --no-print-directory vet
 
 services:
 	scripts/services.sh
@@ -46,9 +59,12 @@ tidy-check:
 	for m in $(NESTED); do (cd $$m && $(GO) mod tidy -diff) || exit 1; done
 	! grep -n 'google.golang.org/grpc' go.mod
 
+# -race: vet compiles every dependency as the race-detected tests will, so
+# a first run builds the dependency graph once for both, not twice (no
+# file of the repository depends on the race build tag).
 vet:
-	$(GO) vet ./...
-	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) vet -race ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet -race ./...) || exit 1; done
 
 fuzz-short:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -71,7 +87,8 @@ bench: services deps
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
-## multi-tenant soak under faults (integration/soak; SOAK_DURATION=10m to lengthen, docs/reliability.md)
+## multi-tenant soak under faults (integration/soak, its Kafka legs on the three-node cluster of
+## scripts/kafka.sh start-cluster, which it starts; SOAK_DURATION=10m to lengthen, docs/reliability.md)
 # pipefail: a failing soak fails the target, not only the grep after it.
 soak: services deps
 	set -o pipefail; TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
