@@ -402,6 +402,26 @@ func (w *worker) recordTenant(sh shard, m kafkago.Message) tenancy.ID {
 // process handles m under the right binding, retrying until it succeeds;
 // false means the worker is stopping and m stays uncommitted.
 func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	if w.route.tel == nil {
+		return w.handleRecord(ctx, tenant, m)
+	}
+	// One consumer span per record, linked to the span that produced it;
+	// the handler's own spans nest under it.
+	id := tenant
+	if id.IsZero() && w.spec.cfg.TenantFromHeaders {
+		id, _ = TenantFromHeaders(m.Headers)
+	}
+	ctx, span := w.route.tel.StartLinked(ctx, id, w.traceCarrier(m.Headers))
+	ok := w.handleRecord(ctx, tenant, m)
+	if ok {
+		span.End(nil)
+	} else {
+		span.End(ctx.Err())
+	}
+	return ok
+}
+
+func (w *worker) handleRecord(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
 	var call func() error
 	// tenant stays the record's tenant when known, for the log; zero for a
 	// tenant-global or dead-lettered record.
