@@ -86,7 +86,9 @@ var TenantRaw = TenantPolicy{mode: raw}
 // TenantHash writes HMAC-SHA256(key, tenant) as 32 hex digits: one
 // tenant's calls still group together, and the id cannot be read back
 // or guessed without the key. The key must not be empty.
-func TenantHash(key []byte) TenantPolicy { return TenantPolicy{mode: hashed, key: append([]byte(nil), key...)} }
+func TenantHash(key []byte) TenantPolicy {
+	return TenantPolicy{mode: hashed, key: append([]byte(nil), key...)}
+}
 
 // String names the policy.
 func (p TenantPolicy) String() string {
