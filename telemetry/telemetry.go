@@ -186,6 +186,9 @@ func New(cfg Config) (*Telemetry, error) {
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
 		}
+		if err := t.observePools(); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }

@@ -422,6 +422,8 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 }
 
 func (w *worker) handleRecord(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	// The handler's log lines name the consumer (modules.TenantHandler).
+	ctx = modules.WithCallSite(ctx, w.route.core.module, w.route.spec.name)
 	var call func() error
 	// tenant stays the record's tenant when known, for the log; zero for a
 	// tenant-global or dead-lettered record.
