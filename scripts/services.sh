@@ -26,7 +26,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STATE=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/services
 # Servers started and stopped by scripts/<name>.sh, in start order; stop
 # goes in reverse.
-COMPANIONS=(postgres-second kafka neo4j redis-cluster)
+COMPANIONS=(postgres-second kafka neo4j redis-cluster prometheus)
 
 PGHOST=127.0.0.1
 PGPORT=5432
