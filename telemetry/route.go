@@ -17,9 +17,9 @@ type RouteInfo struct {
 	Backend, Module, Route, Kind string
 	// Reached is the tier the route's wiring reaches.
 	Reached tenancy.Tier
-	// Consumer: the spans are consumer spans (a consumer handling a
-	// record, a relay delivering a row), not client spans.
-	Consumer bool
+	// SpanKind is the kind of the route's spans; unset, client. A
+	// producer's are producer spans, a consumer's consumer spans.
+	SpanKind trace.SpanKind
 }
 
 // Route is one route's instruments with its attributes computed once. A
@@ -42,9 +42,9 @@ func (t *Telemetry) Route(info RouteInfo) *Route {
 		return nil
 	}
 	r := &Route{t: t, name: info.Backend + " " + info.Route}
-	kind := trace.SpanKindClient
-	if info.Consumer {
-		kind = trace.SpanKindConsumer
+	kind := info.SpanKind
+	if kind == trace.SpanKindUnspecified {
+		kind = trace.SpanKindClient
 	}
 	r.spanOpts = []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(
 		AttrBackend.String(info.Backend), AttrModule.String(info.Module), AttrRoute.String(info.Route),

@@ -48,7 +48,7 @@ type route struct {
 func newRoute(c *core, spec *routeSpec) route {
 	d := Rules.Decide(spec.floorsRoute(c.pools != nil))
 	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic),
-		tel: c.tel.Route(telemetry.RouteInfo{Backend: Rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached, Consumer: spec.kind == KindConsumer})}
+		tel: c.tel.Route(telemetry.RouteInfo{Backend: Rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached, SpanKind: spanKind(spec.kind)})}
 }
 
 // topicFor names the route's topic for tenant, validating a resolver's

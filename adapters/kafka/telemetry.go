@@ -6,7 +6,17 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tenantwire/tenantwire/floors"
 )
+
+// spanKind is a route's span kind: producer or consumer.
+func spanKind(k floors.Kind) trace.SpanKind {
+	if k == KindConsumer {
+		return trace.SpanKindConsumer
+	}
+	return trace.SpanKindProducer
+}
 
 // traceHeaders replaces the trace-context headers of hs (traceparent,
 // tracestate, baggage) with the context of ctx's span: a record carries

@@ -225,7 +225,9 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 		return nil, o.refuse(ctx, o.unbound())
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.connect(ctx, tenant)
+	// A relay's pass, not a route call: untraced, so an idle relay's polls
+	// add no spans (its deliveries are the destination's calls).
+	pool, release, err := o.reach(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +332,8 @@ func (o *Outbox) sweep(ctx context.Context, retain time.Duration) (int64, error)
 		return 0, o.refuse(ctx, o.unbound())
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.connect(ctx, tenant)
+	// A relay's pass: untraced, as Claim.
+	pool, release, err := o.reach(ctx, tenant)
 	if err != nil {
 		return 0, err
 	}
