@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -197,3 +198,37 @@ func names(spans []sdktrace.ReadOnlySpan) string {
 }
 
 var _ = time.Second
+
+// TestRefusalAtFxNewIsASpan: an app refused during fx.New records one
+// span with an event per refusal, its code and module on it.
+func TestRefusalAtFxNewIsASpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	app := fx.New(fx.NopLogger,
+		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}}),
+		// A floor above the memory backend's ceiling: no wiring meets it.
+		memory.Module("sessions", memory.RequiredIsolation(tenancy.Dedicated),
+			memory.CacheRoute("session", memory.CacheConfig{TenantAware: true, Keys: memory.Static("sessions")})),
+	)
+	if app.Err() == nil {
+		t.Fatal("the app was not refused")
+	}
+	check := find(rec.Ended(), telemetry.CheckSpan)
+	if check == nil {
+		t.Fatalf("spans: %s", names(rec.Ended()))
+	}
+	var codes []string
+	for _, e := range check.Events() {
+		for _, kv := range e.Attributes {
+			if kv.Key == telemetry.AttrErrorCode {
+				codes = append(codes, kv.Value.AsString())
+			}
+			if kv.Key == telemetry.AttrModule && kv.Value.AsString() != "sessions" {
+				t.Errorf("event module %q", kv.Value.AsString())
+			}
+		}
+	}
+	if len(codes) == 0 || check.Status().Code != otelcodes.Error {
+		t.Fatalf("check span: events %v, status %v", check.Events(), check.Status())
+	}
+	t.Log("refused with", codes)
+}
