@@ -101,8 +101,11 @@ func (r *Route) start(ctx context.Context, tenant tenancy.ID, extra []trace.Span
 			opts = append(append(make([]trace.SpanStartOption, 0, len(opts)+len(extra)), opts...), extra...)
 		}
 		ctx, c.span = r.t.tracer.Start(ctx, r.name, opts...)
-		if kv, ok := r.t.SpanTenant(tenant); ok {
-			c.span.SetAttributes(kv)
+		// A sampled-out span records nothing: skip the tenant's formatting.
+		if c.span.IsRecording() {
+			if kv, ok := r.t.SpanTenant(tenant); ok {
+				c.span.SetAttributes(kv)
+			}
 		}
 	}
 	if r.t.meter != nil {
@@ -129,7 +132,6 @@ func (c *Call) End(err error) {
 	}
 	ctx := context.Background()
 	if !c.tagged {
-		r.t.calls.Add(ctx, 1, r.addOpt...)
 		r.t.duration.Record(ctx, since(c.start).Seconds(), r.recOpt...)
 		if err != nil {
 			r.t.errs.Add(ctx, 1, r.addOpt[0], metric.WithAttributes(attribute.String(LabelCode, ErrorCode(err))))
@@ -138,7 +140,6 @@ func (c *Call) End(err error) {
 	}
 	attrs := append(append(make([]attribute.KeyValue, 0, len(r.attrs)+2), r.attrs...), c.tenant)
 	set := attribute.NewSet(attrs...)
-	r.t.calls.Add(ctx, 1, metric.WithAttributeSet(set))
 	r.t.duration.Record(ctx, since(c.start).Seconds(), metric.WithAttributeSet(set))
 	if err != nil {
 		r.t.errs.Add(ctx, 1, metric.WithAttributeSet(set), metric.WithAttributes(attribute.String(LabelCode, ErrorCode(err))))

@@ -66,7 +66,7 @@ func TestPrometheusServerScrapesTheOperatorListener(t *testing.T) {
 		}
 	})
 
-	q := `sum(tenantwire_route_calls_total{module="sessions",route="session"})`
+	q := `sum(tenantwire_route_duration_seconds_count{module="sessions",route="session"})`
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
