@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	kafkago "github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
@@ -232,4 +232,5 @@ func walkthrough(spans []sdktrace.ReadOnlySpan) string {
 	}
 	return b.String()
 }
+
 type attributeKV = attribute.KeyValue

@@ -100,7 +100,9 @@ func TestRatioP11On(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		get := func(c *memory.Cache) func(int) { return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err }) }
+		get := func(c *memory.Cache) func(int) {
+			return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err })
+		}
 		ratio.Report(t, ratio.Pair{Label: "P11", Name: "memory-otel-on", Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 20000}, 1.10)
 	})
 
@@ -118,7 +120,9 @@ func TestRatioP11On(t *testing.T) {
 		if err := off.Set(ctx, "k", []byte("v"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		get := func(c *redis.Cache) func(int) { return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err }) }
+		get := func(c *redis.Cache) func(int) {
+			return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err })
+		}
 		ratio.Report(t, ratio.Pair{Label: "P11", Name: "redis-otel-on", Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 500}, 1.10)
 	})
 
@@ -138,7 +142,9 @@ func TestRatioP11On(t *testing.T) {
 		if err := off.Set(ctx, "k", []byte("v"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		get := func(c *redis.Cache) func(int) { return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err }) }
+		get := func(c *redis.Cache) func(int) {
+			return loop(t, func() error { _, _, err := c.Get(ctx, "k"); return err })
+		}
 		ratio.Report(t, ratio.Pair{Label: "P11", Name: "redis-otel-sampled-1pct", Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 500}, 1.10)
 	})
 
@@ -165,7 +171,9 @@ func TestRatioP11On(t *testing.T) {
 		if err := client.Provision(ctx, tenantA); err != nil {
 			t.Fatal(err)
 		}
-		get := func(c *postgres.Counter) func(int) { return loop(t, func() error { _, err := c.Get(ctx, "k"); return err }) }
+		get := func(c *postgres.Counter) func(int) {
+			return loop(t, func() error { _, err := c.Get(ctx, "k"); return err })
+		}
 		ratio.Report(t, ratio.Pair{Label: "P11", Name: "pg-otel-on", Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 300}, 1.10)
 	})
 

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
