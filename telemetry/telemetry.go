@@ -56,6 +56,11 @@ const (
 	LabelCode    = "code"
 )
 
+// LatencyBuckets are the route histogram's bucket boundaries in seconds,
+// 100 µs to 10 s: the SDK's default boundaries are for milliseconds and
+// would put every call in the first bucket.
+var LatencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
 // CodeUncoded labels an error that carries no tenancy code (a driver's
 // own error), CodeCanceled one whose context ended first.
 const (
@@ -182,7 +187,8 @@ func New(cfg Config) (*Telemetry, error) {
 		t.errs, errs[0] = t.meter.Int64Counter("tenantwire.route.errors",
 			metric.WithDescription("Route calls that failed, by error code."), metric.WithUnit("{call}"))
 		t.duration, errs[1] = t.meter.Float64Histogram("tenantwire.route.duration",
-			metric.WithDescription("Route calls and their latency, from the call's entry until it gives its client back; its count is the number of calls."), metric.WithUnit("s"))
+			metric.WithDescription("Route calls and their latency, from the call's entry until it gives its client back; its count is the number of calls."), metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(LatencyBuckets...))
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +231,25 @@ func TestRefusalAtFxNewIsASpan(t *testing.T) {
 		t.Fatalf("check span: events %v, status %v", check.Events(), check.Status())
 	}
 	t.Log("refused with", codes)
+}
+
+// TestLatencyBucketsAreSeconds: the route histogram's buckets are the
+// seconds ones, not the SDK's default (milliseconds), under which every
+// call lands in the first bucket.
+func TestLatencyBucketsAreSeconds(t *testing.T) {
+	srv, cache := memoryApp(t, tracetest.NewSpanRecorder(), telemetry.Config{})
+	if _, _, err := cache.Get(tenancy.WithTenant(context.Background(), tenantA), "k"); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := series(scrape(t, srv), "tenantwire_route_duration_seconds", map[string]string{"route": "session"})
+	if !ok {
+		t.Fatal("no route histogram")
+	}
+	var bounds []float64
+	for _, b := range m.GetHistogram().GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+	}
+	if !slices.Equal(bounds, append(slices.Clone(telemetry.LatencyBuckets), math.Inf(1))) {
+		t.Fatalf("buckets %v, want %v", bounds, telemetry.LatencyBuckets)
+	}
 }
