@@ -25,6 +25,7 @@ test: services deps tidy-check vet
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
 	cd tenantotel && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd examples/service && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
 
 services:
@@ -34,8 +35,9 @@ services:
 # FerretDB) stay out of the library's go.mod and import graph. So is
 # tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC;
 # and tenantotel/: the library takes the OpenTelemetry API only, the SDK and
-# the Prometheus exporter come with the app that wires tenantotel.
-NESTED := integration tenantgrpc tenantotel
+# the Prometheus exporter come with the app that wires tenantotel, as
+# examples/service (a module of its own, as an app is) does.
+NESTED := integration tenantgrpc tenantotel examples/service
 
 deps:
 	$(GO) mod download
@@ -96,4 +98,4 @@ LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 lint:
 	$(LINT) run ./...
-	for m in $(NESTED); do (cd $$m && $(LINT) run --config ../.golangci.yml ./...) || exit 1; done
+	for m in $(NESTED); do (cd $$m && $(LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
