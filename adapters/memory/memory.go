@@ -148,18 +148,8 @@ func newRouteConfig(s *store, r floors.Route) routeConfig {
 // tenant-scoped and no tenant is bound.
 func (r routeConfig) scope(ctx context.Context, c Container, role string) (string, tenancy.ID, error) {
 	if r.tel != nil {
-		// In-process: the call is its scope's resolution and a map
-		// operation, so the span covers the resolution and its outcome.
-		id, _ := tenancy.FromContext(ctx)
-		_, call := r.tel.Start(ctx, id)
-		name, tag, err := r.resolve(ctx, c, role)
-		call.End(err)
-		return name, tag, err
+		return r.tracedScope(ctx, c, role)
 	}
-	return r.resolve(ctx, c, role)
-}
-
-func (r routeConfig) resolve(ctx context.Context, c Container, role string) (string, tenancy.ID, error) {
 	if !r.decision.NeedsTenant {
 		return c.name(tenancy.ID{}), tenancy.ID{}, nil
 	}
@@ -179,4 +169,18 @@ func (r routeConfig) resolve(ctx context.Context, c Container, role string) (str
 		tag = id
 	}
 	return name, tag, nil
+}
+
+// tracedScope is scope recorded as one call. In-process, the call is its
+// resolution and a map operation, so the span covers the resolution and
+// its outcome. The resolution itself is scope's own, on a copy without
+// instruments: the untraced path stays one call with no extra frame.
+func (r routeConfig) tracedScope(ctx context.Context, c Container, role string) (string, tenancy.ID, error) {
+	id, _ := tenancy.FromContext(ctx)
+	_, call := r.tel.Start(ctx, id)
+	plain := r
+	plain.tel = nil
+	name, tag, err := plain.scope(ctx, c, role)
+	call.End(err)
+	return name, tag, err
 }
