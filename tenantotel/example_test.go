@@ -40,14 +40,14 @@ func ExampleModule() {
 		fmt.Println(err)
 		return
 	}
-	defer app.Stop(context.Background())
+	defer func() { _ = app.Stop(context.Background()) }()
 
 	ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7"))
 	_, _, _ = cache.Get(ctx, "k")
 	for _, s := range rec.Ended() {
 		fmt.Println("span:", s.Name())
 		for _, kv := range s.Attributes() {
-			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.Emit())
+			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.String())
 		}
 	}
 	resp, err := http.Get("http://" + srv.OperatorAddr() + tenantotel.MetricsPath)

@@ -227,7 +227,7 @@ func walkthrough(spans []sdktrace.ReadOnlySpan) string {
 		kvs := s.Attributes()
 		slices.SortFunc(kvs, func(a, b2 attributeKV) int { return strings.Compare(string(a.Key), string(b2.Key)) })
 		for _, kv := range kvs {
-			fmt.Fprintf(&b, "    %s=%s\n", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, "    %s=%s\n", kv.Key, kv.Value.String())
 		}
 	}
 	return b.String()

@@ -36,7 +36,7 @@ func TestRouteCallIsASpan(t *testing.T) {
 	for _, s := range rec.Ended() {
 		a := map[string]string{}
 		for _, kv := range s.Attributes() {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		if s.Name() != "mongodb items" {
 			continue
