@@ -1,8 +1,11 @@
 package telemetry
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,12 +24,18 @@ const BaggageTenant = "tenantwire.tenant"
 // HTTP wraps a listener's handler in a server span per request, which
 // continues the trace the request's headers carry (W3C trace context) or
 // starts one. The span is named after the route pattern that served the
-// request. next itself on a nil *Telemetry or without a tracer.
-func (t *Telemetry) HTTP(listener string, next http.Handler) http.Handler {
+// request. Requests for the paths in untraced (probes and scrapes, which
+// arrive every few seconds and say nothing) get no span. next itself on a
+// nil *Telemetry or without a tracer.
+func (t *Telemetry) HTTP(listener string, next http.Handler, untraced ...string) http.Handler {
 	if t == nil || t.tracer == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(untraced, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx := t.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", r.Method),
@@ -58,6 +67,14 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush and Hijack pass through, so a handler that streams or upgrades
+// works the same with tracing on.
+func (s *statusWriter) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
+
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
 
 // Bound is called by a boundary once it has bound tenant to ctx: the
 // request's span gets the tenant attribute (under the span policy) and,

@@ -127,7 +127,7 @@ func wire(p wireParams) error {
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.tenant = cfg.server(th, errLog)
-	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator), errLog)
+	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics"), errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
 		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})

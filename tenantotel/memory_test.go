@@ -3,6 +3,7 @@ package tenantotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -251,5 +252,43 @@ func TestLatencyBucketsAreSeconds(t *testing.T) {
 	}
 	if !slices.Equal(bounds, append(slices.Clone(telemetry.LatencyBuckets), math.Inf(1))) {
 		t.Fatalf("buckets %v, want %v", bounds, telemetry.LatencyBuckets)
+	}
+}
+
+// TestProbesAreNotTracedAndWritersKeepTheirInterfaces: scrapes and probes
+// on the operator listener make no spans (they come every few seconds);
+// a traced handler still finds http.Flusher and http.Hijacker on its
+// writer, so streaming and upgrades work with tracing on.
+func TestProbesAreNotTracedAndWritersKeepTheirInterfaces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	var srv *tenanthttp.Server
+	app := fx.New(fx.NopLogger,
+		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}}),
+		tenanthttp.Module(tenanthttp.Config{TrustedProxy: true, TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0"}),
+		tenanthttp.Route("GET /stream", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, flusher := w.(http.Flusher)
+			_, hijacker := w.(http.Hijacker)
+			fmt.Fprint(w, flusher, hijacker)
+		})),
+		fx.Populate(&srv),
+	)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	for _, u := range []string{"http://" + srv.OperatorAddr() + "/healthz", "http://" + srv.OperatorAddr() + "/readyz",
+		"http://" + srv.OperatorAddr() + "/metrics", "http://" + srv.TenantAddr() + "/stream"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.HasSuffix(u, "/stream") && string(body) != "true true" {
+			t.Errorf("the traced writer: Flusher, Hijacker = %s", body)
+		}
+	}
+	if got := names(rec.Ended()); got != "GET /stream" {
+		t.Errorf("spans %q, want only the tenant request's", got)
 	}
 }
