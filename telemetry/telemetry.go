@@ -157,6 +157,7 @@ type Telemetry struct {
 	errs         metric.Int64Counter
 	duration     metric.Float64Histogram
 	tenantLabels sync.Map // tenancy.ID -> attribute.KeyValue
+	lags         sync.Map // *Lag -> struct{}: the consumers' lag gauges
 }
 
 // New builds a Telemetry from cfg.
@@ -194,6 +195,9 @@ func New(cfg Config) (*Telemetry, error) {
 		}
 		if err := t.observePools(); err != nil {
 			return nil, err
+		}
+		if err := t.observeLag(); err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
 		}
 	}
 	return t, nil

@@ -187,6 +187,11 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 		t.Errorf("the handler ran under tenant %s and span %s, want %s and the consumer's span %s",
 			h.tenant, h.span.SpanID(), tenantA, consumer.SpanContext().SpanID())
 	}
+	// The consumer's reader reports its lag: nothing left behind the one
+	// record it handled.
+	if m, ok := series(scrape(t, d.Server), "tenantwire_consumer_lag", map[string]string{"backend": "kafka", "module": "bus", "route": "orders-in"}); !ok || m.GetGauge().GetValue() != 0 {
+		t.Errorf("consumer lag series: %v %v", m, ok)
+	}
 	if path := os.Getenv("TENANTWIRE_OBS_WALKTHROUGH"); path != "" {
 		if err := os.WriteFile(path, []byte(walkthrough([]sdktrace.ReadOnlySpan{server, orders, events, delivery, consumer})), 0o644); err != nil {
 			t.Fatal(err)
