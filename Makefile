@@ -24,6 +24,8 @@ test: prepare
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
+	cd tenantotel && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd examples/service && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
 
 # The servers start while the modules download and vet compiles: on a
@@ -44,8 +46,11 @@ services:
 
 # integration/ is a module of its own: in-process test servers (kfake,
 # FerretDB) stay out of the library's go.mod and import graph. So is
-# tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC.
-NESTED := integration tenantgrpc
+# tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC;
+# and tenantotel/: the library takes the OpenTelemetry API only, the SDK and
+# the Prometheus exporter come with the app that wires tenantotel, as
+# examples/service (a module of its own, as an app is) does.
+NESTED := integration tenantgrpc tenantotel examples/service
 
 deps:
 	$(GO) mod download
@@ -53,11 +58,13 @@ deps:
 
 # tidy-check fails when `go mod tidy` would change go.mod or go.sum in any
 # module (it prints the diff): run `go mod tidy` there and commit the result.
-# It also fails when the library's go.mod names gRPC.
+# It also fails when the library's go.mod names gRPC, the OpenTelemetry SDK
+# or exporters, or the Prometheus client.
 tidy-check:
 	$(GO) mod tidy -diff
 	for m in $(NESTED); do (cd $$m && $(GO) mod tidy -diff) || exit 1; done
 	! grep -n 'google.golang.org/grpc' go.mod
+	! grep -nE 'go.opentelemetry.io/otel/(sdk|exporters)|github.com/prometheus/' go.mod
 
 # -race: vet compiles every dependency as the race-detected tests will, so
 # a first run builds the dependency graph once for both, not twice (no
@@ -80,7 +87,8 @@ fuzz:
 ## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
-	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
+	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./... ; \
+	  cd ../tenantotel && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 30m -run '^TestRatio' -v ./...) 2>&1 \
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
 	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png \
 	  -ratios ../docs/img/scale-ratios.png -concurrency ../docs/img/concurrency-ratios.png
@@ -108,4 +116,4 @@ LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 lint:
 	$(LINT) run ./...
-	for m in $(NESTED); do (cd $$m && $(LINT) run --config ../.golangci.yml ./...) || exit 1; done
+	for m in $(NESTED); do (cd $$m && $(LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done

@@ -26,7 +26,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STATE=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/services
 # Servers started and stopped by scripts/<name>.sh. They start at once,
 # beside this script's own; stop goes in reverse order.
-COMPANIONS=(postgres-second kafka neo4j redis-cluster)
+COMPANIONS=(postgres-second kafka neo4j redis-cluster prometheus)
 
 PGHOST=127.0.0.1
 PGPORT=5432
@@ -286,6 +286,7 @@ install_missing() {
 	if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
 		pkgs+=(openjdk-17-jdk-headless maven)
 	fi
+	command -v prometheus >/dev/null 2>&1 || pkgs+=(prometheus)
 	if [ ${#pkgs[@]} -gt 0 ]; then
 		log "installing with apt-get: $(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
 		apt_install $(printf '%s\n' "${pkgs[@]}" | sort -u)

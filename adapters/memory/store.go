@@ -2,6 +2,7 @@ package memory
 
 import (
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ type store struct {
 	module string
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	tel         *telemetry.Telemetry
 	// teardown: AllowTeardown.
 	teardown bool
 	mu       sync.RWMutex
