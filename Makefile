@@ -12,27 +12,45 @@ REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
 endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
-.PHONY: demo test services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
+.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
 	$(GO) run ./examples/quickstart
 
 ## test: services, vet, the race-detected suite, and a short fuzz budget
-test: services deps tidy-check vet
+test: prepare
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER= $(GO) test -race -count=1 ./...
 	TENANTWIRE_REQUIRE_SERVICES=1 TENANTWIRE_REDIS_CLUSTER=$(REDIS_CLUSTER) $(GO) test -race -count=1 ./adapters/redis/
 	cd integration && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
+	cd tenantotel && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd examples/service && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz-short
+
+# The servers start while the modules download and vet compiles: on a
+# first run each takes minutes, the one mostly waiting on downloads and
+# JVM start-ups, the other on the CPU. services.sh prints each server's
+# output whole, so the two barely interleave.
+prepare:
+	@$(MAKE) --no-print-directory -j2 services checks
+
+# One goal per make, so that -j2 above never runs these side by side.
+checks:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory tidy-check
+	@$(MAKE) --no-print-directory vet
 
 services:
 	scripts/services.sh
 
 # integration/ is a module of its own: in-process test servers (kfake,
 # FerretDB) stay out of the library's go.mod and import graph. So is
-# tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC.
-NESTED := integration tenantgrpc
+# tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC;
+# and tenantotel/: the library takes the OpenTelemetry API only, the SDK and
+# the Prometheus exporter come with the app that wires tenantotel, as
+# examples/service (a module of its own, as an app is) does.
+NESTED := integration tenantgrpc tenantotel examples/service
 
 deps:
 	$(GO) mod download
@@ -40,15 +58,20 @@ deps:
 
 # tidy-check fails when `go mod tidy` would change go.mod or go.sum in any
 # module (it prints the diff): run `go mod tidy` there and commit the result.
-# It also fails when the library's go.mod names gRPC.
+# It also fails when the library's go.mod names gRPC, the OpenTelemetry SDK
+# or exporters, or the Prometheus client.
 tidy-check:
 	$(GO) mod tidy -diff
 	for m in $(NESTED); do (cd $$m && $(GO) mod tidy -diff) || exit 1; done
 	! grep -n 'google.golang.org/grpc' go.mod
+	! grep -nE 'go.opentelemetry.io/otel/(sdk|exporters)|github.com/prometheus/' go.mod
 
+# -race: vet compiles every dependency as the race-detected tests will, so
+# a first run builds the dependency graph once for both, not twice (no
+# file of the repository depends on the race build tag).
 vet:
-	$(GO) vet ./...
-	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) vet -race ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet -race ./...) || exit 1; done
 
 fuzz-short:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -64,14 +87,16 @@ fuzz:
 ## One package at a time (-p 1): two packages' pairs sharing the cores would measure each other.
 bench: services deps
 	@(TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 120m -run '^TestRatio' -v ./... ; \
-	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./...) 2>&1 \
+	  cd integration && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run '^TestRatio' -v ./... ; \
+	  cd ../tenantotel && TENANTWIRE_BENCH=1 $(GO) test -p 1 -count=1 -timeout 30m -run '^TestRatio' -v ./...) 2>&1 \
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
 	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png \
 	  -ratios ../docs/img/scale-ratios.png -concurrency ../docs/img/concurrency-ratios.png
 	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
-## multi-tenant soak under faults (integration/soak; SOAK_DURATION=10m to lengthen, docs/reliability.md)
+## multi-tenant soak under faults (integration/soak, its Kafka legs on the three-node cluster of
+## scripts/kafka.sh start-cluster, which it starts; SOAK_DURATION=10m to lengthen, docs/reliability.md)
 # pipefail: a failing soak fails the target, not only the grep after it.
 soak: services deps
 	set -o pipefail; TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
@@ -91,4 +116,4 @@ LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 lint:
 	$(LINT) run ./...
-	for m in $(NESTED); do (cd $$m && $(LINT) run --config ../.golangci.yml ./...) || exit 1; done
+	for m in $(NESTED); do (cd $$m && $(LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done

@@ -90,3 +90,22 @@ func ExampleTenantHandler() {
 	// Output:
 	// level=INFO msg="order placed" order=o-1 tenant=7c9e6679-7425-40de-944b-e07fc1f90ae7
 }
+
+// A context that carries a call site adds its module and route too: a
+// Kafka consumer hands its handler one, and a worker of your own makes one
+// with WithCallSite.
+func ExampleWithCallSite() {
+	log := slog.New(modules.TenantHandler(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // a stable example
+			}
+			return a
+		},
+	})))
+	ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7"))
+	ctx = modules.WithCallSite(ctx, "billing", "invoices")
+	log.InfoContext(ctx, "invoice sent", "invoice", "i-7")
+	// Output:
+	// level=INFO msg="invoice sent" invoice=i-7 tenant=7c9e6679-7425-40de-944b-e07fc1f90ae7 module=billing route=invoices
+}

@@ -45,3 +45,35 @@ func TestTenantHandlerAddsTheBoundTenant(t *testing.T) {
 		t.Fatalf("lines:\n%s", buf.String())
 	}
 }
+
+// TestTenantHandlerAddsTheCallSite: a context that carries a call site
+// adds its module and route, once, unless the record or the logger names
+// them already.
+func TestTenantHandlerAddsTheCallSite(t *testing.T) {
+	var buf bytes.Buffer
+	id := tenancy.MustParseID("7c9e6679-7425-40de-944b-e07fc1f90ae7")
+	ctx := modules.WithCallSite(tenancy.WithTenant(context.Background(), id), "bus", "orders")
+	log := slog.New(modules.TenantHandler(slog.NewTextHandler(&buf, nil)))
+	log.InfoContext(ctx, "handled")
+	log.With(modules.KeyModule, "mine").InfoContext(ctx, "logger names the module")
+	log.InfoContext(ctx, "record names the route", modules.KeyRoute, "given")
+	log.InfoContext(modules.WithCallSite(context.Background(), "bus", "orders"), "no tenant")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{
+		"tenant=" + id.String() + " module=bus route=orders",
+		"module=mine tenant=",
+		"route=given tenant=" + id.String() + " module=bus",
+		"module=bus route=orders",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("lines:\n%s", buf.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) || strings.Count(lines[i], "module=") != 1 || strings.Count(lines[i], "route=") != 1 {
+			t.Errorf("line %d = %q, want it to contain %q once", i, lines[i], w)
+		}
+	}
+	if strings.Contains(lines[3], "tenant=") {
+		t.Errorf("an unbound context named a tenant: %q", lines[3])
+	}
+}

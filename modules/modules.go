@@ -20,6 +20,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -82,6 +83,8 @@ type Live struct {
 	Wirings []*Wiring     `group:"tenantwire_wiring"`
 	Workers []*WorkerDecl `group:"tenantwire_workers"`
 	Logger  *slog.Logger  `optional:"true"`
+	// Telemetry records a refusal at fx.New as a span (nil: none).
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }
 
 // Report checks the whole wiring and builds the matrix. Its Errors hold
@@ -156,6 +159,7 @@ func Enforce(l Live) error {
 		log.Warn("tenantwire: redundant tenant marker", "module", w.Module, "route", w.Route, "detail", w.Message)
 	}
 	if !rep.OK() {
+		l.Telemetry.WiringRefused(rep.Errors)
 		return refused(rep.Errors)
 	}
 	return nil

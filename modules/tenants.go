@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -253,9 +254,13 @@ func (t *Suspensions) Check(tenant tenancy.ID, backend, module, route string) er
 	}
 }
 
-// LifecycleIn is what a backend's core takes to check suspensions:
-// optional, so a module works in an app without Lifecycle.
+// LifecycleIn is what a backend's core takes from the app: the
+// suspensions its routes check and the telemetry they record with. Both
+// are optional, so a module works in an app without Lifecycle or
+// telemetry.
 type LifecycleIn struct {
 	fx.In
 	Suspensions *Suspensions `optional:"true"`
+	// Telemetry records the module's calls; nil when the app gives none.
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }

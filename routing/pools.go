@@ -115,6 +115,9 @@ type Pools[C any] struct {
 	waiters  []chan struct{}
 	draining int
 	live     sync.WaitGroup // clients holding a slot; Close waits on it
+	// retiredN counts clients retired (LRU, Evict, rotation, Close), for
+	// the evictions metric.
+	retiredN atomic.Int64
 }
 
 // poolKey identifies a client. With claims, the tenant is part of it: a
@@ -160,12 +163,14 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Pools[C]{
+	p := &Pools[C]{
 		cfg:     cfg,
 		tenants: make(map[tenancy.ID]*binding[C]),
 		pools:   make(map[poolKey]*pool[C]),
 		held:    make(map[tenancy.ID]claimSet),
-	}, nil
+	}
+	observed.Store(p, observedPools{module: cfg.Module, backend: cfg.Backend, stats: p.Stats})
+	return p, nil
 }
 
 // MaxClients is the bound on clients, for connection-budget arithmetic.
@@ -381,6 +386,7 @@ func (p *Pools[C]) retire(pl *pool[C]) {
 	}
 	if !pl.retired.Swap(true) {
 		p.draining++
+		p.retiredN.Add(1)
 	}
 	if pl.refs.Load() == 0 {
 		p.closeOnce(pl)
@@ -448,15 +454,20 @@ func (p *Pools[C]) Evict(tenant tenancy.ID) {
 }
 
 // Stats is a snapshot of the live state: Pools live clients, Clients
-// slots in use (open, opening or closing), Tenants bindings, Claims
-// targets claimed.
-type Stats struct{ Pools, Clients, Tenants, Claims int }
+// slots in use (open, opening or closing) out of MaxClients, Tenants
+// bindings, Claims targets claimed, Retired clients retired so far.
+type Stats struct {
+	Pools, Clients, Tenants, Claims int
+	MaxClients                      int
+	Retired                         int64
+}
 
 // Stats reports the live state.
 func (p *Pools[C]) Stats() Stats {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return Stats{Pools: len(p.pools), Clients: p.used, Tenants: len(p.tenants), Claims: len(p.held)}
+	return Stats{Pools: len(p.pools), Clients: p.used, Tenants: len(p.tenants), Claims: len(p.held),
+		MaxClients: p.cfg.MaxClients, Retired: p.retiredN.Load()}
 }
 
 // Close retires every client, releases this Pools' claims and waits until
@@ -475,6 +486,7 @@ func (p *Pools[C]) Close() {
 	}
 	clear(p.held)
 	p.mu.Unlock()
+	observed.Delete(p)
 	dropClaims(keys)
 	p.live.Wait()
 }

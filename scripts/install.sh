@@ -22,6 +22,14 @@ ensure_jvm() {
 	apt_install openjdk-17-jdk-headless maven
 }
 
+# mvn_locked runs Maven holding a lock on the local repository (~/.m2),
+# which Maven itself does not lock: scripts/services.sh starts Kafka and
+# Neo4j at once, and on a first start both fetch from Maven Central.
+mvn_locked() {
+	mkdir -p "$HOME/.m2"
+	flock "$HOME/.m2/.tenantwire.lock" mvn "$@"
+}
+
 # parse_pg_url sets PGHOST, PGPORT, PGUSER and TEST_DB from a
 # postgres://[user[:password]@]host[:port][/db][?params] URL.
 parse_pg_url() {

@@ -6,6 +6,10 @@
 #                                                        127.0.0.1:9092 and 9492
 #   scripts/kafka.sh start-cluster|stop-cluster|status-cluster
 #                                                        three nodes, RF 3
+#   scripts/kafka.sh kill-node N|stop-node N             the soak's faults: cluster
+#                                                        node N SIGKILLed, or stopped
+#                                                        (SIGTERM); start-cluster
+#                                                        starts it again
 #
 # The first start copies kafka_2.13 and its runtime dependencies (the pom in
 # scripts/kafka/) into a cache directory with `mvn dependency:copy-dependencies`
@@ -21,6 +25,7 @@ CACHE=${TENANTWIRE_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire}/kafk
 LIBS=$CACHE/libs
 HEAP=${TENANTWIRE_KAFKA_HEAP:-512m}
 SECOND_HEAP=${TENANTWIRE_KAFKA_SECOND_HEAP:-384m}
+CLUSTER_HEAP=${TENANTWIRE_KAFKA_CLUSTER_HEAP:-384m}
 START_TIMEOUT=${TENANTWIRE_KAFKA_START_TIMEOUT:-90} # seconds
 
 # The single node: plaintext for the tests, SASL/PLAIN for the credentials
@@ -53,6 +58,9 @@ CLUSTER_ID=dGVuYW50d2lyZS1jbHN0cg
 log() { echo "kafka: $*"; }
 die() { echo "kafka: $*" >&2; exit 1; }
 
+# shellcheck source=install.sh
+. "$HERE/install.sh"
+
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # fetch_libs copies the broker's classpath into $LIBS once. The copy goes to
@@ -67,7 +75,7 @@ fetch_libs() {
 	mkdir -p "$CACHE"
 	local tmp
 	tmp=$(mktemp -d "$CACHE/libs.XXXXXX")
-	if ! mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$CACHE/mvn.log" 2>&1; then
+	if ! mvn_locked -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$CACHE/mvn.log" 2>&1; then
 		rm -rf "$tmp"
 		tail -n 20 "$CACHE/mvn.log" >&2
 		die "mvn could not fetch Kafka $VERSION (full output: $CACHE/mvn.log)"
@@ -321,7 +329,7 @@ start_cluster() {
 	# One failing stops the others: no half cluster is left behind.
 	local dirs=("$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)")
 	for n in "${CLUSTER_NODES[@]}"; do
-		if ! launch "$(node_dir "$n")" "cluster node $n" "$HEAP" "$(cluster_port "$n")" "$(cluster_controller_port "$n")"; then
+		if ! launch "$(node_dir "$n")" "cluster node $n" "$CLUSTER_HEAP" "$(cluster_port "$n")" "$(cluster_controller_port "$n")"; then
 			stop_nodes 8 "cluster node" "${dirs[@]}" >/dev/null
 			exit 1
 		fi
@@ -353,7 +361,17 @@ status_node() { # <dir> <port> <name>
 
 case ${1:-} in
 start) lock; start_singles ;;
-stop) lock; stop_nodes 30 "Kafka broker" "$(single_dir)" "$(second_dir)" ;;
+stop)
+	lock
+	stop_nodes 30 "Kafka broker" "$(single_dir)" "$(second_dir)"
+	# The cluster the soak started goes too (scripts/services.sh stop
+	# stops everything its tests started); only its running nodes.
+	running=()
+	for n in "${CLUSTER_NODES[@]}"; do
+		if ours "$(node_dir "$n")" >/dev/null; then running+=("$(node_dir "$n")"); fi
+	done
+	if [ ${#running[@]} -gt 0 ]; then stop_nodes 8 "cluster node" "${running[@]}"; fi
+	;;
 status)
 	rc=0
 	status_node "$(single_dir)" "$PORT" "the Kafka broker" || rc=1
@@ -365,10 +383,27 @@ stop-cluster)
 	lock
 	stop_nodes 8 "cluster node" "$(node_dir 1)" "$(node_dir 2)" "$(node_dir 3)"
 	;;
+kill-node | stop-node)
+	n=${2:-}
+	[[ $n =~ ^[123]$ ]] || die "usage: $0 $1 1|2|3"
+	lock
+	dir=$(node_dir "$n")
+	pid=$(ours "$dir") || die "cluster node $n is not running (or not started by this script)"
+	if [ "$1" = kill-node ]; then
+		log "killing cluster node $n (pid $pid, SIGKILL)"
+		kill -KILL "$pid"
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+		rm -f "$dir/broker.pid"
+	else
+		# The other two keep the controller quorum: a controlled shutdown
+		# finishes well inside the grace.
+		stop_nodes 30 "cluster node $n" "$dir"
+	fi
+	;;
 status-cluster)
 	rc=0
 	for n in "${CLUSTER_NODES[@]}"; do status_node "$(node_dir "$n")" "$(cluster_port "$n")" "cluster node $n" || rc=1; done
 	exit $rc
 	;;
-*) die "usage: $0 start|stop|status|start-cluster|stop-cluster|status-cluster" ;;
+*) die "usage: $0 start|stop|status|start-cluster|stop-cluster|status-cluster|kill-node N|stop-node N" ;;
 esac

@@ -47,7 +47,7 @@ build() {
 	local tmp=$dir.tmp.$$
 	rm -rf "$tmp"
 	mkdir -p "$tmp/classes"
-	mvn -B -q -Dstyle.color=never -f "$SRC/pom.xml" dependency:copy-dependencies \
+	mvn_locked -B -q -Dstyle.color=never -f "$SRC/pom.xml" dependency:copy-dependencies \
 		-DincludeScope=runtime -DoutputDirectory="$tmp/lib" ||
 		{ rm -rf "$tmp"; die "maven could not fetch the Neo4j artifacts (see above)"; }
 	javac --release 17 -nowarn -cp "$tmp/lib/*" -d "$tmp/classes" \

@@ -24,9 +24,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STATE=${XDG_CACHE_HOME:-$HOME/.cache}/tenantwire/services
-# Servers started and stopped by scripts/<name>.sh, in start order; stop
-# goes in reverse.
-COMPANIONS=(postgres-second kafka neo4j redis-cluster)
+# Servers started and stopped by scripts/<name>.sh. They start at once,
+# beside this script's own; stop goes in reverse order.
+COMPANIONS=(postgres-second kafka neo4j redis-cluster prometheus)
 
 PGHOST=127.0.0.1
 PGPORT=5432
@@ -268,18 +268,80 @@ stop_redis() {
 	rm -f "$STATE/redis.pid"
 }
 
-start() {
-	if ! command -v pg_isready >/dev/null 2>&1; then
-		log "installing the PostgreSQL client"
-		apt_install postgresql-client
+# install_missing installs, in one apt-get run, every package a start
+# below would install: apt-get takes a lock, so the starts, which run at
+# once, must find everything installed.
+install_missing() {
+	local pkgs=()
+	command -v pg_isready >/dev/null 2>&1 || pkgs+=(postgresql-client)
+	if { [ -z "${TENANTWIRE_PG_URL:-}" ] || [ -z "${TENANTWIRE_PG_URL_2:-}" ]; } &&
+		{ ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /usr/lib/postgresql 2>/dev/null)" ]; }; then
+		pkgs+=(postgresql postgresql-client)
 	fi
+	[ -n "${TENANTWIRE_PGBOUNCER_URL:-}" ] || command -v pgbouncer >/dev/null 2>&1 || pkgs+=(pgbouncer)
+	command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-tools)
+	if { [ -z "${TENANTWIRE_REDIS_ADDR:-}" ] || [ -z "${TENANTWIRE_REDIS_CLUSTER:-}" ]; } && ! command -v redis-server >/dev/null 2>&1; then
+		pkgs+=(redis-server)
+	fi
+	if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+		pkgs+=(openjdk-17-jdk-headless maven)
+	fi
+	command -v prometheus >/dev/null 2>&1 || pkgs+=(prometheus)
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		log "installing with apt-get: $(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
+		apt_install $(printf '%s\n' "${pkgs[@]}" | sort -u)
+	fi
+}
+
+start_pg_and_pooler() {
 	start_postgres
 	create_test_db
 	start_pgbouncer
-	start_redis
-	ensure_jvm
+}
+
+# spawn <name> <command...> runs a start in the background, its output in
+# a log of its own; collect waits for every one and prints each log whole,
+# so that the servers' lines do not interleave.
+JOBS=()
+spawn() {
+	local name=$1
+	shift
+	"$@" >"$STATE/start-$name.log" 2>&1 </dev/null &
+	JOBS+=("$name:$!")
+}
+
+collect() {
+	local job name failed=()
+	for job in "${JOBS[@]}"; do
+		name=${job%%:*}
+		if wait "${job#*:}"; then
+			cat "$STATE/start-$name.log"
+		else
+			cat "$STATE/start-$name.log" >&2
+			failed+=("$name")
+		fi
+	done
+	if [ ${#failed[@]} -gt 0 ]; then
+		log "failed to start: ${failed[*]} (their output is above; logs in $STATE/start-<name>.log)" >&2
+		return 1
+	fi
+}
+
+start() {
+	install_missing
+	# The starts run in the background, where sudo cannot ask for a
+	# password: ask once here if a server that needs root is down.
+	if [ "$(id -u)" -ne 0 ] && ! sudo -n true 2>/dev/null &&
+		! { pg_ready && redis_ready && pg_isready -q -h 127.0.0.1 -p 5433; } 2>/dev/null; then
+		sudo -v
+	fi
+	# Every server at once: a cold start costs the slowest one's time, not
+	# the sum. PgBouncer waits for the PostgreSQL it fronts.
+	spawn postgres start_pg_and_pooler
+	spawn redis start_redis
 	local c
-	for c in "${COMPANIONS[@]}"; do "$HERE/$c.sh" start; done
+	for c in "${COMPANIONS[@]}"; do spawn "$c" "$HERE/$c.sh" start; done
+	collect
 	log "ready: postgres://$PGUSER@$PGHOST:$PGPORT/$TEST_DB, PgBouncer ${TENANTWIRE_PGBOUNCER_URL:-127.0.0.1:$PGBOUNCER_PORT}, redis://$REDIS_HOST:$REDIS_PORT, ${COMPANIONS[*]}"
 }
 

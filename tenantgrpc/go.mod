@@ -6,6 +6,7 @@ replace github.com/tenantwire/tenantwire => ../
 
 require (
 	github.com/tenantwire/tenantwire v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel v1.47.0
 	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.60.0
@@ -15,6 +16,9 @@ require (
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect

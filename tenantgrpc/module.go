@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -100,6 +101,7 @@ type wireParams struct {
 	Services  []ServiceDef `group:"tenantgrpc_services"`
 	Logger    *slog.Logger `optional:"true"`
 	Lifecycle fx.Lifecycle
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }
 
 // wire runs during fx.New: every refusal is returned from here, so an app
@@ -113,6 +115,7 @@ func wire(p wireParams) error {
 	if err := s.plan(p.Services); err != nil {
 		return err
 	}
+	res.tel = p.Telemetry
 	s.res = res
 	s.log = cmp.Or(p.Logger, slog.Default())
 	s.log.Info("tenantgrpc: tenant resolution", "mode", s.cfg.Mode(), "key", keyIf(s.cfg),

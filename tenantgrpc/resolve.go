@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
@@ -33,6 +34,9 @@ type Resolver struct {
 	useKey  bool
 	require bool
 	claim   func(context.Context) (tenancy.ID, bool)
+	// tel puts the tenant on the call's span, which a stats handler in
+	// ServerOptions (otelgrpc) starts (nil: no telemetry).
+	tel *telemetry.Telemetry
 }
 
 // NewResolver builds the resolver cfg describes. A key no call can carry
@@ -70,9 +74,14 @@ func (res *Resolver) Resolve(ctx context.Context) (tenancy.ID, error) {
 func (res *Resolver) bind(ctx context.Context) (context.Context, error) {
 	id, err := res.Resolve(ctx)
 	if err != nil {
+		res.tel.Refused(ctx, err)
 		return nil, statusErr(err)
 	}
-	return tenancy.WithTenant(ctx, id), nil
+	ctx = tenancy.WithTenant(ctx, id)
+	if res.tel != nil {
+		ctx = res.tel.Bound(ctx, id)
+	}
+	return ctx, nil
 }
 
 // UnaryServerInterceptor binds the call's tenant into the handler's

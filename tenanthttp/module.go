@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/telemetry"
 )
 
 // Module is the HTTP boundary as an fx module. During fx.New it refuses a
@@ -55,6 +56,8 @@ type wireParams struct {
 	Ready     modules.Readiness
 	Logger    *slog.Logger `optional:"true"`
 	Lifecycle fx.Lifecycle
+	// Telemetry traces each request on both listeners (nil: none).
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }
 
 // wire runs during fx.New: every refusal is returned from here, so an app
@@ -65,6 +68,7 @@ func wire(p wireParams) error {
 	if err != nil {
 		return err
 	}
+	res.tel = p.Telemetry
 	health, err := json.Marshal(struct {
 		Status       string `json:"status"`
 		Mode         string `json:"mode"`
@@ -115,13 +119,15 @@ func wire(p wireParams) error {
 	for i := len(cfg.Wrap) - 1; i >= 0; i-- {
 		th = cfg.Wrap[i](th)
 	}
+	// Outermost, so the request's span covers the app's own middleware.
+	th = p.Telemetry.HTTP("tenant", th)
 	s.log = p.Logger
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.tenant = cfg.server(th, errLog)
-	s.operator = cfg.server(m.operator, errLog)
+	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics"), errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
 		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})

@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"strings"
 
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -117,6 +118,8 @@ type Resolver struct {
 	require bool
 	host    func(label string) (tenancy.ID, bool)
 	claim   func(*http.Request) (tenancy.ID, bool)
+	// tel puts the tenant on the request's span (nil: no telemetry).
+	tel *telemetry.Telemetry
 }
 
 // NewResolver builds the resolver cfg describes. Header or host mode
@@ -225,10 +228,15 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := res.Resolve(r)
 		if err != nil {
+			res.tel.Refused(r.Context(), err)
 			refuse(w, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(tenancy.WithTenant(r.Context(), id)))
+		ctx := tenancy.WithTenant(r.Context(), id)
+		if res.tel != nil {
+			ctx = res.tel.Bound(ctx, id)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

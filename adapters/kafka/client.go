@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -105,11 +106,14 @@ type core struct {
 	versions *versions
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	// tel records producer calls and consumed records (nil: the app gave
+	// no telemetry).
+	tel *telemetry.Telemetry
 }
 
 func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules.LifecycleIn) (*core, error) {
 	return func(lc fx.Lifecycle, lin modules.LifecycleIn) (*core, error) {
-		c := &core{module: module, routes: cfg.routes, versions: v, suspensions: lin.Suspensions}
+		c := &core{module: module, routes: cfg.routes, versions: v, suspensions: lin.Suspensions, tel: lin.Telemetry}
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -129,16 +130,19 @@ func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 
 func (s *consumerSpec) invoke(module string, spec *routeSpec) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *core, app *slog.Logger) {
-		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, rules.Name, module, s.route, s.cfg.Name)}
+		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, rules.Name, module, s.route, s.cfg.Name),
+			lag: c.tel.Lag(telemetry.RouteInfo{Backend: rules.Name, Module: module, Route: s.route})}
 		lc.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
 	}, fx.ParamTags(``, ``, `optional:"true"`)))
 }
 
 // worker runs a consumer's readers between OnStart and OnStop.
 type worker struct {
-	spec   *consumerSpec
-	route  route
-	log    *slog.Logger
+	spec  *consumerSpec
+	route route
+	log   *slog.Logger
+	// lag reports each reader's lag to the metrics (nil: no meter).
+	lag    *telemetry.Lag
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	// shards follows a sharded consumer's tenant set; opened holds the
@@ -251,6 +255,9 @@ func (w *worker) closeOpened() {
 func (w *worker) serve(ctx context.Context, stop <-chan struct{}, sh shard) {
 	defer sh.release()
 	defer sh.reader.Close()
+	// The reader's lag, read when metrics are collected (Stats is safe
+	// beside the reader's own calls).
+	defer w.lag.Track(sh.tenant, func() int64 { return sh.reader.Stats().Lag })()
 	fetch := ctx
 	if stop != nil {
 		var cancel context.CancelFunc
@@ -392,6 +399,28 @@ func (w *worker) recordTenant(sh shard, m kafkago.Message) tenancy.ID {
 // process handles m under the right binding, retrying until it succeeds;
 // false means the worker is stopping and m stays uncommitted.
 func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	if w.route.tel == nil {
+		return w.handleRecord(ctx, tenant, m)
+	}
+	// One consumer span per record, linked to the span that produced it;
+	// the handler's own spans nest under it.
+	id := tenant
+	if id.IsZero() && w.spec.cfg.TenantFromHeaders {
+		id, _ = TenantFromHeaders(m.Headers)
+	}
+	ctx, span := w.route.tel.StartLinked(ctx, id, w.traceCarrier(m.Headers))
+	ok := w.handleRecord(ctx, tenant, m)
+	if ok {
+		span.End(nil)
+	} else {
+		span.End(ctx.Err())
+	}
+	return ok
+}
+
+func (w *worker) handleRecord(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	// The handler's log lines name the consumer (modules.TenantHandler).
+	ctx = modules.WithCallSite(ctx, w.route.core.module, w.route.spec.name)
 	var call func() error
 	// tenant stays the record's tenant when known, for the log; zero for a
 	// tenant-global or dead-lettered record.

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -38,13 +39,16 @@ type route struct {
 	routed bool
 	// perTenantTopic: the rules pass the topic resolver the bound tenant.
 	perTenantTopic bool
+	// tel records each call or record; nil when the app gave no telemetry.
+	tel *telemetry.Route
 }
 
 // newRoute applies the rules' decision for the route; nothing here
 // re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
 	d := rules.Decide(spec.floorsRoute(c.pools != nil))
-	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic)}
+	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic),
+		tel: c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached, SpanKind: spanKind(spec.kind)})}
 }
 
 // topicFor names the route's topic for tenant, validating a resolver's
@@ -118,6 +122,17 @@ func (p *Producer) tenant(ctx context.Context) (tenancy.ID, error) {
 // fails closed with tenant_unbound. Each record carries the bound tenant
 // (when there is one) and an event id in its headers.
 func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
+	if p.tel != nil {
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call := p.tel.Start(ctx, id)
+		err := p.produce(ctx, msgs)
+		call.End(err)
+		return err
+	}
+	return p.produce(ctx, msgs)
+}
+
+func (p *Producer) produce(ctx context.Context, msgs []Message) error {
 	tenant, err := p.tenant(ctx)
 	if err != nil {
 		return err
@@ -129,7 +144,7 @@ func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
 	out := make([]kafkago.Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = kafkago.Message{Topic: topic, Key: m.Key, Value: m.Value,
-			Headers: stamp(m.Headers, tenant, m.EventID, "")}
+			Headers: p.traceHeaders(ctx, stamp(m.Headers, tenant, m.EventID, ""))}
 	}
 	return p.write(ctx, tenant, out)
 }
@@ -138,6 +153,20 @@ func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
 // the per-tenant topic comes from the bound tenant, never from m. A
 // tenant-global row (tenancy.WithGlobal) goes only to a static topic.
 func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
+	if p.tel != nil {
+		// The row's headers hold the trace context of the request that
+		// wrote it: the delivery links to it, and the record carries the
+		// delivery's own, so a consumer links to this span in turn.
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call := p.tel.StartLinked(ctx, id, m.Headers)
+		err := p.deliver(ctx, m)
+		call.End(err)
+		return err
+	}
+	return p.deliver(ctx, m)
+}
+
+func (p *Producer) deliver(ctx context.Context, m outbox.Message) error {
 	tenant, err := p.tenant(ctx)
 	if err != nil {
 		return err
@@ -153,7 +182,7 @@ func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
 	for k, v := range m.Headers {
 		hs = append(hs, kafkago.Header{Key: k, Value: []byte(v)})
 	}
-	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: stamp(hs, tenant, m.EventID, m.Topic)}
+	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: p.traceHeaders(ctx, stamp(hs, tenant, m.EventID, m.Topic))}
 	return p.write(ctx, tenant, []kafkago.Message{msg})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -115,7 +116,7 @@ func Module(name string, opts ...Option) fx.Option {
 		Routes: c.routes, Workers: c.workers,
 		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
 			s := newStore()
-			s.module, s.suspensions, s.teardown = name, lin.Suspensions, c.teardown
+			s.module, s.suspensions, s.teardown, s.tel = name, lin.Suspensions, c.teardown, lin.Telemetry
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {
@@ -131,16 +132,23 @@ type routeConfig struct {
 	module, name string
 	decision     floors.Decision
 	suspensions  *modules.Suspensions
+	// tel records each call; nil when the app gave no telemetry.
+	tel *telemetry.Route
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
-	return routeConfig{module: s.module, name: r.Name, decision: rules.Decide(r), suspensions: s.suspensions}
+	d := rules.Decide(r)
+	return routeConfig{module: s.module, name: r.Name, decision: d, suspensions: s.suspensions,
+		tel: s.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: s.module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
 // tag (zero for an untagged route). It fails closed when the route is
 // tenant-scoped and no tenant is bound.
 func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
+	if r.tel != nil {
+		return r.tracedScope(ctx, c, role)
+	}
 	if !r.decision.NeedsTenant {
 		return containerName(c, tenancy.ID{}), tenancy.ID{}, nil
 	}
@@ -160,4 +168,18 @@ func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (str
 		tag = id
 	}
 	return name, tag, nil
+}
+
+// tracedScope is scope recorded as one call. In-process, the call is its
+// resolution and a map operation, so the span covers the resolution and
+// its outcome. The resolution itself is scope's own, on a copy without
+// instruments: the untraced path stays one call with no extra frame.
+func (r routeConfig) tracedScope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
+	id, _ := tenancy.FromContext(ctx)
+	_, call := r.tel.Start(ctx, id)
+	plain := r
+	plain.tel = nil
+	name, tag, err := plain.scope(ctx, c, role)
+	call.End(err)
+	return name, tag, err
 }

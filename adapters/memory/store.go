@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/modules"
-
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -15,6 +15,7 @@ type store struct {
 	module string
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	tel         *telemetry.Telemetry
 	// teardown: AllowTeardown.
 	teardown bool
 	mu       sync.RWMutex

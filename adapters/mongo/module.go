@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -252,6 +253,8 @@ type core struct {
 	gate       *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	// tel records route calls (nil: the app gave no telemetry).
+	tel *telemetry.Telemetry
 }
 
 type clientIn struct {
@@ -259,11 +262,12 @@ type clientIn struct {
 	Lifecycle fx.Lifecycle
 	Client    *driver.Client       `optional:"true"`
 	Suspended *modules.Suspensions `optional:"true"`
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }
 
 func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)

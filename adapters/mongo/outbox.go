@@ -68,6 +68,9 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 			_, _ = rand.Read(b[:])
 			m.EventID = hex.EncodeToString(b[:])
 		}
+		// The request's trace context rides in the row for the relay and
+		// the consumer to link to.
+		m.Headers = o.route.core.tel.Inject(ctx, m.Headers)
 		row := bson.D{{Key: "_id", Value: rowID(tenant, m.EventID)}, {Key: fieldEvent, Value: m.EventID}}
 		if bound {
 			row = append(row, bson.E{Key: fieldTenant, Value: tenant.String()})

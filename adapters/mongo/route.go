@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -38,11 +39,14 @@ type route struct {
 	// does; no tenant's handle is kept.
 	db   *driver.Database
 	coll *driver.Collection
+	// tel records each call; nil when the app gave no telemetry.
+	tel *telemetry.Route
 }
 
 func newRoute(c *core, spec *routeSpec) route {
 	d := rules.Decide(spec.floorsRoute(c.pools != nil))
-	r := route{core: c, spec: spec, decision: d, perTenant: d.ResolvesPerTenant(roleCollection)}
+	r := route{core: c, spec: spec, decision: d, perTenant: d.ResolvesPerTenant(roleCollection),
+		tel: c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached})}
 	if c.pools == nil && c.client != nil {
 		r.db = c.client.Database(c.db)
 		if !r.perTenant || !spec.coll.perTenantName() {
@@ -72,6 +76,26 @@ func noop() {}
 // tenant from ctx and fails closed: there is no default tenant and no
 // shared client to fall back to.
 func (r *route) target(ctx context.Context) (target, error) {
+	if r.tel != nil {
+		return r.tracedTarget(ctx)
+	}
+	return r.enter(ctx)
+}
+
+// tracedTarget is target recorded as one call, from its entry until the
+// caller releases the target.
+func (r *route) tracedTarget(ctx context.Context) (target, error) {
+	id, _ := tenancy.FromContext(ctx)
+	_, call := r.tel.Start(ctx, id)
+	t, err := r.enter(ctx)
+	if err != nil {
+		return t, call.Fail(err)
+	}
+	t.release = call.Done(t.release)
+	return t, nil
+}
+
+func (r *route) enter(ctx context.Context) (target, error) {
 	if !r.scoped() {
 		if r.coll != nil {
 			return target{coll: r.coll, release: noop}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -266,6 +267,8 @@ type core struct {
 	gate *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	// tel records route calls (nil: the app gave no telemetry).
+	tel *telemetry.Telemetry
 }
 
 func (c *core) routed() bool { return c.pools != nil }
@@ -275,11 +278,12 @@ type coreIn struct {
 	Lifecycle fx.Lifecycle
 	Driver    drv.DriverWithContext `optional:"true"`
 	Suspended *modules.Suspensions  `optional:"true"`
+	Telemetry *telemetry.Telemetry  `optional:"true"`
 }
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -20,6 +21,8 @@ type route struct {
 	perTenantDB bool
 	// tagged: the tenant predicate applies to every pattern.
 	tagged bool
+	// tel records each call; nil when the app gave no telemetry.
+	tel *telemetry.Route
 }
 
 // newRoute applies the rules' decision for the route; nothing here
@@ -27,7 +30,8 @@ type route struct {
 func newRoute(c *core, spec *routeSpec) *route {
 	d := rules.Decide(spec.floorsRoute(c.routed()))
 	return &route{core: c, spec: spec, scoped: d.NeedsTenant,
-		perTenantDB: d.ResolvesPerTenant(roleDatabase), tagged: d.Tagged}
+		perTenantDB: d.ResolvesPerTenant(roleDatabase), tagged: d.Tagged,
+		tel: c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached})}
 }
 
 // scope is what a transaction pins for its whole life.
@@ -134,6 +138,19 @@ func (r *route) builder(sc scope) builder {
 
 // transact runs fn in one managed transaction on the scope's session.
 func (r *route) transact(ctx context.Context, write bool, fn func(context.Context, *txn) error) error {
+	if r.tel != nil {
+		// One span for the whole call, outcome included; the driver's own
+		// spans, if it is instrumented, nest under it.
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call := r.tel.Start(ctx, id)
+		err := r.run(ctx, write, fn)
+		call.End(err)
+		return err
+	}
+	return r.run(ctx, write, fn)
+}
+
+func (r *route) run(ctx context.Context, write bool, fn func(context.Context, *txn) error) error {
 	sc, err := r.open(ctx)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -42,6 +43,10 @@ type Client struct {
 	life     *lifecycle
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	// tel records route calls; nil when the app gave no telemetry, and
+	// then tels is nil too.
+	tel  *telemetry.Telemetry
+	tels map[*routeSpec]*telemetry.Route
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use

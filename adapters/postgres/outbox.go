@@ -120,7 +120,7 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 	if !o.spec.decision.NeedsTenant && tenancy.IsGlobal(ctx) {
 		return tenancy.ID{}, nil
 	}
-	return tenancy.ID{}, o.unbound()
+	return tenancy.ID{}, o.refuse(ctx, o.unbound())
 }
 
 // Write adds msgs in a transaction of its own.
@@ -158,6 +158,9 @@ func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message)
 		if m.EventID == "" {
 			m.EventID = newEventID()
 		}
+		// The request's trace context rides in the row, so the relay's and
+		// the consumer's spans link back to it.
+		m.Headers = o.c.tel.Inject(ctx, m.Headers)
 		var headers []byte
 		if m.Headers != nil {
 			if headers, err = json.Marshal(m.Headers); err != nil {
@@ -220,10 +223,12 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	}
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.decision.NeedsTenant {
-		return nil, o.unbound()
+		return nil, o.refuse(ctx, o.unbound())
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.connect(ctx, tenant)
+	// A relay's pass, not a route call: untraced, so an idle relay's polls
+	// add no spans (its deliveries are the destination's calls).
+	pool, release, err := o.reach(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -325,10 +330,11 @@ func (b *claim) Abandon(ctx context.Context) {
 func (o *Outbox) sweep(ctx context.Context, retain time.Duration) (int64, error) {
 	tenant, bound := tenancy.FromContext(ctx)
 	if !bound && o.spec.decision.NeedsTenant {
-		return 0, o.unbound()
+		return 0, o.refuse(ctx, o.unbound())
 	}
 	st := cached(o.route, o.static, tenant, o.build)
-	pool, release, err := o.connect(ctx, tenant)
+	// A relay's pass: untraced, as Claim.
+	pool, release, err := o.reach(ctx, tenant)
 	if err != nil {
 		return 0, err
 	}

@@ -28,7 +28,7 @@ func (r route) tenant(ctx context.Context) (tenancy.ID, error) {
 	if id, ok := tenancy.FromContext(ctx); ok {
 		return id, nil
 	}
-	return tenancy.ID{}, r.unbound()
+	return tenancy.ID{}, r.refuse(ctx, r.unbound())
 }
 
 // unbound is the route's tenant_unbound error.
@@ -249,6 +249,13 @@ func enter(ctx context.Context, r route) (tenancy.ID, querier, func(), error) {
 // carries (see InTx), or else the tenant's pool (routed or shared); then
 // the version gate. The caller releases it when err is nil.
 func (r route) connect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
+	if r.c.tel != nil {
+		return r.tracedConnect(ctx, tenant)
+	}
+	return r.reach(ctx, tenant)
+}
+
+func (r route) reach(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
 	if err := r.c.suspensions.Check(tenant, rules.Name, r.c.module, r.spec.name); err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/telemetry"
 )
 
 // floorsRoute is the route's wiring as enforcement sees it.
@@ -148,6 +149,8 @@ type core struct {
 	routes *router
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
+	// tel records calls (nil: the app gave no telemetry).
+	tel *telemetry.Telemetry
 }
 
 type clientIn struct {
@@ -155,11 +158,12 @@ type clientIn struct {
 	Lifecycle fx.Lifecycle
 	Client    goredis.UniversalClient `optional:"true"`
 	Suspended *modules.Suspensions    `optional:"true"`
+	Telemetry *telemetry.Telemetry    `optional:"true"`
 }
 
 func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, suspensions: in.Suspended}
+		c := &core{module: module, suspensions: in.Suspended, tel: in.Telemetry}
 		if cfg.routed != nil {
 			r, err := newRouter(module, cfg.routed)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -25,6 +26,8 @@ type route struct {
 	ns     nsFunc
 	// nsc holds ns's recent answers; set with ns.
 	nsc *nsCache
+	// tel records each call; nil when the app gave no telemetry.
+	tel *telemetry.Route
 }
 
 // newRoute applies the rules' decision for the route: whether calls need
@@ -38,6 +41,7 @@ func newRoute(c *core, spec *routeSpec) route {
 		core: c, name: spec.name, kind: spec.kind, code: kindCode[spec.kind],
 		marker: scopeMarker(d.Global, d.Routed, namespace, d.Tagged),
 		scoped: d.NeedsTenant,
+		tel:    c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached}),
 	}
 	if namespace {
 		r.ns, r.nsc = spec.namespace, newNSCache()
@@ -52,6 +56,24 @@ func (r *route) Name() string { return r.name }
 // tenant-scoped route reads the tenant from ctx and fails closed. done
 // returns a routed client to its pool; call it when the call is over.
 func (r *route) target(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
+	if r.tel != nil {
+		return r.tracedTarget(ctx, user)
+	}
+	return r.enter(ctx, user)
+}
+
+// tracedTarget is target recorded as one call, from its entry until done.
+func (r *route) tracedTarget(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
+	id, _ := tenancy.FromContext(ctx)
+	_, call := r.tel.Start(ctx, id)
+	c, key, done, err := r.enter(ctx, user)
+	if err != nil {
+		return nil, "", nil, call.Fail(err)
+	}
+	return c, key, call.Done(done), nil
+}
+
+func (r *route) enter(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
 	if !r.scoped {
 		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nop, nil
 	}

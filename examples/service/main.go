@@ -1,13 +1,19 @@
 // Command service is a small tenant-aware service on real backends: orders
 // in PostgreSQL with a schema per tenant (namespace), page views counted in
 // Redis under a tenant key prefix (tagged), served through the HTTP
-// boundary. It provisions two tenants, calls itself as each, prints what
-// each sees, tears its schemas down and exits. It needs PostgreSQL and
-// Redis (`make services`); TENANTWIRE_PG_URL and TENANTWIRE_REDIS_ADDR
-// override where they are.
+// boundary, observed: a span per request and per route call (the tenant
+// hashed), Prometheus metrics and readiness on the operator listener, log
+// lines naming their tenant. It provisions two tenants, calls itself as
+// each, prints what each sees, what the operator listener reports and the
+// spans of one request, tears its schemas down and exits. It needs
+// PostgreSQL and Redis (`make services`); TENANTWIRE_PG_URL and
+// TENANTWIRE_REDIS_ADDR override where they are.
 //
-// `service migrate [-dry-run] [-concurrency N] [-prefix P]` migrates every
-// tenant of the orders module listed in its registry (migrate.go).
+// It is a module of its own, as an app is: it wires the OpenTelemetry SDK
+// (tenantotel), which the library does not depend on. Run it from here:
+// `go run .`; `go run . migrate [-dry-run] [-concurrency N] [-prefix P]`
+// migrates every tenant of the orders module listed in its registry
+// (migrate.go).
 package main
 
 import (
@@ -24,6 +30,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -31,8 +39,10 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
+	"github.com/tenantwire/tenantwire/tenantotel"
 )
 
 // Order is what the orders route stores.
@@ -73,6 +83,7 @@ type handlers struct {
 	fx.In
 	Orders *postgres.Documents[Order]
 	Views  *redis.Counter `name:"views"`
+	Log    *slog.Logger
 }
 
 func ordersHandler(h handlers) http.Handler {
@@ -88,6 +99,8 @@ func ordersHandler(h handlers) http.Handler {
 				http.Error(w, err.Error(), http.StatusConflict)
 				return
 			}
+			// The logger's handler adds the tenant the boundary bound.
+			h.Log.InfoContext(r.Context(), "order created", "order", id)
 			w.WriteHeader(http.StatusCreated)
 			return
 		}
@@ -106,6 +119,21 @@ func ordersHandler(h handlers) http.Handler {
 			return
 		}
 		fmt.Fprintf(w, "%s x%d (view %d)", rec.Value.Item, rec.Value.Qty, views)
+	})
+}
+
+// spanKey keys the tenant's hash on spans: a trace backend sees which calls
+// belong together, never whose they are. A real service reads it from its
+// secrets.
+var spanKey = []byte("example-span-key-change-me")
+
+// observed is the service's telemetry: the SDK recording spans into rec
+// (a real service gives an OTLP exporter's batch processor instead), the
+// Prometheus exporter behind GET /metrics on the operator listener.
+func observed(rec sdktrace.SpanProcessor) fx.Option {
+	return tenantotel.Module(tenantotel.Config{
+		Telemetry:      telemetry.Config{SpanTenant: telemetry.TenantHash(spanKey)},
+		SpanProcessors: []sdktrace.SpanProcessor{rec},
 	})
 }
 
@@ -148,9 +176,20 @@ func run(out io.Writer) error {
 		views *redis.Counter
 		live  modules.Live
 	)
+	rec := tracetest.NewSpanRecorder()
+	var logs strings.Builder
 	app := fx.New(
 		fx.NopLogger,
-		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		// Every line logged with a request's context names its tenant.
+		fx.Supply(slog.New(modules.TenantHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{} // stable output
+				}
+				return a
+			},
+		})))),
+		observed(rec),
 		wiring(pgURL, redisAddr, prefix, reg),
 		fx.Populate(&srv, &live),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { pg, views = c, v },
@@ -215,5 +254,5 @@ func run(out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-28s -> %d %s\n", s.label, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	return nil
+	return report(ctx, out, c, srv, rec, logs.String())
 }

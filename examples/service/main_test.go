@@ -34,6 +34,11 @@ func TestService(t *testing.T) {
 		"globex reads o-1             -> 404 not found (view 1)",
 		"globex reads o-1             -> 200 rocket x1 (view 2)",
 		"acme reads o-1 again         -> 200 anvil x3 (view 2)",
+		"GET /readyz -> 200",
+		`tenantwire_route_duration_seconds_count{backend="postgres",kind="document",module="orders"`,
+		"PUT /orders/{id}     server",
+		"postgres orders      client",
+		"order created",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -33,7 +33,17 @@ type faultRun struct {
 	atRecov counters
 	writes  time.Duration // until the first request acknowledged after the fault began; 0: none
 	recov   time.Duration // until a record acknowledged after the fault began passed every sink; 0: not yet
+	// The relay's produces charged to this fault (see produced): how many
+	// Kafka refused, the slowest, and when (after the fault's start) the
+	// last one that failed or took over slowProduce ended.
+	produceFailed int
+	produceMax    time.Duration
+	disturbed     time.Duration
 }
+
+// slowProduce is a produce that counts as stalled: the relay's produces
+// take milliseconds when every broker is up.
+const slowProduce = time.Second
 
 // counters are the run's error counts, and the records handled more than
 // once before the inbox. failedBy and ackedBy split the requests by the
@@ -100,13 +110,52 @@ func (c *faultClock) delivered(_ string, tenant tenancy.ID, seq int) {
 	}
 }
 
-// run injects each fault at its time, until ctx ends.
+// produced is the relay process's callback: each produce, charged to the
+// latest fault begun before the produce's first slowProduce ended. So a
+// produce in flight when a fault began is that fault's, and one stalled
+// by a fault that ends after the next fault began stays the first's.
+func (c *faultClock) produced(end time.Time, took time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := end.Add(-took).Add(slowProduce)
+	if end.Before(at) {
+		at = end
+	}
+	var r *faultRun
+	for _, run := range c.runs {
+		if !at.Before(run.start) {
+			r = run
+		}
+	}
+	if r == nil {
+		return
+	}
+	r.produceMax = max(r.produceMax, took)
+	if !ok {
+		r.produceFailed++
+	}
+	if !ok || took > slowProduce {
+		r.disturbed = max(r.disturbed, end.Sub(r.start))
+	}
+}
+
+// run injects each fault at its time, until ctx (the traffic) ends. A
+// fault whose time comes after the traffic, delayed by the faults before
+// it, is not injected: that fails the run, which then did not show what
+// it reports.
 func (c *faultClock) run(ctx context.Context, begin time.Time, faults []fault) error {
-	for _, f := range faults {
+	for i, f := range faults {
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-time.After(time.Until(begin.Add(f.at))):
+		}
+		if ctx.Err() != nil {
+			var names []string
+			for _, g := range faults[i:] {
+				names = append(names, g.name)
+			}
+			return fmt.Errorf("faults not injected, the traffic ended first (the faults before them took %v; lengthen SOAK_DURATION): %v",
+				time.Since(begin).Round(time.Second), names)
 		}
 		r := &faultRun{name: f.name, start: time.Now(), base: c.count()}
 		c.mu.Lock()
@@ -146,6 +195,12 @@ func (c *faultClock) report() []string {
 				r.writes.Round(time.Millisecond), r.recov.Round(time.Millisecond), d.request, d.failedBy[0], d.failedBy[1], d.consumer, d.relay)
 		}
 		line += fmt.Sprintf("; redelivered before the inbox until the next fault: %d", next.minus(r.base).redelivered)
+		if r.disturbed > 0 {
+			line += fmt.Sprintf("; produces: %d failed, slowest %v, failing or slower than %v until %v after the fault began",
+				r.produceFailed, r.produceMax.Round(time.Millisecond), slowProduce, r.disturbed.Round(time.Millisecond))
+		} else {
+			line += fmt.Sprintf("; produces: none failed, slowest %v", r.produceMax.Round(time.Millisecond))
+		}
 		out = append(out, line)
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,9 +80,9 @@ func pgOptions(dsn string, extra ...postgres.Option) fx.Option {
 }
 
 // kafkaOptions are the Kafka routes: producers for the relay process,
-// consumers for the app.
-func kafkaOptions(addr string, extra ...kafka.Option) fx.Option {
-	return kafka.Module("soakkafka", append([]kafka.Option{kafka.Brokers(addr)}, extra...)...)
+// consumers for the app. brokers is a comma-separated list.
+func kafkaOptions(brokers string, extra ...kafka.Option) fx.Option {
+	return kafka.Module("soakkafka", append([]kafka.Option{kafka.Brokers(strings.Split(brokers, ",")...)}, extra...)...)
 }
 
 // ordersTopics is the prefix of the orders topics, one per tenant.
@@ -131,7 +132,7 @@ type appDeps struct {
 type env struct {
 	pgDSN     string
 	redisAddr string
-	broker    string
+	broker    string // comma-separated
 	relayDSN  string
 	mongoURI  string
 	prefix    string // topic and group prefix of this run

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,15 +55,21 @@ func relayChild() int {
 		Dedicated *kafka.Producer `name:"dedicated"`
 	}
 	var out sync.Mutex
+	// Each produce is reported with how long it took, so that the soak
+	// can tell how long a broker fault stalled or failed them.
 	to := func(p func() *kafka.Producer) outbox.Destination {
 		return outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
-			if err := p().Deliver(ctx, m); err != nil {
-				return err
-			}
+			start := time.Now()
+			err := p().Deliver(ctx, m)
+			took := time.Since(start).Nanoseconds()
 			out.Lock()
-			fmt.Fprintln(os.Stdout, "delivered")
+			if err != nil {
+				fmt.Fprintln(os.Stdout, "failed", took)
+			} else {
+				fmt.Fprintln(os.Stdout, "delivered", took)
+			}
 			out.Unlock()
-			return nil
+			return err
 		})
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -75,7 +82,7 @@ func relayChild() int {
 	}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return ids, nil }
 	app := fx.New(fx.NopLogger,
-		kafka.Module("soakkafka", kafka.Brokers(os.Getenv("SOAK_BROKER")),
+		kafka.Module("soakkafka", kafka.Brokers(strings.Split(os.Getenv("SOAK_BROKER"), ",")...),
 			kafka.TuneWriter(func(w *kafkago.Writer) { w.BatchTimeout = time.Millisecond }),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(ordersTopics(prefix))}),
 			kafka.ProducerRoute("audits", kafka.ProducerConfig{Topic: naming.Shared(auditsTopic(prefix)), Partitions: auditMembers, ReplicationFactor: -1}),
@@ -117,6 +124,9 @@ type relayProc struct {
 	cmd       *exec.Cmd
 	done      chan struct{}
 	delivered atomic.Int64 // rows handed to Kafka, over every run
+	// onProduce, if set before start, is told of every produce: when it
+	// ended, how long it took and whether Kafka acknowledged it.
+	onProduce func(end time.Time, took time.Duration, ok bool)
 	warnings  atomic.Int64 // failed relay passes (the relays' own warnings)
 	mu        sync.Mutex
 	lastErr   []string
@@ -152,9 +162,16 @@ func (r *relayProc) start() error {
 	readers.Go(func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			switch sc.Text() {
-			case "delivered":
-				r.delivered.Add(1)
+			word, took, _ := strings.Cut(sc.Text(), " ")
+			switch word {
+			case "delivered", "failed":
+				if word == "delivered" {
+					r.delivered.Add(1)
+				}
+				if r.onProduce != nil {
+					ns, _ := strconv.ParseInt(took, 10, 64)
+					r.onProduce(time.Now(), time.Duration(ns), word == "delivered")
+				}
 			case "ready":
 				close(r.ready)
 			}

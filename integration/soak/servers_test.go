@@ -276,59 +276,22 @@ func (p *privatePG) restart() error {
 	return p.start()
 }
 
-// broker is an in-process Kafka broker (kfake) persisting to a directory,
-// so that it can be stopped and started again on the same port with its
-// topics, records and committed group offsets, as a real broker restarts.
+// broker is the short run's Kafka: an in-process broker (kfake), which
+// starts in milliseconds. The long run's is a real cluster
+// (cluster_test.go).
 type broker struct {
-	t    *testing.T
-	dir  string
-	port int
-	addr string
-
-	mu      sync.Mutex
+	addr    string
 	cluster *kfake.Cluster
 }
 
 func startBroker(t *testing.T) *broker {
 	t.Helper()
-	port, _ := strconv.Atoi(freePort(t))
-	b := &broker{t: t, dir: t.TempDir(), port: port}
-	if err := b.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.stop)
-	return b
-}
-
-func (b *broker) start() error {
-	var err error
-	var c *kfake.Cluster
-	// The port may take a moment to be free again after a stop.
-	for range 50 {
-		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.Ports(b.port), kfake.DataDir(b.dir))
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))
 	if err != nil {
-		return fmt.Errorf("starting kfake: %w", err)
+		t.Fatalf("starting kfake: %v", err)
 	}
-	b.mu.Lock()
-	b.cluster, b.addr = c, c.ListenAddrs()[0]
-	b.mu.Unlock()
-	return nil
-}
-
-// stop shuts the broker down: every client connection is closed.
-func (b *broker) stop() {
-	b.mu.Lock()
-	c := b.cluster
-	b.cluster = nil
-	b.mu.Unlock()
-	if c != nil {
-		c.Close()
-	}
+	t.Cleanup(c.Close)
+	return &broker{addr: c.ListenAddrs()[0], cluster: c}
 }
 
 // startFerretDB runs FerretDB in process on a free port, storing in a

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ type soakConfig struct {
 	workers  int
 	pace     time.Duration
 	long     bool
+	// cluster: the Kafka legs run on the three-node KRaft cluster of
+	// scripts/kafka.sh, not on the in-process broker (kfake).
+	cluster bool
 }
 
 func config(t *testing.T) soakConfig {
@@ -62,6 +66,9 @@ func config(t *testing.T) soakConfig {
 		}
 		c.duration, c.long = d, true
 	}
+	// A real cluster costs three JVM starts: the long run only, so that
+	// the short run keeps to its time in make test.
+	c.cluster = c.long
 	return c
 }
 
@@ -120,14 +127,23 @@ func TestSoak(t *testing.T) {
 	ded := newPlacement([]string{pgs[0].port, pgs[1].port}, tenants)
 	dedDBs := createDedicatedDatabases(t, ded, pgs, tenants)
 	rds := testsvc.StartRedis(t)
-	brk := startBroker(t)
+	var brk *broker
+	var kc *kafkaCluster
+	brokers := ""
+	if cfg.cluster {
+		kc = startKafkaCluster(t)
+		brokers = kc.brokers()
+	} else {
+		brk = startBroker(t)
+		brokers = brk.addr
+	}
 	mongoURI := startFerretDB(t, pg)
 
 	step("servers")
 	prefixBytes := make([]byte, 4)
 	_, _ = rand.Read(prefixBytes)
 	e := env{pgDSN: pg.url("soak-app", appPGConns), relayDSN: pg.url("soak-relay", relayPGConns), redisAddr: rds.Addr,
-		broker: brk.addr, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: tenants, ded: ded}
+		broker: brokers, mongoURI: mongoURI, prefix: "soak-" + hex.EncodeToString(prefixBytes) + ".", tenants: tenants, ded: ded}
 	serverOf := func(id tenancy.ID) int { s, _ := e.ded.server(id); return s }
 	ctx := context.Background()
 
@@ -137,8 +153,25 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if kc != nil {
+		// The cluster outlives the run: its topics do not.
+		t.Cleanup(func() {
+			if err := kc.deleteTopics(e.prefix); err != nil {
+				t.Errorf("deleting the run's topics: %v", err)
+			}
+		})
+	}
 	if err := provision(ctx, a, pg, e.tenants); err != nil {
 		t.Fatal(err)
+	}
+	if kc != nil {
+		// A topic per tenant (orders), and the audits and dedicated topics.
+		n := len(e.tenants) + 2
+		if err := kc.checkTopics(ctx, e.prefix, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("soak kafka: three-node KRaft cluster %s, %d topics of the run, every partition on %d in-sync replicas, min.insync.replicas %d, produced with acks=all",
+			brokers, n, clusterReplicas, clusterMinISR)
 	}
 	step("provision")
 	if err := dedDBs(); err != nil {
@@ -150,6 +183,12 @@ func TestSoak(t *testing.T) {
 	}
 	step("provision dedicated")
 	relay := newRelayProc(e)
+	var clk atomic.Pointer[faultClock] // set once the load exists
+	relay.onProduce = func(end time.Time, took time.Duration, ok bool) {
+		if c := clk.Load(); c != nil {
+			c.produced(end, took, ok)
+		}
+	}
 	if err := relay.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +225,7 @@ func TestSoak(t *testing.T) {
 			[2]int64{l.failedBy[0].Load(), l.failedBy[1].Load()}, [2]int64{l.ackedBy[0].Load(), l.ackedBy[1].Load()}}
 	}}
 	s.onDelivered, l.onAck = clock.delivered, clock.acked
+	clk.Store(clock)
 	smp := newSampler(pgs, rds.Addr)
 	sampling, stopSampling := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
@@ -206,7 +246,7 @@ func TestSoak(t *testing.T) {
 	}()
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); l.run(run, hard) }()
-	if err := clock.run(run, begin, schedule(cfg, pgs, rds, brk, relay)); err != nil {
+	if err := clock.run(run, begin, schedule(cfg, pgs, rds, kc, e.prefix, relay)); err != nil {
 		t.Error(err)
 	}
 	<-loadDone
@@ -296,11 +336,11 @@ func TestSoak(t *testing.T) {
 }
 
 // schedule spreads the faults over the traffic: all of them in the long
-// run, two in the short one. The broker restart, after which every
-// consumer group rejoins, comes after minute 1, where the heap is sampled.
-// pg-second-restart restarts the second server only: the tenants placed
-// on the first one keep being served through it.
-func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *broker, relay *relayProc) []fault {
+// run (on the Kafka cluster), two in the short one. The broker kill, after
+// which consumer groups rejoin, comes after minute 1, where the heap is
+// sampled. pg-second-restart restarts the second server only: the tenants
+// placed on the first one keep being served through it.
+func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, kc *kafkaCluster, prefix string, relay *relayProc) []fault {
 	at := func(f float64) time.Duration { return time.Duration(f * float64(cfg.duration)) }
 	outage := 3 * time.Second
 	if !cfg.long {
@@ -319,18 +359,15 @@ func schedule(cfg soakConfig, pgs []*privatePG, rds *testsvc.PrivateRedis, brk *
 			time.Sleep(outage)
 			return fmt.Sprintf("redis-server killed (SIGKILL), restarted after %v", outage), rds.Start()
 		}},
-		{"kafka-broker-restart", at(0.4), func() (string, error) {
-			brk.stop()
-			time.Sleep(outage)
-			return fmt.Sprintf("in-process broker closed, started again from its data directory after %v", outage), brk.start()
-		}},
+		{"kafka-broker-kill", at(0.4), func() (string, error) { return kc.killBroker(prefix, outage) }},
 		kill,
-		{"pg-second-restart", at(0.66), func() (string, error) {
+		{"kafka-quorum-leader-stop", at(0.6), func() (string, error) { return kc.stopQuorumLeader(prefix, outage) }},
+		{"pg-second-restart", at(0.7), func() (string, error) {
 			pgs[1].stop(syscall.SIGINT)
 			time.Sleep(outage)
 			return fmt.Sprintf("second PostgreSQL server (half the dedicated tenant databases) stopped (fast shutdown), started again after %v", outage), pgs[1].start()
 		}},
-		{"pg-restart", at(0.8), func() (string, error) {
+		{"pg-restart", at(0.82), func() (string, error) {
 			return "first PostgreSQL server stopped (fast shutdown: every session terminated) and started again", pgs[0].restart()
 		}},
 	}
