@@ -24,6 +24,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -74,9 +75,9 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 	var d struct {
 		fx.In
 		Server   *tenanthttp.Server
-		Shop     *postgres.Client   `name:"shop"`
-		Producer *kafka.Producer    `name:"orders"`
-		Prov     *kafka.Provisioner `name:"bus"`
+		Shop     *postgres.Client `name:"shop"`
+		Producer *kafka.Producer  `name:"orders"`
+		Prov     *migrate.Runner  `name:"bus"`
 	}
 	deliver := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error { return d.Producer.Deliver(ctx, m) })
 	app := fx.New(fx.NopLogger,
