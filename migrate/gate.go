@@ -19,6 +19,9 @@ type Gate struct {
 	// Need is the version the module's routes need.
 	Need int64
 	cur  currentSet
+
+	mu     sync.Mutex
+	behind map[tenancy.ID]struct{} // tenants refused as behind since last found current
 }
 
 // NewGate is the gate of a module needing version need (nil when need is
@@ -45,10 +48,42 @@ func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route strin
 		return err
 	}
 	if v < g.Need {
+		g.setBehind(tenant, true)
 		return Behind(g.Module, g.Backend, route, tenant, v, g.Need)
 	}
 	g.cur.add(tenant, target)
+	g.setBehind(tenant, false)
 	return nil
+}
+
+// maxBehind bounds the tenants counted as behind; past it the count
+// stays at the bound (it is a signal to migrate, not an inventory).
+const maxBehind = 1 << 16
+
+func (g *Gate) setBehind(tenant tenancy.ID, behind bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case behind && len(g.behind) < maxBehind:
+		if g.behind == nil {
+			g.behind = map[tenancy.ID]struct{}{}
+		}
+		g.behind[tenant] = struct{}{}
+	case !behind:
+		delete(g.behind, tenant)
+	}
+}
+
+// Behind is how many tenants this process refused as behind Need and has
+// not found current since (by a later call, a migration run or a
+// teardown): the migrations a metric says are owed.
+func (g *Gate) Behind() int {
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.behind)
 }
 
 // Mark records that tenant's target is at version v after a migration
@@ -56,6 +91,7 @@ func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route strin
 func (g *Gate) Mark(tenant tenancy.ID, target string, v int64) {
 	if g != nil && v >= g.Need {
 		g.cur.add(tenant, target)
+		g.setBehind(tenant, false)
 	}
 }
 
@@ -63,6 +99,7 @@ func (g *Gate) Mark(tenant tenancy.ID, target string, v int64) {
 func (g *Gate) Forget(tenant tenancy.ID) {
 	if g != nil {
 		g.cur.forget(tenant)
+		g.setBehind(tenant, false)
 	}
 }
 

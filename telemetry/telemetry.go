@@ -158,6 +158,7 @@ type Telemetry struct {
 	duration     metric.Float64Histogram
 	tenantLabels sync.Map // tenancy.ID -> attribute.KeyValue
 	lags         sync.Map // *Lag -> struct{}: the consumers' lag gauges
+	behind       sync.Map // *behindRead -> struct{}: the modules' version gates
 }
 
 // New builds a Telemetry from cfg.
@@ -198,6 +199,9 @@ func New(cfg Config) (*Telemetry, error) {
 		}
 		if err := t.observeLag(); err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+		if err := t.observeBehind(); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil

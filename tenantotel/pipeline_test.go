@@ -24,6 +24,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/telemetry"
@@ -75,9 +76,9 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 	var d struct {
 		fx.In
 		Server   *tenanthttp.Server
-		Shop     *postgres.Client   `name:"shop"`
-		Producer *kafka.Producer    `name:"orders"`
-		Prov     *kafka.Provisioner `name:"bus"`
+		Shop     *postgres.Client `name:"shop"`
+		Producer *kafka.Producer  `name:"orders"`
+		Prov     *migrate.Runner  `name:"bus"`
 	}
 	deliver := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error { return d.Producer.Deliver(ctx, m) })
 	app := fx.New(fx.NopLogger,
@@ -89,9 +90,9 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 			postgres.Relay("events", postgres.RelayConfig{Name: "events-relay", Destination: deliver, Idle: 20 * time.Millisecond}),
 		),
 		kafka.Module("bus", kafka.Brokers(broker),
-			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic}),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{
-				Name: "orders-consumer", Group: topic, Topic: topic, TenantFromHeaders: true, Retry: 50 * time.Millisecond,
+				Name: "orders-consumer", Group: topic, Topic: naming.Shared(topic), TenantFromHeaders: true, Retry: 50 * time.Millisecond,
 				Handle: func(ctx context.Context, _ kafkago.Message) error {
 					id, _ := tenancy.FromContext(ctx)
 					got <- handled{id, trace.SpanContextFromContext(ctx)}

@@ -114,6 +114,7 @@ type core struct {
 func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules.LifecycleIn) (*core, error) {
 	return func(lc fx.Lifecycle, lin modules.LifecycleIn) (*core, error) {
 		c := &core{module: module, routes: cfg.routes, versions: v, suspensions: lin.Suspensions, tel: lin.Telemetry}
+		lin.Telemetry.ObserveBehind(module, rules.Name, v.gate.Behind)
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))

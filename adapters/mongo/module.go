@@ -268,6 +268,7 @@ type clientIn struct {
 func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
 		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
+		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		switch {
 		case cfg.routed != nil:
 			p, err := newPools(module, cfg.database, cfg.routed)

@@ -284,6 +284,7 @@ type coreIn struct {
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
 		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
+		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)
 			if err != nil {
