@@ -152,12 +152,8 @@ func dropClaimLocked(k claimKey) {
 	}
 }
 
-// namedClaims reads the targets of creds into a claimSet.
-func (p *Pools[C]) namedClaims(creds Credentials) (claimSet, error) {
-	targets, err := p.cfg.Targets(creds)
-	if err != nil {
-		return claimSet{}, err
-	}
+// namedClaims makes a claimSet of a credential set's targets.
+func (p *Pools[C]) namedClaims(targets []string) (claimSet, error) {
 	if len(targets) == 0 {
 		return claimSet{}, fmt.Errorf("the credentials name no %s", p.noun())
 	}
