@@ -77,8 +77,11 @@ type claim struct {
 	holders int
 }
 
+// registry is process-wide. Looks (claimsFree) share its lock; takes and
+// drops hold it alone, and a take checks again under it, so a look that
+// raced a take only decides whether a client is opened, never a binding.
 var registry = struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[claimKey]*claim
 }{m: make(map[claimKey]*claim)}
 
@@ -95,8 +98,8 @@ func conflictLocked(keys []claimKey, tenant tenancy.ID) (claimKey, tenancy.ID, b
 
 // claimsFree reports the first of keys another tenant holds.
 func claimsFree(keys []claimKey, tenant tenancy.ID) (claimKey, tenancy.ID, bool) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
+	registry.mu.RLock()
+	defer registry.mu.RUnlock()
 	return conflictLocked(keys, tenant)
 }
 
@@ -152,12 +155,8 @@ func dropClaimLocked(k claimKey) {
 	}
 }
 
-// namedClaims reads the targets of creds into a claimSet.
-func (p *Pools[C]) namedClaims(creds Credentials) (claimSet, error) {
-	targets, err := p.cfg.Targets(creds)
-	if err != nil {
-		return claimSet{}, err
-	}
+// namedClaims makes a claimSet of a credential set's targets.
+func (p *Pools[C]) namedClaims(targets []string) (claimSet, error) {
 	if len(targets) == 0 {
 		return claimSet{}, fmt.Errorf("the credentials name no %s", p.noun())
 	}
@@ -187,7 +186,10 @@ type serverIdentity struct {
 // claimLook reports, without taking anything, whether tenant may use the
 // targets of s (mu held).
 func (p *Pools[C]) claimLook(tenant tenancy.ID, s claimSet) error {
-	if old, had := p.held[tenant]; had && old.equal(s) {
+	// What p.held records for tenant is in the registry under tenant until
+	// p drops it (under mu), so those keys need no look. A tenant whose
+	// client retired looks again with the same names and no server yet.
+	if old, had := p.held[tenant]; had && (old.equal(s) || !s.hasServer && slices.Equal(old.named, s.named)) {
 		return nil
 	}
 	if k, holder, clash := claimsFree(s.keys(), tenant); clash {

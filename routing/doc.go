@@ -59,6 +59,10 @@
 //   - A retired client is closed only after every Acquire on it has been
 //     released, so in-flight work drains instead of failing.
 //
+// Config.Read may stand for Targets and Open, for a backend that would
+// otherwise read a credential set twice per new client (PostgreSQL parses
+// a DSN): the claims and the client then come from one reading.
+//
 // Open runs without the lock held but may run concurrently for the same
 // fingerprint (the loser is closed), so it must be cheap and must not
 // connect: drivers that dial lazily (pgxpool.NewWithConfig, redis.NewClient,

@@ -61,6 +61,11 @@ type Config[C any] struct {
 	Resolve Resolver
 	// Open builds a client for one credential set. It must not connect.
 	Open func(ctx context.Context, c Credentials) (C, error)
+	// Read, when set, stands for Targets and Open together, for a backend
+	// that would otherwise read each credential set twice per new client
+	// (a DSN parsed for the targets, then again to open): it reads them
+	// once, and the Reading's Open is called only if a client is opened.
+	Read func(Credentials) (Reading[C], error)
 	// Close releases a retired client; it runs once, after the drain.
 	Close func(C)
 	// Targets names where the data of a credential set may live (each
@@ -92,6 +97,14 @@ type Config[C any] struct {
 	Limits
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+}
+
+// Reading is one reading of a credential set (Config.Read): the targets
+// it names, as Config.Targets gives them, and how to open a client for it,
+// as Config.Open does.
+type Reading[C any] struct {
+	Targets []string
+	Open    func(ctx context.Context) (C, error)
 }
 
 // ErrClosed is returned by Acquire after Close.
@@ -153,11 +166,11 @@ type pool[C any] struct {
 
 // New validates cfg and returns an empty Pools; nothing is opened yet.
 func New[C any](cfg Config[C]) (*Pools[C], error) {
-	if cfg.Resolve == nil || cfg.Open == nil || cfg.Close == nil {
-		return nil, errors.New("routing: Config needs Resolve, Open and Close")
+	if cfg.Resolve == nil || (cfg.Open == nil && cfg.Read == nil) || cfg.Close == nil {
+		return nil, errors.New("routing: Config needs Resolve, Open (or Read) and Close")
 	}
-	if cfg.Targets == nil && !cfg.TenantKeyed {
-		return nil, errors.New("routing: Config needs Targets, or TenantKeyed when every name carries the tenant")
+	if cfg.Targets == nil && cfg.Read == nil && !cfg.TenantKeyed {
+		return nil, errors.New("routing: Config needs Targets (or Read), or TenantKeyed when every name carries the tenant")
 	}
 	cfg.Limits = cfg.WithDefaults(cfg.MaxConnsPerClient)
 	if cfg.Now == nil {
@@ -233,9 +246,12 @@ func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credential
 	key := poolKey{fp: creds.Fingerprint()}
 	var named claimSet
 	claims := !p.cfg.TenantKeyed
+	rd, err := p.read(creds)
+	if err != nil {
+		return nil, fmt.Errorf("routing: credentials of tenant %s: %w", tenant, err)
+	}
 	if claims {
-		var err error
-		if named, err = p.namedClaims(creds); err != nil {
+		if named, err = p.namedClaims(rd.Targets); err != nil {
 			return nil, fmt.Errorf("routing: credentials of tenant %s: %w", tenant, err)
 		}
 		key.tenant = tenant
@@ -287,16 +303,32 @@ func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credential
 			return pl, nil
 		}
 		p.mu.Unlock()
-		var err error
-		if opened, err = p.open(ctx, tenant, key, creds); err != nil {
+		if opened, err = p.open(ctx, tenant, key, rd.Open); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// open takes a slot and builds a client; the slot is returned when the
-// client has closed.
-func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, creds Credentials) (*pool[C], error) {
+// read reads creds once for bind: with Read, its Reading; otherwise the
+// targets from Targets (claims only) and an opener calling Open, so that a
+// TenantKeyed Pools still reports a bad credential set from Open.
+func (p *Pools[C]) read(creds Credentials) (Reading[C], error) {
+	if p.cfg.Read != nil {
+		return p.cfg.Read(creds)
+	}
+	rd := Reading[C]{Open: func(ctx context.Context) (C, error) { return p.cfg.Open(ctx, creds) }}
+	if !p.cfg.TenantKeyed {
+		var err error
+		if rd.Targets, err = p.cfg.Targets(creds); err != nil {
+			return Reading[C]{}, err
+		}
+	}
+	return rd, nil
+}
+
+// open takes a slot and builds a client with openClient; the slot is
+// returned when the client has closed.
+func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, openClient func(context.Context) (C, error)) (*pool[C], error) {
 	if err := p.takeSlot(ctx); err != nil {
 		return nil, err
 	}
@@ -308,7 +340,7 @@ func (p *Pools[C]) open(ctx context.Context, tenant tenancy.ID, key poolKey, cre
 	}
 	p.live.Add(1) // under mu and before closed is set: ordered before Close's Wait
 	p.mu.Unlock()
-	client, err := p.cfg.Open(ctx, creds)
+	client, err := openClient(ctx)
 	if err != nil {
 		p.mu.Lock()
 		p.freeSlot()

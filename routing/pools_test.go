@@ -215,8 +215,8 @@ func TestLRUBound(t *testing.T) {
 	_, r = h.acquire(t, tenant(2))
 	r()
 	waitClosed(t, h, c1)
-	if got := h.pools.Stats(); got.Pools != 2 {
-		t.Errorf("%d live pools, bound is 2", got.Pools)
+	if got := h.pools.Stats(); got.Pools != 2 || got.Tenants != 2 {
+		t.Errorf("%d live pools and %d bindings, want 2 and 2: the retired client's tenant is forgotten", got.Pools, got.Tenants)
 	}
 	if c, r := h.acquire(t, tenant(0)); c != c0 {
 		t.Error("recently used client was evicted")

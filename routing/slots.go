@@ -90,9 +90,18 @@ func (p *Pools[C]) retireLRU() {
 	if oldest == nil {
 		return
 	}
-	for t, b := range p.tenants {
-		if b.pool == oldest {
-			delete(p.tenants, t) // the claim stays: see Evict
+	// The claim stays: see Evict. With claims a client serves only the
+	// tenant in its key, so only that binding can point at it: no scan of
+	// every binding under the lock.
+	if t := oldest.key.tenant; !t.IsZero() {
+		if b, ok := p.tenants[t]; ok && b.pool == oldest {
+			delete(p.tenants, t)
+		}
+	} else {
+		for t, b := range p.tenants {
+			if b.pool == oldest {
+				delete(p.tenants, t)
+			}
 		}
 	}
 	p.retire(oldest)

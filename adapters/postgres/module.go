@@ -236,9 +236,8 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    cfg.resolve,
-			Open:       openRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
+			Read:       readRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
 			Close:      closeRouted,
-			Targets:    routedTargets,
 			Identify:   identifyRouted,
 			TargetNoun: "database",
 			Module:     name,

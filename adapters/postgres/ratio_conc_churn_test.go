@@ -6,7 +6,9 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,7 +40,7 @@ const (
 // and retires another's, vs a hand-written concurrent LRU of per-tenant
 // pgxpools with the same bound (concPoolLRU). The route also checks each
 // new connection's server identity (one query), which the baseline does
-// not.
+// not; the test logs that query's share of a read's latency.
 func TestRatioConcRoutedChurn(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	const tenants = concChurnTenants
@@ -72,11 +74,18 @@ func TestRatioConcRoutedChurn(t *testing.T) {
 	lru := newConcPoolLRU(scalePoolBound, &handWire)
 	t.Cleanup(lru.close)
 	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
+	// Each side's reads' latency, summed, to weigh the identity query
+	// and the connects against.
+	// The wall time of each side's rounds too: with every slot busy, a
+	// slot's time per read is MaxClients × the wall time per read.
+	var oursNanos, handNanos, oursWall, handWall atomic.Int64
 	ours := func(i int) error {
+		defer addSince(&oursNanos, time.Now())
 		_, err := d.Get(ctxs[i], "k")
 		return err
 	}
 	hand := func(i int) error {
+		defer addSince(&handNanos, time.Now())
 		tn, _ := tenancy.Require(ctxs[i])
 		p, release, err := lru.get(ctxs[i], tn, own[tn])
 		if err != nil {
@@ -94,13 +103,24 @@ func TestRatioConcRoutedChurn(t *testing.T) {
 		t.Run("g"+strconv.Itoa(g), func(t *testing.T) {
 			oursWire.reset()
 			handWire.reset()
+			for _, n := range []*atomic.Int64{&oursNanos, &handNanos, &oursWall, &handWall} {
+				n.Store(0)
+			}
 			var oursReads, handReads int
 			oursSide, handSide := ratio.ParallelSide(t, g, tenants, ours), ratio.ParallelSide(t, g, tenants, hand)
 			p := ratio.Pair{Label: "C" + strconv.Itoa(tenants), Name: concName("pg-routed-churn-get", g), Iterations: concChurnIters, Rounds: concRounds, Cap: concCap,
-				Ours:     func(n int) { oursReads += n; oursSide(n) },
-				Baseline: func(n int) { handReads += n; handSide(n) }}
+				Ours:     func(n int) { oursReads += n; defer addSince(&oursWall, time.Now()); oursSide(n) },
+				Baseline: func(n int) { handReads += n; defer addSince(&handWall, time.Now()); handSide(n) }}
 			ratio.ReportParallel(t, p, 1.05, 5*concChurnIters)
 			t.Logf("per read, ours: %s; baseline: %s", oursWire.per(oursReads), handWire.per(handReads))
+			ms := func(n *atomic.Int64, reads int) float64 { return float64(n.Load()) / float64(reads) / 1e6 }
+			t.Logf("latency per read, ours: %.2f ms (connecting %.2f ms, identity query %.2f ms, %.1f%% of the read); baseline: %.2f ms (connecting %.2f ms)",
+				ms(&oursNanos, oursReads), ms(&oursWire.connectNanos, oursReads), ms(&oursWire.identityNanos, oursReads),
+				100*float64(oursWire.identityNanos.Load())/float64(max(oursNanos.Load(), 1)),
+				ms(&handNanos, handReads), ms(&handWire.connectNanos, handReads))
+			t.Logf("wall time per read, ours: %.3f ms; baseline: %.3f ms; the identity query over %d slots: %.3f ms a read, %.1f%% of the route's slot time",
+				ms(&oursWall, oursReads), ms(&handWall, handReads), scalePoolBound, ms(&oursWire.identityNanos, oursReads)/scalePoolBound,
+				100*float64(oursWire.identityNanos.Load())/float64(scalePoolBound*max(oursWall.Load(), 1)))
 			// Both sides churn: nearly every read opens a connection. The
 			// route may send no more per read than the baseline (5% slack
 			// for reads that found their tenant's pool still open on one
@@ -257,3 +277,5 @@ func (l *concPoolLRU) close() {
 	l.mu.Unlock()
 	l.open.Wait()
 }
+
+func addSince(n *atomic.Int64, start time.Time) { n.Add(int64(time.Since(start))) }

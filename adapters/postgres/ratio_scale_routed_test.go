@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,12 +140,19 @@ func (w *wireCount) sendsNoMoreThan(t *testing.T, reads int, h *wireCount, handR
 }
 
 // wireCount is a pgx tracer counting connections, prepares and queries.
-type wireCount struct{ connects, prepares, queries atomic.Int64 }
+type wireCount struct {
+	connects, prepares, queries atomic.Int64
+	// connectNanos sums the time spent connecting (startup and
+	// authentication), identityNanos the time in the server identity
+	// query, which pgxpool runs after that, before handing the connection
+	// out.
+	connectNanos, identityNanos atomic.Int64
+}
 
 func (w *wireCount) reset() {
-	w.connects.Store(0)
-	w.prepares.Store(0)
-	w.queries.Store(0)
+	for _, n := range []*atomic.Int64{&w.connects, &w.prepares, &w.queries, &w.connectNanos, &w.identityNanos} {
+		n.Store(0)
+	}
 }
 
 func (w *wireCount) per(reads int) string {
@@ -152,12 +160,24 @@ func (w *wireCount) per(reads int) string {
 	return fmt.Sprintf("%.2f connections, %.2f prepares, %.2f queries", f(&w.connects), f(&w.prepares), f(&w.queries))
 }
 
-func (w *wireCount) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
-	w.connects.Add(1)
-	return ctx
+// connectStart and identityStart carry a traced operation's start time.
+type connectStart struct{}
+type identityStart struct{}
+
+func since(ctx context.Context, key any, n *atomic.Int64) {
+	if t, ok := ctx.Value(key).(time.Time); ok {
+		n.Add(int64(time.Since(t)))
+	}
 }
 
-func (w *wireCount) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {}
+func (w *wireCount) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	w.connects.Add(1)
+	return context.WithValue(ctx, connectStart{}, time.Now())
+}
+
+func (w *wireCount) TraceConnectEnd(ctx context.Context, _ pgx.TraceConnectEndData) {
+	since(ctx, connectStart{}, &w.connectNanos)
+}
 
 func (w *wireCount) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
 	w.prepares.Add(1)
@@ -166,12 +186,17 @@ func (w *wireCount) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 
 func (w *wireCount) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
 
-func (w *wireCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (w *wireCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	w.queries.Add(1)
+	if strings.Contains(d.SQL, "pg_control_system()") {
+		return context.WithValue(ctx, identityStart{}, time.Now())
+	}
 	return ctx
 }
 
-func (w *wireCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (w *wireCount) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	since(ctx, identityStart{}, &w.identityNanos)
+}
 
 // poolLRU is the hand-written baseline: per-tenant pools, the least
 // recently used closed when a new one would pass the bound.
