@@ -24,6 +24,7 @@ import (
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenantotel"
 )
 
 // discard is the no-op exporter: the SDK does all its work (spans built,
@@ -34,11 +35,16 @@ func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { ret
 func (discard) Shutdown(context.Context) error                             { return nil }
 
 // sdkOn is the telemetry a P11 "on" side records with: the SDK's tracer
-// with a batcher in front of the no-op exporter, the SDK's meter with a
+// with tenantotel's Batcher in front of the no-op exporter (with the
+// SDK's own BatchSpanProcessor when sdkBatcher), the SDK's meter with a
 // reader (the Prometheus exporter's kind: it aggregates every measurement
 // and is read only when scraped), the tenant on spans.
-func sdkOn(t *testing.T, sampler sdktrace.Sampler) fx.Option {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sampler))
+func sdkOn(t *testing.T, sampler sdktrace.Sampler, sdkBatcher bool) fx.Option {
+	var proc sdktrace.SpanProcessor = tenantotel.NewBatcher(discard{}, tenantotel.BatcherConfig{})
+	if sdkBatcher {
+		proc = sdktrace.NewBatchSpanProcessor(discard{})
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(proc), sdktrace.WithSampler(sampler))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	return telemetry.Provide(telemetry.Config{TracerProvider: tp, MeterProvider: mp, SpanTenant: telemetry.TenantRaw})
@@ -48,16 +54,16 @@ func sdkOn(t *testing.T, sampler sdktrace.Sampler) fx.Option {
 // every call and one with no provider, and populates on and off from them.
 func pairApps(t *testing.T, build func(on bool) []fx.Option) {
 	t.Helper()
-	sampledApps(t, sdktrace.AlwaysSample(), build)
+	sampledApps(t, sdktrace.AlwaysSample(), false, build)
 }
 
-// sampledApps is pairApps with the "on" app's sampler.
-func sampledApps(t *testing.T, sampler sdktrace.Sampler, build func(on bool) []fx.Option) {
+// sampledApps is pairApps with the "on" app's sampler and span processor.
+func sampledApps(t *testing.T, sampler sdktrace.Sampler, sdkBatcher bool, build func(on bool) []fx.Option) {
 	t.Helper()
 	for _, on := range []bool{true, false} {
 		opts := append([]fx.Option{fx.NopLogger}, build(on)...)
 		if on {
-			opts = append(opts, sdkOn(t, sampler))
+			opts = append(opts, sdkOn(t, sampler, sdkBatcher))
 		}
 		app := fx.New(opts...)
 		if err := app.Start(context.Background()); err != nil {
@@ -132,7 +138,7 @@ func TestRatioP11On(t *testing.T) {
 	t.Run("redis-sampled", func(t *testing.T) {
 		addr := testsvc.RedisAddr(t)
 		var on, off *redis.Cache
-		sampledApps(t, sdktrace.TraceIDRatioBased(0.01), func(isOn bool) []fx.Option {
+		sampledApps(t, sdktrace.TraceIDRatioBased(0.01), false, func(isOn bool) []fx.Option {
 			dst := &off
 			if isOn {
 				dst = &on
@@ -158,24 +164,31 @@ func TestRatioP11On(t *testing.T) {
 				_ = conn.Close(context.Background())
 			}
 		})
-		var on, off *postgres.Counter
-		var client *postgres.Client
-		pairApps(t, func(isOn bool) []fx.Option {
-			dst := &off
-			if isOn {
-				dst = &on
+		// The second pair puts the SDK's own BatchSpanProcessor in front of
+		// the exporter: it wakes its goroutine for every span.
+		for _, v := range []struct {
+			name       string
+			sdkBatcher bool
+		}{{"pg-otel-on", false}, {"pg-otel-on-sdk-batcher", true}} {
+			var on, off *postgres.Counter
+			var client *postgres.Client
+			sampledApps(t, sdktrace.AlwaysSample(), v.sdkBatcher, func(isOn bool) []fx.Option {
+				dst := &off
+				if isOn {
+					dst = &on
+				}
+				return []fx.Option{postgres.Module("pg", postgres.DSN(dsn),
+					postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(table)})),
+					named("hits", dst), named("pg", &client)}
+			})
+			if err := client.Provision(ctx, tenantA); err != nil {
+				t.Fatal(err)
 			}
-			return []fx.Option{postgres.Module("pg", postgres.DSN(dsn),
-				postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(table)})),
-				named("hits", dst), named("pg", &client)}
-		})
-		if err := client.Provision(ctx, tenantA); err != nil {
-			t.Fatal(err)
+			get := func(c *postgres.Counter) func(int) {
+				return loop(t, func() error { _, err := c.Get(ctx, "k"); return err })
+			}
+			ratio.Report(t, ratio.Pair{Label: "P11", Name: v.name, Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 300}, 1.10)
 		}
-		get := func(c *postgres.Counter) func(int) {
-			return loop(t, func() error { _, err := c.Get(ctx, "k"); return err })
-		}
-		ratio.Report(t, ratio.Pair{Label: "P11", Name: "pg-otel-on", Ours: get(on), Baseline: get(off), Rounds: 31, Iterations: 300}, 1.10)
 	})
 
 	t.Run("neo4j", func(t *testing.T) {

@@ -36,7 +36,7 @@ type Config struct {
 	// are the ones this module builds.
 	Telemetry telemetry.Config
 	// SpanProcessors receive every finished span (an OTLP exporter behind
-	// sdktrace.NewBatchSpanProcessor, or tracetest's in-memory recorder).
+	// NewBatcher, or tracetest's in-memory recorder).
 	// None: no tracing, metrics only.
 	SpanProcessors []sdktrace.SpanProcessor
 	// Sampler decides which traces are kept; nil: parent-based, always on.
