@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/routing"
 )
 
 const readyGroup = `group:"tenantwire_ready"`
@@ -39,6 +41,20 @@ type ReadyResult struct {
 	Backend string `json:"backend"`
 	OK      bool   `json:"ok"`
 	Error   string `json:"error,omitempty"`
+	// Routed is a routed module's per-tenant client pool: clients open,
+	// slots in use against MaxClients, tenants bound, clients retired.
+	// It informs and never fails the check: a full pool waits, it is not
+	// down.
+	Routed *RoutedState `json:"routed,omitempty"`
+}
+
+// RoutedState is a routed module's client pool as readiness reports it.
+type RoutedState struct {
+	Clients    int   `json:"clients"`
+	SlotsUsed  int   `json:"slots_used"`
+	MaxClients int   `json:"max_clients"`
+	Tenants    int   `json:"tenants"`
+	Retired    int64 `json:"retired"`
 }
 
 // Check runs every module's check at once, each bounded by timeout, and
@@ -58,6 +74,13 @@ func (r Readiness) Check(ctx context.Context, timeout time.Duration) (ready bool
 		})
 	}
 	wg.Wait()
+	for _, p := range routing.Observe() {
+		for i := range results {
+			if results[i].Module == p.Module && results[i].Backend == p.Backend {
+				results[i].Routed = &RoutedState{Clients: p.Pools, SlotsUsed: p.Clients, MaxClients: p.MaxClients, Tenants: p.Tenants, Retired: p.Retired}
+			}
+		}
+	}
 	slices.SortFunc(results, func(a, b ReadyResult) int { return strings.Compare(a.Module, b.Module) })
 	ready = true
 	for _, res := range results {
