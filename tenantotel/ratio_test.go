@@ -9,12 +9,14 @@ import (
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	goredis "github.com/redis/go-redis/v9"
+	kafkago "github.com/segmentio/kafka-go"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/fx"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -210,6 +212,32 @@ func TestRatioP11On(t *testing.T) {
 			return loop(t, func() error { _, err := g.CountNodes(ctx, []string{"P11x" + suffix}, nil); return err })
 		}
 		ratio.Report(t, ratio.Pair{Label: "P11", Name: "neo4j-otel-on", Ours: count(on), Baseline: count(off), Rounds: 31, Iterations: 20}, 1.10)
+	})
+
+	t.Run("kafka", func(t *testing.T) {
+		broker := testsvc.KafkaBrokers(t)
+		topic := "tw-p11-" + suffix
+		admin := &kafkago.Client{Addr: kafkago.TCP(broker), Timeout: 10 * time.Second}
+		if _, err := admin.CreateTopics(context.Background(), &kafkago.CreateTopicsRequest{
+			Topics: []kafkago.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = admin.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
+		})
+		var on, off *kafka.Producer
+		pairApps(t, func(isOn bool) []fx.Option {
+			dst := &off
+			if isOn {
+				dst = &on
+			}
+			return []fx.Option{kafka.Module("bus", kafka.Brokers(broker),
+				kafka.ProducerRoute("events", kafka.ProducerConfig{Topic: naming.Shared(topic)})), named("events", dst)}
+		})
+		produce := func(p *kafka.Producer) func(int) {
+			return loop(t, func() error { return p.Produce(ctx, kafka.Message{Key: []byte("k"), Value: []byte("v")}) })
+		}
+		ratio.Report(t, ratio.Pair{Label: "P11", Name: "kafka-otel-on", Ours: produce(on), Baseline: produce(off), Rounds: 31, Iterations: 5}, 1.10)
 	})
 }
 
