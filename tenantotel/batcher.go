@@ -2,6 +2,7 @@ package tenantotel
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,8 @@ func (b *Batcher) loop() {
 	}
 }
 
-// export sends everything queued, a batch at a time.
+// export sends everything queued, a batch at a time; a failed batch is
+// lost (as with the SDK's processor) and the next ones are still sent.
 func (b *Batcher) export(ctx context.Context) error {
 	b.exporting.Lock()
 	defer b.exporting.Unlock()
@@ -111,14 +113,15 @@ func (b *Batcher) export(ctx context.Context) error {
 	spans := b.batch
 	b.batch = nil
 	b.mu.Unlock()
+	var errs []error
 	for len(spans) > 0 {
 		n := min(len(spans), b.cfg.BatchSize)
 		if err := b.exp.ExportSpans(ctx, spans[:n]); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 		spans = spans[n:]
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ForceFlush exports every queued span before it returns.
