@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"container/list"
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,11 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tenantwire/tenantwire/adapters/postgres"
-	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/ratio"
-	"github.com/tenantwire/tenantwire/naming"
-	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -44,36 +39,12 @@ const (
 func TestRatioConcRoutedChurn(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	const tenants = concChurnTenants
-	dsns := scaleDatabasesDSNs(t, tenants)
-	ids := make([]tenancy.ID, tenants)
-	ctxs := make([]context.Context, tenants)
-	own := map[tenancy.ID]string{}
-	for i := range ids {
-		ids[i] = scaleTenant(i)
-		own[ids[i]] = dsns[i]
-		ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
-	}
-	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
-		return routing.Credentials{Endpoint: own[tn]}, nil
-	}
-	const table = "routed"
-	var d *postgres.Documents[item]
-	var oursWire, handWire wireCount
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: scalePoolBound, MaxConnsPerClient: 1},
-		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &oursWire }}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
-	parallel(t, tenants, func(i int) error {
-		if err := c.Provision(context.Background(), ids[i]); err != nil {
-			return err
-		}
-		if _, err := d.Create(ctxs[i], "k", item{Name: "bench"}); err != nil && !errors.Is(err, document.ErrExists) {
-			return err
-		}
-		return nil
-	})
+	f := newRoutedScaleFixture(t, tenants)
+	ctxs, own, d, oursWire := f.ctxs, f.own, f.docs, &f.wire
+	var handWire wireCount
 	lru := newConcPoolLRU(scalePoolBound, &handWire)
 	t.Cleanup(lru.close)
-	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
+	stmt := "SELECT version, value FROM " + routedScaleTable + " WHERE id = $1"
 	// Each side's reads' latency, summed, to weigh the identity query
 	// and the connects against.
 	// The wall time of each side's rounds too: with every slot busy, a

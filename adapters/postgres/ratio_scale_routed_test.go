@@ -52,40 +52,11 @@ const (
 func TestRatioScaleRouted(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	t.Logf("routed scale over %d tenants, one database each on the second server; pools bounded to %d", scaleDatabases, scalePoolBound)
-	dsns := scaleDatabasesDSNs(t, scaleDatabases)
-	ids := make([]tenancy.ID, scaleDatabases)
-	own := map[tenancy.ID]string{}
-	ctxs := make([]context.Context, scaleDatabases)
-	for i := range ids {
-		ids[i] = scaleTenant(i)
-		own[ids[i]] = dsns[i]
-		ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
-	}
-	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
-		return routing.Credentials{Endpoint: own[tn]}, nil
-	}
-	const table = "routed"
-	var d *postgres.Documents[item]
-	// Each side counts its connections, prepares and queries, so the pair
-	// can show that both do the same work on the wire.
-	var oursWire, handWire wireCount
-	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: scalePoolBound, MaxConnsPerClient: 1},
-		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &oursWire }}),
-		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
-	// Provisioning and the record are idempotent, so a rerun only checks
-	// them: one connection per tenant, a few at once.
 	began := time.Now()
-	parallel(t, scaleDatabases, func(i int) error {
-		if err := c.Provision(context.Background(), ids[i]); err != nil {
-			return err
-		}
-		if _, err := d.Create(ctxs[i], "k", item{Name: "bench"}); err != nil && !errors.Is(err, document.ErrExists) {
-			return err
-		}
-		return nil
-	})
+	f := newRoutedScaleFixture(t, scaleDatabases)
 	t.Logf("provisioned and seeded %d tenants in %s", scaleDatabases, time.Since(began).Round(time.Millisecond))
-	oursWire.reset()
+	ctxs, own, d, oursWire := f.ctxs, f.own, f.docs, &f.wire
+	var handWire wireCount
 	var oursNext int
 	ours := func(n int) {
 		for range n {
@@ -97,7 +68,7 @@ func TestRatioScaleRouted(t *testing.T) {
 	}
 	lru := newPoolLRU(scalePoolBound, &handWire)
 	t.Cleanup(lru.close)
-	stmt := "SELECT version, value FROM " + table + " WHERE id = $1"
+	stmt := "SELECT version, value FROM " + routedScaleTable + " WHERE id = $1"
 	var handNext int
 	hand := func(n int) {
 		for range n {
@@ -123,6 +94,52 @@ func TestRatioScaleRouted(t *testing.T) {
 		t.Errorf("not every read opened a connection: ours %d for %d reads, baseline %d for %d", oursWire.connects.Load(), oursNext, handWire.connects.Load(), handNext)
 	}
 	oursWire.sendsNoMoreThan(t, oursNext, &handWire, handNext, 1)
+}
+
+// routedScaleTable is the routed pairs' table, in every tenant's database.
+const routedScaleTable = "routed"
+
+// routedScaleFixture is the routed scale and churn pairs' set-up: n
+// tenants, each its own database on the second server, a routed module
+// bounded to scalePoolBound pools of one connection counting its wire
+// work in wire, and one document per tenant.
+type routedScaleFixture struct {
+	ctxs []context.Context
+	own  map[tenancy.ID]string // tenant -> its database's DSN
+	docs *postgres.Documents[item]
+	wire wireCount
+}
+
+// newRoutedScaleFixture builds the fixture. Provisioning and the
+// document are idempotent, so a rerun only checks them: one connection
+// per tenant, a few at once. wire is reset afterwards.
+func newRoutedScaleFixture(t *testing.T, n int) *routedScaleFixture {
+	t.Helper()
+	dsns := scaleDatabasesDSNs(t, n)
+	f := &routedScaleFixture{ctxs: make([]context.Context, n), own: map[tenancy.ID]string{}}
+	ids := make([]tenancy.ID, n)
+	for i := range ids {
+		ids[i] = scaleTenant(i)
+		f.own[ids[i]] = dsns[i]
+		f.ctxs[i] = tenancy.WithTenant(context.Background(), ids[i])
+	}
+	resolve := func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
+		return routing.Credentials{Endpoint: f.own[tn]}, nil
+	}
+	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: scalePoolBound, MaxConnsPerClient: 1},
+		Configure: func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = &f.wire }}),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(routedScaleTable), Write: naming.Shared(routedScaleTable)})), &f.docs)
+	parallel(t, n, func(i int) error {
+		if err := c.Provision(context.Background(), ids[i]); err != nil {
+			return err
+		}
+		if _, err := f.docs.Create(f.ctxs[i], "k", item{Name: "bench"}); err != nil && !errors.Is(err, document.ErrExists) {
+			return err
+		}
+		return nil
+	})
+	f.wire.reset()
+	return f
 }
 
 // sendsNoMoreThan fails t unless the route (w, over reads) sent no more
