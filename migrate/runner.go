@@ -17,10 +17,9 @@ type Options struct {
 	// Concurrency is how many tenants run at once (default 4). Each holds
 	// one connection while it runs.
 	Concurrency int
-	// DryRun: MigrateAll lists what would change and changes nothing (the
-	// one dry-run form); ProvisionAll does the same on a target that can
-	// list what it would create (a ProvisionPlanner) and refuses it on the
-	// others.
+	// DryRun: MigrateAll lists what would change and changes nothing;
+	// ProvisionAll does the same on a target that can list what it would
+	// create (a ProvisionPlanner) and refuses it on the others.
 	DryRun bool
 	// Logger receives a progress line every Every tenants and one per
 	// failure (default: no logging).
