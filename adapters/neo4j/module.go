@@ -233,7 +233,7 @@ func Module(name string, opts ...Option) fx.Option {
 				return err
 			}}
 		}),
-		modules.ProvideLifecycle(name, rules.Name, false, runner),
+		modules.ProvideLifecycle(name, rules.Name, true, runner),
 	}
 	if verPart != nil {
 		spec.Parts = append(spec.Parts, verPart)
