@@ -14,6 +14,7 @@ func (c *Client) instrument(t *telemetry.Telemetry) {
 		return
 	}
 	c.tel, c.tels = t, make(map[*routeSpec]*telemetry.Route, len(c.routes))
+	c.units = t.Unit(rules.Name, c.module)
 	for _, s := range c.routes {
 		c.tels[s] = t.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: s.name, Kind: string(s.kind), Reached: s.decision.Reached})
 	}
