@@ -159,7 +159,7 @@ func TestInTxIsOneSpan(t *testing.T) {
 		if _, err := p.orders.Create(ctx, "o1", order{Qty: 1}); err != nil {
 			return err
 		}
-		_, _, err := p.orders.Get(ctx, "o1")
+		_, err := p.orders.Get(ctx, "o1")
 		return err
 	})
 	parent.End()
