@@ -134,7 +134,7 @@ func TestOutboxWriteIsASpanItsRowsName(t *testing.T) {
 func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 	a := map[string]string{}
 	for _, kv := range s.Attributes() {
-		a[string(kv.Key)] = kv.Value.Emit()
+		a[string(kv.Key)] = kv.Value.String()
 	}
 	return a
 }
