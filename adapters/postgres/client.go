@@ -47,6 +47,8 @@ type Client struct {
 	// then tels is nil too.
 	tel  *telemetry.Telemetry
 	tels map[*routeSpec]*telemetry.Route
+	// units records InTx as a span; nil without a tracer.
+	units *telemetry.Unit
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use
