@@ -25,8 +25,8 @@ func versionSpec(v migrate.Versioning, invalid ...migrate.Problem) (*modules.Spe
 	s := kitSpec(1, "a")
 	s.Parts = []fx.Option{fx.Provide(func() *versionCore { return core })}
 	modules.AddVersions(&s, modules.Versions[*versionCore]{Versioning: v, Pkg: "kit", Latest: 2, PerTenant: true, Invalid: invalid,
-		Gate: func(c *versionCore) *migrate.Gate { return c.gate },
-		Shared: func(c *versionCore, context.Context) error { c.sharedRead++; return nil }})
+		Gate:   func(c *versionCore) *migrate.Gate { return c.gate },
+		Shared: func(c *versionCore, _ context.Context) error { c.sharedRead++; return nil }})
 	return &s, core
 }
 

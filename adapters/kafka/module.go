@@ -32,7 +32,7 @@ type config struct {
 	consumers []*consumerSpec
 	// Migrations, RequiredVersion and TenantRegistry.
 	migrate.Versioning
-	teardown   bool
+	teardown bool
 }
 
 // AllowTeardown lets the module's Teardown delete a tenant's topics (Teardown).
