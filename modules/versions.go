@@ -42,13 +42,12 @@ func AddVersions[C any](s *Spec, v Versions[C]) {
 		return
 	}
 	s.Parts = append(s.Parts, fx.Invoke(func(lc fx.Lifecycle, c C) {
-		lc.Append(fx.StartHook(func(ctx context.Context) error { return v.Check(ctx, c) }))
+		lc.Append(fx.StartHook(func(ctx context.Context) error { return v.check(ctx, c) }))
 	}))
 }
 
-// Check is the start-up check of the module whose core is c; a backend
-// that checks versions in its readiness calls it too.
-func (v Versions[C]) Check(ctx context.Context, c C) error {
+// check is the start-up check of the module whose core is c.
+func (v Versions[C]) check(ctx context.Context, c C) error {
 	var shared func(context.Context) error
 	if v.Shared != nil {
 		shared = func(ctx context.Context) error { return v.Shared(c, ctx) }
