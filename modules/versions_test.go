@@ -59,7 +59,7 @@ func TestAddVersionsStartCheck(t *testing.T) {
 	}
 	app := fx.New(fx.NopLogger, modules.Assemble(*s))
 	err := app.Start(ctx)
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "demo", "kit", "", "1 registered tenants are behind migration version 2")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMigrationBehind, "demo", "kit", "", "1 registered tenants are behind migration version 2")
 	if core.sharedRead != 1 {
 		t.Fatalf("shared container read %d times at start, want 1", core.sharedRead)
 	}
