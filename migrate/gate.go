@@ -40,12 +40,35 @@ func NewGate(module, backend string, need int64) *Gate {
 // another. A tenant found current is remembered; version is not called
 // again for it.
 func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route string, version func(context.Context) (int64, error)) error {
+	return g.CheckTenant(ctx, tenant, target, route, version, nil)
+}
+
+// CheckTenant is Check for a backend that can tell a tenant never
+// provisioned from one behind: when version reads 0 for a tenant, missing
+// (nil: the backend cannot tell) names the tenant's own container if it
+// does not exist ("" if it does), and the call is refused as
+// tenant_not_provisioned rather than behind. A tenant found current never
+// pays for missing.
+func (g *Gate) CheckTenant(ctx context.Context, tenant tenancy.ID, target, route string, version func(context.Context) (int64, error), missing func(context.Context) (string, error)) error {
 	if g == nil || g.cur.has(tenant, target) {
 		return nil
 	}
 	v, err := version(ctx)
 	if err != nil {
 		return err
+	}
+	if v == 0 && !tenant.IsZero() && missing != nil {
+		what, err := missing(ctx)
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			return &tenancy.Error{
+				Code: tenancy.CodeTenantNotProvisioned, Module: g.Module, Backend: g.Backend, Route: route,
+				Detail: fmt.Sprintf("tenant %s has no %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, what),
+				Fix:    fmt.Sprintf(`call Provision(ctx, tenant) on the module's *migrate.Runner (name:"%s"), or Tenants.Provision, before the tenant's first call: it creates the tenant's containers and migrates them to the current version`, g.Module),
+			}
+		}
 	}
 	if v < g.Need {
 		g.setBehind(tenant, true)
@@ -177,26 +200,4 @@ func (s *currentSet) forget(t tenancy.ID) {
 	s.n -= len(s.m[t])
 	delete(s.m, t)
 	s.mu.Unlock()
-}
-
-// Problem is a wiring mistake of RequiredVersion, which the adapter
-// reports as wiring_invalid at fx.New.
-type Problem struct{ Detail, Fix string }
-
-// RequiredProblems checks a module's RequiredVersion need against the
-// newest version of its migrations and, when its tenants have containers
-// of their own (perTenant), the registry the start-up check reads. pkg
-// names the adapter package and migrations its migrations option, for
-// the fix texts ("kafka", "kafka.Migrations").
-func RequiredProblems(need, latest int64, perTenant, registry bool, pkg, migrations string) []Problem {
-	var out []Problem
-	if need > latest {
-		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", need, latest),
-			"add the migration (" + migrations + ") or lower RequiredVersion"})
-	}
-	if need > 0 && perTenant && !registry {
-		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
-			"pass " + pkg + ".TenantRegistry (postgres.NewRegistry keeps it in a table)"})
-	}
-	return out
 }

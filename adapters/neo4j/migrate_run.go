@@ -130,10 +130,7 @@ func (m *lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool)
 	if err != nil {
 		return nil, err
 	}
-	key := sharedTarget
-	if !tenant.IsZero() {
-		key = tenant.Hex()
-	}
+	key := historyKey(tenant)
 	out := make([]migrate.History, 0, len(ts))
 	for i, t := range ts {
 		h := &history{m: m, t: t, sess: t.drv.NewSession(ctx, t.database), key: key, dry: dry}
@@ -357,4 +354,13 @@ func withTTL(rec map[string]any) map[string]any {
 	}
 	out["ttl"] = int64(claimTTL / time.Second)
 	return out
+}
+
+// historyKey is the target property of tenant's history nodes: its hex,
+// or "shared" for the zero tenant.
+func historyKey(tenant tenancy.ID) string {
+	if tenant.IsZero() {
+		return sharedTarget
+	}
+	return tenant.Hex()
 }

@@ -3,7 +3,6 @@ package neo4j
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"reflect"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -29,11 +28,8 @@ type config struct {
 	budget   int
 	routed   *routedConfig
 	routes   []*routeSpec
-	// migrations: the Migrations option's files (nil: none).
-	migrations fs.FS
-	// required and registry: RequiredVersion and TenantRegistry.
-	required int64
-	registry migrate.Registry
+	// Migrations, RequiredVersion and TenantRegistry.
+	migrate.Versioning
 	// fromGraph: FromGraph.
 	fromGraph bool
 	// teardown: AllowTeardown.
@@ -217,9 +213,6 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.WorstCaseConns = cfg.routed.worstCase()
 		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
-	migErrs, runner, latest := lifecycle(name, cfg)
-	verErrs, verPart := versionWiring(name, cfg, latest)
-	spec.Problems = append(append(spec.Problems, migErrs...), verErrs...)
 	spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*migrate.Runner](), Name: name})
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
@@ -233,11 +226,9 @@ func Module(name string, opts ...Option) fx.Option {
 				return err
 			}}
 		}),
-		modules.ProvideLifecycle(name, rules.Name, true, runner),
 	}
-	if verPart != nil {
-		spec.Parts = append(spec.Parts, verPart)
-	}
+	runner := lifecycle(&spec, cfg)
+	spec.Parts = append(spec.Parts, modules.ProvideLifecycle(name, rules.Name, true, runner))
 	return modules.Assemble(spec)
 }
 
@@ -283,7 +274,7 @@ type coreIn struct {
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)

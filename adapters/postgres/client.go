@@ -305,8 +305,5 @@ func (c *Client) readiness(ctx context.Context) error {
 	if err := pool.Ping(ctx); err != nil {
 		return err
 	}
-	if c.life != nil && c.life.gate != nil {
-		return c.checkVersions(ctx)
-	}
-	return nil
+	return c.life.Start(ctx, c.life.gate, !c.life.shared, c.sharedCurrent)
 }
