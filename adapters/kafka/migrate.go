@@ -72,17 +72,18 @@ func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v }
 // tenant's version, and the start-up check reads it.
 func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
 
-// versions is a module's migration set and required version.
+// versions is a module's migration set, parsed once when the module is
+// built; the version gate is each app's own (core.gate), so two apps built
+// from one Module option never share what they remember.
 type versions struct {
 	set   migrate.Set
 	steps []topicStep // parsed, in set order
-	gate  *migrate.Gate
 }
 
 // versionWiring loads and checks the module's migrations and adds its
 // version check to spec.
 func versionWiring(spec *modules.Spec, cfg *config) *versions {
-	v := &versions{gate: migrate.NewGate(spec.Name, rules.Name, cfg.Required)}
+	v := &versions{}
 	var bad []migrate.Problem
 	v.set, bad = cfg.Load("json")
 	for _, st := range v.set {
@@ -97,7 +98,7 @@ func versionWiring(spec *modules.Spec, cfg *config) *versions {
 			Fix: "drop RequiredVersion, or give a route per-tenant topics (naming.PerTenant)"})
 	}
 	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "kafka", Latest: v.set.Latest(), PerTenant: true,
-		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.versions.gate }})
+		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	return v
 }
 
@@ -114,7 +115,7 @@ type lifecycleTarget struct {
 
 func (t *lifecycleTarget) runner(registry migrate.Registry) *migrate.Runner {
 	return migrate.NewRunner(migrate.Spec{Module: t.core.module, Backend: rules.Name, Set: t.core.versions.set, Registry: registry,
-		Gate: t.core.versions.gate, PerTenant: true, AllowTeardown: t.teardown}, t)
+		Gate: t.core.gate, PerTenant: true, AllowTeardown: t.teardown}, t)
 }
 
 // history is a tenant's topics on its client, open for one run.

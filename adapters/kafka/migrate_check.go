@@ -18,7 +18,7 @@ func (r *route) ensureCurrent(ctx context.Context, c *client, tenant tenancy.ID)
 	if !r.perTenantTopic && !r.routed {
 		return nil // a static topic of the shared client: no tenant's to migrate
 	}
-	return r.core.versions.gate.Check(ctx, tenant, c.target, r.spec.name, func(ctx context.Context) (int64, error) {
+	return r.core.gate.Check(ctx, tenant, c.target, r.spec.name, func(ctx context.Context) (int64, error) {
 		return r.core.topicVersion(ctx, c, tenant)
 	})
 }
