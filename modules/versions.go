@@ -33,7 +33,9 @@ type Versions[C any] struct {
 // AddVersions checks v at fx.New, refusing its problems as s's backend's
 // wiring_invalid, and, when v requires a version, adds to s the start-up
 // check (migrate.Versioning.Start): the app does not start while the
-// shared container or a registered tenant is behind.
+// shared container or a registered tenant is behind. The same check is the
+// module's migrations readiness check, so /readyz fails while a tenant
+// registered since the start is behind.
 func AddVersions[C any](s *Spec, v Versions[C]) {
 	for _, p := range append(v.Invalid, v.Problems(v.Latest, v.PerTenant, v.Pkg)...) {
 		s.Problems = append(s.Problems, s.Rules.WiringInvalid(s.Name, "", p.Detail, p.Fix))
@@ -41,8 +43,11 @@ func AddVersions[C any](s *Spec, v Versions[C]) {
 	if v.Required == 0 {
 		return
 	}
+	module, backend := s.Name, s.Rules.Name
 	s.Parts = append(s.Parts, fx.Invoke(func(lc fx.Lifecycle, c C) {
 		lc.Append(fx.StartHook(func(ctx context.Context) error { return v.check(ctx, c) }))
+	}), ProvideReadyCheck(func(c C) ReadyCheck {
+		return ReadyCheck{Module: module, Backend: backend, Check: func(ctx context.Context) error { return v.check(ctx, c) }}
 	}))
 }
 

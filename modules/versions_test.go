@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -76,4 +77,31 @@ func TestAddVersionsStartCheck(t *testing.T) {
 		t.Fatalf("nothing required: %v, %d shared reads, %d parts", err, core.sharedRead, before)
 	}
 	_ = app.Stop(ctx)
+}
+
+// A module requiring a version is not ready while a tenant registered
+// since the start is behind: the start-up check is also its readiness
+// check, naming the module, and ready again once the tenant is migrated.
+func TestAddVersionsReadiness(t *testing.T) {
+	ctx := context.Background()
+	reg := migrate.NewMemoryRegistry()
+	s, _ := versionSpec(migrate.Versioning{Required: 2, Registry: reg})
+	var ready modules.Readiness
+	app := fx.New(fx.NopLogger, modules.Assemble(*s), fx.Populate(&ready))
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Stop(ctx) }()
+	if ok, res := ready.Check(ctx, time.Second); !ok || len(res) != 1 {
+		t.Fatalf("no tenant yet: %v %+v", ok, res)
+	}
+	_ = reg.Put(ctx, tenancytest.TenantA, migrate.Ready)
+	ok, res := ready.Check(ctx, time.Second)
+	if ok || len(res) != 1 || res[0].OK || res[0].Module != "kit" || !strings.Contains(res[0].Error, "behind migration version 2") {
+		t.Fatalf("a tenant behind: %v %+v", ok, res)
+	}
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "kit", 2)
+	if ok, res := ready.Check(ctx, time.Second); !ok {
+		t.Fatalf("the tenant migrated: %+v", res)
+	}
 }

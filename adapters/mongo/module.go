@@ -215,10 +215,7 @@ func Module(name string, opts ...Option) fx.Option {
 					if c.client == nil {
 						return nil // routed: each tenant's server is asked at its first call
 					}
-					if err := c.client.Ping(ctx, nil); err != nil {
-						return err
-					}
-					return cfg.Start(ctx, c.gate, true, nil)
+					return c.client.Ping(ctx, nil)
 				}}
 			}),
 		},

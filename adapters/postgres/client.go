@@ -289,10 +289,10 @@ func (c *Client) Evict(tenant tenancy.ID) {
 	}
 }
 
-// readiness is the module's readiness: the server answers on the module's own
-// pool, and the shared tables or registered tenants are at the required
-// version. A routed client has no pool of its own to ask: each tenant's
-// server is asked at its first call.
+// readiness is the module's readiness: the server answers on the module's
+// own pool (the migration version is the kit's check, modules.AddVersions).
+// A routed client has no pool of its own to ask: each tenant's server is
+// asked at its first call.
 func (c *Client) readiness(ctx context.Context) error {
 	if c.routed != nil {
 		return nil
@@ -302,8 +302,5 @@ func (c *Client) readiness(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	if err := pool.Ping(ctx); err != nil {
-		return err
-	}
-	return c.life.Start(ctx, c.life.gate, !c.life.shared, c.sharedCurrent)
+	return pool.Ping(ctx)
 }
