@@ -96,7 +96,7 @@ func checkModule(rep *Report, m Module, matrix bool) {
 
 func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	rule, known := m.Backend.Kinds[r.Kind]
-	origin := EffectiveOrigin(rule, r)
+	origin := effectiveOrigin(rule, r)
 	decision := Decide(rule, r)
 	reached := decision.Reached
 	c := routeCheck{m: m, r: r, rule: rule,
@@ -331,7 +331,7 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 			}
 			rule := m.Backend.Kinds[r.Kind]
 			d := Decide(rule, r)
-			if w.Binding.ReadsBound() || !d.NeedsTenant {
+			if w.Binding.readsBound() || !d.NeedsTenant {
 				return
 			}
 			reason := "a tenant-aware resource"
@@ -347,7 +347,7 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 			rep.Errors = append(rep.Errors, &tenancy.Error{
 				Code: tenancy.CodeTenantGlobalRequired, Module: m.Name, Backend: m.Backend.Name,
 				Route: r.Name, Tiers: true, Reached: tenancy.None, Required: tier,
-				Ceiling: m.Backend.Ceiling, Origin: EffectiveOrigin(rule, r),
+				Ceiling: m.Backend.Ceiling, Origin: effectiveOrigin(rule, r),
 				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound: the route is %s, and a pass reads at %s only with a tenant bound",
 					w.Name, w.Binding, reason, tier, tier),
 				Fix: fmt.Sprintf("run worker %q sharded (set Tenants in its config: one pass per assigned tenant, each bound), "+

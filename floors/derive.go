@@ -10,9 +10,9 @@ import (
 // Reached.
 func Reach(rule KindRule, r Route) tenancy.Tier { return Decide(rule, r).Reached }
 
-// EffectiveOrigin is the stronger of the route's declared origin and its
+// effectiveOrigin is the stronger of the route's declared origin and its
 // kind's own: a declaration can raise an origin, never lower it.
-func EffectiveOrigin(rule KindRule, r Route) tenancy.Origin {
+func effectiveOrigin(rule KindRule, r Route) tenancy.Origin {
 	return max(rule.Origin, r.Origin)
 }
 

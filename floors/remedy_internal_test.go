@@ -56,3 +56,14 @@ func TestRemedyReachesTheTier(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyShardedReadsBound: a sharded worker is the only binding that reads
+// its resource with a tenant bound, so the only one a tenant-scoped route
+// admits without tenant_global_required.
+func TestOnlyShardedReadsBound(t *testing.T) {
+	for _, b := range []Binding{Unbound, PerRow, FromHeaders, Sharded, Sharded + 1} {
+		if b.readsBound() != (b == Sharded) {
+			t.Errorf("Binding %s readsBound = %v", b, b.readsBound())
+		}
+	}
+}
