@@ -32,11 +32,11 @@ type Config struct {
 	Registry migrate.Registry
 }
 
-// The list's page size: DefaultLimit when the request names none, at most
-// MaxLimit, so one request never returns an unbounded body.
+// The list's page size: defaultLimit when the request names none, at most
+// maxLimit, so one request never returns an unbounded body.
 const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
+	defaultLimit = 100
+	maxLimit     = 1000
 )
 
 // Module mounts the tenant endpoints on the operator listener (never on
@@ -204,11 +204,11 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 		refuse(w, invalid("GET /tenants takes no parameter "+strconv.Quote(bad)))
 		return
 	}
-	limit := DefaultLimit
+	limit := defaultLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxLimit {
-			refuse(w, invalid(fmt.Sprintf("limit %q is not a number from 1 to %d", s, MaxLimit)))
+		if err != nil || n < 1 || n > maxLimit {
+			refuse(w, invalid(fmt.Sprintf("limit %q is not a number from 1 to %d", s, maxLimit)))
 			return
 		}
 		limit = n
@@ -384,7 +384,7 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 
 // tenantOf reads the path's tenant id: canonical UUIDs only.
 func tenantOf(w http.ResponseWriter, r *http.Request) (tenancy.ID, bool) {
-	id, err := ParseTenant(r.PathValue("id"))
+	id, err := parseTenant(r.PathValue("id"))
 	if err != nil {
 		refuse(w, err)
 		return tenancy.ID{}, false
@@ -392,9 +392,9 @@ func tenantOf(w http.ResponseWriter, r *http.Request) (tenancy.ID, bool) {
 	return id, true
 }
 
-// ParseTenant is tenancy.ParseID with the operator surface's refusal,
+// parseTenant is tenancy.ParseID with the operator surface's refusal,
 // tenant_id_invalid.
-func ParseTenant(s string) (tenancy.ID, error) {
+func parseTenant(s string) (tenancy.ID, error) {
 	id, err := tenancy.ParseID(s)
 	if err != nil {
 		return tenancy.ID{}, &tenancy.Error{
@@ -451,7 +451,7 @@ func unknownParams(q map[string][]string, allowed ...string) string {
 func invalid(detail string) error {
 	return &tenancy.Error{
 		Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail + "; nothing was changed",
-		Fix: "use dry_run=1 (or true) on provision and offboard only, confirm on offboard only, and after (a tenant id) and limit (1 to " + strconv.Itoa(MaxLimit) + ") on the list",
+		Fix: "use dry_run=1 (or true) on provision and offboard only, confirm on offboard only, and after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
 	}
 }
 

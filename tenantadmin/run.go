@@ -12,8 +12,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Usage is Run's synopsis.
-const Usage = `usage:
+// synopsis is Run's usage text.
+const synopsis = `usage:
   list                              every tenant of the registry, one JSON line each
   status    <id>                    registry state, suspended, each module's part
   provision <id> [--dry-run]
@@ -58,7 +58,7 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 	if len(rest) == 0 {
 		return usage(cmd + " needs a tenant id")
 	}
-	id, err := ParseTenant(rest[0])
+	id, err := parseTenant(rest[0])
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func ExitCode(err error) int {
 func list(ctx context.Context, base *url.URL, out io.Writer) error {
 	after := ""
 	for {
-		q := url.Values{"limit": {fmt.Sprint(MaxLimit)}}
+		q := url.Values{"limit": {fmt.Sprint(maxLimit)}}
 		if after != "" {
 			q.Set("after", after)
 		}
@@ -249,5 +249,5 @@ func parseFlags(args []string) (map[string]string, error) {
 }
 
 func usage(detail string) error {
-	return &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail, Fix: Usage}
+	return &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail, Fix: synopsis}
 }
