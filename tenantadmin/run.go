@@ -147,7 +147,7 @@ func list(ctx context.Context, base *url.URL, out io.Writer) error {
 			}
 			return err
 		}
-		var page Page
+		var page listPage
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("tenantadmin: the replica's list is not a page: %w", err)
 		}
@@ -184,7 +184,7 @@ func call(ctx context.Context, method string, u *url.URL) ([]byte, error) {
 	if resp.StatusCode/100 == 2 {
 		return body, nil
 	}
-	var e ErrorBody
+	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Code == "" {
 		// Not the surface's answer (a 404 from a replica without
 		// tenantadmin.Module, a proxy's page): never a success.
