@@ -93,10 +93,10 @@ func blank(v string) bool {
 	return true
 }
 
-// HostLabel returns the first DNS label of a Host header value, lowercased,
+// hostLabel returns the first DNS label of a Host header value, lowercased,
 // without its port; "" for an IPv6 literal or an empty host. It allocates
 // only when the label has upper-case letters.
-func HostLabel(host string) string {
+func hostLabel(host string) string {
 	if host == "" || host[0] == '[' {
 		return ""
 	}
@@ -162,7 +162,7 @@ func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
 		header = r.Header[res.header]
 	}
 	if res.host != nil {
-		if label := HostLabel(r.Host); label != "" {
+		if label := hostLabel(r.Host); label != "" {
 			if id, ok := res.host(label); ok {
 				host = id
 			}

@@ -207,17 +207,6 @@ func TestResolverChain(t *testing.T) {
 	}
 }
 
-func TestHostLabel(t *testing.T) {
-	for in, want := range map[string]string{
-		"alpha.example.com": "alpha", "ALPHA.example.com:80": "alpha", "localhost:8080": "localhost",
-		"[::1]:80": "", "": "", "127.0.0.1:9": "127",
-	} {
-		if got := tenanthttp.HostLabel(in); got != want {
-			t.Errorf("HostLabel(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestNewResolverInterlock(t *testing.T) {
 	for _, cfg := range []tenanthttp.Config{{}, {Header: "X-Org"}, {HeaderOff: true, Host: hosts}} {
 		if _, err := tenanthttp.NewResolver(cfg); tenancy.CodeOf(err) != tenancy.CodeTrustedProxyRequired {
