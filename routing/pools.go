@@ -137,7 +137,7 @@ type Pools[C any] struct {
 // client never serves two tenants even if two resolved alike.
 type poolKey struct {
 	tenant tenancy.ID
-	fp     Fingerprint
+	fp     fingerprint
 }
 
 type binding[C any] struct {
@@ -243,7 +243,7 @@ func (p *Pools[C]) fast(tenant tenancy.ID) (*pool[C], bool) {
 // before anything is opened, and every claim (the server's identity
 // included) is taken atomically with the binding.
 func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credentials) (*pool[C], error) {
-	key := poolKey{fp: creds.Fingerprint()}
+	key := poolKey{fp: creds.fingerprint()}
 	var named claimSet
 	claims := !p.cfg.TenantKeyed
 	rd, err := p.read(creds)

@@ -385,29 +385,6 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 	}
 }
 
-func TestFingerprint(t *testing.T) {
-	a := routing.Credentials{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "x", "tls": "on"}}
-	b := routing.Credentials{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"tls": "on", "db": "x"}}
-	if a.Fingerprint() != b.Fingerprint() {
-		t.Error("parameter order changed the fingerprint")
-	}
-	for _, c := range []routing.Credentials{
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "y", "tls": "on"}}, // same names, another value
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "x", "tls": "off"}},
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"dbx": "", "tls": "on"}}, // name/value shift
-		{Endpoint: "h", User: "u", Secret: "q", Params: a.Params},
-		{Endpoint: "hu", User: "", Secret: "p", Params: a.Params}, // concatenation shift
-		{Endpoint: "h", User: "u", Secret: "p"},
-	} {
-		if c.Fingerprint() == a.Fingerprint() {
-			t.Errorf("%+v collides with %+v", c, a)
-		}
-	}
-	if s := a.Fingerprint().String(); len(s) != 12 {
-		t.Errorf("short form %q", s)
-	}
-}
-
 // TestTenantBoundKeepsSharedPool: trimming the oldest binding must not
 // retire the pool the new tenant is being bound to.
 func TestTenantBoundKeepsSharedPool(t *testing.T) {
