@@ -6,9 +6,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Reach is the tier a route reaches under its kind's rule: Decide's
+// Reach is the tier a route reaches under its kind's rule: decide's
 // Reached.
-func Reach(rule KindRule, r Route) tenancy.Tier { return Decide(rule, r).Reached }
+func Reach(rule KindRule, r Route) tenancy.Tier { return decide(rule, r).Reached }
 
 // effectiveOrigin is the stronger of the route's declared origin and its
 // kind's own: a declaration can raise an origin, never lower it.

@@ -39,7 +39,7 @@ func TestRemedyReachesTheTier(t *testing.T) {
 			route.Relations = append(route.Relations, Relation{Role: role, Name: role, PerTenant: r.IntN(2) == 0, Scoped: r.IntN(3) == 0})
 		}
 		for _, want := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated} {
-			if Decide(rule, route).Reached >= want {
+			if decide(rule, route).Reached >= want {
 				continue // no refusal, no fix
 			}
 			m := remedyFor(b, rule, route, want)
@@ -50,7 +50,7 @@ func TestRemedyReachesTheTier(t *testing.T) {
 				}
 				continue
 			}
-			if got := Decide(rule, m.apply(route)).Reached; got < want {
+			if got := decide(rule, m.apply(route)).Reached; got < want {
 				t.Fatalf("%s: applied, the route reaches %s", desc, got)
 			}
 		}
