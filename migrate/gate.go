@@ -49,7 +49,7 @@ func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route strin
 	}
 	if v < g.need {
 		g.setBehind(tenant, true)
-		return Behind(g.Module, g.Backend, route, tenant, v, g.need)
+		return behindError(g.Module, g.Backend, route, tenant, v, g.need)
 	}
 	g.cur.add(tenant, target)
 	g.setBehind(tenant, false)
@@ -113,7 +113,7 @@ func (g *Gate) CheckRegistry(ctx context.Context, reg Registry) error {
 	if g == nil {
 		return nil
 	}
-	stale, err := Stale(ctx, reg, g.Module, g.need)
+	stale, err := staleTenants(ctx, reg, g.Module, g.need)
 	if err != nil {
 		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.Backend, g.Module, err)
 	}
