@@ -98,12 +98,12 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 		Targets: targets,
 		Module:  "m",
 		Backend: "fake",
-		Now: func() time.Time {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return h.now
-		},
 	}
+	cfg = routing.WithClock(cfg, func() time.Time {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.now
+	})
 	if tune != nil {
 		tune(&cfg)
 	}
