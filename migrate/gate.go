@@ -15,7 +15,7 @@ import (
 // a current tenant costs no round trip per call. A nil Gate (NewGate of
 // version 0) admits every call.
 type Gate struct {
-	Module, Backend string
+	module, backend string
 	// need is the version the module's routes need.
 	need int64
 	cur  currentSet
@@ -30,7 +30,7 @@ func NewGate(module, backend string, need int64) *Gate {
 	if need <= 0 {
 		return nil
 	}
-	return &Gate{Module: module, Backend: backend, need: need}
+	return &Gate{module: module, backend: backend, need: need}
 }
 
 // Check refuses route's call for tenant (zero: a target all tenants
@@ -49,7 +49,7 @@ func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route strin
 	}
 	if v < g.need {
 		g.setBehind(tenant, true)
-		return behindError(g.Module, g.Backend, route, tenant, v, g.need)
+		return behindError(g.module, g.backend, route, tenant, v, g.need)
 	}
 	g.cur.add(tenant, target)
 	g.setBehind(tenant, false)
@@ -113,23 +113,23 @@ func (g *Gate) CheckRegistry(ctx context.Context, reg Registry) error {
 	if g == nil {
 		return nil
 	}
-	stale, err := staleTenants(ctx, reg, g.Module, g.need)
+	stale, err := staleTenants(ctx, reg, g.module, g.need)
 	if err != nil {
-		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.Backend, g.Module, err)
+		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.backend, g.module, err)
 	}
 	if len(stale) == 0 {
 		return nil
 	}
 	names := make([]string, 0, staleShown)
 	for _, t := range stale[:min(len(stale), staleShown)] {
-		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[g.Module]))
+		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[g.module]))
 	}
 	more := ""
 	if len(stale) > staleShown {
 		more = fmt.Sprintf(" and %d more", len(stale)-staleShown)
 	}
 	return &tenancy.Error{
-		Code: tenancy.CodeTenantMigrationBehind, Module: g.Module, Backend: g.Backend,
+		Code: tenancy.CodeTenantMigrationBehind, Module: g.module, Backend: g.backend,
 		Detail: fmt.Sprintf("%d registered tenants are behind migration version %d: %s%s", len(stale), g.need, strings.Join(names, ", "), more),
 		Fix:    "run the module's migrations for every tenant (the service's migrate command, or MigrateAll), then start again",
 	}
