@@ -313,7 +313,7 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if err := Confirm(id, r.URL.Query()["confirm"]); err != nil {
+	if err := confirmOffboard(id, r.URL.Query()["confirm"]); err != nil {
 		refuse(w, err)
 		return
 	}
@@ -323,9 +323,9 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 	a.report(w, id, "offboard", rep, err)
 }
 
-// Confirm checks an offboard's confirmation: exactly one value, the
+// confirmOffboard checks an offboard's confirmation: exactly one value, the
 // tenant's own id (in either case), or offboard_unconfirmed.
-func Confirm(id tenancy.ID, confirm []string) error {
+func confirmOffboard(id tenancy.ID, confirm []string) error {
 	if len(confirm) == 1 {
 		if c, err := tenancy.ParseID(confirm[0]); err == nil && c == id {
 			return nil

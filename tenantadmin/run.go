@@ -102,7 +102,7 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 		if set {
 			confirm = []string{c}
 		}
-		if err := Confirm(id, confirm); err != nil {
+		if err := confirmOffboard(id, confirm); err != nil {
 			return err
 		}
 		q.Set("confirm", id.String())
