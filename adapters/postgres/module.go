@@ -134,7 +134,7 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 // is also provided unnamed (*Documents[T]) when it is the module's only one
 // of its type, unless NamedOnly is set.
 func Module(name string, opts ...Option) fx.Option {
-	cfg := &config{name: name, prefix: DefaultSchemaPrefix, static: DefaultStaticSchema}
+	cfg := &config{name: name, prefix: defaultSchemaPrefix, static: defaultStaticSchema}
 	for _, o := range opts {
 		o(cfg)
 	}
