@@ -23,7 +23,7 @@ type Counter struct{ route route }
 // Add adds delta to the counter and returns its new value; a missing
 // counter starts at zero.
 func (c *Counter) Add(ctx context.Context, name string, delta int64) (int64, error) {
-	t, err := c.route.target(ctx)
+	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -50,7 +50,7 @@ func (c *Counter) Add(ctx context.Context, name string, delta int64) (int64, err
 
 // Get returns the counter's value, zero when it was never set.
 func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
-	t, err := c.route.target(ctx)
+	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -68,7 +68,7 @@ func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
 
 // Delete removes the counter and reports whether it existed.
 func (c *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
-	t, err := c.route.target(ctx)
+	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -54,7 +54,7 @@ func TestScopeFollowsRule(t *testing.T) {
 	// lands reports the collection a call resolves, or its refusal.
 	lands := func(t *testing.T, r route, ctx context.Context) (string, error) {
 		t.Helper()
-		tg, err := r.target(ctx)
+		_, tg, err := r.target(ctx)
 		if err != nil {
 			return "", err
 		}

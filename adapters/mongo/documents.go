@@ -34,7 +34,7 @@ type Documents[T any] struct{ route route }
 
 // Get returns the record with id, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], error) {
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return document.Record[T]{}, err
 	}
@@ -55,7 +55,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 	if err != nil {
 		return 0, d.wrap("encode", err)
 	}
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +78,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 	if err != nil {
 		return 0, d.wrap("encode", err)
 	}
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -107,7 +107,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 
 // Delete removes the record, or returns document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) error {
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.R
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error)
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}
-	t, err := d.route.target(ctx)
+	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -61,7 +61,8 @@ func (t *lifecycleTarget) target(ctx context.Context, r *route, tenant tenancy.I
 	if r.scoped() {
 		return r.targetFor(ctx, tenant)
 	}
-	return r.target(ctx)
+	_, tg, err := r.target(ctx)
+	return tg, err
 }
 
 func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec) error {

@@ -27,7 +27,7 @@ type RawFilter struct{ route route }
 // it is ANDed with the tenant predicate as defence in depth; the boundary
 // is the dedicated client, not that predicate.
 func (r *RawFilter) Find(ctx context.Context, filter any, limit int) ([]bson.Raw, error) {
-	t, err := r.route.target(ctx)
+	ctx, t, err := r.route.target(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (r *RawFilter) Find(ctx context.Context, filter any, limit int) ([]bson.Raw
 // when it names the bound tenant and refused (foreign_tenant) otherwise:
 // the stored document carries exactly one tenant field, the bound one.
 func (r *RawFilter) Insert(ctx context.Context, doc bson.D) error {
-	t, err := r.route.target(ctx)
+	ctx, t, err := r.route.target(ctx)
 	if err != nil {
 		return err
 	}

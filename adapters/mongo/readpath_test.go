@@ -80,7 +80,7 @@ func TestReadPathAllocations(t *testing.T) {
 	} {
 		r := testRoute(t, c.cfg)
 		if n := leastAllocs(func() {
-			if _, err := r.target(ctx); err != nil {
+			if _, _, err := r.target(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}); n > c.max {
@@ -94,7 +94,7 @@ func TestReadPathAllocations(t *testing.T) {
 func TestHandlesFollowTheTenant(t *testing.T) {
 	at := func(r *route, id tenancy.ID) *driver.Collection {
 		t.Helper()
-		tg, err := r.target(tenancy.WithTenant(context.Background(), id))
+		_, tg, err := r.target(tenancy.WithTenant(context.Background(), id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestHandlesFollowTheTenant(t *testing.T) {
 	if a, b := at(tagged, tenantA), at(tagged, tenantB); a != b || a.Name() != "items" {
 		t.Fatalf("a shared collection resolved to %s and %s", a.Name(), b.Name())
 	}
-	if _, err := tagged.target(context.Background()); err == nil {
+	if _, _, err := tagged.target(context.Background()); err == nil {
 		t.Fatal("no tenant bound, yet a collection was resolved")
 	}
 }

@@ -74,25 +74,28 @@ func noop() {}
 
 // target resolves the call's collection. A tenant-scoped route reads the
 // tenant from ctx and fails closed: there is no default tenant and no
-// shared client to fall back to.
-func (r *route) target(ctx context.Context) (target, error) {
+// shared client to fall back to. The call's commands run under the
+// returned context: it carries the call's span, so the driver's own spans
+// (otelmongo) nest under it. Without telemetry it is ctx.
+func (r *route) target(ctx context.Context) (context.Context, target, error) {
 	if r.tel != nil {
 		return r.tracedTarget(ctx)
 	}
-	return r.enter(ctx)
+	t, err := r.enter(ctx)
+	return ctx, t, err
 }
 
 // tracedTarget is target recorded as one call, from its entry until the
 // caller releases the target.
-func (r *route) tracedTarget(ctx context.Context) (target, error) {
+func (r *route) tracedTarget(ctx context.Context) (context.Context, target, error) {
 	id, _ := tenancy.FromContext(ctx)
-	_, call := r.tel.Start(ctx, id)
+	ctx, call := r.tel.Start(ctx, id)
 	t, err := r.enter(ctx)
 	if err != nil {
-		return t, call.Fail(err)
+		return ctx, t, call.Fail(err)
 	}
 	t.release = call.Done(t.release)
-	return t, nil
+	return ctx, t, nil
 }
 
 func (r *route) enter(ctx context.Context) (target, error) {

@@ -34,7 +34,7 @@ type Search struct{ route route }
 
 // Put indexes text under id, replacing what id held.
 func (s *Search) Put(ctx context.Context, id, text string) error {
-	t, err := s.route.target(ctx)
+	ctx, t, err := s.route.target(ctx)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Search) Put(ctx context.Context, id, text string) error {
 
 // Remove drops id from the index, or returns document.ErrNotFound.
 func (s *Search) Remove(ctx context.Context, id string) error {
-	t, err := s.route.target(ctx)
+	ctx, t, err := s.route.target(ctx)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Search) Remove(ctx context.Context, id string) error {
 // ordered by id, each with its indexed Text. With TextIndex it runs $text
 // instead (any word matches).
 func (s *Search) Search(ctx context.Context, q string, limit int) ([]capability.Hit, error) {
-	t, err := s.route.target(ctx)
+	ctx, t, err := s.route.target(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Search) Search(ctx context.Context, q string, limit int) ([]capability.
 
 // Count returns how many indexed texts hold every word of q.
 func (s *Search) Count(ctx context.Context, q string) (int, error) {
-	t, err := s.route.target(ctx)
+	ctx, t, err := s.route.target(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -153,7 +153,7 @@ func (a *Analytics) Run(ctx context.Context, name string) ([]Row, error) {
 	if !ok {
 		return nil, fmt.Errorf("postgres: analytics route %s has no query %q", a.spec.name, name)
 	}
-	pool, release, err := a.connect(ctx, tenant)
+	ctx, pool, release, err := a.connect(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -69,14 +69,14 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	}
 }
 
-func (k *Counter) begin(ctx context.Context) (tenancy.ID, *counterStmts, querier, func(), error) {
+func (k *Counter) begin(ctx context.Context) (context.Context, tenancy.ID, *counterStmts, querier, func(), error) {
 	return beginCall(ctx, k.route, k.static, k.build)
 }
 
 // Add adds delta to the counter (creating it at 0) and returns the result.
 func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
 	defer k.notProvisioned(&err)
-	tenant, st, pool, release, err := k.begin(ctx)
+	ctx, tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -89,7 +89,7 @@ func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, e
 // Get returns the counter's value; a missing counter is 0.
 func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	defer k.notProvisioned(&err)
-	tenant, st, pool, release, err := k.begin(ctx)
+	ctx, tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 // Delete removes the counter and reports whether it existed.
 func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	defer k.notProvisioned(&err)
-	tenant, st, pool, release, err := k.begin(ctx)
+	ctx, tenant, st, pool, release, err := k.begin(ctx)
 	if err != nil {
 		return false, err
 	}

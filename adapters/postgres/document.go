@@ -131,19 +131,19 @@ func (d *Documents[T]) notifies() bool { return d.c.routed == nil }
 
 // begin resolves the tenant, statements and pool of one call; of a set
 // rendered per call, only the statements in need are set.
-func (d *Documents[T]) begin(ctx context.Context, need docNeed) (tenancy.ID, docStmts, querier, func(), error) {
-	tenant, pool, release, err := enter(ctx, d.route)
+func (d *Documents[T]) begin(ctx context.Context, need docNeed) (context.Context, tenancy.ID, docStmts, querier, func(), error) {
+	ctx, tenant, pool, release, err := enter(ctx, d.route)
 	if err != nil {
-		return tenant, docStmts{}, nil, nil, err
+		return ctx, tenant, docStmts{}, nil, nil, err
 	}
-	return tenant, d.stmts(tenant, need), pool, release, nil
+	return ctx, tenant, d.stmts(tenant, need), pool, release, nil
 }
 
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
 	defer d.notProvisioned(&err)
 	var rec document.Record[T]
-	tenant, st, pool, release, err := d.begin(ctx, docGet)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docGet)
 	if err != nil {
 		return rec, err
 	}
@@ -183,7 +183,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 	if err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx, docCreate)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docCreate)
 	if err != nil {
 		return 0, err
 	}
@@ -207,7 +207,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 	if err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx, docUpdate)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docUpdate)
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +231,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 // Delete removes the record, or fails with document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	defer d.notProvisioned(&err)
-	tenant, st, pool, release, err := d.begin(ctx, docDelete)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docDelete)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx, docList)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docList)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err 
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}
-	tenant, st, pool, release, err := d.begin(ctx, docCount)
+	ctx, tenant, st, pool, release, err := d.begin(ctx, docCount)
 	if err != nil {
 		return 0, err
 	}

@@ -137,7 +137,7 @@ func (f *FederatedSearch) build(tenant tenancy.ID) *fedStmts {
 	}
 }
 
-func (f *FederatedSearch) begin(ctx context.Context) (tenancy.ID, *fedStmts, querier, func(), error) {
+func (f *FederatedSearch) begin(ctx context.Context) (context.Context, tenancy.ID, *fedStmts, querier, func(), error) {
 	return beginCall(ctx, f.route, f.static, f.build)
 }
 
@@ -146,7 +146,7 @@ func (f *FederatedSearch) Search(ctx context.Context, query string, limit int) (
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
 	}
-	tenant, st, pool, release, err := f.begin(ctx)
+	ctx, tenant, st, pool, release, err := f.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (f *FederatedSearch) Search(ctx context.Context, query string, limit int) (
 
 // Count returns how many documents of every leg match the query.
 func (f *FederatedSearch) Count(ctx context.Context, query string) (int, error) {
-	tenant, st, pool, release, err := f.begin(ctx)
+	ctx, tenant, st, pool, release, err := f.begin(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -72,7 +72,7 @@ func (x *Idempotency) build(tenant tenancy.ID) *idemStmts {
 	}
 }
 
-func (x *Idempotency) begin(ctx context.Context) (tenancy.ID, *idemStmts, querier, func(), error) {
+func (x *Idempotency) begin(ctx context.Context) (context.Context, tenancy.ID, *idemStmts, querier, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 
@@ -81,7 +81,7 @@ func (x *Idempotency) begin(ctx context.Context) (tenancy.ID, *idemStmts, querie
 // it. Concurrent first calls for one key run fn once: the others wait and
 // replay. A failing fn stores nothing.
 func (x *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -113,7 +113,7 @@ func (x *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Co
 // Get returns key's unexpired stored result.
 func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -130,7 +130,7 @@ func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, er
 // nothing was stored under key (in the bound tenant's scope).
 func (x *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -146,7 +146,7 @@ func (x *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err
 // when the store is tenant-scoped).
 func (x *Idempotency) Count(ctx context.Context) (_ int, err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +158,7 @@ func (x *Idempotency) Count(ctx context.Context) (_ int, err error) {
 
 // sweep deletes entries expired for longer than retain.
 func (x *Idempotency) sweep(ctx context.Context, retain time.Duration) (int64, error) {
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -63,7 +63,7 @@ func (i *Inbox) build(tenant tenancy.ID) *inboxStmts {
 	}
 }
 
-func (i *Inbox) begin(ctx context.Context) (tenancy.ID, *inboxStmts, querier, func(), error) {
+func (i *Inbox) begin(ctx context.Context) (context.Context, tenancy.ID, *inboxStmts, querier, func(), error) {
 	return beginCall(ctx, i.route, i.static, i.build)
 }
 
@@ -71,7 +71,7 @@ func (i *Inbox) begin(ctx context.Context) (tenancy.ID, *inboxStmts, querier, fu
 // marked before: it reports whether fn ran. A concurrent duplicate waits
 // for the first to commit, then skips; when fn fails nothing is marked.
 func (i *Inbox) Once(ctx context.Context, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -91,7 +91,7 @@ func (i *Inbox) Once(ctx context.Context, eventID string, fn func(ctx context.Co
 // Mark records eventID and reports whether it was new.
 func (i *Inbox) Mark(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -103,7 +103,7 @@ func (i *Inbox) Mark(ctx context.Context, eventID string) (_ bool, err error) {
 // Seen reports whether eventID was marked.
 func (i *Inbox) Seen(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -117,7 +117,7 @@ func (i *Inbox) Seen(ctx context.Context, eventID string) (_ bool, err error) {
 // comes back; ErrNotMarked when there was none.
 func (i *Inbox) Forget(ctx context.Context, eventID string) (err error) {
 	defer i.notProvisioned(&err)
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (i *Inbox) Forget(ctx context.Context, eventID string) (err error) {
 // inbox is tenant-scoped).
 func (i *Inbox) Count(ctx context.Context) (_ int, err error) {
 	defer i.notProvisioned(&err)
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -144,7 +144,7 @@ var ErrNotMarked = errors.New("postgres inbox: event id not marked")
 
 // sweep deletes marks older than retain.
 func (i *Inbox) sweep(ctx context.Context, retain time.Duration) (int64, error) {
-	tenant, st, pool, release, err := i.begin(ctx)
+	ctx, tenant, st, pool, release, err := i.begin(ctx)
 	if err != nil {
 		return 0, err
 	}

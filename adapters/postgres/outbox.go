@@ -131,7 +131,7 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	if err != nil {
 		return err
 	}
-	ctx, pool, release, err := o.connectSpan(ctx, tenant)
+	ctx, pool, release, err := o.connect(ctx, tenant)
 	if err != nil {
 		return err
 	}

@@ -223,36 +223,42 @@ func execOne(ctx context.Context, pool querier, stmt string, a []any, none error
 	return err
 }
 
-// beginCall resolves one call's tenant, statements and pool; the caller
-// releases the pool when err is nil.
-func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (tenancy.ID, *S, querier, func(), error) {
-	tenant, pool, release, err := enter(ctx, r)
+// beginCall resolves one call's tenant, statements and pool, and the
+// context its statements run under (see connect); the caller releases the
+// pool when err is nil.
+func beginCall[S any](ctx context.Context, r route, static *S, build func(tenancy.ID) *S) (context.Context, tenancy.ID, *S, querier, func(), error) {
+	ctx, tenant, pool, release, err := enter(ctx, r)
 	if err != nil {
-		return tenant, nil, nil, nil, err
+		return ctx, tenant, nil, nil, nil, err
 	}
-	return tenant, cached(r, static, tenant, build), pool, release, nil
+	return ctx, tenant, cached(r, static, tenant, build), pool, release, nil
 }
 
-// enter resolves one call's tenant and pool; the caller releases the pool
-// when err is nil.
-func enter(ctx context.Context, r route) (tenancy.ID, querier, func(), error) {
+// enter resolves one call's tenant and pool, and the context its
+// statements run under (see connect); the caller releases the pool when
+// err is nil.
+func enter(ctx context.Context, r route) (context.Context, tenancy.ID, querier, func(), error) {
 	tenant, err := r.tenant(ctx)
 	if err != nil {
-		return tenant, nil, nil, err
+		return ctx, tenant, nil, nil, err
 	}
-	pool, release, err := r.connect(ctx, tenant)
-	return tenant, pool, release, err
+	ctx, pool, release, err := r.connect(ctx, tenant)
+	return ctx, tenant, pool, release, err
 }
 
 // connect is the one way a call of any route reaches what its statements
 // run on: the tenant's suspension, then the unit of work its context
 // carries (see InTx), or else the tenant's pool (routed or shared); then
-// the version gate. The caller releases it when err is nil.
-func (r route) connect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
+// the version gate. The caller releases it when err is nil, and runs its
+// statements under the returned context: it carries the call's span, so
+// the driver's own spans (otelpgx) nest under it. Without telemetry it is
+// ctx.
+func (r route) connect(ctx context.Context, tenant tenancy.ID) (context.Context, querier, func(), error) {
 	if r.c.tel != nil {
 		return r.tracedConnect(ctx, tenant)
 	}
-	return r.reach(ctx, tenant)
+	q, release, err := r.reach(ctx, tenant)
+	return ctx, q, release, err
 }
 
 func (r route) reach(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {

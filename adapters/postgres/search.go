@@ -97,14 +97,14 @@ func (x *Search) build(tenant tenancy.ID) *searchStmts {
 	}
 }
 
-func (x *Search) begin(ctx context.Context) (tenancy.ID, *searchStmts, querier, func(), error) {
+func (x *Search) begin(ctx context.Context) (context.Context, tenancy.ID, *searchStmts, querier, func(), error) {
 	return beginCall(ctx, x.route, x.static, x.build)
 }
 
 // Put indexes body under id, replacing what was there.
 func (x *Search) Put(ctx context.Context, id, body string) (err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (x *Search) Put(ctx context.Context, id, body string) (err error) {
 // Remove drops id from the index, or fails with document.ErrNotFound.
 func (x *Search) Remove(ctx context.Context, id string) (err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (x *Search) Search(ctx context.Context, query string, limit int) (_ []capab
 	if limit <= 0 {
 		return nil, errors.New("postgres: search limit must be positive")
 	}
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (x *Search) Search(ctx context.Context, query string, limit int) (_ []capab
 // Count returns how many documents match the query.
 func (x *Search) Count(ctx context.Context, query string) (_ int, err error) {
 	defer x.notProvisioned(&err)
-	tenant, st, pool, release, err := x.begin(ctx)
+	ctx, tenant, st, pool, release, err := x.begin(ctx)
 	if err != nil {
 		return 0, err
 	}

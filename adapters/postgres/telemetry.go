@@ -21,19 +21,8 @@ func (c *Client) instrument(t *telemetry.Telemetry) {
 }
 
 // tracedConnect is connect recorded as one call, from its entry until the
-// caller releases the pool.
-func (r route) tracedConnect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
-	_, q, release, err := r.connectSpan(ctx, tenant)
-	return q, release, err
-}
-
-// connectSpan is connect for a call that passes the call's span on (an
-// outbox write stamps it into its rows): the returned context carries it.
-func (r route) connectSpan(ctx context.Context, tenant tenancy.ID) (context.Context, querier, func(), error) {
-	if r.c.tel == nil {
-		q, release, err := r.reach(ctx, tenant)
-		return ctx, q, release, err
-	}
+// caller releases the pool; the returned context carries the call's span.
+func (r route) tracedConnect(ctx context.Context, tenant tenancy.ID) (context.Context, querier, func(), error) {
 	ctx, call := r.c.tels[r.spec].Start(ctx, tenant)
 	q, release, err := r.reach(ctx, tenant)
 	if err != nil {

@@ -18,7 +18,7 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set stores value under key; ttl 0 keeps it until deleted.
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 // Replace overwrites an existing key, keeping its TTL; it reports false
 // and writes nothing when the key does not exist.
 func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, error) {
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return false, err
 	}
@@ -47,7 +47,7 @@ func (c *Cache) Delete(ctx context.Context, key string) (bool, error) { return c
 // TTL returns the time key has left and whether it exists; a key without
 // expiry reports a negative duration.
 func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, false, err
 	}
@@ -67,7 +67,7 @@ type Counter struct{ route }
 
 // Add adds by to key (created at 0) and returns the new value.
 func (c *Counter) Add(ctx context.Context, key string, by int64) (int64, error) {
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
 	}
@@ -77,7 +77,7 @@ func (c *Counter) Add(ctx context.Context, key string, by int64) (int64, error) 
 
 // Get returns the counter's value, 0 when it does not exist.
 func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +111,7 @@ func (i *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Co
 	if result, err = fn(ctx); err != nil {
 		return nil, false, err
 	}
-	cl, k, done, err := i.target(ctx, key)
+	ctx, cl, k, done, err := i.target(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -143,7 +143,7 @@ func (i *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err
 
 // getBytes reads key's value and whether it exists.
 func (r *route) getBytes(ctx context.Context, key string) ([]byte, bool, error) {
-	cl, k, done, err := r.target(ctx, key)
+	ctx, cl, k, done, err := r.target(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -160,7 +160,7 @@ func (r *route) getBytes(ctx context.Context, key string) ([]byte, bool, error) 
 
 // del removes key and reports whether it existed.
 func (r *route) del(ctx context.Context, key string) (bool, error) {
-	cl, k, done, err := r.target(ctx, key)
+	ctx, cl, k, done, err := r.target(ctx, key)
 	if err != nil {
 		return false, err
 	}

@@ -63,7 +63,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, replica string, ttl time.Duration
 	if ttl < time.Millisecond {
 		return fmt.Errorf("redis: fleet heartbeat TTL %s is under a millisecond", ttl)
 	}
-	cl, k, done, err := f.target(ctx, "")
+	ctx, cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (f *Fleet) Heartbeat(ctx context.Context, replica string, ttl time.Duration
 // Live returns the replicas whose last heartbeat has not expired, in name
 // order, dropping the expired ones.
 func (f *Fleet) Live(ctx context.Context) ([]string, error) {
-	cl, k, done, err := f.target(ctx, "")
+	ctx, cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (f *Fleet) Live(ctx context.Context) ([]string, error) {
 
 // Leave removes replica from the fleet at once.
 func (f *Fleet) Leave(ctx context.Context, replica string) error {
-	cl, k, done, err := f.target(ctx, "")
+	ctx, cl, k, done, err := f.target(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func BenchmarkTarget(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, _, err := r.target(ctx, "user:42"); err != nil {
+				if _, _, _, _, err := r.target(ctx, "user:42"); err != nil {
 					b.Fatal(err)
 				}
 			}

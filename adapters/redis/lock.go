@@ -62,7 +62,7 @@ func (l *Locks) Acquire(ctx context.Context, name string, ttl time.Duration) (*L
 	if ttl < time.Millisecond {
 		return nil, errLockTTL
 	}
-	cl, k, done, err := l.target(ctx, name)
+	ctx, cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (l *Locks) Renew(ctx context.Context, name, token string, ttl time.Duration
 	if ttl < time.Millisecond {
 		return errLockTTL
 	}
-	cl, k, done, err := l.target(ctx, name)
+	ctx, cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (l *Locks) Renew(ctx context.Context, name, token string, ttl time.Duration
 
 // Release frees the lock held with token; ErrNotOwner otherwise.
 func (l *Locks) Release(ctx context.Context, name, token string) error {
-	cl, k, done, err := l.target(ctx, name)
+	ctx, cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (l *Locks) Release(ctx context.Context, name, token string) error {
 
 // Held reports whether anyone holds the lock.
 func (l *Locks) Held(ctx context.Context, name string) (bool, error) {
-	cl, k, done, err := l.target(ctx, name)
+	ctx, cl, k, done, err := l.target(ctx, name)
 	if err != nil {
 		return false, err
 	}

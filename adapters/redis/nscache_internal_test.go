@@ -70,7 +70,7 @@ func TestNamespaceCacheCollidingTenants(t *testing.T) {
 	for round := range 3 {
 		for _, id := range ids {
 			ctx := tenancy.WithTenant(context.Background(), id)
-			_, key, _, err := r.target(ctx, "k")
+			_, _, key, _, err := r.target(ctx, "k")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestNamespaceCacheCollidingTenantsConcurrent(t *testing.T) {
 			ctx := tenancy.WithTenant(context.Background(), id)
 			want := "tw:n:ns" + id.Hex() + ":c:sessions:k"
 			for range 2000 {
-				if _, key, _, err := r.target(ctx, "k"); err != nil || key != want {
+				if _, _, key, _, err := r.target(ctx, "k"); err != nil || key != want {
 					errs <- fmt.Errorf("tenant %s got key %q (%v), want %q", id, key, err, want)
 					return
 				}
@@ -145,7 +145,7 @@ func TestNamespaceCacheHoldsThousands(t *testing.T) {
 				before += cr.count(id)
 			}
 			for _, ctx := range ctxs {
-				if _, _, _, err := r.target(ctx, "k"); err != nil {
+				if _, _, _, _, err := r.target(ctx, "k"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -174,7 +174,7 @@ func TestNamespaceCacheHit(t *testing.T) {
 	a := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	ctx := tenancy.WithTenant(context.Background(), a)
 	for range 5 {
-		if _, key, _, err := r.target(ctx, "k"); err != nil || key != "tw:n:ns"+a.Hex()+":c:sessions:k" {
+		if _, _, key, _, err := r.target(ctx, "k"); err != nil || key != "tw:n:ns"+a.Hex()+":c:sessions:k" {
 			t.Fatal(key, err)
 		}
 	}
@@ -190,8 +190,8 @@ func TestNamespaceCachePerRoute(t *testing.T) {
 	ctx := tenancy.WithTenant(context.Background(), a)
 	r1, r2 := nsRoute(tenantNamespace("one")), nsRoute(tenantNamespace("two"))
 	for range 2 {
-		_, k1, _, err1 := r1.target(ctx, "k")
-		_, k2, _, err2 := r2.target(ctx, "k")
+		_, _, k1, _, err1 := r1.target(ctx, "k")
+		_, _, k2, _, err2 := r2.target(ctx, "k")
 		if err1 != nil || err2 != nil || k1 != "tw:n:one"+a.Hex()+":c:sessions:k" || k2 != "tw:n:two"+a.Hex()+":c:sessions:k" {
 			t.Fatalf("%q %v / %q %v", k1, err1, k2, err2)
 		}
@@ -216,12 +216,12 @@ func TestNamespaceCacheKeepsNoFailure(t *testing.T) {
 		return answers[min(calls, len(answers))-1]()
 	})
 	for i := range 3 {
-		if _, _, _, err := r.target(ctx, "k"); err == nil {
+		if _, _, _, _, err := r.target(ctx, "k"); err == nil {
 			t.Fatalf("call %d: a failed resolution succeeded", i)
 		}
 	}
 	for range 2 {
-		if _, key, _, err := r.target(ctx, "k"); err != nil || key != "tw:n:good:c:sessions:k" {
+		if _, _, key, _, err := r.target(ctx, "k"); err != nil || key != "tw:n:good:c:sessions:k" {
 			t.Fatalf("%q %v", key, err)
 		}
 	}
@@ -288,7 +288,7 @@ func TestTargetAllocations(t *testing.T) {
 	// the way they share, each call evicting the other.
 	ids := collidingTenants(t, ns.nsc, nsWays+2)
 	for _, id := range ids[:nsWays] {
-		if _, _, _, err := ns.target(tenancy.WithTenant(context.Background(), id), "k"); err != nil {
+		if _, _, _, _, err := ns.target(tenancy.WithTenant(context.Background(), id), "k"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,9 +299,9 @@ func TestTargetAllocations(t *testing.T) {
 		f    func()
 		want float64
 	}{
-		{"tagged", func() { _, _, _, _ = tagged.target(ctx, "user:42") }, 1},
-		{"namespace cached", func() { _, _, _, _ = ns.target(ctx, "user:42") }, 1},
-		{"namespace evicted", func() { i++; _, _, _, _ = ns.target(ctxs[i%2], "user:42") }, 2},
+		{"tagged", func() { _, _, _, _, _ = tagged.target(ctx, "user:42") }, 1},
+		{"namespace cached", func() { _, _, _, _, _ = ns.target(ctx, "user:42") }, 1},
+		{"namespace evicted", func() { i++; _, _, _, _, _ = ns.target(ctxs[i%2], "user:42") }, 2},
 	} {
 		if n := testing.AllocsPerRun(200, c.f); n != c.want {
 			t.Errorf("%s: %v allocations per call, want %v", c.name, n, c.want)

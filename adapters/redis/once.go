@@ -50,7 +50,7 @@ func (c *Counter) AddOnce(ctx context.Context, key, op string, by int64, remembe
 	if remember < time.Millisecond {
 		return 0, false, errors.New("redis: AddOnce needs remember of at least a millisecond: markers must expire")
 	}
-	cl, k, done, err := c.target(ctx, key)
+	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, false, err
 	}

@@ -26,7 +26,7 @@ type Message struct {
 // On a cluster that is Redis's count on the node that took the PUBLISH
 // only; subscribers on other nodes get the message but are not counted.
 func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (int64, error) {
-	cl, k, done, err := p.target(ctx, channel)
+	ctx, cl, k, done, err := p.target(ctx, channel)
 	if err != nil {
 		return 0, err
 	}
@@ -54,11 +54,14 @@ func (p *PubSub) Subscribe(ctx context.Context, channels ...string) (*Subscripti
 	}
 	// One target per channel: the same tenant, so the same client; the
 	// first one's pool reference is held until Close.
+	// The SUBSCRIBE runs under the first one's context: its call lasts
+	// until Close.
 	var cl goredis.UniversalClient
 	var hold func()
+	var held context.Context
 	keys := make([]string, len(channels))
 	for i, ch := range channels {
-		c, k, done, err := p.target(ctx, ch)
+		cctx, c, k, done, err := p.target(ctx, ch)
 		if err != nil {
 			if hold != nil {
 				hold()
@@ -66,12 +69,13 @@ func (p *PubSub) Subscribe(ctx context.Context, channels ...string) (*Subscripti
 			return nil, err
 		}
 		if hold == nil {
-			hold = done
+			hold, held = done, cctx
 		} else {
 			done()
 		}
 		cl, keys[i] = c, k
 	}
+	ctx = held
 	prefix := strings.TrimSuffix(keys[0], escapeString(channels[0]))
 	ps := cl.Subscribe(ctx, keys...)
 	s := &Subscription{ps: ps, prefix: prefix, release: hold}

@@ -55,22 +55,26 @@ func (r *route) Name() string { return r.name }
 // target resolves the client and the full key of user for the call. A
 // tenant-scoped route reads the tenant from ctx and fails closed. done
 // returns a routed client to its pool; call it when the call is over.
-func (r *route) target(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
+// The call's commands run under the returned context: it carries the
+// call's span, so the client's own spans (redisotel) nest under it.
+// Without telemetry it is ctx.
+func (r *route) target(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
 	if r.tel != nil {
 		return r.tracedTarget(ctx, user)
 	}
-	return r.enter(ctx, user)
+	c, key, done, err := r.enter(ctx, user)
+	return ctx, c, key, done, err
 }
 
 // tracedTarget is target recorded as one call, from its entry until done.
-func (r *route) tracedTarget(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
+func (r *route) tracedTarget(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
 	id, _ := tenancy.FromContext(ctx)
-	_, call := r.tel.Start(ctx, id)
+	ctx, call := r.tel.Start(ctx, id)
 	c, key, done, err := r.enter(ctx, user)
 	if err != nil {
-		return nil, "", nil, call.Fail(err)
+		return ctx, nil, "", nil, call.Fail(err)
 	}
-	return c, key, call.Done(done), nil
+	return ctx, c, key, call.Done(done), nil
 }
 
 func (r *route) enter(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {

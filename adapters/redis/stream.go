@@ -39,7 +39,7 @@ type Entry struct {
 
 // Append adds an entry and returns its ID.
 func (s *Stream) Append(ctx context.Context, values map[string]any) (string, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return "", err
 	}
@@ -49,7 +49,7 @@ func (s *Stream) Append(ctx context.Context, values map[string]any) (string, err
 
 // Len returns the number of entries.
 func (s *Stream) Len(ctx context.Context) (int64, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return 0, err
 	}
@@ -60,7 +60,7 @@ func (s *Stream) Len(ctx context.Context) (int64, error) {
 // Range returns up to count entries with IDs in [start, end] ("-" and "+"
 // are the ends of the stream).
 func (s *Stream) Range(ctx context.Context, start, end string, count int64) ([]Entry, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s *Stream) Range(ctx context.Context, start, end string, count int64) ([]E
 // Trim keeps about the newest maxLen entries (approximate trimming, which
 // Redis does in whole nodes) and returns how many it removed.
 func (s *Stream) Trim(ctx context.Context, maxLen int64) (int64, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +84,7 @@ func (s *Stream) Trim(ctx context.Context, maxLen int64) (int64, error) {
 // the group (from the start of the stream) on first use. block > 0 waits
 // that long for entries; block <= 0 returns at once.
 func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count int64, block time.Duration) ([]Entry, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count in
 // Claim takes over up to count entries of group pending for longer than
 // minIdle (their consumer died before acknowledging them).
 func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, count int64) ([]Entry, error) {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time
 
 // Ack acknowledges entries read through group.
 func (s *Stream) Ack(ctx context.Context, group string, ids ...string) error {
-	cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (d *Destination) Deliver(ctx context.Context, m outbox.Message) error {
 	for _, h := range names {
 		values = append(values, "header:"+h, m.Headers[h])
 	}
-	cl, k, done, err := d.stream.target(ctx, "")
+	ctx, cl, k, done, err := d.stream.target(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func BenchmarkTargetScale(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					_, k, _, err := r.target(ctxs[i%tenants], "user:42")
+					_, _, k, _, err := r.target(ctxs[i%tenants], "user:42")
 					if err != nil {
 						b.Fatal(err)
 					}

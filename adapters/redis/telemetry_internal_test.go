@@ -17,7 +17,7 @@ func TestTargetWithoutTelemetryAllocatesOnlyTheKey(t *testing.T) {
 	}
 	ctx := tenancy.WithTenant(context.Background(), tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a"))
 	call := func() {
-		if _, _, done, err := r.target(ctx, "k"); err != nil {
+		if _, _, _, done, err := r.target(ctx, "k"); err != nil {
 			t.Fatal(err)
 		} else {
 			done()
