@@ -79,23 +79,6 @@ func (r *route) target(ctx context.Context) (target, error) {
 	if r.tel != nil {
 		return r.tracedTarget(ctx)
 	}
-	return r.enter(ctx)
-}
-
-// tracedTarget is target recorded as one call, from its entry until the
-// caller releases the target.
-func (r *route) tracedTarget(ctx context.Context) (target, error) {
-	id, _ := tenancy.FromContext(ctx)
-	_, call := r.tel.Start(ctx, id)
-	t, err := r.enter(ctx)
-	if err != nil {
-		return t, call.Fail(err)
-	}
-	t.release = call.Done(t.release)
-	return t, nil
-}
-
-func (r *route) enter(ctx context.Context) (target, error) {
 	if !r.scoped() {
 		if r.coll != nil {
 			return target{coll: r.coll, release: noop}, nil
@@ -117,6 +100,23 @@ func (r *route) enter(ctx context.Context) (target, error) {
 		t.release()
 		return target{}, err
 	}
+	return t, nil
+}
+
+// tracedTarget is target recorded as one call, from its entry until the
+// caller releases the target. The resolution is target's own, on a copy
+// without instruments: the untraced path stays one call, with no frame
+// added to it (P11 in docs/performance.md).
+func (r *route) tracedTarget(ctx context.Context) (target, error) {
+	id, _ := tenancy.FromContext(ctx)
+	_, call := r.tel.Start(ctx, id)
+	plain := *r
+	plain.tel = nil
+	t, err := plain.target(ctx)
+	if err != nil {
+		return t, call.Fail(err)
+	}
+	t.release = call.Done(t.release)
 	return t, nil
 }
 
