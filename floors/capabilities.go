@@ -44,7 +44,7 @@ func Describe(backends ...Backend) Capabilities {
 
 // shape is the route a service author writes for a kind: tenant-aware or
 // not, every counted relation per tenant or static (scoped or not),
-// routed or not. The matrix is what Decide makes of these shapes, so it
+// routed or not. The matrix is what decide makes of these shapes, so it
 // cannot say what the adapters do not enforce.
 func shape(rule KindRule, aware, perTenant, scoped, routed bool) Route {
 	roles := rule.Relations
@@ -59,7 +59,7 @@ func shape(rule KindRule, aware, perTenant, scoped, routed bool) Route {
 }
 
 // Reaches reports whether a route of kind k can reach tier t on b: some
-// shape of it does under Decide, within b's ceiling. Fleet kinds reach no
+// shape of it does under decide, within b's ceiling. Fleet kinds reach no
 // tenant tier.
 func (b Backend) Reaches(k Kind, t tenancy.Tier) bool {
 	rule, ok := b.Kinds[k]
@@ -70,7 +70,7 @@ func (b Backend) Reaches(k Kind, t tenancy.Tier) bool {
 		for _, per := range []bool{false, true} {
 			for _, scoped := range []bool{false, true} {
 				for _, routed := range []bool{false, true} {
-					if Decide(rule, shape(rule, aware, per, scoped, routed)).Reached == t {
+					if decide(rule, shape(rule, aware, per, scoped, routed)).Reached == t {
 						return true
 					}
 				}
@@ -83,7 +83,7 @@ func (b Backend) Reaches(k Kind, t tenancy.Tier) bool {
 func describeKind(b Backend, k Kind, rule KindRule) Capability {
 	floor, _ := rule.Origin.Floor()
 	c := Capability{Backend: b.Name, Kind: k, Summary: rule.Summary, Ceiling: b.Ceiling, OriginFloor: floor, Note: rule.Note}
-	reach := func(r Route, t tenancy.Tier) bool { return t <= b.Ceiling && Decide(rule, r).Reached == t }
+	reach := func(r Route, t tenancy.Tier) bool { return t <= b.Ceiling && decide(rule, r).Reached == t }
 	if rule.Fleet {
 		c.Tagged, c.Namespace, c.Dedicated = "refused (fleet)", "refused (fleet)", "refused (fleet)"
 		return c

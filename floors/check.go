@@ -96,8 +96,8 @@ func checkModule(rep *Report, m Module, matrix bool) {
 
 func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	rule, known := m.Backend.Kinds[r.Kind]
-	origin := EffectiveOrigin(rule, r)
-	decision := Decide(rule, r)
+	origin := effectiveOrigin(rule, r)
+	decision := decide(rule, r)
 	reached := decision.Reached
 	c := routeCheck{m: m, r: r, rule: rule,
 		row: Row{
@@ -234,7 +234,7 @@ func (c *routeCheck) tiers(global, mismatch bool) {
 // markerRedundant reports whether r reaches reached without TenantAware.
 func markerRedundant(rule KindRule, r Route, reached tenancy.Tier) bool {
 	r.TenantAware = false
-	return Decide(rule, r).Reached >= reached
+	return decide(rule, r).Reached >= reached
 }
 
 // fixFor says what would lift route r to tier want on backend b.
@@ -243,7 +243,7 @@ func fixFor(b Backend, rule KindRule, r Route, want tenancy.Tier) string {
 }
 
 // remedy is what lifts a route to a tier: the change, which a test can
-// apply and hand to Decide, and the sentence a refusal says.
+// apply and hand to decide, and the sentence a refusal says.
 type remedy struct {
 	aware, perTenant, routed bool
 	// unreachable: no change of the route reaches the tier on this backend.
@@ -330,8 +330,8 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 				continue
 			}
 			rule := m.Backend.Kinds[r.Kind]
-			d := Decide(rule, r)
-			if w.Binding.ReadsBound() || !d.NeedsTenant {
+			d := decide(rule, r)
+			if w.Binding.readsBound() || !d.NeedsTenant {
 				return
 			}
 			reason := "a tenant-aware resource"
@@ -347,7 +347,7 @@ func checkWorker(rep *Report, modules []Module, w Worker) {
 			rep.Errors = append(rep.Errors, &tenancy.Error{
 				Code: tenancy.CodeTenantGlobalRequired, Module: m.Name, Backend: m.Backend.Name,
 				Route: r.Name, Tiers: true, Reached: tenancy.None, Required: tier,
-				Ceiling: m.Backend.Ceiling, Origin: EffectiveOrigin(rule, r),
+				Ceiling: m.Backend.Ceiling, Origin: effectiveOrigin(rule, r),
 				Detail: fmt.Sprintf("worker %q (%s) would drain %s with no tenant bound: the route is %s, and a pass reads at %s only with a tenant bound",
 					w.Name, w.Binding, reason, tier, tier),
 				Fix: fmt.Sprintf("run worker %q sharded (set Tenants in its config: one pass per assigned tenant, each bound), "+

@@ -34,12 +34,12 @@ type Decision struct {
 // the bound tenant (rather than shared by every tenant).
 func (d Decision) ResolvesPerTenant(role string) bool { return slices.Contains(d.PerTenant, role) }
 
-// Decide is the one derivation of a route's tier and runtime scope under
+// decide is the one derivation of a route's tier and runtime scope under
 // its kind's rule: a routed client reaches dedicated; else a per-tenant
 // resolver on every counted relation reaches namespace; else tenant-aware
 // reaches tagged; else none. A route that names no counted relation never
 // reaches namespace.
-func Decide(rule KindRule, r Route) Decision {
+func decide(rule KindRule, r Route) Decision {
 	d := Decision{
 		Routed: r.Routed,
 		Tagged: r.TenantAware && !rule.NoTagged,
@@ -78,4 +78,4 @@ func Decide(rule KindRule, r Route) Decision {
 // Decide is the decision for route r under its kind's rule in b. A kind b
 // does not declare gets the default rule here; Check refuses such a route
 // (wiring_invalid) before any call runs.
-func (b Backend) Decide(r Route) Decision { return Decide(b.Kinds[r.Kind], r) }
+func (b Backend) Decide(r Route) Decision { return decide(b.Kinds[r.Kind], r) }

@@ -46,7 +46,9 @@ func TestDecide(t *testing.T) {
 		{"tenant-global route", floors.KindRule{}, floors.Route{TenantGlobal: true},
 			floors.Decision{Reached: tenancy.None, Global: true}},
 	} {
-		got := floors.Decide(c.rule, c.r)
+		r := c.r
+		r.Kind = "k"
+		got := floors.Backend{Kinds: map[floors.Kind]floors.KindRule{"k": c.rule}}.Decide(r)
 		if got.Reached != c.want.Reached || got.NeedsTenant != c.want.NeedsTenant || got.Tagged != c.want.Tagged ||
 			got.Routed != c.want.Routed || got.Global != c.want.Global || !slices.Equal(got.PerTenant, c.want.PerTenant) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)

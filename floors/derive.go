@@ -6,13 +6,13 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Reach is the tier a route reaches under its kind's rule: Decide's
+// Reach is the tier a route reaches under its kind's rule: decide's
 // Reached.
-func Reach(rule KindRule, r Route) tenancy.Tier { return Decide(rule, r).Reached }
+func Reach(rule KindRule, r Route) tenancy.Tier { return decide(rule, r).Reached }
 
-// EffectiveOrigin is the stronger of the route's declared origin and its
+// effectiveOrigin is the stronger of the route's declared origin and its
 // kind's own: a declaration can raise an origin, never lower it.
-func EffectiveOrigin(rule KindRule, r Route) tenancy.Origin {
+func effectiveOrigin(rule KindRule, r Route) tenancy.Origin {
 	return max(rule.Origin, r.Origin)
 }
 

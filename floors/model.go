@@ -118,9 +118,9 @@ func (b Binding) String() string {
 	return "binding(?)"
 }
 
-// ReadsBound reports whether the worker reads its resource with a tenant
+// readsBound reports whether the worker reads its resource with a tenant
 // bound. Only a sharded worker does; the others read the whole resource.
-func (b Binding) ReadsBound() bool { return b == Sharded }
+func (b Binding) readsBound() bool { return b == Sharded }
 
 // Worker is a background reader: a relay, consumer, sweep or scheduler.
 type Worker struct {

@@ -177,9 +177,6 @@ func TestBindingNames(t *testing.T) {
 		if got := b.String(); got != name {
 			t.Errorf("Binding(%d) = %q, want %q", b, got, name)
 		}
-		if b.ReadsBound() != (b == floors.Sharded) {
-			t.Errorf("Binding %s ReadsBound = %v", b, b.ReadsBound())
-		}
 	}
 }
 

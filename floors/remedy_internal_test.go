@@ -39,7 +39,7 @@ func TestRemedyReachesTheTier(t *testing.T) {
 			route.Relations = append(route.Relations, Relation{Role: role, Name: role, PerTenant: r.IntN(2) == 0, Scoped: r.IntN(3) == 0})
 		}
 		for _, want := range []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated} {
-			if Decide(rule, route).Reached >= want {
+			if decide(rule, route).Reached >= want {
 				continue // no refusal, no fix
 			}
 			m := remedyFor(b, rule, route, want)
@@ -50,9 +50,20 @@ func TestRemedyReachesTheTier(t *testing.T) {
 				}
 				continue
 			}
-			if got := Decide(rule, m.apply(route)).Reached; got < want {
+			if got := decide(rule, m.apply(route)).Reached; got < want {
 				t.Fatalf("%s: applied, the route reaches %s", desc, got)
 			}
+		}
+	}
+}
+
+// TestOnlyShardedReadsBound: a sharded worker is the only binding that reads
+// its resource with a tenant bound, so the only one a tenant-scoped route
+// admits without tenant_global_required.
+func TestOnlyShardedReadsBound(t *testing.T) {
+	for _, b := range []Binding{Unbound, PerRow, FromHeaders, Sharded, Sharded + 1} {
+		if b.readsBound() != (b == Sharded) {
+			t.Errorf("Binding %s readsBound = %v", b, b.readsBound())
 		}
 	}
 }

@@ -263,3 +263,46 @@ func TestRunnerProvisionAllBatches(t *testing.T) {
 		t.Fatal("ProvisionAll ran a dry run")
 	}
 }
+
+// memPlanner is a memTarget that lists what its Provision would create:
+// a container per tenant not made yet.
+type memPlanner struct{ *memTarget }
+
+func (t memPlanner) PlanProvision(_ context.Context, tenant tenancy.ID) ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.made[tenant] {
+		return nil, nil
+	}
+	return []string{"c-" + tenant.Hex()}, nil
+}
+
+// TestRunnerProvisionAllDryRun: on a ProvisionPlanner, ProvisionAll's dry
+// run reports each tenant's containers to create and its pending steps,
+// and creates, applies and registers nothing; a tenant already made has
+// nothing to create; the zero tenant is unbound.
+func TestRunnerProvisionAllDryRun(t *testing.T) {
+	ctx := context.Background()
+	mem, reg := newMem(), migrate.NewMemoryRegistry()
+	mem.made[tenantB] = true
+	r := migrate.NewRunner(migrate.Spec{Module: "m", Backend: "mem", Set: threeSteps(t), Registry: reg, PerTenant: true}, memPlanner{mem})
+	rep, err := r.ProvisionAll(ctx, []tenancy.ID{tenantA, tenantB, {}}, migrate.Options{DryRun: true, Concurrency: 1})
+	if err != nil || rep.Done != 2 || len(rep.Failures) != 1 || tenancy.CodeOf(rep.Failures[0].Err) != tenancy.CodeTenantUnbound {
+		t.Fatalf("dry run: %+v %v", rep, err)
+	}
+	var creates []string
+	steps := map[tenancy.ID]int{}
+	for _, c := range rep.Changes {
+		if c.Create != "" {
+			creates = append(creates, c.Create)
+		} else {
+			steps[c.Tenant]++
+		}
+	}
+	if !slices.Equal(creates, []string{"c-" + tenantA.Hex()}) || steps[tenantA] != 3 || steps[tenantB] != 3 {
+		t.Fatalf("dry run creates %v, steps %v", creates, steps)
+	}
+	if all, _ := reg.List(ctx); len(all) != 0 || mem.made[tenantA] || mem.runs != 0 {
+		t.Fatalf("a dry run changed something: registry %v, made %v, %d runs", all, mem.made, mem.runs)
+	}
+}

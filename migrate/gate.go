@@ -12,12 +12,12 @@ import (
 // Gate is a module's RequiredVersion check, shared by the backend
 // adapters: the start-up scan of the registry and the run-time check of
 // one tenant's target, with the tenants found current remembered so that
-// a current tenant costs no round trip per call. A nil Gate or one with
-// Need 0 admits every call.
+// a current tenant costs no round trip per call. A nil Gate (NewGate of
+// version 0) admits every call.
 type Gate struct {
-	Module, Backend string
-	// Need is the version the module's routes need.
-	Need int64
+	module, backend string
+	// need is the version the module's routes need.
+	need int64
 	cur  currentSet
 
 	mu     sync.Mutex
@@ -30,16 +30,26 @@ func NewGate(module, backend string, need int64) *Gate {
 	if need <= 0 {
 		return nil
 	}
-	return &Gate{Module: module, Backend: backend, Need: need}
+	return &Gate{module: module, backend: backend, need: need}
 }
 
 // Check refuses route's call for tenant (zero: a target all tenants
 // share) when the version its target records, read by version, is below
-// Need. target names the physical container (a server and database, a
+// the version the module needs. target names the physical container (a server and database, a
 // schema): a tenant found current on one target is not current on
 // another. A tenant found current is remembered; version is not called
 // again for it.
 func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route string, version func(context.Context) (int64, error)) error {
+	return g.CheckTenant(ctx, tenant, target, route, version, nil)
+}
+
+// CheckTenant is Check for a backend that can tell a tenant never
+// provisioned from one behind: when version reads 0 for a tenant, missing
+// (nil: the backend cannot tell) names the tenant's own container if it
+// does not exist ("" if it does), and the call is refused as
+// tenant_not_provisioned rather than behind. A tenant found current never
+// pays for missing.
+func (g *Gate) CheckTenant(ctx context.Context, tenant tenancy.ID, target, route string, version func(context.Context) (int64, error), missing func(context.Context) (string, error)) error {
 	if g == nil || g.cur.has(tenant, target) {
 		return nil
 	}
@@ -47,9 +57,22 @@ func (g *Gate) Check(ctx context.Context, tenant tenancy.ID, target, route strin
 	if err != nil {
 		return err
 	}
-	if v < g.Need {
+	if v == 0 && !tenant.IsZero() && missing != nil {
+		what, err := missing(ctx)
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			return &tenancy.Error{
+				Code: tenancy.CodeTenantNotProvisioned, Module: g.module, Backend: g.backend, Route: route,
+				Detail: fmt.Sprintf("tenant %s has no %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, what),
+				Fix:    fmt.Sprintf(`call Provision(ctx, tenant) on the module's *migrate.Runner (name:"%s"), or Tenants.Provision, before the tenant's first call: it creates the tenant's containers and migrates them to the current version`, g.module),
+			}
+		}
+	}
+	if v < g.need {
 		g.setBehind(tenant, true)
-		return Behind(g.Module, g.Backend, route, tenant, v, g.Need)
+		return behindError(g.module, g.backend, route, tenant, v, g.need)
 	}
 	g.cur.add(tenant, target)
 	g.setBehind(tenant, false)
@@ -74,9 +97,9 @@ func (g *Gate) setBehind(tenant tenancy.ID, behind bool) {
 	}
 }
 
-// Behind is how many tenants this process refused as behind Need and has
-// not found current since (by a later call, a migration run or a
-// teardown): the migrations a metric says are owed.
+// Behind is how many tenants this process refused as behind the needed
+// version and has not found current since (by a later call, a migration
+// run or a teardown): the migrations a metric says are owed.
 func (g *Gate) Behind() int {
 	if g == nil {
 		return 0
@@ -87,9 +110,9 @@ func (g *Gate) Behind() int {
 }
 
 // Mark records that tenant's target is at version v after a migration
-// run (current when v reaches Need).
+// run (current when v reaches the needed version).
 func (g *Gate) Mark(tenant tenancy.ID, target string, v int64) {
-	if g != nil && v >= g.Need {
+	if g != nil && v >= g.need {
 		g.cur.add(tenant, target)
 		g.setBehind(tenant, false)
 	}
@@ -103,34 +126,34 @@ func (g *Gate) Forget(tenant tenancy.ID) {
 	}
 }
 
-// StaleShown is how many stale tenants a start-up refusal names.
-const StaleShown = 5
+// staleShown is how many stale tenants a start-up refusal names.
+const staleShown = 5
 
 // CheckRegistry refuses to start (tenant_migration_behind) while a ready
-// tenant of reg records a version of the module below Need, naming how
-// many and the first StaleShown.
+// tenant of reg records a version of the module below the needed version,
+// naming how many and the first staleShown.
 func (g *Gate) CheckRegistry(ctx context.Context, reg Registry) error {
 	if g == nil {
 		return nil
 	}
-	stale, err := Stale(ctx, reg, g.Module, g.Need)
+	stale, err := staleTenants(ctx, reg, g.module, g.need)
 	if err != nil {
-		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.Backend, g.Module, err)
+		return fmt.Errorf("%s: module %s: reading the tenant registry: %w", g.backend, g.module, err)
 	}
 	if len(stale) == 0 {
 		return nil
 	}
-	names := make([]string, 0, StaleShown)
-	for _, t := range stale[:min(len(stale), StaleShown)] {
-		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[g.Module]))
+	names := make([]string, 0, staleShown)
+	for _, t := range stale[:min(len(stale), staleShown)] {
+		names = append(names, fmt.Sprintf("%s (at %d)", t.ID, t.Versions[g.module]))
 	}
 	more := ""
-	if len(stale) > StaleShown {
-		more = fmt.Sprintf(" and %d more", len(stale)-StaleShown)
+	if len(stale) > staleShown {
+		more = fmt.Sprintf(" and %d more", len(stale)-staleShown)
 	}
 	return &tenancy.Error{
-		Code: tenancy.CodeTenantMigrationBehind, Module: g.Module, Backend: g.Backend,
-		Detail: fmt.Sprintf("%d registered tenants are behind migration version %d: %s%s", len(stale), g.Need, strings.Join(names, ", "), more),
+		Code: tenancy.CodeTenantMigrationBehind, Module: g.module, Backend: g.backend,
+		Detail: fmt.Sprintf("%d registered tenants are behind migration version %d: %s%s", len(stale), g.need, strings.Join(names, ", "), more),
 		Fix:    "run the module's migrations for every tenant (the service's migrate command, or MigrateAll), then start again",
 	}
 }
@@ -140,8 +163,8 @@ func (g *Gate) CheckRegistry(ctx context.Context, reg Registry) error {
 const maxCurrent = 1 << 16
 
 // currentSet is the (tenant, target) pairs of one gate whose target was
-// found at or above Need. Versions only move forward, so a pair stays
-// current until the tenant is torn down.
+// found at or above the needed version. Versions only move forward, so a
+// pair stays current until the tenant is torn down.
 type currentSet struct {
 	mu sync.RWMutex
 	m  map[tenancy.ID]map[string]struct{}
@@ -177,26 +200,4 @@ func (s *currentSet) forget(t tenancy.ID) {
 	s.n -= len(s.m[t])
 	delete(s.m, t)
 	s.mu.Unlock()
-}
-
-// Problem is a wiring mistake of RequiredVersion, which the adapter
-// reports as wiring_invalid at fx.New.
-type Problem struct{ Detail, Fix string }
-
-// RequiredProblems checks a module's RequiredVersion need against the
-// newest version of its migrations and, when its tenants have containers
-// of their own (perTenant), the registry the start-up check reads. pkg
-// names the adapter package and migrations its migrations option, for
-// the fix texts ("kafka", "kafka.Migrations").
-func RequiredProblems(need, latest int64, perTenant, registry bool, pkg, migrations string) []Problem {
-	var out []Problem
-	if need > latest {
-		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", need, latest),
-			"add the migration (" + migrations + ") or lower RequiredVersion"})
-	}
-	if need > 0 && perTenant && !registry {
-		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
-			"pass " + pkg + ".TenantRegistry (postgres.NewRegistry keeps it in a table)"})
-	}
-	return out
 }

@@ -53,9 +53,9 @@ func ReadyTenants(ctx context.Context, r Registry) ([]tenancy.ID, error) {
 	return out, nil
 }
 
-// Stale is the registered tenants whose recorded version of module is
-// below need, in registry order.
-func Stale(ctx context.Context, r Registry, module string, need int64) (stale []Tenant, err error) {
+// staleTenants is the registered tenants whose recorded version of module
+// is below need, in registry order.
+func staleTenants(ctx context.Context, r Registry, module string, need int64) (stale []Tenant, err error) {
 	all, err := r.List(ctx)
 	if err != nil {
 		return nil, err

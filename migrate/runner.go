@@ -17,8 +17,9 @@ type Options struct {
 	// Concurrency is how many tenants run at once (default 4). Each holds
 	// one connection while it runs.
 	Concurrency int
-	// DryRun: MigrateAll lists what would change and changes nothing (the
-	// one dry-run form; ProvisionAll refuses it).
+	// DryRun: MigrateAll lists what would change and changes nothing;
+	// ProvisionAll does the same on a target that can list what it would
+	// create (a ProvisionPlanner) and refuses it on the others.
 	DryRun bool
 	// Logger receives a progress line every Every tenants and one per
 	// failure (default: no logging).
@@ -36,12 +37,16 @@ type Failure struct {
 	Err    error
 }
 
-// Change is one step applied (or, in a dry run, that would be).
+// Change is one step applied (or, in a dry run, that would be), or, in a
+// dry run of ProvisionAll, one container provisioning would create.
 type Change struct {
 	Tenant  tenancy.ID // zero: the shared tables
 	Module  string
 	Version int64
 	Name    string
+	// Create names the container (a Neo4j database) a dry run of
+	// ProvisionAll would create; Version and Name are then unset.
+	Create string
 }
 
 // Report is the outcome of a run.
@@ -133,13 +138,28 @@ type batchProvisioner interface {
 	Batch() int
 }
 
+// ProvisionPlanner is a Target that can list, without creating anything,
+// the containers its Provision would create for a tenant (those missing):
+// ProvisionAll's dry run reports them.
+type ProvisionPlanner interface {
+	PlanProvision(ctx context.Context, tenant tenancy.ID) ([]string, error)
+}
+
 // ProvisionAll provisions tenants as Provision does, with bounded
 // concurrency; a rerun after a crash completes the tenants left half
-// done. It has no dry run.
+// done. With o.DryRun, on a ProvisionPlanner, it lists the containers it
+// would create and the steps that would run, and changes nothing, the
+// registry included; other targets refuse a dry run.
 func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Options) (Report, error) {
 	op := "provision " + r.s.Module
 	if o.DryRun {
-		return Report{Op: op}, fmt.Errorf("%s: module %s: ProvisionAll has no dry run", r.s.Backend, r.s.Module)
+		p, ok := r.t.(ProvisionPlanner)
+		if !ok {
+			return Report{Op: op}, fmt.Errorf("%s: module %s: ProvisionAll has no dry run on this backend", r.s.Backend, r.s.Module)
+		}
+		return Each(ctx, op+" (dry run)", tenants, o, func(ctx context.Context, t tenancy.ID, rec *Recorder) error {
+			return r.planProvision(ctx, p, t, rec)
+		}), nil
 	}
 	create := func(ctx context.Context, batch []tenancy.ID) []error {
 		return []error{r.t.Provision(ctx, batch[0])}
@@ -174,6 +194,24 @@ func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Optio
 		}
 		return errs
 	}), nil
+}
+
+// planProvision records what provisioning tenant would do: the containers
+// it would create, then the steps that would run on them.
+func (r *Runner) planProvision(ctx context.Context, p ProvisionPlanner, tenant tenancy.ID, rec *Recorder) error {
+	if tenant.IsZero() {
+		return r.unbound()
+	}
+	names, err := p.PlanProvision(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		rec.Add(Change{Tenant: tenant, Module: r.s.Module, Create: n})
+	}
+	ch, err := r.migrate(ctx, tenant, true)
+	rec.Add(ch...)
+	return err
 }
 
 // result is errs[i], or an error when a batch returned too few.

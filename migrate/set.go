@@ -154,10 +154,10 @@ func conflict(module, backend string, tenant tenancy.ID, detail string) error {
 	}
 }
 
-// Behind is the refusal of a tenant (zero: the shared tables) whose
+// behindError is the refusal of a tenant (zero: the shared tables) whose
 // containers are at version have while the module's routes need version
 // need.
-func Behind(module, backend, route string, tenant tenancy.ID, have, need int64) error {
+func behindError(module, backend, route string, tenant tenancy.ID, have, need int64) error {
 	who := "the shared tables are"
 	if !tenant.IsZero() {
 		who = "tenant " + tenant.String() + " is"

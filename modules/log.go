@@ -50,8 +50,8 @@ func WithCallSite(ctx context.Context, module, route string) context.Context {
 	return context.WithValue(ctx, callSiteKey{}, callSite{module, route})
 }
 
-// CallSite is the module and route WithCallSite recorded on ctx.
-func CallSite(ctx context.Context) (module, route string, ok bool) {
+// callSiteOf is the module and route WithCallSite recorded on ctx.
+func callSiteOf(ctx context.Context) (module, route string, ok bool) {
 	cs, ok := ctx.Value(callSiteKey{}).(callSite)
 	return cs.module, cs.route, ok
 }
@@ -79,7 +79,7 @@ type tenantHandler struct {
 
 func (t tenantHandler) Handle(ctx context.Context, r slog.Record) error {
 	id, bound := tenancy.FromContext(ctx)
-	module, route, site := CallSite(ctx)
+	module, route, site := callSiteOf(ctx)
 	if !bound && !site {
 		return t.Handler.Handle(ctx, r)
 	}

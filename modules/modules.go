@@ -73,7 +73,7 @@ func Worker(w floors.Worker) fx.Option {
 	)
 }
 
-var enforce = fx.Invoke(Enforce)
+var enforce = fx.Invoke(enforceApp)
 
 // Live is the app's wiring as fx assembled it: inject it to print the live
 // matrix at boot or serve it on an operator endpoint.
@@ -89,7 +89,7 @@ type Live struct {
 
 // Report checks the whole wiring and builds the matrix. Its Errors hold
 // the modules' option errors, then every floor and worker violation; its
-// Warnings are the findings Enforce logs.
+// Warnings are the findings the check at fx.New logs.
 func (l Live) Report() floors.Report { return l.check(floors.Check) }
 
 func (l Live) check(run func([]floors.Module, []floors.Worker) floors.Report) floors.Report {
@@ -137,10 +137,10 @@ func markRefused(m *floors.Matrix, problems []error) {
 // tier it reaches and its verdict.
 func (l Live) Matrix() floors.Matrix { return l.Report().Matrix }
 
-// Enforce checks every module and worker in the app and returns every
+// enforceApp checks every module and worker in the app and returns every
 // violation joined, each a *tenancy.Error. It runs as an fx.Invoke of each
 // module; the first run checks the whole app and later runs return at once.
-func Enforce(l Live) error {
+func enforceApp(l Live) error {
 	if l.allChecked() {
 		return nil
 	}

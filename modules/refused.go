@@ -20,7 +20,7 @@ type Provided struct {
 // ProvideRefused is Provide for a module refused for its options. Besides
 // the wiring, it provides a stand-in for each type the module would have
 // provided, whose constructor returns the app's refusal: every option,
-// floor and worker violation, joined as Enforce reports them.
+// floor and worker violation, joined as the check at fx.New reports them.
 //
 // Without stand-ins, an app's own invoke that runs before the module's
 // check (one inside an fx.Module placed ahead of it) would ask for a type
@@ -66,7 +66,7 @@ func standIn(p Provided) fx.Option {
 // module with option errors.
 var errNoViolation = errors.New("tenantwire: a refused module's stand-in was built, but the app's check found no violation")
 
-// refusal is the app's check as Enforce reports it.
+// refusal is the app's check as fx.New reports it.
 func (l Live) refusal() error {
 	rep := l.check(floors.Verify)
 	if rep.OK() {

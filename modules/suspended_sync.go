@@ -13,9 +13,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// DefaultSuspendedRefresh is how often a replica rereads the suspended set
+// defaultSuspendedRefresh is how often a replica rereads the suspended set
 // unless LifecycleConfig.Refresh says otherwise.
-const DefaultSuspendedRefresh = 5 * time.Second
+const defaultSuspendedRefresh = 5 * time.Second
 
 // LifecycleConfig makes every replica of the app follow one suspended set
 // kept in the app's own store (its tenant registry).
@@ -25,9 +25,8 @@ type LifecycleConfig struct {
 	// know who is suspended does not serve) and every Refresh; a failed
 	// refresh keeps the last set and is logged.
 	Suspended func(ctx context.Context) ([]tenancy.ID, error)
-	// Refresh is the delay between reads; zero means
-	// DefaultSuspendedRefresh. A suspension recorded in the store reaches
-	// every replica within it.
+	// Refresh is the delay between reads; zero means 5s. A suspension
+	// recorded in the store reaches every replica within it.
 	Refresh time.Duration
 }
 
@@ -44,11 +43,11 @@ func LifecycleWith(cfg LifecycleConfig) fx.Option {
 			return errors.New("modules.LifecycleWith: LifecycleConfig.Suspended is nil; give it the function that reads the suspended tenants from your store, or use modules.Lifecycle()")
 		}
 		if cfg.Refresh < 0 {
-			return fmt.Errorf("modules.LifecycleWith: LifecycleConfig.Refresh is %s; give a positive delay, or zero for %s", cfg.Refresh, DefaultSuspendedRefresh)
+			return fmt.Errorf("modules.LifecycleWith: LifecycleConfig.Refresh is %s; give a positive delay, or zero for %s", cfg.Refresh, defaultSuspendedRefresh)
 		}
 		every := cfg.Refresh
 		if every == 0 {
-			every = DefaultSuspendedRefresh
+			every = defaultSuspendedRefresh
 		}
 		if log == nil {
 			log = slog.Default()

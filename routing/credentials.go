@@ -11,7 +11,7 @@ import (
 )
 
 // Credentials are what a tenant's client is built from. Every field enters
-// the Fingerprint, the Secret included, but only through the keyed hash.
+// the fingerprint, the Secret included, but only through the keyed hash.
 type Credentials struct {
 	// Endpoint names the server: a DSN, URI or host:port. A DSN that
 	// embeds a password is fine; it is hashed like the rest.
@@ -24,12 +24,12 @@ type Credentials struct {
 	Params map[string]string
 }
 
-// Fingerprint identifies a credential set within this process. Two tenants
+// fingerprint identifies a credential set within this process. Two tenants
 // with equal fingerprints share one client.
-type Fingerprint [sha256.Size]byte
+type fingerprint [sha256.Size]byte
 
 // String is a short prefix for logs; it reveals nothing about the secret.
-func (f Fingerprint) String() string { return hex.EncodeToString(f[:6]) }
+func (f fingerprint) String() string { return hex.EncodeToString(f[:6]) }
 
 // fingerprintKey is drawn once per process: fingerprints cannot be compared
 // across processes or brute-forced offline from a log line.
@@ -41,9 +41,9 @@ var fingerprintKey = func() []byte {
 	return k
 }()
 
-// Fingerprint hashes the credentials under the per-process key. Fields are
+// fingerprint hashes the credentials under the per-process key. Fields are
 // length-prefixed so that no two different sets collide by concatenation.
-func (c Credentials) Fingerprint() Fingerprint {
+func (c Credentials) fingerprint() fingerprint {
 	m := hmac.New(sha256.New, fingerprintKey)
 	write(m, c.Endpoint)
 	write(m, c.User)
@@ -57,7 +57,7 @@ func (c Credentials) Fingerprint() Fingerprint {
 		write(m, k)
 		write(m, c.Params[k])
 	}
-	var f Fingerprint
+	var f fingerprint
 	m.Sum(f[:0])
 	return f
 }

@@ -44,7 +44,7 @@
 //   - TenantKeyed instead of Targets, for a client whose every key carries
 //     the tenant (Redis): no claims, and tenants whose credentials are
 //     identical share one client.
-//   - Clients are keyed by a Fingerprint, an HMAC-SHA256 of the whole
+//   - Clients are keyed by a fingerprint, an HMAC-SHA256 of the whole
 //     credential set under a per-process random key, so a secret never sits
 //     in a map key and fingerprints mean nothing outside the process.
 //   - A hard bound: at most MaxClients clients exist at once, counting retired

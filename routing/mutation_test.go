@@ -19,18 +19,17 @@ type counted struct {
 }
 
 func (c *counted) config() routing.Config[int] {
-	return routing.Config[int]{
+	return routing.WithClock(routing.Config[int]{
 		Resolve: func(context.Context, tenancy.ID) (routing.Credentials, error) {
 			c.resolves++
 			return routing.Credentials{Endpoint: "e", User: "u"}, nil
 		},
 		Open:  func(context.Context, routing.Credentials) (int, error) { return 1, nil },
 		Close: func(int) {},
-		Now:   func() time.Time { return c.now },
 		// One credential set for every tenant: only a tenant-keyed client
 		// may serve them all (the claims have tests of their own).
 		TenantKeyed: true,
-	}
+	}, func() time.Time { return c.now })
 }
 
 // Each of Resolve, Open and Close is required on its own.
@@ -153,7 +152,7 @@ func TestSharedClientCountsItsTenants(t *testing.T) {
 			now := time.Unix(1_000_000, 0)
 			creds := map[tenancy.ID]routing.Credentials{a: aFirst, b: shared}
 			opens := 0
-			p, err := routing.New(routing.Config[int]{
+			p, err := routing.New(routing.WithClock(routing.Config[int]{
 				Limits:  routing.Limits{TTL: time.Minute},
 				Resolve: func(_ context.Context, id tenancy.ID) (routing.Credentials, error) { return creds[id], nil },
 				Open: func(context.Context, routing.Credentials) (int, error) {
@@ -161,9 +160,8 @@ func TestSharedClientCountsItsTenants(t *testing.T) {
 					return opens, nil
 				},
 				Close:       func(int) {},
-				Now:         func() time.Time { return now },
 				TenantKeyed: true,
-			})
+			}, func() time.Time { return now }))
 			if err != nil {
 				t.Fatal(err)
 			}

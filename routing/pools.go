@@ -95,8 +95,8 @@ type Config[C any] struct {
 	// Limits bound the clients; MaxConnsPerClient is the backend's to
 	// apply when it opens one.
 	Limits
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	// now is the clock; tests replace it (export_test.go).
+	now func() time.Time
 }
 
 // Reading is one reading of a credential set (Config.Read): the targets
@@ -137,7 +137,7 @@ type Pools[C any] struct {
 // client never serves two tenants even if two resolved alike.
 type poolKey struct {
 	tenant tenancy.ID
-	fp     Fingerprint
+	fp     fingerprint
 }
 
 type binding[C any] struct {
@@ -173,8 +173,8 @@ func New[C any](cfg Config[C]) (*Pools[C], error) {
 		return nil, errors.New("routing: Config needs Targets (or Read), or TenantKeyed when every name carries the tenant")
 	}
 	cfg.Limits = cfg.WithDefaults(cfg.MaxConnsPerClient)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.now == nil {
+		cfg.now = time.Now
 	}
 	p := &Pools[C]{
 		cfg:     cfg,
@@ -226,7 +226,7 @@ func (p *Pools[C]) fast(tenant tenancy.ID) (*pool[C], bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	b, ok := p.tenants[tenant]
-	if !ok || p.closed || b.pool.retired.Load() || p.cfg.Now().Sub(b.resolvedAt) >= p.cfg.TTL {
+	if !ok || p.closed || b.pool.retired.Load() || p.cfg.now().Sub(b.resolvedAt) >= p.cfg.TTL {
 		return nil, false
 	}
 	tick := p.clock.Add(1)
@@ -243,7 +243,7 @@ func (p *Pools[C]) fast(tenant tenancy.ID) (*pool[C], bool) {
 // before anything is opened, and every claim (the server's identity
 // included) is taken atomically with the binding.
 func (p *Pools[C]) bind(ctx context.Context, tenant tenancy.ID, creds Credentials) (*pool[C], error) {
-	key := poolKey{fp: creds.Fingerprint()}
+	key := poolKey{fp: creds.fingerprint()}
 	var named claimSet
 	claims := !p.cfg.TenantKeyed
 	rd, err := p.read(creds)
@@ -378,7 +378,7 @@ func (p *Pools[C]) discard(pl *pool[C]) {
 // rebind records tenant → pl; a tenant moving away from its old pool
 // releases it, retiring it when no tenant is left. Called with mu held.
 func (p *Pools[C]) rebind(tenant tenancy.ID, pl *pool[C]) {
-	now := p.cfg.Now()
+	now := p.cfg.now()
 	tick := p.clock.Add(1)
 	pl.lastUsed.Store(tick)
 	if b, ok := p.tenants[tenant]; ok {

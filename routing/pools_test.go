@@ -98,12 +98,12 @@ func newHarnessWith(t *testing.T, maxPools int, tune func(*routing.Config[*clien
 		Targets: targets,
 		Module:  "m",
 		Backend: "fake",
-		Now: func() time.Time {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return h.now
-		},
 	}
+	cfg = routing.WithClock(cfg, func() time.Time {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.now
+	})
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -382,29 +382,6 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 	}
 	if _, _, err := h.pools.Acquire(tenancy.WithTenant(context.Background(), tenant(1))); !errors.Is(err, routing.ErrClosed) {
 		t.Errorf("acquire after close: %v", err)
-	}
-}
-
-func TestFingerprint(t *testing.T) {
-	a := routing.Credentials{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "x", "tls": "on"}}
-	b := routing.Credentials{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"tls": "on", "db": "x"}}
-	if a.Fingerprint() != b.Fingerprint() {
-		t.Error("parameter order changed the fingerprint")
-	}
-	for _, c := range []routing.Credentials{
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "y", "tls": "on"}}, // same names, another value
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"db": "x", "tls": "off"}},
-		{Endpoint: "h", User: "u", Secret: "p", Params: map[string]string{"dbx": "", "tls": "on"}}, // name/value shift
-		{Endpoint: "h", User: "u", Secret: "q", Params: a.Params},
-		{Endpoint: "hu", User: "", Secret: "p", Params: a.Params}, // concatenation shift
-		{Endpoint: "h", User: "u", Secret: "p"},
-	} {
-		if c.Fingerprint() == a.Fingerprint() {
-			t.Errorf("%+v collides with %+v", c, a)
-		}
-	}
-	if s := a.Fingerprint().String(); len(s) != 12 {
-		t.Errorf("short form %q", s)
 	}
 }
 

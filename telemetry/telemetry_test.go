@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -13,13 +15,14 @@ import (
 var tenantA = tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 
 // TestNilRouteAllocatesNothing: without telemetry a route holds a nil
-// *Route, and a whole call through it (start, release, refusal) takes no
-// allocation.
+// *Route and a module a nil *Unit, and a whole call or unit of work
+// through them (start, release, refusal) takes no allocation.
 func TestNilRouteAllocatesNothing(t *testing.T) {
 	var tel *telemetry.Telemetry
 	r := tel.Route(telemetry.RouteInfo{Backend: "redis", Module: "m", Route: "r"})
-	if r != nil {
-		t.Fatal("a nil Telemetry built a Route")
+	u := tel.Unit("postgres", "m")
+	if r != nil || u != nil {
+		t.Fatal("a nil Telemetry built a Route or a Unit")
 	}
 	ctx, release, refused := context.Background(), func() {}, errors.New("refused")
 	a := testing.AllocsPerRun(1000, func() {
@@ -29,6 +32,8 @@ func TestNilRouteAllocatesNothing(t *testing.T) {
 		_ = call.Fail(refused)
 		call.End(nil)
 		_ = tel.Inject(ctx, nil)
+		_, unit := u.Start(ctx, tenantA)
+		unit.End(telemetry.OutcomeRollback, refused)
 	})
 	if a != 0 {
 		t.Fatalf("a call without telemetry allocates %v times, want 0", a)
@@ -83,5 +88,17 @@ func TestTenantPolicies(t *testing.T) {
 		if _, err := telemetry.New(cfg); !errors.Is(err, tenancy.CodeWiringInvalid) {
 			t.Errorf("New(%+v) = %v, want wiring_invalid", cfg, err)
 		}
+	}
+}
+
+// TestUnitNeedsATracer: telemetry with metrics only builds no unit
+// instruments, since a unit is a span and nothing else.
+func TestUnitNeedsATracer(t *testing.T) {
+	tel, err := telemetry.New(telemetry.Config{MeterProvider: noop.NewMeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.Unit("postgres", "m") != nil {
+		t.Fatal("telemetry without a TracerProvider built unit instruments")
 	}
 }

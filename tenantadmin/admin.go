@@ -32,11 +32,11 @@ type Config struct {
 	Registry migrate.Registry
 }
 
-// The list's page size: DefaultLimit when the request names none, at most
-// MaxLimit, so one request never returns an unbounded body.
+// The list's page size: defaultLimit when the request names none, at most
+// maxLimit, so one request never returns an unbounded body.
 const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
+	defaultLimit = 100
+	maxLimit     = 1000
 )
 
 // Module mounts the tenant endpoints on the operator listener (never on
@@ -118,22 +118,22 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	return a, nil
 }
 
-// Entry is one tenant of GET /tenants.
-type Entry struct {
+// tenantEntry is one tenant of GET /tenants.
+type tenantEntry struct {
 	ID        string `json:"id"`
 	State     string `json:"state"`
 	Suspended bool   `json:"suspended"`
 }
 
-// Page is GET /tenants: tenants in id order after the request's after;
+// listPage is GET /tenants: tenants in id order after the request's after;
 // Next, when set, is the after of the next page.
-type Page struct {
-	Tenants []Entry `json:"tenants"`
-	Next    string  `json:"next,omitempty"`
+type listPage struct {
+	Tenants []tenantEntry `json:"tenants"`
+	Next    string        `json:"next,omitempty"`
 }
 
-// Status is GET /tenants/{id}.
-type Status struct {
+// tenantStatus is GET /tenants/{id}.
+type tenantStatus struct {
 	ID string `json:"id"`
 	// Registered: the registry lists the tenant; State and Versions are
 	// its entry.
@@ -142,47 +142,47 @@ type Status struct {
 	Versions   map[string]int64 `json:"versions,omitempty"`
 	// Suspended on the replica that answered.
 	Suspended bool         `json:"suspended"`
-	Modules   []ModulePart `json:"modules"`
+	Modules   []modulePart `json:"modules"`
 }
 
-// ModulePart is one module's part in the tenant lifecycle.
-type ModulePart struct {
+// modulePart is one module's part in the tenant lifecycle.
+type modulePart struct {
 	Module    string `json:"module"`
 	Backend   string `json:"backend"`
 	Provision bool   `json:"provision"`
 	Offboard  bool   `json:"offboard"`
 }
 
-// Result is a step's answer: the per-module report, or with DryRun the
+// stepResult is a step's answer: the per-module report, or with DryRun the
 // plan, what would run in that order, with nothing changed. Suspend and
 // resume have neither: they set one switch of the replica that every
 // module's routes read, and run nothing in the modules.
-type Result struct {
+type stepResult struct {
 	Tenant string `json:"tenant"`
 	Step   string `json:"step"`
 	DryRun bool   `json:"dry_run,omitempty"`
 	OK     bool   `json:"ok"`
 	// Suspended on the replica that answered, after the step (before it,
 	// on a dry run).
-	Suspended bool      `json:"suspended"`
-	Report    []Line    `json:"report,omitempty"`
-	Plan      []Planned `json:"plan,omitempty"`
+	Suspended bool          `json:"suspended"`
+	Report    []reportLine  `json:"report,omitempty"`
+	Plan      []plannedLine `json:"plan,omitempty"`
 	// Code and Error are set when a module failed (tenant_step_failed).
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
-// Planned is one module's line of a dry run: it would run, or would be
+// plannedLine is one module's line of a dry run: it would run, or would be
 // skipped for the reason given.
-type Planned struct {
+type plannedLine struct {
 	Module  string `json:"module"`
 	Backend string `json:"backend"`
 	Runs    bool   `json:"runs"`
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// Line is one module's line of a report.
-type Line struct {
+// reportLine is one module's line of a report.
+type reportLine struct {
 	Module  string `json:"module"`
 	Backend string `json:"backend"`
 	OK      bool   `json:"ok"`
@@ -191,8 +191,8 @@ type Line struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// ErrorBody is every refusal's body: the message, its code and what to do.
-type ErrorBody struct {
+// errorBody is every refusal's body: the message, its code and what to do.
+type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 	Fix   string `json:"fix,omitempty"`
@@ -204,11 +204,11 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 		refuse(w, invalid("GET /tenants takes no parameter "+strconv.Quote(bad)))
 		return
 	}
-	limit := DefaultLimit
+	limit := defaultLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxLimit {
-			refuse(w, invalid(fmt.Sprintf("limit %q is not a number from 1 to %d", s, MaxLimit)))
+		if err != nil || n < 1 || n > maxLimit {
+			refuse(w, invalid(fmt.Sprintf("limit %q is not a number from 1 to %d", s, maxLimit)))
 			return
 		}
 		limit = n
@@ -230,7 +230,7 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	// Order by id here, whatever the registry's order, so that after is a
 	// cursor that neither skips nor repeats a tenant.
 	slices.SortFunc(all, func(x, y migrate.Tenant) int { return compareID(x.ID, y.ID) })
-	page := Page{Tenants: []Entry{}}
+	page := listPage{Tenants: []tenantEntry{}}
 	for _, t := range all {
 		if !after.IsZero() && compareID(t.ID, after) <= 0 {
 			continue
@@ -239,7 +239,7 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 			page.Next = page.Tenants[limit-1].ID
 			break
 		}
-		page.Tenants = append(page.Tenants, Entry{ID: t.ID.String(), State: string(t.State), Suspended: a.tenants.Suspended(t.ID)})
+		page.Tenants = append(page.Tenants, tenantEntry{ID: t.ID.String(), State: string(t.State), Suspended: a.tenants.Suspended(t.ID)})
 	}
 	reply(w, http.StatusOK, page)
 }
@@ -259,14 +259,14 @@ func (a *admin) status(w http.ResponseWriter, r *http.Request) {
 		refuse(w, registryDown(err))
 		return
 	}
-	st := Status{ID: id.String(), Suspended: a.tenants.Suspended(id), Modules: make([]ModulePart, 0, len(a.all))}
+	st := tenantStatus{ID: id.String(), Suspended: a.tenants.Suspended(id), Modules: make([]modulePart, 0, len(a.all))}
 	for _, t := range all {
 		if t.ID == id {
 			st.Registered, st.State, st.Versions = true, string(t.State), t.Versions
 		}
 	}
 	for _, p := range a.all {
-		st.Modules = append(st.Modules, ModulePart{Module: p.Module, Backend: p.Backend, Provision: p.Provisions, Offboard: p.Offboards})
+		st.Modules = append(st.Modules, modulePart{Module: p.Module, Backend: p.Backend, Provision: p.Provisions, Offboard: p.Offboards})
 	}
 	reply(w, http.StatusOK, st)
 }
@@ -313,7 +313,7 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if err := Confirm(id, r.URL.Query()["confirm"]); err != nil {
+	if err := confirmOffboard(id, r.URL.Query()["confirm"]); err != nil {
 		refuse(w, err)
 		return
 	}
@@ -323,9 +323,9 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 	a.report(w, id, "offboard", rep, err)
 }
 
-// Confirm checks an offboard's confirmation: exactly one value, the
+// confirmOffboard checks an offboard's confirmation: exactly one value, the
 // tenant's own id (in either case), or offboard_unconfirmed.
-func Confirm(id tenancy.ID, confirm []string) error {
+func confirmOffboard(id tenancy.ID, confirm []string) error {
 	if len(confirm) == 1 {
 		if c, err := tenancy.ParseID(confirm[0]); err == nil && c == id {
 			return nil
@@ -354,22 +354,22 @@ func (a *admin) toggle(w http.ResponseWriter, r *http.Request, step string, set 
 		return
 	}
 	set(id)
-	reply(w, http.StatusOK, Result{Tenant: id.String(), Step: step, OK: true, Suspended: a.tenants.Suspended(id)})
+	reply(w, http.StatusOK, stepResult{Tenant: id.String(), Step: step, OK: true, Suspended: a.tenants.Suspended(id)})
 }
 
 func (a *admin) plan(w http.ResponseWriter, id tenancy.ID, step string, runs func(modules.Part) (bool, string)) {
-	res := Result{Tenant: id.String(), Step: step, DryRun: true, OK: true, Suspended: a.tenants.Suspended(id)}
+	res := stepResult{Tenant: id.String(), Step: step, DryRun: true, OK: true, Suspended: a.tenants.Suspended(id)}
 	for _, p := range a.tenants.Parts() {
 		ok, skipped := runs(p)
-		res.Plan = append(res.Plan, Planned{Module: p.Module, Backend: p.Backend, Runs: ok, Skipped: skipped})
+		res.Plan = append(res.Plan, plannedLine{Module: p.Module, Backend: p.Backend, Runs: ok, Skipped: skipped})
 	}
 	reply(w, http.StatusOK, res)
 }
 
 func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep modules.Report, err error) {
-	res := Result{Tenant: id.String(), Step: step, OK: err == nil, Suspended: a.tenants.Suspended(id), Report: make([]Line, 0, len(rep))}
+	res := stepResult{Tenant: id.String(), Step: step, OK: err == nil, Suspended: a.tenants.Suspended(id), Report: make([]reportLine, 0, len(rep))}
 	for _, l := range rep {
-		line := Line{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
+		line := reportLine{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
 		if l.Err != nil {
 			line.Error, line.Code = l.Err.Error(), string(tenancy.CodeOf(l.Err))
 		}
@@ -384,7 +384,7 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 
 // tenantOf reads the path's tenant id: canonical UUIDs only.
 func tenantOf(w http.ResponseWriter, r *http.Request) (tenancy.ID, bool) {
-	id, err := ParseTenant(r.PathValue("id"))
+	id, err := parseTenant(r.PathValue("id"))
 	if err != nil {
 		refuse(w, err)
 		return tenancy.ID{}, false
@@ -392,9 +392,9 @@ func tenantOf(w http.ResponseWriter, r *http.Request) (tenancy.ID, bool) {
 	return id, true
 }
 
-// ParseTenant is tenancy.ParseID with the operator surface's refusal,
+// parseTenant is tenancy.ParseID with the operator surface's refusal,
 // tenant_id_invalid.
-func ParseTenant(s string) (tenancy.ID, error) {
+func parseTenant(s string) (tenancy.ID, error) {
 	id, err := tenancy.ParseID(s)
 	if err != nil {
 		return tenancy.ID{}, &tenancy.Error{
@@ -451,7 +451,7 @@ func unknownParams(q map[string][]string, allowed ...string) string {
 func invalid(detail string) error {
 	return &tenancy.Error{
 		Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail + "; nothing was changed",
-		Fix: "use dry_run=1 (or true) on provision and offboard only, confirm on offboard only, and after (a tenant id) and limit (1 to " + strconv.Itoa(MaxLimit) + ") on the list",
+		Fix: "use dry_run=1 (or true) on provision and offboard only, confirm on offboard only, and after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
 	}
 }
 
@@ -474,7 +474,7 @@ func refuse(w http.ResponseWriter, err error) {
 	if e.Code == tenancy.CodeTenantRegistryUnavailable {
 		status = http.StatusServiceUnavailable
 	}
-	reply(w, status, ErrorBody{Error: e.Detail, Code: string(e.Code), Fix: e.Fix})
+	reply(w, status, errorBody{Error: e.Detail, Code: string(e.Code), Fix: e.Fix})
 }
 
 func reply(w http.ResponseWriter, status int, body any) {

@@ -12,8 +12,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Usage is Run's synopsis.
-const Usage = `usage:
+// synopsis is Run's usage text.
+const synopsis = `usage:
   list                              every tenant of the registry, one JSON line each
   status    <id>                    registry state, suspended, each module's part
   provision <id> [--dry-run]
@@ -58,7 +58,7 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 	if len(rest) == 0 {
 		return usage(cmd + " needs a tenant id")
 	}
-	id, err := ParseTenant(rest[0])
+	id, err := parseTenant(rest[0])
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 		if set {
 			confirm = []string{c}
 		}
-		if err := Confirm(id, confirm); err != nil {
+		if err := confirmOffboard(id, confirm); err != nil {
 			return err
 		}
 		q.Set("confirm", id.String())
@@ -135,7 +135,7 @@ func ExitCode(err error) int {
 func list(ctx context.Context, base *url.URL, out io.Writer) error {
 	after := ""
 	for {
-		q := url.Values{"limit": {fmt.Sprint(MaxLimit)}}
+		q := url.Values{"limit": {fmt.Sprint(maxLimit)}}
 		if after != "" {
 			q.Set("after", after)
 		}
@@ -147,7 +147,7 @@ func list(ctx context.Context, base *url.URL, out io.Writer) error {
 			}
 			return err
 		}
-		var page Page
+		var page listPage
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("tenantadmin: the replica's list is not a page: %w", err)
 		}
@@ -184,7 +184,7 @@ func call(ctx context.Context, method string, u *url.URL) ([]byte, error) {
 	if resp.StatusCode/100 == 2 {
 		return body, nil
 	}
-	var e ErrorBody
+	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Code == "" {
 		// Not the surface's answer (a 404 from a replica without
 		// tenantadmin.Module, a proxy's page): never a success.
@@ -249,5 +249,5 @@ func parseFlags(args []string) (map[string]string, error) {
 }
 
 func usage(detail string) error {
-	return &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail, Fix: Usage}
+	return &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail, Fix: synopsis}
 }

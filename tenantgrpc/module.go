@@ -34,9 +34,9 @@ func Module(cfg Config) fx.Option {
 	)
 }
 
-// ServiceDef is one service registered with the module: its descriptor,
+// serviceDef is one service registered with the module: its descriptor,
 // its implementation, and the class of each of its methods and streams.
-type ServiceDef struct {
+type serviceDef struct {
 	Desc *grpc.ServiceDesc
 	Impl any
 	// Class is the class of every method and stream Methods does not name;
@@ -55,7 +55,7 @@ type Method struct {
 
 type serviceOut struct {
 	fx.Out
-	Service ServiceDef `group:"tenantgrpc_services"`
+	Service serviceDef `group:"tenantgrpc_services"`
 }
 
 // Service registers a service with the module. Every method and stream
@@ -63,7 +63,7 @@ type serviceOut struct {
 // any left unclassified is refused with route_unclassified during fx.New,
 // so a method added to the descriptor later cannot be served unclassified.
 func Service(desc *grpc.ServiceDesc, impl any, class Class, methods ...Method) fx.Option {
-	d := ServiceDef{Desc: desc, Impl: impl, Class: class, Methods: methods}
+	d := serviceDef{Desc: desc, Impl: impl, Class: class, Methods: methods}
 	return fx.Provide(func() serviceOut { return serviceOut{Service: d} })
 }
 
@@ -71,7 +71,7 @@ func Service(desc *grpc.ServiceDesc, impl any, class Class, methods ...Method) f
 // graph: deps is any type fx can supply, including an fx.In struct.
 func ServiceWith[D any](desc *grpc.ServiceDesc, class Class, build func(deps D) any, methods ...Method) fx.Option {
 	return fx.Provide(func(deps D) serviceOut {
-		return serviceOut{Service: ServiceDef{Desc: desc, Impl: build(deps), Class: class, Methods: methods}}
+		return serviceOut{Service: serviceDef{Desc: desc, Impl: build(deps), Class: class, Methods: methods}}
 	})
 }
 
@@ -98,7 +98,7 @@ type wireParams struct {
 	fx.In
 
 	Server    *Server
-	Services  []ServiceDef `group:"tenantgrpc_services"`
+	Services  []serviceDef `group:"tenantgrpc_services"`
 	Logger    *slog.Logger `optional:"true"`
 	Lifecycle fx.Lifecycle
 	Telemetry *telemetry.Telemetry `optional:"true"`
@@ -135,9 +135,9 @@ func keyIf(cfg Config) string {
 // onto the two servers. It refuses here what grpc.Server.RegisterService
 // would end the process for (an implementation of the wrong type, a
 // service registered twice).
-func (s *Server) plan(defs []ServiceDef) error {
+func (s *Server) plan(defs []serviceDef) error {
 	defs = slices.Clone(defs)
-	slices.SortStableFunc(defs, func(a, b ServiceDef) int { return cmp.Compare(serviceName(a), serviceName(b)) })
+	slices.SortStableFunc(defs, func(a, b serviceDef) int { return cmp.Compare(serviceName(a), serviceName(b)) })
 	s.classes = map[string]Class{}
 	seen := map[string]bool{}
 	var errs []error
@@ -174,7 +174,7 @@ func (s *Server) plan(defs []ServiceDef) error {
 	return errors.Join(errs...)
 }
 
-func serviceName(d ServiceDef) string {
+func serviceName(d serviceDef) string {
 	if d.Desc == nil {
 		return ""
 	}
@@ -184,7 +184,7 @@ func serviceName(d ServiceDef) string {
 func fullMethod(service, method string) string { return "/" + service + "/" + method }
 
 // classify gives every method and stream of d its class.
-func classify(d ServiceDef) (map[string]Class, []error) {
+func classify(d serviceDef) (map[string]Class, []error) {
 	name := d.Desc.ServiceName
 	var errs []error
 	declared := map[string]bool{}
@@ -235,7 +235,7 @@ func classify(d ServiceDef) (map[string]Class, []error) {
 
 // checkImpl refuses an implementation gRPC would refuse by ending the
 // process: one that does not implement the descriptor's handler type.
-func checkImpl(d ServiceDef, classes map[string]Class) error {
+func checkImpl(d serviceDef, classes map[string]Class) error {
 	served := false
 	for _, c := range classes {
 		served = served || c != Blocked
@@ -259,7 +259,7 @@ func checkImpl(d ServiceDef, classes map[string]Class) error {
 // filtered is d's descriptor with only the methods of class c, or false
 // when it has none: a method of another class is not registered on that
 // server at all, so gRPC answers it Unimplemented.
-func filtered(d ServiceDef, classes map[string]Class, c Class) (registration, bool) {
+func filtered(d serviceDef, classes map[string]Class, c Class) (registration, bool) {
 	desc := grpc.ServiceDesc{ServiceName: d.Desc.ServiceName, HandlerType: d.Desc.HandlerType, Metadata: d.Desc.Metadata}
 	for _, m := range d.Desc.Methods {
 		if classes[fullMethod(desc.ServiceName, m.MethodName)] == c {

@@ -19,7 +19,7 @@ import (
 // gate in front of every handler. The loopback tests see only both
 // together; this checks each one alone.
 func TestGateAndFilterEachHold(t *testing.T) {
-	d := ServiceDef{
+	d := serviceDef{
 		Desc: &grpc.ServiceDesc{
 			ServiceName: "s",
 			HandlerType: (*any)(nil),

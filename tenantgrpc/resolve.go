@@ -23,9 +23,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
 
-// Domain is the ErrorInfo domain of the statuses the boundary answers;
+// errorDomain is the ErrorInfo domain of the statuses the boundary answers;
 // the ErrorInfo's reason is the tenantwire code.
-const Domain = "tenantwire"
+const errorDomain = "tenantwire"
 
 // Resolver resolves the tenant of a call. Build it with NewResolver, which
 // enforces the key check and the trusted-proxy interlock.
@@ -135,7 +135,7 @@ func StatusCode(c tenancy.Code) codes.Code {
 
 // Status is the gRPC status of a coded refusal: StatusCode's code, the
 // refusal's text (which starts with its code) as the message, and an
-// ErrorInfo detail whose reason is the code, domain Domain, with the fix
+// ErrorInfo detail whose reason is the code, domain "tenantwire", with the fix
 // under "fix". An error with no *tenancy.Error is Internal.
 func Status(err error) *status.Status {
 	var e *tenancy.Error
@@ -145,7 +145,7 @@ func Status(err error) *status.Status {
 	st := status.New(StatusCode(e.Code), e.Error())
 	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   string(e.Code),
-		Domain:   Domain,
+		Domain:   errorDomain,
 		Metadata: map[string]string{"fix": e.Fix},
 	})
 	if derr != nil {
@@ -184,7 +184,7 @@ func CodeOf(err error) tenancy.Code {
 		return ""
 	}
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == Domain {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
 			return tenancy.Code(info.GetReason())
 		}
 	}

@@ -77,25 +77,25 @@ type Config struct {
 
 // The listener limits when the Config leaves them zero.
 const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 60 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
-	DefaultMaxHeaderBytes    = 64 << 10
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultReadTimeout       = 30 * time.Second
+	defaultWriteTimeout      = 60 * time.Second
+	defaultIdleTimeout       = 60 * time.Second
+	defaultMaxHeaderBytes    = 64 << 10
 )
 
 // server is an http.Server for one listener with the configured limits.
 func (c Config) server(h http.Handler, errLog *log.Logger) http.Server {
 	maxHeader := c.MaxHeaderBytes
 	if maxHeader <= 0 {
-		maxHeader = DefaultMaxHeaderBytes
+		maxHeader = defaultMaxHeaderBytes
 	}
 	return http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		ReadTimeout:       cmp.Or(c.ReadTimeout, DefaultReadTimeout),
-		WriteTimeout:      cmp.Or(c.WriteTimeout, DefaultWriteTimeout),
-		IdleTimeout:       cmp.Or(c.IdleTimeout, DefaultIdleTimeout),
+		ReadHeaderTimeout: cmp.Or(c.ReadHeaderTimeout, defaultReadHeaderTimeout),
+		ReadTimeout:       cmp.Or(c.ReadTimeout, defaultReadTimeout),
+		WriteTimeout:      cmp.Or(c.WriteTimeout, defaultWriteTimeout),
+		IdleTimeout:       cmp.Or(c.IdleTimeout, defaultIdleTimeout),
 		MaxHeaderBytes:    maxHeader,
 		ErrorLog:          errLog,
 	}

@@ -18,7 +18,7 @@ func TestListenerLimits(t *testing.T) {
 	if s.ReadHeaderTimeout != 1 || s.ReadTimeout != 2 || s.WriteTimeout != 3 || s.IdleTimeout != -1 || s.MaxHeaderBytes != 5 {
 		t.Errorf("configured: %v %v %v %v %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
-	if s := (Config{MaxHeaderBytes: -1}).server(nil, nil); s.MaxHeaderBytes != DefaultMaxHeaderBytes {
+	if s := (Config{MaxHeaderBytes: -1}).server(nil, nil); s.MaxHeaderBytes != defaultMaxHeaderBytes {
 		t.Errorf("negative MaxHeaderBytes: %d", s.MaxHeaderBytes)
 	}
 }

@@ -51,7 +51,7 @@ type wireParams struct {
 	fx.In
 
 	Server    *Server
-	Routes    []RouteDef `group:"tenanthttp_routes"`
+	Routes    []routeDef `group:"tenanthttp_routes"`
 	Live      modules.Live
 	Ready     modules.Readiness
 	Logger    *slog.Logger `optional:"true"`
@@ -83,7 +83,7 @@ func wire(p wireParams) error {
 	}
 	live, ready := p.Live, p.Ready
 	routes := append(slices.Clone(p.Routes),
-		RouteDef{Pattern: "GET /readyz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		routeDef{Pattern: "GET /readyz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ok, checks := ready.Check(r.Context(), ReadyTimeout)
 			body, err := json.Marshal(struct {
 				Ready  bool                  `json:"ready"`
@@ -99,10 +99,10 @@ func wire(p wireParams) error {
 			}
 			writeJSON(w, status, string(body))
 		})},
-		RouteDef{Pattern: "GET /healthz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		routeDef{Pattern: "GET /healthz", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, string(health))
 		})},
-		RouteDef{Pattern: "GET /tenancy/matrix", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		routeDef{Pattern: "GET /tenancy/matrix", Class: Operator, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			var b bytes.Buffer
 			if err := live.Matrix().WriteJSON(&b); err != nil {
 				http.Error(w, "matrix unavailable", http.StatusInternalServerError)

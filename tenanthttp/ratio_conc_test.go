@@ -57,10 +57,10 @@ func TestRatioConcHTTP(t *testing.T) {
 		}
 		write(w, id)
 	})
-	// The module's listener limits, so that both servers set the same
-	// deadlines per request.
-	plain := &http.Server{Handler: mux, ReadHeaderTimeout: tenanthttp.DefaultReadHeaderTimeout, ReadTimeout: tenanthttp.DefaultReadTimeout,
-		WriteTimeout: tenanthttp.DefaultWriteTimeout, IdleTimeout: tenanthttp.DefaultIdleTimeout, MaxHeaderBytes: tenanthttp.DefaultMaxHeaderBytes}
+	// The module's default listener limits (tenanthttp.Config), so that
+	// both servers set the same deadlines per request.
+	plain := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 // DefaultHeader is the tenant header's name when Config.Header is empty.
 const DefaultHeader = "X-Tenant-ID"
 
-// InvalidHeaderBody is the exact body of the 400 answered for a malformed
+// invalidHeaderBody is the exact body of the 400 answered for a malformed
 // tenant header.
-const InvalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
+const invalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
 
 const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_conflict"}`
 
@@ -93,10 +93,10 @@ func blank(v string) bool {
 	return true
 }
 
-// HostLabel returns the first DNS label of a Host header value, lowercased,
+// hostLabel returns the first DNS label of a Host header value, lowercased,
 // without its port; "" for an IPv6 literal or an empty host. It allocates
 // only when the label has upper-case letters.
-func HostLabel(host string) string {
+func hostLabel(host string) string {
 	if host == "" || host[0] == '[' {
 		return ""
 	}
@@ -162,7 +162,7 @@ func (res *Resolver) Resolve(r *http.Request) (tenancy.ID, error) {
 		header = r.Header[res.header]
 	}
 	if res.host != nil {
-		if label := HostLabel(r.Host); label != "" {
+		if label := hostLabel(r.Host); label != "" {
 			if id, ok := res.host(label); ok {
 				host = id
 			}
@@ -218,7 +218,7 @@ func absoluteForm(r *http.Request) bool {
 }
 
 // Middleware binds the resolved tenant into the request context with
-// tenancy.WithTenant, or answers the refusal: 400 with InvalidHeaderBody
+// tenancy.WithTenant, or answers the refusal: 400 with invalidHeaderBody
 // for a malformed header, 403 with a JSON body naming
 // tenant_source_conflict when sources disagree, 400 with a JSON body naming
 // tenant_host_ambiguous for an absolute-form target in host mode, 400 with
@@ -241,7 +241,7 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 }
 
 func refuse(w http.ResponseWriter, err error) {
-	status, body := http.StatusBadRequest, InvalidHeaderBody
+	status, body := http.StatusBadRequest, invalidHeaderBody
 	switch err {
 	case ErrSourceConflict:
 		status, body = http.StatusForbidden, conflictBody

@@ -14,9 +14,9 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// RouteDef is one route registered with the module: a net/http ServeMux
+// routeDef is one route registered with the module: a net/http ServeMux
 // pattern ("GET /orders/{id}"), its surface class and its handler.
-type RouteDef struct {
+type routeDef struct {
 	Pattern string
 	Class   Class
 	Handler http.Handler
@@ -24,14 +24,14 @@ type RouteDef struct {
 
 type routeOut struct {
 	fx.Out
-	Route RouteDef `group:"tenanthttp_routes"`
+	Route routeDef `group:"tenanthttp_routes"`
 }
 
 // Route registers a route with the module. Every route must be classified:
 // the zero Class is refused with route_unclassified during fx.New. A
 // Blocked route's handler is never called and may be nil.
 func Route(pattern string, class Class, h http.Handler) fx.Option {
-	d := RouteDef{Pattern: pattern, Class: class, Handler: h}
+	d := routeDef{Pattern: pattern, Class: class, Handler: h}
 	return fx.Provide(func() routeOut { return routeOut{Route: d} })
 }
 
@@ -39,7 +39,7 @@ func Route(pattern string, class Class, h http.Handler) fx.Option {
 // is any type fx can supply, including an fx.In struct.
 func RouteWith[D any](pattern string, class Class, build func(deps D) http.Handler) fx.Option {
 	return fx.Provide(func(deps D) routeOut {
-		return routeOut{Route: RouteDef{Pattern: pattern, Class: class, Handler: build(deps)}}
+		return routeOut{Route: routeDef{Pattern: pattern, Class: class, Handler: build(deps)}}
 	})
 }
 
@@ -57,9 +57,9 @@ var notFound = http.NotFoundHandler()
 // A route that would answer a request a shadow of its listener matches is
 // refused (route_class_overlap): the shadow must win every request it
 // matches, which net/http guarantees only where it is the more specific.
-func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
+func buildMuxes(routes []routeDef, res *Resolver) (muxes, error) {
 	routes = slices.Clone(routes)
-	slices.SortStableFunc(routes, func(a, b RouteDef) int { return cmp.Compare(a.Pattern, b.Pattern) })
+	slices.SortStableFunc(routes, func(a, b routeDef) int { return cmp.Compare(a.Pattern, b.Pattern) })
 	if err := classified(routes); err != nil {
 		return muxes{}, err
 	}
@@ -84,7 +84,7 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	}
 	// Shadows match any method, so that a tenant catch-all cannot answer
 	// "POST /healthz" either; several routes may share one shadow.
-	tenantShadows, operatorShadows := map[string]RouteDef{}, map[string]RouteDef{}
+	tenantShadows, operatorShadows := map[string]routeDef{}, map[string]routeDef{}
 	for _, r := range routes {
 		switch r.Class {
 		case Operator:
@@ -101,7 +101,7 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 	m := muxes{tenant: tenant, operator: operator}
 	for _, sh := range []struct {
 		mux  *http.ServeMux
-		set  map[string]RouteDef
+		set  map[string]routeDef
 		next *http.Handler
 	}{{tenant, tenantShadows, &m.tenant}, {operator, operatorShadows, &m.operator}} {
 		guard := http.NewServeMux()
@@ -117,7 +117,7 @@ func buildMuxes(routes []RouteDef, res *Resolver) (muxes, error) {
 
 // classified refuses a route with no surface class, or with no handler
 // where it is served.
-func classified(routes []RouteDef) error {
+func classified(routes []routeDef) error {
 	var errs []error
 	for _, r := range routes {
 		switch {
@@ -138,12 +138,12 @@ func classified(routes []RouteDef) error {
 
 // unshadowed refuses (route_class_overlap) a route that would answer a
 // request a shadow of its own listener matches.
-func unshadowed(routes []RouteDef, tenantShadows, operatorShadows map[string]RouteDef) error {
+func unshadowed(routes []routeDef, tenantShadows, operatorShadows map[string]routeDef) error {
 	type shadow struct {
 		pattern
-		of RouteDef
+		of routeDef
 	}
-	parseAll := func(set map[string]RouteDef) (out []shadow) {
+	parseAll := func(set map[string]routeDef) (out []shadow) {
 		for _, sh := range slices.Sorted(maps.Keys(set)) {
 			p, _ := parsePattern(sh)
 			out = append(out, shadow{p, set[sh]})
@@ -195,7 +195,7 @@ func (g decodedGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-func routeOverlap(r, shadow RouteDef) error {
+func routeOverlap(r, shadow routeDef) error {
 	return &tenancy.Error{
 		Code:   tenancy.CodeRouteClassOverlap,
 		Module: "tenanthttp",

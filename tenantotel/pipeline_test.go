@@ -46,11 +46,12 @@ type handled struct {
 // TestOneRequestIsOneStoryAcrossTheOutbox: a request through the HTTP
 // boundary stores an order and an outbox row in one unit of work
 // (PostgreSQL); the relay delivers the row to Kafka and a consumer handles
-// it. The spans tell it: the request's server span, its two PostgreSQL
-// route spans, the Kafka delivery span linked to the request through the
-// row's headers, and the consumer's span linked to the delivery through
-// the record's headers, the tenant on each; the handler runs under the
-// consumer's span with the tenant bound. TENANTWIRE_OBS_WALKTHROUGH=file
+// it. The spans tell it: the request's server span, the unit of work's
+// span under it, its two PostgreSQL route spans under that, the Kafka
+// delivery span linked to the outbox write through the row's headers,
+// and the consumer's span linked to the delivery through the record's
+// headers, the tenant on each; the handler runs under the consumer's
+// span with the tenant bound. TENANTWIRE_OBS_WALKTHROUGH=file
 // writes the spans as docs/observability.md shows them.
 func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 	dsn := testsvc.PostgresURL(t)
@@ -163,24 +164,27 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 		}
 	}
 
-	server := find(spans, "POST /orders/{id}")
+	server, unit := find(spans, "POST /orders/{id}"), find(spans, telemetry.UnitSpan)
 	orders, events := find(spans, "postgres orders"), find(spans, "postgres events")
 	delivery, consumer := find(spans, "kafka orders"), find(spans, "kafka orders-in")
-	if server == nil || orders == nil || events == nil || delivery == nil || consumer == nil {
+	if server == nil || unit == nil || orders == nil || events == nil || delivery == nil || consumer == nil {
 		t.Fatalf("spans: %s", names(spans))
 	}
+	if unit.Parent().SpanID() != server.SpanContext().SpanID() || attrs(unit)[telemetry.AttrUnitOutcome] != telemetry.OutcomeCommit {
+		t.Errorf("the unit of work is not a committed child of the request span: %v", attrs(unit))
+	}
 	for _, s := range []sdktrace.ReadOnlySpan{orders, events} {
-		if s.Parent().SpanID() != server.SpanContext().SpanID() {
-			t.Errorf("%s is not a child of the request span", s.Name())
+		if s.Parent().SpanID() != unit.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of the unit of work's span", s.Name())
 		}
 	}
-	if !linksTo(delivery, server) || delivery.SpanKind() != trace.SpanKindProducer {
-		t.Errorf("the delivery span does not link to the request span: %v", delivery.Links())
+	if !linksTo(delivery, events) || delivery.SpanKind() != trace.SpanKindProducer {
+		t.Errorf("the delivery span does not link to the outbox write's span: %v", delivery.Links())
 	}
 	if !linksTo(consumer, delivery) || consumer.SpanKind() != trace.SpanKindConsumer {
 		t.Errorf("the consumer span does not link to the delivery span: %v", consumer.Links())
 	}
-	for _, s := range []sdktrace.ReadOnlySpan{server, orders, events, delivery, consumer} {
+	for _, s := range []sdktrace.ReadOnlySpan{server, unit, orders, events, delivery, consumer} {
 		if attrs(s)[telemetry.AttrTenant] != tenantA.String() {
 			t.Errorf("%s: tenant %q", s.Name(), attrs(s)[telemetry.AttrTenant])
 		}
@@ -195,7 +199,7 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 		t.Errorf("consumer lag series: %v %v", m, ok)
 	}
 	if path := os.Getenv("TENANTWIRE_OBS_WALKTHROUGH"); path != "" {
-		if err := os.WriteFile(path, []byte(walkthrough([]sdktrace.ReadOnlySpan{server, orders, events, delivery, consumer})), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(walkthrough([]sdktrace.ReadOnlySpan{server, unit, orders, events, delivery, consumer})), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/telemetry"
@@ -102,8 +103,9 @@ type core struct {
 	shared *client
 	pools  *routing.Pools[*client]
 	routes []*routeSpec
-	// versions: Migrations and RequiredVersion.
+	// versions: Migrations; gate: RequiredVersion, this app's own.
 	versions *versions
+	gate     *migrate.Gate
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
 	// tel records producer calls and consumed records (nil: the app gave
@@ -113,8 +115,9 @@ type core struct {
 
 func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules.LifecycleIn) (*core, error) {
 	return func(lc fx.Lifecycle, lin modules.LifecycleIn) (*core, error) {
-		c := &core{module: module, routes: cfg.routes, versions: v, suspensions: lin.Suspensions, tel: lin.Telemetry}
-		lin.Telemetry.ObserveBehind(module, rules.Name, v.gate.Behind)
+		c := &core{module: module, routes: cfg.routes, versions: v, gate: migrate.NewGate(module, rules.Name, cfg.Required),
+			suspensions: lin.Suspensions, tel: lin.Telemetry}
+		lin.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed == nil {
 			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
 			lc.Append(fx.StopHook(c.shared.close))

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -44,6 +46,62 @@ func parseStep(module string, routes []*routeSpec, st migrate.Step) (topicStep, 
 	return ts, nil
 }
 
+// Migrations gives the module its topic-configuration steps
+// ("<version>_<name>.json": {"routes": [...], "configs": {"retention.ms":
+// "86400000", "cleanup.policy": null}}, set on the tenant's topics of the
+// named routes, every per-tenant route when none; null deletes a
+// setting), checked at fx.New, which the module's runner applies. A
+// module needs them for RequiredVersion.
+func Migrations(fsys fs.FS) Option { return func(c *config) { c.Files = fsys } }
+
+// RequiredVersion declares the migration version the module's per-tenant
+// topics need. At start the app refuses (tenant_migration_behind) while a
+// tenant the TenantRegistry lists records a version below it; at run time
+// a Produce or Deliver for a tenant whose topics are behind is refused
+// before it writes. Kafka keeps no migration history, so a tenant's
+// version there is read from its topics themselves: the newest version of
+// Migrations whose configuration (every setting a step up to it set or
+// deleted) the tenant's topics carry, read once per tenant and cluster
+// with DescribeConfigs, then remembered. It needs Migrations (a version
+// above the newest step is wiring_invalid), a TenantRegistry and a route
+// with per-tenant topics (or a routed client).
+func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
+
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
+func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
+
+// versions is a module's migration set, parsed once when the module is
+// built; the version gate is each app's own (core.gate), so two apps built
+// from one Module option never share what they remember.
+type versions struct {
+	set   migrate.Set
+	steps []topicStep // parsed, in set order
+}
+
+// versionWiring loads and checks the module's migrations and adds its
+// version check to spec.
+func versionWiring(spec *modules.Spec, cfg *config) *versions {
+	v := &versions{}
+	var bad []migrate.Problem
+	v.set, bad = cfg.Load("json")
+	for _, st := range v.set {
+		ts, err := parseStep(spec.Name, cfg.routes, st)
+		if err != nil {
+			bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "fix the step: a JSON object with \"configs\" and, optionally, \"routes\" of the module"})
+		}
+		v.steps = append(v.steps, ts)
+	}
+	if cfg.Required > 0 && cfg.routed == nil && !slices.ContainsFunc(cfg.routes, func(r *routeSpec) bool { return r.perTenant != nil }) {
+		bad = append(bad, migrate.Problem{Detail: "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
+			Fix: "drop RequiredVersion, or give a route per-tenant topics (naming.PerTenant)"})
+	}
+	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "kafka", Latest: v.set.Latest(), PerTenant: true,
+		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
+	return v
+}
+
 // lifecycleTarget is the module's side of its migrate.Runner. Kafka keeps
 // no history of its own: a tenant's applied steps are read from its
 // topics' configuration (topicVersion), and setting a config is
@@ -57,7 +115,7 @@ type lifecycleTarget struct {
 
 func (t *lifecycleTarget) runner(registry migrate.Registry) *migrate.Runner {
 	return migrate.NewRunner(migrate.Spec{Module: t.core.module, Backend: rules.Name, Set: t.core.versions.set, Registry: registry,
-		Gate: t.core.versions.gate, PerTenant: true, AllowTeardown: t.teardown}, t)
+		Gate: t.core.gate, PerTenant: true, AllowTeardown: t.teardown}, t)
 }
 
 // history is a tenant's topics on its client, open for one run.

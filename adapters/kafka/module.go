@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io/fs"
 	"net"
 	"reflect"
 
@@ -31,12 +30,9 @@ type config struct {
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
-	// migrations, required, registry: Migrations, RequiredVersion and
-	// TenantRegistry.
-	migrations fs.FS
-	required   int64
-	registry   migrate.Registry
-	teardown   bool
+	// Migrations, RequiredVersion and TenantRegistry.
+	migrate.Versioning
+	teardown bool
 }
 
 // AllowTeardown lets the module's Teardown delete a tenant's topics (Teardown).
@@ -154,8 +150,7 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Routes = append(spec.Routes, rs)
 	}
 	spec.Problems = append(spec.Problems, cfg.topicProblems(name)...)
-	vers, verErrs, verPart := versionWiring(name, cfg)
-	spec.Problems = append(spec.Problems, verErrs...)
+	vers := versionWiring(&spec, cfg)
 	for _, c := range cfg.consumers {
 		route := cfg.route(c.route)
 		ws := modules.WorkerSpec{Worker: c.decl(name), Problems: kit(c.validate(route, cfg.routed != nil)), Run: c.invoke(name, route)}
@@ -165,10 +160,10 @@ func Module(name string, opts ...Option) fx.Option {
 		}
 		spec.Workers = append(spec.Workers, ws)
 	}
-	spec.Parts = []fx.Option{
+	spec.Parts = append(spec.Parts,
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
 		modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
-			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.registry)
+			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
 		}),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
@@ -179,10 +174,7 @@ func Module(name string, opts ...Option) fx.Option {
 				return err
 			}}
 		}),
-	}
-	if verPart != nil {
-		spec.Parts = append(spec.Parts, verPart)
-	}
+	)
 	return modules.Assemble(spec)
 }
 

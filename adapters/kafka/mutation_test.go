@@ -10,7 +10,7 @@ import (
 
 // The longest prefix leaves exactly room for the 32 hex digits.
 func TestValidPrefixBound(t *testing.T) {
-	longest := strings.Repeat("p", MaxTopicLen-32)
+	longest := strings.Repeat("p", maxTopicLen-32)
 	if err := validPrefix(longest); err != nil {
 		t.Fatalf("a %d-character prefix refused: %v", len(longest), err)
 	}

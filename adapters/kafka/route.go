@@ -69,7 +69,7 @@ func newSpec(name string, kind floors.Kind, cfgType string, f topicFields) *rout
 		r.perTenant = t.Func()
 	case t.PerTenant():
 		if err := validPrefix(t.Base()); err != nil {
-			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.Topic to naming.PerTenant(prefix) with a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, MaxTopicLen-32)})
+			r.bad = append(r.bad, problem{err.Error(), fmt.Sprintf("set %s.Topic to naming.PerTenant(prefix) with a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, maxTopicLen-32)})
 		}
 		r.perTenant, r.prefix = tenantTopic(t.Base()), t.Base()
 	default:
@@ -106,7 +106,7 @@ func (r *routeSpec) validate() []problem {
 			fmt.Sprintf("set %[1]s.Topic to naming.Shared(name), or naming.PerTenant(prefix) for one topic per tenant (namespace)", r.cfgType)})
 	case r.perTenant == nil:
 		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic of %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, MaxTopicLen)})
+			bad = append(bad, problem{err.Error(), fmt.Sprintf("rename the topic of %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, maxTopicLen)})
 		}
 	}
 	if r.partitions < 0 {

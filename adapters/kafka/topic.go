@@ -8,8 +8,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// MaxTopicLen is the longest topic name Kafka accepts.
-const MaxTopicLen = 249
+// maxTopicLen is the longest topic name Kafka accepts.
+const maxTopicLen = 249
 
 // topicFunc names a tenant's topic: a naming.Func, which must be injective
 // (two tenants never share a topic) and return a valid topic name (an
@@ -41,8 +41,8 @@ var (
 // validTopic reports whether name is a legal Kafka topic name:
 // 1 to 249 of [a-zA-Z0-9._-], and neither "." nor "..".
 func validTopic(name string) error {
-	if name == "" || len(name) > MaxTopicLen {
-		return fmt.Errorf("kafka: topic name must be 1 to %d characters, got %d", MaxTopicLen, len(name))
+	if name == "" || len(name) > maxTopicLen {
+		return fmt.Errorf("kafka: topic name must be 1 to %d characters, got %d", maxTopicLen, len(name))
 	}
 	if name == "." || name == ".." {
 		return fmt.Errorf("kafka: topic name %q is reserved", name)
@@ -55,8 +55,8 @@ func validTopic(name string) error {
 
 // validPrefix reports whether prefix can start tenantTopic names.
 func validPrefix(prefix string) error {
-	if len(prefix)+32 > MaxTopicLen {
-		return fmt.Errorf("kafka: topic prefix %q is longer than %d characters", prefix, MaxTopicLen-32)
+	if len(prefix)+32 > maxTopicLen {
+		return fmt.Errorf("kafka: topic prefix %q is longer than %d characters", prefix, maxTopicLen-32)
 	}
 	for i, r := range prefix {
 		if !topicChar(r) {

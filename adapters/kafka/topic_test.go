@@ -8,12 +8,12 @@ import (
 )
 
 func TestValidTopic(t *testing.T) {
-	for _, ok := range []string{"a", "orders.v1", "a_b-c", strings.Repeat("x", MaxTopicLen), "..."} {
+	for _, ok := range []string{"a", "orders.v1", "a_b-c", strings.Repeat("x", maxTopicLen), "..."} {
 		if err := validTopic(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", ".", "..", "a b", "a/b", "é", strings.Repeat("x", MaxTopicLen+1)} {
+	for _, bad := range []string{"", ".", "..", "a b", "a/b", "é", strings.Repeat("x", maxTopicLen+1)} {
 		if validTopic(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}

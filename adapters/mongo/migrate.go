@@ -46,23 +46,39 @@ type GoStep struct {
 	Run     func(ctx context.Context, coll func(route string) (*driver.Collection, error)) error
 }
 
+// Migrations gives the module its migration set ("<version>_<name>.json"
+// index steps from fsys, nil for none, and the Go steps), checked at
+// fx.New, which the module's runner applies. A module needs it for
+// RequiredVersion.
+func Migrations(fsys fs.FS, goSteps ...GoStep) Option {
+	return func(c *config) { c.Files, c.goSteps = fsys, goSteps }
+}
+
+// RequiredVersion declares the migration version the module's routes
+// need. At start the app refuses (tenant_migration_behind) while a tenant
+// the TenantRegistry lists records a version below it; at run time a
+// route call for a tenant whose own history (the applied records of
+// tenantwire_migrations in its home database, where Migrate writes them)
+// is behind is refused before it reads or writes, the version read once
+// per tenant and server, then remembered. It needs Migrations (a version
+// above the newest step is wiring_invalid) and a TenantRegistry.
+func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
+
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
+func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
+
 // migrations is a module's loaded MongoDB migration set.
 type migrations struct {
 	set migrate.Set
 	run map[int64]func(ctx context.Context, coll func(string) (*driver.Collection, error)) error
 }
 
-// loadMigrations reads "<version>_<name>.json" index steps from fsys (nil:
-// none) and adds the Go steps; versions must be unique across both, and
-// every step must name routes of the module.
-func loadMigrations(module string, routes []*routeSpec, fsys fs.FS, goSteps []GoStep) (*migrations, error) {
-	var set migrate.Set
-	if fsys != nil {
-		var err error
-		if set, err = migrate.Load(fsys, "json"); err != nil {
-			return nil, err
-		}
-	}
+// loadMigrations parses the module's index steps and adds the Go steps;
+// versions must be unique across both, and every step must name routes of
+// the module.
+func loadMigrations(module string, routes []*routeSpec, set migrate.Set, goSteps []GoStep) (*migrations, error) {
 	m := &migrations{run: map[int64]func(context.Context, func(string) (*driver.Collection, error)) error{}}
 	for _, st := range set {
 		var is indexStep
@@ -133,6 +149,17 @@ func (is indexStep) apply(ctx context.Context, coll func(string) (*driver.Collec
 	}
 	_, err = c.Indexes().CreateMany(ctx, models)
 	return err
+}
+
+// home is the route whose tenant database holds a tenant's migration
+// records: the first per-tenant route, else the first route.
+func (c *core) home(routes []*routeSpec) *routeSpec {
+	for _, r := range routes {
+		if rt := newRoute(c, r); rt.perTenant || c.pools != nil {
+			return r
+		}
+	}
+	return routes[0]
 }
 
 // migrationColl is where a tenant's applied steps are recorded: a

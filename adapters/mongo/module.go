@@ -33,11 +33,9 @@ type config struct {
 	relays   []relaySpec
 	// fromGraph: FromGraph.
 	fromGraph bool
-	// migrations, required, registry: MigrationFiles, RequiredVersion and
-	// TenantRegistry.
-	migrations *migrationFiles
-	required   int64
-	registry   migrate.Registry
+	// Migrations (with goSteps), RequiredVersion and TenantRegistry.
+	migrate.Versioning
+	goSteps []GoStep
 }
 
 // RouteConfig wires one route.
@@ -195,15 +193,20 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
-	migrations, verErrs, verPart := versionWiring(name, cfg)
+	set, bad := cfg.Load("json")
+	m, err := loadMigrations(name, cfg.routes, set, cfg.goSteps)
+	if err != nil {
+		m = &migrations{}
+		bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps"})
+	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Client(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
-		Problems: append(cfg.validate(name), verErrs...),
+		Problems: cfg.validate(name),
 		Parts: []fx.Option{
-			fx.Provide(fx.Private, newCore(name, cfg, migrations)),
+			fx.Provide(fx.Private, newCore(name, cfg, m)),
 			// Named by the module, so that an app may hold several MongoDB modules.
 			modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
-				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.registry)
+				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
 			}),
 			fx.Provide(fx.Annotate(func(c *core, r *migrate.Runner) *Provisioner { return &Provisioner{Runner: r, core: c} },
 				fx.ParamTags(``, `name:"`+name+`"`), fx.ResultTags(`name:"`+name+`"`))),
@@ -212,13 +215,7 @@ func Module(name string, opts ...Option) fx.Option {
 					if c.client == nil {
 						return nil // routed: each tenant's server is asked at its first call
 					}
-					if err := c.client.Ping(ctx, nil); err != nil {
-						return err
-					}
-					if cfg.registry != nil {
-						return c.gate.CheckRegistry(ctx, cfg.registry)
-					}
-					return nil
+					return c.client.Ping(ctx, nil)
 				}}
 			}),
 		},
@@ -227,9 +224,8 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
 	}
-	if verPart != nil {
-		spec.Parts = append(spec.Parts, verPart)
-	}
+	modules.AddVersions(&spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "mongo", Latest: m.set.Latest(), PerTenant: true,
+		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: []modules.Provided{r.provides}})
 	}
@@ -247,7 +243,7 @@ type core struct {
 	client *driver.Client
 	pools  *routing.Pools[*routedClient]
 	routes []*routeSpec
-	// migrations is the MigrationFiles option's set; gate refuses calls for
+	// migrations is the Migrations option's set; gate refuses calls for
 	// tenants behind RequiredVersion (nil: no check).
 	migrations *migrations
 	gate       *migrate.Gate
@@ -267,7 +263,7 @@ type clientIn struct {
 
 func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		switch {
 		case cfg.routed != nil:

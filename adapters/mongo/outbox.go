@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -46,30 +47,30 @@ type Outbox struct{ route route }
 // EventID gets a random one. The rows are inserted in order, each on its
 // own: a failing row (an event id already written) stops the write and
 // leaves the rows before it written.
+//
+// The write is one route call (a span from its entry until the collection
+// is given back, its refusals recorded), and each row carries that call's
+// trace context, for the relay's delivery to link to.
 func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
-	tenant, err := o.rowTenant(ctx)
-	if err != nil {
-		return err
+	var call *telemetry.Call
+	if o.route.tel != nil {
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call = o.route.tel.Start(ctx, id)
 	}
+	tenant, t, err := o.enterWrite(ctx)
+	if err != nil {
+		return call.Fail(err)
+	}
+	defer call.Done(t.release)()
 	bound := !tenant.IsZero()
-	t, err := o.target(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	defer t.release()
-	if bound {
-		if err := o.route.ensureCurrent(ctx, tenant, t.server); err != nil {
-			return err
-		}
-	}
 	for _, m := range msgs {
 		if m.EventID == "" {
 			var b [16]byte
 			_, _ = rand.Read(b[:])
 			m.EventID = hex.EncodeToString(b[:])
 		}
-		// The request's trace context rides in the row for the relay and
-		// the consumer to link to.
+		// The write's trace context rides in the row for the relay's
+		// delivery to link to.
 		m.Headers = o.route.core.tel.Inject(ctx, m.Headers)
 		row := bson.D{{Key: "_id", Value: rowID(tenant, m.EventID)}, {Key: fieldEvent, Value: m.EventID}}
 		if bound {
@@ -85,6 +86,26 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 		}
 	}
 	return nil
+}
+
+// enterWrite resolves a write's row tenant and collection, the tenant's
+// version checked; the caller releases the target when err is nil.
+func (o *Outbox) enterWrite(ctx context.Context) (tenancy.ID, target, error) {
+	tenant, err := o.rowTenant(ctx)
+	if err != nil {
+		return tenant, target{}, err
+	}
+	t, err := o.target(ctx, tenant)
+	if err != nil {
+		return tenant, target{}, err
+	}
+	if !tenant.IsZero() {
+		if err := o.route.ensureCurrent(ctx, tenant, t.server); err != nil {
+			t.release()
+			return tenant, target{}, err
+		}
+	}
+	return tenant, t, nil
 }
 
 // rowID is a row's _id: the row tenant's 32 hex digits (zeros for a

@@ -30,11 +30,7 @@ type lifecycleTarget struct {
 }
 
 func (t *lifecycleTarget) runner(registry migrate.Registry) *migrate.Runner {
-	var set migrate.Set
-	if t.core.migrations != nil {
-		set = t.core.migrations.set
-	}
-	return migrate.NewRunner(migrate.Spec{Module: t.core.module, Backend: rules.Name, Set: set, Registry: registry, Gate: t.core.gate,
+	return migrate.NewRunner(migrate.Spec{Module: t.core.module, Backend: rules.Name, Set: t.core.migrations.set, Registry: registry, Gate: t.core.gate,
 		PerTenant: true, AllowTeardown: t.teardown}, t)
 }
 

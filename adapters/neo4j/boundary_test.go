@@ -153,10 +153,10 @@ func TestBoundaryTagged(t *testing.T) {
 // ErrEnterpriseRequired, then skips the probe saying so.
 func TestBoundaryNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
-	g := graph(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twprobe")}))
+	g, m := graphAndRunner(t, "ns", connect(s), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twprobe")}))
 	edition := directTo(t, s).edition()
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
-		_, err := g.Provision(context.Background(), id)
+		err := m.Provision(context.Background(), id)
 		if edition == "community" {
 			if !errors.Is(err, neo4j.ErrEnterpriseRequired) {
 				t.Fatalf("Community Edition refused CREATE DATABASE with %v, want ErrEnterpriseRequired", err)

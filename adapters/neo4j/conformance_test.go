@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -28,8 +29,8 @@ func TestConformance(t *testing.T) {
 			_, _, node, _ := graphProbes(t, graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
 			return node, nil
 		case kind == "graph" && tier == tenancy.Namespace:
-			g := graph(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twkit")}))
-			if reason := provisionDatabases(t, g, s1); reason != "" {
+			g, m := graphAndRunner(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twkit")}))
+			if reason := provisionDatabases(t, m, s1); reason != "" {
 				return tenancytest.Probe{}, tenancytest.Unavailable(reason)
 			}
 			_, _, node, _ := graphProbes(t, g)
@@ -48,10 +49,10 @@ func TestConformance(t *testing.T) {
 // provisionDatabases creates A's and B's databases, or says why the
 // server cannot: on Community Edition the refusal must be
 // ErrEnterpriseRequired, and the reason names the cell's other coverage.
-func provisionDatabases(t *testing.T, g *neo4j.Graph, s testsvc.Neo4jServer) (unavailable string) {
+func provisionDatabases(t *testing.T, m *migrate.Runner, s testsvc.Neo4jServer) (unavailable string) {
 	community := directTo(t, s).edition() == "community"
 	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB} {
-		_, err := g.Provision(context.Background(), id)
+		err := m.Provision(context.Background(), id)
 		switch {
 		case community && !errors.Is(err, neo4j.ErrEnterpriseRequired):
 			t.Fatalf("Community Edition refused CREATE DATABASE with %v, want ErrEnterpriseRequired", err)

@@ -1,12 +1,14 @@
 package neo4j
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"regexp"
 	"strings"
 
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 )
 
 // Migrations gives the module its versioned schema migrations: every
@@ -17,7 +19,23 @@ import (
 // file, a statement that is not an idempotent schema command, or (on a
 // module with tagged routes) a uniqueness constraint without the tenant
 // property is wiring_invalid.
-func Migrations(fsys fs.FS) Option { return func(c *config) { c.migrations = fsys } }
+func Migrations(fsys fs.FS) Option { return func(c *config) { c.Files = fsys } }
+
+// RequiredVersion declares the migration version the module's routes
+// need. At start the app refuses (tenant_migration_behind) while the
+// module's shared database, or a tenant the TenantRegistry lists, is
+// behind it; at run time a call for a tenant whose database records an
+// older version in its own history (the TenantwireMigration nodes, read
+// once per tenant and database, then remembered) is refused before its
+// transaction opens. A module with per-tenant databases (routed, or a
+// per-tenant Database) needs a TenantRegistry; a version above the newest
+// Migrations file is wiring_invalid.
+func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
+
+// TenantRegistry records the module's tenants: its runner's Provision puts
+// them, Teardown removes them, MigrateAll reads them and records each
+// tenant's version, and the start-up check reads it.
+func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
 
 // schemaCommand is what a step may hold: Neo4j 5 runs schema commands
 // only in their own transaction, never beside writes, and a step must be
@@ -30,29 +48,24 @@ var (
 	uniqueness = regexp.MustCompile(`(?is)\bREQUIRE\s+(.+?)\s+IS\s+((NODE|REL|RELATIONSHIP)\s+)?(UNIQUE|KEY)\b`)
 )
 
-// loadMigrations reads and checks the module's files; tagged says a route
+// checkSteps splits and checks the module's steps; tagged says a route
 // stamps the tenant property on the module's shared database.
-func loadMigrations(module string, fsys fs.FS, tagged bool) (migrate.Set, map[int64][]string, []error) {
-	set, err := migrate.Load(fsys, "cypher")
-	if err != nil {
-		return nil, nil, []error{rules.WiringInvalid(module, "", err.Error(),
-			"name every migration file <version>_<name>.cypher (version a positive integer, unique) at the top of the fs.FS")}
-	}
+func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []migrate.Problem) {
 	stmts := make(map[int64][]string, len(set))
-	var errs []error
+	var bad []migrate.Problem
 	for _, st := range set {
 		ss := splitStatements(string(st.Body))
 		if len(ss) == 0 {
-			errs = append(errs, rules.WiringInvalid(module, "", "migration "+st.File()+" holds no statement", "put a schema command in the file or remove it"))
+			bad = append(bad, migrate.Problem{Detail: "migration " + st.File() + " holds no statement", Fix: "put a schema command in the file or remove it"})
 		}
 		for _, s := range ss {
 			if p := checkStatement(s, tagged); p != nil {
-				errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), p.fix))
+				bad = append(bad, migrate.Problem{Detail: fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), Fix: p.fix})
 			}
 		}
 		stmts[st.Version] = ss
 	}
-	return set, stmts, errs
+	return stmts, bad
 }
 
 func checkStatement(s string, tagged bool) *problem {
@@ -136,23 +149,23 @@ func splitStatements(body string) []string {
 	return out
 }
 
-// lifecycle checks the module's migrations and builds its runner.
-func lifecycle(module string, cfg *config) (errs []error, build func(*core) *migrate.Runner, latest int64) {
-	var (
-		set   migrate.Set
-		stmts map[int64][]string
-	)
-	if cfg.migrations != nil {
-		tagged := false
-		for _, r := range cfg.routes {
-			if cfg.routed == nil && rules.Decide(r.floorsRoute(false)).Tagged {
-				tagged = true
-			}
-		}
-		set, stmts, errs = loadMigrations(module, cfg.migrations, tagged)
+// lifecycle loads and checks the module's migrations, adds its version
+// check to spec and returns the build of its runner.
+func lifecycle(spec *modules.Spec, cfg *config) func(*core) *migrate.Runner {
+	set, bad := cfg.Load("cypher")
+	tagged, perTenant := false, cfg.routed != nil
+	for _, r := range cfg.routes {
+		tagged = tagged || len(set) > 0 && cfg.routed == nil && rules.Decide(r.floorsRoute(false)).Tagged
+		perTenant = perTenant || r.prefix != "" || r.database != nil
 	}
-	return errs, func(c *core) *migrate.Runner {
+	stmts, badSteps := checkSteps(set, tagged)
+	// Tenants sharing the database have no version of their own in the
+	// registry (the shared run records none): it is read only perTenant.
+	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "neo4j", Latest: set.Latest(), PerTenant: perTenant,
+		Invalid: append(bad, badSteps...), Gate: func(c *core) *migrate.Gate { return c.gate },
+		Shared: func(c *core, ctx context.Context) error { return c.sharedCurrent(ctx, cfg.routes) }})
+	return func(c *core) *migrate.Runner {
 		t := &lifecycleTarget{core: c, routes: cfg.routes, stmts: stmts, teardown: cfg.teardown}
-		return t.runner(set, cfg.registry)
-	}, set.Latest()
+		return t.runner(set, cfg.Registry)
+	}
 }

@@ -115,10 +115,6 @@ func (m *lifecycleTarget) targets(ctx context.Context, tenant tenancy.ID) ([]tar
 	return out, nil
 }
 
-// Provision: tenants' databases are created per route (Graph.Provision),
-// and nothing else ahead of a tenant's first call.
-func (m *lifecycleTarget) Provision(context.Context, tenancy.ID) error { return nil }
-
 // history is one database's TenantwireMigration nodes, open for one run.
 type history struct {
 	m    *lifecycleTarget
@@ -126,6 +122,7 @@ type history struct {
 	sess session
 	key  string // the tenant's hex, or "shared"
 	rec  map[string]any
+	dry  bool
 }
 
 func (m *lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.History, error) {
@@ -133,13 +130,10 @@ func (m *lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool)
 	if err != nil {
 		return nil, err
 	}
-	key := sharedTarget
-	if !tenant.IsZero() {
-		key = tenant.Hex()
-	}
+	key := historyKey(tenant)
 	out := make([]migrate.History, 0, len(ts))
 	for i, t := range ts {
-		h := &history{m: m, t: t, sess: t.drv.NewSession(ctx, t.database), key: key}
+		h := &history{m: m, t: t, sess: t.drv.NewSession(ctx, t.database), key: key, dry: dry}
 		out = append(out, h)
 		if dry {
 			continue
@@ -176,8 +170,16 @@ func (h *history) prepare(ctx context.Context) error {
 
 func (h *history) Key() string { return h.t.name }
 
+// Applied reads the database's history. In a dry run a tenant's database
+// that does not exist yet (provisioning would create it) has none, so
+// every step is listed; a missing shared database stays an error (the
+// deployment's).
 func (h *history) Applied(ctx context.Context) ([]migrate.Applied, error) {
-	return readHistory(ctx, h.sess, h.m.core.module, h.key)
+	applied, err := readHistory(ctx, h.sess, h.m.core.module, h.key)
+	if h.dry && h.key != sharedTarget && notFound(err) {
+		return nil, nil
+	}
+	return applied, err
 }
 
 func (h *history) Claim(ctx context.Context, st migrate.Step) (bool, error) {
@@ -352,4 +354,13 @@ func withTTL(rec map[string]any) map[string]any {
 	}
 	out["ttl"] = int64(claimTTL / time.Second)
 	return out
+}
+
+// historyKey is the target property of tenant's history nodes: its hex,
+// or "shared" for the zero tenant.
+func historyKey(tenant tenancy.ID) string {
+	if tenant.IsZero() {
+		return sharedTarget
+	}
+	return tenant.Hex()
 }

@@ -3,7 +3,6 @@ package neo4j
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"reflect"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -29,11 +28,8 @@ type config struct {
 	budget   int
 	routed   *routedConfig
 	routes   []*routeSpec
-	// migrations: the Migrations option's files (nil: none).
-	migrations fs.FS
-	// required and registry: RequiredVersion and TenantRegistry.
-	required int64
-	registry migrate.Registry
+	// Migrations, RequiredVersion and TenantRegistry.
+	migrate.Versioning
 	// fromGraph: FromGraph.
 	fromGraph bool
 	// teardown: AllowTeardown.
@@ -65,8 +61,8 @@ type connectSpec struct {
 // DefaultMaxDepth caps a traversal's depth unless the route sets MaxDepth.
 const DefaultMaxDepth = 8
 
-// MaxMaxDepth is the largest MaxDepth a route accepts.
-const MaxMaxDepth = 64
+// maxMaxDepth is the largest MaxDepth a route accepts.
+const maxMaxDepth = 64
 
 // RouteConfig declares one route. The zero value is a shared graph (tier
 // none) on the module's database: every tenant sees everything, which a
@@ -83,8 +79,8 @@ type RouteConfig struct {
 	// call, never while the app is built. A shared name is refused: the
 	// module's database is neo4j.Database(name). Zero: the module's.
 	Database naming.Name
-	// MaxDepth caps a traversal's depth on a graph route: 1 to
-	// MaxMaxDepth, or 0 for DefaultMaxDepth. A raw route takes none.
+	// MaxDepth caps a traversal's depth on a graph route: 1 to 64, or 0
+	// for DefaultMaxDepth. A raw route takes none.
 	MaxDepth int
 }
 
@@ -180,9 +176,9 @@ func (r *routeSpec) validate() []modules.Problem {
 	case r.kind == kindRawCypher && r.cfgDepth != 0:
 		bad = append(bad, want(fmt.Sprintf("MaxDepth %d on a raw Cypher route: it caps structured traversals only", r.cfgDepth),
 			"leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute: a raw statement states its own depth"))
-	case r.cfgDepth < 0 || r.cfgDepth > MaxMaxDepth:
-		bad = append(bad, want(fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, MaxMaxDepth),
-			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", MaxMaxDepth, DefaultMaxDepth)))
+	case r.cfgDepth < 0 || r.cfgDepth > maxMaxDepth:
+		bad = append(bad, want(fmt.Sprintf("MaxDepth %d: want 1 to %d", r.cfgDepth, maxMaxDepth),
+			fmt.Sprintf("set neo4j.RouteConfig.MaxDepth to a depth from 1 to %d, or leave it 0 for the default (%d)", maxMaxDepth, DefaultMaxDepth)))
 	}
 	switch {
 	case r.shared:
@@ -191,7 +187,7 @@ func (r *routeSpec) validate() []modules.Problem {
 	case r.prefixed:
 		if err := validPrefix(r.prefix); err != nil {
 			bad = append(bad, want(err.Error(), fmt.Sprintf(
-				"set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", MaxDatabasePrefix)))
+				"set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to %d characters of lower-case letters, digits, '.' or '-', starting with a letter and not with \"system\"", maxDatabasePrefix)))
 		}
 	}
 	return bad
@@ -217,9 +213,6 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.WorstCaseConns = cfg.routed.worstCase()
 		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
-	migErrs, runner, latest := lifecycle(name, cfg)
-	verErrs, verPart := versionWiring(name, cfg, latest)
-	spec.Problems = append(append(spec.Problems, migErrs...), verErrs...)
 	spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*migrate.Runner](), Name: name})
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
 		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
@@ -233,11 +226,9 @@ func Module(name string, opts ...Option) fx.Option {
 				return err
 			}}
 		}),
-		modules.ProvideLifecycle(name, rules.Name, false, runner),
 	}
-	if verPart != nil {
-		spec.Parts = append(spec.Parts, verPart)
-	}
+	runner := lifecycle(&spec, cfg)
+	spec.Parts = append(spec.Parts, modules.ProvideLifecycle(name, rules.Name, true, runner))
 	return modules.Assemble(spec)
 }
 
@@ -283,7 +274,7 @@ type coreIn struct {
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)

@@ -88,7 +88,7 @@ func TestDatabaseNameEdges(t *testing.T) {
 
 // An empty or overlong prefix is refused for its length, saying the bound.
 func TestValidPrefixSaysTheBound(t *testing.T) {
-	for _, p := range []string{"", strings.Repeat("a", MaxDatabasePrefix+1)} {
+	for _, p := range []string{"", strings.Repeat("a", maxDatabasePrefix+1)} {
 		err := validPrefix(p)
 		if err == nil || !strings.Contains(err.Error(), "want 1 to 30 characters") {
 			t.Errorf("validPrefix(%q) = %v, want the length bound", p, err)

@@ -22,9 +22,9 @@ const (
 	maxDatabaseName = 63
 	// tenantSuffix is "-" and the tenant's 32 hex digits.
 	tenantSuffix = 33
-	// MaxDatabasePrefix is the longest naming.PerTenant prefix a route's
+	// maxDatabasePrefix is the longest naming.PerTenant prefix a route's
 	// Database accepts.
-	MaxDatabasePrefix = maxDatabaseName - tenantSuffix
+	maxDatabasePrefix = maxDatabaseName - tenantSuffix
 )
 
 // tenantDatabase is naming.PerTenant's resolver: prefix, a dash and the
@@ -69,8 +69,8 @@ func dbChar(r rune) bool {
 
 // validPrefix checks a tenantDatabase prefix: it must make every name valid.
 func validPrefix(p string) error {
-	if p == "" || len(p) > MaxDatabasePrefix {
-		return fmt.Errorf("neo4j: database prefix %q: want 1 to %d characters", p, MaxDatabasePrefix)
+	if p == "" || len(p) > maxDatabasePrefix {
+		return fmt.Errorf("neo4j: database prefix %q: want 1 to %d characters", p, maxDatabasePrefix)
 	}
 	return ValidDatabaseName(p + "-" + strings.Repeat("0", 32))
 }

@@ -26,10 +26,10 @@ func TestTenantDatabase(t *testing.T) {
 	if err != nil || name != "acme-0a0a0a0a00004000800000000000000a" {
 		t.Fatalf("%q %v", name, err)
 	}
-	if _, err := tenantDatabase(strings.Repeat("a", MaxDatabasePrefix))(tenancy.Default); err != nil {
+	if _, err := tenantDatabase(strings.Repeat("a", maxDatabasePrefix))(tenancy.Default); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tenantDatabase(strings.Repeat("a", MaxDatabasePrefix+1))(tenancy.Default); err == nil {
+	if _, err := tenantDatabase(strings.Repeat("a", maxDatabasePrefix+1))(tenancy.Default); err == nil {
 		t.Fatal("overlong prefix accepted")
 	}
 }

@@ -110,7 +110,7 @@ func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	d := directTo(t, s)
 	prefix := "twob" + tenancytest.FreshTenant(t).Hex()[:6]
-	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))
+	tenants, _ := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))
 	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	if d.edition() == "community" {
 		if _, err := tenants.Offboard(context.Background(), a); err != nil {
@@ -119,7 +119,7 @@ func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 		t.Skip("SKIPPED: dropping a per-tenant database needs Neo4j Enterprise Edition and this server is Community; offboarding a tenant without a database was checked to succeed")
 	}
 	for _, id := range []tenancy.ID{a, b} {
-		if _, err := g.Provision(context.Background(), id); err != nil {
+		if _, err := tenants.Provision(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ func (r *route) missingDatabase(err error, tenant tenancy.ID) bool {
 func (r *route) notProvisioned(err error, tenant tenancy.ID, database string) error {
 	fix := "create the tenant's database on its server (the database its credentials name) before its first call, or correct the database its credentials name"
 	if r.perTenantDB {
-		fix = "call Provision(ctx, tenant) on the route's *neo4j.Graph (CREATE DATABASE, Neo4j Enterprise Edition) before the tenant's first call; it is idempotent"
+		fix = "call Provision(ctx, tenant) on the module's *migrate.Runner (name:\"<module>\"), or Tenants.Provision, before the tenant's first call: it creates the tenant's database (CREATE DATABASE, Neo4j Enterprise Edition) and migrates it; it is idempotent"
 	}
 	var ne *drv.Neo4jError
 	errors.As(err, &ne) // missingDatabase found it

@@ -42,7 +42,7 @@ func TestMissingDatabaseIsNotProvisioned(t *testing.T) {
 	ctxT := tenancy.WithTenant(ctx, fresh)
 	label := uniqueLabel(t)
 	prefix := "twnp" + fresh.Hex()[:6]
-	provision := "Provision(ctx, tenant)"
+	provision := "Provision(ctx, tenant) on the module's *migrate.Runner"
 
 	t.Run("per-tenant database", func(t *testing.T) {
 		g := graph(t, "g", connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))

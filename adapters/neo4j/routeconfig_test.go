@@ -19,7 +19,7 @@ func TestRouteConfigMaxDepthCapsTraversal(t *testing.T) {
 	}{
 		{RouteConfig{TenantAware: true}, DefaultMaxDepth},
 		{RouteConfig{TenantAware: true, MaxDepth: 3}, 3},
-		{RouteConfig{TenantAware: true, MaxDepth: MaxMaxDepth}, MaxMaxDepth},
+		{RouteConfig{TenantAware: true, MaxDepth: maxMaxDepth}, maxMaxDepth},
 	} {
 		rec := &recorder{}
 		g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", c.cfg))

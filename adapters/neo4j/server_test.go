@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -68,6 +69,25 @@ func start[T any](t testing.TB, route string, opts ...neo4j.Option) T {
 func graph(t testing.TB, route string, opts ...neo4j.Option) *neo4j.Graph {
 	t.Helper()
 	return start[*neo4j.Graph](t, route, opts...)
+}
+
+// graphAndRunner starts a module "probe" and returns its route named
+// route and its *migrate.Runner (which provisions tenants).
+func graphAndRunner(t testing.TB, route string, opts ...neo4j.Option) (*neo4j.Graph, *migrate.Runner) {
+	t.Helper()
+	var g *neo4j.Graph
+	var m *migrate.Runner
+	app := fx.New(fx.NopLogger, neo4j.Module("probe", opts...),
+		fx.Invoke(fx.Annotate(func(gg *neo4j.Graph, mm *migrate.Runner) { g, m = gg, mm }, fx.ParamTags(`name:"`+route+`"`, `name:"probe"`))))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := app.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return g, m
 }
 
 // uniqueLabel keeps each test's nodes apart from every other run's on the

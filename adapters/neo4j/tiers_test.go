@@ -96,35 +96,6 @@ func TestNamespaceSessionDatabases(t *testing.T) {
 	}
 }
 
-func TestProvisionCreatesTheTenantsDatabase(t *testing.T) {
-	rec := &recorder{}
-	g := build[*Graph](t, "g", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("acme")}))
-	name, err := g.Provision(context.Background(), tA)
-	if err != nil || name != "acme-"+tA.Hex() {
-		t.Fatalf("Provision: %q %v", name, err)
-	}
-	c := rec.snapshot()[0]
-	if c.database != "system" || c.mode != "auto" || c.cypher != "CREATE DATABASE `acme-"+tA.Hex()+"` IF NOT EXISTS WAIT" {
-		t.Fatalf("provisioning ran %+v", c)
-	}
-	// Community Edition's refusal is reported as needing Enterprise (the
-	// real server's refusal is checked in TestBoundaryNamespace).
-	rec.reply = func(call) ([]*drv.Record, error) {
-		return nil, &drv.Neo4jError{Code: "Neo.ClientError.Statement.UnsupportedAdministrationCommand",
-			Msg: "Unsupported administration command: CREATE DATABASE"}
-	}
-	if _, err := g.Provision(context.Background(), tB); !errors.Is(err, ErrEnterpriseRequired) {
-		t.Fatalf("Community refusal: %v, want ErrEnterpriseRequired", err)
-	}
-	if _, err := g.Provision(context.Background(), tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
-		t.Fatalf("zero tenant: %v", err)
-	}
-	tagged := build[*Graph](t, "t", withFake("plain", rec), GraphRoute("t", RouteConfig{TenantAware: true}))
-	if _, err := tagged.Provision(context.Background(), tA); err == nil {
-		t.Fatal("provisioning a route without a per-tenant database succeeded")
-	}
-}
-
 // routedTo resolves each tenant to its own endpoint and database.
 func routedTo(creds map[tenancy.ID]routing.Credentials) routing.Resolver {
 	return func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {

@@ -99,7 +99,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 		"shared database": {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Shared("acme")})},
 		"duplicate":       {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
 		"negative depth":  {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
-		"deep":            {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: neo4j.MaxMaxDepth + 1})},
+		"deep":            {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: 65})}, // the largest is 64
 		"raw depth":       {neo4j.Routed(resolver, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
 		"no resolver":     {neo4j.Routed(nil, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
 		"route name":      {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},

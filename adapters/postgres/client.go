@@ -47,6 +47,8 @@ type Client struct {
 	// then tels is nil too.
 	tel  *telemetry.Telemetry
 	tels map[*routeSpec]*telemetry.Route
+	// units records InTx as a span; nil without a tracer.
+	units *telemetry.Unit
 
 	mu      sync.Mutex
 	cfg     *pgxpool.Config // plain, owned: opened on first use
@@ -287,10 +289,10 @@ func (c *Client) Evict(tenant tenancy.ID) {
 	}
 }
 
-// readiness is the module's readiness: the server answers on the module's own
-// pool, and the shared tables or registered tenants are at the required
-// version. A routed client has no pool of its own to ask: each tenant's
-// server is asked at its first call.
+// readiness is the module's readiness: the server answers on the module's
+// own pool (the migration version is the kit's check, modules.AddVersions).
+// A routed client has no pool of its own to ask: each tenant's server is
+// asked at its first call.
 func (c *Client) readiness(ctx context.Context) error {
 	if c.routed != nil {
 		return nil
@@ -300,11 +302,5 @@ func (c *Client) readiness(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	if err := pool.Ping(ctx); err != nil {
-		return err
-	}
-	if c.life != nil && c.life.gate != nil {
-		return c.checkVersions(ctx)
-	}
-	return nil
+	return pool.Ping(ctx)
 }

@@ -116,16 +116,37 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // pooler the reset is pooledReset, sent with the rollback. Inside a unit
 // of work (InTx) it is refused (postgres_unit_of_work_refused).
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
-	if err := outsideUnit(ctx, d.route, "a dynamic read runs its compiled text in a read-only transaction of its own"); err != nil {
+	if d.c.tel == nil {
+		_, err := d.query(ctx, text, args, scan)
 		return err
+	}
+	// One call from its entry until the connection is handed back. As on
+	// every route, what fails before the text runs is the span's to
+	// record, and so are the read's own refusals after it; the compiled
+	// text's errors are the driver instrumentation's.
+	tenant, _ := tenancy.FromContext(ctx)
+	ctx, call := d.c.tels[d.spec].Start(ctx, tenant)
+	ran, err := d.query(ctx, text, args, scan)
+	recorded := err
+	if _, coded := errors.AsType[*tenancy.Error](err); ran && !coded {
+		recorded = nil
+	}
+	call.End(recorded)
+	return err
+}
+
+// query is Query; ran reports whether it reached the compiled text.
+func (d *DynamicRead) query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) (ran bool, err error) {
+	if err := outsideUnit(ctx, d.route, "a dynamic read runs its compiled text in a read-only transaction of its own"); err != nil {
+		return false, err
 	}
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return d.unbound()
+		return false, d.unbound()
 	}
 	conn, put, err := d.acquire(ctx, tenant)
 	if err != nil {
-		return err
+		return false, err
 	}
 	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
 	put(d.scrub(ctx, conn))
@@ -134,7 +155,7 @@ func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan f
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
 			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
 	}
-	return err
+	return true, err
 }
 
 // acquire returns a connection that serves tenant only, and the function

@@ -8,9 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"go.uber.org/fx"
-
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -22,44 +21,35 @@ import (
 // each run in one transaction under SET LOCAL search_path, so no pooled
 // connection keeps it. Provision applies them to a new tenant; MigrateAll
 // to every tenant.
-func Migrations(fsys fs.FS) Option {
-	return func(c *config) {
-		set, err := migrate.Load(fsys, "sql")
-		if err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, "", err.Error(), "name each migration <version>_<name>.sql, versions unique"))
-		}
-		c.life.set = set
-	}
-}
+func Migrations(fsys fs.FS) Option { return func(c *config) { c.life.Files = fsys } }
 
 // RequiredVersion declares the migration version the module's routes need:
 // the app refuses to start while a registered tenant (or the shared
 // tables) is behind it, and a call for a tenant that is behind is refused
 // (tenant_migration_behind). A module whose routes name per-tenant
 // containers needs a TenantRegistry to know its tenants at start.
-func RequiredVersion(v int64) Option { return func(c *config) { c.life.required = v } }
+func RequiredVersion(v int64) Option { return func(c *config) { c.life.Required = v } }
 
 // TenantRegistry records the module's tenants: its runner's Provision puts
 // them, Teardown removes them, MigrateAll reads them and records each
 // tenant's version, and the start-up check reads it.
-func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.registry = r } }
+func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.Registry = r } }
 
 // lifecycle is a module's migrations and what it knows of its tenants'
 // versions. Each client has its own copy (its cache is per client).
 type lifecycle struct {
-	set      migrate.Set
-	required int64
-	registry migrate.Registry
+	migrate.Versioning
+	set migrate.Set
 	// shared: one migration target for all tenants (the static schema of
 	// a plain client); perTenantSchema: the target is the tenant's schema.
 	shared, perTenantSchema bool
-	// gate refuses calls for tenants behind required (nil: no check).
+	// gate refuses calls for tenants behind Required (nil: no check).
 	gate *migrate.Gate
 }
 
-// lifecycleWiring checks the migration options and returns the start-up
-// check; it runs in Module, after every option.
-func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
+// lifecycleWiring loads and checks the migration options and adds the
+// start-up check; it runs in Module, after every option.
+func lifecycleWiring(spec *modules.Spec, cfg *config, routed bool) {
 	l := &cfg.life
 	for _, r := range cfg.routes {
 		// A route that is not tenant-aware and whose resolver gets the
@@ -70,18 +60,16 @@ func lifecycleWiring(cfg *config, routed bool) ([]error, fx.Option) {
 		}
 	}
 	l.shared = !routed && !l.perTenantSchema
-	var errs []error
-	for _, p := range migrate.RequiredProblems(l.required, l.set.Latest(), !l.shared, l.registry != nil, "postgres", "postgres.Migrations") {
-		errs = append(errs, rules.WiringInvalid(cfg.name, "", p.Detail, p.Fix))
-	}
-	if l.required == 0 {
-		return errs, fx.Options()
-	}
-	return errs, fx.Invoke(func(lc fx.Lifecycle, c *Client) { lc.Append(fx.StartHook(c.checkVersions)) })
+	var invalid []migrate.Problem
+	l.set, invalid = l.Load("sql")
+	modules.AddVersions(spec, modules.Versions[*Client]{Versioning: l.Versioning, Pkg: "postgres", Latest: l.set.Latest(), PerTenant: !l.shared, Invalid: invalid,
+		Gate: func(c *Client) *migrate.Gate { return c.life.gate }, Shared: (*Client).sharedCurrent})
 }
 
 func (l *lifecycle) forClient(module string) *lifecycle {
-	return &lifecycle{set: l.set, required: l.required, registry: l.registry, shared: l.shared, perTenantSchema: l.perTenantSchema, gate: migrate.NewGate(module, rules.Name, l.required)}
+	c := *l
+	c.gate = migrate.NewGate(module, rules.Name, l.Required)
+	return &c
 }
 
 // migrationTable is where a target records its applied steps.
@@ -104,7 +92,7 @@ type lifecycleTarget struct{ c *Client }
 // its previous version.
 func (c *Client) runner() *migrate.Runner {
 	l := c.life
-	return migrate.NewRunner(migrate.Spec{Module: c.module, Backend: rules.Name, Set: l.set, Registry: l.registry, Gate: l.gate,
+	return migrate.NewRunner(migrate.Spec{Module: c.module, Backend: rules.Name, Set: l.set, Registry: l.Registry, Gate: l.gate,
 		Shared: l.shared, PerTenant: !l.shared, Atomic: true, AllowTeardown: c.teardown}, lifecycleTarget{c})
 }
 

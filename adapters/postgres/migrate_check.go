@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,7 +17,7 @@ func (c *Client) appliedVersion(ctx context.Context, pool querier, tenant tenanc
 	var v int64
 	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+table+" WHERE module = $1", c.module).Scan(&v)
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // no table, no schema
+	if errors.As(err, &pe) && (pe.Code == stateUndefinedTable || pe.Code == stateInvalidSchemaName) { // no table, no schema
 		return 0, nil
 	}
 	return v, err
@@ -37,38 +36,28 @@ func (c *Client) ensureCurrent(ctx context.Context, tenant tenancy.ID, pool quer
 	} else if tenant.IsZero() {
 		return nil // a tenant-global call (an unbound relay's outbox) touches no tenant's schema
 	}
-	return l.gate.Check(ctx, tenant, "", route, func(ctx context.Context) (int64, error) {
-		v, err := c.appliedVersion(ctx, pool, tenant)
-		if err == nil && v == 0 && !tenant.IsZero() {
-			// Behind from version 0 is "never provisioned" when the
-			// tenant's schema is not there at all: say what to call.
-			var exists bool
-			if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", c.target(tenant)).Scan(&exists); err != nil {
-				return 0, err
-			}
-			if !exists {
-				return 0, &tenancy.Error{
-					Code: tenancy.CodeTenantNotProvisioned, Module: c.module, Backend: rules.Name, Route: route,
-					Detail: fmt.Sprintf("tenant %s has no schema %s: it was never provisioned, or was torn down; nothing was read or written", tenant, c.target(tenant)),
-					Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client (or Tenants.Provision) before the tenant's first call; it also migrates the tenant to the current version",
-				}
-			}
+	return l.gate.CheckTenant(ctx, tenant, "", route, func(ctx context.Context) (int64, error) {
+		return c.appliedVersion(ctx, pool, tenant)
+	}, func(ctx context.Context) (string, error) {
+		var exists bool
+		err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", c.target(tenant)).Scan(&exists)
+		if err != nil || exists {
+			return "", err
 		}
-		return v, err
+		return "schema " + c.target(tenant), nil
 	})
 }
 
-// checkVersions refuses to start while the shared tables or any registered
-// tenant are behind the required version.
-func (c *Client) checkVersions(ctx context.Context) error {
-	l := c.life
-	if l.shared {
-		pool, release, err := c.conn(ctx, tenancy.ID{})
-		if err != nil {
-			return err
-		}
-		defer release()
-		return c.ensureCurrent(ctx, tenancy.ID{}, pool, "")
+// sharedCurrent refuses while the shared tables, when the module has
+// them, are behind.
+func (c *Client) sharedCurrent(ctx context.Context) error {
+	if !c.life.shared {
+		return nil
 	}
-	return l.gate.CheckRegistry(ctx, l.registry)
+	pool, release, err := c.conn(ctx, tenancy.ID{})
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.ensureCurrent(ctx, tenancy.ID{}, pool, "")
 }

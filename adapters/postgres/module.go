@@ -134,7 +134,7 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 // is also provided unnamed (*Documents[T]) when it is the module's only one
 // of its type, unless NamedOnly is set.
 func Module(name string, opts ...Option) fx.Option {
-	cfg := &config{name: name, prefix: DefaultSchemaPrefix, static: DefaultStaticSchema}
+	cfg := &config{name: name, prefix: defaultSchemaPrefix, static: defaultStaticSchema}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -175,8 +175,6 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
 		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes)})
 	}
-	lerrs, lopt := lifecycleWiring(cfg, routed)
-	spec.Problems = append(spec.Problems, lerrs...)
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
 			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
@@ -194,8 +192,8 @@ func Module(name string, opts ...Option) fx.Option {
 		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
 			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: c.readiness}
 		}),
-		lopt,
 	}
+	lifecycleWiring(&spec, cfg, routed)
 	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}, {Type: reflect.TypeFor[*migrate.Runner](), Name: name}}
 	return modules.Assemble(spec)
 }

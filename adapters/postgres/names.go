@@ -14,8 +14,8 @@ import (
 // are truncated silently, which could make two tenants' names collide.
 const maxIdent = 63
 
-// DefaultSchemaPrefix starts every tenant schema name.
-const DefaultSchemaPrefix = "tenant_"
+// defaultSchemaPrefix starts every tenant schema name.
+const defaultSchemaPrefix = "tenant_"
 
 // nameOf is base, per tenant or shared.
 func nameOf(base string, perTenant bool) naming.Name {
@@ -60,8 +60,8 @@ func RoleName(prefix string, tenant tenancy.ID) string {
 	return SchemaName(prefix, tenant) + roleSuffix
 }
 
-// DefaultStaticSchema holds the static tables of a module.
-const DefaultStaticSchema = "public"
+// defaultStaticSchema holds the static tables of a module.
+const defaultStaticSchema = "public"
 
 // ident is the qualified identifier of table r for tenant (ignored for a static
 // relation, which lives in the static schema): always schema-qualified, so

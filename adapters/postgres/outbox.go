@@ -123,13 +123,15 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 	return tenancy.ID{}, o.refuse(ctx, o.unbound())
 }
 
-// Write adds msgs in a transaction of its own.
+// Write adds msgs in a transaction of its own (inside a unit of work, in
+// the unit's). Each row carries the trace context of the write's own span,
+// for the relay's delivery to link to.
 func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
 	if err != nil {
 		return err
 	}
-	pool, release, err := o.connect(ctx, tenant)
+	ctx, pool, release, err := o.connectSpan(ctx, tenant)
 	if err != nil {
 		return err
 	}
@@ -140,8 +142,8 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 // WriteTx adds msgs inside tx, so they commit or roll back with the
 // caller's business writes. tx must be on the bound tenant's pool
 // (Client.Pool) when the module is routed. Each row carries the tenant
-// bound to ctx; a message naming another tenant is refused. An empty
-// EventID gets a random one.
+// bound to ctx, and the trace context ctx carries; a message naming
+// another tenant is refused. An empty EventID gets a random one.
 func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
 	tenant, err := o.rowTenant(ctx)
 	if err != nil || len(msgs) == 0 {
@@ -158,8 +160,8 @@ func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message)
 		if m.EventID == "" {
 			m.EventID = newEventID()
 		}
-		// The request's trace context rides in the row, so the relay's and
-		// the consumer's spans link back to it.
+		// The trace context of ctx (under Write, the write's own span)
+		// rides in the row, so the relay's delivery links back to it.
 		m.Headers = o.c.tel.Inject(ctx, m.Headers)
 		var headers []byte
 		if m.Headers != nil {

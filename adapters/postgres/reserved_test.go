@@ -99,7 +99,7 @@ func TestStaticSchemaInTenantSpace(t *testing.T) {
 // A registry kept in a schema of the tenant shape would be dropped by
 // that tenant's teardown and readable by its confined role.
 func TestRegistrySchemaInTenantSpace(t *testing.T) {
-	_, err := postgres.NewRegistry(nil, postgres.SchemaName(postgres.DefaultSchemaPrefix, tenancytest.TenantB))
+	_, err := postgres.NewRegistry(nil, postgres.SchemaName("tenant_", tenancytest.TenantB))
 	if tenancy.CodeOf(err) != tenancy.CodeStaticNameInTenantSpace {
 		t.Fatalf("NewRegistry in tenant B's schema: %v", err)
 	}

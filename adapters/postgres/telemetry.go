@@ -14,6 +14,7 @@ func (c *Client) instrument(t *telemetry.Telemetry) {
 		return
 	}
 	c.tel, c.tels = t, make(map[*routeSpec]*telemetry.Route, len(c.routes))
+	c.units = t.Unit(rules.Name, c.module)
 	for _, s := range c.routes {
 		c.tels[s] = t.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: s.name, Kind: string(s.kind), Reached: s.decision.Reached})
 	}
@@ -22,12 +23,23 @@ func (c *Client) instrument(t *telemetry.Telemetry) {
 // tracedConnect is connect recorded as one call, from its entry until the
 // caller releases the pool.
 func (r route) tracedConnect(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
-	_, call := r.c.tels[r.spec].Start(ctx, tenant)
+	_, q, release, err := r.connectSpan(ctx, tenant)
+	return q, release, err
+}
+
+// connectSpan is connect for a call that passes the call's span on (an
+// outbox write stamps it into its rows): the returned context carries it.
+func (r route) connectSpan(ctx context.Context, tenant tenancy.ID) (context.Context, querier, func(), error) {
+	if r.c.tel == nil {
+		q, release, err := r.reach(ctx, tenant)
+		return ctx, q, release, err
+	}
+	ctx, call := r.c.tels[r.spec].Start(ctx, tenant)
 	q, release, err := r.reach(ctx, tenant)
 	if err != nil {
-		return nil, nil, call.Fail(err)
+		return ctx, nil, nil, call.Fail(err)
 	}
-	return q, call.Done(release), nil
+	return ctx, q, call.Done(release), nil
 }
 
 // refuse records a call the route refused before it reached connect

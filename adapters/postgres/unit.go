@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -66,25 +67,57 @@ const unitEndTimeout = 5 * time.Second
 // transaction is one connection); wait for them before fn returns. Writes
 // to other backends (Redis, Kafka) inside fn are not part of the unit:
 // write an outbox message instead.
+//
+// With a TracerProvider the unit is one span (telemetry.UnitSpan) with
+// its outcome, and the route calls inside it are its children.
 func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if u := unitOf(ctx); u != nil {
 		return u.nest(ctx, c, fn)
 	}
+	if c.units == nil {
+		_, err := c.runUnit(ctx, fn)
+		return err
+	}
+	return c.tracedUnit(ctx, fn)
+}
+
+// tracedUnit is InTx as one span (telemetry.UnitSpan), whose context fn
+// gets, so the route calls inside are its children.
+func (c *Client) tracedUnit(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	tenant, _ := tenancy.FromContext(ctx)
+	ctx, span := c.units.Start(ctx, tenant)
+	outcome := ""
+	defer func() {
+		if outcome == "" { // fn panicked or ended its goroutine: runUnit rolled back
+			span.End(telemetry.OutcomeRollback, errUnitPanicked)
+			return
+		}
+		span.End(outcome, err)
+	}()
+	outcome, err = c.runUnit(ctx, fn)
+	return err
+}
+
+var errUnitPanicked = errors.New("postgres: the unit of work's function panicked")
+
+// runUnit runs fn in a new unit of work and reports how it ended (one of
+// telemetry's unit outcomes).
+func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error) (string, error) {
 	tenant, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return rules.Unbound(c.module, "")
+		return telemetry.OutcomeError, rules.Unbound(c.module, "")
 	}
 	if err := c.suspensions.Check(tenant, rules.Name, c.module, ""); err != nil {
-		return err
+		return telemetry.OutcomeError, err
 	}
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {
-		return err
+		return telemetry.OutcomeError, err
 	}
 	defer release()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return err
+		return telemetry.OutcomeError, err
 	}
 	u := &unit{c: c, tenant: tenant, tx: tx}
 	u.run = &unitTx{u: u}
@@ -98,9 +131,16 @@ func (c *Client) InTx(ctx context.Context, fn func(ctx context.Context) error) e
 	returned = true
 	if err != nil {
 		_ = u.end(ctx, false) // a failed rollback closes the connection, which rolls back too
-		return err
+		return telemetry.OutcomeRollback, err
 	}
-	return u.end(ctx, true)
+	switch err := u.end(ctx, true); {
+	case err == nil:
+		return telemetry.OutcomeCommit, nil
+	case errors.Is(err, CodeUnitOfWorkRolledBack):
+		return telemetry.OutcomeRollback, err
+	default:
+		return telemetry.OutcomeError, err
+	}
 }
 
 // unit is one unit of work: a transaction on one client's connection, for

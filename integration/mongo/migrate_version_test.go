@@ -34,7 +34,7 @@ type ordersApp struct {
 func buildOrders(t *testing.T, base []mongo.Option, files fstest.MapFS, opts ...mongo.Option) (*fx.App, ordersApp) {
 	t.Helper()
 	var d ordersApp
-	opts = append(append(append([]mongo.Option{}, base...), mongo.AllowTeardown(), mongo.MigrationFiles(files),
+	opts = append(append(append([]mongo.Option{}, base...), mongo.AllowTeardown(), mongo.Migrations(files),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})), opts...)
 	app := fx.New(fx.NopLogger, mongo.Module("m", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -166,7 +166,7 @@ func documents(t *testing.T, db string) int64 {
 	return n
 }
 
-// RequiredVersion and MigrationFiles are checked at fx.New.
+// RequiredVersion and Migrations are checked at fx.New.
 func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 	base, _ := plainDB(t)
 	route := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})
@@ -175,11 +175,11 @@ func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 		opts []mongo.Option
 		want string
 	}{
-		"above newest":  {[]mongo.Option{route, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(4), reg}, "above the newest migration (3)"},
+		"above newest":  {[]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(4), reg}, "above the newest migration (3)"},
 		"no migrations": {[]mongo.Option{route, mongo.RequiredVersion(1), reg}, "above the newest migration (0)"},
-		"no registry":   {[]mongo.Option{route, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3)}, "tenants at start"},
-		"unknown route": {[]mongo.Option{route, mongo.MigrationFiles(fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "audit", "indexes": [{"name": "i", "keys": [{"field": "a", "order": 1}]}]}`)}})}, `route "audit"`},
-		"go step twice": {[]mongo.Option{route, mongo.MigrationFiles(indexSteps, mongo.GoStep{Version: 2, Name: "seed", Run: func(context.Context, func(string) (*driver.Collection, error)) error { return nil }})}, "two migrations have version 2"},
+		"no registry":   {[]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(3)}, "tenants at start"},
+		"unknown route": {[]mongo.Option{route, mongo.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "audit", "indexes": [{"name": "i", "keys": [{"field": "a", "order": 1}]}]}`)}})}, `route "audit"`},
+		"go step twice": {[]mongo.Option{route, mongo.Migrations(indexSteps, mongo.GoStep{Version: 2, Name: "seed", Run: func(context.Context, func(string) (*driver.Collection, error)) error { return nil }})}, "two migrations have version 2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mongo.Module("m", append(c.opts, base...)...))
@@ -188,7 +188,7 @@ func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3), reg}, base...)...))
+	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(3), reg}, base...)...))
 }
 
 // requireNotProvisioned fails t unless err is tenant_not_provisioned on
@@ -244,7 +244,7 @@ func TestNeverProvisionedIsNotBehindMongo(t *testing.T) {
 	t.Run("tagged", func(t *testing.T) {
 		base, _ := plainDB(t)
 		var docs *mongo.Documents[order]
-		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, mongo.MigrationFiles(indexSteps), mongo.RequiredVersion(3),
+		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, mongo.Migrations(indexSteps), mongo.RequiredVersion(3),
 			mongo.TenantRegistry(migrate.NewMemoryRegistry()),
 			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")}))...), fx.Populate(&docs))
 		if err := app.Start(ctx); err != nil {
