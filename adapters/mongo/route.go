@@ -81,46 +81,45 @@ func (r *route) target(ctx context.Context) (context.Context, target, error) {
 	if r.tel != nil {
 		return r.tracedTarget(ctx)
 	}
-	t, err := r.enter(ctx)
-	return ctx, t, err
+	if !r.scoped() {
+		if r.coll != nil {
+			return ctx, target{coll: r.coll, release: noop}, nil
+		}
+		return ctx, target{coll: r.core.client.Database(r.core.db).Collection(r.spec.coll.name), release: noop}, nil
+	}
+	id, err := tenancy.Require(ctx)
+	if err != nil {
+		return ctx, target{}, r.unbound()
+	}
+	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
+		return ctx, target{}, err
+	}
+	t, err := r.targetFor(ctx, id)
+	if err != nil {
+		return ctx, t, err
+	}
+	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
+		t.release()
+		return ctx, target{}, err
+	}
+	return ctx, t, nil
 }
 
 // tracedTarget is target recorded as one call, from its entry until the
-// caller releases the target.
+// caller releases the target. The resolution is target's own, on a copy
+// without instruments: the untraced path stays one call, with no frame
+// added to it (P11 in docs/performance.md).
 func (r *route) tracedTarget(ctx context.Context) (context.Context, target, error) {
 	id, _ := tenancy.FromContext(ctx)
 	ctx, call := r.tel.Start(ctx, id)
-	t, err := r.enter(ctx)
+	plain := *r
+	plain.tel = nil
+	_, t, err := plain.target(ctx)
 	if err != nil {
 		return ctx, t, call.Fail(err)
 	}
 	t.release = call.Done(t.release)
 	return ctx, t, nil
-}
-
-func (r *route) enter(ctx context.Context) (target, error) {
-	if !r.scoped() {
-		if r.coll != nil {
-			return target{coll: r.coll, release: noop}, nil
-		}
-		return target{coll: r.core.client.Database(r.core.db).Collection(r.spec.coll.name), release: noop}, nil
-	}
-	id, err := tenancy.Require(ctx)
-	if err != nil {
-		return target{}, r.unbound()
-	}
-	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
-		return target{}, err
-	}
-	t, err := r.targetFor(ctx, id)
-	if err != nil {
-		return t, err
-	}
-	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
-		t.release()
-		return target{}, err
-	}
-	return t, nil
 }
 
 // targetFor resolves the collection of an explicit tenant (provisioning).
