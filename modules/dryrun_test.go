@@ -121,7 +121,7 @@ func TestDryRunOpensNoConnection(t *testing.T) {
 		postgres.Module("pg",
 			// 10.255.255.1 is unroutable: a connection attempt would hang
 			// until connect_timeout.
-			postgres.DSN("postgres://tw@10.255.255.1:5432/tw?connect_timeout=30"),
+			postgres.Connect("postgres://tw@10.255.255.1:5432/tw?connect_timeout=30"),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[order]("orders", postgres.DocumentConfig{
 				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),

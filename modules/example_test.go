@@ -25,7 +25,7 @@ type Order struct{ Item string }
 func ExampleDryRun() {
 	appOptions := fx.Options(
 		postgres.Module("orders",
-			postgres.DSN("postgres://app@db.invalid:5432/shop?pool_max_conns=4"),
+			postgres.Connect("postgres://app@db.invalid:5432/shop?pool_max_conns=4"),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
 				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),

@@ -73,7 +73,7 @@ func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, pool: pool, prefix: "adm" + u + "_", reg: reg}
-	opts := append([]postgres.Option{postgres.DSN(dsn), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(reg),
+	opts := append([]postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(reg),
 		postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})}, pgOpts...)
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		postgres.Module("pg", opts...),

@@ -154,7 +154,7 @@ func TestDriverSpansNestUnderPostgresRouteSpans(t *testing.T) {
 	orders, hits := "nest_orders_"+suffix, "nest_hits_"+suffix
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}, NoMetricsRoute: true}),
-		postgres.Module("shop", postgres.Pool(pool), postgres.SchemaPrefix("twnest"+suffix+"_"), postgres.AllowTeardown(),
+		postgres.Module("shop", postgres.Use(pool), postgres.SchemaPrefix("twnest"+suffix+"_"), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(orders)}),
 			postgres.Document[order]("notes", postgres.DocumentConfig{Read: naming.PerTenant("nest_notes")}),
 			postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(hits)})),
@@ -251,7 +251,7 @@ func TestDriverSpansNestUnderRedisRouteSpans(t *testing.T) {
 	tagged := redis.RouteConfig{TenantAware: true}
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}, NoMetricsRoute: true}),
-		redis.Module("kv", redis.Client(cl),
+		redis.Module("kv", redis.Use(cl),
 			redis.CacheRoute("cache", tagged),
 			redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("nest" + suffix)}),
 			redis.CounterRoute("counter", tagged),

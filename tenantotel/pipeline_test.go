@@ -85,7 +85,7 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{Telemetry: telemetry.Config{SpanTenant: telemetry.TenantRaw},
 			SpanProcessors: []sdktrace.SpanProcessor{rec}}),
-		postgres.Module("shop", postgres.DSN(dsn),
+		postgres.Module("shop", postgres.Connect(dsn),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(ordersTable)}),
 			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared(outboxTable)}),
 			postgres.Relay("events", postgres.RelayConfig{Name: "events-relay", Destination: deliver, Idle: 20 * time.Millisecond}),

@@ -49,7 +49,7 @@ func pgTraced(t *testing.T) pgSpans {
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{Telemetry: telemetry.Config{SpanTenant: telemetry.TenantRaw},
 			SpanProcessors: []sdktrace.SpanProcessor{p.rec}, NoMetricsRoute: true}),
-		postgres.Module("shop", postgres.DSN(dsn), postgres.SchemaPrefix("twspan"+suffix+"_"), postgres.AllowTeardown(),
+		postgres.Module("shop", postgres.Connect(dsn), postgres.SchemaPrefix("twspan"+suffix+"_"), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("span_orders_" + suffix)}),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})),
 		fx.Populate(&d),

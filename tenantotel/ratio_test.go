@@ -179,7 +179,7 @@ func TestRatioP11On(t *testing.T) {
 				if isOn {
 					dst = &on
 				}
-				return []fx.Option{postgres.Module("pg", postgres.DSN(dsn),
+				return []fx.Option{postgres.Module("pg", postgres.Connect(dsn),
 					postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(table)})),
 					named("hits", dst), named("pg", &client)}
 			})

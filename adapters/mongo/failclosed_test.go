@@ -59,7 +59,7 @@ func deadClient(t *testing.T) mongo.Option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mongo.Client(c)
+	return mongo.Use(c)
 }
 
 // calls are every tenant-scoped operation of every route kind.

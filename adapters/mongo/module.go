@@ -68,8 +68,8 @@ type routeSpec struct {
 	provides modules.Provided
 }
 
-// Client runs the module on c, a client the caller owns and disconnects.
-func Client(c *driver.Client) Option { return func(cfg *config) { cfg.client = c } }
+// Use runs the module on c, a client the caller owns and disconnects.
+func Use(c *driver.Client) Option { return func(cfg *config) { cfg.client = c } }
 
 // FromGraph makes the module take a *mongo.Client that another part of the
 // app provides, and leave it connected on stop.
@@ -200,7 +200,7 @@ func Module(name string, opts ...Option) fx.Option {
 		bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps"})
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Client(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
+		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Use(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
 		Problems: cfg.validate(name),
 		Parts: []fx.Option{
 			fx.Provide(fx.Private, newCore(name, cfg, m)),
@@ -286,7 +286,7 @@ func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, e
 			c.client = in.Client
 		default:
 			return nil, rules.WiringInvalid(module, "", "mongo.FromGraph is set and nothing in the app provides a *mongo.Client",
-				"provide a *mongo.Client in the app, or pass mongo.Client(c) or mongo.Connect(uri) instead of FromGraph")
+				"provide a *mongo.Client in the app, or pass mongo.Use(c) or mongo.Connect(uri) instead of FromGraph")
 		}
 		return c, nil
 	}

@@ -97,8 +97,8 @@ type routeSpec struct {
 	shared   bool   // Database named a shared database, which is refused
 }
 
-// Driver runs the module on d, a driver the caller owns and closes.
-func Driver(d drv.DriverWithContext) Option { return func(c *config) { c.driver = d } }
+// Use runs the module on d, a driver the caller owns and closes.
+func Use(d drv.DriverWithContext) Option { return func(c *config) { c.driver = d } }
 
 // FromGraph makes the module take a neo4j.DriverWithContext that another
 // part of the app provides, and leave it open on stop.
@@ -201,7 +201,7 @@ func Module(name string, opts ...Option) fx.Option {
 		o(cfg)
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Driver(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and neo4j.FromGraph()"}
+		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Use(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and neo4j.FromGraph()"}
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
 			Provide: provideRoute(r), Provided: []modules.Provided{{Type: r.providedType(), Name: r.name}}})
@@ -301,7 +301,7 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 			c.plain = newRealDriver(in.Driver)
 		default:
 			return nil, rules.WiringInvalid(module, "", "neo4j.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
-				"provide a neo4j.DriverWithContext in the app, or pass neo4j.Driver(d) or neo4j.Connect(uri, auth) instead of FromGraph")
+				"provide a neo4j.DriverWithContext in the app, or pass neo4j.Use(d) or neo4j.Connect(uri, auth) instead of FromGraph")
 		}
 		return c, nil
 	}

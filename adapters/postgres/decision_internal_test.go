@@ -48,7 +48,7 @@ func probeScope(t *testing.T, url, prefix, tbl string, route Option, name string
 		obj any
 		m   floors.Matrix
 	)
-	app := fx.New(fx.NopLogger, Module("pg", DSN(url), SchemaPrefix(prefix), route),
+	app := fx.New(fx.NopLogger, Module("pg", Connect(url), SchemaPrefix(prefix), route),
 		fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 		fx.Invoke(fx.Annotate(func(cl *Client) { c = cl }, fx.ParamTags(`name:"pg"`))),
 		fx.Invoke(fx.Annotate(func(k *Counter) {

@@ -3,7 +3,7 @@
 // read, each at the tier its wiring reaches, checked during fx.New.
 //
 //	postgres.Module("orders",
-//		postgres.DSN(dsn),                              // plain; or Pool(p), or Routed(resolve, cfg) → dedicated
+//		postgres.Connect(dsn),                              // plain; or Pool(p), or Routed(resolve, cfg) → dedicated
 //		postgres.RequiredIsolation(tenancy.Namespace),
 //		postgres.Document[Order]("orders", postgres.DocumentConfig{
 //			Read:  naming.PerTenant("orders"), // → namespace

@@ -72,7 +72,7 @@ func docProbe(t *testing.T, d *postgres.Documents[item]) tenancytest.Probe {
 func TestDocumentBoundaryTagged(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Tagged),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Tagged),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			TenantAware: true, Read: naming.Shared("docs_" + run), Write: naming.Shared("docs_" + run), History: naming.Shared("hist_" + run),
 		})), &d)
@@ -84,7 +84,7 @@ func TestDocumentBoundaryTagged(t *testing.T) {
 func TestDocumentBoundaryNamespace(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Namespace),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Namespace),
 		postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("docs_history"),
@@ -138,9 +138,9 @@ func TestDocumentParity(t *testing.T) {
 	run := unique()
 	var off, on *postgres.Documents[item]
 	url := testsvc.PostgresURL(t)
-	c1 := start(t, postgres.Module("pg", postgres.DSN(url),
+	c1 := start(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.Document[item]("off", postgres.DocumentConfig{Read: naming.Shared("off_" + run), Write: naming.Shared("off_" + run)})), &off)
-	c2 := start(t, postgres.Module("pg", postgres.DSN(url),
+	c2 := start(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.Document[item]("on", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("on_" + run), Write: naming.Shared("on_" + run)})), &on)
 	provision(t, c1, tenancy.Default)
 	provision(t, c2, tenancy.Default)

@@ -24,7 +24,7 @@ func TestDocumentWriteDefaultsToRead(t *testing.T) {
 		d    *postgres.Documents[item]
 		live modules.Live
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.RequiredIsolation(tenancy.Namespace),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs")})),
 		&d, &live)
@@ -64,11 +64,11 @@ func TestDocumentWriteDefaultsToRead(t *testing.T) {
 // Read is still required: a zero config fails closed at fx.New, and the
 // fix names the field.
 func TestDocumentNeedsRead(t *testing.T) {
-	e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+	e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true})))
 	if e.Route != "orders" || !strings.Contains(e.Fix, "set postgres.DocumentConfig.Read") {
 		t.Errorf("refusal %+v", e)
 	}
-	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Write: naming.Shared("docs")})))
 }

@@ -34,7 +34,7 @@ func dynModule(t *testing.T, dsn, prefix, table string, dc postgres.DynamicReadC
 	t.Helper()
 	dc.PerTenantSchema, dc.TenantRole = true, true
 	ds := dynSet{prefix: prefix, table: table}
-	ds.c = start(t, postgres.Module("pg", postgres.DSN(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	ds.c = start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", dc)), &ds.docs, named("dyn", &ds.dyn))
 	t.Cleanup(func() { teardown(t, ds.c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -299,7 +299,7 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 		k     *postgres.Counter
 		stats *postgres.Analytics
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(docs), Write: naming.Shared(docs)}),
 		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: naming.Shared(texts), Heap: naming.Shared(texts), Index: naming.Shared(texts + "_tsv")}),
@@ -387,7 +387,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 // the module's worst case, so a budget that ignores it is refused.
 func TestDynamicReadCountsItsPool(t *testing.T) {
 	mod := func(budget int) fx.Option {
-		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true, MaxConns: 3}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, mod(6))
@@ -401,7 +401,7 @@ func TestDynamicReadLogin(t *testing.T) {
 	run := unique()
 	prefix := "tw" + run + "_"
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxClients: 2}})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -443,13 +443,13 @@ func TestDynamicLoginWiring(t *testing.T) {
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
-	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 		dyn(postgres.DynamicReadConfig{TenantRole: true, Login: &postgres.DynamicLogin{Secret: secret[:31]}})))
 	// Without TenantRole the route is unconfined as well as wiring_invalid.
-	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
 	login := func(budget int) fx.Option {
-		return postgres.Module("pg", postgres.DSN(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
 			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxClients: 3}}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
@@ -466,7 +466,7 @@ func TestDynamicReadOnCallerPool(t *testing.T) {
 	t.Cleanup(pool.Close) // after the teardown, which runs on it
 	run := unique()
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	provision(t, c, tenancytest.TenantA)

@@ -26,7 +26,7 @@ func Example() {
 	)
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
-			postgres.DSN(os.Getenv("TENANTWIRE_PG_URL")),
+			postgres.Connect(os.Getenv("TENANTWIRE_PG_URL")),
 			postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
 				Read:  naming.PerTenant("orders"),

@@ -30,7 +30,7 @@ func ExampleClient_InTx() {
 	)
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
-			postgres.DSN(os.Getenv("TENANTWIRE_PG_URL")),
+			postgres.Connect(os.Getenv("TENANTWIRE_PG_URL")),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared("outbox")}),
 		),

@@ -19,7 +19,7 @@ func TestBackendsTerminated(t *testing.T) {
 	run := unique()
 	app := "tw_fault_" + run
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=4&application_name="+app),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=4&application_name="+app),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("fault_" + run), Write: naming.Shared("fault_" + run)})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -35,7 +35,7 @@ func TestClientForgetsOwned(t *testing.T) {
 	}
 	defer func() { _, _ = conn.Exec(ctx, "DROP TABLE public."+table) }()
 	var c *Client
-	app := fx.New(fx.NopLogger, Module("pg", DSN(url)),
+	app := fx.New(fx.NopLogger, Module("pg", Connect(url)),
 		fx.Invoke(fx.Annotate(func(cl *Client) { c = cl }, fx.ParamTags(`name:"pg"`))))
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 func TestOwnershipGate(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("own_" + run), Write: naming.Shared("own_" + run)}),
 		postgres.Document[int]("ns", postgres.DocumentConfig{Read: naming.PerTenant("own"), Write: naming.PerTenant("own")}),
 	), &d)
@@ -74,7 +74,7 @@ func TestOwnershipGate(t *testing.T) {
 func TestOwnershipGateLifecycle(t *testing.T) {
 	run := unique()
 	var tagged, ns *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("gl_" + run), Write: naming.Shared("gl_" + run)}),
 		postgres.Document[item]("ns", postgres.DocumentConfig{Read: naming.PerTenant("gl"), Write: naming.PerTenant("gl")}),
 	), named("tagged", &tagged), named("ns", &ns))
@@ -162,7 +162,7 @@ func newReplica(t *testing.T, dsn, prefix, table string, extra ...postgres.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close) // after the app's stop, registered later
-	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})}, extra...)...), &r.docs)
 	r.gate = r.c.Ownership(postgres.OwnershipConfig{Table: naming.Shared(table), TenantAware: true})
 	return r

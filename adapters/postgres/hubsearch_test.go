@@ -58,7 +58,7 @@ func TestFederatedSearchBoundary(t *testing.T) {
 		shared, own *postgres.Search
 		fed         *postgres.FederatedSearch
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.HubSearchRoute("shared", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("fed_" + run)}),
 		postgres.HubSearchRoute("own", postgres.HubSearchConfig{Table: naming.PerTenant("notes")}),
 		postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"shared", "own"}}),
@@ -128,7 +128,7 @@ func TestMessagingTiers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var m floors.Matrix
-			app := fx.New(fx.NopLogger, postgres.Module("pg", append([]postgres.Option{postgres.DSN(nowhere)}, tc.opts...)...),
+			app := fx.New(fx.NopLogger, postgres.Module("pg", append([]postgres.Option{postgres.Connect(nowhere)}, tc.opts...)...),
 				fx.Invoke(func(l modules.Live) { m = l.Matrix() }))
 			if err := app.Err(); err != nil {
 				t.Fatal(err)
@@ -148,10 +148,10 @@ func TestMessagingTiers(t *testing.T) {
 		})
 	}
 	t.Run("a leg that is not a hub route", func(t *testing.T) {
-		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere), fed(true)))
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere), fed(true)))
 	})
 	t.Run("a per-tenant table leg", func(t *testing.T) {
-		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.DSN(nowhere),
+		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 			hub("a", true, naming.Shared("h")), hub("b", true, naming.Shared("h2")), fed(true, naming.PerTenant("x"))))
 	})
 }

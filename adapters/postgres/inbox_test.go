@@ -35,8 +35,8 @@ func msgTiers(t *testing.T, base string) map[string]struct {
 		table naming.Name
 	}
 	return map[string]tier{
-		"tagged":    {postgres.DSN(url), true, naming.Shared(base)},
-		"namespace": {postgres.DSN(url), true, naming.PerTenant("t")},
+		"tagged":    {postgres.Connect(url), true, naming.Shared(base)},
+		"namespace": {postgres.Connect(url), true, naming.PerTenant("t")},
 		"dedicated": {routed, false, naming.Shared(base)},
 	}
 }
@@ -79,7 +79,7 @@ func inboxProbe(in *postgres.Inbox, ev string) tenancytest.Probe {
 func TestInboxOnce(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	var in *postgres.Inbox
-	c := start(t, postgres.Module("pg", postgres.DSN(url),
+	c := start(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.InboxRoute("in", postgres.InboxConfig{Table: naming.Shared("once_" + unique())})), named("in", &in))
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithGlobal(context.Background())
@@ -205,7 +205,7 @@ func TestSweep(t *testing.T) {
 	var in *postgres.Inbox
 	var st *postgres.Idempotency
 	assigned := providing(tenancytest.TenantA, tenancytest.TenantB)
-	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("sw_in_" + run)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_idem_" + run), TTL: time.Millisecond}),
 		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, Tenants: assigned}),
@@ -251,20 +251,20 @@ func TestSweep(t *testing.T) {
 func TestSweepRefusals(t *testing.T) {
 	tagged := postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("i")})
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
-		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{})))
+		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired,
 		postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
 			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{Table: naming.Shared("i")}), postgres.Sweep("idem", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{}), postgres.Sweep("orders", postgres.SweepConfig{})))
+		postgres.Module("pg", postgres.Connect(nowhere), perTenantDocs(naming.Name{}), postgres.Sweep("orders", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, Tenants: providing(tenancytest.TenantA)})))
+		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, Tenants: providing(tenancytest.TenantA)})))
 	tenancytest.RequireRefused(t, tenancy.CodeWorkerRouteUnknown,
-		postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Sweep("missing", postgres.SweepConfig{})))
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("missing", postgres.SweepConfig{})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), tagged,
 		postgres.Sweep("in", postgres.SweepConfig{Tenants: providing(tenancytest.TenantA)})))
 	boom := errors.New("assignment service down")
-	app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+	app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.Connect(nowhere), tagged,
 		postgres.Sweep("in", postgres.SweepConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, boom }})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestSweepRefusals(t *testing.T) {
 	if err := app.Start(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("start with a failing tenant provider: %v", err)
 	}
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere),
 		postgres.InboxRoute("in", postgres.InboxConfig{Table: naming.PerTenant("i")}), postgres.Sweep("in", postgres.SweepConfig{})))
 }
 
@@ -285,7 +285,7 @@ func TestMessagingTeardown(t *testing.T) {
 		st  *postgres.Idempotency
 		hub *postgres.Search
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("td_in_" + run)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("td_idem_" + run)}),
 		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("td_hub_" + run)}),

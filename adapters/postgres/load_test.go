@@ -60,7 +60,7 @@ func load(t *testing.T, tier tenancy.Tier, ops int) {
 		dc = postgres.DocumentConfig{Read: naming.PerTenant("load"), Write: naming.PerTenant("load")}
 	}
 	var d *postgres.Documents[owned]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix("tw"+run+"_"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.AllowTeardown(), postgres.RequiredIsolation(tier), postgres.Document[owned]("load", dc)), &d)
 	tenants := make([]tenancy.ID, 50)
 	for i := range tenants {

@@ -17,7 +17,7 @@ import (
 func TestLiveMatrix(t *testing.T) {
 	var m floors.Matrix
 	app := fx.New(fx.NopLogger,
-		postgres.Module("pg", postgres.DSN(nowhere),
+		postgres.Module("pg", postgres.Connect(nowhere),
 			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("t"), Write: naming.Shared("t")}),
 			postgres.Document[int]("ns", postgres.DocumentConfig{Read: naming.PerTenant("n"), Write: naming.PerTenant("n")}),
 			postgres.CounterRoute("shared", postgres.CounterConfig{Table: naming.Shared("c")}),
@@ -46,7 +46,7 @@ func TestLiveMatrix(t *testing.T) {
 // document routes of one type; each stays reachable by route name.
 func TestTwoModulesSameDocumentType(t *testing.T) {
 	docs := func(mod, route string, opts ...postgres.Option) fx.Option {
-		return postgres.Module(mod, append(opts, postgres.DSN(nowhere),
+		return postgres.Module(mod, append(opts, postgres.Connect(nowhere),
 			postgres.Document[item](route, postgres.DocumentConfig{Read: naming.Shared(route), Write: naming.Shared(route)}))...)
 	}
 	var a, b *postgres.Documents[item]

@@ -30,7 +30,7 @@ func TestMessagingIgnoresSearchPath(t *testing.T) {
 			i  *postgres.Inbox
 			st *postgres.Idempotency
 		)
-		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.DSN(dsn),
+		c := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Connect(dsn),
 			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(out)}),
 			postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared(in)}),
 			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared(idem)}),

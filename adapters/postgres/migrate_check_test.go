@@ -51,7 +51,7 @@ func TestRuntimeRefusesStaleTenant(t *testing.T) {
 	var d *postgres.Documents[item]
 	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
 	// Provisioned by an older build without the registry: at version 0.
-	old := start(t, postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
+	old := start(t, postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
@@ -81,7 +81,7 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 	_, err := f.pool.Exec(context.Background(), "CREATE SCHEMA "+static)
 	must0(t, err)
 	mod := func(extra ...postgres.Option) fx.Option {
-		return postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.StaticSchema(static),
+		return postgres.Module("pg", append([]postgres.Option{postgres.Use(f.pool), postgres.StaticSchema(static),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared(table), Write: naming.Shared(table), TenantAware: true}),
 		}, extra...)...)
 	}
@@ -112,9 +112,9 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 func TestMigrationWiring(t *testing.T) {
 	f := newMigFixture(t)
 	for name, opts := range map[string][]postgres.Option{
-		"above":       {postgres.Pool(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(4), postgres.TenantRegistry(f.reg)},
-		"no registry": {postgres.Pool(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)},
-		"misnamed":    {postgres.Pool(f.pool), postgres.Migrations(fstest.MapFS{"add_total.sql": {}}), postgres.TenantRegistry(f.reg)},
+		"above":       {postgres.Use(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(4), postgres.TenantRegistry(f.reg)},
+		"no registry": {postgres.Use(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)},
+		"misnamed":    {postgres.Use(f.pool), postgres.Migrations(fstest.MapFS{"add_total.sql": {}}), postgres.TenantRegistry(f.reg)},
 	} {
 		opts = append(opts, postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 		err := fx.New(fx.NopLogger, postgres.Module("pg", opts...)).Err()
@@ -155,7 +155,7 @@ func TestVersionCheckOncePerTenant(t *testing.T) {
 	provisionAll(t, start(t, f.module(postgres.Migrations(f.threeSteps()))), []tenancy.ID{tn})
 	pool, writes := countedPool(t)
 	var d *postgres.Documents[item]
-	start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
+	start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
 		postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	ctx := tenancy.WithTenant(context.Background(), tn)
@@ -190,7 +190,7 @@ func TestEveryRouteCallChecksTheVersion(t *testing.T) {
 	start(t, f.module(append([]postgres.Option{postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)}, perTenant...)...),
 		named("stats", &an), named("events", &ob))
 	// Provisioned by an older build without the registry: at version 0.
-	old := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
+	old := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})}, perTenant...)...))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)

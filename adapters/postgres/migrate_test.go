@@ -73,7 +73,7 @@ func (f migFixture) steps(counted bool) fstest.MapFS {
 // module is a namespace document module on the fixture's prefix.
 func (f migFixture) module(extra ...postgres.Option) fx.Option {
 	opts := append([]postgres.Option{
-		postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
+		postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 	}, append(f.opts, extra...)...)
 	return postgres.Module("pg", opts...)
@@ -448,7 +448,7 @@ func TestProvisionAllResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := &cancelAfter{Registry: f.reg, at: 8, cancel: cancel}
 	mod := func(r migrate.Registry) fx.Option {
-		return postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(r),
+		return postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(r),
 			postgres.Migrations(f.threeSteps()),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 	}

@@ -47,12 +47,12 @@ type config struct {
 	errs []error
 }
 
-// DSN makes the module open its own pool from dsn on first use and close
+// Connect makes the module open its own pool from dsn on first use and close
 // it on stop. Parsing happens at wiring; connecting does not.
-func DSN(dsn string) Option { return func(c *config) { c.dsn = dsn } }
+func Connect(dsn string) Option { return func(c *config) { c.dsn = dsn } }
 
-// Pool runs the module on a pool the caller owns and closes.
-func Pool(p *pgxpool.Pool) Option { return func(c *config) { c.pool = p } }
+// Use runs the module on a pool the caller owns and closes.
+func Use(p *pgxpool.Pool) Option { return func(c *config) { c.pool = p } }
 
 // Routed gives every tenant its own credentials (dedicated): resolve maps
 // a tenant to a DSN (Credentials.Endpoint), optionally with a user,
@@ -140,7 +140,7 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	routed := cfg.resolve != nil
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		SourceFix: "pass exactly one of postgres.DSN, postgres.Pool and postgres.Routed",
+		SourceFix: "pass exactly one of postgres.Connect, postgres.Use and postgres.Routed",
 		Problems:  append(cfg.namingProblems(), cfg.errs...)}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
 		if set {

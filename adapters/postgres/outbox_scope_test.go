@@ -56,7 +56,7 @@ func TestOutboxEventIDsPerTenant(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			run := unique()
 			var o *postgres.Outbox
-			c := start(t, postgres.Module("pg", postgres.DSN(url), postgres.SchemaPrefix("tw"+run+"_"),
+			c := start(t, postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"),
 				postgres.OutboxRoute("out", oc(run))), named("out", &o))
 			provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 			if err := o.Write(bgA, outbox.Message{EventID: "e1", Topic: "t", Payload: []byte("a")}); err != nil {
@@ -114,7 +114,7 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 		"created_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz)")
 	exec(t, conn, "INSERT INTO "+table+" (tenant_id, event_id, topic) VALUES ($1, 'e0', 't')", tenancytest.TenantA.String())
 	var o *postgres.Outbox
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	provision(t, c, tenancytest.TenantB) // idempotent on an upgraded table
@@ -136,7 +136,7 @@ func TestOutboxUpgradeScopesEventIDs(t *testing.T) {
 func TestScopedOutboxRefusesUnbound(t *testing.T) {
 	run := unique()
 	var tagged, ns, routed *postgres.Outbox
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.OutboxRoute("tagged", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("su_" + run)}),
 		postgres.OutboxRoute("ns", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("su")}),
 	), named("tagged", &tagged), named("ns", &ns))
@@ -166,7 +166,7 @@ func TestOutboxShardedSweep(t *testing.T) {
 	run := unique()
 	table := "ss_" + run
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond,
 			Tenants: providing(tenancytest.TenantA)})), named("out", &o))

@@ -23,7 +23,7 @@ func TestOutboxWrites(t *testing.T) {
 	run := unique()
 	s := newSink()
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("ow_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)

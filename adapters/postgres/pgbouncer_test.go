@@ -39,19 +39,19 @@ func TestPooledWiring(t *testing.T) {
 	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicReadRoute("dyn", dc) }
 	confined := postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}
 	tenancytest.RequireRefused(t, postgres.CodeDynamicReadPooled,
-		postgres.Module("pg", postgres.DSN(nowhere), pooled, dyn(confined)))
+		postgres.Module("pg", postgres.Connect(nowhere), pooled, dyn(confined)))
 	// The same read without the pooler wires: the refusal is the pooler's.
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), dyn(confined)))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), dyn(confined)))
 	login := confined
 	login.Login = &postgres.DynamicLogin{Secret: loginSecret}
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), pooled, dyn(login)))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), pooled, dyn(login)))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), pooled, dyn(postgres.DynamicReadConfig{})))
 
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.DSN(nowhere+"&default_query_exec_mode=describe_exec"), pooled))
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere+"&default_query_exec_mode=describe_exec")))
+		postgres.Module("pg", postgres.Connect(nowhere+"&default_query_exec_mode=describe_exec"), pooled))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere+"&default_query_exec_mode=describe_exec")))
 	for _, mode := range []string{"cache_statement", "cache_describe", "exec", "simple_protocol"} {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere+"&default_query_exec_mode="+mode), pooled))
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere+"&default_query_exec_mode="+mode), pooled))
 	}
 	cfg, err := pgxpool.ParseConfig(nowhere)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestPooledWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Pool(p), pooled))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Use(p), pooled))
 }
 
 // roundRobinPgBouncer is a private PgBouncer that hands each transaction
@@ -277,7 +277,7 @@ func TestDynamicLoginThroughPoolerWithForcedUser(t *testing.T) {
 	u := testsvc.StartPgBouncer(t, fmt.Sprintf("%s = host=%s port=%d user=%s", pg.Database, pg.Host, pg.Port, pg.User), "auth_type = any")
 	prefix := "tw" + unique() + "_"
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.DSN(u), postgres.BehindTransactionPooler(), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(u), postgres.BehindTransactionPooler(), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 			Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 2}})), named("dyn", &dyn))

@@ -24,7 +24,7 @@ func TestProvisionRoleNotGrantedToSuperuser(t *testing.T) {
 	conn := superuser(t)
 	ctx := context.Background()
 	prefix := "g" + unique() + "_"
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix),
 		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	for range 2 { // idempotent
@@ -70,7 +70,7 @@ func TestProvisionByANonSuperuser(t *testing.T) {
 	must0(t, err)
 	u.User = url.User(user)
 	module := func(dsn, prefix string) *postgres.Client {
-		return start(t, postgres.Module("pg", postgres.DSN(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		return start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 			postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	}
@@ -87,7 +87,7 @@ func TestProvisionByANonSuperuser(t *testing.T) {
 		t.Errorf("tenant role: superuser %v, replication %v, bypassrls %v, inherit %v", super, repl, bypass, inherit)
 	}
 	var dyn *postgres.DynamicRead
-	start(t, postgres.Module("pg", postgres.DSN(u.String()), postgres.SchemaPrefix(prefix),
+	start(t, postgres.Module("pg", postgres.Connect(u.String()), postgres.SchemaPrefix(prefix),
 		postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("adhoc", &dyn))
 	var who string
 	must0(t, dyn.Query(tenancy.WithTenant(ctx, tenancytest.TenantA), "SELECT current_user::text", nil, func(r pgx.Rows) error {

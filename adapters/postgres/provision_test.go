@@ -20,7 +20,7 @@ import (
 func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("hist"),
 		})), &d)
@@ -51,7 +51,7 @@ func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 }
 
 func TestTeardownNeedsOptIn(t *testing.T) {
-	c := start(t, postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{})))
+	c := start(t, postgres.Module("pg", postgres.Connect(nowhere), perTenantDocs(naming.Name{})))
 	if err := c.Teardown(context.Background(), tenancytest.TenantA); !errors.Is(err, migrate.ErrTeardownDisabled) {
 		t.Errorf("teardown without opt-in: %v", err)
 	}

@@ -38,7 +38,7 @@ func TestUnprovisionedTenantIsCoded(t *testing.T) {
 		d *postgres.Documents[item]
 		k *postgres.Counter
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
 		perTenantDocs(naming.Name{}),
 		postgres.CounterRoute("hits", postgres.CounterConfig{Table: naming.PerTenant("hits")}),
 	), &d, fx.Annotate(&k, fx.ParamTags(`name:"hits"`)))
@@ -77,7 +77,7 @@ func TestUnprovisionedTenantIsCoded(t *testing.T) {
 func TestMissingStaticTableKeepsTheDriverError(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			TenantAware: true, Read: naming.Shared("docs" + run), Write: naming.Shared("docs" + run),
 		})), &d)

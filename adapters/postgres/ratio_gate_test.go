@@ -27,7 +27,7 @@ func TestRatioDeleteNotice(t *testing.T) {
 	run := unique()
 	table := "dn_" + run
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns=8"),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=8"),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
 	provision(t, c, tenancytest.TenantA)
 	pool, _, err := c.Pool(ctxA)

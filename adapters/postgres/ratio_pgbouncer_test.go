@@ -24,9 +24,9 @@ func TestRatioNamespaceThroughPgBouncer(t *testing.T) {
 	prefix := "tw" + run + "_"
 	docs := postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})
 	var d, direct *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PgBouncerURL(t)), postgres.BehindTransactionPooler(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PgBouncerURL(t)), postgres.BehindTransactionPooler(),
 		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), docs), &d)
-	start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), docs), &direct)
+	start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), docs), &direct)
 	provision(t, c, tenancytest.TenantA)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -116,7 +116,7 @@ func heap() uint64 {
 func scaleTaggedFixture(t *testing.T, tenants, conns int) (*postgres.Documents[item], []context.Context, *pgxpool.Pool) {
 	t.Helper()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)+"&pool_max_conns="+strconv.Itoa(conns)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns="+strconv.Itoa(conns)),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(scaleTagged), Write: naming.Shared(scaleTagged)})), &d)
 	provision(t, c, scaleTenant(0))
 	conn := superuser(t)

@@ -47,7 +47,7 @@ func TestRatioTagged(t *testing.T) {
 	run := unique()
 	table := "bench_" + run
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -129,7 +129,7 @@ func TestRatioNamespace(t *testing.T) {
 	run := unique()
 	prefix := "tw" + run + "_"
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })

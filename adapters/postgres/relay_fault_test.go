@@ -29,7 +29,7 @@ func TestTwoRelaysSideBySide(t *testing.T) {
 	first, second := fast(s), fast(s)
 	first.Name, second.Name = "relay-1", "relay-2"
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(url),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("side_" + run)}),
 		postgres.Relay("out", first), postgres.Relay("out", second)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
@@ -55,7 +55,7 @@ func TestRelayBackendsTerminated(t *testing.T) {
 	s := newSink()
 	s.slow = 2 * time.Millisecond
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(url+"&pool_max_conns=4&application_name="+appName),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(url+"&pool_max_conns=4&application_name="+appName),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("fault_out_" + run)}),
 		postgres.Relay("out", fast(s))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
@@ -95,17 +95,17 @@ func TestRelayRefusals(t *testing.T) {
 		opts []postgres.Option
 	}{
 		{"plain relay over a tenant-aware outbox", tenancy.CodeTenantGlobalRequired,
-			[]postgres.Option{postgres.DSN(nowhere), tagged, postgres.Relay("out", fast(s))}},
+			[]postgres.Option{postgres.Connect(nowhere), tagged, postgres.Relay("out", fast(s))}},
 		{"plain relay over a per-tenant outbox", tenancy.CodeTenantGlobalRequired,
-			[]postgres.Option{postgres.DSN(nowhere), postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("o")}), postgres.Relay("out", fast(s))}},
+			[]postgres.Option{postgres.Connect(nowhere), postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("o")}), postgres.Relay("out", fast(s))}},
 		{"plain relay over a routed outbox", tenancy.CodeTenantGlobalRequired,
 			[]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), global, postgres.Relay("out", fast(s))}},
 		{"relay without a destination", tenancy.CodeWiringInvalid,
-			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("out", postgres.RelayConfig{})}},
+			[]postgres.Option{postgres.Connect(nowhere), global, postgres.Relay("out", postgres.RelayConfig{})}},
 		{"relay over a document route", tenancy.CodeWiringInvalid,
-			[]postgres.Option{postgres.DSN(nowhere), perTenantDocs(naming.Name{}), postgres.Relay("orders", fast(s))}},
+			[]postgres.Option{postgres.Connect(nowhere), perTenantDocs(naming.Name{}), postgres.Relay("orders", fast(s))}},
 		{"relay over no route", tenancy.CodeWorkerRouteUnknown,
-			[]postgres.Option{postgres.DSN(nowhere), global, postgres.Relay("missing", fast(s))}},
+			[]postgres.Option{postgres.Connect(nowhere), global, postgres.Relay("missing", fast(s))}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,15 +113,15 @@ func TestRelayRefusals(t *testing.T) {
 		})
 	}
 	t.Run("a per-tenant table of a tenant-global outbox is one shared table", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere),
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere),
 			postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.PerTenant("o")}), postgres.Relay("out", fast(s))))
 	})
 	t.Run("sharded relay over a tenant-aware outbox", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), tagged, postgres.Relay("out", sharded(fast(s), providing(three...)))))
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Relay("out", sharded(fast(s), providing(three...)))))
 	})
 	t.Run("failing tenant provider fails start", func(t *testing.T) {
 		boom := errors.New("assignment service down")
-		app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.DSN(nowhere), tagged,
+		app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.Connect(nowhere), tagged,
 			postgres.Relay("out", sharded(fast(s), func(context.Context) ([]tenancy.ID, error) { return nil, boom }))))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)
@@ -139,7 +139,7 @@ func TestWorkersStopClean(t *testing.T) {
 	run := unique()
 	s := newSink()
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("stop_" + run)}),
 		postgres.Relay("out", fast(s)),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond}),
@@ -188,7 +188,7 @@ func TestRelayRetriesDestinationErrors(t *testing.T) {
 	rc := fast(flaky)
 	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("flaky_" + run)}),
 		postgres.Relay("out", rc)), named("out", &o))
 	provision(t, c, tenancytest.TenantA)

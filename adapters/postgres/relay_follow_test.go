@@ -53,7 +53,7 @@ func followTheSet(t *testing.T) {
 	cfg := fast(s)
 	cfg.Refresh = 100 * time.Millisecond
 	var o *postgres.Outbox
-	app, c := build(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("out")}),
 		postgres.Relay("out", sharded(cfg, live.tenants))), named("out", &o))
 	provision(t, c, tenancytest.TenantA)

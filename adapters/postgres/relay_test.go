@@ -175,7 +175,7 @@ func TestRelayBindsEachRowsTenant(t *testing.T) {
 			run := unique()
 			s := newSink()
 			var o *postgres.Outbox
-			conn := postgres.DSN(url)
+			conn := postgres.Connect(url)
 			if name == "sharded over routed" {
 				_, dsns := databases(t, len(three), "")
 				creds := map[tenancy.ID]routing.Credentials{}

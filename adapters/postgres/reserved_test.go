@@ -20,7 +20,7 @@ import (
 // staticSchemaModule is a module with a tagged document route over a
 // static table in static and a confined dynamic read per tenant schema.
 func staticSchemaModule(t *testing.T, prefix, static, table string) fx.Option {
-	return postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(static),
+	return postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(static),
 		postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}))
@@ -121,7 +121,7 @@ func TestFrameworkTablesReserved(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName,
-				postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)), opt))
+				postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), opt))
 			if e.Route != "docs" || !strings.Contains(e.Fix, "tenantwire") {
 				t.Errorf("refusal %+v", e)
 			}

@@ -66,7 +66,7 @@ func TestCallerPoolSurvivesStop(t *testing.T) {
 	defer pool.Close()
 	t.Run("app", func(t *testing.T) {
 		var k *postgres.Counter
-		c := start(t, postgres.Module("pg", postgres.Pool(pool),
+		c := start(t, postgres.Module("pg", postgres.Use(pool),
 			postgres.CounterRoute("c", postgres.CounterConfig{TenantAware: true, Table: naming.Shared("cnt_" + unique())})), named("c", &k))
 		provision(t, c, tenancytest.TenantA)
 		if _, err := k.Add(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "x", 1); err != nil {

@@ -38,7 +38,7 @@ var throughPgBouncer = via{url: testsvc.PgBouncerURL, opts: []postgres.Option{po
 
 // dsn is the module's connection option through v.
 func (v via) dsn(t testing.TB) []postgres.Option {
-	return append([]postgres.Option{postgres.DSN(v.url(t))}, v.opts...)
+	return append([]postgres.Option{postgres.Connect(v.url(t))}, v.opts...)
 }
 
 // twoDatabases creates one database per probe tenant and returns a
@@ -348,18 +348,18 @@ func TestRoutesFailClosed(t *testing.T) {
 func TestDynamicReadWiring(t *testing.T) {
 	dyn := func(dc postgres.DynamicReadConfig) postgres.Option { return postgres.DynamicReadRoute("dyn", dc) }
 	tenancytest.RequireRefused(t, postgres.CodeDynamicReadUnconfined,
-		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
+		postgres.Module("pg", postgres.Connect(nowhere), dyn(postgres.DynamicReadConfig{PerTenantSchema: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
-		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
+		postgres.Module("pg", postgres.Connect(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
-		postgres.Module("pg", postgres.DSN(nowhere), dyn(postgres.DynamicReadConfig{})))
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		postgres.Module("pg", postgres.Connect(nowhere), dyn(postgres.DynamicReadConfig{})))
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 		dyn(postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), dyn(postgres.DynamicReadConfig{})))
 	// An index lives in its table's schema: a static index on a per-tenant
 	// heap cannot exist, and is refused as such.
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 			postgres.SearchRoute("s", postgres.SearchConfig{Read: naming.PerTenant("t"), Heap: naming.PerTenant("t"), Index: naming.Shared("t_idx")})))
 	// The rule itself counts the index.
 	rule := postgres.Rules().Kinds["search"]

@@ -105,7 +105,7 @@ func newScaleFleet(t *testing.T, n int) scaleFleet {
 
 // scaleModule is the namespace module of the scale pairs.
 func scaleModule(pool *pgxpool.Pool) fx.Option {
-	return postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(scalePrefix),
+	return postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(scalePrefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 }
 

@@ -35,7 +35,7 @@ func TestNamespaceRoutesManyTenantsPrepareNothing(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, writes := countedPool(t)
 	var rs scaleRoutes
-	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.CounterRoute("counter", postgres.CounterConfig{Table: naming.PerTenant("counts")}),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.PerTenant("inbox")}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.PerTenant("idem")}),

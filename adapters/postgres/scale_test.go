@@ -73,7 +73,7 @@ func TestNamespaceManyTenantsBounded(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, writes := countedPool(t)
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	ids := make([]tenancy.ID, tenants+1)
 	for i := range ids {

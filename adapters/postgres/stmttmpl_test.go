@@ -21,7 +21,7 @@ func TestNamespacePastBudgetCachesNothing(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, _ := countedPool(t)
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Pool(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"),
 			History: naming.PerTenant("docs_history")})), &d)
 	ids := make([]tenancy.ID, tenants)

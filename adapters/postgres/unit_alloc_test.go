@@ -19,7 +19,7 @@ const unitAllocs = 3
 // telemetry, InTx costs its transaction and the unit's own three
 // allocations, nothing for the span it would be with a TracerProvider.
 func TestInTxWithoutTelemetryAllocatesOnlyTheUnit(t *testing.T) {
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("ua_" + unique())})))
 	ctx := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
 	pool, release, err := c.Pool(ctx)

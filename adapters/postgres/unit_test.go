@@ -277,7 +277,7 @@ func TestUnitOfWorkTenantIsFixed(t *testing.T) {
 // tenant.
 func TestUnitOfWorkUnbound(t *testing.T) {
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("docs_" + unique())})), &d)
 	for _, ctx := range []context.Context{context.Background(), tenancy.WithGlobal(context.Background())} {
 		ran := false
@@ -621,7 +621,7 @@ func TestUnitOfWorkRefusesWhatCannotJoin(t *testing.T) {
 			run := unique()
 			var other *postgres.Documents[item]
 			var oc *postgres.Client
-			otherMod := postgres.Module("other", postgres.DSN(testsvc.PostgresURL(t)), postgres.NamedOnly(),
+			otherMod := postgres.Module("other", postgres.Connect(testsvc.PostgresURL(t)), postgres.NamedOnly(),
 				postgres.Document[item]("odocs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("odocs_" + run)}))
 			rs, ms := func() (routeSet, *messagingSet) {
 				ms, opts, targets := messagingRoutes(tier)
@@ -690,7 +690,7 @@ func TestUnitOfWorkVersionGate(t *testing.T) {
 	stale := migTenants(1)[0]
 	var d *postgres.Documents[item]
 	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
-	old := start(t, postgres.Module("pg", postgres.Pool(f.pool), postgres.SchemaPrefix(f.prefix),
+	old := start(t, postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	provision(t, old, stale)
 	ctx := tenancy.WithTenant(context.Background(), stale)
@@ -775,7 +775,7 @@ func TestUnitOfWorkSuspendedTenant(t *testing.T) {
 		d       *postgres.Documents[item]
 		tenants *modules.Tenants
 	)
-	c := start(t, postgres.Module("pg", postgres.DSN(testsvc.PostgresURL(t)),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("sdocs_" + unique())})),
 		modules.Lifecycle(), &d, &tenants)
 	provision(t, c, tenancytest.TenantA)

@@ -29,19 +29,19 @@ func perTenantDocs(history naming.Name) postgres.Option {
 
 func TestWiring(t *testing.T) {
 	t.Run("namespace floor met by per-tenant schemas", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 			perTenantDocs(naming.PerTenant("orders_history"))))
 	})
 	t.Run("a static history table keeps the route below namespace", func(t *testing.T) {
 		e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
-			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+			postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
 				perTenantDocs(naming.Shared("orders_history"))))
 		if e.Route != "orders" || e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 			t.Errorf("refusal fields: %+v", e)
 		}
 	})
 	t.Run("tagged floor met by TenantAware", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Tagged),
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Tagged),
 			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("o"), Write: naming.Shared("o")})))
 	})
 	t.Run("dedicated floor met by a routed client", func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestWiring(t *testing.T) {
 	})
 	t.Run("dedicated floor refused on a plain client", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
-			postgres.Module("pg", postgres.DSN(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(naming.Name{})))
+			postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(naming.Name{})))
 	})
 	t.Run("routed worst case over the budget", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
@@ -73,11 +73,11 @@ func TestWiring(t *testing.T) {
 	})
 	t.Run("duplicate route names", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-			postgres.Module("pg", postgres.DSN(nowhere), perTenantDocs(naming.Name{}), perTenantDocs(naming.Name{})))
+			postgres.Module("pg", postgres.Connect(nowhere), perTenantDocs(naming.Name{}), perTenantDocs(naming.Name{})))
 	})
 	t.Run("bad schema prefix", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-			postgres.Module("pg", postgres.DSN(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(naming.Name{})))
+			postgres.Module("pg", postgres.Connect(nowhere), postgres.SchemaPrefix("Bad-Prefix"), perTenantDocs(naming.Name{})))
 	})
 }
 
@@ -89,8 +89,8 @@ func TestFailClosed(t *testing.T) {
 	run := unique()
 	boom := errors.New("credential store unavailable")
 	tiers := map[string]postgres.Option{
-		"tagged":    postgres.DSN(url),
-		"namespace": postgres.DSN(url),
+		"tagged":    postgres.Connect(url),
+		"namespace": postgres.Connect(url),
 		"dedicated": postgres.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 			return routing.Credentials{}, boom
 		}, postgres.RoutedConfig{}),

@@ -19,7 +19,7 @@ func TestSweepLogsThroughTheAppLogger(t *testing.T) {
 	url := testsvc.PostgresURL(t)
 	log, h := logcapture.New()
 	// The table is never provisioned, so every pass fails.
-	app, _ := build(t, postgres.Module("pg", postgres.DSN(url),
+	app, _ := build(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_missing_" + unique())}),
 		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: providing(tenancytest.TenantA)}),
 	), fx.Supply(log))

@@ -48,7 +48,7 @@ func TestCacheScopeFollowsRule(t *testing.T) {
 			c *Cache
 		)
 		app := fx.New(fx.NopLogger,
-			Module("r", Client(rdb), CacheRoute(route, RouteConfig{Namespace: naming.PerTenant(nsPrefix)})),
+			Module("r", Use(rdb), CacheRoute(route, RouteConfig{Namespace: naming.PerTenant(nsPrefix)})),
 			fx.Invoke(func(l modules.Live) { m = l.Matrix() }),
 			fx.Invoke(fx.Annotate(func(v *Cache) { c = v }, fx.ParamTags(`name:"`+route+`"`))))
 		if err := app.Start(ctx); err != nil {

@@ -50,7 +50,7 @@ func TestFleetHeartbeatFollowsLifecycle(t *testing.T) {
 	name := e.name("beat")
 	var f *redis.Fleet
 	app := fx.New(fx.NopLogger,
-		redis.Module("fleet", redis.Client(e.client),
+		redis.Module("fleet", redis.Use(e.client),
 			redis.FleetRoute(name, redis.FleetConfig{HeartbeatInterval: 20 * time.Millisecond, TTL: time.Second, Replica: "me"})),
 		fx.Invoke(fx.Annotate(func(v *redis.Fleet) { f = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)

@@ -228,7 +228,7 @@ func (e *env) source(opts []redis.Option) []redis.Option {
 			return opts
 		}
 	}
-	return append([]redis.Option{redis.Client(e.client)}, opts...)
+	return append([]redis.Option{redis.Use(e.client)}, opts...)
 }
 
 // route builds a module holding opts on the env's client and returns the

@@ -30,7 +30,7 @@ func TestIdempotencyTTL(t *testing.T) {
 			key := "tw:s:i:" + route + ":k"
 			defer rdb.Del(ctx, key)
 			var i *redis.Idempotency
-			app := fx.New(fx.NopLogger, redis.Module("m", redis.Client(rdb), redis.IdempotencyRoute(route, redis.RouteConfig{TTL: c.ttl})),
+			app := fx.New(fx.NopLogger, redis.Module("m", redis.Use(rdb), redis.IdempotencyRoute(route, redis.RouteConfig{TTL: c.ttl})),
 				fx.Invoke(fx.Annotate(func(v *redis.Idempotency) { i = v }, fx.ParamTags(`name:"`+route+`"`))))
 			if err := app.Err(); err != nil {
 				t.Fatal(err)

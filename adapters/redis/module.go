@@ -78,7 +78,7 @@ func Module(name string, opts ...Option) fx.Option {
 		o(cfg)
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Client(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
+		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Use(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
 	if cfg.routed != nil {
 		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
 		// go-redis's default pool follows GOMAXPROCS, which the runtime
@@ -183,7 +183,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 			c.client = in.Client
 		default:
 			return nil, rules.WiringInvalid(module, "", "redis.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
-				"provide a goredis.UniversalClient in the app, or pass redis.Client(c) or redis.Connect(opts) instead of FromGraph")
+				"provide a goredis.UniversalClient in the app, or pass redis.Use(c) or redis.Connect(opts) instead of FromGraph")
 		}
 		return c, nil
 	}

@@ -62,12 +62,12 @@ type routeSpec struct {
 	beatTTL   time.Duration
 }
 
-// Client runs the module on c, a client the caller owns and closes. Any
+// Use runs the module on c, a client the caller owns and closes. Any
 // go-redis UniversalClient works: *Client, *ClusterClient, a failover
 // client; give a *ClusterClient a ClusterStateReloadInterval of a few
 // seconds, or calls for a dead master's slots fail for up to a minute
 // after its replica took over.
-func Client(c goredis.UniversalClient) Option {
+func Use(c goredis.UniversalClient) Option {
 	return func(cfg *config) { cfg.client, cfg.sources = c, cfg.sources+1 }
 }
 

@@ -33,7 +33,7 @@ func TestReadinessReportsTheRoutedPool(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		redis.Module("readyrouted", redis.Routed(resolve, redis.RoutedConfig{Limits: routing.Limits{MaxClients: 3, MaxConnsPerClient: 2}}),
 			redis.CacheRoute("sessions", redis.RouteConfig{})),
-		redis.Module("readyplain", redis.Client(rdb), redis.CacheRoute("plain", redis.RouteConfig{TenantAware: true})),
+		redis.Module("readyplain", redis.Use(rdb), redis.CacheRoute("plain", redis.RouteConfig{TenantAware: true})),
 		fx.Populate(&d))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	// The invokes ask for what a module wired right provides.
 	for kind, u := range uses {
-		if err := fx.New(fx.NopLogger, fx.Module("app", u), redis.Module("kv", append(routes, redis.Client(client))...)).Err(); err != nil {
+		if err := fx.New(fx.NopLogger, fx.Module("app", u), redis.Module("kv", append(routes, redis.Use(client))...)).Err(); err != nil {
 			t.Fatalf("%s: the wired module does not provide what the test asks for: %v", kind, err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return redis.Module("kv", append(routes, redis.Routed(nil, redis.RoutedConfig{}))...)
 	}
 	floorMiss := func() fx.Option {
-		return redis.Module("other", redis.Client(client), redis.RequiredIsolation(tenancy.Namespace),
+		return redis.Module("other", redis.Use(client), redis.RequiredIsolation(tenancy.Namespace),
 			redis.CacheRoute("weak", redis.RouteConfig{TenantAware: true}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "kv", refused(), uses, floorMiss())

@@ -26,7 +26,7 @@ func TestStaticKeysOutsideTenantNamespaces(t *testing.T) {
 	nsB := "q" + tenancytest.TenantB.Hex() // naming.PerTenant("q")'s namespace for B
 	sharedName, nsName := nsB+"-"+e.suffix, e.name("quota")
 	var shared, perTenant *redis.Cache
-	app := fx.New(fx.NopLogger, redis.Module("m-"+e.suffix, redis.Client(e.client),
+	app := fx.New(fx.NopLogger, redis.Module("m-"+e.suffix, redis.Use(e.client),
 		redis.CacheRoute(sharedName, redis.RouteConfig{}),
 		redis.CacheRoute(nsName, redis.RouteConfig{Namespace: naming.PerTenant("q")})),
 		fx.Invoke(fx.Annotate(func(s, p *redis.Cache) { shared, perTenant = s, p },

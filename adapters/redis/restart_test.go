@@ -40,7 +40,7 @@ func TestRedisRestartMidLoad(t *testing.T) {
 			if tier == "tagged" {
 				client := goredis.NewClient(opts(0))
 				defer client.Close()
-				mod, rc = []redis.Option{redis.Client(client)}, redis.RouteConfig{TenantAware: true}
+				mod, rc = []redis.Option{redis.Use(client)}, redis.RouteConfig{TenantAware: true}
 			} else {
 				// Four credential sets (databases) shared by 50 tenants.
 				mod = []redis.Option{redis.Routed(func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {

@@ -97,12 +97,12 @@ func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 	client := goredis.NewUniversalClient(unreachable())
 	t.Cleanup(func() { client.Close() })
 	tenancytest.RequireWires(t, redis.Module("m",
-		redis.Client(client),
+		redis.Use(client),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop, Tenants: assigned}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10, Tenants: assigned})))
 	tenancytest.RequireWires(t, redis.Module("m",
-		redis.Client(client),
+		redis.Use(client),
 		redis.StreamRoute("jobs", redis.RouteConfig{}),
 		redis.StreamConsumer("jobs", redis.ConsumerConfig{Group: "g", Handle: noop})))
 }

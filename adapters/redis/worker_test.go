@@ -120,7 +120,7 @@ func TestUnboundConsumerOverSharedStreamWithRedelivery(t *testing.T) {
 	}
 	var s *redis.Stream
 	app := fx.New(fx.NopLogger,
-		redis.Module("w", redis.Client(e.client),
+		redis.Module("w", redis.Use(e.client),
 			redis.StreamRoute(name, redis.RouteConfig{}),
 			redis.StreamConsumer(name, redis.ConsumerConfig{
 				Group: "g", Handle: handle, Block: 30 * time.Millisecond,
@@ -151,7 +151,7 @@ func TestShardedTrimSweep(t *testing.T) {
 	name := e.name("trimmed")
 	var s *redis.Stream
 	app := fx.New(fx.NopLogger,
-		redis.Module("w", redis.Client(e.client),
+		redis.Module("w", redis.Use(e.client),
 			redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 			redis.StreamTrim(name, redis.TrimConfig{
 				MaxLen: 10, Every: 20 * time.Millisecond,
@@ -234,7 +234,7 @@ func TestDestinationRoutesPerTenant(t *testing.T) {
 func TestShardedWorkerProviderErrorFailsStart(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("noshards")
-	app := fx.New(fx.NopLogger, redis.Module("w", redis.Client(e.client),
+	app := fx.New(fx.NopLogger, redis.Module("w", redis.Use(e.client),
 		redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer(name, redis.ConsumerConfig{Group: "g", Handle: noop,
 			Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }})))

@@ -90,7 +90,7 @@ func run(w io.Writer) error {
 		events, audits *postgres.Outbox
 	)
 	app := fx.New(fx.NopLogger,
-		postgres.Module("shop", postgres.DSN(dsn),
+		postgres.Module("shop", postgres.Connect(dsn),
 			// Orders are tagged: one table, every row carries its tenant.
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(ordersTable)}),
 			// Tenant-global: one table, rows carry their tenant; a plain

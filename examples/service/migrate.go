@@ -42,7 +42,7 @@ func registry(pool *pgxpool.Pool, prefix string) (*postgres.Registry, error) {
 func ordersModule(pgURL, prefix string, reg migrate.Registry) fx.Option {
 	steps, _ := fs.Sub(migrations, "migrations") // a constant path: cannot fail
 	return postgres.Module("orders",
-		postgres.DSN(pgURL),
+		postgres.Connect(pgURL),
 		postgres.SchemaPrefix(prefix),
 		postgres.AllowTeardown(),
 		postgres.RequiredIsolation(tenancy.Namespace),

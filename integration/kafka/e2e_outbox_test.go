@@ -71,7 +71,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
 				Tenants: tenants(tenantA, tenantB, tenantC), Topic: naming.PerTenant(topics)}),
 		),
-		postgres.Module("db", append([]postgres.Option{postgres.DSN(url)}, relayWiring(table, dest, sharded)...)...),
+		postgres.Module("db", append([]postgres.Option{postgres.Connect(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),
 		fx.Invoke(fx.Annotate(func(o *postgres.Outbox, c *postgres.Client) { box, pg = o, c },
 			fx.ParamTags(`name:"outbox"`, `name:"db"`))),

@@ -90,7 +90,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 		kafka.Module("events", kafka.Brokers(g.addr()), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("down."))}),
 		),
-		postgres.Module("db", postgres.DSN(url),
+		postgres.Module("db", postgres.Connect(url),
 			postgres.OutboxRoute("outbox", postgres.OutboxConfig{TenantAware: sharded, Table: naming.Shared(table)}), relay),
 		fx.Populate(&d),
 		fx.Invoke(fx.Annotate(func(o *postgres.Outbox, c *postgres.Client) { box, pg = o, c },

@@ -66,7 +66,7 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 	prefix, topicPrefix := "tl"+run+"_", "tl-"+run+"-events."
 	var r routes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		postgres.Module("pg", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})),
 		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
 			kafka.ProducerRoute("events", kafka.ProducerConfig{Topic: naming.PerTenant(topicPrefix)})),

@@ -66,7 +66,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants *modules.Tenants
 			Orders  *postgres.Documents[order]
 		}
-		startApp(t, postgres.Module("pg", postgres.DSN(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		startApp(t, postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "postgres-namespace", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error {

@@ -57,7 +57,7 @@ func readyz(t *testing.T, mods ...fx.Option) (int, readyBody) {
 func TestReadinessAsksEveryBackend(t *testing.T) {
 	pgURL, broker, redisAddr := testsvc.PostgresURL(t), strings.Split(testsvc.KafkaBrokers(t), ",")[0], testsvc.RedisAddr(t)
 	good := []fx.Option{
-		postgres.Module("pg", postgres.DSN(pgURL)),
+		postgres.Module("pg", postgres.Connect(pgURL)),
 		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}})),
 		kafka.Module("bus", kafka.Brokers(broker)),
 	}
@@ -71,7 +71,7 @@ func TestReadinessAsksEveryBackend(t *testing.T) {
 		}
 	}
 
-	status, b = readyz(t, append(good, postgres.Module("gone", postgres.DSN("postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=1")))...)
+	status, b = readyz(t, append(good, postgres.Module("gone", postgres.Connect("postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=1")))...)
 	if status != http.StatusServiceUnavailable || b.Ready {
 		t.Fatalf("a server down: %d %+v", status, b)
 	}

@@ -39,7 +39,7 @@ func plain(t *testing.T) []mongo.Option {
 // plainDB is a plain client on server A and a fresh database, named.
 func plainDB(t *testing.T) ([]mongo.Option, string) {
 	db := dbName(t)
-	return []mongo.Option{mongo.Client(client(t, uriA)), mongo.Database(db)}, db
+	return []mongo.Option{mongo.Use(client(t, uriA)), mongo.Database(db)}, db
 }
 
 // dedicated routes tenant A to one server and tenant B to another (on a

@@ -124,7 +124,7 @@ func TestGetSendsTheHandWrittenFind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var docs *mongo.Documents[item]
-			start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db), mongo.Document[item]("items", tc.cfg)), fx.Populate(&docs))
+			start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db), mongo.Document[item]("items", tc.cfg)), fx.Populate(&docs))
 			ctx := tenancy.WithTenant(context.Background(), id)
 			if _, err := docs.Create(ctx, "k", item{Name: "x", N: 1}); err != nil {
 				t.Fatal(err)

@@ -54,8 +54,8 @@ func TestRatioP11On(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cl, db := client(t, uriA), dbName(t)
 			var on, off *mongo.Documents[item]
-			start(t, mongo.Module("m", mongo.Client(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), sdkOn(t), fx.Populate(&on))
-			start(t, mongo.Module("m", mongo.Client(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), fx.Populate(&off))
+			start(t, mongo.Module("m", mongo.Use(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), sdkOn(t), fx.Populate(&on))
+			start(t, mongo.Module("m", mongo.Use(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), fx.Populate(&off))
 			if _, err := off.Create(ctx, "k", item{Name: "bench", N: 7}); err != nil {
 				t.Fatal(err)
 			}

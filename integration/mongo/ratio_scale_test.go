@@ -26,7 +26,7 @@ func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	const tenants = 1000
 	c, db := client(t, uriA), dbName(t)
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db),
+	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db),
 		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.PerTenant("items")})),
 		fx.Populate(&docs))
 	ctxs := make([]context.Context, tenants)

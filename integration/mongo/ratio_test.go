@@ -21,7 +21,7 @@ func TestRatioFindByID(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	c, db := client(t, uriA), dbName(t)
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(db),
+	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs))
 	ctx := ctxOf(tenancytest.TenantA)

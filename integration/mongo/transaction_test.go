@@ -106,7 +106,7 @@ func TestFerretDBHasNoTransactions(t *testing.T) {
 	// same inside a driver transaction: its Get runs outside it, its
 	// Update is kept.
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Client(c), mongo.Database(dbName(t)),
+	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(dbName(t)),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs))
 	tctx := ctxOf(tenancytest.TenantA)

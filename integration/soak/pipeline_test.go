@@ -68,7 +68,7 @@ const (
 // pgOptions are the PostgreSQL routes both processes declare (the app
 // writes the outboxes, the relay process drains them).
 func pgOptions(dsn string, extra ...postgres.Option) fx.Option {
-	return postgres.Module(pgModule, append([]postgres.Option{postgres.DSN(dsn), postgres.SchemaPrefix(schemaPrefix),
+	return postgres.Module(pgModule, append([]postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix(schemaPrefix),
 		// namespace: a schema per tenant.
 		postgres.Document[Body]("ns_docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		// tagged: one table, the tenant on every row and predicate.
