@@ -87,26 +87,13 @@ func (m *lifecycleTarget) targets(ctx context.Context, tenant tenancy.ID) ([]tar
 		}
 		return []target{{drv: m.core.plain, database: m.core.database, name: m.core.database, release: func() {}}}, nil
 	}
-	var out []target
-	seen := map[string]bool{}
-	for _, s := range m.routes {
-		r := newRoute(m.core, s)
-		if !r.perTenantDB && !m.core.routed() {
-			continue
-		}
-		sc, err := r.openFor(ctx, tenant)
-		if err != nil {
-			for _, t := range out {
-				t.release()
-			}
-			return nil, err
-		}
-		if seen[sc.database] {
-			sc.release()
-			continue
-		}
-		seen[sc.database] = true
-		out = append(out, target{drv: sc.drv, database: sc.database, name: sc.target, release: sc.release})
+	dbs, err := m.scopes(ctx, tenant, func(_ *route, sc scope) (string, bool) { return sc.database, true })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]target, 0, len(dbs))
+	for _, d := range dbs {
+		out = append(out, target{drv: d.sc.drv, database: d.sc.database, name: d.sc.target, release: d.sc.release})
 	}
 	if len(out) == 0 {
 		return nil, rules.WiringInvalid(m.core.module, "", fmt.Sprintf("Migrate for tenant %s: the module has no per-tenant database", tenant),

@@ -71,11 +71,33 @@ func (m *lifecycleTarget) PlanProvision(ctx context.Context, tenant tenancy.ID) 
 // once (by the scope's target: the same name on two servers is two
 // databases), holding their drivers until released.
 func (m *lifecycleTarget) missing(ctx context.Context, tenant tenancy.ID) ([]tenantDB, error) {
-	var out []tenantDB
-	fail := func(err error) ([]tenantDB, error) {
-		releaseAll(out)
+	dbs, err := m.scopes(ctx, tenant, func(r *route, sc scope) (string, bool) { return sc.target, r.perTenantDB })
+	if err != nil {
 		return nil, err
 	}
+	out := make([]tenantDB, 0, len(dbs))
+	for i, d := range dbs {
+		exists, err := databaseExists(ctx, d.sc)
+		if err != nil {
+			releaseAll(out)
+			releaseAll(dbs[i:])
+			return nil, fmt.Errorf("neo4j: module %s: route %s: looking up database %s for tenant %s: %w", m.core.module, d.route, d.sc.database, tenant, err)
+		}
+		if exists {
+			d.sc.release()
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// scopes opens tenant's scope on each route that has one of its own (a
+// per-tenant database, or any route of a routed module), keeping one scope
+// per key (none where key says not to keep it) and releasing the rest; on
+// an error it releases what it opened.
+func (m *lifecycleTarget) scopes(ctx context.Context, tenant tenancy.ID, key func(*route, scope) (string, bool)) ([]tenantDB, error) {
+	var out []tenantDB
 	seen := map[string]bool{}
 	for _, s := range m.routes {
 		r := newRoute(m.core, s)
@@ -84,23 +106,16 @@ func (m *lifecycleTarget) missing(ctx context.Context, tenant tenancy.ID) ([]ten
 		}
 		sc, err := r.openFor(ctx, tenant)
 		if err != nil {
-			return fail(err)
+			releaseAll(out)
+			return nil, err
 		}
-		if !r.perTenantDB || seen[sc.target] {
+		k, keep := key(r, sc)
+		if !keep || seen[k] {
 			sc.release()
 			continue
 		}
-		seen[sc.target] = true
-		exists, err := databaseExists(ctx, sc)
-		if err != nil || exists {
-			sc.release()
-		}
-		if err != nil {
-			return fail(fmt.Errorf("neo4j: module %s: route %s: looking up database %s for tenant %s: %w", m.core.module, s.name, sc.database, tenant, err))
-		}
-		if !exists {
-			out = append(out, tenantDB{route: s.name, sc: sc})
-		}
+		seen[k] = true
+		out = append(out, tenantDB{route: s.name, sc: sc})
 	}
 	return out, nil
 }
