@@ -197,19 +197,19 @@ func (r *Runner) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	return r.forget(ctx, tenant)
 }
 
-// ManyTarget is a Target that removes many tenants' data in one pass
+// manyTarget is a Target that removes many tenants' data in one pass
 // (one walk of a shared store instead of one a tenant). It returns one
 // error per tenant, in order.
-type ManyTarget interface {
+type manyTarget interface {
 	TeardownMany(ctx context.Context, tenants []tenancy.ID) []error
 }
 
 // TeardownMany is Teardown for many tenants, one error each, in order. A
-// ManyTarget gets the permitted tenants whole; another target each in
+// a manyTarget gets the permitted tenants whole; another target each in
 // turn.
 func (r *Runner) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
 	errs := make([]error, len(tenants))
-	mt, ok := r.t.(ManyTarget)
+	mt, ok := r.t.(manyTarget)
 	if !ok {
 		for i, id := range tenants {
 			errs[i] = r.Teardown(ctx, id)

@@ -19,7 +19,7 @@ type declared struct {
 	fx.In
 
 	Wirings []*Wiring     `group:"tenantwire_wiring"`
-	Workers []*WorkerDecl `group:"tenantwire_workers"`
+	Workers []*workerDecl `group:"tenantwire_workers"`
 }
 
 // DryRun checks an app's tenancy wiring without starting or building it:

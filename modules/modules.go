@@ -39,8 +39,8 @@ type Wiring struct {
 	checked  atomic.Bool
 }
 
-// WorkerDecl is one background reader declared to the app.
-type WorkerDecl struct {
+// workerDecl is one background reader declared to the app.
+type workerDecl struct {
 	Worker  floors.Worker
 	checked atomic.Bool
 }
@@ -68,7 +68,7 @@ func Provide(m floors.Module, problems ...error) fx.Option {
 // tenant_global_required during fx.New, so it never starts.
 func Worker(w floors.Worker) fx.Option {
 	return fx.Options(
-		fx.Provide(fx.Annotate(func() *WorkerDecl { return &WorkerDecl{Worker: w} }, fx.ResultTags(workerGroup))),
+		fx.Provide(fx.Annotate(func() *workerDecl { return &workerDecl{Worker: w} }, fx.ResultTags(workerGroup))),
 		enforce,
 	)
 }
@@ -81,7 +81,7 @@ type Live struct {
 	fx.In
 
 	Wirings []*Wiring     `group:"tenantwire_wiring"`
-	Workers []*WorkerDecl `group:"tenantwire_workers"`
+	Workers []*workerDecl `group:"tenantwire_workers"`
 	Logger  *slog.Logger  `optional:"true"`
 	// Telemetry records a refusal at fx.New as a span (nil: none).
 	Telemetry *telemetry.Telemetry `optional:"true"`

@@ -20,7 +20,7 @@ func (t *Telemetry) ObserveBehind(module, backend string, count func() int) {
 	if t == nil || t.meter == nil || count == nil {
 		return
 	}
-	t.behind.Store(&behindRead{set: attribute.NewSet(attribute.String(LabelBackend, backend), attribute.String(LabelModule, module)), count: count}, struct{}{})
+	t.behind.Store(&behindRead{set: attribute.NewSet(attribute.String(labelBackend, backend), attribute.String(labelModule, module)), count: count}, struct{}{})
 }
 
 // observeBehind registers the tenants-behind gauge.

@@ -25,14 +25,14 @@ func (t *Telemetry) WiringRefused(errs []error) {
 	}
 	_, span := t.tracer.Start(context.Background(), CheckSpan)
 	for _, err := range errs {
-		attrs := []trace.EventOption{trace.WithAttributes(AttrErrorCode.String(ErrorCode(err)))}
+		attrs := []trace.EventOption{trace.WithAttributes(AttrErrorCode.String(errorCode(err)))}
 		var te *tenancy.Error
 		if errors.As(err, &te) {
 			attrs = append(attrs, trace.WithAttributes(AttrModule.String(te.Module), AttrRoute.String(te.Route), AttrBackend.String(te.Backend)))
 		}
 		span.RecordError(err, attrs...)
 	}
-	span.SetStatus(codes.Error, ErrorCode(errs[0]))
+	span.SetStatus(codes.Error, errorCode(errs[0]))
 	span.End()
 	if f, ok := t.cfg.TracerProvider.(interface{ ForceFlush(context.Context) error }); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -110,6 +110,6 @@ func (t *Telemetry) Refused(ctx context.Context, err error) {
 		return
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		RecordError(span, err)
+		recordError(span, err)
 	}
 }

@@ -31,8 +31,8 @@ func (t *Telemetry) Lag(info RouteInfo) *Lag {
 		return nil
 	}
 	l := &Lag{t: t, reads: map[*lagRead]struct{}{}, attrs: []attribute.KeyValue{
-		attribute.String(LabelBackend, info.Backend), attribute.String(LabelModule, info.Module),
-		attribute.String(LabelRoute, info.Route)}}
+		attribute.String(labelBackend, info.Backend), attribute.String(labelModule, info.Module),
+		attribute.String(labelRoute, info.Route)}}
 	t.lags.Store(l, struct{}{})
 	return l
 }

@@ -32,7 +32,7 @@ func (t *Telemetry) observePools() error {
 	}
 	_, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, p := range routing.Observe() {
-			at := metric.WithAttributes(attribute.String(LabelBackend, p.Backend), attribute.String(LabelModule, p.Module))
+			at := metric.WithAttributes(attribute.String(labelBackend, p.Backend), attribute.String(labelModule, p.Module))
 			o.ObserveInt64(clients, int64(p.Pools), at)
 			o.ObserveInt64(used, int64(p.Clients), at)
 			o.ObserveInt64(limit, int64(p.MaxClients), at)

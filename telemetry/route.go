@@ -50,9 +50,9 @@ func (t *Telemetry) Route(info RouteInfo) *Route {
 		AttrBackend.String(info.Backend), AttrModule.String(info.Module), AttrRoute.String(info.Route),
 		AttrKind.String(info.Kind), AttrTier.String(info.Reached.String()))}
 	r.attrs = []attribute.KeyValue{
-		attribute.String(LabelBackend, info.Backend), attribute.String(LabelModule, info.Module),
-		attribute.String(LabelRoute, info.Route), attribute.String(LabelKind, info.Kind),
-		attribute.String(LabelTier, info.Reached.String())}
+		attribute.String(labelBackend, info.Backend), attribute.String(labelModule, info.Module),
+		attribute.String(labelRoute, info.Route), attribute.String(labelKind, info.Kind),
+		attribute.String(labelTier, info.Reached.String())}
 	r.set = attribute.NewSet(r.attrs...)
 	r.addOpt = []metric.AddOption{metric.WithAttributeSet(r.set)}
 	r.recOpt = []metric.RecordOption{metric.WithAttributeSet(r.set)}
@@ -123,7 +123,7 @@ func (c *Call) End(err error) {
 	r := c.r
 	if c.span != nil {
 		if err != nil {
-			RecordError(c.span, err)
+			recordError(c.span, err)
 		}
 		c.span.End()
 	}
@@ -134,7 +134,7 @@ func (c *Call) End(err error) {
 	if !c.tagged {
 		r.t.duration.Record(ctx, since(c.start).Seconds(), r.recOpt...)
 		if err != nil {
-			r.t.errs.Add(ctx, 1, r.addOpt[0], metric.WithAttributes(attribute.String(LabelCode, ErrorCode(err))))
+			r.t.errs.Add(ctx, 1, r.addOpt[0], metric.WithAttributes(attribute.String(labelCode, errorCode(err))))
 		}
 		return
 	}
@@ -142,7 +142,7 @@ func (c *Call) End(err error) {
 	set := attribute.NewSet(attrs...)
 	r.t.duration.Record(ctx, since(c.start).Seconds(), metric.WithAttributeSet(set))
 	if err != nil {
-		r.t.errs.Add(ctx, 1, metric.WithAttributeSet(set), metric.WithAttributes(attribute.String(LabelCode, ErrorCode(err))))
+		r.t.errs.Add(ctx, 1, metric.WithAttributeSet(set), metric.WithAttributes(attribute.String(labelCode, errorCode(err))))
 	}
 }
 
@@ -169,14 +169,6 @@ func (c *Call) Fail(err error) error {
 		c.End(err)
 	}
 	return err
-}
-
-// Span is the call's span (a no-op span without a tracer or call).
-func (c *Call) Span() trace.Span {
-	if c == nil || c.span == nil {
-		return trace.SpanFromContext(context.Background())
-	}
-	return c.span
 }
 
 // mapCarrier reads and writes a map as a propagation carrier.

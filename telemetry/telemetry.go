@@ -30,8 +30,8 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ScopeName is the instrumentation scope of every tracer and meter.
-const ScopeName = "github.com/tenantwire/tenantwire"
+// scopeName is the instrumentation scope of every tracer and meter.
+const scopeName = "github.com/tenantwire/tenantwire"
 
 // Span attribute keys.
 const (
@@ -47,13 +47,13 @@ const (
 // Metric label keys: the log keys of modules (KeyModule, ...), so one
 // name finds a tenant, module or route in logs and metrics alike.
 const (
-	LabelModule  = "module"
-	LabelRoute   = "route"
-	LabelKind    = "kind"
-	LabelBackend = "backend"
-	LabelTier    = "tier"
-	LabelTenant  = "tenant"
-	LabelCode    = "code"
+	labelModule  = "module"
+	labelRoute   = "route"
+	labelKind    = "kind"
+	labelBackend = "backend"
+	labelTier    = "tier"
+	labelTenant  = "tenant"
+	labelCode    = "code"
 )
 
 // LatencyBuckets are the route histogram's bucket boundaries in seconds,
@@ -178,10 +178,10 @@ func New(cfg Config) (*Telemetry, error) {
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	if cfg.TracerProvider != nil {
-		t.tracer = cfg.TracerProvider.Tracer(ScopeName)
+		t.tracer = cfg.TracerProvider.Tracer(scopeName)
 	}
 	if cfg.MeterProvider != nil {
-		t.meter = cfg.MeterProvider.Meter(ScopeName)
+		t.meter = cfg.MeterProvider.Meter(scopeName)
 		// Calls are the duration histogram's count (one measurement per
 		// call, refused or not): a separate counter would double the cost
 		// of every call for a number the histogram already has.
@@ -258,20 +258,20 @@ func (t *Telemetry) metricTenant(id tenancy.ID) (attribute.KeyValue, bool) {
 		return attribute.KeyValue{}, false
 	}
 	if id.IsZero() || !t.cfg.MetricTenants(id) {
-		return attribute.String(LabelTenant, "other"), true
+		return attribute.String(labelTenant, "other"), true
 	}
 	if kv, ok := t.tenantLabels.Load(id); ok {
 		return kv.(attribute.KeyValue), true
 	}
 	v, _ := t.cfg.MetricTenant.value(id)
-	kv := attribute.String(LabelTenant, v)
+	kv := attribute.String(labelTenant, v)
 	t.tenantLabels.Store(id, kv)
 	return kv, true
 }
 
-// ErrorCode is the code an error is counted and recorded under: its
+// errorCode is the code an error is counted and recorded under: its
 // tenancy code, CodeCanceled, or CodeUncoded.
-func ErrorCode(err error) string {
+func errorCode(err error) string {
 	var te *tenancy.Error
 	switch {
 	case errors.As(err, &te):
@@ -282,9 +282,9 @@ func ErrorCode(err error) string {
 	return CodeUncoded
 }
 
-// RecordError marks span failed with err and its code.
-func RecordError(span trace.Span, err error) {
-	code := ErrorCode(err)
+// recordError marks span failed with err and its code.
+func recordError(span trace.Span, err error) {
+	code := errorCode(err)
 	span.RecordError(err, trace.WithAttributes(AttrErrorCode.String(code)))
 	span.SetAttributes(AttrErrorCode.String(code))
 	span.SetStatus(codes.Error, code)

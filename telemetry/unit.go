@@ -78,7 +78,7 @@ func (c UnitCall) End(outcome string, err error) {
 	}
 	c.span.SetAttributes(AttrUnitOutcome.String(outcome))
 	if err != nil {
-		RecordError(c.span, err)
+		recordError(c.span, err)
 	}
 	c.span.End()
 }

@@ -1,0 +1,4 @@
+package telemetry
+
+// ErrorCode lets the external tests read the code label of an error.
+var ErrorCode = errorCode
