@@ -204,8 +204,8 @@ type manyTarget interface {
 	TeardownMany(ctx context.Context, tenants []tenancy.ID) []error
 }
 
-// TeardownMany is Teardown for many tenants, one error each, in order. A
-// a manyTarget gets the permitted tenants whole; another target each in
+// TeardownMany is Teardown for many tenants, one error each, in order.
+// A manyTarget gets the permitted tenants whole; another target each in
 // turn.
 func (r *Runner) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
 	errs := make([]error, len(tenants))
