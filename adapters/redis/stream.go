@@ -84,14 +84,11 @@ func (s *Stream) Trim(ctx context.Context, maxLen int64) (int64, error) {
 // the group (from the start of the stream) on first use. block > 0 waits
 // that long for entries; block <= 0 returns at once.
 func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count int64, block time.Duration) ([]Entry, error) {
-	ctx, cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.groupTarget(ctx, group)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := s.ensureGroup(ctx, cl, k, group); err != nil {
-		return nil, err
-	}
 	if block <= 0 {
 		block = -1 // go-redis omits BLOCK only for a negative duration
 	}
@@ -117,14 +114,11 @@ func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count in
 // Claim takes over up to count entries of group pending for longer than
 // minIdle (their consumer died before acknowledging them).
 func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time.Duration, count int64) ([]Entry, error) {
-	ctx, cl, k, done, err := s.target(ctx, "")
+	ctx, cl, k, done, err := s.groupTarget(ctx, group)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := s.ensureGroup(ctx, cl, k, group); err != nil {
-		return nil, err
-	}
 	msgs, _, err := cl.XAutoClaim(ctx, &goredis.XAutoClaimArgs{
 		Stream: k, Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: count,
 	}).Result()
@@ -139,6 +133,20 @@ func (s *Stream) Ack(ctx context.Context, group string, ids ...string) error {
 	}
 	defer done()
 	return cl.XAck(ctx, k, group, ids...).Err()
+}
+
+// groupTarget is target for a call through group, the group created
+// on the stream first.
+func (s *Stream) groupTarget(ctx context.Context, group string) (context.Context, goredis.UniversalClient, string, func(), error) {
+	ctx, cl, k, done, err := s.target(ctx, "")
+	if err != nil {
+		return ctx, nil, "", nil, err
+	}
+	if err := s.ensureGroup(ctx, cl, k, group); err != nil {
+		done()
+		return ctx, nil, "", nil, err
+	}
+	return ctx, cl, k, done, nil
 }
 
 func (s *Stream) ensureGroup(ctx context.Context, cl goredis.UniversalClient, key, group string) error {
