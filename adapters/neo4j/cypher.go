@@ -175,11 +175,16 @@ func (b builder) getNode(id string) stmt {
 }
 
 func (b builder) updateNode(id string, props map[string]any) (stmt, error) {
+	return b.update(b.matchNodeByID(), "n", id, props)
+}
+
+// update sets props on the element v that match finds by $id.
+func (b builder) update(match, v, id string, props map[string]any) (stmt, error) {
 	props, err := b.userProps(props)
 	if err != nil {
 		return stmt{}, err
 	}
-	return stmt{b.matchNodeByID() + " SET n += $props RETURN n", b.params("id", id, "props", props)}, nil
+	return stmt{match + " SET " + v + " += $props RETURN " + v, b.params("id", id, "props", props)}, nil
 }
 
 // deleteNode deletes the node and its relationships. Tagged, it deletes
@@ -216,11 +221,7 @@ func (b builder) getRel(id string) stmt {
 }
 
 func (b builder) updateRel(id string, props map[string]any) (stmt, error) {
-	props, err := b.userProps(props)
-	if err != nil {
-		return stmt{}, err
-	}
-	return stmt{b.matchRelByID() + " SET r += $props RETURN r", b.params("id", id, "props", props)}, nil
+	return b.update(b.matchRelByID(), "r", id, props)
 }
 
 func (b builder) deleteRel(id string) stmt {

@@ -313,14 +313,7 @@ func (tx *txn) DeleteNode(ctx context.Context, id string) error {
 // MatchNodes: see Graph.MatchNodes.
 func (tx *txn) MatchNodes(ctx context.Context, labels []string, props map[string]any, limit int) ([]Node, error) {
 	s, err := tx.b().matchNodes(labels, props, "RETURN n LIMIT $limit", "limit", limitOr(limit))
-	if err != nil {
-		return nil, err
-	}
-	recs, err := tx.exec(ctx, false, s)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAll[dbtype.Node](recs, toNode)
+	return readAll[dbtype.Node](ctx, tx, s, err, toNode)
 }
 
 // CountNodes: see Graph.CountNodes.
@@ -361,27 +354,13 @@ func (tx *txn) DeleteRelationship(ctx context.Context, id string) error {
 // MatchRelationships: see Graph.MatchRelationships.
 func (tx *txn) MatchRelationships(ctx context.Context, typ string, props map[string]any, limit int) ([]Relationship, error) {
 	s, err := tx.b().matchRels(typ, props, limitOr(limit))
-	if err != nil {
-		return nil, err
-	}
-	recs, err := tx.exec(ctx, false, s)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAll[dbtype.Relationship](recs, toRel)
+	return readAll[dbtype.Relationship](ctx, tx, s, err, toRel)
 }
 
 // Traverse: see Graph.Traverse.
 func (tx *txn) Traverse(ctx context.Context, start string, t Traversal) ([]Path, error) {
 	s, err := tx.b().traverse(start, t, tx.r.spec.maxDepth)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := tx.exec(ctx, false, s)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAll[dbtype.Path](recs, func(p dbtype.Path) Path {
+	return readAll[dbtype.Path](ctx, tx, s, err, func(p dbtype.Path) Path {
 		out := Path{Nodes: make([]Node, len(p.Nodes)), Relationships: make([]Relationship, len(p.Relationships))}
 		for i, n := range p.Nodes {
 			out.Nodes[i] = toNode(n)
@@ -403,6 +382,19 @@ func decode[V, T any](rec *drv.Record, conv func(V) T) (T, error) {
 		return zero, fmt.Errorf("neo4j: unexpected %T in result, want %T", rec.Values[0], *new(V))
 	}
 	return conv(v), nil
+}
+
+// readAll runs the read statement s (or returns err, its build's error)
+// and converts each record's first value.
+func readAll[V, T any](ctx context.Context, tx *txn, s stmt, err error, conv func(V) T) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	recs, err := tx.exec(ctx, false, s)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll[V](recs, conv)
 }
 
 func decodeAll[V, T any](recs []*drv.Record, conv func(V) T) ([]T, error) {
