@@ -59,13 +59,8 @@ func TestService(t *testing.T) {
 // later tenant fails (the zero ID here, which Provision refuses).
 func TestProvisionTearsDown(t *testing.T) {
 	pgURL, redisAddr := testsvc.PostgresURL(t), testsvc.RedisAddr(t)
-	prefix := fmt.Sprintf("svcp%d", time.Now().UnixNano()%1_000_000_000)
+	prefix, pool := runPrefix(t, "svcp", pgURL)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // after the drops below: cleanups run last-registered first
 	schemas := func() (n int) {
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE $1", prefix+"%").Scan(&n); err != nil {
 			t.Fatal(err)
@@ -108,4 +103,18 @@ func TestProvisionTearsDown(t *testing.T) {
 			t.Errorf("provision %v: acme's views after teardown = %d, %v; want 0", ids, v, err)
 		}
 	}
+}
+
+// runPrefix is a schema prefix of the test's own, so runs never see each
+// other's schemas, and a pool on pgURL to clean them up with. The pool
+// closes after every cleanup registered later: cleanups run
+// last-registered first.
+func runPrefix(t *testing.T, tag, pgURL string) (string, *pgxpool.Pool) {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return fmt.Sprintf("%s%d", tag, time.Now().UnixNano()%1_000_000_000), pool
 }
