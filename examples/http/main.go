@@ -76,6 +76,27 @@ func notes(d *memory.Documents[Note]) http.Handler {
 }
 
 func run(out io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	app, srv, err := start(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = app.Stop(ctx) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	for _, s := range tour("http://"+srv.TenantAddr(), "http://"+srv.OperatorAddr()) {
+		if err := call(ctx, c, out, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start wires the notes route on the tenant listener, a metrics page on the
+// operator listener only and /debug/ blocked, and starts the listeners.
+func start(ctx context.Context) (*fx.App, *tenanthttp.Server, error) {
 	var srv *tenanthttp.Server
 	app := fx.New(
 		fx.NopLogger,
@@ -98,43 +119,22 @@ func run(out io.Writer) error {
 		fx.Populate(&srv),
 	)
 	if err := app.Err(); err != nil {
-		return err
+		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if err := app.Start(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
-	tr := &http.Transport{}
-	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	defer func() {
-		tr.CloseIdleConnections()
-		_ = app.Stop(ctx)
-	}()
+	return app, srv, nil
+}
 
-	ten, op := "http://"+srv.TenantAddr(), "http://"+srv.OperatorAddr()
-	call := func(label, method, url, tenant, body string) error {
-		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-		if err != nil {
-			return err
-		}
-		if tenant != "" {
-			req.Header.Set(tenanthttp.DefaultHeader, tenant)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%-38s -> %d %s", label, resp.StatusCode, strings.TrimSpace(string(b)))
-		fmt.Fprintln(out, strings.TrimSpace(line))
-		return nil
-	}
-	steps := []struct{ label, method, url, tenant, body string }{
+// step is one request of the tour: who sends what where ("" for no tenant
+// header), and its label in the output.
+type step struct{ label, method, url, tenant, body string }
+
+// tour is every request the program makes, to the tenant listener at ten
+// and the operator listener at op.
+func tour(ten, op string) []step {
+	return []step{
 		{"acme writes note n1", "PUT", ten + "/notes/n1", acme, `{"text":"acme's plan"}`},
 		{"globex writes note n1", "PUT", ten + "/notes/n1", globex, `{"text":"globex's plan"}`},
 		{"acme reads n1", "GET", ten + "/notes/n1", acme, ""},
@@ -149,10 +149,27 @@ func run(out io.Writer) error {
 		{"operator listener: /healthz", "GET", op + "/healthz", "", ""},
 		{"operator listener: /metrics", "GET", op + "/metrics", "", ""},
 	}
-	for _, s := range steps {
-		if err := call(s.label, s.method, s.url, s.tenant, s.body); err != nil {
-			return err
-		}
+}
+
+// call sends s and prints its label, status and body.
+func call(ctx context.Context, c *http.Client, out io.Writer, s step) error {
+	req, err := http.NewRequestWithContext(ctx, s.method, s.url, strings.NewReader(s.body))
+	if err != nil {
+		return err
 	}
+	if s.tenant != "" {
+		req.Header.Set(tenanthttp.DefaultHeader, s.tenant)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	line := fmt.Sprintf("%-38s -> %d %s", s.label, resp.StatusCode, strings.TrimSpace(string(b)))
+	fmt.Fprintln(out, strings.TrimSpace(line))
 	return nil
 }

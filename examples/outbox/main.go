@@ -72,41 +72,35 @@ func (in *inbox) to(relay string) outbox.Destination {
 	})
 }
 
+func (in *inbox) count() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.n
+}
+
+// print writes what each relay delivered to each tenant, in order.
+func (in *inbox) print(w io.Writer) {
+	keys := make([]string, 0, len(in.got))
+	for k := range in.got {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		got := in.got[k]
+		slices.Sort(got)
+		fmt.Fprintf(w, "%-21s received %s\n", k, strings.Join(got, ", "))
+	}
+}
+
 func run(w io.Writer) error {
 	dsn := os.Getenv("TENANTWIRE_PG_URL")
 	if dsn == "" {
 		dsn = "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable"
 	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	suffix := hex.EncodeToString(b)
-	ordersTable, global, tagged := "ex_orders_"+suffix, "ex_outbox_"+suffix, "ex_outbox_t_"+suffix
-
+	tables := uniqueTables()
 	dest := &inbox{got: map[string][]string{}}
-	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{acme, globex}, nil }
-	var (
-		client         *postgres.Client
-		orders         *postgres.Documents[order]
-		events, audits *postgres.Outbox
-	)
-	app := fx.New(fx.NopLogger,
-		postgres.Module("shop", postgres.Connect(dsn),
-			// Orders are tagged: one table, every row carries its tenant.
-			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(ordersTable)}),
-			// Tenant-global: one table, rows carry their tenant; a plain
-			// relay claims unbound and binds each row's tenant.
-			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared(global)}),
-			postgres.Relay("events", postgres.RelayConfig{Name: "global-relay", Destination: dest.to("global-relay"), Idle: 20 * time.Millisecond}),
-			// Tenant-aware (tagged): a plain relay would be refused at fx.New
-			// with tenant_global_required, so it is sharded.
-			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(tagged)}),
-			postgres.Relay("audits", postgres.RelayConfig{Tenants: assigned, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
-		),
-		fx.Populate(&orders),
-		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { client, events, audits = c, e, a },
-			fx.ParamTags(`name:"shop"`, `name:"events"`, `name:"audits"`))),
-	)
-	if err := app.Err(); err != nil {
+	s, err := wire(dsn, tables, dest)
+	if err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -117,80 +111,126 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer admin.Close(ctx)
-	defer func() { _, _ = admin.Exec(ctx, "DROP TABLE IF EXISTS "+ordersTable+", "+global+", "+tagged) }()
+	defer func() {
+		_, _ = admin.Exec(ctx, "DROP TABLE IF EXISTS "+tables.orders+", "+tables.global+", "+tables.tagged)
+	}()
 	// Provisioning creates the tables (all static here, so any tenant
 	// will do).
-	if err := client.Provision(ctx, acme); err != nil {
+	if err := s.client.Provision(ctx, acme); err != nil {
 		return err
 	}
 
-	// Each order and its outbox messages commit together, or not at all:
-	// every route of the module called with the unit's ctx runs in its
-	// transaction. Order 4 fails after its write, so neither the order
-	// nor its messages are kept.
+	messages, err := s.place(ctx, w)
+	if err != nil {
+		return err
+	}
+	if err := s.drain(ctx, dest, messages); err != nil {
+		return err
+	}
+	dest.print(w)
+	return nil
+}
+
+// tableSet names the example's own tables, uniquely per run.
+type tableSet struct{ orders, global, tagged string }
+
+func uniqueTables() tableSet {
+	b := make([]byte, 4)
+	rand.Read(b)
+	suffix := hex.EncodeToString(b)
+	return tableSet{orders: "ex_orders_" + suffix, global: "ex_outbox_" + suffix, tagged: "ex_outbox_t_" + suffix}
+}
+
+// shop is the app and the routes the example calls.
+type shop struct {
+	app            *fx.App
+	client         *postgres.Client
+	orders         *postgres.Documents[order]
+	events, audits *postgres.Outbox
+}
+
+// wire builds the shop module: the orders route, two outboxes and a relay
+// for each, both delivering to dest.
+func wire(dsn string, t tableSet, dest *inbox) (*shop, error) {
+	assigned := func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{acme, globex}, nil }
+	var s shop
+	s.app = fx.New(fx.NopLogger,
+		postgres.Module("shop", postgres.Connect(dsn),
+			// Orders are tagged: one table, every row carries its tenant.
+			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(t.orders)}),
+			// Tenant-global: one table, rows carry their tenant; a plain
+			// relay claims unbound and binds each row's tenant.
+			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared(t.global)}),
+			postgres.Relay("events", postgres.RelayConfig{Name: "global-relay", Destination: dest.to("global-relay"), Idle: 20 * time.Millisecond}),
+			// Tenant-aware (tagged): a plain relay would be refused at fx.New
+			// with tenant_global_required, so it is sharded.
+			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(t.tagged)}),
+			postgres.Relay("audits", postgres.RelayConfig{Tenants: assigned, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
+		),
+		fx.Populate(&s.orders),
+		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { s.client, s.events, s.audits = c, e, a },
+			fx.ParamTags(`name:"shop"`, `name:"events"`, `name:"audits"`))),
+	)
+	return &s, s.app.Err()
+}
+
+// place stores each order with its outbox messages, and returns how many
+// messages the relays are to deliver. Order 4 fails after its write, so
+// neither the order nor its messages are kept.
+func (s *shop) place(ctx context.Context, w io.Writer) (messages int, err error) {
 	placed := []struct {
 		tenant tenancy.ID
 		id     string
 		qty    int
 	}{{acme, "order-1", 1}, {globex, "order-2", 2}, {acme, "order-3", 3}, {globex, "order-4", 0}}
-	delivered := 0
 	for _, o := range placed {
 		tctx := tenancy.WithTenant(ctx, o.tenant)
-		err := client.InTx(tctx, func(ctx context.Context) error {
-			if _, err := orders.Create(ctx, o.id, order{Qty: o.qty}); err != nil {
-				return err
-			}
-			if err := events.Write(ctx, outbox.Message{Topic: "orders", Payload: []byte(o.id + " placed")}); err != nil {
-				return err
-			}
-			if err := audits.Write(ctx, outbox.Message{Topic: "audit", Payload: []byte(o.id + " audited")}); err != nil {
-				return err
-			}
-			if o.qty == 0 {
-				return errEmptyOrder // after the writes: the unit rolls them back
-			}
-			return nil
-		})
+		err := s.client.InTx(tctx, func(ctx context.Context) error { return s.writeOrder(ctx, o.id, o.qty) })
 		switch {
 		case errors.Is(err, errEmptyOrder):
-			_, gerr := orders.Get(tctx, o.id)
+			_, gerr := s.orders.Get(tctx, o.id)
 			fmt.Fprintf(w, "%s rolled back (%v): stored=%v\n", o.id, err, gerr == nil)
 		case err != nil:
-			return err
+			return 0, err
 		default:
-			delivered += 2
+			messages += 2
 		}
 	}
+	return messages, nil
+}
 
-	if err := app.Start(ctx); err != nil {
+// writeOrder is one order's unit of work: the order and its outbox messages
+// commit together, or not at all, as every route of the module called
+// with the unit's ctx runs in its transaction.
+func (s *shop) writeOrder(ctx context.Context, id string, qty int) error {
+	if _, err := s.orders.Create(ctx, id, order{Qty: qty}); err != nil {
+		return err
+	}
+	if err := s.events.Write(ctx, outbox.Message{Topic: "orders", Payload: []byte(id + " placed")}); err != nil {
+		return err
+	}
+	if err := s.audits.Write(ctx, outbox.Message{Topic: "audit", Payload: []byte(id + " audited")}); err != nil {
+		return err
+	}
+	if qty == 0 {
+		return errEmptyOrder // after the writes: the unit rolls them back
+	}
+	return nil
+}
+
+// drain starts the app, so its relays run, until dest has received
+// messages, and stops it.
+func (s *shop) drain(ctx context.Context, dest *inbox, messages int) error {
+	if err := s.app.Start(ctx); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		dest.mu.Lock()
-		n := dest.n
-		dest.mu.Unlock()
-		if n >= delivered {
-			break
-		}
+	for dest.count() < messages {
 		if time.Now().After(deadline) {
-			_ = app.Stop(ctx)
+			_ = s.app.Stop(ctx)
 			return errors.New("rows were not delivered in time")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := app.Stop(ctx); err != nil {
-		return err
-	}
-	keys := make([]string, 0, len(dest.got))
-	for k := range dest.got {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		got := dest.got[k]
-		slices.Sort(got)
-		fmt.Fprintf(w, "%-21s received %s\n", k, strings.Join(got, ", "))
-	}
-	return nil
+	return s.app.Stop(ctx)
 }

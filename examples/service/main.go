@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,62 +171,100 @@ func run(out io.Writer) error {
 	}
 	defer func() { _, _ = regPool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+prefix+"reg CASCADE") }()
 
-	var (
-		srv   *tenanthttp.Server
-		pg    *postgres.Client
-		views *redis.Counter
-		live  modules.Live
-	)
 	rec := tracetest.NewSpanRecorder()
 	var logs strings.Builder
-	app := fx.New(
-		fx.NopLogger,
-		// Every line logged with a request's context names its tenant.
-		fx.Supply(slog.New(modules.TenantHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{
-			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey {
-					return slog.Attr{} // stable output
-				}
-				return a
-			},
-		})))),
-		observed(rec),
-		wiring(pgURL, redisAddr, prefix, reg),
-		fx.Populate(&srv, &live),
-		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { pg, views = c, v },
-			fx.ParamTags(`name:"orders"`, `name:"views"`))),
-	)
-	if err := app.Err(); err != nil {
+	svc, err := build(wiring(pgURL, redisAddr, prefix, reg), rec, &logs)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := app.Start(ctx); err != nil {
+	if err := svc.app.Start(ctx); err != nil {
 		return err
 	}
 	tr := &http.Transport{}
 	defer func() {
 		tr.CloseIdleConnections()
-		_ = app.Stop(context.Background())
+		_ = svc.app.Stop(context.Background())
 	}()
 
 	fmt.Fprintln(out, "Live tenancy matrix:")
-	if err := live.Matrix().WriteText(out); err != nil {
+	if err := svc.live.Matrix().WriteText(out); err != nil {
 		return err
 	}
-	for _, id := range []tenancy.ID{acme, globex} {
-		if err := pg.Provision(ctx, id); err != nil {
-			return fmt.Errorf("provision %s: %w", id, err)
-		}
-		defer func() {
-			_ = pg.Teardown(context.Background(), id)
-			_, _ = views.Delete(tenancy.WithTenant(context.Background(), id), "orders/o-1")
-		}()
+	teardown, err := svc.provision(ctx, acme, globex)
+	defer teardown()
+	if err != nil {
+		return err
 	}
-
 	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	base := "http://" + srv.TenantAddr()
 	fmt.Fprintln(out)
+	if err := visit(ctx, out, c, "http://"+svc.srv.TenantAddr()); err != nil {
+		return err
+	}
+	return report(ctx, out, c, svc.srv, rec, logs.String())
+}
+
+// service is the built app and the parts of it the run reads.
+type service struct {
+	app   *fx.App
+	srv   *tenanthttp.Server
+	pg    *postgres.Client
+	views *redis.Counter
+	live  modules.Live
+}
+
+// build builds the service, observed: spans into rec, log lines into logs.
+func build(routes fx.Option, rec sdktrace.SpanProcessor, logs io.Writer) (*service, error) {
+	var s service
+	s.app = fx.New(
+		fx.NopLogger,
+		fx.Supply(logger(logs)),
+		observed(rec),
+		routes,
+		fx.Populate(&s.srv, &s.live),
+		fx.Invoke(fx.Annotate(func(c *postgres.Client, v *redis.Counter) { s.pg, s.views = c, v },
+			fx.ParamTags(`name:"orders"`, `name:"views"`))),
+	)
+	return &s, s.app.Err()
+}
+
+// logger writes text lines to w; every line logged with a request's
+// context names its tenant.
+func logger(w io.Writer) *slog.Logger {
+	return slog.New(modules.TenantHandler(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // stable output
+			}
+			return a
+		},
+	})))
+}
+
+// provision creates each tenant's schema. The teardown it returns, also
+// after an error, removes the schemas it created and the tenants' page
+// views, last tenant first.
+func (s *service) provision(ctx context.Context, ids ...tenancy.ID) (teardown func(), err error) {
+	var done []tenancy.ID
+	teardown = func() {
+		for _, id := range slices.Backward(done) {
+			_ = s.pg.Teardown(context.Background(), id)
+			_, _ = s.views.Delete(tenancy.WithTenant(context.Background(), id), "orders/o-1")
+		}
+	}
+	for _, id := range ids {
+		if err := s.pg.Provision(ctx, id); err != nil {
+			return teardown, fmt.Errorf("provision %s: %w", id, err)
+		}
+		done = append(done, id)
+	}
+	return teardown, nil
+}
+
+// visit calls the tenant listener at base as each tenant in turn and
+// prints what each one gets.
+func visit(ctx context.Context, out io.Writer, c *http.Client, base string) error {
 	for _, s := range []struct {
 		label, method, path string
 		tenant              tenancy.ID
@@ -254,5 +293,5 @@ func run(out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-28s -> %d %s\n", s.label, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	return report(ctx, out, c, srv, rec, logs.String())
+	return nil
 }

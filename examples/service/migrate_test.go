@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -24,13 +21,8 @@ import (
 func TestMigrateCommand(t *testing.T) {
 	pgURL := testsvc.PostgresURL(t)
 	t.Setenv("TENANTWIRE_PG_URL", pgURL)
-	prefix := fmt.Sprintf("svct%d", time.Now().UnixNano()%1_000_000_000)
+	prefix, pool := runPrefix(t, "svct", pgURL)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // after the drops below: cleanups run last-registered first
 	reg, err := registry(pool, prefix)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package testsvc
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,9 +16,7 @@ import (
 // front of PostgresURL's server).
 func PgBouncerURL(t testing.TB) string {
 	t.Helper()
-	u := env("TENANTWIRE_PGBOUNCER_URL", "postgres://postgres@127.0.0.1:6432/tenantwire_test?sslmode=disable")
-	reachable(t, "PgBouncer", u)
-	return u
+	return locate(t, "PgBouncer", "TENANTWIRE_PGBOUNCER_URL", "postgres://postgres@127.0.0.1:6432/tenantwire_test?sslmode=disable", "")
 }
 
 // StartPgBouncer starts a PgBouncer of the test's own on a free loopback
@@ -34,11 +31,7 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
-		msg := "pgbouncer is not installed; scripts/services.sh installs it"
-		if Required() {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		missing(t, "pgbouncer is not installed; scripts/services.sh installs it")
 	}
 	pg, err := url.Parse(PostgresURL(t))
 	if err != nil {
@@ -47,7 +40,25 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	if databases == "" {
 		databases = "* = host=" + pg.Hostname() + " port=" + pg.Port()
 	}
-	// Readable by the user PgBouncer runs as (not root: it refuses).
+	dir := pgbouncerDir(t)
+	port := freePort(t)
+	ini := writePgBouncerConfig(t, dir, databases, port, pg.User.Username(), extra)
+	addr := "127.0.0.1:" + port
+	logPath := filepath.Join(dir, "pgbouncer.log")
+	startPgBouncer(t, bin, ini, logPath)
+	if err := awaitListening(addr, 10*time.Second); err != nil {
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("private pgbouncer did not start: %v\n%s", err, out)
+	}
+	u := *pg
+	u.Host = addr
+	return u.String()
+}
+
+// pgbouncerDir is a directory for the pooler's files, removed when the
+// test ends, readable by the user PgBouncer runs as (not root: it refuses).
+func pgbouncerDir(t testing.TB) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "pgbouncer")
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +67,14 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	user := pg.User.Username()
+	return dir
+}
+
+// writePgBouncerConfig writes pgbouncer.ini (listening on port, the
+// [databases] lines, extra appended to [pgbouncer]) and the user list of
+// auth_user into dir, and returns the ini's path.
+func writePgBouncerConfig(t testing.TB, dir, databases, port, user string, extra []string) string {
+	t.Helper()
 	lines := []string{
 		"[databases]", databases, "",
 		"[pgbouncer]",
@@ -76,7 +93,14 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	if err := os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte(fmt.Sprintf("%q \"\"\n", user)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "pgbouncer.log")
+	return ini
+}
+
+// startPgBouncer starts bin on ini, logging to logPath, as the postgres
+// user when the test runs as root (PgBouncer will not run as root), and
+// kills it when the test ends.
+func startPgBouncer(t testing.TB, bin, ini, logPath string) {
+	t.Helper()
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +109,7 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	cmd := exec.Command(bin, ini)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	dieWithTest(cmd)
-	if os.Geteuid() == 0 { // PgBouncer will not run as root
+	if os.Geteuid() == 0 {
 		if err := runAs(cmd, "postgres"); err != nil {
 			t.Fatal(err)
 		}
@@ -93,24 +117,5 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := "127.0.0.1:" + port
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			out, _ := os.ReadFile(logPath)
-			t.Fatalf("private pgbouncer did not start: %v\n%s", err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	u := *pg
-	u.Host = addr
-	return u.String()
+	t.Cleanup(func() { kill(cmd) })
 }

@@ -2,7 +2,6 @@ package testsvc
 
 import (
 	"fmt"
-	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -24,11 +23,7 @@ type PrivateRedis struct {
 func StartRedis(t testing.TB) *PrivateRedis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		msg := "redis-server is not installed; a test that kills its Redis runs one of its own (scripts/services.sh installs it)"
-		if Required() {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		missing(t, "redis-server is not installed; a test that kills its Redis runs one of its own (scripts/services.sh installs it)")
 	}
 	port := freePort(t)
 	p := &PrivateRedis{Addr: "127.0.0.1:" + port, port: port, dir: t.TempDir()}
@@ -48,18 +43,10 @@ func (p *PrivateRedis) Start() error {
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.Addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("private redis-server did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := awaitListening(p.Addr, 10*time.Second); err != nil {
+		return fmt.Errorf("private redis-server did not start: %v", err)
 	}
+	return nil
 }
 
 // Kill stops the server by its process (SIGKILL).
@@ -67,7 +54,6 @@ func (p *PrivateRedis) Kill() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+	kill(p.cmd)
 	p.cmd = nil
 }

@@ -2,7 +2,6 @@ package testsvc
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -37,11 +36,7 @@ func StartRedisCluster(t testing.TB, nodeTimeout time.Duration) *PrivateRedisClu
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			msg := bin + " is not installed; a private Redis Cluster needs it (scripts/services.sh installs it)"
-			if Required() {
-				t.Fatal(msg)
-			}
-			t.Skip("SKIPPED: " + msg)
+			missing(t, bin+" is not installed; a private Redis Cluster needs it (scripts/services.sh installs it)")
 		}
 	}
 	c := &PrivateRedisCluster{t: t}
@@ -66,13 +61,7 @@ func StartRedisCluster(t testing.TB, nodeTimeout time.Duration) *PrivateRedisClu
 		args = append(args, n.Addr)
 	}
 	for _, n := range c.Nodes {
-		c.waitFor(10*time.Second, n.Addr+" listening", func() bool {
-			conn, err := net.DialTimeout("tcp", n.Addr, 100*time.Millisecond)
-			if err == nil {
-				conn.Close()
-			}
-			return err == nil
-		})
+		c.waitFor(10*time.Second, n.Addr+" listening", func() bool { return accepting(n.Addr) == nil })
 	}
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
@@ -125,8 +114,7 @@ func (c *PrivateRedisCluster) Role(addr string) string {
 func (c *PrivateRedisCluster) Kill(addr string) {
 	for _, n := range c.Nodes {
 		if n.Addr == addr && n.cmd != nil {
-			_ = n.cmd.Process.Kill()
-			_ = n.cmd.Wait()
+			kill(n.cmd)
 			n.cmd = nil
 			return
 		}
@@ -137,8 +125,7 @@ func (c *PrivateRedisCluster) Kill(addr string) {
 func (c *PrivateRedisCluster) killAll() {
 	for _, n := range c.Nodes {
 		if n.cmd != nil {
-			_ = n.cmd.Process.Kill()
-			_ = n.cmd.Wait()
+			kill(n.cmd)
 			n.cmd = nil
 		}
 	}
@@ -153,14 +140,4 @@ func (c *PrivateRedisCluster) waitFor(d time.Duration, what string, ok func() bo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }

@@ -17,17 +17,13 @@ import (
 // PostgresURL is the superuser URL of the test database (trust auth).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	u := env("TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable")
-	reachable(t, "PostgreSQL", u)
-	return u
+	return locate(t, "PostgreSQL", "TENANTWIRE_PG_URL", "postgres://postgres@127.0.0.1:5432/tenantwire_test?sslmode=disable", "")
 }
 
 // RedisAddr is the address of the test Redis.
 func RedisAddr(t testing.TB) string {
 	t.Helper()
-	addr := env("TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379")
-	reachable(t, "Redis", "redis://"+addr)
-	return addr
+	return locate(t, "Redis", "TENANTWIRE_REDIS_ADDR", "127.0.0.1:6379", "redis://")
 }
 
 // RedisClusterEnv names the Redis Cluster the tests use, as a
@@ -40,12 +36,11 @@ const RedisClusterEnv = "TENANTWIRE_REDIS_CLUSTER"
 // client; the first must answer.
 func RedisCluster(t testing.TB) []string {
 	t.Helper()
-	addrs := strings.Split(env(RedisClusterEnv,
-		"127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105"), ",")
+	addrs := strings.Split(locateList(t, "Redis Cluster", RedisClusterEnv,
+		"127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105", "redis://"), ",")
 	for i := range addrs {
 		addrs[i] = strings.TrimSpace(addrs[i])
 	}
-	reachable(t, "Redis Cluster", "redis://"+addrs[0])
 	return addrs
 }
 
@@ -54,19 +49,14 @@ func RedisCluster(t testing.TB) []string {
 // dedicated tier's tests place some tenants.
 func PostgresSecondURL(t testing.TB) string {
 	t.Helper()
-	u := env("TENANTWIRE_PG_URL_2", "postgres://postgres@127.0.0.1:5433/tenantwire_test?sslmode=disable")
-	reachable(t, "PostgreSQL (second server)", u)
-	return u
+	return locate(t, "PostgreSQL (second server)", "TENANTWIRE_PG_URL_2", "postgres://postgres@127.0.0.1:5433/tenantwire_test?sslmode=disable", "")
 }
 
 // KafkaBrokers is the test Kafka broker (scripts/kafka.sh), as a
 // comma-separated bootstrap list; the first address must answer.
 func KafkaBrokers(t testing.TB) string {
 	t.Helper()
-	brokers := env("TENANTWIRE_KAFKA_BROKERS", "127.0.0.1:9092")
-	first, _, _ := strings.Cut(brokers, ",")
-	reachable(t, "Kafka", "kafka://"+strings.TrimSpace(first))
-	return brokers
+	return locateList(t, "Kafka", "TENANTWIRE_KAFKA_BROKERS", "127.0.0.1:9092", "kafka://")
 }
 
 // KafkaSecondBroker is the second test broker (scripts/kafka.sh), a
@@ -75,10 +65,7 @@ func KafkaBrokers(t testing.TB) string {
 // address must answer.
 func KafkaSecondBroker(t testing.TB) string {
 	t.Helper()
-	brokers := env("TENANTWIRE_KAFKA_BROKERS_2", "127.0.0.1:9492")
-	first, _, _ := strings.Cut(brokers, ",")
-	reachable(t, "Kafka (second broker)", "kafka://"+strings.TrimSpace(first))
-	return brokers
+	return locateList(t, "Kafka (second broker)", "TENANTWIRE_KAFKA_BROKERS_2", "127.0.0.1:9492", "kafka://")
 }
 
 // The SASL/PLAIN users scripts/kafka.sh configures on its SASL listener.
@@ -91,9 +78,7 @@ const (
 // KafkaSASLUser logs in with KafkaSASLSecret.
 func KafkaSASLBroker(t testing.TB) string {
 	t.Helper()
-	addr := env("TENANTWIRE_KAFKA_SASL_BROKER", "127.0.0.1:9094")
-	reachable(t, "Kafka (SASL listener)", "kafka://"+addr)
-	return addr
+	return locate(t, "Kafka (SASL listener)", "TENANTWIRE_KAFKA_SASL_BROKER", "127.0.0.1:9094", "kafka://")
 }
 
 // KafkaGatedListener is the test broker's gated listener and the address
@@ -102,10 +87,28 @@ func KafkaSASLBroker(t testing.TB) string {
 // broker only through it: closing it takes the broker away from them.
 func KafkaGatedListener(t testing.TB) (listener, advertised string) {
 	t.Helper()
-	listener = env("TENANTWIRE_KAFKA_GATED_LISTENER", "127.0.0.1:9095")
-	advertised = env("TENANTWIRE_KAFKA_GATED_ADVERTISED", "127.0.0.1:9096")
-	reachable(t, "Kafka (gated listener)", "kafka://"+listener)
-	return listener, advertised
+	listener = locate(t, "Kafka (gated listener)", "TENANTWIRE_KAFKA_GATED_LISTENER", "127.0.0.1:9095", "kafka://")
+	return listener, env("TENANTWIRE_KAFKA_GATED_ADVERTISED", "127.0.0.1:9096")
+}
+
+// locate is where a test server is, read from the environment variable key
+// (def when unset), once the server answers there. scheme prefixes a bare
+// host:port so that it parses as a URL; it is "" for a URL.
+func locate(t testing.TB, name, key, def, scheme string) string {
+	t.Helper()
+	v := env(key, def)
+	reachable(t, name, scheme+v)
+	return v
+}
+
+// locateList is locate for a comma-separated list of host:port seeds, of
+// which the first must answer.
+func locateList(t testing.TB, name, key, def, scheme string) string {
+	t.Helper()
+	list := env(key, def)
+	first, _, _ := strings.Cut(list, ",")
+	reachable(t, name, scheme+strings.TrimSpace(first))
+	return list
 }
 
 func env(key, def string) string {
@@ -120,6 +123,16 @@ func Required() bool {
 	return os.Getenv("CI") == "true" || os.Getenv("TENANTWIRE_REQUIRE_SERVICES") == "1"
 }
 
+// missing ends t for want of a service: a loud skip, or a failure where
+// services are required, so a green CI never means "nothing ran".
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if Required() {
+		t.Fatal(msg)
+	}
+	t.Skip("SKIPPED: " + msg)
+}
+
 func reachable(t testing.TB, name, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
@@ -130,11 +143,7 @@ func reachable(t testing.TB, name, rawURL string) {
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		msg := name + " is not reachable at " + u.Host + " (" + err.Error() + "); run scripts/services.sh or `make test`, which starts it"
-		if Required() {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIPPED: " + msg)
+		missing(t, name+" is not reachable at "+u.Host+" ("+err.Error()+"); run scripts/services.sh or `make test`, which starts it")
 	}
 	conn.Close()
 }
