@@ -12,7 +12,7 @@ REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
 endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
-.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate
+.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate surface
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
@@ -111,6 +111,12 @@ mutate: services deps
 matrix:
 	$(GO) run ./cmd/tenantwire matrix --format markdown > docs/tenancy-matrix.md
 	$(GO) run ./cmd/tenantwire errors > docs/errors.md
+
+## surface: the library's size and public surface (exported identifiers and fields, non-test
+## lines, functions over 80 lines), then its repeated non-test code (needs the duplicates tool)
+surface:
+	$(GO) run scripts/surface.go .
+	scripts/nontest-duplicates.sh --most 40
 
 LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
