@@ -244,7 +244,8 @@ func TestRunnerTargets(t *testing.T) {
 
 // TestRunnerProvisionAllBatches: a target that provisions many tenants at
 // once gets batches of its size; each tenant is then migrated and
-// recorded ready; ProvisionAll has no dry run.
+// recorded ready; a target that cannot list what it would create has no
+// dry run (ErrNoProvisionPlan).
 func TestRunnerProvisionAllBatches(t *testing.T) {
 	ctx := context.Background()
 	mem, reg := newMem(), migrate.NewMemoryRegistry()
@@ -259,8 +260,11 @@ func TestRunnerProvisionAllBatches(t *testing.T) {
 	if len(ready) != 3 || len(mem.applied[ids[2]]) != 3 {
 		t.Fatalf("ready %v, applied %v", ready, mem.applied)
 	}
-	if _, err := r.ProvisionAll(ctx, ids, migrate.Options{DryRun: true}); err == nil {
-		t.Fatal("ProvisionAll ran a dry run")
+	if _, err := r.ProvisionAll(ctx, ids, migrate.Options{DryRun: true}); !errors.Is(err, migrate.ErrNoProvisionPlan) {
+		t.Fatalf("ProvisionAll's dry run on a target that cannot plan: %v", err)
+	}
+	if _, err := r.ProvisionPlan(ctx, ids[0]); !errors.Is(err, migrate.ErrNoProvisionPlan) {
+		t.Fatalf("ProvisionPlan on a target that cannot plan: %v", err)
 	}
 }
 

@@ -19,7 +19,8 @@ type Options struct {
 	Concurrency int
 	// DryRun: MigrateAll lists what would change and changes nothing;
 	// ProvisionAll does the same on a target that can list what it would
-	// create (a ProvisionPlanner) and refuses it on the others.
+	// create (a ProvisionPlanner: every backend of this module) and
+	// refuses it on the others (ErrNoProvisionPlan).
 	DryRun bool
 	// Logger receives a progress line every Every tenants and one per
 	// failure (default: no logging).
@@ -44,8 +45,10 @@ type Change struct {
 	Module  string
 	Version int64
 	Name    string
-	// Create names the container (a Neo4j database) a dry run of
-	// ProvisionAll would create; Version and Name are then unset.
+	// Create names what a dry run of ProvisionAll would create, as its
+	// target's PlanProvision spells it (a Neo4j database or a Kafka topic
+	// by name; "schema s", "table s.t", "collection db.c"... where a
+	// backend creates several kinds); Version and Name are then unset.
 	Create string
 }
 
@@ -149,16 +152,18 @@ type ProvisionPlanner interface {
 // concurrency; a rerun after a crash completes the tenants left half
 // done. With o.DryRun, on a ProvisionPlanner, it lists the containers it
 // would create and the steps that would run, and changes nothing, the
-// registry included; other targets refuse a dry run.
+// registry included (ProvisionPlan per tenant); other targets refuse a
+// dry run with ErrNoProvisionPlan.
 func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Options) (Report, error) {
 	op := "provision " + r.s.Module
 	if o.DryRun {
-		p, ok := r.t.(ProvisionPlanner)
-		if !ok {
-			return Report{Op: op}, fmt.Errorf("%s: module %s: ProvisionAll has no dry run on this backend", r.s.Backend, r.s.Module)
+		if _, ok := r.t.(ProvisionPlanner); !ok {
+			return Report{Op: op}, r.noPlan()
 		}
 		return Each(ctx, op+" (dry run)", tenants, o, func(ctx context.Context, t tenancy.ID, rec *Recorder) error {
-			return r.planProvision(ctx, p, t, rec)
+			ch, err := r.ProvisionPlan(ctx, t)
+			rec.Add(ch...)
+			return err
 		}), nil
 	}
 	create := func(ctx context.Context, batch []tenancy.ID) []error {
@@ -196,22 +201,38 @@ func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Optio
 	}), nil
 }
 
-// planProvision records what provisioning tenant would do: the containers
-// it would create, then the steps that would run on them.
-func (r *Runner) planProvision(ctx context.Context, p ProvisionPlanner, tenant tenancy.ID, rec *Recorder) error {
+// ProvisionPlan is what Provision(ctx, tenant) would do, doing nothing
+// (the registry included): the containers it would create, then the steps
+// that would run on them. A target that cannot list what it would create
+// (not a ProvisionPlanner) refuses it with ErrNoProvisionPlan.
+func (r *Runner) ProvisionPlan(ctx context.Context, tenant tenancy.ID) ([]Change, error) {
 	if tenant.IsZero() {
-		return r.unbound()
+		return nil, r.unbound()
+	}
+	p, ok := r.t.(ProvisionPlanner)
+	if !ok {
+		return nil, r.noPlan()
 	}
 	names, err := p.PlanProvision(ctx, tenant)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []Change
 	for _, n := range names {
-		rec.Add(Change{Tenant: tenant, Module: r.s.Module, Create: n})
+		out = append(out, Change{Tenant: tenant, Module: r.s.Module, Create: n})
 	}
 	ch, err := r.migrate(ctx, tenant, true)
-	rec.Add(ch...)
-	return err
+	return append(out, ch...), err
+}
+
+// ErrNoProvisionPlan: the module's target cannot list what its Provision
+// would create (it is not a ProvisionPlanner), so provisioning has no dry
+// run there. Every backend of this module implements one; a third-party
+// target may not.
+var ErrNoProvisionPlan = errors.New("ProvisionAll has no dry run on this backend (its target is not a migrate.ProvisionPlanner)")
+
+func (r *Runner) noPlan() error {
+	return fmt.Errorf("%s: module %s: %w", r.s.Backend, r.s.Module, ErrNoProvisionPlan)
 }
 
 // result is errs[i], or an error when a batch returned too few.

@@ -27,7 +27,11 @@ const tenantStateGroup = `group:"tenantwire_tenant_state"`
 type TenantState struct {
 	Module, Backend string
 	Provision       func(ctx context.Context, tenant tenancy.ID) error
-	Offboard        func(ctx context.Context, tenant tenancy.ID) error
+	// Plan, with Provision, is what Provision would do for the tenant,
+	// doing nothing: ProvisionAll's dry run. Nil with a non-nil Provision:
+	// the module has no dry run, and a dry run fails the tenant.
+	Plan     func(ctx context.Context, tenant tenancy.ID) ([]migrate.Change, error)
+	Offboard func(ctx context.Context, tenant tenancy.ID) error
 	// OffboardMany, when set with Offboard, removes many tenants' data in
 	// one pass, for a backend whose teardown walks its whole store (Redis's
 	// SCAN); OffboardAll uses it. It returns one error per tenant, in order.
@@ -51,7 +55,7 @@ func ProvideLifecycle[C any](module, backend string, provisions bool, build func
 		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
 			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
 			if provisions {
-				s.Provision = r.Provision
+				s.Provision, s.Plan = r.Provision, r.ProvisionPlan
 			}
 			return s
 		}, fx.ParamTags(tag), fx.ResultTags(tenantStateGroup))),

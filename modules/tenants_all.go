@@ -14,12 +14,43 @@ import (
 // o.Concurrency at once (default 4): a tenant's failure is in the report
 // and the others go on; a cancelled ctx stops handing out tenants. Every
 // module's provisioning is idempotent, so a rerun over the same list
-// completes an interrupted run.
+// completes an interrupted run. With o.DryRun it changes nothing (no
+// container, step, registry entry or suspension) and reports, in
+// Changes, what each module's provisioning would create and the steps
+// that would run; a module that creates nothing ahead of a tenant's first
+// call (Redis, memory) adds nothing, and one that cannot say fails the
+// tenant rather than provision it.
 func (t *Tenants) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
+	if o.DryRun {
+		return migrate.Each(ctx, "provision (dry run)", tenants, o, t.plan)
+	}
 	return migrate.Each(ctx, "provision", tenants, o, func(ctx context.Context, id tenancy.ID, _ *migrate.Recorder) error {
 		_, err := t.Provision(ctx, id)
 		return err
 	})
+}
+
+// plan records what Provision would do for id in every module.
+func (t *Tenants) plan(ctx context.Context, id tenancy.ID, rec *migrate.Recorder) error {
+	if id.IsZero() {
+		return tenancy.Unbound()
+	}
+	var errs []error
+	for _, s := range t.states {
+		if s.Provision == nil {
+			continue // nothing to create
+		}
+		if s.Plan == nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", s.Module, s.Backend, migrate.ErrNoProvisionPlan))
+			continue
+		}
+		ch, err := s.Plan(ctx, id)
+		rec.Add(ch...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", s.Module, s.Backend, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // OffboardAll suspends every one of tenants at once (one swap of the

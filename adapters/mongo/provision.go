@@ -71,24 +71,30 @@ func provisionOne(ctx context.Context, coll *driver.Collection, spec *routeSpec)
 	if err != nil && !(errors.As(err, &ce) && ce.Code == 48) { // 48: NamespaceExists
 		return err
 	}
-	var idx []driver.IndexModel
+	idx := provisionIndexes(spec)
+	if len(idx) == 0 {
+		return nil
+	}
+	_, err = coll.Indexes().CreateMany(ctx, idx)
+	return err
+}
+
+// provisionIndexes is the indexes Provision creates on a route's
+// collection, each named.
+func provisionIndexes(spec *routeSpec) []driver.IndexModel {
 	switch spec.kind {
 	case kindDocument:
 		keys := bson.D{{Key: fieldID, Value: 1}}
 		if spec.cfg.TenantAware {
 			keys = append(bson.D{{Key: fieldTenant, Value: 1}}, keys...)
 		}
-		idx = []driver.IndexModel{{Keys: keys, Options: options.Index().SetName(spec.name + "_id")}}
+		return []driver.IndexModel{{Keys: keys, Options: options.Index().SetName(spec.name + "_id")}}
 	case kindSearch:
-		idx = searchIndexes(spec)
+		return searchIndexes(spec)
 	case kindOutbox:
-		idx = outboxIndexes(spec)
+		return outboxIndexes(spec)
 	}
-	if len(idx) == 0 {
-		return nil
-	}
-	_, err = coll.Indexes().CreateMany(ctx, idx)
-	return err
+	return nil
 }
 
 // Teardown drops tenant's per-tenant collections and per-tenant databases,
