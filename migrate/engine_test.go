@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -263,8 +264,12 @@ func TestRunnerProvisionAllBatches(t *testing.T) {
 	if _, err := r.ProvisionAll(ctx, ids, migrate.Options{DryRun: true}); !errors.Is(err, migrate.ErrNoProvisionPlan) {
 		t.Fatalf("ProvisionAll's dry run on a target that cannot plan: %v", err)
 	}
-	if _, err := r.ProvisionPlan(ctx, ids[0]); !errors.Is(err, migrate.ErrNoProvisionPlan) {
+	_, err = r.ProvisionPlan(ctx, ids[0])
+	if !errors.Is(err, migrate.ErrNoProvisionPlan) {
 		t.Fatalf("ProvisionPlan on a target that cannot plan: %v", err)
+	}
+	if tenancy.CodeOf(err) != tenancy.CodeOperatorRequestInvalid || !strings.Contains(err.Error(), "fix: ") {
+		t.Fatalf("the refusal carries no code or fix: %v", err)
 	}
 }
 

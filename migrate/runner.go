@@ -228,8 +228,11 @@ func (r *Runner) ProvisionPlan(ctx context.Context, tenant tenancy.ID) ([]Change
 // ErrNoProvisionPlan: the module's target cannot list what its Provision
 // would create (it is not a ProvisionPlanner), so provisioning has no dry
 // run there. Every backend of this module implements one; a third-party
-// target may not.
-var ErrNoProvisionPlan = errors.New("ProvisionAll has no dry run on this backend (its target is not a migrate.ProvisionPlanner)")
+// target may not. It is coded operator_request_invalid, as a dry run asked
+// of an endpoint that takes none is.
+var ErrNoProvisionPlan error = &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid,
+	Detail: "provisioning has no dry run on this backend: its lifecycle target is not a migrate.ProvisionPlanner",
+	Fix:    "provision without a dry run, or give the target a PlanProvision method that lists what Provision would create"}
 
 func (r *Runner) noPlan() error {
 	return fmt.Errorf("%s: module %s: %w", r.s.Backend, r.s.Module, ErrNoProvisionPlan)
