@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tenantwire/tenantwire/shards"
@@ -71,8 +70,6 @@ type RelayConfig struct {
 type Relay struct {
 	shards *shards.Group
 	cfg    RelayConfig
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
 
 // NewRelay validates cfg.
@@ -107,34 +104,14 @@ func (r *Relay) Start(ctx context.Context) error {
 		r.shards = g
 		return nil
 	}
-	run, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.loop(run, nil)
-	}()
+	r.shards = shards.One(r.loop)
 	return nil
 }
 
 // Stop ends every pass and waits for in-flight deliveries to finish or be
 // abandoned.
 func (r *Relay) Stop(ctx context.Context) error {
-	if r.shards != nil {
-		return r.shards.Stop(ctx)
-	}
-	if r.cancel == nil {
-		return nil
-	}
-	r.cancel()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r.shards.Stop(ctx)
 }
 
 // loop runs passes under ctx until it ends, or until stop closes (its

@@ -152,3 +152,38 @@ func TestSetErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOne: an unsharded worker's run is not bound to a tenant and has no
+// stop channel; Stop ends its context and waits for it, or returns the
+// stop context's error while it still runs. A nil group stops at once.
+func TestOne(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	if err := (*shards.Group)(nil).Stop(context.Background()); err != nil {
+		t.Fatalf("nil group: %v", err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	var bound, hasStop bool
+	g := shards.One(func(ctx context.Context, stop <-chan struct{}) {
+		_, bound = tenancy.FromContext(ctx)
+		hasStop = stop != nil
+		close(started)
+		<-ctx.Done()
+		<-release
+	})
+	<-started
+	if bound || hasStop {
+		t.Fatalf("bound %v, stop channel %v: want neither", bound, hasStop)
+	}
+	if n := len(g.Tenants()); n != 0 {
+		t.Fatalf("%d tenants", n)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := g.Stop(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stop while the run holds: %v", err)
+	}
+	close(release)
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
