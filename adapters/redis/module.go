@@ -104,14 +104,8 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Workers = append(spec.Workers, ws)
 	}
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
-		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
-				if c.client == nil {
-					return nil // routed: each tenant's server is asked at its first call
-				}
-				return c.client.Ping(ctx).Err()
-			}}
-		}),
+		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
+			func(ctx context.Context, c *core) error { return c.client.Ping(ctx).Err() }),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
 			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany}
