@@ -250,14 +250,13 @@ type core struct {
 type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Client    *driver.Client       `optional:"true"`
-	Suspended *modules.Suspensions `optional:"true"`
-	Telemetry *telemetry.Telemetry `optional:"true"`
+	Client    *driver.Client `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspensions, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		switch {
 		case cfg.routed != nil:

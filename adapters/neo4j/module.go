@@ -264,13 +264,12 @@ type coreIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Driver    drv.DriverWithContext `optional:"true"`
-	Suspended *modules.Suspensions  `optional:"true"`
-	Telemetry *telemetry.Telemetry  `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspensions, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)

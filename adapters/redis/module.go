@@ -151,13 +151,12 @@ type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Client    goredis.UniversalClient `optional:"true"`
-	Suspended *modules.Suspensions    `optional:"true"`
-	Telemetry *telemetry.Telemetry    `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, suspensions: in.Suspensions, tel: in.Telemetry}
 		if cfg.routed != nil {
 			r, err := newRouter(module, cfg.routed)
 			if err != nil {
