@@ -95,16 +95,12 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 // Start launches the relay's passes (one, or one per tenant when sharded)
 // and returns; Stop ends them.
 func (r *Relay) Start(ctx context.Context) error {
-	if r.cfg.Tenants != nil {
-		g, err := shards.Start(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
-			Run: r.loop})
-		if err != nil {
-			return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
-		}
-		r.shards = g
-		return nil
+	g, err := shards.StartWorker(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
+		Run: r.loop})
+	if err != nil {
+		return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
 	}
-	r.shards = shards.One(r.loop)
+	r.shards = g
 	return nil
 }
 

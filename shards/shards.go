@@ -102,6 +102,15 @@ func One(run func(ctx context.Context, stop <-chan struct{})) *Group {
 	return g
 }
 
+// StartWorker starts a worker as its config says: a shard per tenant
+// (Start) when cfg.Tenants is set, else one run bound to no tenant (One).
+func StartWorker(ctx context.Context, cfg Config) (*Group, error) {
+	if cfg.Tenants == nil && cfg.Run != nil {
+		return One(cfg.Run), nil
+	}
+	return Start(ctx, cfg)
+}
+
 // apply starts a shard for every tenant of ids without one and stops the
 // shards of tenants no longer in it.
 func (g *Group) apply(run context.Context, ids []tenancy.ID) error {

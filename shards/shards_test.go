@@ -187,3 +187,39 @@ func TestOne(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartWorker: without Tenants a worker runs once, unbound; with
+// them, a shard per tenant; without Run it is refused either way.
+func TestStartWorker(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r := &recorder{running: map[tenancy.ID]int{}, hold: make(chan struct{})}
+	close(r.hold)
+	unbound := make(chan bool, 1)
+	g, err := shards.StartWorker(context.Background(), shards.Config{Name: "w", Run: func(ctx context.Context, _ <-chan struct{}) {
+		_, bound := tenancy.FromContext(ctx)
+		unbound <- !bound
+		<-ctx.Done()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !<-unbound {
+		t.Fatal("the unsharded run is bound to a tenant")
+	}
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := &set{}
+	s.put(nil, id(1))
+	g, err = shards.StartWorker(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a shard for 1", func() bool { return r.count(id(1)) == 1 })
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shards.StartWorker(context.Background(), shards.Config{Name: "w"}); err == nil {
+		t.Fatal("a worker without Run started")
+	}
+}

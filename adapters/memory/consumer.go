@@ -68,15 +68,11 @@ type consumer struct {
 }
 
 func (c *consumer) start(ctx context.Context) error {
-	if c.cfg.Tenants != nil {
-		g, err := shards.Start(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
-		if err != nil {
-			return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
-		}
-		c.shards = g
-		return nil
+	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
+	if err != nil {
+		return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
 	}
-	c.shards = shards.One(c.run)
+	c.shards = g
 	return nil
 }
 

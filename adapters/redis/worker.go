@@ -162,12 +162,8 @@ func (w workerSpec) invoke(module string) fx.Option {
 		var group *shards.Group
 		lc.Append(fx.Hook{
 			OnStart: func(startCtx context.Context) error {
-				run := func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, w.tenants != nil, log) }
-				if w.tenants == nil {
-					group = shards.One(run)
-					return nil
-				}
-				g, err := shards.Start(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log, Run: run})
+				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log,
+					Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, w.tenants != nil, log) }})
 				if err != nil {
 					return fmt.Errorf("redis worker %s: %w", w.name, err)
 				}
