@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tenantwire/tenantwire/telemetry"
-	"github.com/tenantwire/tenantwire/tenanthttp"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
 )
 
 // Module is the gRPC boundary as an fx module. During fx.New it refuses a
