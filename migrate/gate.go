@@ -63,11 +63,8 @@ func (g *Gate) CheckTenant(ctx context.Context, tenant tenancy.ID, target, route
 			return err
 		}
 		if what != "" {
-			return &tenancy.Error{
-				Code: tenancy.CodeTenantNotProvisioned, Module: g.module, Backend: g.backend, Route: route,
-				Detail: fmt.Sprintf("tenant %s has no %s and no migration records: it was never provisioned, or was torn down; nothing was read or written", tenant, what),
-				Fix:    fmt.Sprintf(`call Provision(ctx, tenant) on the module's *migrate.Runner (name:"%s"), or Tenants.Provision, before the tenant's first call: it creates the tenant's containers and migrates them to the current version`, g.module),
-			}
+			return NotProvisioned(Unprovisioned{Module: g.module, Backend: g.backend, Route: route, Tenant: tenant,
+				What: what, Cause: "and it has no migration records", Untouched: true})
 		}
 	}
 	if v < g.need {

@@ -28,6 +28,21 @@ func ProvideReadyCheck[C any](build func(C) ReadyCheck) fx.Option {
 	return fx.Provide(fx.Annotate(func(c C) *ReadyCheck { r := build(c); return &r }, fx.ResultTags(readyGroup)))
 }
 
+// ProvideServerCheck adds the readiness check of a module that asks its
+// server through its own client: ping, on its core C. A routed module has
+// no one server to ask (each tenant's is asked at its first call), so
+// when routed says so of its core the check passes without a call.
+func ProvideServerCheck[C any](module, backend string, routed func(C) bool, ping func(context.Context, C) error) fx.Option {
+	return ProvideReadyCheck(func(c C) ReadyCheck {
+		return ReadyCheck{Module: module, Backend: backend, Check: func(ctx context.Context) error {
+			if routed(c) {
+				return nil
+			}
+			return ping(ctx, c)
+		}}
+	})
+}
+
 // Readiness is every module's readiness check; inject it to serve a
 // readiness endpoint (tenanthttp serves GET /readyz with it).
 type Readiness struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tenantwire/tenantwire/shards"
@@ -71,8 +70,6 @@ type RelayConfig struct {
 type Relay struct {
 	shards *shards.Group
 	cfg    RelayConfig
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
 
 // NewRelay validates cfg.
@@ -98,43 +95,19 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 // Start launches the relay's passes (one, or one per tenant when sharded)
 // and returns; Stop ends them.
 func (r *Relay) Start(ctx context.Context) error {
-	if r.cfg.Tenants != nil {
-		g, err := shards.Start(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
-			Run: r.loop})
-		if err != nil {
-			return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
-		}
-		r.shards = g
-		return nil
+	g, err := shards.StartWorker(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
+		Run: r.loop})
+	if err != nil {
+		return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
 	}
-	run, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.loop(run, nil)
-	}()
+	r.shards = g
 	return nil
 }
 
 // Stop ends every pass and waits for in-flight deliveries to finish or be
 // abandoned.
 func (r *Relay) Stop(ctx context.Context) error {
-	if r.shards != nil {
-		return r.shards.Stop(ctx)
-	}
-	if r.cancel == nil {
-		return nil
-	}
-	r.cancel()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r.shards.Stop(ctx)
 }
 
 // loop runs passes under ctx until it ends, or until stop closes (its

@@ -91,6 +91,26 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 	return g, nil
 }
 
+// One runs run alone, under a context not bound to any tenant, until the
+// group stops: a worker that is not sharded. stop is nil, as no tenant
+// leaves. It starts at once and cannot fail; Stop ends it as it ends
+// shards.
+func One(run func(ctx context.Context, stop <-chan struct{})) *Group {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Group{cfg: Config{Run: run}, cancel: cancel}
+	g.wg.Go(func() { run(ctx, nil) })
+	return g
+}
+
+// StartWorker starts a worker as its config says: a shard per tenant
+// (Start) when cfg.Tenants is set, else one run bound to no tenant (One).
+func StartWorker(ctx context.Context, cfg Config) (*Group, error) {
+	if cfg.Tenants == nil && cfg.Run != nil {
+		return One(cfg.Run), nil
+	}
+	return Start(ctx, cfg)
+}
+
 // apply starts a shard for every tenant of ids without one and stops the
 // shards of tenants no longer in it.
 func (g *Group) apply(run context.Context, ids []tenancy.ID) error {
@@ -168,8 +188,11 @@ func (g *Group) Tenants() []tenancy.ID {
 }
 
 // Stop ends every shard: their contexts end, and Stop waits for them, or
-// for ctx.
+// for ctx. A nil group (a worker that never started) stops at once.
 func (g *Group) Stop(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
 	g.cancel()
 	done := make(chan struct{})
 	go func() { g.follow.Wait(); g.wg.Wait(); close(done) }()

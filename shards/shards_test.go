@@ -152,3 +152,74 @@ func TestSetErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOne: an unsharded worker's run is not bound to a tenant and has no
+// stop channel; Stop ends its context and waits for it, or returns the
+// stop context's error while it still runs. A nil group stops at once.
+func TestOne(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	if err := (*shards.Group)(nil).Stop(context.Background()); err != nil {
+		t.Fatalf("nil group: %v", err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	var bound, hasStop bool
+	g := shards.One(func(ctx context.Context, stop <-chan struct{}) {
+		_, bound = tenancy.FromContext(ctx)
+		hasStop = stop != nil
+		close(started)
+		<-ctx.Done()
+		<-release
+	})
+	<-started
+	if bound || hasStop {
+		t.Fatalf("bound %v, stop channel %v: want neither", bound, hasStop)
+	}
+	if n := len(g.Tenants()); n != 0 {
+		t.Fatalf("%d tenants", n)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := g.Stop(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stop while the run holds: %v", err)
+	}
+	close(release)
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartWorker: without Tenants a worker runs once, unbound; with
+// them, a shard per tenant; without Run it is refused either way.
+func TestStartWorker(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r := &recorder{running: map[tenancy.ID]int{}, hold: make(chan struct{})}
+	close(r.hold)
+	unbound := make(chan bool, 1)
+	g, err := shards.StartWorker(context.Background(), shards.Config{Name: "w", Run: func(ctx context.Context, _ <-chan struct{}) {
+		_, bound := tenancy.FromContext(ctx)
+		unbound <- !bound
+		<-ctx.Done()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !<-unbound {
+		t.Fatal("the unsharded run is bound to a tenant")
+	}
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := &set{}
+	s.put(nil, id(1))
+	g, err = shards.StartWorker(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a shard for 1", func() bool { return r.count(id(1)) == 1 })
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shards.StartWorker(context.Background(), shards.Config{Name: "w"}); err == nil {
+		t.Fatal("a worker without Run started")
+	}
+}

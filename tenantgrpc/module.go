@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"reflect"
 	"slices"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenanthttp"
 )
 
 // Module is the gRPC boundary as an fx module. During fx.New it refuses a
@@ -85,8 +85,7 @@ type Server struct {
 	// the server's class.
 	tenantRegs, operatorRegs []registration
 	tenant, operator         *grpc.Server
-	tAddr, oAddr             net.Addr
-	wg                       sync.WaitGroup
+	lis                      tenanthttp.Listeners
 }
 
 type registration struct {
@@ -319,29 +318,14 @@ func (s *Server) newServers() {
 }
 
 func (s *Server) start(context.Context) error {
-	tl, err := net.Listen("tcp", s.cfg.tenantAddr())
+	tl, ol, err := s.lis.Open("tenantgrpc", s.log, s.cfg.tenantAddr(), s.cfg.operatorAddr())
 	if err != nil {
 		return err
 	}
-	ol, err := net.Listen("tcp", s.cfg.operatorAddr())
-	if err != nil {
-		_ = tl.Close()
-		return err
-	}
-	s.tAddr, s.oAddr = tl.Addr(), ol.Addr()
 	s.newServers()
-	s.serve(s.tenant, tl, "tenant")
-	s.serve(s.operator, ol, "operator")
-	s.log.Info("tenantgrpc: listening", "tenant", s.tAddr.String(), "operator", s.oAddr.String())
+	s.lis.Serve("tenant", func() error { return s.tenant.Serve(tl) })
+	s.lis.Serve("operator", func() error { return s.operator.Serve(ol) })
 	return nil
-}
-
-func (s *Server) serve(srv *grpc.Server, l net.Listener, name string) {
-	s.wg.Go(func() {
-		if err := srv.Serve(l); err != nil {
-			s.log.Error("tenantgrpc: listener stopped", "listener", name, "error", err)
-		}
-	})
 }
 
 // stop drains both servers (GracefulStop: running calls finish, new ones
@@ -366,24 +350,17 @@ func (s *Server) stop(ctx context.Context) error {
 		s.operator.Stop()
 		<-done
 	}
-	s.wg.Wait()
+	s.lis.Wait()
 	return err
 }
 
 // TenantAddr is the tenant listener's address once the app has started.
-func (s *Server) TenantAddr() string { return addrString(s.tAddr) }
+func (s *Server) TenantAddr() string { return s.lis.TenantAddr() }
 
 // OperatorAddr is the operator listener's address once the app has started.
-func (s *Server) OperatorAddr() string { return addrString(s.oAddr) }
+func (s *Server) OperatorAddr() string { return s.lis.OperatorAddr() }
 
 // Class reports the class of a full method name ("/pkg.Service/Method"),
 // zero for a method no registered service declares. Valid after fx.New
 // succeeded.
 func (s *Server) Class(fullMethod string) Class { return s.classes[fullMethod] }
-
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
-}

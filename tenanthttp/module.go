@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -42,9 +41,7 @@ type Server struct {
 	log      *slog.Logger
 	tenant   http.Server
 	operator http.Server
-	tAddr    net.Addr
-	oAddr    net.Addr
-	wg       sync.WaitGroup
+	lis      Listeners
 }
 
 type wireParams struct {
@@ -142,30 +139,21 @@ func headerIf(cfg Config) string {
 }
 
 func (s *Server) start(context.Context) error {
-	tl, err := net.Listen("tcp", s.cfg.tenantAddr())
+	tl, ol, err := s.lis.Open("tenanthttp", s.log, s.cfg.tenantAddr(), s.cfg.operatorAddr())
 	if err != nil {
 		return err
 	}
-	ol, err := net.Listen("tcp", s.cfg.operatorAddr())
-	if err != nil {
-		_ = tl.Close()
-		return err
-	}
-	s.tAddr, s.oAddr = tl.Addr(), ol.Addr()
-	s.serve(&s.tenant, tl, "tenant")
-	s.serve(&s.operator, ol, "operator")
-	s.log.Info("tenanthttp: listening", "tenant", s.tAddr.String(), "operator", s.oAddr.String())
+	s.lis.Serve("tenant", func() error { return serveUntilClosed(&s.tenant, tl) })
+	s.lis.Serve("operator", func() error { return serveUntilClosed(&s.operator, ol) })
 	return nil
 }
 
-func (s *Server) serve(srv *http.Server, l net.Listener, name string) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("tenanthttp: listener stopped", "listener", name, "error", err)
-		}
-	}()
+// serveUntilClosed serves l; nil when stop closed the server.
+func serveUntilClosed(srv *http.Server, l net.Listener) error {
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // stop drains both listeners and waits for their goroutines, so nothing
@@ -176,7 +164,7 @@ func (s *Server) stop(ctx context.Context) error {
 		// The deadline passed with requests still running: cut them.
 		err = errors.Join(err, s.tenant.Close(), s.operator.Close())
 	}
-	s.wg.Wait()
+	s.lis.Wait()
 	return err
 }
 
@@ -190,14 +178,7 @@ func (s *Server) TenantHandler() http.Handler { return s.tenant.Handler }
 func (s *Server) OperatorHandler() http.Handler { return s.operator.Handler }
 
 // TenantAddr is the tenant listener's address once the app has started.
-func (s *Server) TenantAddr() string { return addrString(s.tAddr) }
+func (s *Server) TenantAddr() string { return s.lis.TenantAddr() }
 
 // OperatorAddr is the operator listener's address once the app has started.
-func (s *Server) OperatorAddr() string { return addrString(s.oAddr) }
-
-func addrString(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	return a.String()
-}
+func (s *Server) OperatorAddr() string { return s.lis.OperatorAddr() }

@@ -142,11 +142,10 @@ type worker struct {
 	route route
 	log   *slog.Logger
 	// lag reports each reader's lag to the metrics (nil: no meter).
-	lag    *telemetry.Lag
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// shards follows a sharded consumer's tenant set; opened holds the
-	// readers start opened for the first set, taken by their shards.
+	lag *telemetry.Lag
+	// shards runs the readers: one unbound, or one per tenant following a
+	// sharded consumer's set; opened holds the readers start opened for
+	// the first set, taken by their shards.
 	shards *shards.Group
 	mu     sync.Mutex
 	opened map[tenancy.ID]shard
@@ -164,13 +163,7 @@ func (w *worker) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		run, cancel := context.WithCancel(context.Background())
-		w.cancel = cancel
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.serve(run, nil, sh)
-		}()
+		w.shards = shards.One(func(ctx context.Context, stop <-chan struct{}) { w.serve(ctx, stop, sh) })
 		return nil
 	}
 	// The first set's readers are opened here, so that a tenant whose
@@ -328,28 +321,12 @@ var errTopicCheck = errors.New("checking topic")
 // stop cancels the readers and waits for them to leave their groups, at
 // most as long as ctx allows.
 func (w *worker) stop(ctx context.Context) error {
-	if w.shards != nil {
-		err := w.shards.Stop(ctx)
-		w.closeOpened() // readers of tenants the set dropped before their shard ran
-		if err != nil {
-			return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, err)
-		}
-		return nil
+	err := w.shards.Stop(ctx)
+	w.closeOpened() // readers of tenants the set dropped before their shard ran
+	if err != nil {
+		return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, err)
 	}
-	if w.cancel != nil {
-		w.cancel()
-	}
-	done := make(chan struct{})
-	go func() {
-		w.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, ctx.Err())
-	}
+	return nil
 }
 
 // loop fetches under fetch (which ends with ctx, or when the shard must

@@ -165,15 +165,8 @@ func Module(name string, opts ...Option) fx.Option {
 		modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
 			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
 		}),
-		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
-				if c.shared == nil {
-					return nil // routed: each tenant's cluster is asked at its first call
-				}
-				_, err := c.shared.clusterID(ctx)
-				return err
-			}}
-		}),
+		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.shared == nil },
+			func(ctx context.Context, c *core) error { _, err := c.shared.clusterID(ctx); return err }),
 	)
 	return modules.Assemble(spec)
 }

@@ -9,7 +9,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/migrate"
 )
 
 // probe is a short-lived transport of c's brokers and credentials whose
@@ -141,9 +141,6 @@ func failedOf(msgs []kafkago.Message, err error) []kafkago.Message {
 // tenant's topic) does not exist: tenant_not_provisioned, the fix naming
 // Provision. cause is what the broker or kafka-go said.
 func notProvisioned(module, route, topic string, cause error) error {
-	return &tenancy.Error{
-		Code: tenancy.CodeTenantNotProvisioned, Module: module, Backend: rules.Name, Route: route,
-		Detail: fmt.Sprintf("the bound tenant's topic %s does not exist (%v)", topic, cause),
-		Fix:    "call Provision(ctx, tenant) on the module's *migrate.Runner (name:\"<module>\") for this tenant before its first call (it is idempotent and returns once the topics are served: an onboarding step or a startup hook may call ProvisionAll for every known tenant)",
-	}
+	return migrate.NotProvisioned(migrate.Unprovisioned{Module: module, Backend: rules.Name, Route: route,
+		What: "topic " + topic, Cause: fmt.Sprint(cause), Creates: "its topics, returning once the brokers serve them"})
 }

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -66,38 +65,21 @@ type consumer struct {
 	cfg    ConsumerConfig
 	st     *Stream
 	shards *shards.Group
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
 
 func (c *consumer) start(ctx context.Context) error {
-	if c.cfg.Tenants != nil {
-		g, err := shards.Start(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
-		if err != nil {
-			return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
-		}
-		c.shards = g
-		return nil
+	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
+	if err != nil {
+		return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.run(runCtx, nil)
-	}()
+	c.shards = g
 	return nil
 }
 
+// stop ends the readers and waits for them, at most as long as ctx
+// allows, sharded or not.
 func (c *consumer) stop(ctx context.Context) error {
-	if c.shards != nil {
-		return c.shards.Stop(ctx)
-	}
-	if c.cancel != nil {
-		c.cancel()
-	}
-	c.wg.Wait()
-	return nil
+	return c.shards.Stop(ctx)
 }
 
 // run drains the stream under ctx (bound to its tenant, or not) until ctx

@@ -51,11 +51,7 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], 
 
 // Create stores v under id at version 1, or returns document.ErrExists.
 func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Version, error) {
-	body, err := encodeValue(v)
-	if err != nil {
-		return 0, d.wrap("encode", err)
-	}
-	ctx, t, err := d.route.target(ctx)
+	ctx, t, body, err := d.write(ctx, v)
 	if err != nil {
 		return 0, err
 	}
@@ -74,11 +70,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 // Update replaces the value when the stored version is expected; it returns
 // the new version, document.ErrConflict, or document.ErrNotFound.
 func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (document.Version, error) {
-	body, err := encodeValue(v)
-	if err != nil {
-		return 0, d.wrap("encode", err)
-	}
-	ctx, t, err := d.route.target(ctx)
+	ctx, t, body, err := d.write(ctx, v)
 	if err != nil {
 		return 0, err
 	}
@@ -172,6 +164,17 @@ func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error)
 		return 0, d.wrap("count", err)
 	}
 	return int(n), nil
+}
+
+// write encodes v, then opens the route's target for a write of it: a
+// value that cannot be stored takes no connection. The caller releases t.
+func (d *Documents[T]) write(ctx context.Context, v T) (context.Context, target, any, error) {
+	body, err := encodeValue(v)
+	if err != nil {
+		return ctx, target{}, nil, d.wrap("encode", err)
+	}
+	ctx, t, err := d.route.target(ctx)
+	return ctx, t, body, err
 }
 
 func (d *Documents[T]) wrap(op string, err error) error {

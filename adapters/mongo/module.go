@@ -210,14 +210,8 @@ func Module(name string, opts ...Option) fx.Option {
 			}),
 			fx.Provide(fx.Annotate(func(c *core, r *migrate.Runner) *Provisioner { return &Provisioner{Runner: r, core: c} },
 				fx.ParamTags(``, `name:"`+name+`"`), fx.ResultTags(`name:"`+name+`"`))),
-			modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-				return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
-					if c.client == nil {
-						return nil // routed: each tenant's server is asked at its first call
-					}
-					return c.client.Ping(ctx, nil)
-				}}
-			}),
+			modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
+				func(ctx context.Context, c *core) error { return c.client.Ping(ctx, nil) }),
 		},
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*Provisioner](), Name: name}, {Type: reflect.TypeFor[*migrate.Runner](), Name: name}},
 	}
@@ -256,14 +250,13 @@ type core struct {
 type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Client    *driver.Client       `optional:"true"`
-	Suspended *modules.Suspensions `optional:"true"`
-	Telemetry *telemetry.Telemetry `optional:"true"`
+	Client    *driver.Client `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, db: cfg.database, routes: cfg.routes, migrations: m, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspensions, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		switch {
 		case cfg.routed != nil:

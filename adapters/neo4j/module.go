@@ -215,17 +215,13 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec.Provided = append(spec.Provided, modules.Provided{Type: reflect.TypeFor[*migrate.Runner](), Name: name})
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
-		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
-				if c.plain == nil {
-					return nil // routed: each tenant's server is asked at its first call
-				}
+		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.plain == nil },
+			func(ctx context.Context, c *core) error {
 				s := c.plain.NewSession(ctx, c.database)
 				defer func() { _ = s.Close(ctx) }()
 				_, err := s.Run(ctx, "RETURN 1", nil)
 				return err
-			}}
-		}),
+			}),
 	}
 	runner := lifecycle(&spec, cfg)
 	spec.Parts = append(spec.Parts, modules.ProvideLifecycle(name, rules.Name, true, runner))
@@ -268,13 +264,12 @@ type coreIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Driver    drv.DriverWithContext `optional:"true"`
-	Suspended *modules.Suspensions  `optional:"true"`
-	Telemetry *telemetry.Telemetry  `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 	return func(in coreIn) (*core, error) {
-		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, database: cfg.database, gate: migrate.NewGate(module, rules.Name, cfg.Required), suspensions: in.Suspensions, tel: in.Telemetry}
 		in.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed != nil {
 			p, err := newPools(module, cfg)

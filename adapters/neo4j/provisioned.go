@@ -2,10 +2,10 @@ package neo4j
 
 import (
 	"errors"
-	"fmt"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -21,18 +21,18 @@ func (r *route) missingDatabase(err error, tenant tenancy.ID) bool {
 // notProvisioned is tenant_not_provisioned for err, a missingDatabase
 // error: what to create, and the server's code and message.
 func (r *route) notProvisioned(err error, tenant tenancy.ID, database string) error {
-	fix := "create the tenant's database on its server (the database its credentials name) before its first call, or correct the database its credentials name"
-	if r.perTenantDB {
-		fix = "call Provision(ctx, tenant) on the module's *migrate.Runner (name:\"<module>\"), or Tenants.Provision, before the tenant's first call: it creates the tenant's database (CREATE DATABASE, Neo4j Enterprise Edition) and migrates it; it is idempotent"
+	u := migrate.Unprovisioned{Module: r.core.module, Backend: rules.Name, Route: r.spec.name, Tenant: tenant,
+		What: "database " + database, Untouched: true,
+		Creates: "its database, by CREATE DATABASE on Neo4j Enterprise Edition"}
+	if database == "" {
+		u.What = "database (the one its credentials name)"
+	}
+	if !r.perTenantDB {
+		// A routed tenant's database is its server's, not one Provision makes.
+		u.Fix = "create the tenant's database on its server (the database its credentials name) before its first call, or correct the database its credentials name"
 	}
 	var ne *drv.Neo4jError
 	errors.As(err, &ne) // missingDatabase found it
-	if database == "" {
-		database = "(the one its credentials name)"
-	}
-	return &tenancy.Error{
-		Code: tenancy.CodeTenantNotProvisioned, Module: r.core.module, Backend: rules.Name, Route: r.spec.name,
-		Detail: fmt.Sprintf("tenant %s's database %s does not exist: it was never provisioned, or was dropped; nothing was read or written (%s: %s)", tenant, database, ne.Code, ne.Msg),
-		Fix:    fix,
-	}
+	u.Cause = ne.Code + ": " + ne.Msg
+	return migrate.NotProvisioned(u)
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/migrate"
 )
 
 // SQLSTATEs of a missing schema or table.
@@ -35,9 +35,6 @@ func (r route) provisionedErr(errp *error) {
 	if r.c.routed == nil && !r.perTenant() {
 		return
 	}
-	*errp = &tenancy.Error{
-		Code: tenancy.CodeTenantNotProvisioned, Module: r.c.module, Backend: rules.Name, Route: r.spec.name,
-		Detail: "the bound tenant's schema or table does not exist (" + pe.Code + ": " + pe.Message + ")",
-		Fix:    "call Provision(ctx, tenant) on the module's *postgres.Client for this tenant before its first call (it is idempotent: an onboarding step or a startup hook may call it for every known tenant)",
-	}
+	*errp = migrate.NotProvisioned(migrate.Unprovisioned{Module: r.c.module, Backend: rules.Name, Route: r.spec.name,
+		What: "schema or table", Cause: pe.Code + ": " + pe.Message, Creates: "its schema and tables"})
 }

@@ -104,14 +104,8 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Workers = append(spec.Workers, ws)
 	}
 	spec.Parts = []fx.Option{fx.Provide(fx.Private, newCore(name, cfg)),
-		modules.ProvideReadyCheck(func(c *core) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: func(ctx context.Context) error {
-				if c.client == nil {
-					return nil // routed: each tenant's server is asked at its first call
-				}
-				return c.client.Ping(ctx).Err()
-			}}
-		}),
+		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
+			func(ctx context.Context, c *core) error { return c.client.Ping(ctx).Err() }),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
 			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany}
@@ -157,13 +151,12 @@ type clientIn struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Client    goredis.UniversalClient `optional:"true"`
-	Suspended *modules.Suspensions    `optional:"true"`
-	Telemetry *telemetry.Telemetry    `optional:"true"`
+	modules.LifecycleIn
 }
 
 func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 	return func(in clientIn) (*core, error) {
-		c := &core{module: module, suspensions: in.Suspended, tel: in.Telemetry}
+		c := &core{module: module, suspensions: in.Suspensions, tel: in.Telemetry}
 		if cfg.routed != nil {
 			r, err := newRouter(module, cfg.routed)
 			if err != nil {

@@ -159,44 +159,22 @@ func (w workerSpec) decl(module string) floors.Worker {
 func (w workerSpec) invoke(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream, app *slog.Logger) {
 		log := modules.WorkerLogger(app, rules.Name, module, w.route, w.name)
-		var (
-			group  *shards.Group
-			cancel context.CancelFunc
-			done   = make(chan struct{})
-		)
+		var group *shards.Group
 		lc.Append(fx.Hook{
 			OnStart: func(startCtx context.Context) error {
-				if w.tenants != nil {
-					g, err := shards.Start(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log,
-						Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, true, log) }})
-					if err != nil {
-						return fmt.Errorf("redis worker %s: %w", w.name, err)
-					}
-					group = g
-					return nil
+				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log,
+					Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, w.tenants != nil, log) }})
+				if err != nil {
+					return fmt.Errorf("redis worker %s: %w", w.name, err)
 				}
-				ctx, c := context.WithCancel(context.Background())
-				cancel = c
-				go func() {
-					defer close(done)
-					w.run(ctx, nil, s, false, log)
-				}()
+				group = g
 				return nil
 			},
 			OnStop: func(stopCtx context.Context) error {
-				if group != nil {
-					return group.Stop(stopCtx)
+				if err := group.Stop(stopCtx); err != nil {
+					return fmt.Errorf("redis worker %s: stop: %w", w.name, err)
 				}
-				if cancel == nil {
-					return nil
-				}
-				cancel()
-				select {
-				case <-done:
-					return nil
-				case <-stopCtx.Done():
-					return fmt.Errorf("redis worker %s: stop: %w", w.name, stopCtx.Err())
-				}
+				return nil
 			},
 		})
 	}, fx.ParamTags(``, nameTag(w.route), `optional:"true"`)))
