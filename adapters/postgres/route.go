@@ -66,6 +66,16 @@ func (s *routeSpec) shared(rel naming.Name) bool {
 // tenant, so its statements must be built per tenant.
 func (r route) perTenant() bool { return len(r.spec.decision.PerTenant) > 0 }
 
+// staticSet is the statement set that serves every tenant, built once
+// when no relation of the route resolves per tenant; nil otherwise, when
+// cached builds sets per tenant.
+func staticSet[S any](r route, build func(tenancy.ID) *S) *S {
+	if r.perTenant() {
+		return nil
+	}
+	return build(tenancy.ID{})
+}
+
 // cached returns the route's statements for tenant: built once for a
 // static route, once per (tenant, route) otherwise.
 func cached[S any](r route, static *S, tenant tenancy.ID, build func(tenancy.ID) *S) *S {
@@ -232,6 +242,74 @@ func beginCall[S any](ctx context.Context, r route, static *S, build func(tenanc
 		return ctx, tenant, nil, nil, nil, err
 	}
 	return ctx, tenant, cached(r, static, tenant, build), pool, release, nil
+}
+
+// stmtSet is a route's statement set: a struct embedding sql.
+type stmtSet interface{ layout() sql }
+
+func (s sql) layout() sql { return s }
+
+// queryOne is one call that runs the statement pick chooses from the
+// call's set, passing the bound tenant first when the set is tagged, and
+// scans its one row into a V.
+func queryOne[V any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (V, error) {
+	var v V
+	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
+	if err != nil {
+		return v, err
+	}
+	defer release()
+	s := (*st).layout()
+	err = pool.QueryRow(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...).Scan(&v)
+	return v, err
+}
+
+// execRows is one call that runs the statement pick chooses (see
+// queryOne) and returns how many rows it touched.
+func execRows[S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (int64, error) {
+	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	s := (*st).layout()
+	tag, err := pool.Exec(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...)
+	return tag.RowsAffected(), err
+}
+
+// queryRows is one call that runs the statement pick chooses (see
+// queryOne) and hands its rows to collect before the connection is
+// released.
+func queryRows[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string,
+	collect func(pgx.Rows) (R, error), rest ...any) (R, error) {
+	var none R
+	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
+	if err != nil {
+		return none, err
+	}
+	defer release()
+	s := (*st).layout()
+	rows, err := pool.Query(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...)
+	if err != nil {
+		return none, err
+	}
+	return collect(rows)
+}
+
+// beginTx begins a transaction on what open returns for tenant, releasing
+// it when the begin fails; otherwise the caller releases it once the
+// transaction ends.
+func beginTx[Q querier](ctx context.Context, tenant tenancy.ID, open func(context.Context, tenancy.ID) (Q, func(), error)) (pgx.Tx, func(), error) {
+	pool, release, err := open(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return tx, release, nil
 }
 
 // enter resolves one call's tenant and pool, and the context its
