@@ -21,11 +21,7 @@ func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, kindCounter, cc.TenantAware, cc.Table, "set CounterConfig.Table to a lower-case table name",
 			"name text NOT NULL, value bigint NOT NULL, ", "name",
-			func(r route) *Counter {
-				k := &Counter{route: r, cfg: cc}
-				k.static = staticSet(r, k.build)
-				return k
-			})
+			func(r route) *Counter { return &Counter{route: r, cfg: cc} })
 	}
 }
 
@@ -40,6 +36,8 @@ type counterStmts struct {
 	sql
 	add, get, del string
 }
+
+func (k *Counter) initStatic() { k.static = staticSet(k.route, k.build) }
 
 func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	s := sql{tagged: k.spec.decision.Tagged}

@@ -29,11 +29,7 @@ func IdempotencyRoute(name string, ic IdempotencyConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, kindIdempotency, ic.TenantAware, ic.Table, "name the idempotency table",
 			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
-			func(r route) *Idempotency {
-				x := &Idempotency{route: r, cfg: ic}
-				x.static = staticSet(r, x.build)
-				return x
-			})
+			func(r route) *Idempotency { return &Idempotency{route: r, cfg: ic} })
 	}
 }
 
@@ -49,6 +45,8 @@ type idemStmts struct {
 	table                              string
 	get, put, del, count, sweep, locks string
 }
+
+func (x *Idempotency) initStatic() { x.static = staticSet(x.route, x.build) }
 
 func (x *Idempotency) build(tenant tenancy.ID) *idemStmts {
 	s := sql{tagged: x.spec.decision.Tagged}

@@ -27,11 +27,7 @@ func InboxRoute(name string, ic InboxConfig) Option {
 	return func(c *config) {
 		addTableRoute(c, name, kindInbox, ic.TenantAware, ic.Table, "name the inbox table",
 			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
-			func(r route) *Inbox {
-				i := &Inbox{route: r, cfg: ic}
-				i.static = staticSet(r, i.build)
-				return i
-			})
+			func(r route) *Inbox { return &Inbox{route: r, cfg: ic} })
 	}
 }
 
@@ -46,6 +42,8 @@ type inboxStmts struct {
 	sql
 	mark, seen, forget, count, sweep string
 }
+
+func (i *Inbox) initStatic() { i.static = staticSet(i.route, i.build) }
 
 func (i *Inbox) build(tenant tenancy.ID) *inboxStmts {
 	s := sql{tagged: i.spec.decision.Tagged}

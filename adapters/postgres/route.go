@@ -249,67 +249,73 @@ type stmtSet interface{ layout() sql }
 
 func (s sql) layout() sql { return s }
 
-// queryOne is one call that runs the statement pick chooses from the
-// call's set, passing the bound tenant first when the set is tagged, and
-// scans its one row into a V.
+// runOne is one call that runs the statement pick chooses from the call's
+// set, its arguments rest after the bound tenant when the set is tagged,
+// through do; the connection is released when do returns.
+func runOne[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest []any,
+	do func(ctx context.Context, q querier, stmt string, a []any) (R, error)) (R, error) {
+	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
+	if err != nil {
+		var none R
+		return none, err
+	}
+	defer release()
+	s := (*st).layout()
+	return do(ctx, pool, pick(st), s.mode(args(s.tagged, tenant, rest...)))
+}
+
+// queryOne runs one statement (see runOne) and scans its one row into a V.
 func queryOne[V any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (V, error) {
-	var v V
-	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
-	if err != nil {
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (v V, err error) {
+		err = q.QueryRow(ctx, stmt, a...).Scan(&v)
 		return v, err
-	}
-	defer release()
-	s := (*st).layout()
-	err = pool.QueryRow(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...).Scan(&v)
-	return v, err
+	})
 }
 
-// execRows is one call that runs the statement pick chooses (see
-// queryOne) and returns how many rows it touched.
+// execRows runs one statement (see runOne) and returns how many rows it
+// touched.
 func execRows[S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (int64, error) {
-	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	s := (*st).layout()
-	tag, err := pool.Exec(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...)
-	return tag.RowsAffected(), err
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (int64, error) {
+		tag, err := q.Exec(ctx, stmt, a...)
+		return tag.RowsAffected(), err
+	})
 }
 
-// queryRows is one call that runs the statement pick chooses (see
-// queryOne) and hands its rows to collect before the connection is
-// released.
+// queryRows runs one statement (see runOne) and hands its rows to collect
+// before the connection is released.
 func queryRows[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string,
 	collect func(pgx.Rows) (R, error), rest ...any) (R, error) {
-	var none R
-	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
-	if err != nil {
-		return none, err
-	}
-	defer release()
-	s := (*st).layout()
-	rows, err := pool.Query(ctx, pick(st), s.mode(args(s.tagged, tenant, rest...))...)
-	if err != nil {
-		return none, err
-	}
-	return collect(rows)
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (R, error) {
+		rows, err := q.Query(ctx, stmt, a...)
+		if err != nil {
+			var none R
+			return none, err
+		}
+		return collect(rows)
+	})
 }
 
-// beginTx begins a transaction on what open returns for tenant, releasing
-// it when the begin fails; otherwise the caller releases it once the
-// transaction ends.
+// beginTx begins a transaction on what open returns for tenant (see
+// fromPool).
 func beginTx[Q querier](ctx context.Context, tenant tenancy.ID, open func(context.Context, tenancy.ID) (Q, func(), error)) (pgx.Tx, func(), error) {
+	return fromPool(ctx, tenant, open, func(q Q) (pgx.Tx, error) { return q.Begin(ctx) })
+}
+
+// fromPool takes one thing (a transaction, a connection) with take from
+// what open returns for tenant, which it releases when take fails;
+// otherwise the caller releases it once done with what was taken.
+func fromPool[Q, T any](ctx context.Context, tenant tenancy.ID, open func(context.Context, tenancy.ID) (Q, func(), error), take func(Q) (T, error)) (T, func(), error) {
+	var none T
 	pool, release, err := open(ctx, tenant)
 	if err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
-	tx, err := pool.Begin(ctx)
+	t, err := take(pool)
 	if err != nil {
 		release()
-		return nil, nil, err
+		return none, nil, err
 	}
-	return tx, release, nil
+	return t, release, nil
 }
 
 // enter resolves one call's tenant and pool, and the context its

@@ -25,17 +25,25 @@ func tableSpec[R any](c *config, name string, kind floors.Kind, aware bool, tabl
 	return spec
 }
 
+// tableObject is the object of a route over one table; initStatic builds
+// its statement set when one serves every tenant (see staticSet).
+type tableObject interface{ initStatic() }
+
 // addTableRoute adds a route over one table of columns keyed by key,
 // tagged or not as the rules decide (counter, inbox, idempotency store).
-// newRoute builds the route object.
-func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, table naming.Name, fix, columns, key string,
+// newRoute builds the route object, whose statements are then readied.
+func addTableRoute[R tableObject](c *config, name string, kind floors.Kind, aware bool, table naming.Name, fix, columns, key string,
 	newRoute func(r route) R) {
 	spec := tableSpec[R](c, name, kind, aware, table, "", fix)
 	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 		s := sql{tagged: spec.decision.Tagged}
 		return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(table, tenant) + " (" + s.tenantColumn() + columns + s.key(key) + ")"}
 	}
-	build := func(cl *Client) R { return newRoute(route{cl, spec}) }
+	build := func(cl *Client) R {
+		x := newRoute(route{cl, spec})
+		x.initStatic()
+		return x
+	}
 	spec.provide = provideRoute(build)
 	spec.object = func(cl *Client) any { return build(cl) }
 	c.routes = append(c.routes, spec)
