@@ -133,9 +133,9 @@ func (x *Search) Search(ctx context.Context, query string, limit int) (_ []capab
 		})
 }
 
-// searchRows runs the search statement pick chooses, whose parameters are
-// the query and the limit, a positive number of best hits (a search
-// route's and a federated search's alike).
+// searchRows runs the search statement pick chooses with query and limit,
+// the number of best hits, which must be positive (a search route's and a
+// federated search's alike).
 func searchRows[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string,
 	query string, limit int, collect func(pgx.Rows) (R, error)) (R, error) {
 	if limit <= 0 {

@@ -9,9 +9,9 @@ import (
 )
 
 // checkName refuses route's wiring when s is no valid identifier of at
-// most max bytes.
-func (c *config) checkName(route, s string, max int, fix string) {
-	if err := validName(s, max); err != nil {
+// most limit bytes.
+func (c *config) checkName(route, s string, limit int, fix string) {
+	if err := validName(s, limit); err != nil {
 		c.errs = append(c.errs, rules.WiringInvalid(c.name, route, err.Error(), fix))
 	}
 }
