@@ -51,9 +51,7 @@ func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 	return func(c *config) {
 		spec := &routeSpec{name: name, kind: kindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
-		if err := validName(ac.Source.Base(), maxIdent); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set AnalyticsConfig.Source to a table with a lower-case name"))
-		}
+		c.checkName(name, ac.Source.Base(), maxIdent, "set AnalyticsConfig.Source to a table with a lower-case name")
 		for qn, a := range ac.Queries {
 			if err := a.validate(); err != nil {
 				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "query "+qn+": "+err.Error(),
@@ -62,9 +60,7 @@ func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 		}
 		spec.provide = provideRoute(func(cl *Client) *Analytics {
 			a := &Analytics{route: route{cl, spec}, cfg: ac}
-			if !a.perTenant() {
-				a.static = a.build(tenancy.ID{})
-			}
+			a.static = staticSet(a.route, a.build)
 			return a
 		})
 		c.routes = append(c.routes, spec)

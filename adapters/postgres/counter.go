@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"reflect"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,24 +19,9 @@ type CounterConfig struct {
 // CounterRoute adds a counter route and provides *Counter.
 func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: kindCounter, tenantAware: cc.TenantAware, typ: reflect.TypeFor[*Counter](),
-			rels: []roleRel{{"table", cc.Table}}}
-		if err := validName(cc.Table.Base(), maxIdent); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "set CounterConfig.Table to a lower-case table name"))
-		}
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-			s := sql{tagged: spec.decision.Tagged}
-			return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(cc.Table, tenant) + " (" +
-				s.tenantColumn() + "name text NOT NULL, value bigint NOT NULL, " + s.key("name") + ")"}
-		}
-		spec.provide = provideRoute(func(cl *Client) *Counter {
-			k := &Counter{route: route{cl, spec}, cfg: cc}
-			if !k.perTenant() {
-				k.static = k.build(tenancy.ID{})
-			}
-			return k
-		})
-		c.routes = append(c.routes, spec)
+		addTableRoute(c, name, kindCounter, cc.TenantAware, cc.Table, "set CounterConfig.Table to a lower-case table name",
+			"name text NOT NULL, value bigint NOT NULL, ", "name",
+			func(r route) *Counter { return &Counter{route: r, cfg: cc} })
 	}
 }
 
@@ -52,6 +36,8 @@ type counterStmts struct {
 	sql
 	add, get, del string
 }
+
+func (k *Counter) initStatic() { k.static = staticSet(k.route, k.build) }
 
 func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	s := sql{tagged: k.spec.decision.Tagged}
@@ -69,33 +55,16 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 	}
 }
 
-func (k *Counter) begin(ctx context.Context) (context.Context, tenancy.ID, *counterStmts, querier, func(), error) {
-	return beginCall(ctx, k.route, k.static, k.build)
-}
-
 // Add adds delta to the counter (creating it at 0) and returns the result.
 func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
 	defer k.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := k.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var v int64
-	err = pool.QueryRow(ctx, st.add, st.mode(args(st.tagged, tenant, name, delta))...).Scan(&v)
-	return v, err
+	return queryOne[int64](ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.add }, name, delta)
 }
 
 // Get returns the counter's value; a missing counter is 0.
 func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	defer k.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := k.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var v int64
-	err = pool.QueryRow(ctx, st.get, st.mode(args(st.tagged, tenant, name))...).Scan(&v)
+	v, err := queryOne[int64](ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.get }, name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -105,11 +74,6 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 // Delete removes the counter and reports whether it existed.
 func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	defer k.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := k.begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	tag, err := pool.Exec(ctx, st.del, st.mode(args(st.tagged, tenant, name))...)
-	return err == nil && tag.RowsAffected() > 0, err
+	n, err := execRows(ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.del }, name)
+	return err == nil && n > 0, err
 }

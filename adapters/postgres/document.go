@@ -44,9 +44,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 				"set postgres.DocumentConfig.Read, e.g. naming.Shared(name) or naming.PerTenant(name) (Write defaults to it)"))
 		}
 		for _, rr := range spec.rels {
-			if err := validName(rr.rel.Base(), maxIdent); err != nil {
-				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "use a lower-case table name"))
-			}
+			c.checkName(name, rr.rel.Base(), maxIdent, "use a lower-case table name")
 		}
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			r := route{cl, spec}

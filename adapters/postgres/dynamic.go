@@ -173,22 +173,12 @@ func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn
 		}
 		return tc.conn, func(reuse bool) { d.own.release(ctx, tc, reuse) }, nil
 	}
-	var (
-		pool    *pgxpool.Pool
-		release func()
-		err     error
-	)
+	open := d.c.conn
 	if d.logins != nil {
-		pool, release, err = d.logins.AcquireFor(ctx, tenant)
-	} else {
-		pool, release, err = d.c.conn(ctx, tenant)
+		open = d.logins.AcquireFor
 	}
+	pc, release, err := fromPool(ctx, tenant, open, func(p *pgxpool.Pool) (*pgxpool.Conn, error) { return p.Acquire(ctx) })
 	if err != nil {
-		return nil, nil, err
-	}
-	pc, err := pool.Acquire(ctx)
-	if err != nil {
-		release()
 		return nil, nil, err
 	}
 	return pc.Conn(), func(reuse bool) {

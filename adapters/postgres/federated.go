@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strings"
 
@@ -55,9 +54,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 			legs = append(legs, fedLeg{name: h, rel: hub.cfg.Table, hubTagged: hub.cfg.TenantAware})
 		}
 		for _, t := range fc.Tables {
-			if err := validName(t.Base(), maxIdent); err != nil {
-				c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the leg's table"))
-			}
+			c.checkName(name, t.Base(), maxIdent, "name the leg's table")
 			if t.PerTenant() {
 				// Only a hub leg may be scoped; a per-tenant table
 				// would be counted as one by the tier rules.
@@ -71,14 +68,10 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 		if len(legs) == 0 {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "a federated search needs at least one leg", "name hub routes or tables"))
 		}
-		if err := validName(fc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
-		}
+		c.checkName(name, fc.Config, maxIdent, "name a text search configuration")
 		spec.provide = provideRoute(func(cl *Client) *FederatedSearch {
 			f := &FederatedSearch{route: route{cl, spec}, legs: legs, cfg: fc}
-			if !f.perTenant() {
-				f.static = f.build(tenancy.ID{})
-			}
+			f.static = staticSet(f.route, f.build)
 			return f
 		})
 		c.routes = append(c.routes, spec)
@@ -137,42 +130,22 @@ func (f *FederatedSearch) build(tenant tenancy.ID) *fedStmts {
 	}
 }
 
-func (f *FederatedSearch) begin(ctx context.Context) (context.Context, tenancy.ID, *fedStmts, querier, func(), error) {
-	return beginCall(ctx, f.route, f.static, f.build)
-}
-
 // Search returns the best hits across every leg.
 func (f *FederatedSearch) Search(ctx context.Context, query string, limit int) ([]FederatedHit, error) {
-	if limit <= 0 {
-		return nil, errors.New("postgres: search limit must be positive")
-	}
-	ctx, tenant, st, pool, release, err := f.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rows, err := pool.Query(ctx, st.search, st.mode(args(st.tagged, tenant, query, limit))...)
-	if err != nil {
-		return nil, err
-	}
-	var out []FederatedHit
-	var leg int
-	var h FederatedHit
-	_, err = pgx.ForEachRow(rows, []any{&leg, &h.ID, &h.Rank}, func() error {
-		out = append(out, FederatedHit{Leg: f.legs[leg].name, ID: h.ID, Rank: h.Rank})
-		return nil
-	})
-	return out, err
+	return searchRows(ctx, f.route, f.static, f.build, func(st *fedStmts) string { return st.search }, query, limit,
+		func(rows pgx.Rows) ([]FederatedHit, error) {
+			var out []FederatedHit
+			var leg int
+			var h FederatedHit
+			_, err := pgx.ForEachRow(rows, []any{&leg, &h.ID, &h.Rank}, func() error {
+				out = append(out, FederatedHit{Leg: f.legs[leg].name, ID: h.ID, Rank: h.Rank})
+				return nil
+			})
+			return out, err
+		})
 }
 
 // Count returns how many documents of every leg match the query.
 func (f *FederatedSearch) Count(ctx context.Context, query string) (int, error) {
-	ctx, tenant, st, pool, release, err := f.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var n int
-	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant, query))...).Scan(&n)
-	return n, err
+	return queryOne[int](ctx, f.route, f.static, f.build, func(st *fedStmts) string { return st.count }, query)
 }

@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	"github.com/tenantwire/tenantwire/naming"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // HubSearchConfig wires a hub search: full-text search over one hub table
@@ -32,22 +31,9 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 			Index: nameOf(hc.Table.Base()+"_tsv", hc.Table.PerTenant()), Config: hc.Config}
 		spec := &routeSpec{name: name, kind: kindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
 			rels: []roleRel{{"hub", hc.Table}}}
-		if err := validName(hc.Table.Base(), maxIdent-len("_tsv")); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the hub table"))
-		}
-		if err := validName(hc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
-		}
+		c.checkName(name, hc.Table.Base(), maxIdent-len("_tsv"), "name the hub table")
 		// The DDL and statements are a search route's over one table.
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
-		spec.provide = provideRoute(func(cl *Client) *Search {
-			x := &Search{route: route{cl, spec}, cfg: sc}
-			if !x.perTenant() {
-				x.static = x.build(tenancy.ID{})
-			}
-			return x
-		})
-		c.routes = append(c.routes, spec)
+		c.addSearch(spec, sc)
 		c.hubs = append(c.hubs, hubLeg{name: name, cfg: hc})
 	}
 }

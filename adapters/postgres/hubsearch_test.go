@@ -155,3 +155,33 @@ func TestMessagingTiers(t *testing.T) {
 			hub("a", true, naming.Shared("h")), hub("b", true, naming.Shared("h2")), fed(true, naming.PerTenant("x"))))
 	})
 }
+
+// TestSearchLimitComesFirst: a search route and a federated search refuse a
+// limit that is not positive before anything else, tenant or connection
+// (none is bound, and the server does not exist). No server is needed.
+func TestSearchLimitComesFirst(t *testing.T) {
+	var (
+		hub *postgres.Search
+		fed *postgres.FederatedSearch
+	)
+	app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.Connect(nowhere),
+		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("h")}),
+		postgres.FederatedSearchRoute("all", postgres.FederatedConfig{TenantAware: true, Hubs: []string{"hub"}})),
+		named("hub", &hub), named("all", &fed))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, -1} {
+		hits, err := hub.Search(context.Background(), "x", limit)
+		if err == nil || err.Error() != "postgres: search limit must be positive" || hits != nil {
+			t.Errorf("search, limit %d: %v, %v", limit, hits, err)
+		}
+		fhits, err := fed.Search(context.Background(), "x", limit)
+		if err == nil || err.Error() != "postgres: search limit must be positive" || fhits != nil {
+			t.Errorf("federated search, limit %d: %v, %v", limit, fhits, err)
+		}
+	}
+	if _, err := fed.Search(context.Background(), "x", 1); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Errorf("unbound federated search, limit 1: %v", err)
+	}
+}

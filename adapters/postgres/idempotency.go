@@ -27,15 +27,9 @@ func IdempotencyRoute(name string, ic IdempotencyConfig) Option {
 		ic.TTL = 24 * time.Hour
 	}
 	return func(c *config) {
-		addTableRoute(c, name, kindIdempotency, ic.TenantAware, ic.Table, "idempotency",
+		addTableRoute(c, name, kindIdempotency, ic.TenantAware, ic.Table, "name the idempotency table",
 			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
-			func(r route, shared bool) *Idempotency {
-				x := &Idempotency{route: r, cfg: ic}
-				if shared {
-					x.static = x.build(tenancy.ID{})
-				}
-				return x
-			})
+			func(r route) *Idempotency { return &Idempotency{route: r, cfg: ic} })
 	}
 }
 
@@ -51,6 +45,8 @@ type idemStmts struct {
 	table                              string
 	get, put, del, count, sweep, locks string
 }
+
+func (x *Idempotency) initStatic() { x.static = staticSet(x.route, x.build) }
 
 func (x *Idempotency) build(tenant tenancy.ID) *idemStmts {
 	s := sql{tagged: x.spec.decision.Tagged}
@@ -113,13 +109,7 @@ func (x *Idempotency) Do(ctx context.Context, key string, fn func(ctx context.Co
 // Get returns key's unexpired stored result.
 func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
 	defer x.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	defer release()
-	var result []byte
-	err = pool.QueryRow(ctx, st.get, st.mode(args(st.tagged, tenant, key))...).Scan(&result)
+	result, err := queryOne[[]byte](ctx, x.route, x.static, x.build, func(st *idemStmts) string { return st.get }, key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -130,39 +120,18 @@ func (x *Idempotency) Get(ctx context.Context, key string) (_ []byte, _ bool, er
 // nothing was stored under key (in the bound tenant's scope).
 func (x *Idempotency) Delete(ctx context.Context, key string) (deleted bool, err error) {
 	defer x.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	tag, err := pool.Exec(ctx, st.del, st.mode(args(st.tagged, tenant, key))...)
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() > 0, nil
+	n, err := execRows(ctx, x.route, x.static, x.build, func(st *idemStmts) string { return st.del }, key)
+	return err == nil && n > 0, err
 }
 
 // Count returns how many unexpired keys are stored (the bound tenant's
 // when the store is tenant-scoped).
 func (x *Idempotency) Count(ctx context.Context) (_ int, err error) {
 	defer x.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var n int
-	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant))...).Scan(&n)
-	return n, err
+	return queryOne[int](ctx, x.route, x.static, x.build, func(st *idemStmts) string { return st.count })
 }
 
 // sweep deletes entries expired for longer than retain.
 func (x *Idempotency) sweep(ctx context.Context, retain time.Duration) (int64, error) {
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	tag, err := pool.Exec(ctx, st.sweep, st.mode(args(st.tagged, tenant, retain.Milliseconds()))...)
-	return tag.RowsAffected(), err
+	return execRows(ctx, x.route, x.static, x.build, func(st *idemStmts) string { return st.sweep }, retain.Milliseconds())
 }

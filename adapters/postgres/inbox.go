@@ -3,12 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -27,15 +25,9 @@ type InboxConfig struct {
 // InboxRoute adds an inbox route and provides *Inbox under its name.
 func InboxRoute(name string, ic InboxConfig) Option {
 	return func(c *config) {
-		addTableRoute(c, name, kindInbox, ic.TenantAware, ic.Table, "inbox",
+		addTableRoute(c, name, kindInbox, ic.TenantAware, ic.Table, "name the inbox table",
 			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
-			func(r route, shared bool) *Inbox {
-				i := &Inbox{route: r, cfg: ic}
-				if shared {
-					i.static = i.build(tenancy.ID{})
-				}
-				return i
-			})
+			func(r route) *Inbox { return &Inbox{route: r, cfg: ic} })
 	}
 }
 
@@ -50,6 +42,8 @@ type inboxStmts struct {
 	sql
 	mark, seen, forget, count, sweep string
 }
+
+func (i *Inbox) initStatic() { i.static = staticSet(i.route, i.build) }
 
 func (i *Inbox) build(tenant tenancy.ID) *inboxStmts {
 	s := sql{tagged: i.spec.decision.Tagged}
@@ -91,26 +85,14 @@ func (i *Inbox) Once(ctx context.Context, eventID string, fn func(ctx context.Co
 // Mark records eventID and reports whether it was new.
 func (i *Inbox) Mark(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := i.begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	tag, err := pool.Exec(ctx, st.mark, st.mode(args(st.tagged, tenant, eventID))...)
-	return err == nil && tag.RowsAffected() == 1, err
+	n, err := execRows(ctx, i.route, i.static, i.build, func(st *inboxStmts) string { return st.mark }, eventID)
+	return err == nil && n == 1, err
 }
 
 // Seen reports whether eventID was marked.
 func (i *Inbox) Seen(ctx context.Context, eventID string) (_ bool, err error) {
 	defer i.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := i.begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	var seen bool
-	err = pool.QueryRow(ctx, st.seen, st.mode(args(st.tagged, tenant, eventID))...).Scan(&seen)
-	return seen, err
+	return queryOne[bool](ctx, i.route, i.static, i.build, func(st *inboxStmts) string { return st.seen }, eventID)
 }
 
 // Forget removes eventID's mark, so the message is handled again if it
@@ -129,14 +111,7 @@ func (i *Inbox) Forget(ctx context.Context, eventID string) (err error) {
 // inbox is tenant-scoped).
 func (i *Inbox) Count(ctx context.Context) (_ int, err error) {
 	defer i.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := i.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var n int
-	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant))...).Scan(&n)
-	return n, err
+	return queryOne[int](ctx, i.route, i.static, i.build, func(st *inboxStmts) string { return st.count })
 }
 
 // ErrNotMarked is returned by Forget for an event id with no mark.
@@ -144,33 +119,5 @@ var ErrNotMarked = errors.New("postgres inbox: event id not marked")
 
 // sweep deletes marks older than retain.
 func (i *Inbox) sweep(ctx context.Context, retain time.Duration) (int64, error) {
-	ctx, tenant, st, pool, release, err := i.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	tag, err := pool.Exec(ctx, st.sweep, st.mode(args(st.tagged, tenant, retain.Milliseconds()))...)
-	return tag.RowsAffected(), err
-}
-
-// addTableRoute adds a route over one table whose per-tenant resolver is
-// passed the tenant only when the route is tenant-aware (inbox,
-// idempotency store). newRoute builds the route object; shared says one set
-// of statements serves every tenant (any shape but a tenant-aware route
-// over per-tenant tables).
-func addTableRoute[R any](c *config, name string, kind floors.Kind, aware bool, table naming.Name, what, columns, key string,
-	newRoute func(r route, shared bool) R) {
-	spec := &routeSpec{name: name, kind: kind, tenantAware: aware, typ: reflect.TypeFor[R](),
-		rels: []roleRel{{"table", table}}}
-	if err := validName(table.Base(), maxIdent); err != nil {
-		c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the "+what+" table"))
-	}
-	spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
-		s := sql{tagged: spec.decision.Tagged}
-		return []string{"CREATE TABLE IF NOT EXISTS " + route{cl, spec}.qualified(table, tenant) + " (" + s.tenantColumn() + columns + s.key(key) + ")"}
-	}
-	build := func(cl *Client) R { r := route{cl, spec}; return newRoute(r, !r.perTenant()) }
-	spec.provide = provideRoute(build)
-	spec.object = func(cl *Client) any { return build(cl) }
-	c.routes = append(c.routes, spec)
+	return execRows(ctx, i.route, i.static, i.build, func(st *inboxStmts) string { return st.sweep }, retain.Milliseconds())
 }

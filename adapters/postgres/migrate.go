@@ -110,13 +110,8 @@ type history struct {
 
 func (t lifecycleTarget) Open(ctx context.Context, tenant tenancy.ID, dry bool) ([]migrate.History, error) {
 	c := t.c
-	pool, release, err := c.conn(ctx, tenant)
+	tx, release, err := beginTx(ctx, tenant, c.conn)
 	if err != nil {
-		return nil, err
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		release()
 		return nil, err
 	}
 	schema := pgx.Identifier{c.target(tenant)}.Sanitize()

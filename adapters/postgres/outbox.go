@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -34,12 +33,8 @@ type OutboxConfig struct {
 // OutboxRoute adds an outbox route and provides *Outbox under its name.
 func OutboxRoute(name string, oc OutboxConfig) Option {
 	return func(c *config) {
-		spec := &routeSpec{name: name, kind: kindOutbox, tenantAware: oc.TenantAware, typ: reflect.TypeFor[*Outbox](),
-			rels: []roleRel{{"table", oc.Table}}}
 		// The pending index is named after the table: leave room for it.
-		if err := validName(oc.Table.Base(), maxIdent-len("_pending")); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name the outbox table"))
-		}
+		spec := tableSpec[*Outbox](c, name, kindOutbox, oc.TenantAware, oc.Table, "_pending", "name the outbox table")
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
 			t := route{cl, spec}.qualified(oc.Table, tenant)
 			return []string{
@@ -88,9 +83,7 @@ type outboxStmts struct {
 
 func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *Outbox {
 	o := &Outbox{route: route{cl, spec}, cfg: oc}
-	if !o.perTenant() {
-		o.static = o.build(tenancy.ID{})
-	}
+	o.static = staticSet(o.route, o.build)
 	return o
 }
 
@@ -230,13 +223,8 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	st := cached(o.route, o.static, tenant, o.build)
 	// A relay's pass, not a route call: untraced, so an idle relay's polls
 	// add no spans (its deliveries are the destination's calls).
-	pool, release, err := o.reach(ctx, tenant)
+	tx, release, err := beginTx(ctx, tenant, o.reach)
 	if err != nil {
-		return nil, err
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		release()
 		return nil, err
 	}
 	b := &claim{tx: tx, release: release, stmts: st, ids: map[msgKey]int64{}}

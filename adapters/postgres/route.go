@@ -66,6 +66,16 @@ func (s *routeSpec) shared(rel naming.Name) bool {
 // tenant, so its statements must be built per tenant.
 func (r route) perTenant() bool { return len(r.spec.decision.PerTenant) > 0 }
 
+// staticSet is the statement set that serves every tenant, built once
+// when no relation of the route resolves per tenant; nil otherwise, when
+// cached builds sets per tenant.
+func staticSet[S any](r route, build func(tenancy.ID) *S) *S {
+	if r.perTenant() {
+		return nil
+	}
+	return build(tenancy.ID{})
+}
+
 // cached returns the route's statements for tenant: built once for a
 // static route, once per (tenant, route) otherwise.
 func cached[S any](r route, static *S, tenant tenancy.ID, build func(tenancy.ID) *S) *S {
@@ -232,6 +242,80 @@ func beginCall[S any](ctx context.Context, r route, static *S, build func(tenanc
 		return ctx, tenant, nil, nil, nil, err
 	}
 	return ctx, tenant, cached(r, static, tenant, build), pool, release, nil
+}
+
+// stmtSet is a route's statement set: a struct embedding sql.
+type stmtSet interface{ layout() sql }
+
+func (s sql) layout() sql { return s }
+
+// runOne is one call that runs the statement pick chooses from the call's
+// set, its arguments rest after the bound tenant when the set is tagged,
+// through do; the connection is released when do returns.
+func runOne[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest []any,
+	do func(ctx context.Context, q querier, stmt string, a []any) (R, error)) (R, error) {
+	ctx, tenant, st, pool, release, err := beginCall(ctx, r, static, build)
+	if err != nil {
+		var none R
+		return none, err
+	}
+	defer release()
+	s := (*st).layout()
+	return do(ctx, pool, pick(st), s.mode(args(s.tagged, tenant, rest...)))
+}
+
+// queryOne runs one statement (see runOne) and scans its one row into a V.
+func queryOne[V any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (V, error) {
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (v V, err error) {
+		err = q.QueryRow(ctx, stmt, a...).Scan(&v)
+		return v, err
+	})
+}
+
+// execRows runs one statement (see runOne) and returns how many rows it
+// touched.
+func execRows[S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string, rest ...any) (int64, error) {
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (int64, error) {
+		tag, err := q.Exec(ctx, stmt, a...)
+		return tag.RowsAffected(), err
+	})
+}
+
+// queryRows runs one statement (see runOne) and hands its rows to collect
+// before the connection is released.
+func queryRows[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string,
+	collect func(pgx.Rows) (R, error), rest ...any) (R, error) {
+	return runOne(ctx, r, static, build, pick, rest, func(ctx context.Context, q querier, stmt string, a []any) (R, error) {
+		rows, err := q.Query(ctx, stmt, a...)
+		if err != nil {
+			var none R
+			return none, err
+		}
+		return collect(rows)
+	})
+}
+
+// beginTx begins a transaction on what open returns for tenant (see
+// fromPool).
+func beginTx[Q querier](ctx context.Context, tenant tenancy.ID, open func(context.Context, tenancy.ID) (Q, func(), error)) (pgx.Tx, func(), error) {
+	return fromPool(ctx, tenant, open, func(q Q) (pgx.Tx, error) { return q.Begin(ctx) })
+}
+
+// fromPool takes one thing (a transaction, a connection) with take from
+// what open returns for tenant, which it releases when take fails;
+// otherwise the caller releases it once done with what was taken.
+func fromPool[Q, T any](ctx context.Context, tenant tenancy.ID, open func(context.Context, tenancy.ID) (Q, func(), error), take func(Q) (T, error)) (T, func(), error) {
+	var none T
+	pool, release, err := open(ctx, tenant)
+	if err != nil {
+		return none, nil, err
+	}
+	t, err := take(pool)
+	if err != nil {
+		release()
+		return none, nil, err
+	}
+	return t, release, nil
 }
 
 // enter resolves one call's tenant and pool, and the context its

@@ -42,19 +42,21 @@ func SearchRoute(name string, sc SearchConfig) Option {
 		if sc.Index.PerTenant() != sc.Heap.PerTenant() {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
 		}
-		if err := validName(sc.Config, maxIdent); err != nil {
-			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, err.Error(), "name a text search configuration"))
-		}
-		spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
-		spec.provide = provideRoute(func(cl *Client) *Search {
-			x := &Search{route: route{cl, spec}, cfg: sc}
-			if !x.perTenant() {
-				x.static = x.build(tenancy.ID{})
-			}
-			return x
-		})
-		c.routes = append(c.routes, spec)
+		c.addSearch(spec, sc)
 	}
+}
+
+// addSearch adds spec as a route over sc's heap and text index, provided as
+// a *Search; it checks sc.Config (a search route and a hub search alike).
+func (c *config) addSearch(spec *routeSpec, sc SearchConfig) {
+	c.checkName(spec.name, sc.Config, maxIdent, "name a text search configuration")
+	spec.ddl = func(cl *Client, tenant tenancy.ID) []string { return searchDDL(route{cl, spec}, sc, tenant) }
+	spec.provide = provideRoute(func(cl *Client) *Search {
+		x := &Search{route: route{cl, spec}, cfg: sc}
+		x.static = staticSet(x.route, x.build)
+		return x
+	})
+	c.routes = append(c.routes, spec)
 }
 
 // searchDDL creates a search heap and its text index.
@@ -104,12 +106,7 @@ func (x *Search) begin(ctx context.Context) (context.Context, tenancy.ID, *searc
 // Put indexes body under id, replacing what was there.
 func (x *Search) Put(ctx context.Context, id, body string) (err error) {
 	defer x.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	_, err = pool.Exec(ctx, st.put, st.mode(args(st.tagged, tenant, id, body))...)
+	_, err = execRows(ctx, x.route, x.static, x.build, func(st *searchStmts) string { return st.put }, id, body)
 	return err
 }
 
@@ -127,33 +124,29 @@ func (x *Search) Remove(ctx context.Context, id string) (err error) {
 // Search returns the best hits for a web-search style query.
 func (x *Search) Search(ctx context.Context, query string, limit int) (_ []capability.Hit, err error) {
 	defer x.notProvisioned(&err)
+	return searchRows(ctx, x.route, x.static, x.build, func(st *searchStmts) string { return st.search }, query, limit,
+		func(rows pgx.Rows) ([]capability.Hit, error) {
+			return pgx.CollectRows(rows, func(row pgx.CollectableRow) (h capability.Hit, err error) {
+				err = row.Scan(&h.ID, &h.Rank)
+				return h, err
+			})
+		})
+}
+
+// searchRows runs the search statement pick chooses with query and limit,
+// the number of best hits, which must be positive (a search route's and a
+// federated search's alike).
+func searchRows[R any, S stmtSet](ctx context.Context, r route, static *S, build func(tenancy.ID) *S, pick func(*S) string,
+	query string, limit int, collect func(pgx.Rows) (R, error)) (R, error) {
 	if limit <= 0 {
-		return nil, errors.New("postgres: search limit must be positive")
+		var none R
+		return none, errors.New("postgres: search limit must be positive")
 	}
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rows, err := pool.Query(ctx, st.search, st.mode(args(st.tagged, tenant, query, limit))...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (h capability.Hit, err error) {
-		err = row.Scan(&h.ID, &h.Rank)
-		return h, err
-	})
+	return queryRows(ctx, r, static, build, pick, collect, query, limit)
 }
 
 // Count returns how many documents match the query.
 func (x *Search) Count(ctx context.Context, query string) (_ int, err error) {
 	defer x.notProvisioned(&err)
-	ctx, tenant, st, pool, release, err := x.begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	var n int
-	err = pool.QueryRow(ctx, st.count, st.mode(args(st.tagged, tenant, query))...).Scan(&n)
-	return n, err
+	return queryOne[int](ctx, x.route, x.static, x.build, func(st *searchStmts) string { return st.count }, query)
 }

@@ -110,15 +110,11 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 	if err := c.suspensions.Check(tenant, rules.Name, c.module, ""); err != nil {
 		return telemetry.OutcomeError, err
 	}
-	pool, release, err := c.conn(ctx, tenant)
+	tx, release, err := beginTx(ctx, tenant, c.conn)
 	if err != nil {
 		return telemetry.OutcomeError, err
 	}
 	defer release()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return telemetry.OutcomeError, err
-	}
 	u := &unit{c: c, tenant: tenant, tx: tx}
 	u.run = &unitTx{u: u}
 	returned := false
