@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
@@ -69,8 +68,6 @@ type sweepRunner struct {
 	retain time.Duration
 	log    *slog.Logger
 	shards *shards.Group
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
 
 func (s *sweepRunner) Start(ctx context.Context) error {
@@ -79,41 +76,20 @@ func (s *sweepRunner) Start(ctx context.Context) error {
 			s.report(sc, err)
 		}
 	}
-	if s.cfg.Tenants != nil {
-		g, err := shards.Start(ctx, shards.Config{Name: s.cfg.Name, Tenants: s.cfg.Tenants, Logger: s.log,
-			Run: func(sc context.Context, stop <-chan struct{}) { shards.Tick(sc, stop, s.cfg.Every, pass) }})
-		if err != nil {
-			return fmt.Errorf("postgres sweep %s: %w", s.cfg.Name, err)
-		}
-		s.shards = g
-		return nil
+	g, err := shards.StartWorker(ctx, shards.Config{Name: s.cfg.Name, Tenants: s.cfg.Tenants, Logger: s.log,
+		Run: func(sc context.Context, stop <-chan struct{}) { shards.Tick(sc, stop, s.cfg.Every, pass) }})
+	if err != nil {
+		return fmt.Errorf("postgres sweep %s: %w", s.cfg.Name, err)
 	}
-	run, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		shards.Tick(run, nil, s.cfg.Every, pass)
-	}()
+	s.shards = g
 	return nil
 }
 
 func (s *sweepRunner) Stop(ctx context.Context) error {
-	if s.shards != nil {
-		return s.shards.Stop(ctx)
+	if err := s.shards.Stop(ctx); err != nil {
+		return fmt.Errorf("postgres sweep %s: stop: %w", s.cfg.Name, err)
 	}
-	if s.cancel == nil {
-		return nil
-	}
-	s.cancel()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("postgres sweep %s: stop: %w", s.cfg.Name, ctx.Err())
-	}
+	return nil
 }
 
 // report hands a failed sweep to OnError, or logs it through the app's
