@@ -2,30 +2,16 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
-
-// plan is a dry run's report per tenant: what it would create, then
-// "step N" per step that would run.
-func plan(rep migrate.Report) map[tenancy.ID][]string {
-	out := map[tenancy.ID][]string{}
-	for _, c := range rep.Changes {
-		what := c.Create
-		if what == "" {
-			what = fmt.Sprintf("step %d", c.Version)
-		}
-		out[c.Tenant] = append(out[c.Tenant], what)
-	}
-	return out
-}
 
 // TestProvisionAllDryRunListsWhatIsMissing: ProvisionAll's dry run lists,
 // per tenant, the schema, tables, indexes and role its provisioning would
@@ -62,7 +48,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 	if err != nil || rep.Done != 2 || len(rep.Failures) != 1 || tenancy.CodeOf(rep.Failures[0].Err) != tenancy.CodeTenantUnbound {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	got := plan(rep)
+	got := testsvc.Plan(rep)
 	for _, id := range []tenancy.ID{a, b} {
 		if !slices.Equal(got[id], want(id, true)) {
 			t.Errorf("plan of %s\n%q\nwant\n%q", id, got[id], want(id, true))
@@ -91,7 +77,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 	if err != nil || rep.Done != 2 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	got = plan(rep)
+	got = testsvc.Plan(rep)
 	if len(got[a]) != 0 || !slices.Equal(got[b], want(b, false)) {
 		t.Fatalf("after provisioning A: A's plan %q, B's %q, want none and %q", got[a], got[b], want(b, false))
 	}
@@ -101,7 +87,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 	must0(t, err)
 	rep, err = c.ProvisionAll(ctx, []tenancy.ID{a}, migrate.Options{DryRun: true})
 	s := postgres.SchemaName(f.prefix, a)
-	if got := plan(rep)[a]; err != nil || !slices.Equal(got, []string{"table " + s + ".events", "index " + s + ".events_pending"}) {
+	if got := testsvc.Plan(rep)[a]; err != nil || !slices.Equal(got, []string{"table " + s + ".events", "index " + s + ".events_pending"}) {
 		t.Fatalf("plan after a drop: %q, %v", got, err)
 	}
 }

@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -47,22 +47,11 @@ func TestProvisionAllDryRunListsTheTopics(t *testing.T) {
 	want := func(id tenancy.ID) []string {
 		return []string{s.name("orders.") + id.Hex(), s.name("audit.") + id.Hex(), "step 1"}
 	}
-	plan := func(rep migrate.Report) map[tenancy.ID][]string {
-		out := map[tenancy.ID][]string{}
-		for _, c := range rep.Changes {
-			what := c.Create
-			if what == "" {
-				what = fmt.Sprintf("step %d", c.Version)
-			}
-			out[c.Tenant] = append(out[c.Tenant], what)
-		}
-		return out
-	}
 	rep, err := d.Runner.ProvisionAll(ctx, []tenancy.ID{a, b, {}}, migrate.Options{DryRun: true, Concurrency: 1})
 	if err != nil || rep.Done != 2 || len(rep.Failures) != 1 || tenancy.CodeOf(rep.Failures[0].Err) != tenancy.CodeTenantUnbound {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	got := plan(rep)
+	got := testsvc.Plan(rep)
 	for _, id := range []tenancy.ID{a, b} {
 		if !slices.Equal(got[id], want(id)) {
 			t.Errorf("plan of %s: %q, want %q", id, got[id], want(id))
@@ -88,7 +77,7 @@ func TestProvisionAllDryRunListsTheTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = d.Runner.ProvisionAll(ctx, []tenancy.ID{a, b}, migrate.Options{DryRun: true, Concurrency: 1})
-	if got := plan(rep); err != nil || rep.Done != 2 || len(got[a]) != 0 || !slices.Equal(got[b], want(b)) {
+	if got := testsvc.Plan(rep); err != nil || rep.Done != 2 || len(got[a]) != 0 || !slices.Equal(got[b], want(b)) {
 		t.Fatalf("after provisioning A: %+v, %v", got, err)
 	}
 }

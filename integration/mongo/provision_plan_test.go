@@ -2,7 +2,6 @@ package mongo_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -56,22 +56,11 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 		}
 		return append(out, "step 1")
 	}
-	plan := func(rep migrate.Report) map[tenancy.ID][]string {
-		out := map[tenancy.ID][]string{}
-		for _, c := range rep.Changes {
-			what := c.Create
-			if what == "" {
-				what = fmt.Sprintf("step %d", c.Version)
-			}
-			out[c.Tenant] = append(out[c.Tenant], what)
-		}
-		return out
-	}
 	rep, err := prov.ProvisionAll(ctx, []tenancy.ID{a, b, {}}, migrate.Options{DryRun: true, Concurrency: 1})
 	if err != nil || rep.Done != 2 || len(rep.Failures) != 1 || tenancy.CodeOf(rep.Failures[0].Err) != tenancy.CodeTenantUnbound {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	got := plan(rep)
+	got := testsvc.Plan(rep)
 	for _, id := range []tenancy.ID{a, b} {
 		if !slices.Equal(got[id], want(id, true)) {
 			t.Errorf("plan of %s\n%q\nwant\n%q", id, got[id], want(id, true))
@@ -98,7 +87,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = prov.ProvisionAll(ctx, []tenancy.ID{a, b}, migrate.Options{DryRun: true, Concurrency: 1})
-	got = plan(rep)
+	got = testsvc.Plan(rep)
 	if err != nil || rep.Done != 2 || len(got[a]) != 0 || !slices.Equal(got[b], want(b, false)) {
 		t.Fatalf("after provisioning A: A's plan %q, B's %q (want none and %q), %v", got[a], got[b], want(b, false), err)
 	}
@@ -109,7 +98,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = prov.ProvisionAll(ctx, []tenancy.ID{a}, migrate.Options{DryRun: true})
-	if got := plan(rep)[a]; err != nil || !slices.Equal(got, []string{"index orders_id on " + db + "." + mongo.CollectionName("orders", a)}) {
+	if got := testsvc.Plan(rep)[a]; err != nil || !slices.Equal(got, []string{"index orders_id on " + db + "." + mongo.CollectionName("orders", a)}) {
 		t.Fatalf("plan after an index drop: %q, %v", got, err)
 	}
 }
