@@ -122,11 +122,9 @@ func (p *lifecycleTarget) create(ctx context.Context, tenant tenancy.ID, topics 
 	return errors.Join(errs...)
 }
 
-// createTopics creates topics on tenant's client (zero: the shared one)
-// in one request; it returns the topics that failed, an existing topic
-// not counting.
-func (p *lifecycleTarget) createTopics(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) (map[string]error, error) {
-	// Routes may share a topic (a producer and its consumer).
+// uniqueTopics is topics with each topic once, in order: routes may share
+// a topic (a producer and its consumer).
+func uniqueTopics(topics []kafkago.TopicConfig) []kafkago.TopicConfig {
 	seen := map[string]bool{}
 	var uniq []kafkago.TopicConfig
 	for _, t := range topics {
@@ -135,6 +133,14 @@ func (p *lifecycleTarget) createTopics(ctx context.Context, tenant tenancy.ID, t
 			uniq = append(uniq, t)
 		}
 	}
+	return uniq
+}
+
+// createTopics creates topics on tenant's client (zero: the shared one)
+// in one request; it returns the topics that failed, an existing topic
+// not counting.
+func (p *lifecycleTarget) createTopics(ctx context.Context, tenant tenancy.ID, topics []kafkago.TopicConfig) (map[string]error, error) {
+	uniq := uniqueTopics(topics)
 	if len(uniq) == 0 {
 		return nil, nil
 	}

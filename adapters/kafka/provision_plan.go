@@ -24,12 +24,8 @@ func (p *lifecycleTarget) PlanProvision(ctx context.Context, tenant tenancy.ID) 
 		return nil, err
 	}
 	var names []string
-	seen := map[string]bool{}
-	for _, t := range topics {
-		if !seen[t.Topic] {
-			seen[t.Topic] = true
-			names = append(names, t.Topic)
-		}
+	for _, t := range uniqueTopics(topics) {
+		names = append(names, t.Topic)
 	}
 	if len(names) == 0 {
 		return nil, nil
