@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -44,20 +46,19 @@ WHERE NOT CASE o.kind
 	ELSE EXISTS (SELECT FROM pg_catalog.pg_class r JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace
 		WHERE n.nspname = o.schema AND r.relname = o.name)
 END ORDER BY o.i`, kinds, schemas, names)
+	failed := func(err error) error {
+		return fmt.Errorf("postgres: module %s: planning the provisioning of tenant %s: %w", c.module, tenant, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: module %s: planning the provisioning of tenant %s: %w", c.module, tenant, err)
+		return nil, failed(err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, failed(err)
 	}
 	var out []string
-	for rows.Next() {
-		var i int64
-		if err := rows.Scan(&i); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	for _, i := range missing {
 		out = append(out, objs[i-1].String())
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: module %s: planning the provisioning of tenant %s: %w", c.module, tenant, err)
 	}
 	return out, nil
 }
