@@ -289,14 +289,11 @@ func (c *Client) Evict(tenant tenancy.ID) {
 	}
 }
 
-// readiness is the module's readiness: the server answers on the module's
-// own pool (the migration version is the kit's check, modules.AddVersions).
-// A routed client has no pool of its own to ask: each tenant's server is
-// asked at its first call.
-func (c *Client) readiness(ctx context.Context) error {
-	if c.routed != nil {
-		return nil
-	}
+// ping asks the server on the module's own pool whether it answers: the
+// module's readiness (modules.ProvideServerCheck passes a routed client,
+// which has no pool of its own; the migration version is
+// modules.AddVersions' check).
+func (c *Client) ping(ctx context.Context) error {
 	pool, release, err := c.conn(ctx, tenancy.ID{})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"reflect"
@@ -189,9 +190,8 @@ func Module(name string, opts ...Option) fx.Option {
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
 		modules.ProvideLifecycle(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }),
-		modules.ProvideReadyCheck(func(c *Client) modules.ReadyCheck {
-			return modules.ReadyCheck{Module: name, Backend: rules.Name, Check: c.readiness}
-		}),
+		modules.ProvideServerCheck(name, rules.Name, func(c *Client) bool { return c.routed != nil },
+			func(ctx context.Context, c *Client) error { return c.ping(ctx) }),
 	}
 	lifecycleWiring(&spec, cfg, routed)
 	spec.Provided = []modules.Provided{{Type: reflect.TypeFor[*Client](), Name: name}, {Type: reflect.TypeFor[*migrate.Runner](), Name: name}}
