@@ -74,7 +74,7 @@ start() {
 			-- --auth=trust >/dev/null
 	fi
 	log "starting PostgreSQL $version cluster $NAME"
-	as_root pg_ctlcluster --skip-systemctl-redirect "$version" "$NAME" start
+	start_pg_cluster "$version" "$NAME"
 	for _ in $(seq 1 60); do
 		ready && break
 		sleep 0.5

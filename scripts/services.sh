@@ -104,7 +104,7 @@ start_postgres() {
 	fi
 	version=$(ls /etc/postgresql | sort -V | tail -n 1)
 	log "starting PostgreSQL $version"
-	as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+	start_pg_cluster "$version" main || true
 	wait_for PostgreSQL pg_ready
 	echo "$version" >"$STATE/postgres.started"
 }
