@@ -37,7 +37,9 @@ mvn_locked() {
 # One syncfs call does the same in seconds, and the wait allows for the rest.
 start_pg_cluster() {
 	local version=$1 cluster=$2
-	if [ "${version%%.*}" -ge 14 ]; then
+	if [ "${version%%.*}" -ge 14 ] &&
+		[ "$(as_root pg_conftool -s "$version" "$cluster" show recovery_init_sync_method 2>/dev/null)" != syncfs ]; then
+		log "setting recovery_init_sync_method = syncfs in /etc/postgresql/$version/$cluster/postgresql.conf"
 		as_root pg_conftool "$version" "$cluster" set recovery_init_sync_method syncfs
 	fi
 	as_root pg_ctlcluster --skip-systemctl-redirect "$version" "$cluster" start -- -t 600
