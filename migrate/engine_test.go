@@ -3,11 +3,13 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -26,6 +28,12 @@ type memTarget struct {
 	claimed  map[string]bool // steps another migrator holds
 	runs     int
 	atomicTx bool
+	// order is every applied step's container, in the order applied;
+	// sharedSlow delays each of the shared target's steps and sharedFails
+	// fails them.
+	order       []tenancy.ID
+	sharedSlow  time.Duration
+	sharedFails bool
 }
 
 func newMem() *memTarget {
@@ -73,9 +81,17 @@ func (h *memHistory) Claim(_ context.Context, st migrate.Step) (bool, error) {
 }
 
 func (h *memHistory) Apply(_ context.Context, st migrate.Step) error {
+	shared := h.tenant == tenancy.ID{}
+	if shared {
+		time.Sleep(h.t.sharedSlow)
+	}
 	h.t.mu.Lock()
 	defer h.t.mu.Unlock()
 	h.t.runs++
+	h.t.order = append(h.t.order, h.tenant)
+	if shared && h.t.sharedFails {
+		return &migrate.StepError{Statement: "boom;", Err: errors.New("refused")}
+	}
 	if st.Version == h.t.failOn {
 		return &migrate.StepError{Statement: "boom;", Err: errors.New("refused")}
 	}
@@ -240,6 +256,46 @@ func TestRunnerTargets(t *testing.T) {
 	}
 	if _, err := r.MigrateAll(ctx, nil, migrate.Options{}); err == nil {
 		t.Fatal("MigrateAll with no tenants and no registry ran")
+	}
+}
+
+// TestRunnerSharedFirst: the shared target's steps all run before any
+// tenant's, however many run at once, since a tenant's steps may build on
+// them; a shared target that fails stops the run before any tenant, and
+// the report says why.
+func TestRunnerSharedFirst(t *testing.T) {
+	ctx := context.Background()
+	var tenants []tenancy.ID
+	for i := range 8 {
+		tenants = append(tenants, tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-0000000000%02d", i+10)))
+	}
+	for _, dry := range []bool{false, true} {
+		mem := newMem()
+		mem.sharedSlow = 20 * time.Millisecond
+		r := migrate.NewRunner(migrate.Spec{Module: "m", Backend: "mem", Set: threeSteps(t), Shared: true, PerTenant: true}, mem)
+		rep, err := r.MigrateAll(ctx, tenants, migrate.Options{Concurrency: 4, DryRun: dry})
+		if err != nil || rep.Total != 9 || rep.Done != 9 || len(rep.Changes) != 27 {
+			t.Fatalf("dry run %v: %+v %v", dry, rep, err)
+		}
+		for i, c := range rep.Changes {
+			if shared := c.Tenant == (tenancy.ID{}); shared != (i < 3) {
+				t.Fatalf("dry run %v: change %d is %+v: the shared target's changes come first", dry, i, c)
+			}
+		}
+		if !dry && !slices.Equal(mem.order[:3], make([]tenancy.ID, 3)) {
+			t.Fatalf("a tenant's step ran before the shared target's: %v", mem.order)
+		}
+	}
+
+	mem := newMem()
+	mem.sharedFails = true
+	r := migrate.NewRunner(migrate.Spec{Module: "m", Backend: "mem", Set: threeSteps(t), Shared: true, PerTenant: true}, mem)
+	rep, err := r.MigrateAll(ctx, tenants, migrate.Options{Concurrency: 4})
+	if err != nil || rep.Total != 9 || rep.Done != 0 || len(rep.Failures) != 1 || rep.Failures[0].Tenant != (tenancy.ID{}) {
+		t.Fatalf("a failed shared target: %+v %v", rep, err)
+	}
+	if rep.Err == nil || !strings.Contains(rep.Err.Error(), "no tenant was migrated") || mem.runs != 1 {
+		t.Fatalf("a failed shared target: Err %v, %d steps ran", rep.Err, mem.runs)
 	}
 }
 

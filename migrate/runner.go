@@ -60,8 +60,9 @@ type Report struct {
 	Failures []Failure
 	Changes  []Change
 	Elapsed  time.Duration
-	// Err is the context's error when the run was cut short: the tenants
-	// not reached are neither done nor failed, and a rerun picks them up.
+	// Err says why the run was cut short (the context's error, or a failed
+	// shared target before any tenant ran): the tenants not reached are
+	// neither done nor failed, and a rerun picks them up.
 	Err error
 }
 
@@ -96,12 +97,14 @@ func Each(ctx context.Context, op string, tenants []tenancy.ID, o Options, fn fu
 	})
 }
 
-// MigrateAll migrates the module's shared target once (when it has one)
-// and every tenant's own targets (tenants, or the registry's ready
+// MigrateAll migrates the module's shared target (when it has one) and
+// then every tenant's own targets (tenants, or the registry's ready
 // tenants when nil), with bounded concurrency: failures are reported per
 // tenant while the others go on, and a rerun after a crash continues
-// where it stopped. With o.DryRun it lists what would change and changes
-// nothing.
+// where it stopped. The shared target runs alone and first, since a
+// tenant's steps may build on it; when it fails no tenant runs, and the
+// report's Err says so. With o.DryRun it lists what would change and
+// changes nothing.
 func (r *Runner) MigrateAll(ctx context.Context, tenants []tenancy.ID, o Options) (Report, error) {
 	op := "migrate " + r.s.Module
 	if o.DryRun {
@@ -110,27 +113,46 @@ func (r *Runner) MigrateAll(ctx context.Context, tenants []tenancy.ID, o Options
 	if len(r.s.Set) == 0 {
 		return Report{Op: op}, nil
 	}
-	var list []tenancy.ID
-	if r.s.Shared {
-		list = append(list, tenancy.ID{})
-	}
-	if r.s.PerTenant {
-		if tenants == nil {
-			if r.s.Registry == nil {
-				return Report{Op: op}, fmt.Errorf("%s: module %s: MigrateAll without a tenant list needs a TenantRegistry", r.s.Backend, r.s.Module)
-			}
-			var err error
-			if tenants, err = ReadyTenants(ctx, r.s.Registry); err != nil {
-				return Report{Op: op}, err
-			}
+	if r.s.PerTenant && tenants == nil {
+		if r.s.Registry == nil {
+			return Report{Op: op}, fmt.Errorf("%s: module %s: MigrateAll without a tenant list needs a TenantRegistry", r.s.Backend, r.s.Module)
 		}
-		list = append(list, tenants...)
+		var err error
+		if tenants, err = ReadyTenants(ctx, r.s.Registry); err != nil {
+			return Report{Op: op}, err
+		}
 	}
-	return Each(ctx, op, list, o, func(ctx context.Context, t tenancy.ID, rec *Recorder) error {
-		ch, err := r.migrate(ctx, t, o.DryRun)
-		rec.Add(ch...)
-		return err
-	}), nil
+	if !r.s.PerTenant {
+		tenants = nil
+	}
+	run := func(list []tenancy.ID) Report {
+		return Each(ctx, op, list, o, func(ctx context.Context, t tenancy.ID, rec *Recorder) error {
+			ch, err := r.migrate(ctx, t, o.DryRun)
+			rec.Add(ch...)
+			return err
+		})
+	}
+	if !r.s.Shared {
+		return run(tenants), nil
+	}
+	rep := run([]tenancy.ID{{}})
+	rep.Total += len(tenants)
+	if rep.Err != nil || len(rep.Failures) > 0 {
+		if rep.Err == nil && len(tenants) > 0 {
+			rep.Err = fmt.Errorf("%s: module %s: the shared target failed, so no tenant was migrated: %w", r.s.Backend, r.s.Module, rep.Failures[0].Err)
+		}
+		return rep, nil
+	}
+	if len(tenants) == 0 {
+		return rep, nil
+	}
+	rest := run(tenants)
+	rep.Done += rest.Done
+	rep.Failures = rest.Failures
+	rep.Changes = append(rep.Changes, rest.Changes...)
+	rep.Elapsed += rest.Elapsed
+	rep.Err = rest.Err
+	return rep, nil
 }
 
 // batchProvisioner is a Target that provisions many tenants in one
