@@ -38,14 +38,14 @@ func plain(t *testing.T) []mongo.Option {
 
 // plainDB is a plain client on server A and a fresh database, named.
 func plainDB(t *testing.T) ([]mongo.Option, string) {
-	db := dbName(t)
+	db := freshName()
 	return []mongo.Option{mongo.Use(client(t, uriA)), mongo.Database(db)}, db
 }
 
 // dedicated routes tenant A to one server and tenant B to another (on a
 // real MongoDB: one server, each tenant its own database).
 func dedicated(t *testing.T) []mongo.Option {
-	db := dbName(t)
+	db := freshName()
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		c := routing.Credentials{Endpoint: uriA}
 		if id == tenancytest.TenantB {
@@ -68,7 +68,10 @@ var tiers = []tier{
 		return mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant(c)}
 	}},
 	{"namespace-database", tenancy.Namespace, plain, func(c string) mongo.RouteConfig {
-		return mongo.RouteConfig{TenantAware: true, Collection: naming.Shared(c), Database: naming.PerTenant("ns")}
+		// A fresh prefix per wiring: the tenants' databases are not the
+		// test's own, so a rerun (-count, or a real MongoDB) must not find
+		// an earlier run's documents in them.
+		return mongo.RouteConfig{TenantAware: true, Collection: naming.Shared(c), Database: naming.PerTenant(freshName())}
 	}},
 	{"dedicated", tenancy.Dedicated, dedicated, func(c string) mongo.RouteConfig {
 		return mongo.RouteConfig{Collection: naming.Shared(c)}

@@ -25,7 +25,7 @@ type itemOf2 item
 // process's, not a module's: B is refused with dedicated_target_shared
 // naming m2, on every call, and neither reads nor writes A's documents.
 func TestRoutedClaimAcrossModules(t *testing.T) {
-	db := dbName(t)
+	db := freshName()
 	only := func(id tenancy.ID) routing.Resolver {
 		return func(_ context.Context, tn tenancy.ID) (routing.Credentials, error) {
 			if tn != id {

@@ -18,7 +18,7 @@ import (
 // tenant whose URI path names another tenant's database but whose Params
 // name its own is served there, apart.
 func TestRoutedAuthDatabaseDoesNotCount(t *testing.T) {
-	db := dbName(t)
+	db := freshName()
 	u, err := url.Parse(uriA)
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestRoutedRacingSpellingsOneWinner(t *testing.T) {
 	}
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			db := dbName(t)
+			db := freshName()
 			spellings := []routing.Credentials{
 				{Endpoint: uriA},
 				{Endpoint: spelled("localhost:"+port, "")},
@@ -89,7 +89,7 @@ func TestRoutedRacingSpellingsOneWinner(t *testing.T) {
 // does not find. FerretDB (SQLite) refuses such names; a real MongoDB
 // (MONGODB_URI) runs it.
 func TestRoutedUnicodeDatabaseNames(t *testing.T) {
-	base := dbName(t)
+	base := freshName()
 	for name, pair := range map[string][2]string{
 		"normalisation": {norm.NFC.String(base + "café"), norm.NFD.String(base + "café")},
 		"case":          {base + "ÉTÉ", base + "été"},

@@ -109,7 +109,7 @@ func sent(t *testing.T, f *finds) bson.Raw {
 // pairs compare two queries instead of two clients.
 func TestGetSendsTheHandWrittenFind(t *testing.T) {
 	c, f := monitoredClient(t, uriA)
-	db := dbName(t)
+	db := freshName()
 	id := tenancytest.TenantA
 	for _, tc := range []struct {
 		name   string

@@ -50,7 +50,7 @@ func TestRoutedProvisionLandsOnTheTenantsServer(t *testing.T) {
 	if realMongo {
 		t.Skip("one server: covered by the per-tenant database of the routed credentials")
 	}
-	coll := "events_" + dbName(t)
+	coll := "events_" + freshName()
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(dedicated(t),
 		mongo.OutboxRoute("events", mongo.RouteConfig{Collection: naming.Shared(coll)}))...), named("m", &prov))
@@ -144,7 +144,7 @@ func TestRoutedEvict(t *testing.T) {
 	}
 	var docs *mongo.Documents[item]
 	var prov *mongo.Provisioner
-	start(t, mongo.Module("m", mongo.Database(dbName(t)), mongo.Routed(resolve, mongo.RoutedConfig{}),
+	start(t, mongo.Module("m", mongo.Database(freshName()), mongo.Routed(resolve, mongo.RoutedConfig{}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs), named("m", &prov))
 	ctx := ctxOf(tenancytest.TenantA)

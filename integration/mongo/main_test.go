@@ -101,10 +101,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// dbName is a fresh database per test, so tests never see each other's
-// documents on a shared server.
-func dbName(t testing.TB) string {
-	t.Helper()
+// freshName is a database name (or per-tenant prefix) no other test or
+// earlier run used, so tests never see each other's documents on a shared
+// server.
+func freshName() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "tw" + hex.EncodeToString(b[:])

@@ -79,7 +79,7 @@ func TestDriverSpansNestUnderRouteSpans(t *testing.T) {
 		notes *mongo.Documents[note] // a type of its own: a module provides one route per type
 		hits  *mongo.Counter
 	)
-	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(dbName(t)),
+	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(freshName()),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}),
 		mongo.Document[note]("notes", mongo.RouteConfig{Collection: naming.PerTenant("notes")}),
 		mongo.CounterRoute("hits", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("hits")})),

@@ -130,7 +130,7 @@ func TestScopedOutboxRefusesUnbound(t *testing.T) {
 // adapter did not write, which only the route's own condition keeps from A.
 func TestRawFilterKeepsTenantPredicate(t *testing.T) {
 	a, b := tenancytest.TenantA, tenancytest.TenantB
-	db := dbName(t)
+	db := freshName()
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
 		if id != a {
 			return routing.Credentials{}, errors.New("no database for this tenant")

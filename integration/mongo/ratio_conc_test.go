@@ -43,7 +43,7 @@ func TestRatioConcFindPerTenantCollection(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	for _, tenants := range concTenants(t) {
 		t.Run(strconv.Itoa(tenants), func(t *testing.T) {
-			c, db := client(t, uriA), dbName(t)
+			c, db := client(t, uriA), freshName()
 			var docs *mongo.Documents[item]
 			start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db),
 				mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.PerTenant("items")})),

@@ -52,7 +52,7 @@ func TestRatioP11On(t *testing.T) {
 		{"mongo-tagged-otel-on", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, db := client(t, uriA), dbName(t)
+			cl, db := client(t, uriA), freshName()
 			var on, off *mongo.Documents[item]
 			start(t, mongo.Module("m", mongo.Use(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), sdkOn(t), fx.Populate(&on))
 			start(t, mongo.Module("m", mongo.Use(cl), mongo.Database(db), mongo.Document[item]("items", c.cfg)), fx.Populate(&off))

@@ -24,7 +24,7 @@ import (
 func TestRatioScaleFindPerTenantCollection(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	const tenants = 1000
-	c, db := client(t, uriA), dbName(t)
+	c, db := client(t, uriA), freshName()
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db),
 		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.PerTenant("items")})),

@@ -19,7 +19,7 @@ import (
 // bson.Unmarshal), interleaved, median of 7 rounds.
 func TestRatioFindByID(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
-	c, db := client(t, uriA), dbName(t)
+	c, db := client(t, uriA), freshName()
 	var docs *mongo.Documents[item]
 	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(db),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),

@@ -46,7 +46,7 @@ func routedDocs(t *testing.T, db string, creds map[tenancy.ID]routing.Credential
 // and database (with other URI options) is refused on every call: it
 // neither reads nor writes A's documents.
 func TestRoutedSharedDatabaseRefused(t *testing.T) {
-	db := dbName(t)
+	db := freshName()
 	sep := "?"
 	if u, _ := url.Parse(uriA); u.RawQuery != "" {
 		sep = "&"
@@ -81,7 +81,7 @@ func TestRoutedSharedDatabaseRefused(t *testing.T) {
 // TestRoutedDatabasesOnOneServer: tenants on one server that differ only
 // in the database name are separate: what A writes, B does not find.
 func TestRoutedDatabasesOnOneServer(t *testing.T) {
-	db := dbName(t)
+	db := freshName()
 	docs := routedDocs(t, db, map[tenancy.ID]routing.Credentials{
 		tenancytest.TenantA: {Endpoint: uriA, Params: map[string]string{"database": db + "_a"}},
 		tenancytest.TenantB: {Endpoint: uriA, Params: map[string]string{"database": db + "_b"}},
@@ -117,7 +117,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	// goroutine next reads, which on a loaded machine can lag a retired
 	// client's close past the next client's dial.
 	conns := &connprobe.Counter{}
-	db := dbName(t)
+	db := freshName()
 	creds := map[tenancy.ID]routing.Credentials{}
 	ids := make([]tenancy.ID, tenants)
 	for i := range ids {
@@ -173,7 +173,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 // localhost, and each tenant is refused before it reads or writes. A
 // tenant on the second server is served.
 func TestRoutedSpellingsOfOneDatabase(t *testing.T) {
-	db := dbName(t)
+	db := freshName()
 	u, err := url.Parse(uriA)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestFerretDBHasNoTransactions(t *testing.T) {
 	}
 	c := client(t, uriA)
 	ctx := context.Background()
-	coll := c.Database(dbName(t)).Collection("orders")
+	coll := c.Database(freshName()).Collection("orders")
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "seed"}, {Key: "n", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestFerretDBHasNoTransactions(t *testing.T) {
 	// same inside a driver transaction: its Get runs outside it, its
 	// Update is kept.
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(dbName(t)),
+	start(t, mongo.Module("m", mongo.Use(c), mongo.Database(freshName()),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&docs))
 	tctx := ctxOf(tenancytest.TenantA)
