@@ -32,9 +32,9 @@ mvn_locked() {
 
 # start_pg_cluster <version> <cluster> starts a local test cluster. A server
 # killed rather than stopped (its process killed, the machine shut down)
-# recovers on its next start,
-# and by default first fsyncs its data directory file by file: minutes for
-# the scale benchmark's thousand databases, past pg_ctl's one-minute wait.
+# recovers on its next start, and by default first fsyncs its data
+# directory file by file: minutes for the scale benchmark's thousand
+# databases, past pg_ctl's one-minute wait.
 # One syncfs call does the same in seconds, and the wait allows for the rest.
 start_pg_cluster() {
 	local version=$1 cluster=$2
