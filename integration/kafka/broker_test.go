@@ -132,7 +132,7 @@ type gate struct {
 }
 
 func newGate(t *testing.T, target string) *gate {
-	return newGateAt(t, addr(freePort(t)), target)
+	return newGateAt(t, "127.0.0.1:"+testsvc.FreePort(t), target)
 }
 
 func newGateAt(t *testing.T, at, target string) *gate {

@@ -2,9 +2,7 @@ package kafka_test
 
 import (
 	"context"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,19 +19,6 @@ func TestMain(m *testing.M) {
 }
 
 // freePort returns a port nothing listens on (for "broker not there yet").
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return port
-}
-
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
 // startApp starts a built app; it stops on cleanup.
 func startApp(t *testing.T, app *fx.App) {
 	t.Helper()

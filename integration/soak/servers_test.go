@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -26,23 +25,9 @@ import (
 // The soak restarts its servers, so it runs servers of its own: restarting
 // the shared test servers would break the tests running beside it.
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 func missing(t *testing.T, what string) {
 	t.Helper()
-	msg := what + " is not installed; the soak runs private servers (scripts/services.sh installs them)"
-	if testsvc.Required() {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPED: " + msg)
+	testsvc.Missing(t, what+" is not installed; the soak runs private servers (scripts/services.sh installs them)")
 }
 
 // privatePG is a PostgreSQL 15 cluster of the soak's own: initdb and the
@@ -100,7 +85,7 @@ func startPrivatePGs(t *testing.T, n int) []*privatePG {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			t.Fatal(err)
 		}
-		p := &privatePG{t: t, dir: dir, port: freePort(t), db: "postgres", cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		p := &privatePG{t: t, dir: dir, port: testsvc.FreePort(t), db: "postgres", cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		t.Cleanup(func() {
 			p.stop(syscall.SIGQUIT) // immediate: the data is thrown away
 			_ = os.RemoveAll(dir)
@@ -300,7 +285,7 @@ func startBroker(t *testing.T) *broker {
 func startFerretDB(t *testing.T, pg *privatePG) string {
 	t.Helper()
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:" + freePort(t)},
+		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:" + testsvc.FreePort(t)},
 		Handler:       "postgresql",
 		PostgreSQLURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%s/ferretdb?sslmode=disable&application_name=soak-ferretdb", pg.port),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),

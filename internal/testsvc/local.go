@@ -39,7 +39,9 @@ func kill(c *exec.Cmd) {
 	_ = c.Wait()
 }
 
-func freePort(t testing.TB) string {
+// FreePort is a loopback port nothing listens on now, for a server a test
+// starts for itself.
+func FreePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

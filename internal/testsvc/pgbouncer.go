@@ -31,7 +31,7 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
-		missing(t, "pgbouncer is not installed; scripts/services.sh installs it")
+		Missing(t, "pgbouncer is not installed; scripts/services.sh installs it")
 	}
 	pg, err := url.Parse(PostgresURL(t))
 	if err != nil {
@@ -41,7 +41,7 @@ func StartPgBouncer(t testing.TB, databases string, extra ...string) string {
 		databases = "* = host=" + pg.Hostname() + " port=" + pg.Port()
 	}
 	dir := pgbouncerDir(t)
-	port := freePort(t)
+	port := FreePort(t)
 	ini := writePgBouncerConfig(t, dir, databases, port, pg.User.Username(), extra)
 	addr := "127.0.0.1:" + port
 	logPath := filepath.Join(dir, "pgbouncer.log")

@@ -23,9 +23,9 @@ type PrivateRedis struct {
 func StartRedis(t testing.TB) *PrivateRedis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		missing(t, "redis-server is not installed; a test that kills its Redis runs one of its own (scripts/services.sh installs it)")
+		Missing(t, "redis-server is not installed; a test that kills its Redis runs one of its own (scripts/services.sh installs it)")
 	}
-	port := freePort(t)
+	port := FreePort(t)
 	p := &PrivateRedis{Addr: "127.0.0.1:" + port, port: port, dir: t.TempDir()}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func StartRedisCluster(t testing.TB, nodeTimeout time.Duration) *PrivateRedisClu
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			missing(t, bin+" is not installed; a private Redis Cluster needs it (scripts/services.sh installs it)")
+			Missing(t, bin+" is not installed; a private Redis Cluster needs it (scripts/services.sh installs it)")
 		}
 	}
 	c := &PrivateRedisCluster{t: t}
@@ -44,7 +44,7 @@ func StartRedisCluster(t testing.TB, nodeTimeout time.Duration) *PrivateRedisClu
 	dir := t.TempDir()
 	args := []string{"--cluster", "create"}
 	for i := range 6 {
-		port, bus := freePort(t), freePort(t)
+		port, bus := FreePort(t), FreePort(t)
 		n := &PrivateRedisNode{Addr: "127.0.0.1:" + port}
 		nd := filepath.Join(dir, strconv.Itoa(i))
 		n.cmd = exec.Command("redis-server", "--port", port, "--cluster-port", bus, "--bind", "127.0.0.1",

@@ -123,9 +123,9 @@ func Required() bool {
 	return os.Getenv("CI") == "true" || os.Getenv("TENANTWIRE_REQUIRE_SERVICES") == "1"
 }
 
-// missing ends t for want of a service: a loud skip, or a failure where
+// Missing ends t for want of a service: a loud skip, or a failure where
 // services are required, so a green CI never means "nothing ran".
-func missing(t testing.TB, msg string) {
+func Missing(t testing.TB, msg string) {
 	t.Helper()
 	if Required() {
 		t.Fatal(msg)
@@ -143,7 +143,7 @@ func reachable(t testing.TB, name, rawURL string) {
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		missing(t, name+" is not reachable at "+u.Host+" ("+err.Error()+"); run scripts/services.sh or `make test`, which starts it")
+		Missing(t, name+" is not reachable at "+u.Host+" ("+err.Error()+"); run scripts/services.sh or `make test`, which starts it")
 	}
 	conn.Close()
 }

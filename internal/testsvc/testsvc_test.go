@@ -79,7 +79,7 @@ func TestLocate(t *testing.T) {
 // every private server shares: a missing service skips loudly, and fails
 // where services are required.
 func TestUnreachableFailsUnderCI(t *testing.T) {
-	down := freePort(t) // closed again: nothing listens there
+	down := FreePort(t) // closed again: nothing listens there
 	t.Setenv("TENANTWIRE_REDIS_ADDR", "127.0.0.1:"+down)
 	t.Setenv("TENANTWIRE_KAFKA_BROKERS", "127.0.0.1:"+down+","+listen(t))
 	for _, find := range []func(testing.TB){
@@ -103,7 +103,7 @@ func TestAwaitListening(t *testing.T) {
 		t.Errorf("a listening address: %v", err)
 	}
 	start := time.Now()
-	if err := awaitListening("127.0.0.1:"+freePort(t), 200*time.Millisecond); err == nil {
+	if err := awaitListening("127.0.0.1:"+FreePort(t), 200*time.Millisecond); err == nil {
 		t.Error("nothing listens, yet awaitListening returned nil")
 	}
 	if d := time.Since(start); d < 200*time.Millisecond {
