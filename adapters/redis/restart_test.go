@@ -31,6 +31,10 @@ func TestRedisRestartMidLoad(t *testing.T) {
 	for _, tier := range []string{"tagged", "dedicated"} {
 		t.Run(tier, func(t *testing.T) {
 			srv := testsvc.StartRedis(t)
+			// go-redis retries a dead server's dial every second until its
+			// pool closes: wait for those goroutines to end (the package
+			// checks leaks).
+			t.Cleanup(func() { waitGone(t, "pool.(*ConnPool).tryDial") })
 			opts := func(db int) *goredis.Options {
 				return &goredis.Options{Addr: srv.Addr, DB: db, DialTimeout: 200 * time.Millisecond,
 					ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: 1}
@@ -68,7 +72,13 @@ func TestRedisRestartMidLoad(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			okBefore := l.ok.Load()
 			srv.Kill()
-			time.Sleep(800 * time.Millisecond)
+			// Down until the load has seen it (at least 800ms, at most 5s): on
+			// a busy machine the workers may all be waiting in the pool when
+			// the server dies, and a fixed pause could end before any call
+			// reaches it.
+			for down := time.Now(); time.Since(down) < 800*time.Millisecond || (l.errs.Load() == 0 && time.Since(down) < 5*time.Second); {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if err := srv.Start(); err != nil {
 				t.Fatal(err)
 			}
