@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"strings"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -56,6 +57,12 @@ func OutgoingTenant(ctx context.Context, existing []string) (string, error) {
 // under neither is refused with tenant_unbound before it is sent. A
 // service that calls another tenantwire service wraps its client's
 // transport in it, and the callee's boundary binds the same tenant.
+//
+// The header goes only to the scheme and host the caller's request named:
+// a redirect hop to any other scheme or host leaves without it, whatever
+// spelling of it the caller set, as net/http drops Authorization. Every
+// spelling of the header name set by hand is seen (header keys compare
+// case-insensitively), so none bypasses the rule.
 type Transport struct {
 	// Base sends the request; nil means http.DefaultTransport.
 	Base http.RoundTripper
@@ -82,7 +89,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	v, err := OutgoingTenant(req.Context(), req.Header[key])
+	// Every key that names the header, in any spelling: http.Header is a
+	// plain map, so req.Header["x-tenant-id"] set by hand is not under key,
+	// and net/http would send it as it is.
+	var existing []string
+	var spelled []string
+	for k, vs := range req.Header {
+		if strings.EqualFold(k, name) {
+			existing = append(existing, vs...)
+			spelled = append(spelled, k)
+		}
+	}
+	v, err := OutgoingTenant(req.Context(), existing)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -92,16 +110,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if out.Header == nil {
 		out.Header = http.Header{}
 	}
-	if v == "" {
-		delete(out.Header, key)
-	} else {
+	for _, k := range spelled {
+		delete(out.Header, k)
+	}
+	if v != "" && sameOrigin(req) {
 		out.Header[key] = []string{v}
 	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return base.RoundTrip(out)
+	resp, err := base.RoundTrip(out)
+	if resp != nil && resp.Request == nil {
+		// The next hop finds the first request through it (sameOrigin).
+		resp.Request = out
+	}
+	return resp, err
+}
+
+// sameOrigin reports whether req goes to the scheme and host of the
+// request the caller sent. A RoundTripper sees each redirect hop as a new
+// request, with the same context; net/http links each hop to the response
+// that caused it (Request.Response), and that response to the hop before
+// (Response.Request), so the chain leads back to the caller's request. A
+// chain that breaks before reaching it is not the same origin.
+func sameOrigin(req *http.Request) bool {
+	first := req
+	for first.Response != nil {
+		if first.Response.Request == nil || first.Response.Request.URL == nil {
+			return false
+		}
+		first = first.Response.Request
+	}
+	return first == req || strings.EqualFold(first.URL.Scheme, req.URL.Scheme) && strings.EqualFold(first.URL.Host, req.URL.Host)
 }
 
 // closeBody honours the RoundTripper contract on a refusal: the body is
