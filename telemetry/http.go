@@ -9,22 +9,18 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/tenantwire/tenantwire/tenancy"
 )
-
-// BaggageTenant is the baggage member the boundaries add with
-// Config.Baggage.
-const BaggageTenant = "tenantwire.tenant"
 
 // HTTP wraps a listener's handler in a server span per request, which
 // continues the trace the request's headers carry (W3C trace context) or
 // starts one. The span is named after the route pattern that served the
-// request. Requests for the paths in untraced (probes and scrapes, which
+// request (http.route); the request's path is on it (url.path) only under
+// the TenantRaw span policy, since a path can hold a tenant's id
+// (/tenants/{id}) and the omit and hash policies promise none is
+// recorded. Requests for the paths in untraced (probes and scrapes, which
 // arrive every few seconds and say nothing) get no span. next itself on a
 // nil *Telemetry or without a tracer.
 func (t *Telemetry) HTTP(listener string, next http.Handler, untraced ...string) http.Handler {
@@ -36,23 +32,47 @@ func (t *Telemetry) HTTP(listener string, next http.Handler, untraced ...string)
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx := t.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method),
-				attribute.String("url.path", r.URL.Path), attribute.String("tenantwire.listener", listener)))
+		// The caller's own BaggageTenant member goes now, before the app's
+		// middleware (Config.Wrap) or any handler sees the context.
+		ctx := dropTenantBaggage(t.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		attrs := []attribute.KeyValue{attribute.String("http.request.method", r.Method), attribute.String("tenantwire.listener", listener)}
+		if t.cfg.SpanTenant.mode == raw {
+			attrs = append(attrs, attribute.String("url.path", r.URL.Path))
+		}
+		ctx, span := t.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
+		note := &routeNote{}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		r = r.WithContext(ctx)
+		r = r.WithContext(context.WithValue(ctx, routeNoteKey{}, note))
 		next.ServeHTTP(sw, r)
-		if r.Pattern != "" {
-			span.SetName(r.Pattern)
-			span.SetAttributes(attribute.String("http.route", r.Pattern))
+		if note.pattern == "" {
+			note.pattern = r.Pattern
+		}
+		if note.pattern != "" {
+			span.SetName(note.pattern)
+			span.SetAttributes(attribute.String("http.route", note.pattern))
 		}
 		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
 		if sw.status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(sw.status))
 		}
 	})
+}
+
+// routeNote is where the routed handler leaves the pattern that matched:
+// ServeMux sets Request.Pattern on the request it hands on, which is a
+// copy whenever a middleware in between called WithContext.
+type routeNote struct{ pattern string }
+
+type routeNoteKey struct{}
+
+// NoteRoute records r.Pattern, the ServeMux pattern that routed r, as the
+// http.route of the span HTTP started for r. tenanthttp calls it in front
+// of every route it serves.
+func NoteRoute(r *http.Request) {
+	if n, ok := r.Context().Value(routeNoteKey{}).(*routeNote); ok && r.Pattern != "" {
+		n.pattern = r.Pattern
+	}
 }
 
 // statusWriter keeps the status a handler wrote.
@@ -74,33 +94,6 @@ func (s *statusWriter) Flush() { _ = http.NewResponseController(s.ResponseWriter
 
 func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(s.ResponseWriter).Hijack()
-}
-
-// Bound is called by a boundary once it has bound tenant to ctx: the
-// request's span gets the tenant attribute (under the span policy) and,
-// with Config.Baggage, the request's baggage gets it too. ctx itself on a
-// nil *Telemetry.
-func (t *Telemetry) Bound(ctx context.Context, tenant tenancy.ID) context.Context {
-	if t == nil {
-		return ctx
-	}
-	kv, ok := t.SpanTenant(tenant)
-	if !ok {
-		return ctx
-	}
-	trace.SpanFromContext(ctx).SetAttributes(kv)
-	if !t.cfg.Baggage {
-		return ctx
-	}
-	m, err := baggage.NewMemberRaw(BaggageTenant, kv.Value.AsString())
-	if err != nil {
-		return ctx
-	}
-	b, err := baggage.FromContext(ctx).SetMember(m)
-	if err != nil {
-		return ctx
-	}
-	return baggage.ContextWithBaggage(ctx, b)
 }
 
 // Refused records on ctx's span that the boundary refused the request

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -72,9 +73,9 @@ func buildMuxes(routes []routeDef, res *Resolver) (muxes, error) {
 	for _, r := range routes {
 		switch r.Class {
 		case Tenant:
-			errs = append(errs, handle(tenant, r.Pattern, res.Middleware(r.Handler)))
+			errs = append(errs, handle(tenant, r.Pattern, noted(res.Middleware(r.Handler))))
 		case Operator:
-			errs = append(errs, handle(operator, r.Pattern, r.Handler))
+			errs = append(errs, handle(operator, r.Pattern, noted(r.Handler)))
 		case Blocked:
 			errs = append(errs, handle(http.NewServeMux(), r.Pattern, notFound))
 		}
@@ -113,6 +114,15 @@ func buildMuxes(routes []routeDef, res *Resolver) (muxes, error) {
 		}
 	}
 	return m, errors.Join(errs...)
+}
+
+// noted tells the request's span which pattern routed it (its
+// http.route), even when a middleware in Config.Wrap copied the request.
+func noted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.NoteRoute(r)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // classified refuses a route with no surface class, or with no handler
