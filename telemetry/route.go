@@ -185,25 +185,42 @@ func (m mapCarrier) Keys() []string {
 }
 
 // Inject returns headers with the trace context of ctx added: a copy
-// when it adds anything, so the caller's map is never written; headers
+// when it changes anything, so the caller's map is never written; headers
 // itself on a nil *Telemetry or when ctx carries no span. A key already
 // there is kept: a row relayed on keeps the context of the request that
-// wrote it.
+// wrote it. The BaggageTenant member is the framework's alone: the one
+// added is the bound tenant's with Config.Baggage (carriedBaggage), and
+// one in a baggage header already there is dropped.
 func (t *Telemetry) Inject(ctx context.Context, headers map[string]string) map[string]string {
 	if t == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return headers
 	}
 	fresh := mapCarrier{}
-	t.Propagator().Inject(ctx, fresh)
+	t.Propagator().Inject(t.carriedBaggage(ctx), fresh)
 	out := headers
+	copied := false
+	own := func() {
+		if !copied {
+			out = make(map[string]string, len(headers)+len(fresh))
+			maps.Copy(out, headers)
+			copied = true
+		}
+	}
+	if v, ok := headers[baggageHeader]; ok {
+		if kept, left := scrubBaggage(v); kept != v || !left {
+			own()
+			if left {
+				out[baggageHeader] = kept
+			} else {
+				delete(out, baggageHeader)
+			}
+		}
+	}
 	for k, v := range fresh {
 		if _, ok := headers[k]; ok {
 			continue
 		}
-		if len(out) == len(headers) {
-			out = make(map[string]string, len(headers)+len(fresh))
-			maps.Copy(out, headers)
-		}
+		own()
 		out[k] = v
 	}
 	return out

@@ -78,9 +78,9 @@ func (res *Resolver) bind(ctx context.Context) (context.Context, error) {
 		return nil, statusErr(err)
 	}
 	ctx = tenancy.WithTenant(ctx, id)
-	if res.tel != nil {
-		ctx = res.tel.Bound(ctx, id)
-	}
+	// Also on a nil Telemetry: it drops a caller's own BaggageTenant
+	// member (otelgrpc extracts the caller's baggage).
+	ctx = res.tel.Bound(ctx, id)
 	return ctx, nil
 }
 

@@ -233,9 +233,9 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ctx := tenancy.WithTenant(r.Context(), id)
-		if res.tel != nil {
-			ctx = res.tel.Bound(ctx, id)
-		}
+		// Also on a nil Telemetry: it drops a caller's own BaggageTenant
+		// member that the app's middleware may have extracted.
+		ctx = res.tel.Bound(ctx, id)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
