@@ -51,7 +51,7 @@ var CodeDocs = []CodeDoc{
 		"An HTTP route, or a method or stream of a gRPC service, was registered without a surface class (tenant, operator or blocked). A gRPC method added to a service's descriptor later is refused the same way until it is classified.",
 		"Classify every route, and every method of every gRPC service (the service's class, or a `tenantgrpc.Method` entry). Operator surfaces are served only on the operator listener."},
 	{string(tenancy.CodeInvalidTenantHeader), "HTTP request, gRPC call",
-		"The tenant header (or gRPC metadata key) is present and not blank, but not a canonical 8-4-4-4-12 hex UUID, or it is present twice. The request is answered `400 {\"error\":\"invalid tenant header (must be a UUID)\"}`; a gRPC call `InvalidArgument` with an ErrorInfo naming this code.",
+		"The tenant header (or gRPC metadata key) is present and not blank, but not a canonical 8-4-4-4-12 hex UUID, or it is present twice. The request is answered `400 {\"error\":\"invalid tenant header (must be a UUID)\",\"code\":\"invalid_tenant_header\"}`; a gRPC call `InvalidArgument` with an ErrorInfo naming this code.",
 		"Send one canonical UUID, or omit the header to use the default tenant."},
 	{string(tenancy.CodeWorkerRouteUnknown), "fx.New",
 		"A worker was registered against a module and route that no module in the app declares, so nothing can check what it drains.",

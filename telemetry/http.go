@@ -99,7 +99,17 @@ func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Refused records on ctx's span that the boundary refused the request
 // with err (its code included).
 func (t *Telemetry) Refused(ctx context.Context, err error) {
-	if t == nil || err == nil {
+	if t == nil {
+		return
+	}
+	RecordRefused(ctx, err)
+}
+
+// RecordRefused records on ctx's span, when it is recording, that the
+// request was refused with err (its code included); tenanthttp.WriteError
+// calls it for the errors a handler answers.
+func RecordRefused(ctx context.Context, err error) {
+	if err == nil {
 		return
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {

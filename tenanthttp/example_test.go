@@ -50,7 +50,7 @@ func Example() {
 	// Output:
 	// 200 tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7
 	// 200 tenant 00000000-0000-0000-0000-000000000001
-	// 400 {"error":"invalid tenant header (must be a UUID)"}
+	// 400 {"error":"invalid tenant header (must be a UUID)","code":"invalid_tenant_header"}
 }
 
 // Header mode without a trusted proxy is refused during fx.New: any client

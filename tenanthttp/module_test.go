@@ -168,7 +168,7 @@ func TestEndToEndOnLoopback(t *testing.T) {
 	}
 
 	code, body, h := c.do("GET", ten+"/notes/n1", "tenant-a", "")
-	if code != 400 || body != `{"error":"invalid tenant header (must be a UUID)"}` || h.Get("Content-Type") != "application/json" {
+	if code != 400 || body != `{"error":"invalid tenant header (must be a UUID)","code":"invalid_tenant_header"}` || h.Get("Content-Type") != "application/json" {
 		t.Errorf("malformed header: %d %q %q", code, body, h.Get("Content-Type"))
 	}
 	code, body, _ = c.do("GET", ten+"/notes/n1", b, "", "Authorization", "Bearer "+a)

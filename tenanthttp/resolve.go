@@ -17,16 +17,6 @@ import (
 // DefaultHeader is the tenant header's name when Config.Header is empty.
 const DefaultHeader = "X-Tenant-ID"
 
-// invalidHeaderBody is the exact body of the 400 answered for a malformed
-// tenant header.
-const invalidHeaderBody = `{"error":"invalid tenant header (must be a UUID)"}`
-
-const conflictBody = `{"error":"tenant sources disagree","code":"tenant_source_conflict"}`
-
-const ambiguousBody = `{"error":"request target names a host (absolute form)","code":"tenant_host_ambiguous"}`
-
-const requiredBody = `{"error":"the request names no tenant","code":"tenant_required"}`
-
 // The request-time refusals are shared values so that resolving never
 // allocates, even on the refusal path. Compare with errors.Is against the
 // code; do not mutate them.
@@ -218,8 +208,9 @@ func absoluteForm(r *http.Request) bool {
 }
 
 // Middleware binds the resolved tenant into the request context with
-// tenancy.WithTenant, or answers the refusal: 400 with invalidHeaderBody
-// for a malformed header, 403 with a JSON body naming
+// tenancy.WithTenant, or answers the refusal (WriteError's body and
+// status): 400 with a JSON body naming invalid_tenant_header for a
+// malformed header, 403 with a JSON body naming
 // tenant_source_conflict when sources disagree, 400 with a JSON body naming
 // tenant_host_ambiguous for an absolute-form target in host mode, 400 with
 // a JSON body naming tenant_required for a request that names no tenant
@@ -240,17 +231,19 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// refuse answers a resolver refusal as WriteError would, from bodies
+// built once: StatusOf's status, Public's code and message.
 func refuse(w http.ResponseWriter, err error) {
-	status, body := http.StatusBadRequest, invalidHeaderBody
-	switch err {
-	case ErrSourceConflict:
-		status, body = http.StatusForbidden, conflictBody
-	case ErrHostAmbiguous:
-		body = ambiguousBody
-	case ErrTenantRequired:
-		body = requiredBody
+	body, ok := refusalBodies[err]
+	if !ok {
+		WriteError(w, nil, err)
+		return
 	}
-	writeJSON(w, status, body)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(StatusOf(err))
+	_, _ = w.Write(body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body string) {

@@ -101,7 +101,7 @@ func FuzzTenantHeader(f *testing.F) {
 			bound, _ = tenancy.FromContext(r.Context())
 		})).ServeHTTP(rec, r)
 		if err != nil {
-			if rec.Code != http.StatusBadRequest || rec.Body.String() != `{"error":"invalid tenant header (must be a UUID)"}` { // the body docs/http.md states
+			if rec.Code != http.StatusBadRequest || rec.Body.String() != `{"error":"invalid tenant header (must be a UUID)","code":"invalid_tenant_header"}` { // the body docs/http.md states
 				t.Fatalf("%q: %d %q", s, rec.Code, rec.Body.String())
 			}
 		} else if bound != id {
@@ -122,7 +122,7 @@ func TestMiddlewareMalformedHeaderExact400(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	body, _ := io.ReadAll(rec.Body)
-	if called || rec.Code != 400 || string(body) != `{"error":"invalid tenant header (must be a UUID)"}` ||
+	if called || rec.Code != 400 || string(body) != `{"error":"invalid tenant header (must be a UUID)","code":"invalid_tenant_header"}` ||
 		rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("called=%v %d %q %q", called, rec.Code, body, rec.Header().Get("Content-Type"))
 	}

@@ -20,7 +20,7 @@ func TestRun(t *testing.T) {
 		`globex reads n1                        -> 200 {"text":"globex's plan"}`,
 		"globex reads n2                        -> 404",
 		"no header (default tenant) reads n2    -> 404",
-		`malformed header reads n1              -> 400 {"error":"invalid tenant header (must be a UUID)"}`,
+		`malformed header reads n1              -> 400 {"error":"invalid tenant header (must be a UUID)","code":"invalid_tenant_header"}`,
 		"tenant listener: /tenancy/matrix       -> 404",
 		"tenant listener: /metrics              -> 404",
 		"tenant listener: blocked /debug/vars   -> 404",
