@@ -116,38 +116,78 @@ type boundStream struct {
 
 func (s boundStream) Context() context.Context { return s.ctx }
 
-// StatusCode is the gRPC status code of each tenantwire refusal the
-// boundary answers: InvalidArgument for a malformed tenant or a missing
-// required one, PermissionDenied for conflicting sources,
-// FailedPrecondition for an outgoing call with no tenant bound or an
-// unusable key. Any other code is Internal.
+// StatusCode is the gRPC status code of each tenantwire code, the HTTP
+// boundary's table (tenanthttp.StatusOf) in gRPC's terms:
+// InvalidArgument for a malformed tenant, a missing required one or a
+// malformed operator request (HTTP 400), PermissionDenied for
+// conflicting sources, a foreign tenant or a suspended one (403),
+// FailedPrecondition for a tenant not provisioned (409), and, raised in
+// the caller before anything is sent, for an outgoing call with no tenant
+// bound or an unusable key; Unavailable for an exhausted connection
+// budget, a migration under way or an unreadable registry (503). Any
+// other code is Internal (500).
 func StatusCode(c tenancy.Code) codes.Code {
 	switch c {
-	case tenancy.CodeInvalidTenantHeader, tenancy.CodeTenantRequired:
+	case tenancy.CodeInvalidTenantHeader, tenancy.CodeTenantRequired, tenancy.CodeTenantHostAmbiguous,
+		tenancy.CodeTenantIDInvalid, tenancy.CodeOperatorRequestInvalid, tenancy.CodeOffboardUnconfirmed:
 		return codes.InvalidArgument
-	case tenancy.CodeTenantSourceConflict:
+	case tenancy.CodeTenantSourceConflict, tenancy.CodeForeignTenant, tenancy.CodeTenantSuspended:
 		return codes.PermissionDenied
-	case tenancy.CodeTenantUnbound, tenancy.CodeTenantSourceInvalid:
+	case tenancy.CodeTenantNotProvisioned, tenancy.CodeTenantUnbound, tenancy.CodeTenantSourceInvalid:
 		return codes.FailedPrecondition
+	case tenancy.CodeConnectionBudgetExhausted, tenancy.CodeTenantMigrationBehind, tenancy.CodeTenantRegistryUnavailable:
+		return codes.Unavailable
 	}
 	return codes.Internal
 }
 
-// Status is the gRPC status of a coded refusal: StatusCode's code, the
-// refusal's text (which starts with its code) as the message, and an
-// ErrorInfo detail whose reason is the code, domain "tenantwire", with the fix
-// under "fix". An error with no *tenancy.Error is Internal.
+// callerMessages are the codes a status names although the HTTP table
+// answers them as internal: refusals of an outgoing call, raised in the
+// caller's own process.
+var callerMessages = map[tenancy.Code]string{
+	tenancy.CodeTenantUnbound:       "the call has no tenant bound",
+	tenancy.CodeTenantSourceInvalid: "the tenant key or header name cannot be carried",
+}
+
+// clientFix is the fix a status carries: the boundary's own resolution
+// refusals' fixes, written for the client. Any other Fix, and the one an
+// error of these codes carries, may name the service's modules or
+// operator steps and stays in the error.
+var clientFix = map[tenancy.Code]string{}
+
+func init() {
+	for _, e := range []*tenancy.Error{tenanthttp.ErrInvalidHeader, tenanthttp.ErrTenantRequired, tenanthttp.ErrSourceConflict, tenanthttp.ErrHostAmbiguous} {
+		clientFix[e.Code] = e.Fix
+	}
+}
+
+// Status is the gRPC status of a coded refusal: StatusCode's code, a
+// message "<code>: <message>" with the HTTP boundary's fixed message
+// (tenanthttp.Public), and an ErrorInfo detail whose reason is the code,
+// domain "tenantwire", with the fix under "fix" for the boundary's own
+// resolution refusals. Neither names the error's module, backend, route
+// or detail: a handler returning Status(err) tells the client the kind of
+// refusal, never the service's insides. A code the HTTP table answers as
+// internal, and an error with no *tenancy.Error, is Internal naming the
+// code "internal".
 func Status(err error) *status.Status {
 	var e *tenancy.Error
 	if !errors.As(err, &e) {
-		return status.New(codes.Internal, err.Error())
+		return status.New(codes.Internal, tenanthttp.CodeInternal+": internal error")
 	}
-	st := status.New(StatusCode(e.Code), e.Error())
-	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   string(e.Code),
-		Domain:   errorDomain,
-		Metadata: map[string]string{"fix": e.Fix},
-	})
+	code, msg := tenanthttp.Public(e)
+	if m, ok := callerMessages[e.Code]; ok {
+		code, msg = string(e.Code), m
+	}
+	if code == tenanthttp.CodeInternal {
+		return status.New(codes.Internal, code+": "+msg)
+	}
+	st := status.New(StatusCode(e.Code), code+": "+msg)
+	info := &errdetails.ErrorInfo{Reason: code, Domain: errorDomain}
+	if fix, ok := clientFix[e.Code]; ok {
+		info.Metadata = map[string]string{"fix": fix}
+	}
+	withInfo, derr := st.WithDetails(info)
 	if derr != nil {
 		return st
 	}
