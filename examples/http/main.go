@@ -55,8 +55,13 @@ func notes(d *memory.Documents[Note]) http.Handler {
 				http.Error(w, "bad body", http.StatusBadRequest)
 				return
 			}
-			if _, err := d.Create(r.Context(), id, n); err != nil {
-				http.Error(w, err.Error(), http.StatusConflict)
+			if _, err := d.Create(r.Context(), id, n); errors.Is(err, document.ErrExists) {
+				http.Error(w, "exists", http.StatusConflict)
+				return
+			} else if err != nil {
+				// A coded refusal (tenant_suspended, ...) names its code and
+				// nothing of the service; the rest is a 500 "internal".
+				tenanthttp.WriteError(w, r, err)
 				return
 			}
 			w.WriteHeader(http.StatusCreated)
@@ -67,7 +72,7 @@ func notes(d *memory.Documents[Note]) http.Handler {
 				return
 			}
 			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
+				tenanthttp.WriteError(w, r, err)
 				return
 			}
 			_ = json.NewEncoder(w).Encode(rec.Value)

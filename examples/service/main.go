@@ -96,8 +96,13 @@ func ordersHandler(h handlers) http.Handler {
 				http.Error(w, "bad body", http.StatusBadRequest)
 				return
 			}
-			if _, err := h.Orders.Create(r.Context(), id, o); err != nil {
-				http.Error(w, err.Error(), http.StatusConflict)
+			if _, err := h.Orders.Create(r.Context(), id, o); errors.Is(err, document.ErrExists) {
+				http.Error(w, "exists", http.StatusConflict)
+				return
+			} else if err != nil {
+				// A coded refusal (tenant_suspended, ...) names its code and
+				// nothing of the service; the rest is a 500 "internal".
+				tenanthttp.WriteError(w, r, err)
 				return
 			}
 			// The logger's handler adds the tenant the boundary bound.
@@ -107,7 +112,7 @@ func ordersHandler(h handlers) http.Handler {
 		}
 		views, err := h.Views.Add(r.Context(), "orders/"+id, 1)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			tenanthttp.WriteError(w, r, err)
 			return
 		}
 		rec, err := h.Orders.Get(r.Context(), id)
@@ -116,7 +121,7 @@ func ordersHandler(h handlers) http.Handler {
 			return
 		}
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			tenanthttp.WriteError(w, r, err)
 			return
 		}
 		fmt.Fprintf(w, "%s x%d (view %d)", rec.Value.Item, rec.Value.Qty, views)
