@@ -6,6 +6,7 @@ package tenantadmin
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -418,13 +419,18 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	for _, l := range rep {
 		line := reportLine{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
 		if l.Err != nil {
-			line.Error, line.Code = l.Err.Error(), string(tenancy.CodeOf(l.Err))
+			// A module's failure may be uncoded (a routed module's
+			// resolver that does not know the tenant answers its own
+			// error): its line still names a code.
+			line.Error, line.Code = l.Err.Error(), string(cmp.Or(tenancy.CodeOf(l.Err), tenancy.CodeTenantStepFailed))
 		}
 		res.Report = append(res.Report, line)
 	}
+	// A module failing its part is the step's outcome, reported line by
+	// line, not a fault of the surface: 409, never a 500.
 	status := http.StatusOK
 	if err != nil {
-		status, res.Code, res.Error = http.StatusInternalServerError, string(tenancy.CodeTenantStepFailed), err.Error()
+		status, res.Code, res.Error = http.StatusConflict, string(tenancy.CodeTenantStepFailed), err.Error()
 	}
 	reply(w, status, res)
 }

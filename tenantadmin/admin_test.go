@@ -405,7 +405,7 @@ func TestMalformedRequests(t *testing.T) {
 }
 
 // TestStepFailureReported: a module that cannot remove the tenant's data
-// (built without AllowTeardown) fails its line; the answer is a 500
+// (built without AllowTeardown) fails its line; the answer is a 409
 // tenant_step_failed carrying the report, and the tenant stays suspended
 // with its schema.
 func TestStepFailureReported(t *testing.T) {
@@ -415,7 +415,7 @@ func TestStepFailureReported(t *testing.T) {
 	}
 	st, body := f.do("POST", f.operator+"/tenants/"+a.String()+"/offboard?confirm="+a.String())
 	rep, _ := body["report"].([]any)
-	if st != 500 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 2 {
+	if st != 409 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 2 {
 		t.Fatalf("failed offboard: %d %v", st, body)
 	}
 	if l := rep[1].(map[string]any); l["module"] != "pg" || l["ok"] != false || !strings.Contains(l["error"].(string), "AllowTeardown") {
