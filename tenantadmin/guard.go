@@ -101,8 +101,9 @@ func (a *admin) admit(e endpoint, r *http.Request) error {
 			"send operator requests from a command (tenantadmin.Run, curl), never from a web page")
 	}
 	if a.token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+		// The scheme is case-insensitive (RFC 9110); the token is not.
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
 			return forbidden(route, "the request carries no valid operator token",
 				"send the token as \"Authorization: Bearer <token>\" (tenantadmin.Remote{Token: ...})")
 		}
@@ -132,6 +133,9 @@ func emptyBody(route string, r *http.Request) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return invalid(route, "the request body could not be read: "+err.Error())
+	}
+	if len(b) > maxBody {
+		return invalid(route, "the request carries a body; operator endpoints take their parameters in the query string only")
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || (r.Method == http.MethodPost && string(b) == "{}") {

@@ -211,6 +211,7 @@ func TestParametersReadStrictly(t *testing.T) {
 		"JSON body":    `{"dry_run":1}`,
 		"JSON string":  `"dry_run=1"`,
 		"confirm body": "confirm=" + B,
+		"padded {}":    "{}" + strings.Repeat(" ", 70) + "x",
 	} {
 		st, got := f.do(req{method: "POST", path: "/tenants/" + A + "/provision", header: jsonCT, body: body})
 		wantCode(t, "provision with a "+name, st, got, 400, tenancy.CodeOperatorRequestInvalid)
@@ -251,6 +252,8 @@ func TestAuthentication(t *testing.T) {
 		"no token":    jsonCT,
 		"wrong token": with(jsonCT, "Authorization", "Bearer s3cre"),
 		"basic":       with(jsonCT, "Authorization", "Basic s3cret"),
+		"bare token":  with(jsonCT, "Authorization", "s3cret"),
+		"empty token": with(jsonCT, "Authorization", "Bearer "),
 	} {
 		st, body := f.do(req{method: "POST", path: S, header: h})
 		wantCode(t, name, st, body, 403, tenancy.CodeOperatorRequestForbidden)
@@ -262,6 +265,9 @@ func TestAuthentication(t *testing.T) {
 	var out strings.Builder
 	if err := tenantadmin.Run(ctx, f.srv.OperatorAddr(), []string{"suspend", b.String()}, &out); tenancy.CodeOf(err) != tenancy.CodeOperatorRequestForbidden || tenantadmin.ExitCode(err) != 2 {
 		t.Errorf("Run without the token: %v", err)
+	}
+	if st, body := f.do(req{method: "POST", path: "/tenants/" + a.String() + "/suspend", header: with(jsonCT, "Authorization", "bearer s3cret")}); st != 200 || !f.tenants.Suspended(a) {
+		t.Errorf("a lower-case bearer scheme: %d %v", st, body)
 	}
 	if err := (tenantadmin.Remote{Addr: f.srv.OperatorAddr(), Token: "s3cret"}).Run(ctx, []string{"suspend", b.String()}, &out); err != nil || !f.tenants.Suspended(b) {
 		t.Errorf("Remote with the token: %v", err)
