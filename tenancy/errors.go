@@ -80,6 +80,9 @@ const (
 	// page can make a browser send (a foreign Host, a cross-site Origin, a
 	// simple content type) or fails the configured authentication.
 	CodeOperatorRequestForbidden Code = "operator_request_forbidden"
+	// CodeOperatorHostsInvalid: an entry of the names the operator
+	// listener answers is not a host name or host:port.
+	CodeOperatorHostsInvalid Code = "operator_hosts_invalid"
 	// CodeTenantStepFailed: a lifecycle step ran and at least one module
 	// failed its part; the report says which and why.
 	CodeTenantStepFailed Code = "tenant_step_failed"

@@ -32,19 +32,13 @@ type Config struct {
 	// records tenants and offboarding forgets them.
 	Registry migrate.Registry
 
-	// Hosts are the names the endpoints answer in a request's Host
-	// header, each "name" (with no port or the listener's own) or
-	// "name:port" (exactly): any other Host is refused with
-	// operator_request_forbidden, so a web page that rebinds its own DNS
-	// name to 127.0.0.1 cannot reach them. Empty means the loopback names
-	// localhost, 127.0.0.1 and [::1].
-	Hosts []string
 	// Token, when set, must come with every request as "Authorization:
 	// Bearer <token>". With Authenticate, it is how to expose the
 	// listener beyond loopback (see docs/security.md).
 	Token string
 	// Authenticate, when set, is asked about every request after the
-	// host, origin and token checks; an error refuses it with
+	// token check (the operator listener has checked its Host and
+	// Origin: tenanthttp.Config.OperatorHosts); an error refuses it with
 	// operator_request_forbidden before any handler runs.
 	Authenticate func(*http.Request) error
 	// Off lists endpoints not to mount: they answer 404 like any path the
@@ -70,9 +64,9 @@ const (
 //	POST /tenants/{id}/resume
 //	POST /tenants/{id}/offboard?confirm={id}   or ?dry_run=1
 //
-// Every request passes the guard first (guard.go): a Host of Config.Hosts,
-// no cross-site Origin or Sec-Fetch-Site, the Token or Authenticate when
-// set, and on a POST "Content-Type: application/json" with an empty body
+// The operator listener refuses a foreign Host, Origin or Sec-Fetch-Site
+// before any of them runs (tenanthttp.Config.OperatorHosts). Every request
+// then passes the guard (guard.go): the Token or Authenticate when set, and on a POST "Content-Type: application/json" with an empty body
 // (or {}), so no web page can send one. Parameters are read strictly: a
 // query that does not parse whole, repeats or misspells a parameter is
 // refused with operator_request_invalid and runs nothing.
@@ -81,9 +75,6 @@ const (
 // app is refused at fx.New with tenant_admin_unwired.
 func Module(cfg Config) fx.Option {
 	eps, err := mounted(cfg.Off)
-	if err == nil {
-		_, err = hostRules(cfg.Hosts)
-	}
 	if err != nil {
 		return fx.Error(err)
 	}
@@ -119,8 +110,7 @@ type admin struct {
 	// step serialises this replica's provision and offboard runs, so an
 	// operator's retry never runs beside the run it retries.
 	step sync.Mutex
-	// The guard's settings (Config.Hosts, Token, Authenticate).
-	hosts        []hostRule
+	// The guard's settings (Config.Token, Authenticate).
 	token        string
 	authenticate func(*http.Request) error
 }
@@ -144,11 +134,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	hosts, err := hostRules(cfg.Hosts)
-	if err != nil {
-		return nil, err
-	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry, hosts: hosts, token: cfg.Token, authenticate: cfg.Authenticate}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {

@@ -35,11 +35,19 @@ type memFixture struct {
 
 func newMemFixture(t *testing.T, cfg tenantadmin.Config, extra ...fx.Option) *memFixture {
 	t.Helper()
+	return newMemFixtureOn(t, tenanthttp.Config{TrustedProxy: true}, cfg, extra...)
+}
+
+// newMemFixtureOn is newMemFixture with the boundary configured by hc
+// (its addresses replaced by loopback ones).
+func newMemFixtureOn(t *testing.T, hc tenanthttp.Config, cfg tenantadmin.Config, extra ...fx.Option) *memFixture {
+	t.Helper()
 	f := &memFixture{t: t}
+	hc.TenantAddr, hc.OperatorAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Registry = migrate.NewMemoryRegistry()
 	opts := append([]fx.Option{fx.NopLogger, modules.Lifecycle(),
 		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")})),
-		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
+		tenanthttp.Module(hc),
 		tenantadmin.Module(cfg),
 		fx.Populate(&f.srv, &f.tenants, &f.cache)}, extra...)
 	app := fx.New(opts...)
@@ -124,10 +132,11 @@ func with(h http.Header, k, v string) http.Header {
 }
 
 // TestBrowserRequestsForbidden: what a web page can make a browser send
-// (a DNS-rebinding Host, a cross-site Origin or Sec-Fetch-Site, a form or
-// text/plain post) is refused with operator_request_forbidden before any
-// handler runs: the list is not in the answer, B is neither suspended nor
-// offboarded and its data stays.
+// (a DNS-rebinding Host, a cross-site Origin or Sec-Fetch-Site, refused by
+// the operator listener; a form or text/plain post, refused here) is
+// refused with operator_request_forbidden before any handler runs: the
+// list is not in the answer, B is neither suspended nor offboarded and its
+// data stays.
 func TestBrowserRequestsForbidden(t *testing.T) {
 	f := newMemFixture(t, tenantadmin.Config{})
 	B := b.String()
@@ -289,11 +298,12 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
-// TestHostsConfigured: Config.Hosts replaces the loopback names; an entry
-// without a port takes the listener's own or none, one with a port that
-// port only; an entry that is not a host is refused at fx.New.
-func TestHostsConfigured(t *testing.T) {
-	f := newMemFixture(t, tenantadmin.Config{Hosts: []string{"ops.internal", "ops.example:443"}})
+// TestOperatorHostsConfigured: the endpoints answer the names of
+// tenanthttp.Config.OperatorHosts, the one list the operator listener
+// checks, and no other.
+func TestOperatorHostsConfigured(t *testing.T) {
+	f := newMemFixtureOn(t, tenanthttp.Config{TrustedProxy: true, OperatorHosts: []string{"ops.internal", "ops.example:443"}}, tenantadmin.Config{})
+	S := "/tenants/" + b.String() + "/suspend"
 	for host, want := range map[string]int{
 		"ops.internal": 200, "OPS.internal:PORT": 200, "ops.example:443": 200,
 		"ops.example": 403, "ops.internal:443": 403, "localhost:PORT": 403, "127.0.0.1:PORT": 403,
@@ -302,11 +312,13 @@ func TestHostsConfigured(t *testing.T) {
 			t.Errorf("Host %s: %d %v, want %d", host, st, body, want)
 		}
 	}
-	for _, bad := range []string{"http://ops.internal", "ops.internal/x", "", "ops:port", "[::1"} {
-		app := fx.New(fx.NopLogger, modules.Lifecycle(), memory.Module("mem"), tenantadmin.Module(tenantadmin.Config{Registry: migrate.NewMemoryRegistry(), Hosts: []string{bad}}))
-		if tenancy.CodeOf(app.Err()) != tenancy.CodeTenantAdminUnwired {
-			t.Errorf("Hosts %q: %v", bad, app.Err())
-		}
+	st, body := f.do(req{method: "POST", path: S, host: "localhost", header: jsonCT})
+	wantCode(t, "suspend by a name not listed", st, body, 403, tenancy.CodeOperatorRequestForbidden)
+	if f.tenants.Suspended(b) {
+		t.Fatal("a suspend sent by a name not listed ran")
+	}
+	if st, body := f.do(req{method: "POST", path: S, host: "ops.internal", header: jsonCT}); st != 200 || !f.tenants.Suspended(b) {
+		t.Errorf("suspend by a listed name: %d %v", st, body)
 	}
 }
 

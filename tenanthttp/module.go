@@ -66,6 +66,10 @@ func wire(p wireParams) error {
 		return err
 	}
 	res.tel = p.Telemetry
+	hosts, err := cfg.operatorHosts()
+	if err != nil {
+		return err
+	}
 	health, err := json.Marshal(struct {
 		Status       string `json:"status"`
 		Mode         string `json:"mode"`
@@ -124,9 +128,11 @@ func wire(p wireParams) error {
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.tenant = cfg.server(th, errLog)
-	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics"), errLog)
+	// Outermost: a request a browser could have sent reaches no operator
+	// handler, nor the app's telemetry.
+	s.operator = cfg.server(operatorGuard{hosts: hosts, next: p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics")}, errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
-		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
+		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes), "operator_hosts", cfg.operatorHostNames())
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return nil
 }
