@@ -66,8 +66,9 @@ const (
 //
 // The operator listener refuses a foreign Host, Origin or Sec-Fetch-Site
 // before any of them runs (tenanthttp.Config.OperatorHosts). Every request
-// then passes the guard (guard.go): the Token or Authenticate when set, and on a POST "Content-Type: application/json" with an empty body
-// (or {}), so no web page can send one. Parameters are read strictly: a
+// then passes the guard (guard.go): the Token or Authenticate when set,
+// and on a POST "Content-Type: application/json" with an empty body (or
+// {}), so no web page can send one. Parameters are read strictly: a
 // query that does not parse whole, repeats or misspells a parameter is
 // refused with operator_request_invalid and runs nothing.
 //

@@ -21,8 +21,9 @@ import (
 // tenant header name no request can carry (tenant_source_invalid), header
 // or host mode without a trusted proxy (trusted_proxy_required), any
 // unclassified route (route_unclassified), any bad or conflicting pattern
-// (route_invalid) and any route that would answer for an operator or
-// blocked one (route_class_overlap), before any listener opens. The
+// (route_invalid), any route that would answer for an operator or
+// blocked one (route_class_overlap) and an OperatorHosts entry that is not
+// a host (operator_hosts_invalid), before any listener opens. The
 // listeners open in OnStart and close in OnStop, with the Config's limits.
 // Inject *Server for their addresses.
 func Module(cfg Config) fx.Option {
@@ -179,8 +180,9 @@ func (s *Server) stop(ctx context.Context) error {
 // fx.New succeeded.
 func (s *Server) TenantHandler() http.Handler { return s.tenant.Handler }
 
-// OperatorHandler is the operator listener's handler. Valid after fx.New
-// succeeded.
+// OperatorHandler is the operator listener's handler, its Host and Origin
+// check included: a test request needs a Host of Config.OperatorHosts
+// (r.Host = "localhost"). Valid after fx.New succeeded.
 func (s *Server) OperatorHandler() http.Handler { return s.operator.Handler }
 
 // TenantAddr is the tenant listener's address once the app has started.
