@@ -22,7 +22,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeMigrationHistoryConflict, tenancy.CodeTenantMigrationBehind,
 		tenancy.CodeStaticNameInTenantSpace, tenancy.CodeReservedName,
 		tenancy.CodeTenantAdminUnwired, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed,
-		tenancy.CodeOperatorRequestInvalid, tenancy.CodeTenantStepFailed, tenancy.CodeTenantRegistryUnavailable,
+		tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeOperatorHostsInvalid, tenancy.CodeTenantStepFailed, tenancy.CodeTenantRegistryUnavailable,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

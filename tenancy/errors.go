@@ -76,6 +76,13 @@ const (
 	// CodeOperatorRequestInvalid: an operator request or command is
 	// malformed (a parameter it does not take, a value it cannot read).
 	CodeOperatorRequestInvalid Code = "operator_request_invalid"
+	// CodeOperatorRequestForbidden: an operator request is in a form a web
+	// page can make a browser send (a foreign Host, a cross-site Origin, a
+	// simple content type) or fails the configured authentication.
+	CodeOperatorRequestForbidden Code = "operator_request_forbidden"
+	// CodeOperatorHostsInvalid: an entry of the names the operator
+	// listener answers is not a host name or host:port.
+	CodeOperatorHostsInvalid Code = "operator_hosts_invalid"
 	// CodeTenantStepFailed: a lifecycle step ran and at least one module
 	// failed its part; the report says which and why.
 	CodeTenantStepFailed Code = "tenant_step_failed"

@@ -6,6 +6,7 @@ package tenantadmin
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,20 @@ type Config struct {
 	// registry to the modules (postgres.TenantRegistry) so provisioning
 	// records tenants and offboarding forgets them.
 	Registry migrate.Registry
+
+	// Token, when set, must come with every request as "Authorization:
+	// Bearer <token>". With Authenticate, it is how to expose the
+	// listener beyond loopback (see docs/security.md).
+	Token string
+	// Authenticate, when set, is asked about every request after the
+	// token check (the operator listener has checked its Host and
+	// Origin: tenanthttp.Config.OperatorHosts); an error refuses it with
+	// operator_request_forbidden before any handler runs.
+	Authenticate func(*http.Request) error
+	// Off lists endpoints not to mount: they answer 404 like any path the
+	// listener does not serve. Declaring their paths tenanthttp.Blocked
+	// switches them off too.
+	Off []Endpoint
 }
 
 // The list's page size: defaultLimit when the request names none, at most
@@ -49,26 +64,37 @@ const (
 //	POST /tenants/{id}/resume
 //	POST /tenants/{id}/offboard?confirm={id}   or ?dry_run=1
 //
+// The operator listener refuses a foreign Host, Origin or Sec-Fetch-Site
+// before any of them runs (tenanthttp.Config.OperatorHosts). Every request
+// then passes the guard (guard.go): the Token or Authenticate when set,
+// and on a POST "Content-Type: application/json" with an empty body (or
+// {}), so no web page can send one. Parameters are read strictly: a
+// query that does not parse whole, repeats or misspells a parameter is
+// refused with operator_request_invalid and runs nothing.
+//
 // Without modules.Lifecycle in the app, or with no Config.Registry, the
 // app is refused at fx.New with tenant_admin_unwired.
 func Module(cfg Config) fx.Option {
-	route := func(pattern string, h func(*admin, http.ResponseWriter, *http.Request)) fx.Option {
-		return tenanthttp.RouteWith(pattern, tenanthttp.Operator, func(a *admin) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(a, w, r) })
-		})
+	eps, err := mounted(cfg.Off)
+	if err != nil {
+		return fx.Error(err)
 	}
-	return fx.Module("tenantadmin",
+	opts := []fx.Option{
 		fx.Provide(fx.Private, func(p params, live modules.Live) (*admin, error) { return newAdmin(cfg, p, live) }),
 		// Build it even in an app without tenanthttp, so a missing
 		// Lifecycle is refused in every app that includes the module.
 		fx.Invoke(func(*admin) {}),
-		route("GET /tenants", (*admin).list),
-		route("GET /tenants/{id}", (*admin).status),
-		route("POST /tenants/{id}/provision", (*admin).provision),
-		route("POST /tenants/{id}/suspend", (*admin).suspend),
-		route("POST /tenants/{id}/resume", (*admin).resume),
-		route("POST /tenants/{id}/offboard", (*admin).offboard),
-	)
+	}
+	for _, e := range eps {
+		opts = append(opts, tenanthttp.RouteWithYield(e.pattern, tenanthttp.Operator, func(a *admin) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if q, ok := a.guard(e, w, r); ok {
+					e.handle(a, w, r, q)
+				}
+			})
+		}))
+	}
+	return fx.Module("tenantadmin", opts...)
 }
 
 type params struct {
@@ -85,6 +111,9 @@ type admin struct {
 	// step serialises this replica's provision and offboard runs, so an
 	// operator's retry never runs beside the run it retries.
 	step sync.Mutex
+	// The guard's settings (Config.Token, Authenticate).
+	token        string
+	authenticate func(*http.Request) error
 }
 
 func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
@@ -106,7 +135,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {
@@ -118,106 +147,21 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	return a, nil
 }
 
-// tenantEntry is one tenant of GET /tenants.
-type tenantEntry struct {
-	ID        string `json:"id"`
-	State     string `json:"state"`
-	Suspended bool   `json:"suspended"`
-}
-
-// listPage is GET /tenants: tenants in id order after the request's after;
-// Next, when set, is the after of the next page.
-type listPage struct {
-	Tenants []tenantEntry `json:"tenants"`
-	Next    string        `json:"next,omitempty"`
-}
-
-// tenantStatus is GET /tenants/{id}.
-type tenantStatus struct {
-	ID string `json:"id"`
-	// Registered: the registry lists the tenant; State and Versions are
-	// its entry.
-	Registered bool             `json:"registered"`
-	State      string           `json:"state,omitempty"`
-	Versions   map[string]int64 `json:"versions,omitempty"`
-	// Suspended on the replica that answered.
-	Suspended bool         `json:"suspended"`
-	Modules   []modulePart `json:"modules"`
-}
-
-// modulePart is one module's part in the tenant lifecycle.
-type modulePart struct {
-	Module    string `json:"module"`
-	Backend   string `json:"backend"`
-	Provision bool   `json:"provision"`
-	Offboard  bool   `json:"offboard"`
-}
-
-// stepResult is a step's answer: the per-module report, or with DryRun the
-// plan, what would run in that order, with nothing changed. Suspend and
-// resume have neither: they set one switch of the replica that every
-// module's routes read, and run nothing in the modules.
-type stepResult struct {
-	Tenant string `json:"tenant"`
-	Step   string `json:"step"`
-	DryRun bool   `json:"dry_run,omitempty"`
-	OK     bool   `json:"ok"`
-	// Suspended on the replica that answered, after the step (before it,
-	// on a dry run).
-	Suspended bool          `json:"suspended"`
-	Report    []reportLine  `json:"report,omitempty"`
-	Plan      []plannedLine `json:"plan,omitempty"`
-	// Code and Error are set when a module failed (tenant_step_failed).
-	Code  string `json:"code,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
-// plannedLine is one module's line of a dry run: it would run, or would be
-// skipped for the reason given.
-type plannedLine struct {
-	Module  string `json:"module"`
-	Backend string `json:"backend"`
-	Runs    bool   `json:"runs"`
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// reportLine is one module's line of a report.
-type reportLine struct {
-	Module  string `json:"module"`
-	Backend string `json:"backend"`
-	OK      bool   `json:"ok"`
-	Error   string `json:"error,omitempty"`
-	Code    string `json:"code,omitempty"`
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// errorBody is every refusal's body: the message, its code and what to do.
-type errorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-	Fix   string `json:"fix,omitempty"`
-}
-
-func (a *admin) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if bad := unknownParams(q, "after", "limit"); bad != "" {
-		refuse(w, invalid("GET /tenants takes no parameter "+strconv.Quote(bad)))
-		return
-	}
+func (a *admin) list(w http.ResponseWriter, r *http.Request, q query) {
 	limit := defaultLimit
-	if s := q.Get("limit"); s != "" {
+	if s, set := q["limit"]; set {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxLimit {
-			refuse(w, invalid(fmt.Sprintf("limit %q is not a number from 1 to %d", s, maxLimit)))
+		if err != nil || n < 1 || n > maxLimit || strconv.Itoa(n) != s {
+			refuse(w, invalid(r.Pattern, fmt.Sprintf("limit %q is not a number from 1 to %d", s, maxLimit)))
 			return
 		}
 		limit = n
 	}
 	var after tenancy.ID
-	if s := q.Get("after"); s != "" {
+	if s, set := q["after"]; set {
 		id, err := tenancy.ParseID(s)
 		if err != nil {
-			refuse(w, invalid("after "+strconv.Quote(s)+" is not a tenant id"))
+			refuse(w, invalid(r.Pattern, "after "+strconv.Quote(s)+" is not a tenant id"))
 			return
 		}
 		after = id
@@ -249,9 +193,9 @@ func compareID(x, y tenancy.ID) int {
 	return bytes.Compare(xb[:], yb[:])
 }
 
-func (a *admin) status(w http.ResponseWriter, r *http.Request) {
+func (a *admin) status(w http.ResponseWriter, r *http.Request, _ query) {
 	id, ok := tenantOf(w, r)
-	if !ok || !noParams(w, r) {
+	if !ok {
 		return
 	}
 	all, err := a.reg.List(r.Context())
@@ -271,13 +215,14 @@ func (a *admin) status(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, st)
 }
 
-func (a *admin) provision(w http.ResponseWriter, r *http.Request) {
+func (a *admin) provision(w http.ResponseWriter, r *http.Request, q query) {
 	id, ok := tenantOf(w, r)
 	if !ok {
 		return
 	}
-	dry, ok := dryRun(w, r, "dry_run")
-	if !ok {
+	dry, err := dryRun(r.Pattern, q)
+	if err != nil {
+		refuse(w, err)
 		return
 	}
 	if dry {
@@ -295,13 +240,19 @@ func (a *admin) provision(w http.ResponseWriter, r *http.Request) {
 	a.report(w, id, "provision", rep, err)
 }
 
-func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
+func (a *admin) offboard(w http.ResponseWriter, r *http.Request, q query) {
 	id, ok := tenantOf(w, r)
 	if !ok {
 		return
 	}
-	dry, ok := dryRun(w, r, "dry_run", "confirm")
-	if !ok {
+	dry, err := dryRun(r.Pattern, q)
+	if err != nil {
+		refuse(w, err)
+		return
+	}
+	confirm, confirmed := q["confirm"]
+	if dry && confirmed {
+		refuse(w, invalid(r.Pattern, "dry_run=1 and confirm are both given; a dry run needs no confirmation and a real run no dry_run"))
 		return
 	}
 	if dry {
@@ -313,7 +264,11 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if err := confirmOffboard(id, r.URL.Query()["confirm"]); err != nil {
+	var confirms []string
+	if confirmed {
+		confirms = []string{confirm}
+	}
+	if err := confirmOffboard(id, confirms); err != nil {
 		refuse(w, err)
 		return
 	}
@@ -338,11 +293,11 @@ func confirmOffboard(id tenancy.ID, confirm []string) error {
 	}
 }
 
-func (a *admin) suspend(w http.ResponseWriter, r *http.Request) {
+func (a *admin) suspend(w http.ResponseWriter, r *http.Request, _ query) {
 	a.toggle(w, r, "suspend", a.tenants.Suspend)
 }
 
-func (a *admin) resume(w http.ResponseWriter, r *http.Request) {
+func (a *admin) resume(w http.ResponseWriter, r *http.Request, _ query) {
 	a.toggle(w, r, "resume", a.tenants.Resume)
 }
 
@@ -350,7 +305,7 @@ func (a *admin) resume(w http.ResponseWriter, r *http.Request) {
 // module's routes read, so its report has no module lines.
 func (a *admin) toggle(w http.ResponseWriter, r *http.Request, step string, set func(tenancy.ID)) {
 	id, ok := tenantOf(w, r)
-	if !ok || !noParams(w, r) {
+	if !ok {
 		return
 	}
 	set(id)
@@ -371,13 +326,18 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	for _, l := range rep {
 		line := reportLine{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
 		if l.Err != nil {
-			line.Error, line.Code = l.Err.Error(), string(tenancy.CodeOf(l.Err))
+			// A module's failure may be uncoded (a routed module's
+			// resolver that does not know the tenant answers its own
+			// error): its line still names a code.
+			line.Error, line.Code = l.Err.Error(), string(cmp.Or(tenancy.CodeOf(l.Err), tenancy.CodeTenantStepFailed))
 		}
 		res.Report = append(res.Report, line)
 	}
+	// A module failing its part is the step's outcome, reported line by
+	// line, not a fault of the surface: 409, never a 500.
 	status := http.StatusOK
 	if err != nil {
-		status, res.Code, res.Error = http.StatusInternalServerError, string(tenancy.CodeTenantStepFailed), err.Error()
+		status, res.Code, res.Error = http.StatusConflict, string(tenancy.CodeTenantStepFailed), err.Error()
 	}
 	reply(w, status, res)
 }
@@ -406,52 +366,10 @@ func parseTenant(s string) (tenancy.ID, error) {
 	return id, nil
 }
 
-// dryRun reads dry_run ("1" or "true"; "0", "false" or absent for a real
-// run) and refuses any parameter but allowed, so a misspelt dry run is
-// never taken for a real one.
-func dryRun(w http.ResponseWriter, r *http.Request, allowed ...string) (dry, ok bool) {
-	q := r.URL.Query()
-	if bad := unknownParams(q, allowed...); bad != "" {
-		refuse(w, invalid(r.Pattern+" takes no parameter "+strconv.Quote(bad)))
-		return false, false
-	}
-	v, set := q["dry_run"]
-	if !set {
-		return false, true
-	}
-	if len(v) == 1 {
-		switch v[0] {
-		case "1", "true":
-			return true, true
-		case "0", "false":
-			return false, true
-		}
-	}
-	refuse(w, invalid(fmt.Sprintf("dry_run %q is none of 1, true, 0, false", strings.Join(v, ","))))
-	return false, false
-}
-
-func noParams(w http.ResponseWriter, r *http.Request) bool {
-	if bad := unknownParams(r.URL.Query()); bad != "" {
-		refuse(w, invalid(r.Pattern+" takes no parameter "+strconv.Quote(bad)))
-		return false
-	}
-	return true
-}
-
-func unknownParams(q map[string][]string, allowed ...string) string {
-	for k := range q {
-		if !slices.Contains(allowed, k) {
-			return k
-		}
-	}
-	return ""
-}
-
-func invalid(detail string) error {
+func invalid(route, detail string) error {
 	return &tenancy.Error{
-		Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Detail: detail + "; nothing was changed",
-		Fix: "use dry_run=1 (or true) on provision and offboard only, confirm on offboard only, and after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
+		Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Route: route, Detail: detail + "; nothing was changed",
+		Fix: "give each parameter once, in the query string only, spelt exactly: dry_run=1 on provision and offboard, confirm={id} on offboard, after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
 	}
 }
 
@@ -463,16 +381,19 @@ func registryDown(err error) error {
 	}
 }
 
-// refuse answers a coded refusal as JSON: 400 for a request's own fault,
-// 503 for an unreadable registry.
+// refuse answers a coded refusal as JSON: 403 for a request the guard
+// forbids, 400 for a request's own fault, 503 for an unreadable registry.
 func refuse(w http.ResponseWriter, err error) {
 	var e *tenancy.Error
 	if !errors.As(err, &e) {
 		e = &tenancy.Error{Code: tenancy.CodeOperatorRequestInvalid, Detail: err.Error()}
 	}
 	status := http.StatusBadRequest
-	if e.Code == tenancy.CodeTenantRegistryUnavailable {
+	switch e.Code {
+	case tenancy.CodeTenantRegistryUnavailable:
 		status = http.StatusServiceUnavailable
+	case tenancy.CodeOperatorRequestForbidden:
+		status = http.StatusForbidden
 	}
 	reply(w, status, errorBody{Error: e.Detail, Code: string(e.Code), Fix: e.Fix})
 }

@@ -123,11 +123,25 @@ func (f *fixture) do(method, url string) (int, map[string]any) {
 	return status, m
 }
 
+// raw sends a request as an operator's client does: a POST with
+// "Content-Type: application/json" and no body, unless header says
+// otherwise.
 func (f *fixture) raw(method, url string, header http.Header) (int, []byte) {
 	f.t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	return f.send(method, url, header, "")
+}
+
+func (f *fixture) send(method, url string, header http.Header, body string) (int, []byte) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	if body == "" {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -137,11 +151,11 @@ func (f *fixture) raw(method, url string, header http.Header) (int, []byte) {
 		f.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	got, err := io.ReadAll(resp.Body)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, got
 }
 
 // schema reads on the server whether id's schema exists.
@@ -281,7 +295,7 @@ func TestOperatorEndpoints(t *testing.T) {
 		t.Fatal("an offboard dry run removed the schema or the registry entry, or suspended the tenant")
 	}
 
-	for _, q := range []string{"", "?confirm=", "?confirm=" + b.String(), "?confirm=" + a.String() + "&confirm=" + a.String(), "?confirm=not-an-id"} {
+	for _, q := range []string{"", "?confirm=", "?confirm=" + b.String(), "?confirm=not-an-id"} {
 		st, body = f.do("POST", op+"/tenants/"+a.String()+"/offboard"+q)
 		wantCode(t, "offboard "+q, st, body, 400, tenancy.CodeOffboardUnconfirmed)
 	}
@@ -365,6 +379,7 @@ func TestMalformedRequests(t *testing.T) {
 	id := a.String()
 	for _, q := range []string{
 		"/provision?dry_run=yes", "/provision?dry_run=", "/provision?dry_run=1&dry_run=1", "/provision?dryrun=1", "/provision?confirm=" + id,
+		"/offboard?confirm=" + id + "&confirm=" + id, "/offboard?dry_run=1&confirm=" + id,
 		"/offboard?dry_run=on&confirm=" + id, "/offboard?dry-run=1&confirm=" + id, "/suspend?dry_run=1", "/resume?x=1",
 	} {
 		st, body := f.do("POST", op+"/tenants/"+id+q)
@@ -390,7 +405,7 @@ func TestMalformedRequests(t *testing.T) {
 }
 
 // TestStepFailureReported: a module that cannot remove the tenant's data
-// (built without AllowTeardown) fails its line; the answer is a 500
+// (built without AllowTeardown) fails its line; the answer is a 409
 // tenant_step_failed carrying the report, and the tenant stays suspended
 // with its schema.
 func TestStepFailureReported(t *testing.T) {
@@ -400,7 +415,7 @@ func TestStepFailureReported(t *testing.T) {
 	}
 	st, body := f.do("POST", f.operator+"/tenants/"+a.String()+"/offboard?confirm="+a.String())
 	rep, _ := body["report"].([]any)
-	if st != 500 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 2 {
+	if st != 409 || body["ok"] != false || body["code"] != string(tenancy.CodeTenantStepFailed) || len(rep) != 2 {
 		t.Fatalf("failed offboard: %d %v", st, body)
 	}
 	if l := rep[1].(map[string]any); l["module"] != "pg" || l["ok"] != false || !strings.Contains(l["error"].(string), "AllowTeardown") {

@@ -36,7 +36,9 @@ func ExampleModule() {
 	const acme = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 
 	post := func(base, path string) {
-		resp, err := http.Post("http://"+base+path, "", nil)
+		// A POST to the operator surface goes as application/json, which
+		// no HTML form or simple cross-site request can send.
+		resp, err := http.Post("http://"+base+path, "application/json", nil)
 		if err != nil {
 			fmt.Println(err)
 			return

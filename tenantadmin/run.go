@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -41,7 +42,25 @@ exit status: 0 done; 1 a module failed or the replica could not answer; 2 the co
 // a *tenancy.Error with the refusal's code, or the transport's failure:
 // ExitCode maps it to the exit status.
 func Run(ctx context.Context, operator string, args []string, out io.Writer) error {
-	base, err := operatorURL(operator)
+	return Remote{Addr: operator}.Run(ctx, args, out)
+}
+
+// Remote is a replica's operator listener as Run reaches it, with what a
+// listener exposed beyond loopback asks for.
+type Remote struct {
+	// Addr is "127.0.0.1:9090" or a URL (https://ops.example:9443/prefix).
+	Addr string
+	// Token is sent as "Authorization: Bearer <token>" when set
+	// (tenantadmin.Config.Token).
+	Token string
+	// Client sends the requests; nil means http.DefaultClient. Give one
+	// with a TLS client certificate for a proxy that wants mTLS.
+	Client *http.Client
+}
+
+// Run is the package's Run against r.
+func (r Remote) Run(ctx context.Context, args []string, out io.Writer) error {
+	base, err := operatorURL(r.Addr)
 	if err != nil {
 		return err
 	}
@@ -49,11 +68,16 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 		return usage("no command")
 	}
 	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "list", "status", "provision", "suspend", "resume", "offboard":
+	default:
+		return usage("unknown command " + strconv.Quote(cmd))
+	}
 	if cmd == "list" {
 		if len(rest) > 0 {
 			return usage("list takes no argument")
 		}
-		return list(ctx, base, out)
+		return r.list(ctx, base, out)
 	}
 	if len(rest) == 0 {
 		return usage(cmd + " needs a tenant id")
@@ -106,11 +130,9 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 			return err
 		}
 		q.Set("confirm", id.String())
-	default:
-		return usage("unknown command " + cmd)
 	}
 	u := at(base, path, q)
-	body, err := call(ctx, method, u)
+	body, err := r.call(ctx, method, u)
 	if body != nil {
 		_, _ = out.Write(body)
 	}
@@ -119,20 +141,20 @@ func Run(ctx context.Context, operator string, args []string, out io.Writer) err
 
 // ExitCode is the exit status of Run's error: 0 for nil; 2 when the command
 // was refused and nothing ran (a usage error, a malformed tenant id, an
-// unconfirmed offboard, a request the replica refused); 1 otherwise (a
+// unconfirmed offboard, a request the replica refused or forbade); 1 otherwise (a
 // module failed its part, the registry or the replica could not answer).
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
 	}
 	switch tenancy.CodeOf(err) {
-	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired:
+	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired:
 		return 2
 	}
 	return 1
 }
 
-func list(ctx context.Context, base *url.URL, out io.Writer) error {
+func (r Remote) list(ctx context.Context, base *url.URL, out io.Writer) error {
 	after := ""
 	for {
 		q := url.Values{"limit": {fmt.Sprint(maxLimit)}}
@@ -140,7 +162,7 @@ func list(ctx context.Context, base *url.URL, out io.Writer) error {
 			q.Set("after", after)
 		}
 		u := at(base, "/tenants", q)
-		body, err := call(ctx, http.MethodGet, u)
+		body, err := r.call(ctx, http.MethodGet, u)
 		if err != nil {
 			if body != nil {
 				_, _ = out.Write(body)
@@ -166,13 +188,24 @@ func list(ctx context.Context, base *url.URL, out io.Writer) error {
 
 // call sends one request and returns the body. A 2xx is nil; any other
 // answer is a *tenancy.Error carrying the body's code (and the body, for
-// a failed step's report, to write out).
-func call(ctx context.Context, method string, u *url.URL) ([]byte, error) {
+// a failed step's report, to write out). A POST goes as the operator
+// surface requires it: "Content-Type: application/json", no body.
+func (r Remote) call(ctx context.Context, method string, u *url.URL) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	client := r.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("tenantadmin: the operator listener did not answer: %w", err)
 	}

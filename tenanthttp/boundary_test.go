@@ -108,7 +108,8 @@ func TestEscapedPathsIntoShadowedPaths(t *testing.T) {
 		tenanthttp.Route("/debug/", tenanthttp.Blocked, nil),
 	)
 	get := func(addr, target string) (int, string) {
-		return raw(t, addr, "GET "+target+" HTTP/1.1\r\nHost: svc\r\nConnection: close\r\n\r\n")
+		// localhost: a name the operator listener answers.
+		return raw(t, addr, "GET "+target+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
 	}
 	for _, p := range []string{
 		"/debug%2Fpprof/", "/debug%2fpprof/profile", "/debug%2F", "/admin%2fstats", "/admin%2Fstats",

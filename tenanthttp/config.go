@@ -22,6 +22,18 @@ type Config struct {
 	// OperatorAddr is the operator listener's address; "" means
 	// "127.0.0.1:9090", so operator surfaces stay local unless asked.
 	OperatorAddr string
+	// OperatorHosts are the names the operator listener answers in a
+	// request's Host header, each "name" (with no port or the listener's
+	// own) or "name:port" (that port only). Every other Host is refused
+	// with 403 operator_request_forbidden before any operator handler
+	// runs, so a web page that rebinds its own DNS name to 127.0.0.1
+	// cannot read /readyz, /tenancy/matrix, /metrics or any operator
+	// route; a cross-site Origin or Sec-Fetch-Site is refused alike.
+	// Empty means localhost, 127.0.0.1 and [::1]; list the names a
+	// scraper or operator reaches a non-loopback OperatorAddr by (a pod
+	// IP, ops.internal). An entry that is not a host is refused at fx.New
+	// with operator_hosts_invalid.
+	OperatorHosts []string
 
 	// Header names the tenant header; "" means X-Tenant-ID. It must be an
 	// HTTP token that reaches handlers (not Host, Content-Length or a

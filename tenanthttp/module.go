@@ -21,8 +21,9 @@ import (
 // tenant header name no request can carry (tenant_source_invalid), header
 // or host mode without a trusted proxy (trusted_proxy_required), any
 // unclassified route (route_unclassified), any bad or conflicting pattern
-// (route_invalid) and any route that would answer for an operator or
-// blocked one (route_class_overlap), before any listener opens. The
+// (route_invalid), any route that would answer for an operator or
+// blocked one (route_class_overlap) and an OperatorHosts entry that is not
+// a host (operator_hosts_invalid), before any listener opens. The
 // listeners open in OnStart and close in OnStop, with the Config's limits.
 // Inject *Server for their addresses.
 func Module(cfg Config) fx.Option {
@@ -66,6 +67,10 @@ func wire(p wireParams) error {
 		return err
 	}
 	res.tel = p.Telemetry
+	hosts, err := cfg.operatorHosts()
+	if err != nil {
+		return err
+	}
 	health, err := json.Marshal(struct {
 		Status       string `json:"status"`
 		Mode         string `json:"mode"`
@@ -124,9 +129,11 @@ func wire(p wireParams) error {
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.tenant = cfg.server(th, errLog)
-	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics"), errLog)
+	// Outermost: a request a browser could have sent reaches no operator
+	// handler, nor the app's telemetry.
+	s.operator = cfg.server(operatorGuard{hosts: hosts, next: p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics")}, errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
-		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
+		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes), "operator_hosts", cfg.operatorHostNames())
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return nil
 }
@@ -173,8 +180,9 @@ func (s *Server) stop(ctx context.Context) error {
 // fx.New succeeded.
 func (s *Server) TenantHandler() http.Handler { return s.tenant.Handler }
 
-// OperatorHandler is the operator listener's handler. Valid after fx.New
-// succeeded.
+// OperatorHandler is the operator listener's handler, its Host and Origin
+// check included: a test request needs a Host of Config.OperatorHosts
+// (r.Host = "localhost"). Valid after fx.New succeeded.
 func (s *Server) OperatorHandler() http.Handler { return s.operator.Handler }
 
 // TenantAddr is the tenant listener's address once the app has started.

@@ -250,6 +250,17 @@ func TestRefusedDuringFxNew(t *testing.T) {
 		tenanthttp.Route("/m/", tenanthttp.Blocked, nil), tenanthttp.Route("GET /m/", tenanthttp.Blocked, nil))
 	tenancytest.RequireRefused(t, tenancy.CodeRouteInvalid,
 		tenanthttp.Module(ok), tenanthttp.Route("BAD PATTERN WITH SPACES", tenanthttp.Tenant, h))
+	// A yielding route is switched off by a Blocked declaration covering
+	// it whole, refused beside one that covers only part of it, and a
+	// plain route is refused under the same declaration.
+	yield := func(p string) fx.Option {
+		return tenanthttp.RouteWithYield(p, tenanthttp.Operator, func(fx.Lifecycle) http.Handler { return h })
+	}
+	tenancytest.RequireWires(t, tenanthttp.Module(ok), yield("POST /lib/{id}/run"), tenanthttp.Route("/lib/", tenanthttp.Blocked, nil))
+	tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap,
+		tenanthttp.Module(ok), yield("POST /lib/{id}/run"), tenanthttp.Route("/lib/x/run", tenanthttp.Blocked, nil))
+	tenancytest.RequireRefused(t, tenancy.CodeRouteClassOverlap,
+		tenanthttp.Module(ok), tenanthttp.Route("POST /lib/{id}/run", tenanthttp.Operator, h), tenanthttp.Route("/lib/", tenanthttp.Blocked, nil))
 
 	// errors.As finds the coded error through fx's wrapping.
 	err := fx.New(fx.NopLogger, tenanthttp.Module(tenanthttp.Config{})).Err()

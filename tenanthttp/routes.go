@@ -21,6 +21,9 @@ type routeDef struct {
 	Pattern string
 	Class   Class
 	Handler http.Handler
+	// yields: a Blocked declaration that covers the route switches it off
+	// instead of being refused (RouteWithYield).
+	yields bool
 }
 
 type routeOut struct {
@@ -44,6 +47,37 @@ func RouteWith[D any](pattern string, class Class, build func(deps D) http.Handl
 	})
 }
 
+// RouteWithYield is RouteWith for a route a library mounts on the app's
+// behalf (the tenantadmin endpoints): a Blocked declaration that matches
+// every request the route matches switches it off, so declaring the path
+// blocked is how an app turns the library's route off. A Blocked route
+// that only partly overlaps it is still refused with route_class_overlap.
+func RouteWithYield[D any](pattern string, class Class, build func(deps D) http.Handler) fx.Option {
+	return fx.Provide(func(deps D) routeOut {
+		return routeOut{Route: routeDef{Pattern: pattern, Class: class, Handler: build(deps), yields: true}}
+	})
+}
+
+// withoutYielded drops every yielding route that a Blocked declaration
+// covers whole.
+func withoutYielded(routes []routeDef) []routeDef {
+	var blocked []pattern
+	for _, r := range routes {
+		if r.Class == Blocked {
+			if p, ok := parsePattern(anyMethod(r.Pattern)); ok {
+				blocked = append(blocked, p)
+			}
+		}
+	}
+	return slices.DeleteFunc(routes, func(r routeDef) bool {
+		if !r.yields || r.Class == Blocked {
+			return false
+		}
+		p, ok := parsePattern(r.Pattern)
+		return ok && slices.ContainsFunc(blocked, func(b pattern) bool { return covers(b, p) })
+	})
+}
+
 // muxes are the two routers built from the classified routes.
 type muxes struct {
 	tenant, operator http.Handler
@@ -64,6 +98,7 @@ func buildMuxes(routes []routeDef, res *Resolver) (muxes, error) {
 	if err := classified(routes); err != nil {
 		return muxes{}, err
 	}
+	routes = withoutYielded(routes)
 	// Every pattern through net/http first: it refuses bad patterns and
 	// conflicts within a class, and what it accepts parsePattern reads.
 	// Blocked routes are checked one by one: two declarations of one

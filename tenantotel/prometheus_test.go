@@ -42,6 +42,8 @@ func TestPrometheusServerScrapesTheOperatorListener(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	// Prometheus sends the target as the Host, 127.0.0.1:<port>: a name
+	// the operator listener answers by default, so the scrape is served.
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: tenantwire\n    metrics_path: /metrics\n    static_configs:\n      - targets: [%q]\n", srv.OperatorAddr())
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
