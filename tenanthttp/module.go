@@ -126,7 +126,7 @@ func wire(p wireParams) error {
 	s.tenant = cfg.server(th, errLog)
 	s.operator = cfg.server(p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics"), errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
-		"trusted_proxy", cfg.TrustedProxy, "routes", len(p.Routes))
+		"trusted_proxy", cfg.TrustedProxy, "require_tenant", cfg.RequireTenant, "routes", len(p.Routes))
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return nil
 }
