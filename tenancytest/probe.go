@@ -42,9 +42,10 @@ type Probe struct {
 	Update func(ctx context.Context) error
 	Delete func(ctx context.Context) error
 	// Cleanup removes the probe record; the probe runs it under A when
-	// the test ends (nil: Delete under A, when set), so a later probe
-	// reusing RecordID, or a rerun on the same server, does not find A's
-	// record and read it as a leak.
+	// the test ends, so a later probe reusing RecordID, or a rerun on the
+	// same server, does not find A's record and read it as a leak. Delete
+	// is not used for it: it is written for B, and may assert that it
+	// fails.
 	Cleanup func(ctx context.Context) error
 
 	// Delivered marks a Read that reports a background delivery (a
@@ -57,8 +58,8 @@ type Probe struct {
 // Boundary writes under tenant A, proves A reads its own write (so the
 // probe cannot pass by seeing nothing at all), then reads, lists, counts,
 // searches, updates and deletes under tenant B and asserts B sees and
-// changes nothing of A's. What it wrote is removed when the test ends
-// (Probe.Cleanup).
+// changes nothing of A's. With Probe.Cleanup, what it wrote is removed
+// when the test ends.
 func Boundary(t testing.TB, p Probe) {
 	t.Helper()
 	if p.Write == nil || p.Read == nil {
@@ -101,22 +102,22 @@ func Boundary(t testing.TB, p Probe) {
 	}
 }
 
-// cleanUp removes A's probe record when the test ends. It is registered
-// before the write, so a write that failed after writing is cleaned too.
-// A removal that fails is logged, not failed: the boundary was proved,
-// and the route may be gone by then (an app stopped by a defer, which
-// runs before t.Cleanup); a probe that needs its removal sets Cleanup.
+// cleanUp removes A's probe record when the test ends (Probe.Cleanup). It
+// is registered before the write, so a write that failed after writing is
+// cleaned too. A removal that fails fails the test, since a rerun would
+// find the record; in a test already failed (the write, say, never
+// happened) it is only logged.
 func cleanUp(t testing.TB, ctxA context.Context, p Probe) {
-	remove := p.Cleanup
-	if remove == nil {
-		remove = p.Delete
-	}
-	if remove == nil {
+	if p.Cleanup == nil {
 		return
 	}
 	t.Cleanup(func() {
-		if err := remove(ctxA); err != nil {
-			t.Logf("tenancytest.Boundary: removing A's record: %v", err)
+		if err := p.Cleanup(ctxA); err != nil {
+			if t.Failed() {
+				t.Logf("tenancytest.Boundary: removing A's record: %v", err)
+				return
+			}
+			t.Errorf("tenancytest.Boundary: removing A's record: %v", err)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"testing"
 
 	"go.uber.org/fx"
@@ -74,13 +73,10 @@ func Example() {
 // runs outside a test. In a test, pass the test's *testing.T.
 type report struct {
 	testing.TB
-	failed   bool
-	cleanups []func()
+	failed bool
 }
 
-func (r *report) Helper()             {}
-func (r *report) Cleanup(f func())    { r.cleanups = append(r.cleanups, f) }
-func (r *report) Logf(string, ...any) {}
+func (r *report) Helper() {}
 func (r *report) Errorf(format string, args ...any) {
 	r.failed = true
 	fmt.Printf("probe failed: "+format+"\n", args...)
@@ -137,9 +133,6 @@ func Example_boundary() {
 		tenancytest.Boundary(r, probe)
 	}()
 	<-done
-	for _, f := range slices.Backward(r.cleanups) { // as a test's end runs them
-		f()
-	}
 	fmt.Println("boundary holds:", !r.failed)
 	// Output:
 	// boundary holds: true
