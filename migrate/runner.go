@@ -196,13 +196,14 @@ func (r *Runner) ProvisionAll(ctx context.Context, tenants []tenancy.ID, o Optio
 		create, size = b.ProvisionBatch, b.Batch()
 	}
 	return EachBatch(ctx, op, tenants, size, o, func(ctx context.Context, batch []tenancy.ID, _ *Recorder) []error {
-		errs := r.put(ctx, batch, Provisioning)
+		// A zero id is refused before anything is written: it must not
+		// become a registry entry.
+		errs := make([]error, len(batch))
 		var todo []tenancy.ID
 		for i, t := range batch {
 			if t.IsZero() {
 				errs[i] = r.unbound()
-			}
-			if errs[i] == nil {
+			} else if errs[i] = r.put(ctx, []tenancy.ID{t}, Provisioning)[0]; errs[i] == nil {
 				todo = append(todo, t)
 			}
 		}

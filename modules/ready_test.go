@@ -35,7 +35,7 @@ func TestProvideServerCheck(t *testing.T) {
 		if c.routed {
 			wantPings, wantOK = 0, true
 		}
-		if ok != wantOK || c.pings != wantPings || len(res) != 1 || res[0].Module != "m" || res[0].Backend != "demo" ||
+		if ok != wantOK || c.pings != wantPings || len(res) != 1 || res[0].Module != "m" || res[0].Name != "m/server" || res[0].Backend != "demo" ||
 			(!wantOK && res[0].Error != down.Error()) {
 			t.Fatalf("routed=%v err=%v: ready %v after %d pings, results %+v", c.routed, c.err, ok, c.pings, res)
 		}

@@ -105,3 +105,84 @@ func TestAddVersionsReadiness(t *testing.T) {
 		t.Fatalf("the tenant migrated: %+v", res)
 	}
 }
+
+// gated is a module's core for versionModule: the gate it holds. Each
+// module of an app has a core type of its own.
+type gated[T any] struct{ gate *migrate.Gate }
+
+// versionModule is a module of the kit named name needing version need,
+// its tenants listed by reg.
+func versionModule[T any](name string, need int64, reg migrate.Registry) fx.Option {
+	core := &gated[T]{gate: migrate.NewGate(name, "demo", need)}
+	s := kitSpec(1, name)
+	s.Name = name
+	s.Parts = []fx.Option{fx.Provide(func() *gated[T] { return core })}
+	modules.AddVersions(&s, modules.Versions[*gated[T]]{Versioning: migrate.Versioning{Required: need, Registry: reg}, Pkg: "kit", Latest: 3, PerTenant: true,
+		Gate: func(c *gated[T]) *migrate.Gate { return c.gate }})
+	return modules.Assemble(s)
+}
+
+// The start-up refusal names every module behind, each with how far (its
+// tenants' versions and the version it needs), not only the module whose
+// hook ran first; a module that is current is not named.
+func TestAddVersionsRefusalNamesEveryModuleBehind(t *testing.T) {
+	ctx := context.Background()
+	reg := migrate.NewMemoryRegistry()
+	_ = reg.Put(ctx, tenancytest.TenantA, migrate.Ready)
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "alpha", 1)
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "beta", 2)
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "gamma", 1)
+	type a struct{}
+	type b struct{}
+	type c struct{}
+	app := fx.New(fx.NopLogger, versionModule[a]("alpha", 2, reg), versionModule[b]("beta", 2, reg), versionModule[c]("gamma", 3, reg))
+	err := app.Start(ctx)
+	got := map[string]string{}
+	for _, e := range codedErrors(err) {
+		if e.Code != tenancy.CodeTenantMigrationBehind || e.Fix == "" {
+			t.Fatalf("refusal %v", e)
+		}
+		got[e.Module] = e.Detail
+	}
+	want := map[string]string{
+		"alpha": "behind migration version 2: " + tenancytest.TenantA.String() + " (at 1)",
+		"gamma": "behind migration version 3: " + tenancytest.TenantA.String() + " (at 1)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("modules named: %v (%v)", got, err)
+	}
+	for m, d := range want {
+		if !strings.Contains(got[m], d) {
+			t.Fatalf("module %s: %q, want it to name %q", m, got[m], d)
+		}
+	}
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "alpha", 2)
+	_ = reg.SetVersion(ctx, tenancytest.TenantA, "gamma", 3)
+	app = fx.New(fx.NopLogger, versionModule[a]("alpha", 2, reg), versionModule[b]("beta", 2, reg), versionModule[c]("gamma", 3, reg))
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = app.Stop(ctx)
+}
+
+// A module with a server check and a version check lists both in /readyz,
+// each under a name of its own, and only the server check carries the
+// module's routed pool.
+func TestReadyChecksNamed(t *testing.T) {
+	ctx := context.Background()
+	reg := migrate.NewMemoryRegistry()
+	_ = reg.Put(ctx, tenancytest.TenantA, migrate.Ready)
+	type a struct{}
+	var ready modules.Readiness
+	app := fx.New(fx.NopLogger, versionModule[a]("alpha", 2, reg),
+		modules.ProvideServerCheck("alpha", "demo", func(*gated[a]) bool { return false }, func(context.Context, *gated[a]) error { return nil }),
+		fx.Populate(&ready))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ok, res := ready.Check(ctx, time.Second)
+	if ok || len(res) != 2 || res[0].Name != "alpha/server" || !res[0].OK || res[1].Name != "alpha/version" || res[1].OK ||
+		res[0].Module != "alpha" || res[1].Module != "alpha" || !strings.Contains(res[1].Error, "behind migration version 2") {
+		t.Fatalf("ready %v, results %+v", ok, res)
+	}
+}

@@ -96,10 +96,14 @@ func ExampleConformance() {
 // outside a test. In a test, pass the test's *testing.T instead.
 type printer struct {
 	testing.TB
-	failed bool
+	failed   bool
+	cleanups []func()
 }
 
-func (p *printer) Helper() {}
+func (p *printer) Helper()             {}
+func (p *printer) Cleanup(f func())    { p.cleanups = append(p.cleanups, f) }
+func (p *printer) Failed() bool        { return p.failed }
+func (p *printer) Logf(string, ...any) {}
 func (p *printer) Errorf(format string, args ...any) {
 	p.failed = true
 	fmt.Printf("FAIL: "+format+"\n", args...)
@@ -120,6 +124,9 @@ func check(fn func(testing.TB)) bool {
 		fn(p)
 	}()
 	<-done
+	for i := len(p.cleanups) - 1; i >= 0; i-- {
+		p.cleanups[i]()
+	}
 	return !p.failed
 }
 

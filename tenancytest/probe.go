@@ -41,6 +41,12 @@ type Probe struct {
 	// fail (not found) and change nothing.
 	Update func(ctx context.Context) error
 	Delete func(ctx context.Context) error
+	// Cleanup removes the probe record; the probe runs it under A when
+	// the test ends, so a later probe reusing RecordID, or a rerun on the
+	// same server, does not find A's record and read it as a leak. Delete
+	// is not used for it: it is written for B, and may assert that it
+	// fails.
+	Cleanup func(ctx context.Context) error
 
 	// Delivered marks a Read that reports a background delivery (a
 	// consumer handing the record to a handler under the context's
@@ -52,7 +58,8 @@ type Probe struct {
 // Boundary writes under tenant A, proves A reads its own write (so the
 // probe cannot pass by seeing nothing at all), then reads, lists, counts,
 // searches, updates and deletes under tenant B and asserts B sees and
-// changes nothing of A's.
+// changes nothing of A's. With Probe.Cleanup, what it wrote is removed
+// when the test ends.
 func Boundary(t testing.TB, p Probe) {
 	t.Helper()
 	if p.Write == nil || p.Read == nil {
@@ -70,6 +77,7 @@ func Boundary(t testing.TB, p Probe) {
 	ctxA := tenancy.WithTenant(context.Background(), p.A)
 	ctxB := tenancy.WithTenant(context.Background(), p.B)
 
+	cleanUp(t, ctxA, p)
 	must(t, "write under A", p.Write(ctxA))
 	requireVisible(t, "A", ctxA, p, true)
 	requireVisible(t, "B", ctxB, p, false)
@@ -92,6 +100,26 @@ func Boundary(t testing.TB, p Probe) {
 			t.Error("A's record changed after B's update or delete attempt")
 		}
 	}
+}
+
+// cleanUp removes A's probe record when the test ends (Probe.Cleanup). It
+// is registered before the write, so a write that failed after writing is
+// cleaned too. A removal that fails fails the test, since a rerun would
+// find the record; in a test already failed (the write, say, never
+// happened) it is only logged.
+func cleanUp(t testing.TB, ctxA context.Context, p Probe) {
+	if p.Cleanup == nil {
+		return
+	}
+	t.Cleanup(func() {
+		if err := p.Cleanup(ctxA); err != nil {
+			if t.Failed() {
+				t.Logf("tenancytest.Boundary: removing A's record: %v", err)
+				return
+			}
+			t.Errorf("tenancytest.Boundary: removing A's record: %v", err)
+		}
+	})
 }
 
 // requireVisible asserts every read path sees the record (want) or not.

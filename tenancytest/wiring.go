@@ -12,6 +12,9 @@
 package tenancytest
 
 import (
+	"bytes"
+	"log/slog"
+	"sync"
 	"testing"
 
 	"go.uber.org/fx"
@@ -21,11 +24,47 @@ import (
 
 // RequireWires builds an fx app from opts (fx.New only: no OnStart hook
 // runs, so no server is touched) and fails the test when it is refused.
+// The app's *slog.Logger (the app's own, or the one its components fall
+// back to when it provides none) writes to a buffer that goes to t.Log
+// only when the wiring is refused: a passing check prints nothing. A
+// component requiring a logger the app does not provide is still refused.
 func RequireWires(t testing.TB, opts ...fx.Option) {
 	t.Helper()
-	if err := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...).Err(); err != nil {
+	var logs lockedBuffer
+	quiet := slog.New(slog.NewTextHandler(&logs, nil))
+	// The app's options in a module of their own, so that a decorator of
+	// the logger among them applies over this one rather than clash.
+	app := fx.New(fx.NopLogger, fx.Decorate(func(appLogger) *slog.Logger { return quiet }), fx.Module("app", opts...))
+	if err := app.Err(); err != nil {
+		if s := logs.String(); s != "" {
+			t.Logf("the app logged:\n%s", s)
+		}
 		t.Fatalf("wiring refused: %v", err)
 	}
+}
+
+// appLogger is the app's *slog.Logger, if it provides one.
+type appLogger struct {
+	fx.In
+	Logger *slog.Logger `optional:"true"`
+}
+
+// lockedBuffer is a bytes.Buffer safe for the app's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // RequireRefused builds an fx app from opts and fails the test unless it

@@ -113,7 +113,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for _, k := range spelled {
 		delete(out.Header, k)
 	}
-	if v != "" && sameOrigin(req) {
+	if v != "" && toFirstOrigin(req) {
 		out.Header[key] = []string{v}
 	}
 	base := t.Base
@@ -122,19 +122,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := base.RoundTrip(out)
 	if resp != nil && resp.Request == nil {
-		// The next hop finds the first request through it (sameOrigin).
+		// The next hop finds the first request through it (toFirstOrigin).
 		resp.Request = out
 	}
 	return resp, err
 }
 
-// sameOrigin reports whether req goes to the scheme and host of the
+// toFirstOrigin reports whether req goes to the scheme and host of the
 // request the caller sent. A RoundTripper sees each redirect hop as a new
 // request, with the same context; net/http links each hop to the response
 // that caused it (Request.Response), and that response to the hop before
 // (Response.Request), so the chain leads back to the caller's request. A
 // chain that breaks before reaching it is not the same origin.
-func sameOrigin(req *http.Request) bool {
+func toFirstOrigin(req *http.Request) bool {
 	first := req
 	for first.Response != nil {
 		if first.Response.Request == nil || first.Response.Request.URL == nil {
