@@ -166,17 +166,16 @@ func (r *Relay) loop(ctx context.Context, stop <-chan struct{}) {
 			} else {
 				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "wait", wait, "error", err)
 			}
-		case n > 0:
+		case n > 0 || failed != nil:
+			// A failure parked its tenant: the next claim leaves its rows
+			// out, so go on at once with the other tenants'.
 			wait = 0
-		case failed != nil:
-			// Only parked tenants' rows were waiting: sleep until the first
-			// is due, at most Idle (other tenants' new rows).
-			wait = r.cfg.Idle
-			if _, next := r.park.Skip(time.Now()); !next.IsZero() {
-				wait = min(wait, max(time.Until(next), time.Millisecond))
-			}
 		default:
 			wait = r.cfg.Idle
+		}
+		if id, ok := tenancy.FromContext(ctx); ok {
+			// A sharded pass serves one tenant: parked, it waits its backoff.
+			wait = max(wait, time.Until(r.park.Until(id)))
 		}
 	}
 }

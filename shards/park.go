@@ -97,6 +97,16 @@ func (p *Parking) Parked(tenant tenancy.ID, now time.Time) bool {
 	return e != nil && now.Before(e.until)
 }
 
+// Until is when tenant's parking ends (zero: not parked).
+func (p *Parking) Until(tenant tenancy.ID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.parked[tenant]; e != nil {
+		return e.until
+	}
+	return time.Time{}
+}
+
 // Skip returns the tenants parked at now, whose items a claim should
 // leave out, and when the first of them is due again (zero: none parked).
 // It drops the entries due for longer than Max.
