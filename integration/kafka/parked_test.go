@@ -1,0 +1,143 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TestHeaderConsumerParksASuspendedTenant: on a one-partition topic whose
+// records carry their tenant in a header, a suspended tenant's records at
+// the head leave other tenants' records behind them handled within twice
+// their usual latency; the suspended tenant's records are handled once it
+// is resumed, in their order, none lost. The handler forwards each record
+// through a producer route of the module, so the refusal is the
+// lifecycle's own tenant_suspended. While the tenant is parked, the
+// partition's committed offset stays at its first record: a consumer that
+// takes over handles it (and, again, what came after it).
+func TestHeaderConsumerParksASuspendedTenant(t *testing.T) {
+	s := newSpace(t)
+	got := newReceived()
+	var p struct {
+		fx.In
+		Orders    *kafka.Producer `name:"in"`
+		Fwd       *kafka.Producer `name:"fwd"`
+		Provision *migrate.Runner `name:"events"`
+		Tenants   *modules.Tenants
+	}
+	var fwd *kafka.Producer
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		if err := fwd.Produce(ctx, kafka.Message{Value: m.Value}); err != nil {
+			return err
+		}
+		return got.handle(ctx, m)
+	}
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
+			kafka.ProducerRoute("fwd", kafka.ProducerConfig{Topic: naming.Shared(s.name("fwd")), Partitions: 1}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, Retry: 20 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
+				OnError: func(error) {}}),
+		),
+		fx.Populate(&p),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	fwd = p.Fwd
+	ctx := context.Background()
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+
+	round := 0
+	produceB := func() []string {
+		round++
+		var vs []string
+		for i := range 10 {
+			v := fmt.Sprintf("b%d-%d", round, i)
+			if err := p.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		return vs
+	}
+	got.waitFor(t, produceB()...) // the group has joined
+	var usual time.Duration
+	for range 3 {
+		begin := time.Now()
+		got.waitFor(t, produceB()...)
+		usual = max(usual, time.Since(begin))
+	}
+
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	var parked []string
+	for i := range 5 {
+		v := fmt.Sprintf("a-%d", i)
+		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("in"), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}}); err != nil {
+			t.Fatal(err)
+		}
+		parked = append(parked, v)
+	}
+	begin := time.Now()
+	got.waitFor(t, produceB()...)
+	if took := time.Since(begin); took > 2*usual {
+		t.Errorf("with a suspended tenant's records at the head, another tenant's took %v; usually %v", took, usual)
+	}
+	if by, _ := got.snapshot(); len(by[tenantA.String()]) != 0 {
+		t.Fatalf("a suspended tenant's records were handled: %v", by[tenantA.String()])
+	}
+	// The commit waits at the parked tenant's first record.
+	if off := committed(t, s.broker, s.name("g"), s.name("in")); off != 4*10 {
+		t.Errorf("committed offset %d, want 40: the parked tenant's first record", off)
+	}
+
+	p.Tenants.Resume(tenantA)
+	got.waitFor(t, parked...)
+	by, count := got.snapshot()
+	if !slices.Equal(by[tenantA.String()], parked) {
+		t.Errorf("the parked tenant's records in order %v, want %v", by[tenantA.String()], parked)
+	}
+	for v, n := range count {
+		if n != 1 {
+			t.Errorf("%s handled %d times", v, n)
+		}
+	}
+}
+
+// committed reads group's committed offset of topic's partition 0.
+func committed(t *testing.T, broker, group, topic string) int64 {
+	t.Helper()
+	c, done := admin(broker)
+	defer done()
+	res, err := c.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group,
+		Topics: map[string][]int{topic: {0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			t.Fatal(p.Error)
+		}
+		return p.CommittedOffset
+	}
+	t.Fatal("no committed offset")
+	return 0
+}
