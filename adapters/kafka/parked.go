@@ -25,13 +25,13 @@ import (
 // consumer restarts, or loses the partition, before the parked one goes
 // through.
 type parkedLoop struct {
-	w      *worker
-	sh     shard
-	park   *shards.Parking
-	parts  map[partition]*partLog
-	held   map[tenancy.ID][]*record // per tenant, in fetch order
-	nHeld  int
-	max    int
+	w     *worker
+	sh    shard
+	park  *shards.Parking
+	parts map[partition]*partLog
+	held  map[tenancy.ID][]*record // per tenant, in fetch order
+	nHeld int
+	max   int
 }
 
 type partition struct {

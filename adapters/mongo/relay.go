@@ -236,4 +236,5 @@ func (r relaySpec) run(module string) fx.Option {
 		return nil
 	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`)))
 }
+
 var _ outbox.SkippingSource = (*Outbox)(nil)
