@@ -1,0 +1,75 @@
+package tenancytest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Suspended suspends tenant A through p.Suspensions after Boundary wrote
+// A's record, and asserts every operation the probe sets (write, read,
+// list, count, search, update, delete) refuses A with a *tenancy.Error of
+// code tenant_suspended naming module, backend and route with a fix,
+// while B is still served; then resumes A and asserts A is served again
+// and its record is intact (a refused delete removed nothing). A Delivered
+// read is left out: it is no call to refuse.
+func Suspended(t testing.TB, p Probe) {
+	t.Helper()
+	if p.Suspensions == nil {
+		t.Fatal("tenancytest.Suspended: Probe.Suspensions is nil; supply a *modules.Suspensions to the cell's app " +
+			"(s := &modules.Suspensions{}; fx.Supply(s)) and set Probe.Suspensions to it")
+	}
+	if p.A.IsZero() {
+		p.A = TenantA
+	}
+	if p.B.IsZero() {
+		p.B = TenantB
+	}
+	ctxA := tenancy.WithTenant(context.Background(), p.A)
+	ctxB := tenancy.WithTenant(context.Background(), p.B)
+	p.Suspensions.Suspend(p.A)
+	resumed := false
+	defer func() {
+		if !resumed {
+			p.Suspensions.Resume(p.A)
+		}
+	}()
+	for _, op := range p.calls(true) {
+		if op.name == "read" && p.Delivered {
+			continue
+		}
+		err := op.call(ctxA)
+		var coded *tenancy.Error
+		switch {
+		case err == nil:
+			t.Errorf("%s under suspended A succeeded: want tenant_suspended", op.name)
+		case !errors.As(err, &coded) || coded.Code != tenancy.CodeTenantSuspended:
+			t.Errorf("%s under suspended A: %v, want a *tenancy.Error with code tenant_suspended", op.name, err)
+		case coded.Fix == "":
+			t.Errorf("%s under suspended A: tenant_suspended without a fix text: %v", op.name, err)
+		case coded.Module == "" || coded.Backend == "" || coded.Route == "":
+			t.Errorf("%s under suspended A: tenant_suspended names module=%q backend=%q route=%q; want all three",
+				op.name, coded.Module, coded.Backend, coded.Route)
+		}
+	}
+	if !p.Delivered {
+		if _, err := p.Read(ctxB); err != nil {
+			t.Errorf("read under B while A is suspended: %v; a suspension is A's alone", err)
+		}
+	}
+	p.Suspensions.Resume(p.A)
+	resumed = true
+	if !p.Delivered {
+		requireVisible(t, "A after resume", ctxA, p, true)
+	}
+	if p.Intact != nil {
+		ok, err := p.Intact(ctxA)
+		must(t, "intact under A after resume", err)
+		if !ok {
+			t.Error("A's record changed while A was suspended")
+		}
+	}
+	must(t, "write under A after resume", p.Write(ctxA))
+}
