@@ -252,7 +252,7 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"delivered-unbound", false, []string{"delivered under no tenant: found=true err=<nil>, want nothing delivered"}},
 		{"skips", true, []string{"toy: cell skipped: log/tagged: the factory skipped it", "toy: cell skipped: log/dedicated"}},
 		{"broken", false, []string{"the factory failed: server down"}},
-		{"unsuspendable", false, []string{"write under suspended A succeeded: want tenant_suspended", "delete under suspended A succeeded"}},
+		{"unsuspendable", false, []string{"write under suspended A succeeded: want tenant_suspended", "count under suspended A succeeded"}},
 		{"no-suspensions", false, []string{"Probe.Suspensions is nil"}},
 	} {
 		t.Run(c.factory, func(t *testing.T) {
