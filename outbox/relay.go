@@ -57,7 +57,7 @@ type RelayConfig struct {
 	// Idle is the wait when nothing is waiting (default 200ms); after a
 	// failed claim the wait doubles up to MaxBackoff (default 5s). A tenant
 	// whose row fails is parked (shards.Parking) with the same bounds:
-	// Idle doubled per failure in a row, capped at MaxBackoff, jittered.
+	// Idle doubled per failure in a row, capped at MaxBackoff, not jittered.
 	Idle, MaxBackoff time.Duration
 	// DeadLetter receives the rows the relay gives up on (see GiveUpAfter
 	// and Gone), under the tenant-global scope with Message.Tenant set;

@@ -1,7 +1,6 @@
 package shards
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 // tenant-global items as one tenant.
 //
 // The backoff is Base doubled per consecutive failure of the tenant,
-// capped at Max, minus up to a quarter of jitter (so that tenants parked
-// together do not retry together). A success unparks the tenant. The state
+// capped at Max, not jittered: a worker's timers never fire early, and
+// tenants parked by one outage retry together, one attempt each per
+// backoff, which the cap bounds. A success unparks the tenant. The state
 // holds only tenants parked now: an entry is dropped on success, on
 // Forget, and once it has been due for longer than Max (its tenant had no
 // item to retry: a next failure starts again at Base).
@@ -72,7 +72,6 @@ func (p *Parking) Fail(tenant tenancy.ID, now time.Time) (time.Duration, int) {
 		wait *= 2
 	}
 	wait = min(wait, p.max)
-	wait -= time.Duration(rand.Int64N(int64(wait)/4 + 1))
 	e.until = now.Add(wait)
 	return wait, e.fails
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestParkingBackoffIsBoundedAndStateShort: the wait doubles per failure
-// in a row, jittered down by at most a quarter and capped; a success ends
+// in a row and is capped; a success ends
 // the parking; an entry due for longer than the cap is dropped, so the
 // state holds only tenants parked now.
 func TestParkingBackoffIsBoundedAndStateShort(t *testing.T) {
@@ -19,8 +19,8 @@ func TestParkingBackoffIsBoundedAndStateShort(t *testing.T) {
 	for i, full := range []time.Duration{10, 20, 40, 80, 80, 80} {
 		full *= time.Millisecond
 		wait, fails := p.Fail(a, now)
-		if fails != i+1 || wait > full || wait < full*3/4 {
-			t.Fatalf("failure %d: wait %v (fails %d), want in [%v, %v]", i+1, wait, fails, full*3/4, full)
+		if fails != i+1 || wait != full {
+			t.Fatalf("failure %d: wait %v (fails %d), want %v", i+1, wait, fails, full)
 		}
 		if !p.Parked(a, now) || p.Parked(a, now.Add(wait)) {
 			t.Fatalf("failure %d: parked for the wrong span", i+1)
