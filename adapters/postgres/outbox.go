@@ -250,7 +250,7 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 	case len(skip) > 0:
 		ids := make([]string, len(skip))
 		for i, id := range skip {
-			ids[i] = id.String()
+			ids[i] = id.Hex() // the zero ID too: its String is empty
 		}
 		rows, err = tx.Query(ctx, st.claimSkip, st.mode([]any{limit, ids})...)
 	default:

@@ -81,3 +81,58 @@ func TestRelayParksASuspendedTenant(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimSkippingLeavesParkedTenantsOut, directly and through PgBouncer:
+// the claim a relay makes while tenants are parked returns none of their
+// rows, even when they are the oldest and fill more than a batch, and
+// leaves the deployment-wide rows out when the zero ID is parked.
+func TestClaimSkippingLeavesParkedTenantsOut(t *testing.T) {
+	for name, v := range map[string]via{"direct": direct, "pgbouncer": throughPgBouncer} {
+		t.Run(name, func(t *testing.T) {
+			var o *postgres.Outbox
+			_, c := build(t, postgres.Module("pg", append(v.dsn(t),
+				postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("skip_" + unique())}))...), named("out", &o))
+			provision(t, c, tenancytest.TenantA)
+			a, b := tenancytest.TenantA, tenancytest.TenantB
+			parked := fill(t, o, 12, a)
+			others := fill(t, o, 3, b)
+			if err := o.Write(tenancy.WithGlobal(context.Background()), outbox.Message{EventID: "g", Topic: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			claim := func(skip ...tenancy.ID) map[string]bool {
+				batch, err := o.ClaimSkipping(context.Background(), 10, skip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer batch.Abandon(context.Background())
+				got := map[string]bool{}
+				for _, m := range batch.Messages() {
+					got[m.EventID] = true
+				}
+				return got
+			}
+			got := claim(a)
+			if len(got) != 4 || !got["g"] {
+				t.Fatalf("skipping A: %v", got)
+			}
+			for ev := range others {
+				if !got[ev] {
+					t.Errorf("B's %s left out", ev)
+				}
+			}
+			if got := claim(a, tenancy.ID{}); len(got) != 3 || got["g"] {
+				t.Errorf("skipping A and the deployment-wide rows: %v", got)
+			}
+			got = claim()
+			n := 0
+			for ev := range parked {
+				if got[ev] {
+					n++
+				}
+			}
+			if n != 10 {
+				t.Errorf("skipping none: %d of A's oldest rows claimed, want a full batch", n)
+			}
+		})
+	}
+}
