@@ -76,7 +76,8 @@ type RelayConfig struct {
 	// Wake, when set, cuts an idle wait short (an outbox wake channel).
 	Wake <-chan struct{}
 	// Logger receives failed passes (keys "tenant" when sharded, "wait",
-	// "error"). The adapters' relays pass the app's logger with the
+	// "error") and failed deliveries (keys "tenant", "event", "attempts",
+	// "wait", "error"; a row given up on is logged at Error when dropped). The adapters' relays pass the app's logger with the
 	// backend, module, route and worker attached; left nil here it is
 	// slog.Default() with the "worker" key.
 	Logger *slog.Logger
