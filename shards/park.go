@@ -37,23 +37,15 @@ type park struct {
 }
 
 // NewParking returns a Parking whose backoff starts at base and is capped
-// at max (defaults 200ms and 5s).
-func NewParking(base, max time.Duration) *Parking {
+// at ceiling (defaults 200ms and 5s).
+func NewParking(base, ceiling time.Duration) *Parking {
 	if base <= 0 {
 		base = 200 * time.Millisecond
 	}
-	if max <= 0 {
-		max = 5 * time.Second
+	if ceiling <= 0 {
+		ceiling = 5 * time.Second
 	}
-	max = max2(max, base)
-	return &Parking{base: base, max: max, parked: map[tenancy.ID]*park{}}
-}
-
-func max2(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
+	return &Parking{base: base, max: max(ceiling, base), parked: map[tenancy.ID]*park{}}
 }
 
 // Fail parks tenant after a failed item: it returns the wait before its
