@@ -139,9 +139,9 @@ func namespacePrefix(key string) (string, bool) {
 
 // OffboardMany removes the keys of many tenants at once: one SCAN walk of
 // the framework's keys per master serves them all, where Offboard walks
-// the keyspace six times (and once per namespace route) for each tenant,
-// so offboarding n tenants costs a walk of the database per batch instead
-// of 6n. A key is removed when its tenant segment, or its namespace
+// the keyspace six times per key family (and once per namespace route) for
+// each tenant, so offboarding n tenants costs a walk of the database per
+// batch instead of 12n. A key is removed when its tenant segment, or its namespace
 // route's prefix, is one of the tenants'. A routed module offboards each
 // tenant in its own database. The error of a failed walk is every tenant's
 // of the batch; a rerun completes it.
