@@ -126,7 +126,7 @@ type headerDeps struct {
 // headerConsumerApp is a TenantFromHeaders consumer on s's one-partition
 // topic "in", whose handler forwards each record through the producer
 // route "fwd" (refused for a suspended tenant) and records it in got.
-func headerConsumerApp(t *testing.T, s *space, got *received) (*fx.App, *headerDeps) {
+func headerConsumerApp(t *testing.T, s *space, got *received, tune ...func(*kafka.ConsumerConfig)) (*fx.App, *headerDeps) {
 	t.Helper()
 	p := &headerDeps{}
 	handle := func(ctx context.Context, m kafkago.Message) error {
@@ -135,14 +135,18 @@ func headerConsumerApp(t *testing.T, s *space, got *received) (*fx.App, *headerD
 		}
 		return got.handle(ctx, m)
 	}
+	cc := kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+		TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+		MaxWait: 50 * time.Millisecond, Retry: 20 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
+		OnError: func(error) {}}
+	for _, f := range tune {
+		f(&cc)
+	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		kafka.Module("events", kafka.Brokers(s.broker),
 			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
 			kafka.ProducerRoute("fwd", kafka.ProducerConfig{Topic: naming.Shared(s.name("fwd")), Partitions: 1}),
-			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
-				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
-				MaxWait: 50 * time.Millisecond, Retry: 20 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
-				OnError: func(error) {}}),
+			kafka.Consumer("in-c", cc),
 		),
 		fx.Populate(p),
 	)
@@ -198,5 +202,44 @@ func TestHeaderConsumerRestartRedeliversBehindAParkedTenant(t *testing.T) {
 	by, count := second.snapshot()
 	if !slices.Equal(by[tenantA.String()], []string{"a-0", "a-1"}) || count["b-before"] != 0 {
 		t.Errorf("after the restart: %v (b-before was committed and must not come again)", by)
+	}
+}
+
+// TestHeaderConsumerHoldsAtMostMaxHeld: behind a parked tenant the
+// consumer holds at most MaxHeld records; once that many wait it fetches
+// nothing more, so the other tenant's records further on wait too (the
+// price of bounded memory), and all flow, in order, after the resume.
+func TestHeaderConsumerHoldsAtMostMaxHeld(t *testing.T) {
+	s := newSpace(t)
+	ctx := context.Background()
+	got := newReceived()
+	app, p := headerConsumerApp(t, s, got, func(c *kafka.ConsumerConfig) { c.MaxHeld = 3 })
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	var as, bs []kafkago.Message
+	for i := range 5 {
+		as = append(as, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("a-%d", i)),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}})
+		bs = append(bs, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("b-%d", i)),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantB.String())}}})
+	}
+	// B's first record, A's five, then B's other four.
+	if err := raw.WriteMessages(ctx, append(append(bs[:1:1], as...), bs[1:]...)...); err != nil {
+		t.Fatal(err)
+	}
+	got.waitFor(t, "b-0")
+	time.Sleep(time.Second)
+	if by, _ := got.snapshot(); len(by[tenantB.String()]) != 1 {
+		t.Fatalf("B's records past a full hold were handled: %v", by[tenantB.String()])
+	}
+	p.Tenants.Resume(tenantA)
+	got.waitFor(t, "a-0", "a-1", "a-2", "a-3", "a-4", "b-1", "b-2", "b-3", "b-4")
+	by, _ := got.snapshot()
+	if !slices.Equal(by[tenantA.String()], []string{"a-0", "a-1", "a-2", "a-3", "a-4"}) {
+		t.Errorf("A's records in order %v", by[tenantA.String()])
 	}
 }
