@@ -30,7 +30,8 @@ type Message struct {
 
 // Destination receives forwarded rows. Deliver must be idempotent per
 // EventID or tolerate duplicates: a relay retries a row until Deliver
-// returns nil and the row is marked delivered.
+// returns nil and the row is marked delivered (or, when configured, gives
+// up on it: RelayConfig.DeadLetter). A failed row parks only its tenant.
 type Destination interface {
 	Deliver(ctx context.Context, m Message) error
 }

@@ -54,13 +54,30 @@ type RelayConfig struct {
 	Refresh time.Duration
 	// BatchSize defaults to 100.
 	BatchSize int
-	// Idle is the wait when nothing is waiting (default 200ms); after an
-	// error the wait doubles up to MaxBackoff (default 5s).
+	// Idle is the wait when nothing is waiting (default 200ms); after a
+	// failed claim the wait doubles up to MaxBackoff (default 5s). A tenant
+	// whose row fails is parked (shards.Parking) with the same bounds:
+	// Idle doubled per failure in a row, capped at MaxBackoff, not jittered.
 	Idle, MaxBackoff time.Duration
+	// DeadLetter receives the rows the relay gives up on (see GiveUpAfter
+	// and Gone), under the tenant-global scope with Message.Tenant set;
+	// the row is marked done once it took it. Nil: such rows are dropped
+	// (marked done), each logged at Error with its tenant and event id.
+	DeadLetter Destination
+	// GiveUpAfter is how many failed attempts in a row of one tenant's row
+	// make the relay give up on that row; 0 (the default) never does: a
+	// suspended tenant's rows wait, parked, until it is resumed.
+	GiveUpAfter int
+	// Gone, when set, is asked about a tenant whose row failed: true (the
+	// tenant was offboarded for good) gives up on the row at once, so an
+	// offboarded tenant's leftovers go to DeadLetter or are dropped
+	// rather than waiting forever. Wire it to your tenant registry.
+	Gone func(ctx context.Context, tenant tenancy.ID) bool
 	// Wake, when set, cuts an idle wait short (an outbox wake channel).
 	Wake <-chan struct{}
 	// Logger receives failed passes (keys "tenant" when sharded, "wait",
-	// "error"). The adapters' relays pass the app's logger with the
+	// "error") and failed deliveries (keys "tenant", "event", "attempts",
+	// "wait", "error"; a row given up on is logged at Error when dropped). The adapters' relays pass the app's logger with the
 	// backend, module, route and worker attached; left nil here it is
 	// slog.Default() with the "worker" key.
 	Logger *slog.Logger
@@ -70,6 +87,7 @@ type RelayConfig struct {
 type Relay struct {
 	shards *shards.Group
 	cfg    RelayConfig
+	park   *shards.Parking
 }
 
 // NewRelay validates cfg.
@@ -89,7 +107,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default().With("worker", cfg.Name)
 	}
-	return &Relay{cfg: cfg}, nil
+	return &Relay{cfg: cfg, park: shards.NewParking(cfg.Idle, cfg.MaxBackoff)}, nil
 }
 
 // Start launches the relay's passes (one, or one per tenant when sharded)
@@ -137,7 +155,7 @@ func (r *Relay) loop(ctx context.Context, stop <-chan struct{}) {
 		if ctx.Err() != nil {
 			return
 		}
-		n, err := r.Pass(ctx)
+		n, failed, err := r.pass(ctx)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -149,47 +167,87 @@ func (r *Relay) loop(ctx context.Context, stop <-chan struct{}) {
 			} else {
 				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "wait", wait, "error", err)
 			}
-		case n == 0:
-			wait = r.cfg.Idle
-		default:
+		case n > 0 || failed != nil:
+			// A failure parked its tenant: the next claim leaves its rows
+			// out, so go on at once with the other tenants'.
 			wait = 0
+		default:
+			wait = r.cfg.Idle
+		}
+		if id, ok := tenancy.FromContext(ctx); ok {
+			// A sharded pass serves one tenant: parked, it waits its backoff.
+			wait = max(wait, time.Until(r.park.Until(id)))
 		}
 	}
 }
 
 // Pass claims one batch under ctx and delivers it: each row under its own
-// tenant (or the tenant-global scope), stopping at the first failure so
-// that rows of one tenant keep their order. It returns how many rows were
-// delivered.
+// tenant (or the tenant-global scope). A row that fails parks its tenant:
+// that tenant's later rows wait behind it (their order holds), other
+// tenants' rows go on. A parked tenant's rows are left out of the claim
+// when the Source is a SkippingSource, and passed over otherwise. It
+// returns how many rows were marked done and every failure, joined.
 func (r *Relay) Pass(ctx context.Context) (int, error) {
-	batch, err := r.cfg.Source.Claim(ctx, r.cfg.BatchSize)
+	n, failed, err := r.pass(ctx)
+	return n, errors.Join(failed, err)
+}
+
+// pass is Pass: failed joins the failed deliveries (their tenants are
+// parked, no reason for the relay to back off), err a failed claim or
+// completion, or a broken source.
+func (r *Relay) pass(ctx context.Context) (n int, failed, err error) {
+	skip, _ := r.park.Skip(time.Now())
+	var batch Batch
+	if s, ok := r.cfg.Source.(SkippingSource); ok && len(skip) > 0 {
+		batch, err = s.ClaimSkipping(ctx, r.cfg.BatchSize, skip)
+	} else {
+		batch, err = r.cfg.Source.Claim(ctx, r.cfg.BatchSize)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("claim: %w", err)
+		return 0, nil, fmt.Errorf("claim: %w", err)
 	}
 	msgs := batch.Messages()
 	if len(msgs) == 0 {
 		batch.Abandon(ctx)
-		return 0, nil
+		return 0, nil, nil
 	}
 	bound, sharded := tenancy.FromContext(ctx)
-	var delivered []Message
-	var deliverErr error
+	var done []Message
+	var errs []error // failed deliveries
+	var broken error
+	// held: tenants parked during this pass, whose later rows wait.
+	held := map[tenancy.ID]bool{}
 	for _, m := range msgs {
 		if sharded && m.Tenant != bound {
 			// A source that returns another tenant's row to a sharded pass
 			// is broken; refuse rather than forward it under either tenant.
-			deliverErr = fmt.Errorf("event %s: source returned tenant %s to the pass of %s", m.EventID, m.Tenant, bound)
+			broken = fmt.Errorf("event %s: source returned tenant %s to the pass of %s", m.EventID, m.Tenant, bound)
 			break
 		}
-		if err := r.cfg.Destination.Deliver(Bind(ctx, m), m); err != nil {
-			deliverErr = fmt.Errorf("deliver event %s: %w", m.EventID, err)
+		if held[m.Tenant] || r.park.Parked(m.Tenant, time.Now()) {
+			held[m.Tenant] = true
+			continue
+		}
+		if ctx.Err() != nil {
 			break
 		}
-		delivered = append(delivered, m)
+		derr := r.cfg.Destination.Deliver(Bind(ctx, m), m)
+		if derr == nil {
+			r.park.Ok(m.Tenant)
+			done = append(done, m)
+			continue
+		}
+		errs = append(errs, fmt.Errorf("deliver event %s: %w", m.EventID, derr))
+		if r.giveUp(ctx, m, derr) {
+			done = append(done, m)
+			continue
+		}
+		held[m.Tenant] = true
 	}
 	// Mark what was delivered even when stopping: the destination has it.
-	if err := batch.Complete(context.WithoutCancel(ctx), delivered); err != nil {
-		return 0, errors.Join(deliverErr, fmt.Errorf("complete: %w", err))
+	failed = errors.Join(errs...)
+	if cerr := batch.Complete(context.WithoutCancel(ctx), done); cerr != nil {
+		return 0, failed, errors.Join(broken, fmt.Errorf("complete: %w", cerr))
 	}
-	return len(delivered), deliverErr
+	return len(done), failed, broken
 }

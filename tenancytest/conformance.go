@@ -77,7 +77,9 @@ func Unavailable(reason string) error { return &unavailable{reason: reason} }
 // Cells), each in a subtest named kind/tier: A writes and reads its own,
 // B sees and changes nothing of A's through every operation the probe
 // sets (Boundary), and the write and every read fail closed with
-// tenant_unbound when no tenant is bound (FailsClosed). Cells the factory
+// tenant_unbound when no tenant is bound (FailsClosed), and every call of
+// a suspended tenant fails with tenant_suspended until it is resumed
+// (Suspended: the probe's Suspensions is required). Cells the factory
 // does not cover fail the run, and the kit lists them at the end with the
 // cells it skipped and why.
 func Conformance(t *testing.T, b floors.Backend, f Factory) {
@@ -116,6 +118,7 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 			t.Logf("probing %s", strings.Join(p.operations(), ", "))
 			Boundary(t, p)
 			FailsClosed(t, p)
+			Suspended(t, p)
 		})
 	}
 	for _, s := range skipped {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -66,8 +67,11 @@ type toyStore struct {
 	nameless bool
 	// delivered: Read reports deliveries; unboundSeen: one ran unbound.
 	delivered, unboundSeen bool
-	mu                     sync.Mutex
-	data                   map[string]bool
+	// unsuspendable: it never checks the suspended set.
+	unsuspendable bool
+	susp          *modules.Suspensions
+	mu            sync.Mutex
+	data          map[string]bool
 }
 
 var errNotFound = errors.New("not found")
@@ -84,6 +88,11 @@ func (s *toyStore) key(ctx context.Context) (string, error) {
 		}
 		id = tenancy.Default
 	}
+	if !s.unsuspendable {
+		if err := s.susp.Check(id, "toy", "m", "r"); err != nil {
+			return "", err
+		}
+	}
 	if s.leaky {
 		return "rec", nil
 	}
@@ -92,6 +101,7 @@ func (s *toyStore) key(ctx context.Context) (string, error) {
 
 func (s *toyStore) probe() tenancytest.Probe {
 	s.data = map[string]bool{}
+	s.susp = &modules.Suspensions{}
 	found := func(ctx context.Context) (bool, error) {
 		k, err := s.key(ctx)
 		if err != nil {
@@ -102,8 +112,9 @@ func (s *toyStore) probe() tenancytest.Probe {
 		return s.data[k] && !s.blind, nil
 	}
 	return tenancytest.Probe{
-		Delivered: s.delivered,
-		RecordID:  "rec",
+		Suspensions: s.susp,
+		Delivered:   s.delivered,
+		RecordID:    "rec",
 		Write: func(ctx context.Context) error {
 			k, err := s.key(ctx)
 			if err != nil {
@@ -191,6 +202,14 @@ var factories = map[string]tenancytest.Factory{
 		}
 		return (&toyStore{}).probe(), nil
 	},
+	"unsuspendable": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+		return (&toyStore{unsuspendable: true}).probe(), nil
+	},
+	"no-suspensions": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+		p := (&toyStore{}).probe()
+		p.Suspensions = nil
+		return p, nil
+	},
 	"broken": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return tenancytest.Probe{}, errors.New("server down")
 	},
@@ -233,6 +252,8 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"delivered-unbound", false, []string{"delivered under no tenant: found=true err=<nil>, want nothing delivered"}},
 		{"skips", true, []string{"toy: cell skipped: log/tagged: the factory skipped it", "toy: cell skipped: log/dedicated"}},
 		{"broken", false, []string{"the factory failed: server down"}},
+		{"unsuspendable", false, []string{"write under suspended A succeeded: want tenant_suspended", "count under suspended A succeeded"}},
+		{"no-suspensions", false, []string{"Probe.Suspensions is nil"}},
 	} {
 		t.Run(c.factory, func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -63,19 +64,23 @@ func ExampleConformance() {
 		default:
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}
-		if err := fx.New(fx.NopLogger, fx.Populate(out),
+		// The app's suspended set: the kit suspends A through it.
+		susp := &modules.Suspensions{}
+		if err := fx.New(fx.NopLogger, fx.Populate(out), fx.Supply(susp),
 			memory.Module("probe", memory.RequiredIsolation(tier), route)).Err(); err != nil {
 			return tenancytest.Probe{}, err
 		}
 		switch kind {
 		case "cache":
 			return tenancytest.Probe{
-				Write: func(ctx context.Context) error { return kv.Set(ctx, "k", []byte("v"), 0) },
-				Read:  func(ctx context.Context) (bool, error) { _, ok, err := kv.Get(ctx, "k"); return ok, err },
+				Suspensions: susp,
+				Write:       func(ctx context.Context) error { return kv.Set(ctx, "k", []byte("v"), 0) },
+				Read:        func(ctx context.Context) (bool, error) { _, ok, err := kv.Get(ctx, "k"); return ok, err },
 			}, nil
 		case "document":
 			return tenancytest.Probe{
-				Write: func(ctx context.Context) error { _, err := docs.Create(ctx, "d", "v"); return err },
+				Suspensions: susp,
+				Write:       func(ctx context.Context) error { _, err := docs.Create(ctx, "d", "v"); return err },
 				Read: func(ctx context.Context) (bool, error) {
 					_, err := docs.Get(ctx, "d")
 					if errors.Is(err, document.ErrNotFound) {
@@ -86,8 +91,9 @@ func ExampleConformance() {
 			}, nil
 		}
 		return tenancytest.Probe{
-			Write: func(ctx context.Context) error { _, err := st.Append(ctx, []byte("v")); return err },
-			Read:  func(ctx context.Context) (bool, error) { m, err := st.Read(ctx, 0, 0); return len(m) > 0, err },
+			Suspensions: susp,
+			Write:       func(ctx context.Context) error { _, err := st.Append(ctx, []byte("v")); return err },
+			Read:        func(ctx context.Context) (bool, error) { m, err := st.Read(ctx, 0, 0); return len(m) > 0, err },
 		}, nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -47,6 +48,11 @@ type Probe struct {
 	// is not used for it: it is written for B, and may assert that it
 	// fails.
 	Cleanup func(ctx context.Context) error
+
+	// Suspensions is the one the route's app holds (fx.Supply(s), or
+	// modules.Lifecycle's), for Conformance's suspension check
+	// (Suspended): required there.
+	Suspensions *modules.Suspensions
 
 	// Delivered marks a Read that reports a background delivery (a
 	// consumer handing the record to a handler under the context's

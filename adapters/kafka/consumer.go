@@ -64,7 +64,14 @@ type ConsumerConfig struct {
 	// MaxWait is the longest a fetch waits for new records (default 250ms).
 	MaxWait time.Duration
 	// Retry is the wait before retrying a failed handler (default 200ms).
-	Retry time.Duration
+	// Under TenantFromHeaders it is where a failing tenant's backoff
+	// starts: doubled per failure in a row, capped at MaxRetry (default
+	// 5s), while other tenants' records behind it are handled.
+	Retry, MaxRetry time.Duration
+	// MaxHeld bounds the records a TenantFromHeaders consumer holds behind
+	// parked tenants (default 1000); once reached it fetches no more until
+	// a parked tenant's records go through.
+	MaxHeld int
 	// OnError observes fetch, handler and commit errors (default: a warning
 	// on the app's *slog.Logger, or slog.Default()).
 	OnError func(error)
@@ -333,6 +340,11 @@ func (w *worker) stop(ctx context.Context) error {
 // stop) and handles and commits under ctx, so a record fetched is handled
 // and committed even when its shard is told to stop meanwhile.
 func (w *worker) loop(ctx, fetch context.Context, sh shard) {
+	if sh.tenant.IsZero() && w.spec.cfg.TenantFromHeaders {
+		// Many tenants share the partitions: a failing tenant is parked.
+		newParkedLoop(w, sh).run(ctx, fetch)
+		return
+	}
 	for {
 		m, err := sh.reader.FetchMessage(fetch)
 		if err != nil {
@@ -396,6 +408,26 @@ func (w *worker) process(ctx context.Context, tenant tenancy.ID, m kafkago.Messa
 }
 
 func (w *worker) handleRecord(ctx context.Context, tenant tenancy.ID, m kafkago.Message) bool {
+	tenant, call := w.bind(ctx, tenant, m)
+	for {
+		err := call()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		w.report(tenant, fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
+		if !shards.Sleep(ctx, nil, w.retry()) {
+			return false
+		}
+	}
+}
+
+// bind returns the call that handles m under the right binding (or
+// dead-letters it) and the record's tenant: tenant when known, else the
+// header's; zero for a tenant-global or dead-lettered record.
+func (w *worker) bind(ctx context.Context, tenant tenancy.ID, m kafkago.Message) (tenancy.ID, func() error) {
 	// The handler's log lines name the consumer (modules.TenantHandler).
 	ctx = modules.WithCallSite(ctx, w.route.core.module, w.route.spec.name)
 	var call func() error
@@ -419,19 +451,7 @@ func (w *worker) handleRecord(ctx context.Context, tenant tenancy.ID, m kafkago.
 		global := tenancy.WithGlobal(ctx)
 		call = func() error { return w.spec.cfg.Handle(global, m) }
 	}
-	for {
-		err := call()
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		w.report(tenant, fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, err))
-		if !shards.Sleep(ctx, nil, w.retry()) {
-			return false
-		}
-	}
+	return tenant, call
 }
 
 // TenantFromHeaders reads the tenant a record's headers claim. Exactly one

@@ -27,16 +27,23 @@ func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenanc
 		container = naming.Shared("probe")
 	}
 	floor := memory.RequiredIsolation(tier)
+	var p tenancytest.Probe
 	switch kind {
 	case "document":
-		docs, _, _ := build(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
-		return documentProbe(docs), nil
+		docs, _, _, susp := buildSuspendable(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
+		p = documentProbe(docs)
+		p.Suspensions = susp
+		return p, nil
 	case "cache":
-		_, kv, _ := build(t, floor, memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
-		return cacheProbe(kv), nil
+		_, kv, _, susp := buildSuspendable(t, floor, memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
+		p = cacheProbe(kv)
+		p.Suspensions = susp
+		return p, nil
 	case "stream":
-		_, _, st := build(t, floor, memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
-		return streamProbe(st), nil
+		_, _, st, susp := buildSuspendable(t, floor, memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
+		p = streamProbe(st)
+		p.Suspensions = susp
+		return p, nil
 	}
 	return tenancytest.Probe{}, tenancytest.ErrNotCovered
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -30,7 +31,15 @@ type order struct {
 // build wires one memory module and extracts its routes.
 func build(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], kv *memory.Cache, st *memory.Stream) {
 	t.Helper()
-	app := fx.New(fx.NopLogger, memory.Module("shop", opts...),
+	docs, kv, st, _ = buildSuspendable(t, opts...)
+	return docs, kv, st
+}
+
+// buildSuspendable is build, with the suspended set the app's routes check.
+func buildSuspendable(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], kv *memory.Cache, st *memory.Stream, susp *modules.Suspensions) {
+	t.Helper()
+	susp = &modules.Suspensions{}
+	app := fx.New(fx.NopLogger, fx.Supply(susp), memory.Module("shop", opts...),
 		fx.Invoke(func(p struct {
 			fx.In
 			Docs  *memory.Documents[order] `optional:"true"`
@@ -42,7 +51,7 @@ func build(t *testing.T, opts ...memory.Option) (docs *memory.Documents[order], 
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return docs, kv, st
+	return docs, kv, st, susp
 }
 
 var tiers = []struct {

@@ -33,6 +33,33 @@ const (
 // oldest first, to this call. Unbound it reads a tenant-global outbox;
 // bound (a sharded pass) it reads only that tenant's rows.
 func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+	return o.claim(ctx, limit, nil)
+}
+
+// ClaimSkipping implements outbox.SkippingSource: Claim, leaving out the
+// rows of the tenants in skip (those the relay has parked; the zero ID
+// names the deployment-wide rows), so that they never fill a batch ahead
+// of other tenants' rows.
+func (o *Outbox) ClaimSkipping(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
+	return o.claim(ctx, limit, skip)
+}
+
+// skipFilter leaves skip's rows out: $nin also matches a row without a
+// tenant field (deployment-wide), which $exists drops when zero is in skip.
+func skipFilter(skip []tenancy.ID) bson.E {
+	nin := bson.A{}
+	cond := bson.D{}
+	for _, id := range skip {
+		if id.IsZero() {
+			cond = append(cond, bson.E{Key: "$exists", Value: true})
+			continue
+		}
+		nin = append(nin, id.String())
+	}
+	return bson.E{Key: fieldTenant, Value: append(cond, bson.E{Key: "$nin", Value: nin})}
+}
+
+func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
 	t, err := o.readTarget(ctx)
 	if err != nil {
 		return nil, err
@@ -52,9 +79,13 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	opts := options.FindOneAndUpdate().
 		SetSort(bson.D{{Key: fieldCreated, Value: 1}, {Key: "_id", Value: 1}}).
 		SetReturnDocument(options.After)
+	conds := []bson.E{{Key: fieldDelivered, Value: false}, free}
+	if _, bound := tenancy.FromContext(ctx); !bound && len(skip) > 0 {
+		conds = append(conds, skipFilter(skip))
+	}
 	for len(b.msgs) < limit {
 		var row outboxRow
-		err := t.coll.FindOneAndUpdate(ctx, t.filter(bson.E{Key: fieldDelivered, Value: false}, free), lease, opts).Decode(&row)
+		err := t.coll.FindOneAndUpdate(ctx, t.filter(conds...), lease, opts).Decode(&row)
 		if errors.Is(err, driver.ErrNoDocuments) {
 			break
 		}
@@ -205,3 +236,5 @@ func (r relaySpec) run(module string) fx.Option {
 		return nil
 	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`)))
 }
+
+var _ outbox.SkippingSource = (*Outbox)(nil)

@@ -26,21 +26,23 @@ func TestConformance(t *testing.T) {
 		floor := neo4j.RequiredIsolation(tier)
 		switch {
 		case kind == "graph" && tier == tenancy.Tagged:
-			_, _, node, _ := graphProbes(t, graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})))
-			return node, nil
+			g := graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
+			_, _, node, _ := graphProbes(t, g)
+			return suspended(node, g), nil
 		case kind == "graph" && tier == tenancy.Namespace:
 			g, m := graphAndRunner(t, "ns", floor, connect(s1), neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("twkit")}))
 			if reason := provisionDatabases(t, m, s1); reason != "" {
 				return tenancytest.Probe{}, tenancytest.Unavailable(reason)
 			}
 			_, _, node, _ := graphProbes(t, g)
-			return node, nil
+			return suspended(node, g), nil
 		case kind == "graph" && tier == tenancy.Dedicated:
-			_, _, node, _ := graphProbes(t, graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})))
-			return node, nil
+			g := graph(t, "g", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
+			_, _, node, _ := graphProbes(t, g)
+			return suspended(node, g), nil
 		case kind == "raw_cypher" && tier == tenancy.Dedicated:
 			raw := start[*neo4j.RawCypher](t, "raw", floor, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}))
-			return rawProbe(t, raw, s1, s2), nil
+			return suspended(rawProbe(t, raw, s1, s2), raw), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})

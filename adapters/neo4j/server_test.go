@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"testing"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -14,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -53,7 +55,8 @@ func aOnFirstBOnSecond(s1, s2 testsvc.Neo4jServer) routing.Resolver {
 func start[T any](t testing.TB, route string, opts ...neo4j.Option) T {
 	t.Helper()
 	var out T
-	app := fx.New(fx.NopLogger, neo4j.Module("probe", opts...),
+	susp := &modules.Suspensions{}
+	app := fx.New(fx.NopLogger, fx.Supply(susp), neo4j.Module("probe", opts...),
 		fx.Invoke(fx.Annotate(func(v T) { out = v }, fx.ParamTags(`name:"`+route+`"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -63,7 +66,20 @@ func start[T any](t testing.TB, route string, opts ...neo4j.Option) T {
 			t.Error(err)
 		}
 	})
+	suspensionsOf.Store(any(out), susp)
 	return out
+}
+
+// suspensionsOf is the suspended set of the app each route object was
+// built in, for the conformance kit's suspension check.
+var suspensionsOf sync.Map
+
+// suspended sets p.Suspensions to the set of obj's app.
+func suspended(p tenancytest.Probe, obj any) tenancytest.Probe {
+	if s, ok := suspensionsOf.Load(obj); ok {
+		p.Suspensions = s.(*modules.Suspensions)
+	}
+	return p
 }
 
 func graph(t testing.TB, route string, opts ...neo4j.Option) *neo4j.Graph {
@@ -77,7 +93,8 @@ func graphAndRunner(t testing.TB, route string, opts ...neo4j.Option) (*neo4j.Gr
 	t.Helper()
 	var g *neo4j.Graph
 	var m *migrate.Runner
-	app := fx.New(fx.NopLogger, neo4j.Module("probe", opts...),
+	susp := &modules.Suspensions{}
+	app := fx.New(fx.NopLogger, fx.Supply(susp), neo4j.Module("probe", opts...),
 		fx.Invoke(fx.Annotate(func(gg *neo4j.Graph, mm *migrate.Runner) { g, m = gg, mm }, fx.ParamTags(`name:"`+route+`"`, `name:"probe"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -87,6 +104,7 @@ func graphAndRunner(t testing.TB, route string, opts ...neo4j.Option) (*neo4j.Gr
 			t.Error(err)
 		}
 	})
+	suspensionsOf.Store(any(g), susp)
 	return g, m
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"go.uber.org/fx"
+
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -28,13 +31,24 @@ func TestConformanceThroughPgBouncer(t *testing.T) { conformance(t, throughPgBou
 func conformance(t *testing.T, v via) {
 	core := map[tenancy.Tier]routeSet{}
 	msg := map[tenancy.Tier]*messagingSet{}
+	susp := map[tenancy.Tier]*modules.Suspensions{}
 	dbs := twoDatabasesVia(t, v)
 	for _, tier := range tiers {
 		ms, opts, targets := messagingRoutes(tier)
+		susp[tier] = &modules.Suspensions{}
+		targets = append(targets, fx.Supply(susp[tier]))
 		core[tier], msg[tier] = tierRoutesOn(t, v, tier, dbs, opts, targets...), ms
 	}
 	tenancytest.Conformance(t, postgres.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
-		rs, ms := core[tier], msg[tier]
+		p, err := conformanceProbe(t, kind, tier, core[tier], msg[tier])
+		p.Suspensions = susp[tier]
+		return p, err
+	})
+}
+
+// conformanceProbe is the probe of kind on tier's routes.
+func conformanceProbe(t *testing.T, kind floors.Kind, tier tenancy.Tier, rs routeSet, ms *messagingSet) (tenancytest.Probe, error) {
+	{
 		switch kind {
 		case "document":
 			return docProbe(t, rs.docs), nil
@@ -58,7 +72,7 @@ func conformance(t *testing.T, v via) {
 			return federatedProbe(ms, "okapi"+ms.run), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
-	})
+	}
 }
 
 // messagingSet holds the messaging and hub routes of one tier.

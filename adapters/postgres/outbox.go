@@ -79,6 +79,7 @@ type outboxStmts struct {
 	sql
 	table                                                    string
 	insert, claim, claimTenant, complete, sweep, sweepTenant string
+	claimSkip                                                string
 }
 
 func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *Outbox {
@@ -96,6 +97,8 @@ func (o *Outbox) build(tenant tenancy.ID) *outboxStmts {
 		insert:      "INSERT INTO " + t + " (tenant_id, event_id, topic, key, payload, headers) VALUES ($1, $2, $3, $4, $5, $6)",
 		claim:       sel + lock,
 		claimTenant: sel + " AND tenant_id = $2" + lock,
+		// The relay's parked tenants: their rows stay out of the batch.
+		claimSkip: sel + " AND tenant_id <> ALL($2::uuid[])" + lock,
 		// By row id: an event id names a row only together with its tenant.
 		complete:    "UPDATE " + t + " SET delivered_at = pg_catalog.now() WHERE id = ANY($1::bigint[]) AND delivered_at IS NULL",
 		sweep:       "DELETE FROM " + t + " WHERE " + old,
@@ -213,6 +216,18 @@ func newEventID() string {
 // sharded pass) it claims only that tenant's rows, from its schema or pool
 // where the route resolves one; unbound, the route must be tenant-global.
 func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
+	return o.claim(ctx, limit, nil)
+}
+
+// ClaimSkipping implements outbox.SkippingSource: Claim, leaving out the
+// rows of the tenants in skip (those the relay has parked), so that they
+// never fill a batch ahead of other tenants' rows. A bound claim reads one
+// tenant's rows: it skips nothing.
+func (o *Outbox) ClaimSkipping(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
+	return o.claim(ctx, limit, skip)
+}
+
+func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
 	if err := outsideUnit(ctx, o.route, "a claim holds a transaction of its own until Complete or Abandon"); err != nil {
 		return nil, err
 	}
@@ -229,9 +244,16 @@ func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	}
 	b := &claim{tx: tx, release: release, stmts: st, ids: map[msgKey]int64{}}
 	var rows pgx.Rows
-	if bound {
+	switch {
+	case bound:
 		rows, err = tx.Query(ctx, st.claimTenant, st.mode([]any{limit, tenant.Bytes()})...)
-	} else {
+	case len(skip) > 0:
+		ids := make([]string, len(skip))
+		for i, id := range skip {
+			ids[i] = id.Hex() // the zero ID too: its String is empty
+		}
+		rows, err = tx.Query(ctx, st.claimSkip, st.mode([]any{limit, ids})...)
+	default:
 		rows, err = tx.Query(ctx, st.claim, st.mode([]any{limit})...)
 	}
 	if err != nil {
@@ -338,4 +360,4 @@ func (o *Outbox) sweep(ctx context.Context, retain time.Duration) (int64, error)
 	return tag.RowsAffected(), err
 }
 
-var _ outbox.Source = (*Outbox)(nil)
+var _ outbox.SkippingSource = (*Outbox)(nil)

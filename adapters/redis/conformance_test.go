@@ -29,19 +29,26 @@ func TestConformance(t *testing.T) {
 		name := e.name("kit-" + string(kind) + "-" + tier.String())
 		switch kind {
 		case "cache":
-			return cacheProbe(route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)), nil
+			r := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)
+			return suspended(cacheProbe(r), r), nil
 		case "counter":
-			return counterProbe(route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)), nil
+			r := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
+			return suspended(counterProbe(r), r), nil
 		case "idempotency":
-			return idempotencyProbe(route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)), nil
+			r := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)
+			return suspended(idempotencyProbe(r), r), nil
 		case "lock":
 			var lease *redis.Lease
-			return lockProbe(route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...), &lease), nil
+			r := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...)
+			return suspended(lockProbe(r, &lease), r), nil
 		case "stream":
 			var id string
-			return streamProbe(route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...), &id), nil
+			r := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...)
+			return suspended(streamProbe(r, &id), r), nil
 		case "pubsub":
-			return pubsubProbe(t, route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...))
+			r := route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...)
+			p, err := pubsubProbe(t, r)
+			return suspended(p, r), err
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})
@@ -75,6 +82,13 @@ func pubsubProbe(t *testing.T, p *redis.PubSub) (tenancytest.Probe, error) {
 				return false, err
 			}
 			if got[id] {
+				// Still a call of the route, so that a suspended tenant's
+				// read is refused as any other.
+				sub, err := p.Subscribe(ctx, "news-check")
+				if err != nil {
+					return false, err
+				}
+				sub.Close()
 				return true, nil
 			}
 			wait := 300 * time.Millisecond

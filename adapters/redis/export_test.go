@@ -11,3 +11,9 @@ func WrapNodeDial(w func(dialFunc) dialFunc) (restore func()) {
 	wrapNodeDial = w
 	return func() { wrapNodeDial = old }
 }
+
+// FamilyOf is familyOf: the key family a raw key belongs to.
+func FamilyOf(key string) (family string, ok bool) {
+	f, _, ok := familyOf(key)
+	return f, ok
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -237,7 +238,8 @@ func (e *env) source(opts []redis.Option) []redis.Option {
 func route[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
 	t.Helper()
 	var got T
-	app := fx.New(fx.NopLogger,
+	susp := &modules.Suspensions{}
+	app := fx.New(fx.NopLogger, fx.Supply(susp),
 		redis.Module("m-"+e.suffix, e.source(opts)...),
 		fx.Invoke(fx.Annotate(func(v T) { got = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)
@@ -254,7 +256,20 @@ func route[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	suspensionsOf.Store(any(got), susp)
 	return got
+}
+
+// suspensionsOf is the suspended set of the app route built each route
+// object in, for the conformance kit's suspension check.
+var suspensionsOf sync.Map
+
+// suspended sets p.Suspensions to the set of obj's app.
+func suspended(p tenancytest.Probe, obj any) tenancytest.Probe {
+	if s, ok := suspensionsOf.Load(obj); ok {
+		p.Suspensions = s.(*modules.Suspensions)
+	}
+	return p
 }
 
 // scoped is one tenant-scoped wiring of a route, by tier: route config

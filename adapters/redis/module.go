@@ -145,6 +145,8 @@ type core struct {
 	suspensions *modules.Suspensions
 	// tel records calls (nil: the app gave no telemetry).
 	tel *telemetry.Telemetry
+	// forgetters drop a tenant's in-process state on offboarding.
+	forgetters forgetters
 }
 
 type clientIn struct {

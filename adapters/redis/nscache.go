@@ -125,3 +125,18 @@ func (c *nsCache) put(id tenancy.ID, ns string) {
 	s.ways[w] = nsEntry{id: id, ns: ns}
 	s.mu.Unlock()
 }
+
+// drop forgets id's entry (its tenant was offboarded).
+func (c *nsCache) drop(id tenancy.ID) {
+	s := c.sets[setOf(c.hash(id))].Load()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	for i := range s.ways {
+		if s.ways[i].id == id {
+			s.ways[i] = nsEntry{}
+		}
+	}
+	s.mu.Unlock()
+}

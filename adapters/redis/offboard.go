@@ -27,9 +27,11 @@ type offboarder struct {
 	teardown bool
 }
 
-// Offboard deletes every key of tenant: the keys carrying its tenant
+// Offboard deletes every key of tenant, in every family of keyFamilies
+// (the routes' keys and AddOnce's markers): the keys carrying its tenant
 // segment (tagged and routed routes, whatever route wrote them) and the
-// keys under its namespace of each namespace route. On a routed module it
+// keys under its namespace of each namespace route; then it drops the
+// tenant's in-process state (stream group memos, namespace caches). On a routed module it
 // works in the tenant's own database. Keys are found with SCAN MATCH on
 // every master and removed with UNLINK, one pipeline per page; a rerun
 // completes an interrupted offboarding. Tenant-global and shared keys
@@ -61,19 +63,24 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 		}
 	}
 	defer done()
+	defer o.core.forgetters.forget(tenant)
 	return eachMaster(ctx, c, func(ctx context.Context, n node) error {
-		for _, m := range tenantMarkers {
-			pat := keyPrefix + m + ":"
-			if markerHasNamespace(m) {
-				pat += "*:"
+		for _, f := range keyFamilies {
+			for _, m := range tenantMarkers {
+				pat := keyPrefix + m + ":"
+				if markerHasNamespace(m) {
+					pat += "*:"
+				}
+				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && keyOfTenant(rk, hex) }
+				if err := unlinkMatching(ctx, n, f.match(pat+hex+":*"), keep); err != nil {
+					return err
+				}
 			}
-			if err := unlinkMatching(ctx, n, pat+hex+":*", func(k string) bool { return keyOfTenant(k, hex) }); err != nil {
-				return err
-			}
-		}
-		for _, pat := range exact {
-			if err := unlinkMatching(ctx, n, pat, func(string) bool { return true }); err != nil {
-				return err
+			for _, pat := range exact {
+				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && strings.HasPrefix(rk, pat[:len(pat)-1]) }
+				if err := unlinkMatching(ctx, n, f.match(pat), keep); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -132,9 +139,9 @@ func namespacePrefix(key string) (string, bool) {
 
 // OffboardMany removes the keys of many tenants at once: one SCAN walk of
 // the framework's keys per master serves them all, where Offboard walks
-// the keyspace six times (and once per namespace route) for each tenant,
-// so offboarding n tenants costs a walk of the database per batch instead
-// of 6n. A key is removed when its tenant segment, or its namespace
+// the keyspace six times per key family (and once per namespace route) for
+// each tenant, so offboarding n tenants costs a walk of the database per
+// batch instead of 12n. A key is removed when its tenant segment, or its namespace
 // route's prefix, is one of the tenants'. A routed module offboards each
 // tenant in its own database. The error of a failed walk is every tenant's
 // of the batch; a rerun completes it.
@@ -170,7 +177,18 @@ func (o *offboarder) OffboardMany(ctx context.Context, tenants []tenancy.ID) []e
 	if len(hexes) == 0 {
 		return errs
 	}
+	defer func() {
+		for i, id := range tenants {
+			if errs[i] == nil {
+				o.core.forgetters.forget(id)
+			}
+		}
+	}()
 	mine := func(k string) bool {
+		_, k, ok := familyOf(k)
+		if !ok {
+			return false
+		}
 		if t, ok := tenantOfKey(k); ok {
 			return hexes[t]
 		}

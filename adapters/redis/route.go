@@ -129,21 +129,35 @@ func provideRoute(spec *routeSpec) fx.Option {
 	var ctor any
 	switch spec.kind {
 	case kindCache:
-		ctor = func(c *core) *Cache { return &Cache{route: newRoute(c, spec)} }
+		ctor = func(c *core) *Cache { return &Cache{route: served(c, spec)} }
 	case kindCounter:
-		ctor = func(c *core) *Counter { return &Counter{route: newRoute(c, spec)} }
+		ctor = func(c *core) *Counter { return &Counter{route: served(c, spec)} }
 	case kindIdempotency:
-		ctor = func(c *core) *Idempotency { return &Idempotency{route: newRoute(c, spec), ttl: spec.ttl} }
+		ctor = func(c *core) *Idempotency { return &Idempotency{route: served(c, spec), ttl: spec.ttl} }
 	case kindLock:
-		ctor = func(c *core) *Locks { return &Locks{route: newRoute(c, spec)} }
+		ctor = func(c *core) *Locks { return &Locks{route: served(c, spec)} }
 	case kindPubSub:
-		ctor = func(c *core) *PubSub { return &PubSub{route: newRoute(c, spec)} }
+		ctor = func(c *core) *PubSub { return &PubSub{route: served(c, spec)} }
 	case kindStream:
-		ctor = func(c *core) *Stream { return newStream(newRoute(c, spec)) }
+		ctor = func(c *core) *Stream {
+			s := newStream(served(c, spec))
+			c.forgetters.add(s.forgetTenant)
+			return s
+		}
 	case kindFleet:
-		ctor = func(c *core) *Fleet { return newFleet(newRoute(c, spec), spec) }
+		ctor = func(c *core) *Fleet { return newFleet(served(c, spec), spec) }
 	default:
 		return fx.Error(fmt.Errorf("redis: unknown route kind %q", spec.kind))
 	}
 	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(nameTag(spec.name))))
+}
+
+// served is the route a module serves: newRoute, its namespace cache
+// dropped for a tenant that is offboarded.
+func served(c *core, spec *routeSpec) route {
+	r := newRoute(c, spec)
+	if r.nsc != nil {
+		c.forgetters.add(r.nsc.drop)
+	}
+	return r
 }

@@ -92,15 +92,25 @@ func (s *Stream) ReadGroup(ctx context.Context, group, consumer string, count in
 	if block <= 0 {
 		block = -1 // go-redis omits BLOCK only for a negative duration
 	}
-	res, err := cl.XReadGroup(ctx, &goredis.XReadGroupArgs{
-		Group: group, Consumer: consumer, Streams: []string{k, ">"}, Count: count, Block: block,
-	}).Result()
+	read := func() ([]goredis.XStream, error) {
+		return cl.XReadGroup(ctx, &goredis.XReadGroupArgs{
+			Group: group, Consumer: consumer, Streams: []string{k, ">"}, Count: count, Block: block,
+		}).Result()
+	}
+	res, err := read()
+	if isNoGroup(err) {
+		// The stream was deleted since the group was made: make it again.
+		s.forgetGroup(k, group)
+		if err = s.ensureGroup(ctx, cl, k, group); err == nil {
+			res, err = read()
+		}
+	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOGROUP") {
-			s.forgetGroup(k, group) // the stream was deleted; re-create next time
+		if isNoGroup(err) {
+			s.forgetGroup(k, group)
 		}
 		return nil, err
 	}
@@ -119,9 +129,20 @@ func (s *Stream) Claim(ctx context.Context, group, consumer string, minIdle time
 		return nil, err
 	}
 	defer done()
-	msgs, _, err := cl.XAutoClaim(ctx, &goredis.XAutoClaimArgs{
-		Stream: k, Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: count,
-	}).Result()
+	claim := func() ([]goredis.XMessage, error) {
+		msgs, _, err := cl.XAutoClaim(ctx, &goredis.XAutoClaimArgs{
+			Stream: k, Group: group, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: count,
+		}).Result()
+		return msgs, err
+	}
+	msgs, err := claim()
+	if isNoGroup(err) {
+		// As ReadGroup: a stale memo would fail every later claim.
+		s.forgetGroup(k, group)
+		if err = s.ensureGroup(ctx, cl, k, group); err == nil {
+			msgs, err = claim()
+		}
+	}
 	return entries(msgs), err
 }
 
@@ -175,6 +196,23 @@ func (s *Stream) forgetGroup(key, group string) {
 	delete(s.groups, key+"\x00"+group)
 	s.mu.Unlock()
 }
+
+// forgetTenant drops the memo of tenant's groups: its stream keys were
+// unlinked by its offboarding.
+func (s *Stream) forgetTenant(tenant tenancy.ID) {
+	hex := tenant.Hex()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for memo := range s.groups {
+		if key, _, _ := strings.Cut(memo, "\x00"); keyOfTenant(key, hex) {
+			delete(s.groups, memo)
+		}
+	}
+}
+
+// isNoGroup: the group (or its stream) is gone, deleted elsewhere (an
+// offboarding on another replica, a DEL): the memo is stale.
+func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
 
 func entries(msgs []goredis.XMessage) []Entry {
 	out := make([]Entry, len(msgs))

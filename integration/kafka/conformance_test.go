@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -26,6 +27,7 @@ type kitTier struct {
 	producer *kafka.Producer
 	got      *received
 	clusters map[tenancy.ID]string
+	susp     *modules.Suspensions
 }
 
 // TestConformance probes every (kind, tier) cell of kafka.Rules() on the
@@ -48,7 +50,7 @@ func TestConformance(t *testing.T) {
 		case "producer":
 			// A record is visible to a tenant when it is on the topic the
 			// producer names for that tenant, on that tenant's cluster.
-			return tenancytest.Probe{Write: write, Read: func(ctx context.Context) (bool, error) {
+			return tenancytest.Probe{Suspensions: app.susp, Write: write, Read: func(ctx context.Context) (bool, error) {
 				topic, err := app.producer.TopicFor(ctx)
 				if err != nil {
 					return false, err
@@ -61,7 +63,7 @@ func TestConformance(t *testing.T) {
 		case "consumer":
 			// A record is visible to a binding when the consumer handed it
 			// to the handler under that binding.
-			return tenancytest.Probe{Write: write, Delivered: true, Read: func(ctx context.Context) (bool, error) {
+			return tenancytest.Probe{Suspensions: app.susp, Write: write, Delivered: true, Read: func(ctx context.Context) (bool, error) {
 				app.got.waitFor(t, value)
 				return app.got.scopeOf(value) == scope(ctx), nil
 			}}, nil
@@ -73,7 +75,7 @@ func TestConformance(t *testing.T) {
 // startKitTier starts a producer and a consumer sharded over A and B at
 // tier, on topics provisioned for both.
 func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenancy.ID]string) kitTier {
-	k := kitTier{got: newReceived(), clusters: clusters}
+	k := kitTier{got: newReceived(), clusters: clusters, susp: &modules.Suspensions{}}
 	conn := kafka.Brokers(s.broker)
 	producer := kafka.ProducerConfig{Topic: naming.PerTenant(s.name("kit-ns."))}
 	if tier == tenancy.Dedicated {
@@ -87,7 +89,7 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 		producer = kafka.ProducerConfig{Topic: naming.Shared(s.name("kit-ded"))}
 	}
 	var d deps
-	app := fx.New(fx.NopLogger,
+	app := fx.New(fx.NopLogger, fx.Supply(k.susp),
 		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
 			kafka.ProducerRoute("orders", producer),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,

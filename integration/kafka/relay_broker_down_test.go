@@ -38,16 +38,14 @@ type attempts struct {
 	byPass map[string][]attempt
 }
 
-// wrap records each attempt under its pass: one pass for the tenant-global
-// relay, one per tenant (the row's own) for the sharded one.
-func (a *attempts) wrap(next func() outbox.Destination, sharded bool) outbox.Destination {
+// wrap records each attempt under the row's tenant: the backoff is per
+// tenant, in the sharded relay (a pass per tenant) and in the
+// tenant-global one (a failing tenant is parked) alike.
+func (a *attempts) wrap(next func() outbox.Destination) outbox.Destination {
 	return outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
 		start := time.Now()
 		err := next().Deliver(ctx, m)
-		pass := "all"
-		if sharded {
-			pass = m.Tenant.String()
-		}
+		pass := m.Tenant.String()
 		a.mu.Lock()
 		a.byPass[pass] = append(a.byPass[pass], attempt{start, time.Now(), err})
 		a.mu.Unlock()
@@ -78,7 +76,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	var d deps
 	var box *postgres.Outbox
 	var pg *postgres.Client
-	dest := tried.wrap(func() outbox.Destination { return d.Producer }, sharded)
+	dest := tried.wrap(func() outbox.Destination { return d.Producer })
 	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: downIdle, MaxBackoff: downMaxBackoff,
 		Logger: slog.New(slog.DiscardHandler)}
 	relay := postgres.Relay("outbox", rc)
@@ -133,7 +131,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 
 	waitDelivered(t, conn, table, len(values))
 	t.Logf("all delivered %v after the broker came up", time.Since(up).Round(time.Millisecond))
-	requireBackedOff(t, tried, sharded)
+	requireBackedOff(t, tried)
 
 	// Every row is on its own tenant's topic, at least once, and nothing
 	// else is there.
@@ -185,18 +183,15 @@ func waitDelivered(t *testing.T, conn *pgx.Conn, table string, n int) {
 	}
 }
 
-// requireBackedOff checks that every pass failed while the broker was down
-// and that, over its leading run of failures, it waited at least the
-// doubling backoff between attempts (timers never fire early).
-func requireBackedOff(t *testing.T, tried *attempts, sharded bool) {
+// requireBackedOff checks that every tenant's rows failed while the broker
+// was down and that, over the tenant's leading run of failures, the relay
+// waited at least the doubling backoff between its attempts (timers never
+// fire early).
+func requireBackedOff(t *testing.T, tried *attempts) {
 	t.Helper()
 	tried.mu.Lock()
 	defer tried.mu.Unlock()
-	want := 1
-	if sharded {
-		want = 3
-	}
-	if len(tried.byPass) != want {
+	if want := 3; len(tried.byPass) != want {
 		t.Fatalf("attempts from %d passes, want %d", len(tried.byPass), want)
 	}
 	for pass, as := range tried.byPass {

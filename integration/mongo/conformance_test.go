@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -22,27 +23,28 @@ func TestConformance(t *testing.T) {
 		if !ok {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}
+		susp := &modules.Suspensions{}
 		switch kind {
 		case "document":
 			var docs *mongo.Documents[item]
-			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Populate(&docs))
-			return docProbe(t, docs), nil
+			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Options(fx.Populate(&docs), fx.Supply(susp)))
+			return suspendable(docProbe(t, docs), susp), nil
 		case "search":
 			var s *mongo.Search
-			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), named("find", &s))
-			return searchProbe(t, s), nil
+			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), fx.Options(named("find", &s), fx.Supply(susp)))
+			return suspendable(searchProbe(t, s), susp), nil
 		case "counter":
 			var c *mongo.Counter
-			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), named("hits", &c))
-			return counterProbe(c), nil
+			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), fx.Options(named("hits", &c), fx.Supply(susp)))
+			return suspendable(counterProbe(c), susp), nil
 		case "outbox":
 			var o *mongo.Outbox
-			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), named("events", &o))
-			return outboxProbe(t, o), nil
+			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), fx.Options(named("events", &o), fx.Supply(susp)))
+			return suspendable(outboxProbe(t, o), susp), nil
 		case "raw_filter":
 			var r *mongo.RawFilter
-			wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), named("raw", &r))
-			return rawProbe(r), nil
+			wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), fx.Options(named("raw", &r), fx.Supply(susp)))
+			return suspendable(rawProbe(r), susp), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})
@@ -56,4 +58,10 @@ func firstWiring(want tenancy.Tier) (tier, bool) {
 		}
 	}
 	return tier{}, false
+}
+
+// suspendable is p checked against the cell app's suspended set too.
+func suspendable(p tenancytest.Probe, s *modules.Suspensions) tenancytest.Probe {
+	p.Suspensions = s
+	return p
 }

@@ -2,7 +2,8 @@
 // store kept in a directory, a file per key, that needs no server. It
 // shows what a backend supplies on the kit (modules.Assemble) and nothing
 // more: its rules, how a route is declared, how a tenant's container is
-// named, and one entry every call goes through. Shared keys with a tenant
+// named, and one entry every call goes through (the kit's modules.Gate,
+// which also refuses a suspended tenant and records telemetry). Shared keys with a tenant
 // marker reach tagged; a directory per tenant reaches namespace; there are
 // no per-tenant connections, so namespace is its ceiling.
 package filekv
@@ -91,7 +92,7 @@ func KV(route string, cfg KVConfig) Option {
 		r := floors.Route{Name: route, Kind: "kv", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{{Role: "keys", Name: cfg.Keys.base, PerTenant: cfg.Keys.perTenant}}}
 		newStore := func(root *root) *Store {
-			return &Store{root: root, route: route, keys: cfg.Keys, decision: Rules().Decide(r)}
+			return &Store{root: root, keys: cfg.Keys, gate: modules.NewGate(root.in, Rules(), root.module, r)}
 		}
 		c.routes = append(c.routes, modules.RouteSpec{
 			Route: r, Problems: cfg.Keys.problems(),
@@ -111,46 +112,53 @@ func Module(name string, opts ...Option) fx.Option {
 	return modules.Assemble(modules.Spec{
 		Name: name, Rules: Rules(), Floor: c.floor, Routes: c.routes,
 		Sources: c.sources, SourceFix: "pass filekv.Dir(path) once",
-		Parts: []fx.Option{fx.Provide(fx.Private, func() *root { return &root{dir: c.dir, module: name} })},
+		Parts: []fx.Option{fx.Provide(fx.Private, func(in modules.LifecycleIn) *root { return &root{dir: c.dir, module: name, in: in} })},
 	})
 }
 
-type root struct{ dir, module string }
+// root is the module's directory and what it took from the app: the
+// suspended set and the telemetry its routes' gates use.
+type root struct {
+	dir, module string
+	in          modules.LifecycleIn
+}
 
 // Store is a key-value route.
 type Store struct {
-	root     *root
-	route    string
-	keys     Container
-	decision floors.Decision // decided once by the rules; every call reads it
+	root *root
+	keys Container
+	// gate is the kit's entry of every call: the rules' decision, the
+	// bound tenant or tenant_unbound, tenant_suspended, telemetry.
+	gate *modules.Gate
 }
 
-// where is the one entry of every call: the bound tenant (or the refusal),
-// the directory and the file of key. Keys are hex-encoded, so a key can
-// name no path; a tagged key starts with its tenant.
-func (s *Store) where(ctx context.Context, key string) (dir, file, tag string, err error) {
-	dir = s.keys.base
-	if s.decision.NeedsTenant {
-		id, ok := tenancy.FromContext(ctx)
-		if !ok {
-			return "", "", "", Rules().Unbound(s.root.module, s.route)
-		}
-		if s.decision.ResolvesPerTenant("keys") {
-			dir += "." + id.Hex()
-		}
-		if s.decision.Tagged {
-			tag = id.Hex() + "."
-		}
+// where is the one entry of every call: the gate's tenant (or its
+// refusal), the directory and the file of key; end ends the call. Keys
+// are hex-encoded, so a key can name no path; a tagged key starts with
+// its tenant.
+func (s *Store) where(ctx context.Context, key string) (dir, file, tag string, end func(error), err error) {
+	_, id, end, err := s.gate.Enter(ctx)
+	if err != nil {
+		return "", "", "", nil, err
 	}
-	return filepath.Join(s.root.dir, dir), tag + hex.EncodeToString([]byte(key)), tag, nil
+	d := s.gate.Decision
+	dir = s.keys.base
+	if d.NeedsTenant && d.ResolvesPerTenant("keys") {
+		dir += "." + id.Hex()
+	}
+	if d.NeedsTenant && d.Tagged {
+		tag = id.Hex() + "."
+	}
+	return filepath.Join(s.root.dir, dir), tag + hex.EncodeToString([]byte(key)), tag, end, nil
 }
 
 // Put stores value under key, replacing it whole.
-func (s *Store) Put(ctx context.Context, key string, value []byte) error {
-	dir, file, _, err := s.where(ctx, key)
+func (s *Store) Put(ctx context.Context, key string, value []byte) (err error) {
+	dir, file, _, end, err := s.where(ctx, key)
 	if err != nil {
 		return err
 	}
+	defer func() { end(err) }()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -170,11 +178,12 @@ func (s *Store) Put(ctx context.Context, key string, value []byte) error {
 }
 
 // Get returns key's value and whether it is there.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	dir, file, _, err := s.where(ctx, key)
+func (s *Store) Get(ctx context.Context, key string) (_ []byte, _ bool, err error) {
+	dir, file, _, end, err := s.where(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
+	defer func() { end(err) }()
 	v, err := os.ReadFile(filepath.Join(dir, file))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
@@ -183,11 +192,12 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 // Delete removes key and reports whether it was there.
-func (s *Store) Delete(ctx context.Context, key string) (bool, error) {
-	dir, file, _, err := s.where(ctx, key)
+func (s *Store) Delete(ctx context.Context, key string) (_ bool, err error) {
+	dir, file, _, end, err := s.where(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer func() { end(err) }()
 	err = os.Remove(filepath.Join(dir, file))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -196,11 +206,12 @@ func (s *Store) Delete(ctx context.Context, key string) (bool, error) {
 }
 
 // Keys lists the keys the bound tenant sees.
-func (s *Store) Keys(ctx context.Context) ([]string, error) {
-	dir, _, tag, err := s.where(ctx, "")
+func (s *Store) Keys(ctx context.Context) (_ []string, err error) {
+	dir, _, tag, end, err := s.where(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	defer func() { end(err) }()
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

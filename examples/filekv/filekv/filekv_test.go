@@ -16,7 +16,8 @@ import (
 )
 
 // TestConformance: every cell filekv's rules reach (kv at tagged and at
-// namespace) passes the kit's boundary probe and fails closed.
+// namespace) passes the kit's boundary probe, fails closed and refuses a
+// suspended tenant until it is resumed.
 func TestConformance(t *testing.T) {
 	tenancytest.Conformance(t, filekv.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
 		if kind != "kv" {
@@ -26,9 +27,11 @@ func TestConformance(t *testing.T) {
 		if tier == tenancy.Namespace {
 			cfg = filekv.KVConfig{Keys: filekv.PerTenant("probe")}
 		}
-		kv := start(t, filekv.Module("files", filekv.Dir(t.TempDir()), filekv.RequiredIsolation(tier), filekv.KV("probe", cfg)))
+		susp := &modules.Suspensions{}
+		kv := start(t, filekv.Module("files", filekv.Dir(t.TempDir()), filekv.RequiredIsolation(tier), filekv.KV("probe", cfg)), fx.Supply(susp))
 		return tenancytest.Probe{
-			Write: func(ctx context.Context) error { return kv.Put(ctx, "k", []byte("a")) },
+			Suspensions: susp,
+			Write:       func(ctx context.Context) error { return kv.Put(ctx, "k", []byte("a")) },
 			Read: func(ctx context.Context) (bool, error) {
 				_, ok, err := kv.Get(ctx, "k")
 				return ok, err
@@ -49,10 +52,10 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func start(t *testing.T, mod fx.Option) *filekv.Store {
+func start(t *testing.T, mod fx.Option, extra ...fx.Option) *filekv.Store {
 	t.Helper()
 	var kv *filekv.Store
-	app := fx.New(fx.NopLogger, mod, fx.Invoke(fx.Annotate(func(s *filekv.Store) { kv = s }, fx.ParamTags(`name:"probe"`))))
+	app := fx.New(fx.NopLogger, mod, fx.Options(extra...), fx.Invoke(fx.Annotate(func(s *filekv.Store) { kv = s }, fx.ParamTags(`name:"probe"`))))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,138 @@
+package postgres_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestRelayParksASuspendedTenant: on a tenant-global outbox whose oldest
+// rows (three batches of them) are a suspended tenant's, every other
+// tenant's rows are delivered within twice their usual latency, and the
+// suspended tenant's rows once it is resumed, each once. The destination
+// calls a route of the module, so the refusal is the lifecycle's own
+// tenant_suspended.
+func TestRelayParksASuspendedTenant(t *testing.T) {
+	run := unique()
+	s := newSink()
+	var (
+		d       *postgres.Documents[item]
+		o       *postgres.Outbox
+		tenants *modules.Tenants
+	)
+	dest := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+		if _, err := d.Count(ctx, document.Query{}); err != nil {
+			return err
+		}
+		return s.Deliver(ctx, m)
+	})
+	rc := fast(dest)
+	rc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, others := tenancytest.TenantA, []tenancy.ID{tenancytest.TenantB, tenantC}
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("pdocs_" + run)}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("park_" + run)}),
+		postgres.Relay("out", rc)), modules.Lifecycle(), named("out", &o), named("docs", &d), fx.Populate(&tenants))
+	provision(t, c, three...)
+	startApp(t, app)
+
+	// Usual latency: the slowest of three rounds with nothing parked.
+	var usual time.Duration
+	for range 3 {
+		begin := time.Now()
+		s.waitAll(t, keys(fill(t, o, 10, others...)), 10*time.Second)
+		usual = max(usual, time.Since(begin))
+	}
+
+	parked := fill(t, o, 3*rc.BatchSize, a)
+	tenants.Suspend(a)
+	begin := time.Now()
+	s.waitAll(t, keys(fill(t, o, 10, others...)), 10*time.Second)
+	if took := time.Since(begin); took > 2*usual {
+		t.Errorf("with a suspended tenant at the head, other tenants' rows took %v; usually %v", took, usual)
+	}
+	s.mu.Lock()
+	for ev := range parked {
+		if s.count[ev] != 0 {
+			t.Errorf("a suspended tenant's row %s was delivered", ev)
+		}
+	}
+	s.mu.Unlock()
+	tenants.Resume(a)
+	s.waitAll(t, keys(parked), 10*time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ev, n := range s.count {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", ev, n)
+		}
+	}
+}
+
+// TestClaimSkippingLeavesParkedTenantsOut, directly and through PgBouncer:
+// the claim a relay makes while tenants are parked returns none of their
+// rows, even when they are the oldest and fill more than a batch, and
+// leaves the deployment-wide rows out when the zero ID is parked.
+func TestClaimSkippingLeavesParkedTenantsOut(t *testing.T) {
+	for name, v := range map[string]via{"direct": direct, "pgbouncer": throughPgBouncer} {
+		t.Run(name, func(t *testing.T) {
+			var o *postgres.Outbox
+			_, c := build(t, postgres.Module("pg", append(v.dsn(t),
+				postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared("skip_" + unique())}))...), named("out", &o))
+			provision(t, c, tenancytest.TenantA)
+			a, b := tenancytest.TenantA, tenancytest.TenantB
+			parked := fill(t, o, 12, a)
+			others := fill(t, o, 3, b)
+			if err := o.Write(tenancy.WithGlobal(context.Background()), outbox.Message{EventID: "g", Topic: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			claim := func(skip ...tenancy.ID) map[string]bool {
+				batch, err := o.ClaimSkipping(context.Background(), 10, skip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer batch.Abandon(context.Background())
+				got := map[string]bool{}
+				for _, m := range batch.Messages() {
+					got[m.EventID] = true
+				}
+				return got
+			}
+			got := claim(a)
+			if len(got) != 4 || !got["g"] {
+				t.Fatalf("skipping A: %v", got)
+			}
+			for ev := range others {
+				if !got[ev] {
+					t.Errorf("B's %s left out", ev)
+				}
+			}
+			if got := claim(a, tenancy.ID{}); len(got) != 3 || got["g"] {
+				t.Errorf("skipping A and the deployment-wide rows: %v", got)
+			}
+			got = claim()
+			n := 0
+			for ev := range parked {
+				if got[ev] {
+					n++
+				}
+			}
+			if n != 10 {
+				t.Errorf("skipping none: %d of A's oldest rows claimed, want a full batch", n)
+			}
+		})
+	}
+}

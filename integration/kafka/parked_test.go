@@ -1,0 +1,245 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TestHeaderConsumerParksASuspendedTenant: on a one-partition topic whose
+// records carry their tenant in a header, a suspended tenant's records at
+// the head leave other tenants' records behind them handled within twice
+// their usual latency; the suspended tenant's records are handled once it
+// is resumed, in their order, none lost. The handler forwards each record
+// through a producer route of the module, so the refusal is the
+// lifecycle's own tenant_suspended. While the tenant is parked, the
+// partition's committed offset stays at its first record: a consumer that
+// takes over handles it (and, again, what came after it).
+func TestHeaderConsumerParksASuspendedTenant(t *testing.T) {
+	s := newSpace(t)
+	got := newReceived()
+	app, p := headerConsumerApp(t, s, got)
+	ctx := context.Background()
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+
+	round := 0
+	produceB := func() []string {
+		round++
+		var vs []string
+		for i := range 10 {
+			v := fmt.Sprintf("b%d-%d", round, i)
+			if err := p.Orders.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		return vs
+	}
+	got.waitFor(t, produceB()...) // the group has joined
+	var usual time.Duration
+	for range 3 {
+		begin := time.Now()
+		got.waitFor(t, produceB()...)
+		usual = max(usual, time.Since(begin))
+	}
+
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	var parked []string
+	for i := range 5 {
+		v := fmt.Sprintf("a-%d", i)
+		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("in"), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}}); err != nil {
+			t.Fatal(err)
+		}
+		parked = append(parked, v)
+	}
+	begin := time.Now()
+	got.waitFor(t, produceB()...)
+	if took := time.Since(begin); took > 2*usual {
+		t.Errorf("with a suspended tenant's records at the head, another tenant's took %v; usually %v", took, usual)
+	}
+	if by, _ := got.snapshot(); len(by[tenantA.String()]) != 0 {
+		t.Fatalf("a suspended tenant's records were handled: %v", by[tenantA.String()])
+	}
+	// The commit waits at the parked tenant's first record.
+	if off := committed(t, s.broker, s.name("g"), s.name("in")); off != 4*10 {
+		t.Errorf("committed offset %d, want 40: the parked tenant's first record", off)
+	}
+
+	p.Tenants.Resume(tenantA)
+	got.waitFor(t, parked...)
+	by, count := got.snapshot()
+	if !slices.Equal(by[tenantA.String()], parked) {
+		t.Errorf("the parked tenant's records in order %v, want %v", by[tenantA.String()], parked)
+	}
+	for v, n := range count {
+		if n != 1 {
+			t.Errorf("%s handled %d times", v, n)
+		}
+	}
+}
+
+// committed reads group's committed offset of topic's partition 0.
+func committed(t *testing.T, broker, group, topic string) int64 {
+	t.Helper()
+	c, done := admin(broker)
+	defer done()
+	res, err := c.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group,
+		Topics: map[string][]int{topic: {0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			t.Fatal(p.Error)
+		}
+		return p.CommittedOffset
+	}
+	t.Fatal("no committed offset")
+	return 0
+}
+
+// headerDeps are a header-bound consumer app's routes and lifecycle.
+type headerDeps struct {
+	fx.In
+	Orders    *kafka.Producer `name:"in"`
+	Fwd       *kafka.Producer `name:"fwd"`
+	Provision *migrate.Runner `name:"events"`
+	Tenants   *modules.Tenants
+}
+
+// headerConsumerApp is a TenantFromHeaders consumer on s's one-partition
+// topic "in", whose handler forwards each record through the producer
+// route "fwd" (refused for a suspended tenant) and records it in got.
+func headerConsumerApp(t *testing.T, s *space, got *received, tune ...func(*kafka.ConsumerConfig)) (*fx.App, *headerDeps) {
+	t.Helper()
+	p := &headerDeps{}
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		if err := p.Fwd.Produce(ctx, kafka.Message{Value: m.Value}); err != nil {
+			return err
+		}
+		return got.handle(ctx, m)
+	}
+	cc := kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+		TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+		MaxWait: 50 * time.Millisecond, Retry: 20 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
+		OnError: func(error) {}}
+	for _, f := range tune {
+		f(&cc)
+	}
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
+			kafka.ProducerRoute("fwd", kafka.ProducerConfig{Topic: naming.Shared(s.name("fwd")), Partitions: 1}),
+			kafka.Consumer("in-c", cc),
+		),
+		fx.Populate(p),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return app, p
+}
+
+// TestHeaderConsumerRestartRedeliversBehindAParkedTenant: a consumer
+// stopped while a tenant is parked commits nothing past that tenant's
+// first record, so the consumer that takes over the group handles the
+// parked records, and handles again the other tenant's records behind
+// them (at least once), none lost.
+func TestHeaderConsumerRestartRedeliversBehindAParkedTenant(t *testing.T) {
+	s := newSpace(t)
+	ctx := context.Background()
+	first := newReceived()
+	app, p := headerConsumerApp(t, s, first)
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	write := func(id tenancy.ID, v string) {
+		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("in"), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(tenantB, "b-before")
+	write(tenantA, "a-0")
+	write(tenantA, "a-1")
+	write(tenantB, "b-after-0")
+	write(tenantB, "b-after-1")
+	first.waitFor(t, "b-before", "b-after-0", "b-after-1")
+	if off := committed(t, s.broker, s.name("g"), s.name("in")); off != 1 {
+		t.Errorf("committed offset %d, want 1: the parked tenant's first record", off)
+	}
+	if err := app.Stop(startCtx); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newReceived()
+	app2, _ := headerConsumerApp(t, s, second) // its lifecycle suspends nobody
+	startApp(t, app2)
+	second.waitFor(t, "a-0", "a-1", "b-after-0", "b-after-1")
+	by, count := second.snapshot()
+	if !slices.Equal(by[tenantA.String()], []string{"a-0", "a-1"}) || count["b-before"] != 0 {
+		t.Errorf("after the restart: %v (b-before was committed and must not come again)", by)
+	}
+}
+
+// TestHeaderConsumerHoldsAtMostMaxHeld: behind a parked tenant the
+// consumer holds at most MaxHeld records; once that many wait it fetches
+// nothing more, so the other tenant's records further on wait too (the
+// price of bounded memory), and all flow, in order, after the resume.
+func TestHeaderConsumerHoldsAtMostMaxHeld(t *testing.T) {
+	s := newSpace(t)
+	ctx := context.Background()
+	got := newReceived()
+	app, p := headerConsumerApp(t, s, got, func(c *kafka.ConsumerConfig) { c.MaxHeld = 3 })
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	var as, bs []kafkago.Message
+	for i := range 5 {
+		as = append(as, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("a-%d", i)),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}})
+		bs = append(bs, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("b-%d", i)),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantB.String())}}})
+	}
+	// B's first record, A's five, then B's other four.
+	if err := raw.WriteMessages(ctx, append(append(bs[:1:1], as...), bs[1:]...)...); err != nil {
+		t.Fatal(err)
+	}
+	got.waitFor(t, "b-0")
+	time.Sleep(time.Second)
+	if by, _ := got.snapshot(); len(by[tenantB.String()]) != 1 {
+		t.Fatalf("B's records past a full hold were handled: %v", by[tenantB.String()])
+	}
+	p.Tenants.Resume(tenantA)
+	got.waitFor(t, "a-0", "a-1", "a-2", "a-3", "a-4", "b-1", "b-2", "b-3", "b-4")
+	by, _ := got.snapshot()
+	if !slices.Equal(by[tenantA.String()], []string{"a-0", "a-1", "a-2", "a-3", "a-4"}) {
+		t.Errorf("A's records in order %v", by[tenantA.String()])
+	}
+}

@@ -1,0 +1,52 @@
+package modules
+
+import (
+	"context"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/telemetry"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Gate is the entry every call of one route goes through, for a backend
+// built on the kit: the tenant bound to the call (or tenant_unbound on a
+// tenant-scoped route), the suspension check (tenant_suspended, naming
+// the backend, module and route) and the call's span and metrics. A
+// backend that enters each call through its route's Gate honours
+// Tenants.Suspend and the app's telemetry with no code of its own.
+type Gate struct {
+	// Decision is the rules' decision for the route.
+	Decision floors.Decision
+	rules    floors.Backend
+	module   string
+	route    string
+	susp     *Suspensions
+	tel      *telemetry.Route
+}
+
+// NewGate decides r by rules and builds its gate from what the module's
+// core took from the app (in).
+func NewGate(in LifecycleIn, rules floors.Backend, module string, r floors.Route) *Gate {
+	d := rules.Decide(r)
+	return &Gate{Decision: d, rules: rules, module: module, route: r.Name, susp: in.Suspensions,
+		tel: in.Telemetry.Route(telemetry.RouteInfo{Backend: rules.Name, Module: module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})}
+}
+
+// Enter begins a call: the tenant it runs for (zero on a route that needs
+// none), the context carrying its span, and end, which the call runs with
+// its outcome when it is over. A refusal ends the call itself and returns
+// the coded error; end is then nil.
+func (g *Gate) Enter(ctx context.Context) (context.Context, tenancy.ID, func(error), error) {
+	id, bound := tenancy.FromContext(ctx)
+	ctx, call := g.tel.Start(ctx, id)
+	if !g.Decision.NeedsTenant {
+		return ctx, tenancy.ID{}, call.End, nil
+	}
+	if !bound {
+		return ctx, id, nil, call.Fail(g.rules.Unbound(g.module, g.route))
+	}
+	if err := g.susp.Check(id, g.rules.Name, g.module, g.route); err != nil {
+		return ctx, id, nil, call.Fail(err)
+	}
+	return ctx, id, call.End, nil
+}
