@@ -113,4 +113,5 @@ func (t *Suspensions) follow(ids []tenancy.ID) {
 		next[id] = struct{}{}
 	}
 	t.suspended.Store(&next)
+	t.serving.notify(t.Suspended)
 }
