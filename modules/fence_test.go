@@ -188,3 +188,26 @@ func TestEnterAllocatesNothing(t *testing.T) {
 	}
 	end()
 }
+
+// TestActiveTenantsOfLeavesOutSuspended: the worker's set is the ready
+// tenants less the suspended ones, read again on every call.
+func TestActiveTenantsOfLeavesOutSuspended(t *testing.T) {
+	tn := fenced(t, func(string, tenancy.ID) {})
+	reg := migrate.NewMemoryRegistry()
+	a, b := tenancytest.TenantA, tenancytest.TenantB
+	ctx := context.Background()
+	for _, id := range []tenancy.ID{a, b} {
+		if err := reg.Put(ctx, id, migrate.Ready); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := modules.ActiveTenantsOf(reg, tn.Suspensions)
+	tn.Suspend(a)
+	if ids, err := set(ctx); err != nil || len(ids) != 1 || ids[0] != b {
+		t.Fatalf("with A suspended the set is %v (%v), want only B", ids, err)
+	}
+	tn.Resume(a)
+	if ids, _ := set(ctx); len(ids) != 2 {
+		t.Fatalf("with A resumed the set is %v, want both", ids)
+	}
+}

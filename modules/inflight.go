@@ -151,7 +151,7 @@ func drainTimeout(tenants []tenancy.ID, busy int64, cause error) error {
 	}
 	return &tenancy.Error{
 		Code: tenancy.CodeTenantDrainTimeout, Module: "modules", Route: "offboard",
-		Detail: fmt.Sprintf("%s: %d call(s) that began before the suspension were still running when the wait ended (%v); the tenant stays suspended and nothing was removed", who, busy, cause),
-		Fix:    "give Offboard a longer deadline (its calls in flight, a unit of work or an idempotent call, must end first), or end the long call, and run Offboard again",
+		Detail: fmt.Sprintf("%s: %d call(s) or worker(s) that began before the suspension were still running when the wait ended (%v); the tenant stays suspended and nothing was removed", who, busy, cause),
+		Fix:    "give Offboard a longer deadline (the tenant's calls in flight, a unit of work or an idempotent call, and its readers must end first), or end the long call, and run Offboard again",
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -101,4 +102,13 @@ func (w *serving) wait(ctx context.Context, tenants []tenancy.ID) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// Fence is t as a shards group's Fence: nil (no fence) for a nil t, so an
+// app without Lifecycle runs its shards as before.
+func (t *Suspensions) Fence() shards.Fence {
+	if t == nil {
+		return nil
+	}
+	return t
 }
