@@ -211,3 +211,29 @@ func TestActiveTenantsOfLeavesOutSuspended(t *testing.T) {
 		t.Fatalf("with A resumed the set is %v, want both", ids)
 	}
 }
+
+// BenchmarkEnter is a route's fence (enter, then end) against the check
+// alone it replaces.
+func BenchmarkEnter(b *testing.B) {
+	s := &modules.Suspensions{}
+	s.Suspend(tenancytest.TenantA)
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			_ = s.Check(tenancytest.TenantB, "kv", "m", "r")
+		}
+	})
+	b.Run("enter", func(b *testing.B) {
+		for b.Loop() {
+			end, _ := s.Enter(tenancytest.TenantB, "kv", "m", "r")
+			end()
+		}
+	})
+	b.Run("enter-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				end, _ := s.Enter(tenancytest.TenantB, "kv", "m", "r")
+				end()
+			}
+		})
+	})
+}
