@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -87,6 +88,12 @@ type Suspensions struct {
 	// serving holds the long-running workers (Serve) told to stop on a
 	// suspension, which Offboard waits for too.
 	serving serving
+	// refresh is LifecycleWith's delay between reads of the store (zero
+	// without a store), and listed when each tenant the store lists was
+	// first read listed: an Offboard waits one refresh from then, so every
+	// replica has read the suspension before the teardown. Under mu.
+	refresh time.Duration
+	listed  map[tenancy.ID]time.Time
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
@@ -161,6 +168,9 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 		return nil, tenancy.Unbound()
 	}
 	t.Suspend(tenant)
+	if err := t.awaitReplicas(ctx, tenant); err != nil {
+		return nil, err
+	}
 	if err := t.Drain(ctx, tenant); err != nil {
 		return nil, err
 	}

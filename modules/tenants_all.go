@@ -64,7 +64,11 @@ func (t *Tenants) OffboardAll(ctx context.Context, tenants []tenancy.ID, o migra
 	// A zero id is left to the batch, which reports it unbound.
 	live := slices.DeleteFunc(slices.Clone(tenants), tenancy.ID.IsZero)
 	t.SuspendAll(live)
-	if err := t.Drain(ctx, live...); err != nil {
+	err := t.awaitReplicas(ctx, live...)
+	if err == nil {
+		err = t.Drain(ctx, live...)
+	}
+	if err != nil {
 		// Nothing is removed: every tenant fails with the timeout.
 		rep := migrate.Report{Op: "offboard", Total: len(tenants)}
 		for _, id := range tenants {
