@@ -134,6 +134,9 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantRegistryUnavailable), "operator request, tenantadmin.Run",
 		"The tenant registry behind `GET /tenants` or `GET /tenants/{id}` could not be read (its server is down or refused the query). Answered `503`; nothing was changed.",
 		"Check the registry's server and retry."},
+	{string(tenancy.CodeTenantDrainTimeout), "Tenants.Offboard, Tenants.OffboardAll",
+		"An offboard suspended the tenant and then waited for the tenant's calls that had begun before (an open unit of work, an `Idempotency.Do` whose function is running, a relay's delivery) to end, so that none of them could write after the teardown; the offboard's context ended first. The tenant stays suspended (every new call is refused with `tenant_suspended`) and no module removed anything.",
+		"Give the offboard a longer deadline, or end the long call (its context), and run the offboard again: it completes then."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

@@ -52,6 +52,9 @@ func LifecycleWith(cfg LifecycleConfig) fx.Option {
 		if log == nil {
 			log = slog.Default()
 		}
+		s.mu.Lock()
+		s.refresh = every
+		s.mu.Unlock()
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		lc.Append(fx.Hook{
@@ -105,12 +108,58 @@ func (t *Suspensions) follow(ids []tenancy.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	next := make(map[tenancy.ID]struct{}, len(ids)+len(t.pinned))
+	listed, now := make(map[tenancy.ID]time.Time, len(ids)), time.Now()
 	for _, id := range ids {
 		next[id] = struct{}{}
 		delete(t.pinned, id)
+		if at, ok := t.listed[id]; ok {
+			listed[id] = at
+		} else {
+			listed[id] = now
+		}
 	}
+	t.listed = listed
 	for id := range t.pinned {
 		next[id] = struct{}{}
 	}
 	t.suspended.Store(&next)
+	t.serving.notify(t.Suspended)
+}
+
+// awaitReplicas waits, for tenants the store lists, until one refresh has
+// passed since this replica first read them listed: every replica reads
+// the store once a refresh, so by then each has read the suspension and
+// starts no call of the tenants. A tenant only suspended locally (the
+// store does not list it) is not waited for: the other replicas cannot
+// know of it.
+func (t *Suspensions) awaitReplicas(ctx context.Context, tenants ...tenancy.ID) error {
+	t.mu.Lock()
+	var at time.Time
+	var tenant tenancy.ID
+	for _, id := range tenants {
+		if l, ok := t.listed[id]; ok && l.After(at) {
+			at, tenant = l, id
+		}
+	}
+	every := t.refresh
+	t.mu.Unlock()
+	if at.IsZero() || every <= 0 {
+		return nil
+	}
+	wait := time.Until(at.Add(every + every/4)) // a quarter for the other replicas' reads themselves
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return &tenancy.Error{
+			Code: tenancy.CodeTenantDrainTimeout, Module: "modules", Route: "offboard",
+			Detail: fmt.Sprintf("tenant %s: the store listed its suspension %s ago; the other replicas may not have read it yet (they read every %s) when the wait ended (%v); the tenant stays suspended and nothing was removed", tenant, time.Since(at).Round(time.Millisecond), every, ctx.Err()),
+			Fix:    "give Offboard a deadline longer than LifecycleConfig.Refresh, or run it again a refresh after recording the suspension",
+		}
+	}
 }

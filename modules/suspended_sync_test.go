@@ -186,3 +186,60 @@ func TestSuspensionsCheckAllocatesNothing(t *testing.T) {
 		t.Errorf("Check allocates %.1f times per call", n)
 	}
 }
+
+// TestOffboardWaitsARefreshForTheStoresSuspension: with LifecycleWith, an
+// Offboard of a tenant the store lists runs no teardown before one refresh
+// has passed since this replica first read it listed (by then every
+// replica has read it); a deadline shorter than that fails with
+// tenant_drain_timeout and removes nothing; a tenant the store does not
+// list is not waited for.
+func TestOffboardWaitsARefreshForTheStoresSuspension(t *testing.T) {
+	a, b := tenancytest.TenantA, tenancytest.TenantB
+	reg := &registry{ids: map[tenancy.ID]bool{}}
+	type core struct{}
+	var tn *modules.Tenants
+	var tornAt sync.Map
+	const refresh = 300 * time.Millisecond
+	app := fx.New(fx.NopLogger,
+		modules.LifecycleWith(modules.LifecycleConfig{Suspended: reg.read, Refresh: refresh}),
+		fx.Provide(func() core { return core{} }),
+		modules.ProvideTenantState(func(core) modules.TenantState {
+			return modules.TenantState{Module: "m", Backend: "kv", Offboard: func(_ context.Context, id tenancy.ID) error {
+				tornAt.Store(id, time.Now())
+				return nil
+			}}
+		}), fx.Populate(&tn))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Stop(ctx) }()
+	reg.set(a, true) // recorded in the store, read at the next refresh
+	within(t, "the replica reads A's suspension", func() bool { return tn.Suspended(a) })
+	read := time.Now()
+	short, cancel := context.WithTimeout(ctx, refresh/10)
+	defer cancel()
+	if _, err := tn.Offboard(short, a); !errors.Is(err, tenancy.CodeTenantDrainTimeout) {
+		t.Fatalf("an offboard whose deadline ends before a refresh: %v, want tenant_drain_timeout", err)
+	}
+	if _, ok := tornAt.Load(a); ok {
+		t.Fatal("a teardown ran although the wait for the other replicas failed")
+	}
+	if _, err := tn.Offboard(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	at, _ := tornAt.Load(a)
+	if d := at.(time.Time).Sub(read); d < refresh-refresh/10 {
+		t.Errorf("the teardown ran %s after the replica read the suspension, want at least one refresh (%s)", d, refresh)
+	}
+	start := time.Now()
+	if _, err := tn.Offboard(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > refresh/2 {
+		t.Errorf("an offboard of a tenant the store does not list waited %s", d)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -82,6 +83,17 @@ type Suspensions struct {
 	// pinned: local suspensions a store read (LifecycleWith) has not
 	// listed yet, which a refresh keeps.
 	pinned map[tenancy.ID]struct{}
+	// flight counts the calls in flight (Enter), which Offboard waits for.
+	flight inFlight
+	// serving holds the long-running workers (Serve) told to stop on a
+	// suspension, which Offboard waits for too.
+	serving serving
+	// refresh is LifecycleWith's delay between reads of the store (zero
+	// without a store), and listed when each tenant the store lists was
+	// first read listed: an Offboard waits one refresh from then, so every
+	// replica has read the suspension before the teardown. Under mu.
+	refresh time.Duration
+	listed  map[tenancy.ID]time.Time
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
@@ -144,14 +156,24 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	return rep, nil
 }
 
-// Offboard suspends tenant (so that nothing new is written while its
-// data goes), then removes its data from every module that can. A rerun
-// after a failure completes it; the tenant stays suspended.
+// Offboard suspends tenant, waits until every call of the tenant that
+// began before in this process has ended (units of work, idempotent
+// calls, deliveries: see Suspensions.Enter), then removes its data from
+// every module that can; so nothing a call started before writes lands
+// after the teardown began. When ctx ends before those calls do, it
+// returns tenant_drain_timeout and removes nothing. A rerun after a
+// failure completes it; the tenant stays suspended.
 func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, error) {
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
 	t.Suspend(tenant)
+	if err := t.awaitReplicas(ctx, tenant); err != nil {
+		return nil, err
+	}
+	if err := t.Drain(ctx, tenant); err != nil {
+		return nil, err
+	}
 	rep := t.each(func(s *TenantState) (string, error) {
 		if s.Offboard == nil {
 			return SkippedNoTeardown, nil
@@ -214,6 +236,9 @@ func (t *Suspensions) update(suspend bool, tenants ...tenancy.ID) {
 		}
 	}
 	t.suspended.Store(&next)
+	if suspend {
+		t.serving.notify(t.Suspended)
+	}
 }
 
 // changes reports whether suspending (or resuming) tenants changes the set

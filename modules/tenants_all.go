@@ -54,14 +54,28 @@ func (t *Tenants) plan(ctx context.Context, id tenancy.ID, rec *migrate.Recorder
 }
 
 // OffboardAll suspends every one of tenants at once (one swap of the
-// suspended set), then removes their data, batches of tenants at most
+// suspended set), waits for their calls in flight as Offboard does (a
+// timeout fails every tenant and removes nothing), then removes their data, batches of tenants at most
 // o.Concurrency at once: a module that removes many tenants in one pass
 // (OffboardMany) gets each batch whole, the others each tenant in turn.
 // A tenant's failure is in the report and the others go on. The tenants
 // stay suspended; a rerun completes an interrupted run.
 func (t *Tenants) OffboardAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
 	// A zero id is left to the batch, which reports it unbound.
-	t.SuspendAll(slices.DeleteFunc(slices.Clone(tenants), tenancy.ID.IsZero))
+	live := slices.DeleteFunc(slices.Clone(tenants), tenancy.ID.IsZero)
+	t.SuspendAll(live)
+	err := t.awaitReplicas(ctx, live...)
+	if err == nil {
+		err = t.Drain(ctx, live...)
+	}
+	if err != nil {
+		// Nothing is removed: every tenant fails with the timeout.
+		rep := migrate.Report{Op: "offboard", Total: len(tenants)}
+		for _, id := range tenants {
+			rep.Failures = append(rep.Failures, migrate.Failure{Tenant: id, Err: err})
+		}
+		return rep
+	}
 	workers := o.Concurrency
 	if workers <= 0 {
 		workers = 4

@@ -81,6 +81,10 @@ type RelayConfig struct {
 	// backend, module, route and worker attached; left nil here it is
 	// slog.Default() with the "worker" key.
 	Logger *slog.Logger
+	// Fence, set by the adapters' relays to the app's suspensions, stops
+	// a sharded relay's pass the moment its tenant is suspended, and
+	// makes an offboard wait for it (see shards.Config.Fence).
+	Fence shards.Fence
 }
 
 // Relay forwards outbox rows to a destination, at least once.
@@ -114,7 +118,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 // and returns; Stop ends them.
 func (r *Relay) Start(ctx context.Context) error {
 	g, err := shards.StartWorker(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
-		Run: r.loop})
+		Fence: r.cfg.Fence, Run: r.loop})
 	if err != nil {
 		return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
 	}

@@ -39,6 +39,20 @@ type Config struct {
 	// Logger receives failed re-reads of the set (the shards keep running
 	// on the last set read); default slog.Default().
 	Logger *slog.Logger
+	// Fence, when set (the app's *modules.Suspensions), registers every
+	// shard: a suspended tenant gets no shard, a running shard's stop
+	// closes the moment its tenant is suspended (not at the next read of
+	// the set), and an Offboard waits for the shard's Run to have returned
+	// before it removes anything.
+	Fence Fence
+}
+
+// Fence is what a group registers its shards with (*modules.Suspensions
+// is one): Serve refuses a suspended tenant, or returns a channel closed
+// when the tenant is suspended and the function to run once the shard is
+// done.
+type Fence interface {
+	Serve(tenant tenancy.ID, backend, module, worker string) (stop <-chan struct{}, end func(), err error)
 }
 
 // Group is the running shards of one worker.
@@ -59,7 +73,11 @@ type Group struct {
 type shard struct {
 	stop chan struct{}
 	done chan struct{}
+	once sync.Once
 }
+
+// halt closes stop once: the set dropped the tenant, or it was suspended.
+func (s *shard) halt() { s.once.Do(func() { close(s.stop) }) }
 
 // Start reads the set and starts a shard per tenant, then follows the set.
 // A tenant listed twice gets one shard; the zero tenant is refused.
@@ -125,9 +143,15 @@ func (g *Group) apply(run context.Context, ids []tenancy.ID) error {
 	defer g.mu.Unlock()
 	for id, s := range g.shards {
 		if !want[id] {
-			close(s.stop)
+			s.halt()
 			delete(g.shards, id)
 			g.draining[id] = s
+			continue
+		}
+		select {
+		case <-s.done: // stopped by a suspension: a later read may start it again
+			delete(g.shards, id)
+		default:
 		}
 	}
 	for id, s := range g.draining {
@@ -144,12 +168,29 @@ func (g *Group) apply(run context.Context, ids []tenancy.ID) error {
 		if _, ok := g.draining[id]; ok {
 			continue // started on a later read, once the old shard is done
 		}
+		fenced, end := (<-chan struct{})(nil), func() {}
+		if g.cfg.Fence != nil {
+			var err error
+			if fenced, end, err = g.cfg.Fence.Serve(id, "shards", g.cfg.Name, g.cfg.Name); err != nil {
+				continue // suspended: no shard until it is resumed
+			}
+		}
 		s := &shard{stop: make(chan struct{}), done: make(chan struct{})}
 		g.shards[id] = s
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
 			defer close(s.done)
+			defer end()
+			if fenced != nil {
+				go func() {
+					select {
+					case <-fenced:
+						s.halt()
+					case <-s.done:
+					}
+				}()
+			}
 			g.cfg.Run(tenancy.WithTenant(run, id), s.stop)
 		}()
 	}

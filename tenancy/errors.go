@@ -88,6 +88,10 @@ const (
 	CodeTenantStepFailed Code = "tenant_step_failed"
 	// CodeTenantRegistryUnavailable: the tenant registry could not be read.
 	CodeTenantRegistryUnavailable Code = "tenant_registry_unavailable"
+	// CodeTenantDrainTimeout: an offboard suspended the tenant but calls
+	// that began before were still running when its deadline passed; the
+	// tenant stays suspended and nothing was removed.
+	CodeTenantDrainTimeout Code = "tenant_drain_timeout"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -151,11 +150,8 @@ type worker struct {
 	// lag reports each reader's lag to the metrics (nil: no meter).
 	lag *telemetry.Lag
 	// shards runs the readers: one unbound, or one per tenant following a
-	// sharded consumer's set; opened holds the readers start opened for
-	// the first set, taken by their shards.
+	// sharded consumer's set.
 	shards *shards.Group
-	mu     sync.Mutex
-	opened map[tenancy.ID]shard
 }
 
 type shard struct {
@@ -173,37 +169,38 @@ func (w *worker) start(ctx context.Context) error {
 		w.shards = shards.One(func(ctx context.Context, stop <-chan struct{}) { w.serve(ctx, stop, sh) })
 		return nil
 	}
-	// The first set's readers are opened here, so that a tenant whose
-	// reader cannot be built fails the start; tenants added later get
-	// theirs in their shard, retried until they open.
+	// The first set's readers are checked here, so that a tenant whose
+	// reader cannot be built fails the start; tenants added later are
+	// checked in their shard, retried until they open. Every reader is
+	// built in its shard, which the app's suspensions fence (shards.Fence):
+	// a suspended tenant's reader stops at once, before an Offboard
+	// deletes its topic, and a suspended tenant gets none.
 	ts, err := w.spec.cfg.Tenants(ctx)
 	if err != nil {
 		return fmt.Errorf("kafka: consumer %s: assigned tenants: %w", w.spec.cfg.Name, err)
 	}
-	w.opened = map[tenancy.ID]shard{}
 	for _, t := range ts {
-		if _, ok := w.opened[t]; ok {
-			continue // listed twice: one reader
-		}
-		sh, err := w.open(ctx, t)
-		if errors.Is(err, tenancy.CodeTenantNotProvisioned) || errors.Is(err, errTopicCheck) {
-			continue // its shard logs it and retries
+		_, _, release, err := w.prepare(ctx, t)
+		if errors.Is(err, tenancy.CodeTenantNotProvisioned) || errors.Is(err, errTopicCheck) || errors.Is(err, tenancy.CodeTenantSuspended) {
+			continue // its shard logs it and retries, or never runs
 		}
 		if err != nil {
-			w.closeOpened()
 			return err
 		}
-		w.opened[t] = sh
+		release()
 	}
-	g, err := shards.Start(ctx, shards.Config{Name: w.spec.cfg.Name, Tenants: w.spec.cfg.Tenants, Every: w.spec.cfg.Refresh, Logger: w.log,
+	cfg := shards.Config{Name: w.spec.cfg.Name, Tenants: w.spec.cfg.Tenants, Every: w.spec.cfg.Refresh, Logger: w.log,
 		Run: func(ctx context.Context, stop <-chan struct{}) {
 			tenant, _ := tenancy.FromContext(ctx)
-			sh, ok := w.take(tenant)
+			var sh shard
 			waiting := false // for its topic: logged once, not per attempt
-			for !ok {
+			for {
 				var err error
 				if sh, err = w.open(ctx, tenant); err == nil {
 					break
+				}
+				if errors.Is(err, tenancy.CodeTenantSuspended) {
+					return // its fence stops the shard too
 				}
 				wait := w.retry()
 				if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
@@ -221,32 +218,14 @@ func (w *worker) start(ctx context.Context) error {
 				}
 			}
 			w.serve(ctx, stop, sh)
-		}})
+		}}
+	cfg.Fence = w.route.core.suspensions.Fence()
+	g, err := shards.Start(ctx, cfg)
 	if err != nil {
-		w.closeOpened()
 		return fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
 	}
 	w.shards = g
 	return nil
-}
-
-// take hands the reader start opened for tenant to its shard.
-func (w *worker) take(tenant tenancy.ID) (shard, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	sh, ok := w.opened[tenant]
-	delete(w.opened, tenant)
-	return sh, ok
-}
-
-func (w *worker) closeOpened() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for t, sh := range w.opened {
-		_ = sh.reader.Close()
-		sh.release()
-		delete(w.opened, t)
-	}
 }
 
 // serve runs one shard's reader until ctx ends or stop closes (its tenant
@@ -260,13 +239,22 @@ func (w *worker) serve(ctx context.Context, stop <-chan struct{}, sh shard) {
 	defer w.lag.Track(sh.tenant, func() int64 { return sh.reader.Stats().Lag })()
 	fetch := ctx
 	if stop != nil {
-		var cancel context.CancelFunc
+		var cancel, abandon context.CancelFunc
 		fetch, cancel = context.WithCancel(ctx)
 		defer cancel()
+		// A record in flight is handled and committed when the set drops
+		// the tenant, but abandoned, uncommitted, when it is suspended:
+		// its handler's calls are refused, and an offboard waits for the
+		// reader to close.
+		ctx, abandon = context.WithCancel(ctx)
+		defer abandon()
 		go func() {
 			select {
 			case <-stop:
 				cancel()
+				if w.route.core.suspensions.Suspended(sh.tenant) {
+					abandon()
+				}
 			case <-fetch.Done():
 			}
 		}()
@@ -275,30 +263,9 @@ func (w *worker) serve(ctx context.Context, stop <-chan struct{}, sh shard) {
 }
 
 func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
-	if w.spec.cfg.Tenants != nil && tenant.IsZero() {
-		return shard{}, fmt.Errorf("kafka: consumer %s: assigned the zero tenant", w.spec.cfg.Name)
-	}
-	topic, err := w.route.topicFor(tenant)
+	c, topic, release, err := w.prepare(ctx, tenant)
 	if err != nil {
 		return shard{}, err
-	}
-	c, release, err := w.route.core.clientFor(ctx, tenant)
-	if err != nil {
-		return shard{}, err
-	}
-	if !tenant.IsZero() {
-		// kafka-go's group reader reads partitions with a metadata request
-		// that lets the broker auto-create the topic: ask first, without.
-		missing, err := c.missingTopics(ctx, []string{topic})
-		if err != nil {
-			err = fmt.Errorf("%w %s: %w", errTopicCheck, topic, err)
-		} else if len(missing) > 0 {
-			err = notProvisioned(w.route.core.module, w.spec.route, topic, kafkago.UnknownTopicOrPartition)
-		}
-		if err != nil {
-			release()
-			return shard{}, err
-		}
 	}
 	maxWait := w.spec.cfg.MaxWait
 	if maxWait <= 0 {
@@ -321,6 +288,44 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	return shard{tenant: tenant, reader: r, release: release}, nil
 }
 
+// prepare checks what tenant's reader needs: the tenant not suspended
+// (before anything reaches the broker: a suspended tenant's topic may be
+// going), its topic and client, and its topic there. The caller releases
+// the client when err is nil.
+func (w *worker) prepare(ctx context.Context, tenant tenancy.ID) (*client, string, func(), error) {
+	if w.spec.cfg.Tenants != nil && tenant.IsZero() {
+		return nil, "", nil, fmt.Errorf("kafka: consumer %s: assigned the zero tenant", w.spec.cfg.Name)
+	}
+	if !tenant.IsZero() {
+		if err := w.route.core.suspensions.Check(tenant, rules.Name, w.route.core.module, w.spec.route); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	topic, err := w.route.topicFor(tenant)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	c, release, err := w.route.core.clientFor(ctx, tenant)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if !tenant.IsZero() {
+		// kafka-go's group reader reads partitions with a metadata request
+		// that lets the broker auto-create the topic: ask first, without.
+		missing, err := c.missingTopics(ctx, []string{topic})
+		if err != nil {
+			err = fmt.Errorf("%w %s: %w", errTopicCheck, topic, err)
+		} else if len(missing) > 0 {
+			err = notProvisioned(w.route.core.module, w.spec.route, topic, kafkago.UnknownTopicOrPartition)
+		}
+		if err != nil {
+			release()
+			return nil, "", nil, err
+		}
+	}
+	return c, topic, release, nil
+}
+
 // errTopicCheck: the brokers could not be asked whether a shard's topic
 // exists (a start does not fail on it: the shard retries).
 var errTopicCheck = errors.New("checking topic")
@@ -328,9 +333,7 @@ var errTopicCheck = errors.New("checking topic")
 // stop cancels the readers and waits for them to leave their groups, at
 // most as long as ctx allows.
 func (w *worker) stop(ctx context.Context) error {
-	err := w.shards.Stop(ctx)
-	w.closeOpened() // readers of tenants the set dropped before their shard ran
-	if err != nil {
+	if err := w.shards.Stop(ctx); err != nil {
 		return fmt.Errorf("kafka: consumer %s: readers still closing: %w", w.spec.cfg.Name, err)
 	}
 	return nil

@@ -187,6 +187,15 @@ func (p *Producer) deliver(ctx context.Context, m outbox.Message) error {
 }
 
 func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.Message) error {
+	if !tenant.IsZero() {
+		// In flight (Suspensions.Enter) until the broker has answered, so
+		// an Offboard deletes the tenant's topic only after the write.
+		end, err := p.core.suspensions.Enter(tenant, rules.Name, p.core.module, p.spec.name)
+		if err != nil {
+			return err
+		}
+		defer end()
+	}
 	c, release, err := p.core.clientFor(ctx, tenant)
 	if err != nil {
 		return routing.AtRoute(err, p.spec.name)

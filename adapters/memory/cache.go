@@ -38,17 +38,18 @@ type Cache struct {
 	r    routeConfig
 }
 
-func (c *Cache) key(ctx context.Context, key string) (string, entryKey, error) {
-	name, tag, err := c.r.scope(ctx, c.keys, "keys")
-	return name, entryKey{tenant: tag, key: key}, err
+func (c *Cache) key(ctx context.Context, key string) (string, entryKey, func(), error) {
+	name, tag, end, err := c.r.scope(ctx, c.keys, "keys")
+	return name, entryKey{tenant: tag, key: key}, end, err
 }
 
 // Get returns the value and whether it was present and unexpired.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	name, k, err := c.key(ctx, key)
+	name, k, end, err := c.key(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
+	defer end()
 	c.s.mu.RLock()
 	defer c.s.mu.RUnlock()
 	e, ok := c.s.kv[name][k]
@@ -60,10 +61,11 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set stores value; ttl 0 means no expiry.
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	name, k, err := c.key(ctx, key)
+	name, k, end, err := c.key(ctx, key)
 	if err != nil {
 		return err
 	}
+	defer end()
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	m := c.s.kv[name]
@@ -81,10 +83,11 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 
 // Delete removes key and reports whether it was present.
 func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
-	name, k, err := c.key(ctx, key)
+	name, k, end, err := c.key(ctx, key)
 	if err != nil {
 		return false, err
 	}
+	defer end()
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	_, ok := c.s.kv[name][k]

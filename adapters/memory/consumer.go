@@ -68,7 +68,8 @@ type consumer struct {
 }
 
 func (c *consumer) start(ctx context.Context) error {
-	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run})
+	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run,
+		Fence: c.st.s.suspensions.Fence()})
 	if err != nil {
 		return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
 	}

@@ -59,10 +59,13 @@ func (d *Documents[T]) locate(ctx context.Context, write bool) (map[entryKey]doc
 	if write {
 		c, role = d.cfg.Write, "write"
 	}
-	name, tag, err := d.r.scope(ctx, c, role)
+	name, tag, end, err := d.r.scope(ctx, c, role)
 	if err != nil {
 		return nil, "", entryKey{}, err
 	}
+	// The caller holds the store's lock, which the teardown takes too: the
+	// call cannot outlast a teardown that began after it.
+	end()
 	return d.s.docs[name], name, entryKey{tenant: tag}, nil
 }
 

@@ -144,20 +144,23 @@ func newRouteConfig(s *store, r floors.Route) routeConfig {
 
 // scope resolves where a call lands: the container in role and the tenant
 // tag (zero for an untagged route). It fails closed when the route is
-// tenant-scoped and no tenant is bound.
-func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
+// tenant-scoped and no tenant is bound. The call is in flight
+// (Suspensions.Enter) until the caller runs end, once its map operation is
+// done, so an Offboard waits for it.
+func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
 	if r.tel != nil {
 		return r.tracedScope(ctx, c, role)
 	}
 	if !r.decision.NeedsTenant {
-		return containerName(c, tenancy.ID{}), tenancy.ID{}, nil
+		return containerName(c, tenancy.ID{}), tenancy.ID{}, nop, nil
 	}
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return "", tenancy.ID{}, rules.Unbound(r.module, r.name)
+		return "", tenancy.ID{}, nil, rules.Unbound(r.module, r.name)
 	}
-	if err := r.suspensions.Check(id, rules.Name, r.module, r.name); err != nil {
-		return "", tenancy.ID{}, err
+	end, err := r.suspensions.Enter(id, rules.Name, r.module, r.name)
+	if err != nil {
+		return "", tenancy.ID{}, nil, err
 	}
 	name := containerName(c, tenancy.ID{})
 	if r.decision.ResolvesPerTenant(role) {
@@ -167,19 +170,21 @@ func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (str
 	if r.decision.Tagged {
 		tag = id
 	}
-	return name, tag, nil
+	return name, tag, end, nil
 }
+
+func nop() {}
 
 // tracedScope is scope recorded as one call. In-process, the call is its
 // resolution and a map operation, so the span covers the resolution and
 // its outcome. The resolution itself is scope's own, on a copy without
 // instruments: the untraced path stays one call with no extra frame.
-func (r routeConfig) tracedScope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
+func (r routeConfig) tracedScope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
 	id, _ := tenancy.FromContext(ctx)
 	_, call := r.tel.Start(ctx, id)
 	plain := r
 	plain.tel = nil
-	name, tag, err := plain.scope(ctx, c, role)
+	name, tag, end, err := plain.scope(ctx, c, role)
 	call.End(err)
-	return name, tag, err
+	return name, tag, end, err
 }

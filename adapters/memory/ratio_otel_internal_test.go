@@ -27,16 +27,17 @@ func TestRatioP11Off(t *testing.T) {
 	if err := c.Set(ctx, "k", []byte("v"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	get := func(scope func(context.Context, naming.Name, string) (string, tenancy.ID, error)) func(int) {
+	get := func(scope func(context.Context, naming.Name, string) (string, tenancy.ID, func(), error)) func(int) {
 		return func(n int) {
 			for range n {
-				name, tag, err := scope(ctx, keys, "keys")
+				name, tag, end, err := scope(ctx, keys, "keys")
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.mu.RLock()
 				_, ok := s.kv[name][entryKey{tenant: tag, key: "k"}]
 				s.mu.RUnlock()
+				end()
 				if !ok {
 					t.Fatal("missing")
 				}
@@ -47,16 +48,17 @@ func TestRatioP11Off(t *testing.T) {
 }
 
 // untraced is scope as it was before telemetry: the baseline.
-func (r routeConfig) untraced(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, error) {
+func (r routeConfig) untraced(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
 	if !r.decision.NeedsTenant {
-		return containerName(c, tenancy.ID{}), tenancy.ID{}, nil
+		return containerName(c, tenancy.ID{}), tenancy.ID{}, nop, nil
 	}
 	id, ok := tenancy.FromContext(ctx)
 	if !ok {
-		return "", tenancy.ID{}, rules.Unbound(r.module, r.name)
+		return "", tenancy.ID{}, nil, rules.Unbound(r.module, r.name)
 	}
-	if err := r.suspensions.Check(id, rules.Name, r.module, r.name); err != nil {
-		return "", tenancy.ID{}, err
+	end, err := r.suspensions.Enter(id, rules.Name, r.module, r.name)
+	if err != nil {
+		return "", tenancy.ID{}, nil, err
 	}
 	name := containerName(c, tenancy.ID{})
 	if r.decision.ResolvesPerTenant(role) {
@@ -66,5 +68,5 @@ func (r routeConfig) untraced(ctx context.Context, c naming.Name, role string) (
 	if r.decision.Tagged {
 		tag = id
 	}
-	return name, tag, nil
+	return name, tag, end, nil
 }

@@ -61,10 +61,11 @@ type Stream struct {
 
 // Append adds payload and returns its offset.
 func (st *Stream) Append(ctx context.Context, payload []byte) (int64, error) {
-	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
+	name, tag, end, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return 0, err
 	}
+	defer end()
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
 	off := int64(len(st.s.streams[name]) + 1)
@@ -82,10 +83,11 @@ func (st *Stream) Read(ctx context.Context, after int64, limit int) ([]Message, 
 
 // read also returns the channel closed by the next append, for consumers.
 func (st *Stream) read(ctx context.Context, after int64, limit int) ([]Message, <-chan struct{}, error) {
-	name, tag, err := st.r.scope(ctx, st.cfg.Stream, "stream")
+	name, tag, end, err := st.r.scope(ctx, st.cfg.Stream, "stream")
 	if err != nil {
 		return nil, nil, err
 	}
+	end() // a read writes nothing
 	st.s.mu.RLock()
 	defer st.s.mu.RUnlock()
 	var out []Message

@@ -135,18 +135,26 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // tenant-aware: a bound reader of a tenant-global outbox (a sharded relay,
 // Pending) sees only its tenant's rows. The zero tenant filters nothing.
 func (o *Outbox) target(ctx context.Context, tenant tenancy.ID) (target, error) {
+	end := noop
 	if !tenant.IsZero() {
-		if err := o.route.core.suspensions.Check(tenant, rules.Name, o.route.core.module, o.route.spec.name); err != nil {
+		// In flight (Suspensions.Enter) until the target is released.
+		var err error
+		if end, err = o.route.core.suspensions.Enter(tenant, rules.Name, o.route.core.module, o.route.spec.name); err != nil {
 			return target{}, err
 		}
 	}
 	if o.route.decision.Routed || o.route.perTenant {
 		t, err := o.route.targetFor(ctx, tenant)
+		if err != nil {
+			end()
+			return t, err
+		}
 		t.tag = tenant
-		return t, err
+		t.release = o.route.withEnd(t.release, end)
+		return t, nil
 	}
 	return target{coll: o.route.core.client.Database(o.route.core.db).Collection(o.route.spec.coll.name),
-		release: noop, tag: tenant}, nil
+		release: end, tag: tenant}, nil
 }
 
 // readTarget is where the relay reads: with a tenant bound, that tenant's

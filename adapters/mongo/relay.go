@@ -223,7 +223,7 @@ func (r relaySpec) decl(module string) floors.Worker {
 func (r relaySpec) run(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
 		cfg := r.cfg
-		cfg.Source = o
+		cfg.Source, cfg.Fence = o, o.route.core.suspensions.Fence()
 		if cfg.Logger != nil {
 			app = cfg.Logger
 		}

@@ -8,6 +8,7 @@ import (
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -91,18 +92,33 @@ func (r *route) target(ctx context.Context) (context.Context, target, error) {
 	if err != nil {
 		return ctx, target{}, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
+	// The call is in flight (Suspensions.Enter) until its target is
+	// released, so an Offboard waits for it before the teardown.
+	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.spec.name)
+	if err != nil {
 		return ctx, target{}, err
 	}
 	t, err := r.targetFor(ctx, id)
 	if err != nil {
+		end()
 		return ctx, t, err
 	}
 	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
 		t.release()
+		end()
 		return ctx, target{}, err
 	}
+	t.release = r.withEnd(t.release, end)
 	return ctx, t, nil
+}
+
+// withEnd is a target's release followed by the call's end, with no
+// closure on the shared client, whose release does nothing.
+func (r *route) withEnd(release, end func()) func() {
+	if r.core.pools == nil {
+		return end
+	}
+	return modules.Both(release, end)
 }
 
 // tracedTarget is target recorded as one call, from its entry until the

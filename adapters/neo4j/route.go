@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -55,10 +56,19 @@ func (r *route) open(ctx context.Context) (scope, error) {
 	if err != nil {
 		return scope{}, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.spec.name); err != nil {
+	// The call is in flight (Suspensions.Enter) until the scope is
+	// released, after its transaction, so an Offboard waits for it.
+	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.spec.name)
+	if err != nil {
 		return scope{}, err
 	}
-	return r.openFor(ctx, id)
+	sc, err := r.openFor(ctx, id)
+	if err != nil {
+		end()
+		return scope{}, err
+	}
+	sc.release = modules.Both(sc.release, end)
+	return sc, nil
 }
 
 // openFor is open for an explicit tenant (provisioning).

@@ -163,9 +163,19 @@ func (d *DynamicRead) query(ctx context.Context, text string, args []any, scan f
 // route's own pool on a plain client, else from the tenant's own login or
 // routed pool, whose every connection is the tenant's.
 func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
-	if err := d.c.suspensions.Check(tenant, rules.Name, d.c.module, d.spec.name); err != nil {
+	end, err := d.c.suspensions.Enter(tenant, rules.Name, d.c.module, d.spec.name)
+	if err != nil {
 		return nil, nil, err
 	}
+	conn, put, err := d.acquireEntered(ctx, tenant)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return conn, func(reuse bool) { put(reuse); end() }, nil
+}
+
+func (d *DynamicRead) acquireEntered(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
 	if d.logins == nil && d.own != nil {
 		tc, err := d.own.acquire(ctx, tenant)
 		if err != nil {

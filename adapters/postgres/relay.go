@@ -34,7 +34,8 @@ func Relay(route string, rc RelayConfig) Option {
 	w.build = func(obj any, log workerLog) (runner, error) {
 		cfg := rc
 		cfg.Logger = log(cfg.Logger)
-		cfg.Source = obj.(*Outbox)
+		o := obj.(*Outbox)
+		cfg.Source, cfg.Fence = o, o.c.suspensions.Fence()
 		return outbox.NewRelay(cfg)
 	}
 	return func(c *config) { c.workers = append(c.workers, w) }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -345,10 +346,26 @@ func (r route) connect(ctx context.Context, tenant tenancy.ID) (context.Context,
 	return ctx, q, release, err
 }
 
+// The call is in flight (Suspensions.Enter) until the caller releases
+// it, after its last statement or its transaction's end, so an Offboard
+// waits for it (an Idempotency.Do holds it across its function).
 func (r route) reach(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
-	if err := r.c.suspensions.Check(tenant, rules.Name, r.c.module, r.spec.name); err != nil {
+	end, err := r.c.suspensions.Enter(tenant, rules.Name, r.c.module, r.spec.name)
+	if err != nil {
 		return nil, nil, err
 	}
+	q, release, err := r.reachEntered(ctx, tenant)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	if r.c.routed == nil { // the shared pool's release does nothing: no closure
+		return q, end, nil
+	}
+	return q, modules.Both(release, end), nil
+}
+
+func (r route) reachEntered(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
 	if u := unitOf(ctx); u != nil {
 		return u.join(ctx, r, tenant)
 	}

@@ -107,9 +107,13 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 	if !ok {
 		return telemetry.OutcomeError, rules.Unbound(c.module, "")
 	}
-	if err := c.suspensions.Check(tenant, rules.Name, c.module, ""); err != nil {
+	// The unit is in flight (Suspensions.Enter) until it has committed or
+	// rolled back: an Offboard waits for it before any teardown.
+	end, err := c.suspensions.Enter(tenant, rules.Name, c.module, "")
+	if err != nil {
 		return telemetry.OutcomeError, err
 	}
+	defer end()
 	tx, release, err := beginTx(ctx, tenant, c.conn)
 	if err != nil {
 		return telemetry.OutcomeError, err

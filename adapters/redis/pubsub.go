@@ -61,7 +61,7 @@ func (p *PubSub) Subscribe(ctx context.Context, channels ...string) (*Subscripti
 	var held context.Context
 	keys := make([]string, len(channels))
 	for i, ch := range channels {
-		cctx, c, k, done, err := p.target(ctx, ch)
+		cctx, c, k, done, err := p.listen(ctx, ch)
 		if err != nil {
 			if hold != nil {
 				hold()

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -78,6 +79,27 @@ func (r *route) tracedTarget(ctx context.Context, user string) (context.Context,
 }
 
 func (r *route) enter(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
+	return r.enterAs(ctx, user, true)
+}
+
+// listen is target for a subscription: checked against the tenant's
+// suspension but not held in flight, since it lasts until Close and
+// writes nothing an Offboard must wait for.
+func (r *route) listen(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
+	if r.tel != nil {
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call := r.tel.Start(ctx, id)
+		c, key, done, err := r.enterAs(ctx, user, false)
+		if err != nil {
+			return ctx, nil, "", nil, call.Fail(err)
+		}
+		return ctx, c, key, call.Done(done), nil
+	}
+	c, key, done, err := r.enterAs(ctx, user, false)
+	return ctx, c, key, done, err
+}
+
+func (r *route) enterAs(ctx context.Context, user string, inFlight bool) (goredis.UniversalClient, string, func(), error) {
 	if !r.scoped {
 		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nop, nil
 	}
@@ -85,20 +107,31 @@ func (r *route) enter(ctx context.Context, user string) (goredis.UniversalClient
 	if err != nil {
 		return nil, "", nil, r.unbound()
 	}
-	if err := r.core.suspensions.Check(id, rules.Name, r.core.module, r.name); err != nil {
+	// The call is in flight (Suspensions.Enter) until done, so an
+	// Offboard waits for its command (or script) before the teardown.
+	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.name)
+	if err != nil {
 		return nil, "", nil, err
+	}
+	if !inFlight {
+		end()
+		end = nop
 	}
 	var ns string
 	if r.ns != nil {
 		if ns, err = r.namespace(id); err != nil {
+			end()
 			return nil, "", nil, err
 		}
 	}
-	c, done := r.core.client, nop
+	c, done := r.core.client, end
 	if r.core.routes != nil {
-		if c, done, err = r.core.routes.client(ctx, id); err != nil {
+		var release func()
+		if c, release, err = r.core.routes.client(ctx, id); err != nil {
+			end()
 			return nil, "", nil, routing.AtRoute(err, r.name)
 		}
+		done = modules.Both(release, end)
 	}
 	return c, buildKey(r.marker, ns, id, r.code, r.name, user), done, nil
 }

@@ -162,7 +162,7 @@ func (w workerSpec) invoke(module string) fx.Option {
 		var group *shards.Group
 		lc.Append(fx.Hook{
 			OnStart: func(startCtx context.Context) error {
-				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log,
+				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log, Fence: s.core.suspensions.Fence(),
 					Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, w.tenants != nil, log) }})
 				if err != nil {
 					return fmt.Errorf("redis worker %s: %w", w.name, err)
