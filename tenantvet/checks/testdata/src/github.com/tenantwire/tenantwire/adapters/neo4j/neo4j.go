@@ -1,0 +1,13 @@
+// Package neo4j is a stub of tenantwire's Neo4j adapter.
+package neo4j
+
+import "context"
+
+type RawCypher struct{}
+
+func (c *RawCypher) Write(ctx context.Context, cypher string, params map[string]any) ([]map[string]any, error) {
+	return nil, nil
+}
+func (c *RawCypher) Read(ctx context.Context, cypher string, params map[string]any) ([]map[string]any, error) {
+	return nil, nil
+}
