@@ -6,4 +6,4 @@ package checks
 import "golang.org/x/tools/go/analysis"
 
 // All is every check, in the order the docs give them.
-var All = []*analysis.Analyzer{LostCtx, GoNoTenant}
+var All = []*analysis.Analyzer{LostCtx, GoNoTenant, Rebind, TenantSQL, Bypass, InTxOuterCtx}

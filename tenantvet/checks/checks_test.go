@@ -22,3 +22,34 @@ func TestLostCtxLeavesGoroutines(t *testing.T) {
 		t.Errorf("lostctx reported in a goroutine: %s", d.Message)
 	}
 }
+
+func TestRebind(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), checks.Rebind, "rebind")
+}
+
+func TestRebindAllow(t *testing.T) {
+	if err := checks.Rebind.Flags.Set("allow", "rebindallowed/..."); err != nil {
+		t.Fatal(err)
+	}
+	defer checks.Rebind.Flags.Set("allow", "")
+	analysistest.Run(t, analysistest.TestData(), checks.Rebind, "rebindallowed")
+}
+
+func TestRebindNotAllowed(t *testing.T) {
+	results := analysistest.Run(&testing.T{}, analysistest.TestData(), checks.Rebind, "rebindallowed")
+	if n := len(results[0].Diagnostics); n != 1 {
+		t.Errorf("without -rebind.allow, rebindallowed got %d findings, want 1", n)
+	}
+}
+
+func TestTenantSQL(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), checks.TenantSQL, "tenantsql")
+}
+
+func TestBypass(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), checks.Bypass, "bypass")
+}
+
+func TestInTxOuterCtx(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), checks.InTxOuterCtx, "intxctx")
+}

@@ -57,7 +57,7 @@ func newState(pass *analysis.Pass) *state {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.AssignStmt:
-				if n.Tok != token.DEFINE && n.Tok != token.ASSIGN {
+				if n.Tok != token.DEFINE && n.Tok != token.ASSIGN && n.Tok != token.ADD_ASSIGN {
 					return true
 				}
 				if len(n.Lhs) == len(n.Rhs) {
