@@ -30,10 +30,11 @@ test: prepare
 	$(MAKE) --no-print-directory tenantvet
 	$(MAKE) fuzz-short
 
-## tenantvet: the static checks over the examples, which must be clean
+## tenantvet: the static checks (docs/tenantvet.md) over the examples, which must be clean
 tenantvet:
 	cd tenantvet && $(GO) build -o $(CURDIR)/bin/tenantvet ./cmd/tenantvet
 	bin/tenantvet ./examples/...
+	cd examples/service && $(CURDIR)/bin/tenantvet ./...
 
 # The servers start while the modules download and vet compiles: on a
 # first run each takes minutes, the one mostly waiting on downloads and
