@@ -28,10 +28,7 @@ func TestRebind(t *testing.T) {
 }
 
 func TestRebindAllow(t *testing.T) {
-	if err := checks.Rebind.Flags.Set("allow", "rebindallowed/..."); err != nil {
-		t.Fatal(err)
-	}
-	defer checks.Rebind.Flags.Set("allow", "")
+	setAllow(t, "rebindallowed/...")
 	analysistest.Run(t, analysistest.TestData(), checks.Rebind, "rebindallowed")
 }
 
@@ -52,4 +49,16 @@ func TestBypass(t *testing.T) {
 
 func TestInTxOuterCtx(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), checks.InTxOuterCtx, "intxctx")
+}
+
+func setAllow(t *testing.T, v string) {
+	t.Helper()
+	if err := checks.Rebind.Flags.Set("allow", v); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := checks.Rebind.Flags.Set("allow", ""); err != nil {
+			t.Error(err)
+		}
+	})
 }

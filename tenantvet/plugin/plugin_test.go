@@ -27,7 +27,9 @@ func TestRegistered(t *testing.T) {
 	if got := checks.Rebind.Flags.Lookup("allow").Value.String(); got != "example.com/queue/..." {
 		t.Fatalf("rebind.allow = %q", got)
 	}
-	checks.Rebind.Flags.Set("allow", "")
+	if err := checks.Rebind.Flags.Set("allow", ""); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestUnknownSettingRefused(t *testing.T) {

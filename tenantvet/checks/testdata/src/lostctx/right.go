@@ -51,3 +51,8 @@ func escaped(c *postgres.Counter) {
 	//tenantvet:ignore lostctx the fleet-wide counter is read before any tenant exists, and fails closed if not
 	c.Get(context.Background(), "hits")
 }
+
+// An escape may also end the line it silences.
+func trailing(c *postgres.Counter) {
+	c.Get(context.Background(), "hits") //tenantvet:ignore lostctx read before any tenant exists, fails closed if not
+}
