@@ -60,3 +60,13 @@ func generic[C capability.Counter](ctx context.Context, c C) {
 		c.Add(context.Background(), "hits", 1) // want `gonotenant: a goroutine calls capability.Counter.Add with context.Background\(\)`
 	}()
 }
+
+// The incoming context is the innermost function's that has one: here the
+// handler literal's request.
+func (s *svc) routes() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() {
+			s.c.Get(context.Background(), "hits") // want `gonotenant: a goroutine calls postgres.Counter.Get with context.Background\(\) instead of the incoming r.Context\(\)`
+		}()
+	})
+}
