@@ -27,12 +27,12 @@ func runGoNoTenant(pass *analysis.Pass) (any, error) {
 	s.funcs(func(fd *ast.FuncDecl) {
 		owned := s.owned(fd)
 		check := func(call *ast.CallExpr, in string) {
-			fn, ctx, ok := s.routeCall(call)
+			desc, ctx, ok := s.tenantCall(call)
 			if !ok {
 				return
 			}
 			if why, lost := s.lost(ctx); lost {
-				r.report(ctx.Pos(), "a goroutine calls %s with %s instead of the incoming %s: the tenant does not follow it and the call fails closed with tenant_unbound; pass %s (context.WithoutCancel(%s) when the goroutine outlives the request)", routeName(fn), why, in, in, in)
+				r.report(ctx.Pos(), "a goroutine calls %s with %s instead of the incoming %s: the tenant does not follow it and the call fails closed with tenant_unbound; pass %s (context.WithoutCancel(%s) when the goroutine outlives the request)", desc, why, in, in, in)
 			}
 		}
 		seen := map[*ast.CallExpr]bool{}

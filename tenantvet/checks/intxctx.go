@@ -49,7 +49,7 @@ func runInTxOuterCtx(pass *analysis.Pass) (any, error) {
 				if !ok {
 					return true
 				}
-				rfn, ctx, ok := s.routeCall(c)
+				desc, ctx, ok := s.tenantCall(c)
 				if !ok {
 					return true
 				}
@@ -61,7 +61,7 @@ func runInTxOuterCtx(pass *analysis.Pass) (any, error) {
 				if !ok || !isContext(v.Type()) || v.Pos() >= lit.Pos() && v.Pos() < lit.End() {
 					return true // the callback's own context, or one derived inside it
 				}
-				r.report(ctx.Pos(), "%s inside the InTx callback is called with the outer context %s, not the callback's %s: it runs apart from the unit of work (it neither sees its writes nor rolls back with it); pass %s", routeName(rfn), id.Name, inner.Name, inner.Name)
+				r.report(ctx.Pos(), "%s inside the InTx callback is called with the outer context %s, not the callback's %s: it runs apart from the unit of work (it neither sees its writes nor rolls back with it); pass %s", desc, id.Name, inner.Name, inner.Name)
 				return true
 			})
 			return true

@@ -43,12 +43,12 @@ func runLostCtx(pass *analysis.Pass) (any, error) {
 					return // gonotenant's
 				}
 			}
-			fn, ctx, ok := s.routeCall(call)
+			desc, ctx, ok := s.tenantCall(call)
 			if !ok {
 				return
 			}
 			if why, lost := s.lost(ctx); lost {
-				r.report(ctx.Pos(), "%s is called with %s, which carries no tenant: it fails closed with tenant_unbound; pass the function's incoming ctx (or a context derived from it)", routeName(fn), why)
+				r.report(ctx.Pos(), "%s is called with %s, which carries no tenant: it fails closed with tenant_unbound; pass the function's incoming ctx (or a context derived from it)", desc, why)
 			}
 		})
 	})

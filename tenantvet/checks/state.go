@@ -20,6 +20,8 @@ type state struct {
 	// assignment records the call and the variable's index in it.
 	assigns map[*types.Var][]value
 	params  map[*types.Var]bool
+	// sinks are the package's functions that pass a context on to a route.
+	sinks map[*types.Func]sink
 }
 
 type value struct {
@@ -96,6 +98,7 @@ func newState(pass *analysis.Pass) *state {
 			return true
 		})
 	}
+	s.findSinks()
 	return s
 }
 

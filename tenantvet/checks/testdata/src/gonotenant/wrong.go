@@ -70,3 +70,9 @@ func (s *svc) routes() http.Handler {
 		}()
 	})
 }
+
+func (s *svc) record(ctx context.Context) { s.c.Add(ctx, "hits", 1) }
+
+func (s *svc) goHelper(ctx context.Context) {
+	go s.record(context.Background()) // want `gonotenant: a goroutine calls record \(which passes it to postgres.Counter.Add\) with context.Background\(\) instead of the incoming ctx`
+}

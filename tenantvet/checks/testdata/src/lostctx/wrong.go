@@ -82,3 +82,19 @@ func unknownCheck(ctx context.Context, c *postgres.Counter) {
 	//tenantvet:ignore lostcontext typo // want `tenantvet: //tenantvet:ignore names no check "lostcontext"`
 	c.Get(ctx, "hits")
 }
+
+// A helper of this package that passes its context on to a route (here
+// through another helper) loses the tenant the same way.
+func (h *handler) record(ctx context.Context, name string) {
+	h.count(ctx, name)
+}
+
+func (h *handler) count(ctx context.Context, name string) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h.counter.Add(tctx, name, 1)
+}
+
+func (h *handler) viaHelper(ctx context.Context) {
+	h.record(context.Background(), "hits") // want `lostctx: record \(which passes it to postgres.Counter.Add\) is called with context.Background\(\)`
+}

@@ -106,3 +106,9 @@ func Count(ctx context.Context, st document.Store[Order]) (int, error) {
 	count := st.Count
 	return count(context.Background(), document.Query{}) // MISTAKE lostctx
 }
+
+// A helper that passes its context on to a route loses the tenant as the
+// route would.
+func (s *Service) audit(ctx context.Context, what string) { _, _ = s.Hits.Add(ctx, what, 1) }
+
+func (s *Service) Nightly() { s.audit(context.Background(), "nightly") } // MISTAKE lostctx
