@@ -62,3 +62,8 @@ func setAllow(t *testing.T, v string) {
 		}
 	})
 }
+
+// An adapter's unexported plumbing is no route.
+func TestLostCtxUnexportedPlumbing(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), checks.LostCtx, "github.com/tenantwire/tenantwire/adapters/neo4j")
+}
