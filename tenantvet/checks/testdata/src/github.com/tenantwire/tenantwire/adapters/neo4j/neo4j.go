@@ -14,6 +14,8 @@ func (c *RawCypher) Read(ctx context.Context, cypher string, params map[string]a
 
 // driver is adapter plumbing, not a route: its Close takes a context but
 // binds no tenant (a false positive once).
-type driver interface{ Close(ctx context.Context) error }
+type driver interface {
+	Close(ctx context.Context) error
+}
 
 func closeAll(d driver) error { return d.Close(context.Background()) }
