@@ -12,7 +12,7 @@ REDIS_CLUSTER ?= $(TENANTWIRE_REDIS_CLUSTER)
 endif
 REDIS_CLUSTER ?= 127.0.0.1:7100,127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103,127.0.0.1:7104,127.0.0.1:7105
 
-.PHONY: demo test prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate surface
+.PHONY: demo test tenantvet prepare checks services deps tidy-check vet fuzz fuzz-short bench soak matrix lint mutate surface
 
 ## demo: the quickstart on the embedded memory backend (no server needed)
 demo:
@@ -26,7 +26,15 @@ test: prepare
 	cd tenantgrpc && $(GO) test -race -count=1 ./...
 	cd tenantotel && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
 	cd examples/service && TENANTWIRE_REQUIRE_SERVICES=1 $(GO) test -race -count=1 ./...
+	cd tenantvet && $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory tenantvet
 	$(MAKE) fuzz-short
+
+## tenantvet: the static checks (docs/tenantvet.md) over the examples, which must be clean
+tenantvet:
+	cd tenantvet && $(GO) build -o $(CURDIR)/bin/tenantvet ./cmd/tenantvet
+	bin/tenantvet ./examples/...
+	cd examples/service && $(CURDIR)/bin/tenantvet ./...
 
 # The servers start while the modules download and vet compiles: on a
 # first run each takes minutes, the one mostly waiting on downloads and
@@ -49,8 +57,9 @@ services:
 # tenantgrpc/: only a service that imports the gRPC boundary pulls in gRPC;
 # and tenantotel/: the library takes the OpenTelemetry API only, the SDK and
 # the Prometheus exporter come with the app that wires tenantotel, as
-# examples/service (a module of its own, as an app is) does.
-NESTED := integration tenantgrpc tenantotel examples/service
+# examples/service (a module of its own, as an app is) does. tenantvet/
+# is too: golang.org/x/tools stays out of the library's go.mod.
+NESTED := integration tenantgrpc tenantotel examples/service tenantvet
 
 deps:
 	$(GO) mod download
