@@ -71,6 +71,7 @@ func TestRequestSpanNamesTheRouteNotTheTenantPath(t *testing.T) {
 			{srv.OperatorHandler(), "/tenants/" + tenantB.String() + "/status", "GET /tenants/{id}/status"},
 		} {
 			req := httptest.NewRequest("GET", c.path, nil)
+			req.Host = "localhost" // the operator listener answers its own names only
 			req.Header.Set(tenanthttp.DefaultHeader, tenantB.String())
 			w := httptest.NewRecorder()
 			c.h.ServeHTTP(w, req)
