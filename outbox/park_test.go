@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -109,7 +110,7 @@ func TestSuspendedTenantAtTheHeadStallsNoOne(t *testing.T) {
 	src := &skipSource{memSource: newSource(headOf(20, a, b, c)...)}
 	g := newGate(a)
 	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "park", Source: src, Destination: g,
-		BatchSize: 5, Idle: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logger: quiet()})
+		BatchSize: 5, Idle: 5 * time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 50 * time.Millisecond, Logger: quiet(), Backoff: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 	})
 	r, _ := outbox.NewRelay(outbox.RelayConfig{Name: "gone", Source: src, Destination: g, DeadLetter: dl,
 		Gone: func(_ context.Context, id tenancy.ID) bool { return id == a },
-		Idle: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Logger: quiet()})
+		Idle: time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 5 * time.Millisecond, Logger: quiet(), Backoff: time.Millisecond}})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 		return g2.Deliver(context.Background(), m)
 	})
 	r2, _ := outbox.NewRelay(outbox.RelayConfig{Name: "poison", Source: src2, Destination: poison, GiveUpAfter: 3,
-		Idle: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Logger: quiet()})
+		Idle: time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 5 * time.Millisecond, Logger: quiet(), Backoff: time.Millisecond}})
 	if err := r2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
