@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -204,3 +205,42 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRelayErrorsGoToOnError: with OnError set, a failed delivery and a row
+// given up on reach it, naming the tenant and event, and nothing is logged.
+func TestRelayErrorsGoToOnError(t *testing.T) {
+	a := tenancytest.TenantA
+	src := &skipSource{memSource: newSource(headOf(1, a)...)}
+	var mu sync.Mutex
+	var got []string
+	var logged atomic.Int32
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { logged.Add(1); return len(p), nil }), nil))
+	boom := outbox.DestinationFunc(func(context.Context, outbox.Message) error { return errors.New("sink down") })
+	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "errs", Source: src, Destination: boom, GiveUpAfter: 2, Idle: time.Millisecond,
+		WorkerConfig: shards.WorkerConfig{Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Logger: log,
+			OnError: func(err error) { mu.Lock(); got = append(got, err.Error()); mu.Unlock() }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
+	_ = r.Stop(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"delivery failed; tenant parked", "gave up on a row; dropped"} {
+		if !slices.ContainsFunc(got, func(s string) bool {
+			return strings.Contains(s, want) && strings.Contains(s, a.String()) && strings.Contains(s, "t0-000") && strings.Contains(s, "sink down")
+		}) {
+			t.Fatalf("OnError got %q, want one with %q, the tenant, the event and the cause", got, want)
+		}
+	}
+	if n := logged.Load(); n != 0 {
+		t.Fatalf("%d lines logged beside OnError", n)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
