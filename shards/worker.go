@@ -127,17 +127,21 @@ func (c WorkerConfig) NextBackoff(prev time.Duration) time.Duration {
 }
 
 // Report hands err to OnError, or logs it at Warn on Logger under msg with
-// the tenant ctx binds (key "tenant"), attrs, then err (key "error"). c
-// must have its defaults (WithDefaults).
+// the tenant ctx binds (key "tenant"), attrs, then err (key "error"): the
+// keys of modules.LogWorkerError. A nil Logger is slog.Default().
 func (c WorkerConfig) Report(ctx context.Context, msg string, err error, attrs ...any) {
 	if c.OnError != nil {
 		c.OnError(err)
 		return
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
 	}
 	args := make([]any, 0, len(attrs)+4)
 	if id, ok := tenancy.FromContext(ctx); ok {
 		args = append(args, "tenant", id.String())
 	}
 	args = append(append(args, attrs...), "error", err)
-	c.Logger.Warn(msg, args...)
+	log.Warn(msg, args...)
 }
