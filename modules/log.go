@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -30,12 +31,9 @@ func WorkerLogger(app *slog.Logger, backend, module, route, worker string) *slog
 
 // LogWorkerError logs a worker's failed pass at Warn, adding the tenant
 // ctx binds, if any. Workers retry; the failure is not fatal.
+// It is shards.WorkerConfig.Report with no OnError, the keys the same.
 func LogWorkerError(ctx context.Context, log *slog.Logger, msg string, err error) {
-	if id, ok := tenancy.FromContext(ctx); ok {
-		log.Warn(msg, KeyTenant, id.String(), KeyError, err)
-		return
-	}
-	log.Warn(msg, KeyError, err)
+	shards.WorkerConfig{Logger: log}.Report(ctx, msg, err)
 }
 
 // callSite is the module and route a context's work runs for.

@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -25,10 +27,17 @@ type SkippingSource interface {
 // dead letter that fails too keeps the row, parked.
 func (r *Relay) giveUp(ctx context.Context, m Message, err error) bool {
 	wait, fails := r.park.Fail(m.Tenant, time.Now())
-	log := r.cfg.Logger.With("tenant", m.Tenant.String(), "event", m.EventID)
+	log := func(level slog.Level, msg string, err error, attrs ...any) {
+		if r.cfg.OnError != nil {
+			r.cfg.OnError(fmt.Errorf("outbox: relay %s: tenant %s event %s: %s: %w", r.cfg.Name, m.Tenant, m.EventID, msg, err))
+			return
+		}
+		args := append([]any{"tenant", m.Tenant.String(), "event", m.EventID}, attrs...)
+		r.cfg.Logger.Log(ctx, level, "tenantwire: relay "+msg, append(args, "error", err)...)
+	}
 	gone := !m.Tenant.IsZero() && r.cfg.Gone != nil && r.cfg.Gone(context.WithoutCancel(ctx), m.Tenant)
 	if !gone && (r.cfg.GiveUpAfter <= 0 || fails < r.cfg.GiveUpAfter) {
-		log.Warn("tenantwire: relay delivery failed; tenant parked", "attempts", fails, "wait", wait, "error", err)
+		log(slog.LevelWarn, "delivery failed; tenant parked", err, "attempts", fails, "wait", wait)
 		return false
 	}
 	why := "failed too often"
@@ -36,15 +45,15 @@ func (r *Relay) giveUp(ctx context.Context, m Message, err error) bool {
 		why = "tenant gone"
 	}
 	if r.cfg.DeadLetter == nil {
-		log.Error("tenantwire: relay gave up on a row; dropped (no DeadLetter)", "reason", why, "attempts", fails, "error", err)
+		log(slog.LevelError, "gave up on a row; dropped (no DeadLetter)", err, "reason", why, "attempts", fails)
 		r.park.Forget(m.Tenant)
 		return true
 	}
 	if derr := r.cfg.DeadLetter.Deliver(tenancy.WithGlobal(ctx), m); derr != nil {
-		log.Warn("tenantwire: relay dead letter failed; tenant parked", "reason", why, "attempts", fails, "wait", wait, "error", derr)
+		log(slog.LevelWarn, "dead letter failed; tenant parked", derr, "reason", why, "attempts", fails, "wait", wait)
 		return false
 	}
-	log.Warn("tenantwire: relay gave up on a row; dead-lettered", "reason", why, "attempts", fails, "error", err)
+	log(slog.LevelWarn, "gave up on a row; dead-lettered", err, "reason", why, "attempts", fails)
 	r.park.Forget(m.Tenant)
 	return true
 }

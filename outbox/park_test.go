@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -109,7 +111,7 @@ func TestSuspendedTenantAtTheHeadStallsNoOne(t *testing.T) {
 	src := &skipSource{memSource: newSource(headOf(20, a, b, c)...)}
 	g := newGate(a)
 	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "park", Source: src, Destination: g,
-		BatchSize: 5, Idle: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logger: quiet()})
+		BatchSize: 5, Idle: 5 * time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 50 * time.Millisecond, Logger: quiet(), Backoff: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 	})
 	r, _ := outbox.NewRelay(outbox.RelayConfig{Name: "gone", Source: src, Destination: g, DeadLetter: dl,
 		Gone: func(_ context.Context, id tenancy.ID) bool { return id == a },
-		Idle: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Logger: quiet()})
+		Idle: time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 5 * time.Millisecond, Logger: quiet(), Backoff: time.Millisecond}})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 		return g2.Deliver(context.Background(), m)
 	})
 	r2, _ := outbox.NewRelay(outbox.RelayConfig{Name: "poison", Source: src2, Destination: poison, GiveUpAfter: 3,
-		Idle: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Logger: quiet()})
+		Idle: time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 5 * time.Millisecond, Logger: quiet(), Backoff: time.Millisecond}})
 	if err := r2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -203,3 +205,42 @@ func TestOffboardedTenantsRowsLeaveTheHead(t *testing.T) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRelayErrorsGoToOnError: with OnError set, a failed delivery and a row
+// given up on reach it, naming the tenant and event, and nothing is logged.
+func TestRelayErrorsGoToOnError(t *testing.T) {
+	a := tenancytest.TenantA
+	src := &skipSource{memSource: newSource(headOf(1, a)...)}
+	var mu sync.Mutex
+	var got []string
+	var logged atomic.Int32
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { logged.Add(1); return len(p), nil }), nil))
+	boom := outbox.DestinationFunc(func(context.Context, outbox.Message) error { return errors.New("sink down") })
+	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "errs", Source: src, Destination: boom, GiveUpAfter: 2, Idle: time.Millisecond,
+		WorkerConfig: shards.WorkerConfig{Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Logger: log,
+			OnError: func(err error) { mu.Lock(); got = append(got, err.Error()); mu.Unlock() }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
+	_ = r.Stop(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"delivery failed; tenant parked", "gave up on a row; dropped"} {
+		if !slices.ContainsFunc(got, func(s string) bool {
+			return strings.Contains(s, want) && strings.Contains(s, a.String()) && strings.Contains(s, "t0-000") && strings.Contains(s, "sink down")
+		}) {
+			t.Fatalf("OnError got %q, want one with %q, the tenant, the event and the cause", got, want)
+		}
+	}
+	if n := logged.Load(); n != 0 {
+		t.Fatalf("%d lines logged beside OnError", n)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -44,25 +44,27 @@ type RelayConfig struct {
 	Name        string
 	Source      Source
 	Destination Destination
-	// Tenants, when set, makes the relay sharded: one bound pass per
-	// tenant it returns (a failing provider fails start). It is read again
-	// every Refresh (default shards.DefaultEvery), so a tenant provisioned
-	// at run time is relayed within that delay and one that left the set
-	// stops after its pass in flight. Left nil, the relay claims unbound
-	// and binds each row's own tenant.
-	Tenants shards.TenantsFunc
-	Refresh time.Duration
+	// WorkerConfig: Tenants, when set, makes the relay sharded: one bound
+	// pass per tenant it returns, read again every Refresh; left nil, the
+	// relay claims unbound and binds each row's own tenant. After a failed
+	// claim the wait doubles from Backoff up to MaxBackoff; a tenant whose
+	// row fails is parked (shards.Parking) with the same bounds. OnError
+	// receives failed passes and deliveries; left nil they are logged on
+	// Logger (keys "tenant", "event", "attempts", "wait", "error"; a row
+	// given up on and dropped at Error). The adapters' relays set Logger
+	// to the app's logger with the backend, module, route and worker
+	// attached, and Fence to the app's suspensions: a sharded pass stops
+	// the moment its tenant is suspended, and an offboard waits for it.
+	shards.WorkerConfig
 	// BatchSize defaults to 100.
 	BatchSize int
-	// Idle is the wait when nothing is waiting (default 200ms); after a
-	// failed claim the wait doubles up to MaxBackoff (default 5s). A tenant
-	// whose row fails is parked (shards.Parking) with the same bounds:
-	// Idle doubled per failure in a row, capped at MaxBackoff, not jittered.
-	Idle, MaxBackoff time.Duration
+	// Idle is the wait when nothing is waiting (default 200ms).
+	Idle time.Duration
 	// DeadLetter receives the rows the relay gives up on (see GiveUpAfter
 	// and Gone), under the tenant-global scope with Message.Tenant set;
 	// the row is marked done once it took it. Nil: such rows are dropped
-	// (marked done), each logged at Error with its tenant and event id.
+	// (marked done), each reported (logged at Error) with its tenant and
+	// event id.
 	DeadLetter Destination
 	// GiveUpAfter is how many failed attempts in a row of one tenant's row
 	// make the relay give up on that row; 0 (the default) never does: a
@@ -75,16 +77,15 @@ type RelayConfig struct {
 	Gone func(ctx context.Context, tenant tenancy.ID) bool
 	// Wake, when set, cuts an idle wait short (an outbox wake channel).
 	Wake <-chan struct{}
-	// Logger receives failed passes (keys "tenant" when sharded, "wait",
-	// "error") and failed deliveries (keys "tenant", "event", "attempts",
-	// "wait", "error"; a row given up on is logged at Error when dropped). The adapters' relays pass the app's logger with the
-	// backend, module, route and worker attached; left nil here it is
-	// slog.Default() with the "worker" key.
-	Logger *slog.Logger
-	// Fence, set by the adapters' relays to the app's suspensions, stops
-	// a sharded relay's pass the moment its tenant is suspended, and
-	// makes an offboard wait for it (see shards.Config.Fence).
-	Fence shards.Fence
+}
+
+// Check is the relay's option problems: the WorkerConfig's, and a
+// negative BatchSize, Idle or GiveUpAfter (refused, not defaulted). The
+// adapters refuse them at fx.New as wiring_invalid; config names the
+// type as the user spells it ("postgres.RelayConfig").
+func (c RelayConfig) Check(config string) []shards.Problem {
+	return c.WorkerConfig.Check(config, c.Name,
+		shards.Count("BatchSize", c.BatchSize), shards.Duration("Idle", c.Idle), shards.Count("GiveUpAfter", c.GiveUpAfter))
 }
 
 // Relay forwards outbox rows to a destination, at least once.
@@ -102,23 +103,23 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 100
 	}
-	if cfg.Idle <= 0 {
-		cfg.Idle = 200 * time.Millisecond
+	if bad := cfg.Check("outbox.RelayConfig"); len(bad) > 0 {
+		return nil, fmt.Errorf("outbox: relay %s: %s; %s", cfg.Name, bad[0].Detail, bad[0].Fix)
 	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 5 * time.Second
+	if cfg.Idle == 0 {
+		cfg.Idle = 200 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default().With("worker", cfg.Name)
 	}
-	return &Relay{cfg: cfg, park: shards.NewParking(cfg.Idle, cfg.MaxBackoff)}, nil
+	cfg.WorkerConfig = cfg.WithDefaults()
+	return &Relay{cfg: cfg, park: shards.NewParking(cfg.Backoff, cfg.MaxBackoff)}, nil
 }
 
 // Start launches the relay's passes (one, or one per tenant when sharded)
 // and returns; Stop ends them.
 func (r *Relay) Start(ctx context.Context) error {
-	g, err := shards.StartWorker(ctx, shards.Config{Name: r.cfg.Name, Tenants: r.cfg.Tenants, Every: r.cfg.Refresh, Logger: r.cfg.Logger,
-		Fence: r.cfg.Fence, Run: r.loop})
+	g, err := shards.StartWorker(ctx, shards.Config{Name: r.cfg.Name, WorkerConfig: r.cfg.WorkerConfig, Run: r.loop})
 	if err != nil {
 		return fmt.Errorf("outbox: relay %s: %w", r.cfg.Name, err)
 	}
@@ -165,12 +166,8 @@ func (r *Relay) loop(ctx context.Context, stop <-chan struct{}) {
 			if ctx.Err() != nil {
 				return
 			}
-			wait = min(max(2*wait, r.cfg.Idle), r.cfg.MaxBackoff)
-			if id, ok := tenancy.FromContext(ctx); ok {
-				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "tenant", id.String(), "wait", wait, "error", err)
-			} else {
-				r.cfg.Logger.Warn("tenantwire: relay pass failed; backing off", "wait", wait, "error", err)
-			}
+			wait = r.cfg.NextBackoff(wait)
+			r.cfg.Report(ctx, "tenantwire: relay pass failed; backing off", fmt.Errorf("outbox: relay %s: pass: %w", r.cfg.Name, err), "wait", wait)
 		case n > 0 || failed != nil:
 			// A failure parked its tenant: the next claim leaves its rows
 			// out, so go on at once with the other tenants'.

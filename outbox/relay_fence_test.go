@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -61,7 +62,7 @@ func TestFencedRelayStopsAtTheSuspension(t *testing.T) {
 	s := &modules.Suspensions{}
 	src := &heldSource{hold: a, held: make(chan struct{}), release: make(chan struct{})}
 	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "fenced", Source: src, Destination: nopDestination{}, Idle: time.Millisecond,
-		Tenants: func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{a, b}, nil }, Fence: s.Fence()})
+		WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{a, b}, nil }, Fence: s.Fence(), Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

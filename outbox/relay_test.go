@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -129,7 +130,7 @@ func TestRelayBindsEachRowsTenantAcrossFailures(t *testing.T) {
 	var relays []*outbox.Relay
 	for i := range 2 { // two relays side by side
 		r, err := outbox.NewRelay(outbox.RelayConfig{Name: fmt.Sprint("r", i), Source: src, Destination: dest,
-			BatchSize: 7, Idle: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+			BatchSize: 7, Idle: time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 5 * time.Millisecond, Backoff: time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestShardedRelay(t *testing.T) {
 	src := newSource(rows(30)...)
 	dest := &recorder{got: map[string]int{}}
 	r, _ := outbox.NewRelay(outbox.RelayConfig{Name: "sharded", Source: src, Destination: dest, Idle: time.Millisecond,
-		Tenants: func(context.Context) ([]tenancy.ID, error) { return tenants[:2], nil }})
+		WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return tenants[:2], nil }, Backoff: time.Millisecond}})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestShardedRelay(t *testing.T) {
 	}
 
 	failing, _ := outbox.NewRelay(outbox.RelayConfig{Name: "x", Source: src, Destination: dest,
-		Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }})
+		WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }}})
 	if err := failing.Start(context.Background()); err == nil {
 		t.Fatal("a failing tenant provider did not fail start")
 	}

@@ -28,7 +28,7 @@ func TestFencedShardStopsWhenSuspended(t *testing.T) {
 	var mu sync.Mutex
 	running := map[tenancy.ID]int{}
 	started := map[tenancy.ID]int{}
-	g, err := shards.Start(context.Background(), shards.Config{Name: "w", Tenants: src.get, Every: 20 * time.Millisecond, Fence: s,
+	g, err := shards.Start(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: src.get, Refresh: 20 * time.Millisecond, Fence: s},
 		Run: func(ctx context.Context, stop <-chan struct{}) {
 			id, _ := tenancy.FromContext(ctx)
 			mu.Lock()

@@ -2,7 +2,7 @@
 // machinery every sharded worker shares (relays, sweeps, consumers, and
 // workers of your own). A shard runs under a context bound to its tenant,
 // so everything it reads is that tenant's. The set is read again every
-// Every, so a tenant provisioned at run time gets its shard within that
+// Refresh, so a tenant provisioned at run time gets its shard within that
 // delay, and a tenant that leaves the set (suspended, offboarded) has its
 // shard told to stop, without a restart.
 package shards
@@ -10,7 +10,6 @@ package shards
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -18,33 +17,24 @@ import (
 )
 
 // TenantsFunc returns the tenants a sharded worker serves now. It is read
-// at start (an error fails the start) and again every Config.Every.
+// at start (an error fails the start) and again every WorkerConfig.Refresh.
 type TenantsFunc func(ctx context.Context) ([]tenancy.ID, error)
 
 // DefaultEvery is how often the tenant set is read again by default.
 const DefaultEvery = 5 * time.Second
 
-// Config configures a Group.
+// Config configures a Group: the worker's WorkerConfig (Tenants, read
+// again every Refresh; a negative Refresh reads it at start only; Logger
+// receives failed re-reads of the set, the shards keeping the last set
+// read; Fence registers every shard), its name and its Run.
 type Config struct {
 	// Name names the worker in errors and logs.
-	Name    string
-	Tenants TenantsFunc
-	// Every is how often the set is read again (default DefaultEvery); a
-	// negative value reads it at start only.
-	Every time.Duration
+	Name string
+	WorkerConfig
 	// Run serves one tenant until stop closes or ctx ends. ctx is bound to
 	// the tenant and ends when the group stops; stop closes when the
 	// tenant left the set: finish what is in flight, then return.
 	Run func(ctx context.Context, stop <-chan struct{})
-	// Logger receives failed re-reads of the set (the shards keep running
-	// on the last set read); default slog.Default().
-	Logger *slog.Logger
-	// Fence, when set (the app's *modules.Suspensions), registers every
-	// shard: a suspended tenant gets no shard, a running shard's stop
-	// closes the moment its tenant is suspended (not at the next read of
-	// the set), and an Offboard waits for the shard's Run to have returned
-	// before it removes anything.
-	Fence Fence
 }
 
 // Fence is what a group registers its shards with (*modules.Suspensions
@@ -85,12 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 	if cfg.Tenants == nil || cfg.Run == nil {
 		return nil, fmt.Errorf("shards: %s needs Tenants and Run", cfg.Name)
 	}
-	if cfg.Every == 0 {
-		cfg.Every = DefaultEvery
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.WorkerConfig = cfg.WithDefaults()
 	ids, err := cfg.Tenants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shards: %s: tenant set: %w", cfg.Name, err)
@@ -102,7 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Group, error) {
 		g.wg.Wait()
 		return nil, err
 	}
-	if cfg.Every > 0 {
+	if cfg.Refresh > 0 {
 		g.follow.Add(1)
 		go g.followSet(run)
 	}
@@ -199,7 +184,7 @@ func (g *Group) apply(run context.Context, ids []tenancy.ID) error {
 
 func (g *Group) followSet(run context.Context) {
 	defer g.follow.Done()
-	t := time.NewTicker(g.cfg.Every)
+	t := time.NewTicker(g.cfg.Refresh)
 	defer t.Stop()
 	for {
 		select {

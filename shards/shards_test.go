@@ -89,7 +89,7 @@ func TestFollowsTheSet(t *testing.T) {
 	s := &set{}
 	s.put(nil, id(1), id(2), id(2))
 	r := &recorder{running: map[tenancy.ID]int{}, hold: make(chan struct{})}
-	g, err := shards.Start(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run, Every: 10 * time.Millisecond})
+	g, err := shards.Start(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: s.get, Refresh: 10 * time.Millisecond}, Run: r.run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,15 +130,15 @@ func TestSetErrors(t *testing.T) {
 	s.put(errors.New("registry down"))
 	r := &recorder{running: map[tenancy.ID]int{}, hold: make(chan struct{})}
 	close(r.hold)
-	if _, err := shards.Start(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run}); err == nil || !strings.Contains(err.Error(), "registry down") {
+	if _, err := shards.Start(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: s.get}, Run: r.run}); err == nil || !strings.Contains(err.Error(), "registry down") {
 		t.Fatalf("start: %v", err)
 	}
 	s.put(nil, tenancy.ID{})
-	if _, err := shards.Start(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run}); err == nil {
+	if _, err := shards.Start(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: s.get}, Run: r.run}); err == nil {
 		t.Fatal("the zero tenant got a shard")
 	}
 	s.put(nil, id(1))
-	g, err := shards.Start(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run, Every: 5 * time.Millisecond})
+	g, err := shards.Start(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: s.get, Refresh: 5 * time.Millisecond}, Run: r.run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestStartWorker(t *testing.T) {
 	}
 	s := &set{}
 	s.put(nil, id(1))
-	g, err = shards.StartWorker(context.Background(), shards.Config{Name: "w", Tenants: s.get, Run: r.run})
+	g, err = shards.StartWorker(context.Background(), shards.Config{Name: "w", WorkerConfig: shards.WorkerConfig{Tenants: s.get}, Run: r.run})
 	if err != nil {
 		t.Fatal(err)
 	}

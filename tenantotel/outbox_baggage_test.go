@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenantotel"
@@ -60,7 +61,7 @@ func TestPostgresOutboxStoresOnlyItsOwnTraceContext(t *testing.T) {
 			postgres.Module("pg", postgres.Connect(dsn),
 				postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}),
 				postgres.Relay("out", postgres.RelayConfig{Idle: 10 * time.Millisecond,
-					Destination: outbox.DestinationFunc(func(_ context.Context, m outbox.Message) error { got <- m; return nil })})),
+					Destination: outbox.DestinationFunc(func(_ context.Context, m outbox.Message) error { got <- m; return nil }), WorkerConfig: shards.WorkerConfig{Backoff: 10 * time.Millisecond}})),
 			fx.Populate(&d))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
@@ -88,12 +89,12 @@ func TestOneRequestIsOneStoryAcrossTheOutbox(t *testing.T) {
 		postgres.Module("shop", postgres.Connect(dsn),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(ordersTable)}),
 			postgres.OutboxRoute("events", postgres.OutboxConfig{Table: naming.Shared(outboxTable)}),
-			postgres.Relay("events", postgres.RelayConfig{Name: "events-relay", Destination: deliver, Idle: 20 * time.Millisecond}),
+			postgres.Relay("events", postgres.RelayConfig{Name: "events-relay", Destination: deliver, Idle: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Backoff: 20 * time.Millisecond}}),
 		),
 		kafka.Module("bus", kafka.Brokers(broker),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{
-				Name: "orders-consumer", Group: topic, Topic: naming.Shared(topic), TenantFromHeaders: true, Retry: 50 * time.Millisecond,
+				Name: "orders-consumer", Group: topic, Topic: naming.Shared(topic), TenantFromHeaders: true, WorkerConfig: shards.WorkerConfig{Backoff: 50 * time.Millisecond},
 				Handle: func(ctx context.Context, _ kafkago.Message) error {
 					id, _ := tenancy.FromContext(ctx)
 					got <- handled{id, trace.SpanContextFromContext(ctx)}

@@ -47,13 +47,18 @@ type ConsumerConfig struct {
 	Group string
 	// Handle is called for every record (required).
 	Handle Handler
-	// Tenants makes the worker sharded: one reader per assigned tenant, on
-	// that tenant's topic (and client, when routed), bound to that tenant.
-	// It is read again every Refresh (default shards.DefaultEvery): a
-	// tenant added gets its reader, one removed has its reader leave the
-	// group once the record in flight is committed.
-	Tenants shards.TenantsFunc
-	Refresh time.Duration
+	// WorkerConfig: Tenants makes the worker sharded: one reader per
+	// assigned tenant, on that tenant's topic (and client, when routed),
+	// bound to that tenant. It is read again every Refresh: a tenant added
+	// gets its reader, one removed has its reader leave the group once the
+	// record in flight is committed. Backoff is the wait before retrying a
+	// failed fetch, handler or commit; under TenantFromHeaders it is where
+	// a failing tenant's backoff starts: doubled per failure in a row,
+	// capped at MaxBackoff, while other tenants' records behind it are
+	// handled. OnError observes fetch, handler and commit errors (default:
+	// a warning on Logger, else the app's *slog.Logger, else
+	// slog.Default()). Fence is set by the module.
+	shards.WorkerConfig
 	// TenantFromHeaders opts in to binding each record's tenant from its
 	// tenant header, on a tenant-global topic. Headers are untrusted:
 	// whoever can produce to the topic chooses them. Needs DeadLetter.
@@ -62,18 +67,10 @@ type ConsumerConfig struct {
 	DeadLetter DeadLetterFunc
 	// MaxWait is the longest a fetch waits for new records (default 250ms).
 	MaxWait time.Duration
-	// Retry is the wait before retrying a failed handler (default 200ms).
-	// Under TenantFromHeaders it is where a failing tenant's backoff
-	// starts: doubled per failure in a row, capped at MaxRetry (default
-	// 5s), while other tenants' records behind it are handled.
-	Retry, MaxRetry time.Duration
 	// MaxHeld bounds the records a TenantFromHeaders consumer holds behind
 	// parked tenants (default 1000); once reached it fetches no more until
 	// a parked tenant's records go through.
 	MaxHeld int
-	// OnError observes fetch, handler and commit errors (default: a warning
-	// on the app's *slog.Logger, or slog.Default()).
-	OnError func(error)
 }
 
 type consumerSpec struct {
@@ -113,6 +110,9 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 
 func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	var bad []problem
+	for _, p := range s.cfg.Check("kafka.ConsumerConfig", s.cfg.Name, shards.Duration("MaxWait", s.cfg.MaxWait), shards.Count("MaxHeld", s.cfg.MaxHeld)) {
+		bad = append(bad, problem{p.Detail, p.Fix})
+	}
 	if s.cfg.Group == "" {
 		bad = append(bad, problem{"a consumer needs a Group", "set kafka.ConsumerConfig.Group to the consumer group's name"})
 	}
@@ -136,8 +136,13 @@ func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 
 func (s *consumerSpec) invoke(module string, spec *routeSpec) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *core, app *slog.Logger) {
-		w := &worker{spec: s, route: newRoute(c, spec), log: modules.WorkerLogger(app, rules.Name, module, s.route, s.cfg.Name),
+		if s.cfg.Logger != nil {
+			app = s.cfg.Logger
+		}
+		w := &worker{spec: s, route: newRoute(c, spec), wc: s.cfg.WorkerConfig,
 			lag: c.tel.Lag(telemetry.RouteInfo{Backend: rules.Name, Module: module, Route: s.route})}
+		w.wc.Logger, w.wc.Fence = modules.WorkerLogger(app, rules.Name, module, s.route, s.cfg.Name), c.suspensions.Fence()
+		w.wc = w.wc.WithDefaults()
 		lc.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
 	}, fx.ParamTags(``, ``, `optional:"true"`)))
 }
@@ -146,7 +151,9 @@ func (s *consumerSpec) invoke(module string, spec *routeSpec) fx.Option {
 type worker struct {
 	spec  *consumerSpec
 	route route
-	log   *slog.Logger
+	// wc is the consumer's WorkerConfig with its defaults, its Logger the
+	// worker's and its Fence the app's suspensions.
+	wc shards.WorkerConfig
 	// lag reports each reader's lag to the metrics (nil: no meter).
 	lag *telemetry.Lag
 	// shards runs the readers: one unbound, or one per tenant following a
@@ -189,7 +196,7 @@ func (w *worker) start(ctx context.Context) error {
 		}
 		release()
 	}
-	cfg := shards.Config{Name: w.spec.cfg.Name, Tenants: w.spec.cfg.Tenants, Every: w.spec.cfg.Refresh, Logger: w.log,
+	cfg := shards.Config{Name: w.spec.cfg.Name, WorkerConfig: w.wc,
 		Run: func(ctx context.Context, stop <-chan struct{}) {
 			tenant, _ := tenancy.FromContext(ctx)
 			var sh shard
@@ -219,7 +226,6 @@ func (w *worker) start(ctx context.Context) error {
 			}
 			w.serve(ctx, stop, sh)
 		}}
-	cfg.Fence = w.route.core.suspensions.Fence()
 	g, err := shards.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
@@ -486,24 +492,14 @@ func TenantFromHeaders(hs []kafkago.Header) (tenancy.ID, error) {
 	return id, nil
 }
 
-func (w *worker) retry() time.Duration {
-	if w.spec.cfg.Retry > 0 {
-		return w.spec.cfg.Retry
-	}
-	return 200 * time.Millisecond
-}
+func (w *worker) retry() time.Duration { return w.wc.Backoff }
 
 // report passes err to OnError, or logs it with the tenant it concerns
 // (zero: none, for an unbound shard or a record without a valid header).
 func (w *worker) report(tenant tenancy.ID, err error) {
-	err = fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err)
-	if w.spec.cfg.OnError != nil {
-		w.spec.cfg.OnError(err)
-		return
-	}
 	ctx := context.Background()
 	if !tenant.IsZero() {
 		ctx = tenancy.WithTenant(ctx, tenant)
 	}
-	modules.LogWorkerError(ctx, w.log, "tenantwire: consumer failed", err)
+	w.wc.Report(ctx, "tenantwire: consumer failed", fmt.Errorf("kafka: consumer %s: %w", w.spec.cfg.Name, err))
 }

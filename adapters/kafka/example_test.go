@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -26,7 +27,7 @@ func Example() {
 		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders."), Partitions: 3}),
 		kafka.Consumer("orders-in", kafka.ConsumerConfig{
-			Topic: naming.PerTenant("orders."), Group: "billing", Handle: bill, Tenants: assigned,
+			Topic: naming.PerTenant("orders."), Group: "billing", Handle: bill, WorkerConfig: shards.WorkerConfig{Tenants: assigned},
 		}),
 	))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -27,7 +28,7 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"no handle":         {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Handle"},
 		"no dlq":            {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.DeadLetter"},
 		"consumer no topic": {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle})), "set kafka.ConsumerConfig.Topic to naming.Shared(name)"},
-		"shared shards":     {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Topic to naming.PerTenant(prefix)"},
+		"shared shards":     {kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.Shared("t")})), "set kafka.ConsumerConfig.Topic to naming.PerTenant(prefix)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, c.opt)

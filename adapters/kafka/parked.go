@@ -53,15 +53,11 @@ type record struct {
 }
 
 func newParkedLoop(w *worker, sh shard) *parkedLoop {
-	capped := w.spec.cfg.MaxRetry
-	if capped <= 0 {
-		capped = 5 * time.Second
-	}
 	n := w.spec.cfg.MaxHeld
 	if n <= 0 {
 		n = 1000
 	}
-	return &parkedLoop{w: w, sh: sh, park: shards.NewParking(w.retry(), max(capped, w.retry())),
+	return &parkedLoop{w: w, sh: sh, park: shards.NewParking(w.wc.Backoff, w.wc.MaxBackoff),
 		parts: map[partition]*partLog{}, held: map[tenancy.ID][]*record{}, max: n}
 }
 

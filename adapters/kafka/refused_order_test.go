@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -26,7 +27,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	routes := []kafka.Option{
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
 		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
-		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
+		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.PerTenant("orders.")}),
 	}
 	// The invokes ask for what a module wired right provides.
 	for what, u := range uses {

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -36,7 +37,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 		kafka.Module("shared", kafka.Brokers(nowhere),
 			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared("audit")}),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.PerTenant("orders.")}),
 		),
 		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: naming.Shared("billing")}),
@@ -94,10 +95,10 @@ func TestConsumerBindingsThatWire(t *testing.T) {
 		kafka.Consumer("global", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.Shared("audit")}),
 		kafka.Consumer("headers", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true,
 			DeadLetter: deadLetter, Topic: naming.Shared("orders")}),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")}),
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.PerTenant("orders.")}),
 	))
 	tenancytest.RequireWires(t, kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{}),
-		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("orders")})))
+		kafka.Consumer("sharded", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.Shared("orders")})))
 }
 
 func TestInvalidWiring(t *testing.T) {
@@ -114,9 +115,9 @@ func TestInvalidWiring(t *testing.T) {
 		"no group":            kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Handle: handle, Topic: naming.Shared("t")})),
 		"headers without dlq": kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, Topic: naming.Shared("t")})),
 		"sharded on shared topic": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.Shared("t")})),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.Shared("t")})),
 		"sharded and headers": kafka.Module("m", kafka.Brokers(nowhere),
-			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, TenantFromHeaders: true, DeadLetter: deadLetter, Topic: naming.PerTenant("t.")})),
+			kafka.Consumer("c", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, TenantFromHeaders: true, DeadLetter: deadLetter, Topic: naming.PerTenant("t.")})),
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) { tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, opt) })
@@ -140,7 +141,7 @@ func TestStaticTopicInTenantSpace(t *testing.T) {
 		"any prefix": {[]kafka.Option{kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared("x" + tenancytest.TenantB.Hex())})}, "shared"},
 		"consumer":   {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g", Handle: handle, Topic: naming.Shared(b)})}, "in"},
 		"group": {[]kafka.Option{kafka.Consumer("in", kafka.ConsumerConfig{Group: "g." + tenancytest.TenantB.Hex(), Handle: handle, Topic: naming.Shared("orders")}),
-			kafka.Consumer("per", kafka.ConsumerConfig{Group: "g", Handle: handle, Tenants: assigned, Topic: naming.PerTenant("orders.")})}, "in"},
+			kafka.Consumer("per", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.PerTenant("orders.")})}, "in"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, kafka.Module("m", append([]kafka.Option{kafka.Brokers(nowhere)}, c.opts...)...))

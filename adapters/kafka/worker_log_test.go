@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -76,7 +77,7 @@ func TestConsumerLogsThroughTheAppLogger(t *testing.T) {
 func TestShardedConsumerLogsItsTenant(t *testing.T) {
 	h := startLogged(t, nil, kafka.Module("m", kafka.Brokers(nowhere),
 		kafka.Consumer("in", kafka.ConsumerConfig{
-			Name: "in-consumer", Group: "g", Topic: naming.PerTenant("t."), Tenants: assigned,
+			Name: "in-consumer", Group: "g", Topic: naming.PerTenant("t."), WorkerConfig: shards.WorkerConfig{Tenants: assigned},
 			Handle: func(context.Context, kafkago.Message) error { return nil },
 		})))
 	rec, ok := h.Wait(10*time.Second, func(r logcapture.Record) bool { return r.Attrs["worker"] == "in-consumer" })
@@ -109,7 +110,7 @@ func TestHeaderConsumerLogsTheRecordsTenant(t *testing.T) {
 	h := startLogged(t, provision, kafka.Module("m", kafka.Brokers(broker),
 		kafka.ProducerRoute("out", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
 		kafka.Consumer("in", kafka.ConsumerConfig{
-			Name: "in-consumer", Group: topic, Topic: naming.Shared(topic), Retry: 50 * time.Millisecond,
+			Name: "in-consumer", Group: topic, Topic: naming.Shared(topic), WorkerConfig: shards.WorkerConfig{Backoff: 50 * time.Millisecond},
 			TenantFromHeaders: true,
 			Handle:            func(context.Context, kafkago.Message) error { return fail },
 			DeadLetter:        func(context.Context, kafkago.Message, error) error { return nil },

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.uber.org/fx"
@@ -18,18 +19,18 @@ type ConsumerConfig struct {
 	Name string
 	// Stream is the stream route to drain.
 	Stream string
-	// Tenants, when set, makes the consumer sharded: one bound reader per
-	// tenant it returns, read again every Refresh (default
-	// shards.DefaultEvery) so that the readers follow the set. Left nil, the
-	// consumer reads unbound, which is refused at fx.New over a
-	// tenant-scoped stream.
-	Tenants shards.TenantsFunc
-	Refresh time.Duration
+	// WorkerConfig: Tenants, when set, makes the consumer sharded: one
+	// bound reader per tenant it returns, read again every Refresh so that
+	// the readers follow the set. Left nil, the consumer reads unbound,
+	// which is refused at fx.New over a tenant-scoped stream. Backoff is
+	// the wait before retrying a failed message, and the poll of a reader
+	// with nothing to read. OnError observes handler errors (default: a
+	// warning on Logger, else the app's *slog.Logger, else slog.Default()).
+	// Fence is set by the module.
+	shards.WorkerConfig
 	// Handle is called once per message, under the reader's context (bound
 	// to its tenant when sharded). An error retries the message.
 	Handle func(ctx context.Context, m Message) error
-	// Retry is the wait before retrying a failed message; default 100ms.
-	Retry time.Duration
 }
 
 // Consume adds a background consumer to the module. It declares itself with
@@ -42,34 +43,45 @@ func Consume(cfg ConsumerConfig) Option {
 			binding = floors.Sharded
 		}
 		w := modules.WorkerSpec{Worker: floors.Worker{Name: cfg.Name, Route: cfg.Stream, Binding: binding}}
+		for _, p := range cfg.Check("memory.ConsumerConfig", cfg.Name) {
+			w.Problems = append(w.Problems, modules.Problem(p))
+		}
 		if cfg.Name == "" || cfg.Handle == nil {
-			w.Problems = []modules.Problem{{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"}}
-		} else {
+			w.Problems = append(w.Problems, modules.Problem{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
+		} else if len(w.Problems) == 0 {
 			// Run only when the stream is a route of the module; the worker
 			// check reports worker_route_unknown otherwise.
-			w.Run = fx.Invoke(func(lc fx.Lifecycle, s *store) error {
+			w.Run = fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *store, app *slog.Logger) error {
 				sc, ok := c.streams[cfg.Stream]
 				if !ok {
 					return nil
 				}
-				cons := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc)}
+				cons := &consumer{cfg: cfg, st: newStreams(s, cfg.Stream, sc), wc: cfg.WorkerConfig}
+				if cons.wc.Logger != nil {
+					app = cons.wc.Logger
+				}
+				cons.wc.Logger = modules.WorkerLogger(app, rules.Name, s.module, cfg.Stream, cfg.Name)
+				cons.wc.Fence = s.suspensions.Fence()
+				cons.wc = cons.wc.WithDefaults()
 				lc.Append(fx.Hook{OnStart: cons.start, OnStop: cons.stop})
 				return nil
-			})
+			}, fx.ParamTags(``, ``, `optional:"true"`)))
 		}
 		c.workers = append(c.workers, w)
 	})
 }
 
 type consumer struct {
-	cfg    ConsumerConfig
+	cfg ConsumerConfig
+	// wc is cfg's WorkerConfig with its defaults, the worker's logger and
+	// the app's suspensions.
+	wc     shards.WorkerConfig
 	st     *Stream
 	shards *shards.Group
 }
 
 func (c *consumer) start(ctx context.Context) error {
-	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, Tenants: c.cfg.Tenants, Every: c.cfg.Refresh, Run: c.run,
-		Fence: c.st.s.suspensions.Fence()})
+	g, err := shards.StartWorker(ctx, shards.Config{Name: c.cfg.Name, WorkerConfig: c.wc, Run: c.run})
 	if err != nil {
 		return fmt.Errorf("memory: consumer %s: %w", c.cfg.Name, err)
 	}
@@ -86,10 +98,7 @@ func (c *consumer) stop(ctx context.Context) error {
 // run drains the stream under ctx (bound to its tenant, or not) until ctx
 // ends or stop closes, a message in flight handled first.
 func (c *consumer) run(ctx context.Context, stop <-chan struct{}) {
-	retry := c.cfg.Retry
-	if retry <= 0 {
-		retry = 100 * time.Millisecond
-	}
+	retry := c.wc.Backoff
 	var cursor int64
 	for {
 		msgs, wake, err := c.st.read(ctx, cursor, 100)
@@ -98,8 +107,12 @@ func (c *consumer) run(ctx context.Context, stop <-chan struct{}) {
 		}
 		for _, m := range msgs {
 			for {
-				if err := c.cfg.Handle(ctx, m); err == nil {
+				err := c.cfg.Handle(ctx, m)
+				if err == nil {
 					break
+				}
+				if ctx.Err() == nil {
+					c.wc.Report(ctx, "tenantwire: consumer failed", fmt.Errorf("memory: consumer %s: message %d: %w", c.cfg.Name, m.Offset, err))
 				}
 				select {
 				case <-ctx.Done():

@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -234,9 +235,9 @@ func TestConsumers(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop", stream, memory.Consume(memory.ConsumerConfig{
 			Name: "indexer", Stream: "events",
-			Tenants: func(context.Context) ([]tenancy.ID, error) {
+			WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) {
 				return []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, nil
-			},
+			}},
 			Handle: func(ctx context.Context, m memory.Message) error {
 				id, err := tenancy.Require(ctx)
 				if err != nil {

@@ -203,11 +203,15 @@ func (r relaySpec) problems(module string, routes []*routeSpec) []error {
 			fmt.Sprintf("relay %q drains %q, which is not an outbox route of the module", r.cfg.Name, r.route),
 			"point the relay at an OutboxRoute of the same module")}
 	}
+	var errs []error
 	if r.cfg.Destination == nil {
-		return []error{rules.WiringInvalid(module, r.route,
-			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination")}
+		errs = append(errs, rules.WiringInvalid(module, r.route,
+			fmt.Sprintf("relay %q has no Destination", r.cfg.Name), "set RelayConfig.Destination"))
 	}
-	return nil
+	for _, p := range r.cfg.Check("outbox.RelayConfig") {
+		errs = append(errs, rules.WiringInvalid(module, r.route, p.Detail, p.Fix))
+	}
+	return errs
 }
 
 // decl is the relay as enforcement sees it.
@@ -223,11 +227,12 @@ func (r relaySpec) decl(module string) floors.Worker {
 func (r relaySpec) run(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
 		cfg := r.cfg
-		cfg.Source, cfg.Fence = o, o.route.core.suspensions.Fence()
+		cfg.Source = o
 		if cfg.Logger != nil {
 			app = cfg.Logger
 		}
-		cfg.Logger = modules.WorkerLogger(app, rules.Name, module, r.route, cfg.Name)
+		cfg.Logger, cfg.Fence = modules.WorkerLogger(app, rules.Name, module, r.route, cfg.Name), o.route.core.suspensions.Fence()
+		cfg.WorkerConfig = cfg.WithDefaults()
 		relay, err := outbox.NewRelay(cfg)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -184,7 +185,7 @@ func TestRelayWiring(t *testing.T) {
 		return mongo.Module("m", append([]mongo.Option{mongo.Database("app")}, opts...)...)
 	}
 	tenancytest.RequireWires(t, mod(conn, global, mongo.Relay("events", outbox.RelayConfig{Destination: dest})))
-	tenancytest.RequireWires(t, mod(conn, aware, mongo.Relay("events", outbox.RelayConfig{Tenants: tenants, Destination: dest})))
+	tenancytest.RequireWires(t, mod(conn, aware, mongo.Relay("events", outbox.RelayConfig{WorkerConfig: shards.WorkerConfig{Tenants: tenants}, Destination: dest})))
 	for name, opts := range map[string][]mongo.Option{
 		"tenant-aware": {conn, aware, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},
 		"per-tenant":   {conn, perTenant, mongo.Relay("events", outbox.RelayConfig{Destination: dest})},

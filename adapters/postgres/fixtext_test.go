@@ -24,7 +24,7 @@ func TestRefusalsSayWhatToChange(t *testing.T) {
 		"relay without destination": {postgres.Module("pg", postgres.Connect(nowhere), ob, postgres.Relay("events", outbox.RelayConfig{})),
 			"set RelayConfig.Destination"},
 		"negative retain": {postgres.Module("pg", postgres.Connect(nowhere), ob, postgres.Sweep("events", postgres.SweepConfig{Retain: -1})),
-			"set SweepConfig.Retain to 0 (the default) or a positive duration, not -1ns"},
+			"set postgres.SweepConfig.Retain to 0 (its default) or a positive duration, not -1ns"},
 		"unknown aggregate": {postgres.Module("pg", postgres.Connect(nowhere), postgres.AnalyticsRoute("stats", postgres.AnalyticsConfig{
 			Source: naming.Shared("docs"), Queries: map[string]postgres.Aggregate{"total": {Agg: "median", Field: "n"}}})),
 			`correct AnalyticsConfig.Queries["total"]: Agg one of count, sum, avg, min, max`},

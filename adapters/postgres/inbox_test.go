@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -208,8 +209,8 @@ func TestSweep(t *testing.T) {
 	app, c := build(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("sw_in_" + run)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_idem_" + run), TTL: time.Millisecond}),
-		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, Tenants: assigned}),
-		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: assigned}),
+		postgres.Sweep("in", postgres.SweepConfig{Retain: 50 * time.Millisecond, Every: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Tenants: assigned}}),
+		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Tenants: assigned}}),
 	), named("in", &in), named("idem", &st))
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -258,14 +259,14 @@ func TestSweepRefusals(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		postgres.Module("pg", postgres.Connect(nowhere), perTenantDocs(naming.Name{}), postgres.Sweep("orders", postgres.SweepConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, Tenants: providing(tenancytest.TenantA)})))
+		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("in", postgres.SweepConfig{Retain: -time.Second, WorkerConfig: shards.WorkerConfig{Tenants: providing(tenancytest.TenantA)}})))
 	tenancytest.RequireRefused(t, tenancy.CodeWorkerRouteUnknown,
 		postgres.Module("pg", postgres.Connect(nowhere), tagged, postgres.Sweep("missing", postgres.SweepConfig{})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), tagged,
-		postgres.Sweep("in", postgres.SweepConfig{Tenants: providing(tenancytest.TenantA)})))
+		postgres.Sweep("in", postgres.SweepConfig{WorkerConfig: shards.WorkerConfig{Tenants: providing(tenancytest.TenantA)}})))
 	boom := errors.New("assignment service down")
 	app := fx.New(fx.NopLogger, postgres.Module("pg", postgres.Connect(nowhere), tagged,
-		postgres.Sweep("in", postgres.SweepConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, boom }})))
+		postgres.Sweep("in", postgres.SweepConfig{WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, boom }}})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

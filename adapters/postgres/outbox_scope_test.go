@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -169,7 +170,7 @@ func TestOutboxShardedSweep(t *testing.T) {
 	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{Table: naming.Shared(table)}),
 		postgres.Sweep("out", postgres.SweepConfig{Retain: time.Millisecond, Every: 20 * time.Millisecond,
-			Tenants: providing(tenancytest.TenantA)})), named("out", &o))
+			WorkerConfig: shards.WorkerConfig{Tenants: providing(tenancytest.TenantA)}})), named("out", &o))
 	provision(t, c, tenancytest.TenantA)
 	for _, ctx := range []context.Context{bgA, bgB} {
 		if err := o.Write(ctx, outbox.Message{EventID: "done", Topic: "t"}, outbox.Message{EventID: "pending", Topic: "t"}); err != nil {

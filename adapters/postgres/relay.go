@@ -31,11 +31,11 @@ func Relay(route string, rc RelayConfig) Option {
 	if rc.Destination == nil {
 		w.bad = append(w.bad, problem{"needs a Destination", "set RelayConfig.Destination to the sink each outbox row is delivered to"})
 	}
-	w.build = func(obj any, log workerLog) (runner, error) {
+	w.checked(rc.Check("postgres.RelayConfig"))
+	w.build = func(obj any, wire workerWire) (runner, error) {
 		cfg := rc
-		cfg.Logger = log(cfg.Logger)
-		o := obj.(*Outbox)
-		cfg.Source, cfg.Fence = o, o.c.suspensions.Fence()
+		cfg.WorkerConfig = wire(cfg.WorkerConfig)
+		cfg.Source = obj.(*Outbox)
 		return outbox.NewRelay(cfg)
 	}
 	return func(c *config) { c.workers = append(c.workers, w) }

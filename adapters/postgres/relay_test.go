@@ -134,7 +134,7 @@ func keys(m map[string]tenancy.ID) []string {
 }
 
 func fast(dest outbox.Destination) postgres.RelayConfig {
-	return postgres.RelayConfig{Destination: dest, BatchSize: 10, Idle: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	return postgres.RelayConfig{Destination: dest, BatchSize: 10, Idle: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 200 * time.Millisecond, Backoff: 20 * time.Millisecond}}
 }
 
 func providing(ids ...tenancy.ID) shards.TenantsFunc {

@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
-	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/shards"
 )
 
@@ -21,13 +19,15 @@ type SweepConfig struct {
 	// outbox rows after delivery (default 24h for both), idempotency
 	// entries after they expired (default 0).
 	Retain time.Duration
-	// Tenants makes the sweep sharded: one bound pass per assigned tenant.
-	// A tenant-scoped route needs it; unbound, the sweep is refused at
-	// fx.New with tenant_global_required.
-	Tenants shards.TenantsFunc
-	// OnError observes sweep errors (default: a warning on the app's
-	// *slog.Logger, or slog.Default()).
-	OnError func(error)
+	// WorkerConfig: Tenants makes the sweep sharded: one bound pass per
+	// assigned tenant, read again every Refresh. A tenant-scoped route
+	// needs it; unbound, the sweep is refused at fx.New with
+	// tenant_global_required. A failed pass waits for the next one (Every).
+	// OnError observes sweep errors (default: a warning on Logger, else
+	// the app's *slog.Logger, else slog.Default()). Fence is set by the
+	// module: a suspended tenant's pass stops, and an offboard waits for
+	// it.
+	shards.WorkerConfig
 }
 
 // sweeper is a route a retention sweep can drain.
@@ -41,42 +41,42 @@ func Sweep(route string, sc SweepConfig) Option {
 	if sc.Name == "" {
 		sc.Name = route + "-sweep"
 	}
-	if sc.Every <= 0 {
+	every := sc.Every
+	if sc.Every == 0 {
 		sc.Every = time.Minute
 	}
 	w := workerSpec{name: sc.Name, route: route, what: "sweep", kinds: []floors.Kind{kindInbox, kindIdempotency, kindOutbox}, binding: floors.Unbound}
 	if sc.Tenants != nil {
 		w.binding = floors.Sharded
 	}
-	if sc.Retain < 0 {
-		w.bad = append(w.bad, problem{"Retain must not be negative", fmt.Sprintf("set SweepConfig.Retain to 0 (the default) or a positive duration, not %s", sc.Retain)})
-	}
-	w.build = func(obj any, log workerLog) (runner, error) {
+	w.checked(sc.Check("postgres.SweepConfig", sc.Name, shards.Duration("Every", every), shards.Duration("Retain", sc.Retain)))
+	w.build = func(obj any, wire workerWire) (runner, error) {
 		retain := sc.Retain
 		if _, idem := obj.(*Idempotency); !idem && retain == 0 {
 			retain = 24 * time.Hour
 		}
-		return &sweepRunner{cfg: sc, target: obj.(sweeper), retain: retain, log: log(nil)}, nil
+		cfg := sc
+		cfg.WorkerConfig = wire(cfg.WorkerConfig)
+		return &sweepRunner{cfg: cfg, target: obj.(sweeper), retain: retain}, nil
 	}
 	return func(c *config) { c.workers = append(c.workers, w) }
 }
 
 // sweepRunner runs a sweep every interval, once per scope.
 type sweepRunner struct {
-	cfg    SweepConfig
+	cfg    SweepConfig // its WorkerConfig wired
 	target sweeper
 	retain time.Duration
-	log    *slog.Logger
 	shards *shards.Group
 }
 
 func (s *sweepRunner) Start(ctx context.Context) error {
 	pass := func(sc context.Context) {
 		if _, err := s.target.sweep(sc, s.retain); err != nil && sc.Err() == nil {
-			s.report(sc, err)
+			s.cfg.Report(sc, "tenantwire: sweep failed", err)
 		}
 	}
-	g, err := shards.StartWorker(ctx, shards.Config{Name: s.cfg.Name, Tenants: s.cfg.Tenants, Logger: s.log,
+	g, err := shards.StartWorker(ctx, shards.Config{Name: s.cfg.Name, WorkerConfig: s.cfg.WorkerConfig,
 		Run: func(sc context.Context, stop <-chan struct{}) { shards.Tick(sc, stop, s.cfg.Every, pass) }})
 	if err != nil {
 		return fmt.Errorf("postgres sweep %s: %w", s.cfg.Name, err)
@@ -90,14 +90,4 @@ func (s *sweepRunner) Stop(ctx context.Context) error {
 		return fmt.Errorf("postgres sweep %s: stop: %w", s.cfg.Name, err)
 	}
 	return nil
-}
-
-// report hands a failed sweep to OnError, or logs it through the app's
-// logger.
-func (s *sweepRunner) report(ctx context.Context, err error) {
-	if s.cfg.OnError != nil {
-		s.cfg.OnError(err)
-		return
-	}
-	modules.LogWorkerError(ctx, s.log, "tenantwire: sweep failed", err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/shards"
 )
 
 // workerSpec is a background worker over one route of its module: a relay
@@ -21,7 +22,7 @@ type workerSpec struct {
 	kinds       []floors.Kind
 	binding     floors.Binding
 	bad         []problem
-	build       func(obj any, log workerLog) (runner, error)
+	build       func(obj any, wire workerWire) (runner, error)
 }
 
 // runner is a started worker's lifecycle.
@@ -62,9 +63,17 @@ func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	return errs
 }
 
-// workerLog is a worker's logger: the app's (or own, when the worker's
-// config sets one) with the worker's backend, module, route and name.
-type workerLog func(own *slog.Logger) *slog.Logger
+// workerWire completes a worker's WorkerConfig for its run: its Logger
+// the app's (or its own, when set) with the worker's backend, module,
+// route and name, its Fence the app's suspensions, and its defaults.
+type workerWire func(wc shards.WorkerConfig) shards.WorkerConfig
+
+// checked adds a worker config's refusals to w's.
+func (w *workerSpec) checked(ps []shards.Problem) {
+	for _, p := range ps {
+		w.bad = append(w.bad, problem{p.Detail, p.Fix})
+	}
+}
 
 // decl is the worker as enforcement sees it.
 func (w workerSpec) decl(module string) floors.Worker {
@@ -79,13 +88,15 @@ func (w workerSpec) run(module string, routes []*routeSpec) fx.Option {
 		return nil // the check refuses it: worker_route_unknown or a kind problem
 	}
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, c *Client, app *slog.Logger) error {
-		log := func(own *slog.Logger) *slog.Logger {
-			if own != nil {
-				app = own
+		wire := func(wc shards.WorkerConfig) shards.WorkerConfig {
+			log := app
+			if wc.Logger != nil {
+				log = wc.Logger
 			}
-			return modules.WorkerLogger(app, rules.Name, module, w.route, w.name)
+			wc.Logger, wc.Fence = modules.WorkerLogger(log, rules.Name, module, w.route, w.name), c.suspensions.Fence()
+			return wc.WithDefaults()
 		}
-		run, err := w.build(r.object(c), log)
+		run, err := w.build(r.object(c), wire)
 		if err != nil {
 			return fmt.Errorf("postgres %s %s: %w", w.what, w.name, err)
 		}

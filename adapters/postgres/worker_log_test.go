@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/logcapture"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -21,7 +22,7 @@ func TestSweepLogsThroughTheAppLogger(t *testing.T) {
 	// The table is never provisioned, so every pass fails.
 	app, _ := build(t, postgres.Module("pg", postgres.Connect(url),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("sw_missing_" + unique())}),
-		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, Tenants: providing(tenancytest.TenantA)}),
+		postgres.Sweep("idem", postgres.SweepConfig{Every: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Tenants: providing(tenancytest.TenantA)}}),
 	), fx.Supply(log))
 	startApp(t, app)
 	rec, ok := h.Wait(5*time.Second, func(r logcapture.Record) bool { return r.Attrs["worker"] == "idem-sweep" })

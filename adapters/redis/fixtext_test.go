@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -25,9 +26,9 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"short heartbeat":    {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: time.Second, TTL: time.Second})), "set redis.FleetConfig.TTL above HeartbeatInterval (now HeartbeatInterval=1s, TTL=1s)"},
 		"TTL, no interval":   {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{TTL: time.Second})), "set redis.FleetConfig.HeartbeatInterval"},
 		"negative interval":  {redis.Module("m", redis.FromGraph(), redis.FleetRoute("f", redis.FleetConfig{HeartbeatInterval: -time.Second, TTL: time.Second})), "zero or more (now HeartbeatInterval=-1s, TTL=1s)"},
-		"consumer no group":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop, Tenants: assigned})), "set ConsumerConfig.Group"},
-		"consumer no handle": {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", Tenants: assigned})), "set ConsumerConfig.Handle"},
-		"trim no MaxLen":     {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamTrim("s", redis.TrimConfig{Tenants: assigned})), "set TrimConfig.MaxLen"},
+		"consumer no group":  {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop, WorkerConfig: shards.WorkerConfig{Tenants: assigned}})), "set ConsumerConfig.Group"},
+		"consumer no handle": {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamConsumer("s", redis.ConsumerConfig{Group: "g", WorkerConfig: shards.WorkerConfig{Tenants: assigned}})), "set ConsumerConfig.Handle"},
+		"trim no MaxLen":     {redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{TenantAware: true}), redis.StreamTrim("s", redis.TrimConfig{WorkerConfig: shards.WorkerConfig{Tenants: assigned}})), "set TrimConfig.MaxLen"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, c.opt)

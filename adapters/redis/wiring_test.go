@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -99,8 +100,8 @@ func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
 	tenancytest.RequireWires(t, redis.Module("m",
 		redis.Use(client),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
-		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop, Tenants: assigned}),
-		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10, Tenants: assigned})))
+		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop, WorkerConfig: shards.WorkerConfig{Tenants: assigned}}),
+		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10, WorkerConfig: shards.WorkerConfig{Tenants: assigned}})))
 	tenancytest.RequireWires(t, redis.Module("m",
 		redis.Use(client),
 		redis.StreamRoute("jobs", redis.RouteConfig{}),

@@ -29,10 +29,15 @@ type ConsumerConfig struct {
 	Group, Consumer string
 	// Handle is called for every entry (required).
 	Handle Handler
-	// Tenants makes the worker sharded: one bound pass per assigned tenant,
-	// each reading only that tenant's stream. Without it the worker reads
-	// unbound, which a tenant-scoped stream refuses at fx.New.
-	Tenants shards.TenantsFunc
+	// WorkerConfig: Tenants makes the worker sharded: one bound pass per
+	// assigned tenant, each reading only that tenant's stream, read again
+	// every Refresh. Without it the worker reads unbound, which a
+	// tenant-scoped stream refuses at fx.New. After a failed pass it waits
+	// Backoff, doubled per failure in a row up to MaxBackoff. OnError
+	// observes read and handler errors (default: a warning on Logger, else
+	// the app's *slog.Logger, else slog.Default()). Fence is set by the
+	// module.
+	shards.WorkerConfig
 	// Batch is the most entries read per pass (default 16).
 	Batch int64
 	// Block is how long an idle worker waits for entries (default 1s); it
@@ -40,9 +45,6 @@ type ConsumerConfig struct {
 	Block time.Duration
 	// ClaimAfter, when positive, redelivers entries left pending that long.
 	ClaimAfter time.Duration
-	// OnError observes read and handler errors (default: a warning on the
-	// app's *slog.Logger, or slog.Default()).
-	OnError func(error)
 }
 
 // TrimConfig configures a trim sweep.
@@ -51,13 +53,12 @@ type TrimConfig struct {
 	Name string
 	// MaxLen is about how many newest entries each stream keeps (required).
 	MaxLen int64
-	// Every is the sweep interval (default 1 minute).
+	// Every is the sweep interval (default 1 minute); a failed trim waits
+	// for the next one.
 	Every time.Duration
-	// Tenants makes the sweep sharded, as for ConsumerConfig.
-	Tenants shards.TenantsFunc
-	// OnError observes trim errors (default: a warning on the app's
-	// *slog.Logger, or slog.Default()).
-	OnError func(error)
+	// WorkerConfig: Tenants makes the sweep sharded, as for
+	// ConsumerConfig; OnError observes trim errors.
+	shards.WorkerConfig
 }
 
 // workerSpec is a worker bound to one stream route of its module.
@@ -68,9 +69,11 @@ type workerSpec struct {
 	// run serves one scope (the unbound stream, or one tenant's under a
 	// bound ctx) until ctx ends or stop closes; sharded, it never blocks in
 	// Redis, so a thousand tenants do not hold a thousand connections.
-	run     func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger)
-	tenants shards.TenantsFunc
-	bad     []modules.Problem
+	run func(ctx context.Context, stop <-chan struct{}, s *Stream, wc shards.WorkerConfig)
+	// wc is the worker's WorkerConfig as set; invoke adds its Logger,
+	// Fence and defaults.
+	wc  shards.WorkerConfig
+	bad []modules.Problem
 }
 
 // StreamConsumer adds a consumer-group worker over a stream route of the
@@ -84,9 +87,10 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 		host, _ := os.Hostname()
 		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	bad := problems(cfg.Check("redis.ConsumerConfig", cfg.Name, shards.Count("Batch", cfg.Batch),
+		shards.Duration("Block", cfg.Block), shards.Duration("ClaimAfter", cfg.ClaimAfter)))
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
-	var bad []modules.Problem
 	if cfg.Group == "" {
 		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no consumer group", cfg.Name), Fix: "set ConsumerConfig.Group to the group name"})
 	}
@@ -95,9 +99,9 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
-			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, log *slog.Logger) {
-				consume(ctx, stop, s, sharded, cfg, log)
+			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, wc: cfg.WorkerConfig, bad: bad,
+			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, wc shards.WorkerConfig) {
+				consume(ctx, stop, s, cfg, wc)
 			},
 		})
 	}
@@ -109,19 +113,19 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 	if cfg.Name == "" {
 		cfg.Name = route + "-trim"
 	}
+	bad := problems(cfg.Check("redis.TrimConfig", cfg.Name, shards.Duration("Every", cfg.Every)))
 	cfg.Every = cmp0(cfg.Every, time.Minute)
-	var bad []modules.Problem
 	if cfg.MaxLen <= 0 {
 		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
 			Fix: fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
 	return func(c *config) {
 		c.workers = append(c.workers, workerSpec{
-			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, tenants: cfg.Tenants, bad: bad,
-			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, _ bool, log *slog.Logger) {
+			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, wc: cfg.WorkerConfig, bad: bad,
+			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, wc shards.WorkerConfig) {
 				shards.Tick(ctx, stop, cfg.Every, func(ctx context.Context) {
 					if _, err := s.Trim(ctx, cfg.MaxLen); err != nil && ctx.Err() == nil {
-						report(ctx, cfg.OnError, log, "tenantwire: stream trim failed", err)
+						wc.Report(ctx, "tenantwire: stream trim failed", err)
 					}
 				})
 			},
@@ -136,14 +140,13 @@ func cmp0[T int64 | time.Duration](v, def T) T {
 	return v
 }
 
-// report hands a worker's error to its OnError, or logs it through the
-// app's logger.
-func report(ctx context.Context, onError func(error), log *slog.Logger, msg string, err error) {
-	if onError != nil {
-		onError(err)
-		return
+// problems is a worker config's refusals as the kit's.
+func problems(ps []shards.Problem) []modules.Problem {
+	out := make([]modules.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = modules.Problem(p)
 	}
-	modules.LogWorkerError(ctx, log, msg, err)
+	return out
 }
 
 func (w workerSpec) decl(module string) floors.Worker {
@@ -158,12 +161,17 @@ func (w workerSpec) decl(module string) floors.Worker {
 // unbound, or a shard per assigned tenant that follows the tenant set.
 func (w workerSpec) invoke(module string) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, s *Stream, app *slog.Logger) {
-		log := modules.WorkerLogger(app, rules.Name, module, w.route, w.name)
+		wc := w.wc
+		if wc.Logger != nil {
+			app = wc.Logger
+		}
+		wc.Logger, wc.Fence = modules.WorkerLogger(app, rules.Name, module, w.route, w.name), s.core.suspensions.Fence()
+		wc = wc.WithDefaults()
 		var group *shards.Group
 		lc.Append(fx.Hook{
 			OnStart: func(startCtx context.Context) error {
-				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, Tenants: w.tenants, Logger: log, Fence: s.core.suspensions.Fence(),
-					Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, w.tenants != nil, log) }})
+				g, err := shards.StartWorker(startCtx, shards.Config{Name: w.name, WorkerConfig: wc,
+					Run: func(ctx context.Context, stop <-chan struct{}) { w.run(ctx, stop, s, wc) }})
 				if err != nil {
 					return fmt.Errorf("redis worker %s: %w", w.name, err)
 				}
@@ -183,11 +191,12 @@ func (w workerSpec) invoke(module string) fx.Option {
 // consume is the consumer loop of one scope (ctx, bound when sharded):
 // an unbound stream lets Redis wait for entries; a shard polls, so that
 // many tenants hold no connection each while idle.
-func consume(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool, cfg ConsumerConfig, log *slog.Logger) {
+func consume(ctx context.Context, stop <-chan struct{}, s *Stream, cfg ConsumerConfig, wc shards.WorkerConfig) {
 	block := cfg.Block
-	if sharded {
+	if wc.Tenants != nil {
 		block = 0
 	}
+	backoff := time.Duration(0) // the last wait after a failure; 0 after a success
 	for ctx.Err() == nil {
 		select {
 		case <-stop:
@@ -195,11 +204,18 @@ func consume(ctx context.Context, stop <-chan struct{}, s *Stream, sharded bool,
 		default:
 		}
 		n, err := consumeOnce(ctx, s, cfg, block)
-		failed := err != nil && ctx.Err() == nil
-		if failed {
-			report(ctx, cfg.OnError, log, "tenantwire: stream consumer failed", err)
+		wait := time.Duration(0)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			backoff = wc.NextBackoff(backoff)
+			wait = backoff
+			wc.Report(ctx, "tenantwire: stream consumer failed", err)
+		case n == 0 && block == 0:
+			backoff, wait = 0, cfg.Block
+		default:
+			backoff = 0
 		}
-		if (failed || (n == 0 && block == 0)) && !shards.Sleep(ctx, stop, cfg.Block) {
+		if wait > 0 && !shards.Sleep(ctx, stop, wait) {
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/logcapture"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -24,7 +25,7 @@ func TestTrimLogsThroughTheAppLogger(t *testing.T) {
 			redis.StreamRoute(name, redis.RouteConfig{}),
 			redis.StreamTrim(name, redis.TrimConfig{
 				MaxLen: 10, Every: 20 * time.Millisecond,
-				Tenants: func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantNoCreds}, nil },
+				WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return []tenancy.ID{tenantNoCreds}, nil }},
 			})))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

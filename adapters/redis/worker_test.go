@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -59,9 +60,9 @@ func TestShardedConsumerBindsAssignedTenant(t *testing.T) {
 				redis.Module("w", e.source(append(tc.with(redis.StreamRoute(name, tc.route)),
 					redis.StreamConsumer(name, redis.ConsumerConfig{
 						Group: "workers", Handle: h.handle, Block: 50 * time.Millisecond,
-						Tenants: func(context.Context) ([]tenancy.ID, error) {
+						WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) {
 							return []tenancy.ID{tenancytest.TenantB}, nil
-						},
+						}},
 					})))...),
 				fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
 			)
@@ -124,7 +125,7 @@ func TestUnboundConsumerOverSharedStreamWithRedelivery(t *testing.T) {
 			redis.StreamRoute(name, redis.RouteConfig{}),
 			redis.StreamConsumer(name, redis.ConsumerConfig{
 				Group: "g", Handle: handle, Block: 30 * time.Millisecond,
-				ClaimAfter: 50 * time.Millisecond, OnError: func(error) {},
+				ClaimAfter: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}},
 			})),
 		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)
@@ -155,9 +156,9 @@ func TestShardedTrimSweep(t *testing.T) {
 			redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 			redis.StreamTrim(name, redis.TrimConfig{
 				MaxLen: 10, Every: 20 * time.Millisecond,
-				Tenants: func(context.Context) ([]tenancy.ID, error) {
+				WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) {
 					return []tenancy.ID{tenancytest.TenantA}, nil
-				},
+				}},
 			})),
 		fx.Invoke(fx.Annotate(func(v *redis.Stream) { s = v }, fx.ParamTags(`name:"`+name+`"`))),
 	)
@@ -237,7 +238,7 @@ func TestShardedWorkerProviderErrorFailsStart(t *testing.T) {
 	app := fx.New(fx.NopLogger, redis.Module("w", redis.Use(e.client),
 		redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer(name, redis.ConsumerConfig{Group: "g", Handle: noop,
-			Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }})))
+			WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("directory down") }}})))
 	err := app.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), name+"-consumer") || !strings.Contains(err.Error(), "directory down") {
 		t.Fatalf("start: %v", err)

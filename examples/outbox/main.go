@@ -29,6 +29,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -165,7 +166,7 @@ func wire(dsn string, t tableSet, dest *inbox) (*shop, error) {
 			// Tenant-aware (tagged): a plain relay would be refused at fx.New
 			// with tenant_global_required, so it is sharded.
 			postgres.OutboxRoute("audits", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared(t.tagged)}),
-			postgres.Relay("audits", postgres.RelayConfig{Tenants: assigned, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
+			postgres.Relay("audits", postgres.RelayConfig{WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Name: "sharded-relay", Destination: dest.to("sharded-relay"), Idle: 20 * time.Millisecond}),
 		),
 		fx.Populate(&s.orders),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client, e, a *postgres.Outbox) { s.client, s.events, s.audits = c, e, a },

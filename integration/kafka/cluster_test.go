@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -33,7 +34,7 @@ func TestClusterReplicationFactorThree(t *testing.T) {
 		kafka.Module("events", kafka.Brokers(addrs...), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB), Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB)}, Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

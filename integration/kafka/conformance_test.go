@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -93,7 +94,7 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
 			kafka.ProducerRoute("orders", producer),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,
-				Tenants: tenants(tenantA, tenantB), Topic: producer.Topic})),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB)}, Topic: producer.Topic})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -78,7 +79,7 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: ids.wrap(got.handle),
-				Tenants: tenants(tenantA, tenantB, tenantC), Topic: naming.PerTenant(s.name("orders-"))}),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantC)}, Topic: naming.PerTenant(s.name("orders-"))}),
 		),
 		fx.Populate(&d),
 	)
@@ -137,7 +138,7 @@ func TestBrokerUnreachableAtStart(t *testing.T) {
 		kafka.Module("events", kafka.Brokers(g.addr()),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("late."))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }, Topic: naming.PerTenant(s.name("late."))}),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB), OnError: func(err error) { errs.Store(err.Error(), true) }}, Topic: naming.PerTenant(s.name("late."))}),
 		),
 		fx.Populate(&d),
 	)

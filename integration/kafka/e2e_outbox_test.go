@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -69,7 +70,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(topics)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
-				Tenants: tenants(tenantA, tenantB, tenantC), Topic: naming.PerTenant(topics)}),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantC)}, Topic: naming.PerTenant(topics)}),
 		),
 		postgres.Module("db", append([]postgres.Option{postgres.Connect(url)}, relayWiring(table, dest, sharded)...)...),
 		fx.Populate(&d),
@@ -116,7 +117,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 }
 
 func relayWiring(table string, dest outbox.Destination, sharded bool) []postgres.Option {
-	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}
+	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: 20 * time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 500 * time.Millisecond, Backoff: 20 * time.Millisecond}}
 	if !sharded {
 		return []postgres.Option{
 			postgres.OutboxRoute("outbox", postgres.OutboxConfig{Table: naming.Shared(table)}),

@@ -88,7 +88,7 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 			// A repeated tenant still gets one reader: each record is handled once.
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, Tenants: tenants(tenantA, tenantB, tenantA), Topic: naming.PerTenant(s.name("orders."))}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantA)}, Topic: naming.PerTenant(s.name("orders."))}),
 		),
 		fx.Populate(&d),
 	)

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -137,8 +138,8 @@ func headerConsumerApp(t *testing.T, s *space, got *received, tune ...func(*kafk
 	}
 	cc := kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
 		TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
-		MaxWait: 50 * time.Millisecond, Retry: 20 * time.Millisecond, MaxRetry: 200 * time.Millisecond,
-		OnError: func(error) {}}
+		MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, OnError: func(error) {}},
+	}
 	for _, f := range tune {
 		f(&cc)
 	}

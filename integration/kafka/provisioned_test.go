@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -132,9 +133,7 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 	var mu sync.Mutex
 	var coded, other []error
 	d := provisionedApp(t, s, kafka.Consumer("orders-in", kafka.ConsumerConfig{
-		Topic: naming.PerTenant(s.name("orders-")), Group: s.name("g"), Handle: got.handle, Tenants: tenants(id),
-		Retry: 100 * time.Millisecond,
-		OnError: func(err error) {
+		Topic: naming.PerTenant(s.name("orders-")), Group: s.name("g"), Handle: got.handle, WorkerConfig: shards.WorkerConfig{Tenants: tenants(id), Backoff: 100 * time.Millisecond, OnError: func(err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
@@ -142,7 +141,8 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 			} else {
 				other = append(other, err)
 			}
-		}}))
+		}},
+	}))
 	time.Sleep(3 * time.Second) // several attempts
 	ctx := tenancy.WithTenant(context.Background(), id)
 	topic, _ := d.Producer.TopicFor(ctx)

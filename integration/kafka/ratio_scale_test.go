@@ -19,6 +19,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -154,7 +155,7 @@ func (s *scaleKafka) startSharded(t *testing.T, group string) {
 	app := fx.New(fx.NopLogger, fx.Supply(slog.New(slog.DiscardHandler)),
 		kafka.Module("consume", kafka.Brokers(s.broker),
 			kafka.Consumer("orders", kafka.ConsumerConfig{Group: group,
-				Tenants: tenants(s.ids...),
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(s.ids...)},
 				Handle: func(context.Context, kafkago.Message) error {
 					if handled.Add(1) == scaleTopics {
 						close(done)

@@ -18,6 +18,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -77,8 +78,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 	var box *postgres.Outbox
 	var pg *postgres.Client
 	dest := tried.wrap(func() outbox.Destination { return d.Producer })
-	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: downIdle, MaxBackoff: downMaxBackoff,
-		Logger: slog.New(slog.DiscardHandler)}
+	rc := postgres.RelayConfig{Destination: dest, BatchSize: 8, Idle: downIdle, WorkerConfig: shards.WorkerConfig{MaxBackoff: downMaxBackoff, Logger: slog.New(slog.DiscardHandler), Backoff: downIdle}}
 	relay := postgres.Relay("outbox", rc)
 	if sharded {
 		rc.Tenants = func(context.Context) ([]tenancy.ID, error) { return ids, nil }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -42,8 +43,8 @@ func TestHandlerErrorsAreRetried(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: flaky, Tenants: tenants(tenantA),
-				Retry: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }, Topic: naming.PerTenant(s.name("orders."))}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: flaky, WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA), Backoff: 10 * time.Millisecond, OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }},
+				Topic: naming.PerTenant(s.name("orders."))}),
 		),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -72,7 +73,7 @@ func TestShardAssignmentErrorFailsStart(t *testing.T) {
 	boom := func(context.Context) ([]tenancy.ID, error) { return nil, errors.New("tenant registry down") }
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, Tenants: boom, Topic: naming.PerTenant(s.name("orders."))})))
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: noHandle, WorkerConfig: shards.WorkerConfig{Tenants: boom}, Topic: naming.PerTenant(s.name("orders."))})))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +97,8 @@ func TestBrokerGoneMidRun(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		kafka.Module("events", kafka.Brokers(g.addr()),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, Tenants: tenants(tenantA),
-				OnError: func(error) {}, Topic: naming.PerTenant(s.name("orders."))})),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: got.handle, WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA), OnError: func(error) {}},
+				Topic: naming.PerTenant(s.name("orders."))})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

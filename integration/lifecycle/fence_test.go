@@ -19,6 +19,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -160,8 +161,8 @@ func kafkaFenced(t *testing.T, got *seen, probe func(tenancy.ID), tenants ...ten
 		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(prefix)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Topic: naming.PerTenant(prefix), Group: group, Handle: got.handle,
-				Tenants: func(context.Context) ([]tenancy.ID, error) { return tenants, nil }, Refresh: 50 * time.Millisecond,
-				MaxWait: 100 * time.Millisecond})),
+				WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return tenants, nil }, Refresh: 50 * time.Millisecond},
+				MaxWait:      100 * time.Millisecond})),
 		fx.Invoke(fx.Annotate(func(x *kafka.Producer) { p = x }, fx.ParamTags(`name:"orders"`))),
 		fx.Populate(&tn)}
 	if probe != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -189,7 +190,7 @@ func TestOutboxRelay(t *testing.T) {
 			cfg := mongo.RouteConfig{TenantAware: c.aware, Collection: naming.Shared("relay_" + c.name[:1])}
 			start(t, mongo.Module("m", append(plain(t),
 				mongo.OutboxRoute("events", cfg),
-				c.relay(outbox.RelayConfig{Destination: dest, Idle: 5 * time.Millisecond}))...),
+				c.relay(outbox.RelayConfig{Destination: dest, Idle: 5 * time.Millisecond, WorkerConfig: shards.WorkerConfig{Backoff: 5 * time.Millisecond}}))...),
 				named("events", &o))
 			var ids []string
 			for i := range 9 {

@@ -23,6 +23,7 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
@@ -155,8 +156,8 @@ func newApp(e env, s *sinks, onConsumerErr func(error)) (*app, error) {
 		mongo.Module("soakmongo", mongo.Connect(e.mongoURI), mongo.Database("soak"),
 			mongo.Document[Body]("records", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("records")})),
 		kafkaOptions(e.broker, append([]kafka.Option{
-			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", Tenants: assigned,
-				Handle: s.handle(streamOrders), OnError: onConsumerErr, Retry: 100 * time.Millisecond, MaxWait: time.Second, Topic: naming.PerTenant(ordersTopics(e.prefix))}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: e.prefix + "orders", WorkerConfig: shards.WorkerConfig{Tenants: assigned, OnError: onConsumerErr, Backoff: 100 * time.Millisecond},
+				Handle: s.handle(streamOrders), MaxWait: time.Second, Topic: naming.PerTenant(ordersTopics(e.prefix))}),
 		}, sharedConsumers(e.prefix, s, onConsumerErr)...)...),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0",
 			TrustedProxy: true}), // the load generator is the proxy: it sets the header itself
@@ -177,7 +178,7 @@ func sharedConsumers(prefix string, s *sinks, onErr func(error)) []kafka.Option 
 	}{{streamAudits, auditsTopic(prefix), auditMembers}, {streamDedicated, dedicatedTopic(prefix), dedicatedMembers}} {
 		for i := range g.members {
 			out = append(out, kafka.Consumer(fmt.Sprintf("%s-in-%d", g.stream, i), kafka.ConsumerConfig{Group: prefix + g.stream, TenantFromHeaders: true,
-				Handle: s.handle(g.stream), DeadLetter: s.deadLetter, OnError: onErr, Retry: 100 * time.Millisecond, MaxWait: time.Second,
+				Handle: s.handle(g.stream), DeadLetter: s.deadLetter, WorkerConfig: shards.WorkerConfig{OnError: onErr, Backoff: 100 * time.Millisecond}, MaxWait: time.Second,
 				Topic: naming.Shared(g.topic), Partitions: g.members, ReplicationFactor: -1}))
 		}
 	}

@@ -77,8 +77,7 @@ func relayChild() int {
 	// fifty idle passes from loading the server.
 	// tenants, when set, makes the relay sharded.
 	rc := func(name string, dest outbox.Destination, idle time.Duration, tenants shards.TenantsFunc) postgres.RelayConfig {
-		return postgres.RelayConfig{Name: name, Destination: dest, Tenants: tenants, BatchSize: 50, Idle: idle,
-			MaxBackoff: time.Second, Logger: logger}
+		return postgres.RelayConfig{Name: name, Destination: dest, WorkerConfig: shards.WorkerConfig{Tenants: tenants, MaxBackoff: time.Second, Logger: logger, Backoff: idle}, BatchSize: 50, Idle: idle}
 	}
 	assigned := func(context.Context) ([]tenancy.ID, error) { return ids, nil }
 	app := fx.New(fx.NopLogger,
