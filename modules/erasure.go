@@ -8,6 +8,30 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
+// VerifyErasure runs every module's verifier for tenant, removing
+// nothing: what Offboard ends with, for a tenant offboarded by
+// OffboardAll (which does not verify: a scan per tenant would cost what
+// its one pass for many tenants saves) or to audit an offboarding later.
+// Every line says what its module checked and what is left; anything of
+// the tenant left is tenant_erasure_incomplete.
+func (t *Tenants) VerifyErasure(ctx context.Context, tenant tenancy.ID) (Report, error) {
+	if tenant.IsZero() {
+		return nil, tenancy.Unbound()
+	}
+	rep := t.each(func(s *TenantState) (string, error) {
+		if s.Verify == nil {
+			return SkippedNothingToVerify, nil
+		}
+		return "", nil
+	})
+	t.verify(ctx, tenant, rep)
+	return rep, rep.Err()
+}
+
+// SkippedNothingToVerify is a VerifyErasure line's reason for a module
+// that declares no family it can scan.
+const SkippedNothingToVerify = "the module declares nothing it can scan for a tenant"
+
 // verify runs every module's verifier after a teardown, filling each
 // module's line of rep: what it checked, what is left, and
 // tenant_erasure_incomplete when anything of tenant is.

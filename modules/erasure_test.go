@@ -88,3 +88,23 @@ func TestOffboardVerifiesErasure(t *testing.T) {
 		t.Fatal("a tenant whose erasure is incomplete must stay suspended")
 	}
 }
+
+// VerifyErasure runs the verifiers alone, removing nothing: a module
+// without one is skipped with its reason.
+func TestVerifyErasureAlone(t *testing.T) {
+	clean, dirty := tenancy.MustParseID("7d1e8c2a-4b3f-4a9e-9c1d-2f6b8e0a1c03"), tenancy.MustParseID("7d1e8c2a-4b3f-4a9e-9c1d-2f6b8e0a1c04")
+	tenants := erasingTenants(t, map[tenancy.ID]bool{dirty: true})
+	rep, err := tenants.VerifyErasure(context.Background(), clean)
+	if err != nil || len(rep) != 2 || len(rep[0].Checked) != 1 || rep[1].Skipped != modules.SkippedNothingToVerify {
+		t.Fatalf("clean: %+v %v", rep, err)
+	}
+	if _, err := tenants.VerifyErasure(context.Background(), dirty); tenancy.CodeOf(err) != tenancy.CodeTenantErasureIncomplete {
+		t.Fatalf("dirty: %v", err)
+	}
+	if tenants.Suspended(dirty) {
+		t.Fatal("VerifyErasure suspends nobody")
+	}
+	if _, err := tenants.VerifyErasure(context.Background(), tenancy.ID{}); tenancy.CodeOf(err) != tenancy.CodeTenantUnbound {
+		t.Fatalf("zero tenant: %v", err)
+	}
+}
