@@ -137,6 +137,9 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantDrainTimeout), "Tenants.Offboard, Tenants.OffboardAll",
 		"An offboard suspended the tenant and then waited for the tenant's calls that had begun before (an open unit of work, an `Idempotency.Do` whose function is running, a relay's delivery) to end, so that none of them could write after the teardown; the offboard's context ended first. The tenant stays suspended (every new call is refused with `tenant_suspended`) and no module removed anything.",
 		"Give the offboard a longer deadline, or end the long call (its context), and run the offboard again: it completes then."},
+	{string(tenancy.CodeTenantErasureIncomplete), "Tenants.Offboard",
+		"After every module's teardown, each module's verifier scanned on its server every family of data it declares for the tenant (the same list its teardown walks: Redis key families, PostgreSQL rows, schemas, roles and outbox tables, Mongo collections, Kafka topics, Neo4j nodes) and found some of the tenant's data left. The error and the report's line name the module, the family, where it looked and a sample. The tenant stays suspended.",
+		"If a writer the teardown does not know wrote the data, declare its family in the backend's inventory, so that teardown and verifier both walk it. If a call wrote after the teardown (a replica that had not read the suspension: use `LifecycleWith`), run the offboard again: it removes what the teardown knows, and verifies again."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

@@ -37,7 +37,20 @@ type TenantState struct {
 	// one pass, for a backend whose teardown walks its whole store (Redis's
 	// SCAN); OffboardAll uses it. It returns one error per tenant, in order.
 	OffboardMany func(ctx context.Context, tenants []tenancy.ID) []error
+	// Verify, when set, scans on the server every family of data the
+	// module declares for a tenant (the list its Offboard walks) and
+	// returns what it checked and what is left; Offboard ends with it.
+	// Nil: the module stores nothing it can check.
+	Verify func(ctx context.Context, tenant tenancy.ID) (Erasure, error)
 }
+
+// Family, Leftover and Erasure are migrate's: a backend's Target declares
+// its families there, next to its Teardown.
+type (
+	Family   = migrate.Family
+	Leftover = migrate.Leftover
+	Erasure  = migrate.Erasure
+)
 
 // ProvideTenantState adds the module's part in the app's tenant
 // lifecycle, built from the module's core C when the app asks for it.
@@ -55,6 +68,9 @@ func ProvideLifecycle[C any](module, backend string, provisions bool, build func
 		fx.Provide(fx.Annotate(build, fx.ResultTags(tag))),
 		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
 			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
+			if r.Verifies() {
+				s.Verify = r.Verify
+			}
 			if provisions {
 				s.Provision, s.Plan = r.Provision, r.ProvisionPlan
 			}
@@ -119,6 +135,12 @@ type StepReport struct {
 	// Skipped says why the module did nothing (it keeps no per-tenant
 	// data it can remove).
 	Skipped string
+	// Checked is, after an Offboard, the families the module's verifier
+	// scanned for the tenant on its server, and Left those in which it
+	// still found the tenant's data (then Err is
+	// tenant_erasure_incomplete).
+	Checked []Family
+	Left    []Leftover
 }
 
 // Report is a lifecycle step's outcome, one line per module.
@@ -161,8 +183,12 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 // calls, deliveries: see Suspensions.Enter), then removes its data from
 // every module that can; so nothing a call started before writes lands
 // after the teardown began. When ctx ends before those calls do, it
-// returns tenant_drain_timeout and removes nothing. A rerun after a
-// failure completes it; the tenant stays suspended.
+// returns tenant_drain_timeout and removes nothing. Then every module's
+// verifier scans, on its server, each family it declares (the list its
+// teardown walked): the report says what was checked, and anything of
+// the tenant left fails the offboard with tenant_erasure_incomplete
+// naming the module and the family. A rerun after a failure completes
+// it; the tenant stays suspended.
 func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, error) {
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
@@ -180,6 +206,10 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 		}
 		return "", s.Offboard(ctx, tenant)
 	})
+	if err := rep.Err(); err != nil {
+		return rep, err
+	}
+	t.verify(ctx, tenant, rep)
 	return rep, rep.Err()
 }
 

@@ -92,6 +92,10 @@ const (
 	// that began before were still running when its deadline passed; the
 	// tenant stays suspended and nothing was removed.
 	CodeTenantDrainTimeout Code = "tenant_drain_timeout"
+	// CodeTenantErasureIncomplete: an offboard's teardown ran and the
+	// module's verifier still found the tenant's data in a family it
+	// declares; the tenant stays suspended.
+	CodeTenantErasureIncomplete Code = "tenant_erasure_incomplete"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -79,7 +79,9 @@ func Unavailable(reason string) error { return &unavailable{reason: reason} }
 // sets (Boundary), and the write and every read fail closed with
 // tenant_unbound when no tenant is bound (FailsClosed), and every call of
 // a suspended tenant fails with tenant_suspended until it is resumed
-// (Suspended: the probe's Suspensions is required). Cells the factory
+// (Suspended: the probe's Suspensions is required), and, when the probe
+// sets Tenants, that offboarding A erases its record with proof (Erased).
+// Cells the factory
 // does not cover fail the run, and the kit lists them at the end with the
 // cells it skipped and why.
 func Conformance(t *testing.T, b floors.Backend, f Factory) {
@@ -119,6 +121,9 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 			Boundary(t, p)
 			FailsClosed(t, p)
 			Suspended(t, p)
+			if p.Tenants != nil {
+				Erased(t, p)
+			}
 		})
 	}
 	for _, s := range skipped {

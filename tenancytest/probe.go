@@ -53,6 +53,10 @@ type Probe struct {
 	// modules.Lifecycle's), for Conformance's suspension check
 	// (Suspended): required there.
 	Suspensions *modules.Suspensions
+	// Tenants, when set, is the route's app's lifecycle (modules.Lifecycle,
+	// its modules built with AllowTeardown), for Conformance's offboarding
+	// check (Erased); unset, the cell does not check offboarding.
+	Tenants *modules.Tenants
 
 	// Delivered marks a Read that reports a background delivery (a
 	// consumer handing the record to a handler under the context's

@@ -325,6 +325,12 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	res := stepResult{Tenant: id.String(), Step: step, OK: err == nil, Suspended: a.tenants.Suspended(id), Report: make([]reportLine, 0, len(rep))}
 	for _, l := range rep {
 		line := reportLine{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
+		for _, f := range l.Checked {
+			line.Checked = append(line.Checked, familyLine(f))
+		}
+		for _, f := range l.Left {
+			line.Left = append(line.Left, fmt.Sprintf("%s: %d left, e.g. %s", familyLine(f.Family), f.Count, f.Sample))
+		}
 		if l.Err != nil {
 			// A module's failure may be uncoded (a routed module's
 			// resolver that does not know the tenant answers its own
@@ -338,8 +344,16 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	status := http.StatusOK
 	if err != nil {
 		status, res.Code, res.Error = http.StatusConflict, string(tenancy.CodeTenantStepFailed), err.Error()
+		if slices.Contains(tenancy.Codes(err), tenancy.CodeTenantErasureIncomplete) {
+			res.Code = string(tenancy.CodeTenantErasureIncomplete)
+		}
 	}
 	reply(w, status, res)
+}
+
+// familyLine is a verified family as a report line shows it.
+func familyLine(f modules.Family) string {
+	return fmt.Sprintf("%s %s at %s", f.Kind, f.Name, f.Where)
 }
 
 // tenantOf reads the path's tenant id: canonical UUIDs only.

@@ -307,6 +307,17 @@ func TestOperatorEndpoints(t *testing.T) {
 	if got := strings.Join(lines(body, "report"), "; "); st != 200 || body["ok"] != true || body["suspended"] != true || got != `mem/memory ok=true runs=<nil> skipped="" error=""; pg/postgres ok=true runs=<nil> skipped="" error=""` {
 		t.Fatalf("offboard: %d %v", st, body)
 	}
+	// Each module's line lists what its verifier checked on the server.
+	for _, it := range body["report"].([]any) {
+		m := it.(map[string]any)
+		checked, _ := m["checked"].([]any)
+		if len(checked) == 0 || m["left"] != nil {
+			t.Errorf("offboard line of %v: checked %v, left %v", m["module"], m["checked"], m["left"])
+		}
+		if m["module"] == "pg" && !strings.Contains(fmt.Sprint(checked), "schema schema at "+f.prefix) {
+			t.Errorf("postgres line does not name the tenant's schema: %v", checked)
+		}
+	}
 	if f.schema(a) || f.registered(a) != "" || !f.tenants.Suspended(a) {
 		t.Fatalf("after offboarding A: schema %v, registry %q, suspended %v", f.schema(a), f.registered(a), f.tenants.Suspended(a))
 	}

@@ -73,6 +73,11 @@ type reportLine struct {
 	Error   string `json:"error,omitempty"`
 	Code    string `json:"code,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
+	// Checked is, after an offboard, the families the module's verifier
+	// scanned ("kind name at where"); Left those still holding the
+	// tenant's data.
+	Checked []string `json:"checked,omitempty"`
+	Left    []string `json:"left,omitempty"`
 }
 
 // errorBody is every refusal's body: the message, its code and what to do.

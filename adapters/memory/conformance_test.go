@@ -5,9 +5,12 @@ import (
 	"errors"
 	"testing"
 
+	"go.uber.org/fx"
+
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -28,24 +31,43 @@ func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenanc
 	}
 	floor := memory.RequiredIsolation(tier)
 	var p tenancytest.Probe
+	var r lifecycleRoutes
 	switch kind {
 	case "document":
-		docs, _, _, susp := buildSuspendable(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
-		p = documentProbe(docs)
-		p.Suspensions = susp
-		return p, nil
+		r = buildLifecycle(t, floor, memory.Document[order]("probe", memory.DocumentConfig{TenantAware: aware, Read: container}))
+		p = documentProbe(r.Docs)
 	case "cache":
-		_, kv, _, susp := buildSuspendable(t, floor, memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
-		p = cacheProbe(kv)
-		p.Suspensions = susp
-		return p, nil
+		r = buildLifecycle(t, floor, memory.CacheRoute("probe", memory.CacheConfig{TenantAware: aware, Keys: container}))
+		p = cacheProbe(r.Cache)
 	case "stream":
-		_, _, st, susp := buildSuspendable(t, floor, memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
-		p = streamProbe(st)
-		p.Suspensions = susp
-		return p, nil
+		r = buildLifecycle(t, floor, memory.StreamRoute("probe", memory.StreamConfig{TenantAware: aware, Stream: container}))
+		p = streamProbe(r.St)
+	default:
+		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	}
-	return tenancytest.Probe{}, tenancytest.ErrNotCovered
+	p.Suspensions, p.Tenants = r.Suspensions, r.Tenants
+	return p, nil
+}
+
+type lifecycleRoutes struct {
+	fx.In
+	Tenants     *modules.Tenants
+	Suspensions *modules.Suspensions
+	Docs        *memory.Documents[order] `optional:"true"`
+	Cache       *memory.Cache            `optional:"true"`
+	St          *memory.Stream           `optional:"true"`
+}
+
+// buildLifecycle is a module with AllowTeardown under modules.Lifecycle,
+// for the conformance cells' offboarding check.
+func buildLifecycle(t *testing.T, opts ...memory.Option) lifecycleRoutes {
+	t.Helper()
+	var r lifecycleRoutes
+	app := fx.New(fx.NopLogger, modules.Lifecycle(), memory.Module("shop", append(opts, memory.AllowTeardown())...), fx.Populate(&r))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func cacheProbe(kv *memory.Cache) tenancytest.Probe {

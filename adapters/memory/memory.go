@@ -120,7 +120,7 @@ func Module(name string, opts ...Option) fx.Option {
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {
-				return modules.TenantState{Module: name, Backend: rules.Name, Offboard: s.offboard}
+				return modules.TenantState{Module: name, Backend: rules.Name, Offboard: s.offboard, Verify: s.verify}
 			})},
 	})
 }

@@ -103,3 +103,24 @@ func TestOffboardNeedsAllowTeardown(t *testing.T) {
 		t.Errorf("documents after a refused offboarding: %d %v", n, err)
 	}
 }
+
+// TestOffboardReportsTheVerifiedFamilies: Offboard's line for the module
+// names every family its verifier checked, with nothing left.
+func TestOffboardReportsTheVerifiedFamilies(t *testing.T) {
+	r := offboardApp(t, memory.AllowTeardown())
+	a := tenancytest.FreshTenant(t)
+	ctx := tenancy.WithTenant(context.Background(), a)
+	if _, err := r.Docs.Create(ctx, "o1", order{Item: "anvil"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Cache.Set(ctx, "k", []byte("v"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Tenants.Offboard(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep) != 1 || len(rep[0].Checked) != 3 || len(rep[0].Left) != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+}

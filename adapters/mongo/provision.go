@@ -97,56 +97,6 @@ func provisionIndexes(spec *routeSpec) []driver.IndexModel {
 	return nil
 }
 
-// Teardown drops tenant's per-tenant collections and per-tenant databases,
-// and, when its migration records sit beside them, the records too (a
-// reprovisioned tenant starts at version 0). Shared collections are never
-// dropped.
-func (p *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	for _, spec := range p.routes {
-		r := newRoute(p.core, spec)
-		if !r.perTenant {
-			continue
-		}
-		t, err := r.targetFor(ctx, tenant)
-		if err != nil {
-			return err
-		}
-		if spec.coll.dbPrefix != "" {
-			err = t.coll.Database().Drop(ctx)
-		} else {
-			err = t.coll.Drop(ctx)
-		}
-		t.release()
-		if err != nil {
-			return fmt.Errorf("mongo: teardown %s for %s: %w", spec.name, tenant, err)
-		}
-	}
-	return p.dropRecords(ctx, tenant)
-}
-
-// dropRecords deletes tenant's migration records once the home route's
-// containers are dropped (they hold what the records describe); a home
-// route the tenant shares keeps them.
-func (p *lifecycleTarget) dropRecords(ctx context.Context, tenant tenancy.ID) error {
-	if len(p.routes) == 0 {
-		return nil
-	}
-	hr := newRoute(p.core, p.core.home(p.routes))
-	if !hr.perTenant {
-		return nil
-	}
-	t, err := hr.targetFor(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	defer t.release()
-	_, err = t.coll.Database().Collection(migrationColl).DeleteMany(ctx, bson.D{{Key: "module", Value: p.core.module}, {Key: "tenant", Value: tenant.Hex()}})
-	if err != nil {
-		return fmt.Errorf("mongo: teardown for %s: migration records: %w", tenant, err)
-	}
-	return nil
-}
-
 // Evict forgets tenant's routed client binding (after a credential
 // rotation or offboarding): its next call resolves credentials again, and
 // a client no other tenant uses is disconnected once its calls finish. A

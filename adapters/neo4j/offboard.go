@@ -25,74 +25,92 @@ const deleteBatch = 1000
 // every delete: their labels start with the reserved prefix.
 var notFramework = "NOT any(l IN labels(n) WHERE toLower(l) STARTS WITH '" + floors.ReservedPrefix + "')"
 
-// Teardown removes tenant's graph, route by route (each database once):
-//   - a per-tenant database is dropped (DROP DATABASE ... IF EXISTS WAIT,
-//     Enterprise Edition); where the server cannot drop databases
-//     (Community Edition) everything in it is deleted instead;
-//   - a routed route's database, the tenant's own, is emptied;
-//   - a tagged route's shared database loses the nodes and relationships
-//     carrying the tenant property.
+// Teardown removes tenant's graph, route by route (each database once),
+// in every family walk declares (neoFamily).
 //
 // The framework's own nodes (labels starting with "tenantwire") are never
 // deleted. Deletes run in batches; a rerun completes an interrupted one.
 func (o *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
+	return o.walk(ctx, tenant, func(ctx context.Context, _ *route, sc scope, fam neoFamily) error {
+		switch fam {
+		case famDatabase:
+			dropped, err := dropDatabase(ctx, sc)
+			if err != nil || dropped {
+				return err
+			}
+			return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
+		case famRouted:
+			return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
+		default:
+			p := map[string]any{"tenant": tenant.String()}
+			// Relationships first: one carrying the tenant may join nodes
+			// that do not (a tagged route writes both, but a rerun after a
+			// partial delete may find either alone).
+			if err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" = $tenant WITH x LIMIT $batch DELETE x RETURN count(*)", p); err != nil {
+				return err
+			}
+			return deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" = $tenant AND "+notFramework, p)
+		}
+	})
+}
+
+// neoFamily is one family of a tenant's graph, by where it lives:
+//   - famDatabase: a per-tenant database, dropped (DROP DATABASE ... IF
+//     EXISTS WAIT, Enterprise Edition) or, where the server cannot drop
+//     databases (Community Edition), emptied;
+//   - famRouted: a routed route's database, the tenant's own, emptied;
+//   - famTagged: the nodes and relationships of a tagged route's shared
+//     database carrying the tenant property.
+type neoFamily string
+
+const (
+	famDatabase neoFamily = "database"
+	famRouted   neoFamily = "routed database"
+	famTagged   neoFamily = "tagged nodes"
+)
+
+// walk visits, route by route, each database of the tenant's graph once
+// with its family: what Teardown removes and Verify counts, one list. A
+// routed tenant's database that does not exist holds nothing.
+func (o *lifecycleTarget) walk(ctx context.Context, tenant tenancy.ID, visit func(context.Context, *route, scope, neoFamily) error) error {
 	done := map[string]bool{}
 	for _, spec := range o.routes {
 		r := newRoute(o.core, spec)
 		if !r.scoped {
 			continue // a shared route holds nothing of a tenant's
 		}
-		if err := o.route(ctx, r, tenant, done); err != nil {
+		var fam neoFamily
+		switch {
+		case r.perTenantDB:
+			fam = famDatabase
+		case r.core.routed():
+			fam = famRouted
+		case r.tagged:
+			fam = famTagged
+		default:
+			continue
+		}
+		err := func() error {
+			sc, err := r.openFor(ctx, tenant)
+			if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer sc.release()
+			if key := string(fam) + "|" + sc.target + "|" + sc.database; done[key] {
+				return nil
+			} else {
+				done[key] = true
+			}
+			return visit(ctx, r, sc, fam)
+		}()
+		if err != nil {
 			return fmt.Errorf("neo4j: offboarding route %s: %w", spec.name, err)
 		}
 	}
 	return nil
-}
-
-func (o *lifecycleTarget) route(ctx context.Context, r *route, tenant tenancy.ID, done map[string]bool) error {
-	sc, err := r.openFor(ctx, tenant)
-	if errors.Is(err, tenancy.CodeTenantNotProvisioned) {
-		return nil // a routed tenant's database that does not exist holds nothing
-	}
-	if err != nil {
-		return err
-	}
-	defer sc.release()
-	var what string
-	switch {
-	case r.perTenantDB:
-		what = "drop"
-	case r.core.routed():
-		what = "all"
-	case r.tagged:
-		what = "tagged"
-	default:
-		return nil
-	}
-	if key := what + "|" + sc.target + "|" + sc.database; done[key] {
-		return nil
-	} else {
-		done[key] = true
-	}
-	switch what {
-	case "drop":
-		dropped, err := dropDatabase(ctx, sc)
-		if err != nil || dropped {
-			return err
-		}
-		return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
-	case "all":
-		return deleteAll(ctx, sc, "MATCH (n) WHERE "+notFramework, nil)
-	default:
-		p := map[string]any{"tenant": tenant.String()}
-		// Relationships first: one carrying the tenant may join nodes
-		// that do not (a tagged route writes both, but a rerun after a
-		// partial delete may find either alone).
-		if err := batched(ctx, sc, "MATCH ()-[x]->() WHERE x."+TenantProperty+" = $tenant WITH x LIMIT $batch DELETE x RETURN count(*)", p); err != nil {
-			return err
-		}
-		return deleteAll(ctx, sc, "MATCH (n) WHERE n."+TenantProperty+" = $tenant AND "+notFramework, p)
-	}
 }
 
 // TeardownMany removes many tenants' graphs. On a module whose scoped

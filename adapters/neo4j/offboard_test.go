@@ -61,8 +61,12 @@ func TestOffboardDeletesTheTenantsGraph(t *testing.T) {
 	}
 	d.query("CREATE (:`"+framework+"` {tenant_id: $a})", map[string]any{"a": a.String()})
 	for range 2 {
-		if rep, err := tenants.Offboard(context.Background(), a); err != nil || len(rep) != 1 || rep[0].Backend != "neo4j" {
+		rep, err := tenants.Offboard(context.Background(), a)
+		if err != nil || len(rep) != 1 || rep[0].Backend != "neo4j" {
 			t.Fatalf("offboard: %+v %v", rep, err)
+		}
+		if len(rep[0].Checked) != 1 || rep[0].Checked[0].Name != "tagged nodes" || rep[0].Checked[0].Route != "g" || len(rep[0].Left) != 0 {
+			t.Fatalf("the verifier's report: checked %+v, left %+v", rep[0].Checked, rep[0].Left)
 		}
 	}
 	count := func(cypher string, id tenancy.ID) int64 {

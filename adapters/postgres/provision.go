@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -94,28 +93,13 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 }
 
 // Teardown drops tenant's schema and role and deletes its rows from
-// tagged tables.
+// tagged tables: the families of inventory.go, which Verify counts.
 func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
 	c := t.c
 	var stmts []string
-	for _, r := range c.routes {
-		if !r.decision.Tagged {
-			continue
-		}
-		for _, rr := range r.rels {
-			// Only the tables a route writes hold rows: an index or a read
-			// relation (possibly a view) is not deleted from.
-			if !r.decision.ResolvesPerTenant(rr.role) && r.ddl != nil && slices.Contains(ownedRoles, rr.role) {
-				stmts = append(stmts, "DELETE FROM "+route{c, r}.qualified(rr.rel, tenant)+" WHERE tenant_id = '"+tenant.String()+"'")
-			}
-		}
+	for _, f := range c.families(tenant) {
+		stmts = append(stmts, f.remove)
 	}
-	role := RoleName(c.prefix, tenant)
-	stmts = append(stmts,
-		"DROP SCHEMA IF EXISTS "+pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()+" CASCADE",
-		"DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '"+role+"') THEN "+
-			"EXECUTE 'DROP OWNED BY "+role+"'; EXECUTE 'DROP ROLE "+role+"'; END IF; END $$",
-	)
 	if c.routed == nil {
 		// Other clients' ownership gates drop the tenant's positives once
 		// this commits (gatesync.go).
@@ -134,9 +118,6 @@ func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error 
 	c.forgetTenant(tenant)
 	return nil
 }
-
-// ownedRoles are the relation roles whose rows a route writes.
-var ownedRoles = []string{"write", "history", "heap", "table", "hub"}
 
 func (c *Client) inLockedTx(ctx context.Context, tenant tenancy.ID, stmts []string) error {
 	pool, release, err := c.conn(ctx, tenant)

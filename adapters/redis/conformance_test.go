@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/fx"
+
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -29,23 +33,24 @@ func TestConformance(t *testing.T) {
 		name := e.name("kit-" + string(kind) + "-" + tier.String())
 		switch kind {
 		case "cache":
-			r := route[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)
-			return suspended(cacheProbe(r), r), nil
+			r := erasableRoute[*redis.Cache](t, e, name, tc.with(redis.CacheRoute(name, tc.route))...)
+			return erasable(cacheProbe(r), r), nil
 		case "counter":
-			r := route[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
-			return suspended(counterProbe(r), r), nil
+			r := erasableRoute[*redis.Counter](t, e, name, tc.with(redis.CounterRoute(name, tc.route))...)
+			return erasable(counterProbe(r), r), nil
 		case "idempotency":
-			r := route[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)
-			return suspended(idempotencyProbe(r), r), nil
+			r := erasableRoute[*redis.Idempotency](t, e, name, tc.with(redis.IdempotencyRoute(name, tc.route))...)
+			return erasable(idempotencyProbe(r), r), nil
 		case "lock":
 			var lease *redis.Lease
-			r := route[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...)
-			return suspended(lockProbe(r, &lease), r), nil
+			r := erasableRoute[*redis.Locks](t, e, name, tc.with(redis.LockRoute(name, tc.route))...)
+			return erasable(lockProbe(r, &lease), r), nil
 		case "stream":
 			var id string
-			r := route[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...)
-			return suspended(streamProbe(r, &id), r), nil
+			r := erasableRoute[*redis.Stream](t, e, name, tc.with(redis.StreamRoute(name, tc.route))...)
+			return erasable(streamProbe(r, &id), r), nil
 		case "pubsub":
+			// A message is no stored record: no offboarding check.
 			r := route[*redis.PubSub](t, e, name, tc.with(redis.PubSubRoute(name, tc.route))...)
 			p, err := pubsubProbe(t, r)
 			return suspended(p, r), err
@@ -111,4 +116,43 @@ func pubsubProbe(t *testing.T, p *redis.PubSub) (tenancytest.Probe, error) {
 			return got[id], nil
 		},
 	}, nil
+}
+
+// tenantsOf is the lifecycle of the app erasableRoute built each route
+// in, for the cells' offboarding check.
+var tenantsOf sync.Map
+
+// erasableRoute is route in an app with modules.Lifecycle() and the
+// module built with AllowTeardown, so the cell checks offboarding too.
+func erasableRoute[T any](t testing.TB, e *env, name string, opts ...redis.Option) T {
+	t.Helper()
+	var r struct {
+		fx.In
+		Tenants     *modules.Tenants
+		Suspensions *modules.Suspensions
+	}
+	var got T
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		redis.Module("m-"+e.suffix, e.source(append(opts, redis.AllowTeardown()))...),
+		fx.Invoke(fx.Annotate(func(v T) { got = v }, fx.ParamTags(`name:"`+name+`"`))), fx.Populate(&r))
+	if err := app.Err(); err != nil {
+		t.Fatalf("fx.New: %v", err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	suspensionsOf.Store(any(got), r.Suspensions)
+	tenantsOf.Store(any(got), r.Tenants)
+	return got
+}
+
+// erasable is suspended, with the route's lifecycle for the offboarding
+// check.
+func erasable(p tenancytest.Probe, obj any) tenancytest.Probe {
+	p = suspended(p, obj)
+	if tn, ok := tenantsOf.Load(obj); ok {
+		p.Tenants = tn.(*modules.Tenants)
+	}
+	return p
 }

@@ -8,10 +8,11 @@ import (
 )
 
 // keyFamily is one family of keys the adapter writes. Every key it writes
-// belongs to a family of keyFamilies, and offboarding walks each of them:
-// a writer of a new family adds it here, or its keys outlive a tenant's
-// offboarding (TestEveryKeyWrittenBelongsToAFamily fails on a key no
-// family claims).
+// belongs to a family of keyFamilies, and offboarding and its verifier
+// walk each of them: a writer of a new family adds it here, or its keys
+// outlive a tenant's offboarding (TestOffboardLeavesNoKeyFamilyBehind
+// fails on a key no family claims, and the verifier's scan for
+// undeclared keys fails the offboard).
 type keyFamily struct {
 	name string
 	// match is the SCAN MATCH pattern of the family's keys that belong to

@@ -8,7 +8,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenantwire/tenantwire/migrate"
-	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -40,6 +39,20 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 	if err := migrate.CheckTeardown(o.teardown, tenant); err != nil {
 		return err
 	}
+	defer o.core.forgetters.forget(tenant)
+	return o.walk(ctx, tenant, func(ctx context.Context, n node, _ keyFamily, pattern string, keep func(string) bool) error {
+		return unlinkMatching(ctx, n, pattern, keep)
+	})
+}
+
+// visitFn is what walk does with one family's SCAN pattern on one master:
+// unlink (Offboard) or count (Verify) the keys keep accepts.
+type visitFn func(ctx context.Context, n node, f keyFamily, pattern string, keep func(string) bool) error
+
+// walk visits, on every master of the tenant's database, every family of
+// keyFamilies with every pattern the tenant's keys of it can match: the
+// list Offboard removes and Verify scans, so both walk one declaration.
+func (o *offboarder) walk(ctx context.Context, tenant tenancy.ID, visit visitFn) error {
 	hex := tenant.Hex()
 	var exact []string
 	for _, spec := range o.routes {
@@ -55,16 +68,7 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 		}
 		exact = append(exact, buildKey(r.marker, ns, tenant, r.code, r.name, "")+"*")
 	}
-	c, done := o.core.client, nop
-	if o.core.routes != nil {
-		var err error
-		if c, done, err = o.core.routes.client(ctx, tenant); err != nil {
-			return routing.AtRoute(err, "")
-		}
-	}
-	defer done()
-	defer o.core.forgetters.forget(tenant)
-	return eachMaster(ctx, c, func(ctx context.Context, n node) error {
+	return o.walkClient(ctx, tenant, func(ctx context.Context, n node) error {
 		for _, f := range keyFamilies {
 			for _, m := range tenantMarkers {
 				pat := keyPrefix + m + ":"
@@ -72,13 +76,13 @@ func (o *offboarder) Offboard(ctx context.Context, tenant tenancy.ID) error {
 					pat += "*:"
 				}
 				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && keyOfTenant(rk, hex) }
-				if err := unlinkMatching(ctx, n, f.match(pat+hex+":*"), keep); err != nil {
+				if err := visit(ctx, n, f, f.match(pat+hex+":*"), keep); err != nil {
 					return err
 				}
 			}
 			for _, pat := range exact {
 				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && strings.HasPrefix(rk, pat[:len(pat)-1]) }
-				if err := unlinkMatching(ctx, n, f.match(pat), keep); err != nil {
+				if err := visit(ctx, n, f, f.match(pat), keep); err != nil {
 					return err
 				}
 			}

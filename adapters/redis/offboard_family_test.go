@@ -113,8 +113,16 @@ func TestOffboardLeavesNoKeyFamilyBehind(t *testing.T) {
 					t.Errorf("key %s belongs to no declared family: offboarding would not find it", k)
 				}
 			}
-			if _, err := one.Tenants.Offboard(context.Background(), a); err != nil {
+			rep, err := one.Tenants.Offboard(context.Background(), a)
+			if err != nil {
 				t.Fatal(err)
+			}
+			checked := map[string]bool{}
+			for _, f := range rep[0].Checked {
+				checked[f.Name] = true
+			}
+			if !checked["route"] || !checked["once"] || !checked["undeclared"] || len(rep[0].Left) != 0 {
+				t.Fatalf("the verifier's report: checked %v, left %v", rep[0].Checked, rep[0].Left)
 			}
 			if left := rawKeys(t, raw, "*"+a.Hex()+"*"); len(left) != 0 {
 				t.Fatalf("keys left after offboarding: %v", left)

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// ownedRoles are the relation roles whose rows a route writes.
+var ownedRoles = []string{"write", "history", "heap", "table", "hub"}
+
+// pgFamily is one family of a tenant's data in the module's database: its
+// declaration, the statement Teardown removes it with and the query
+// Verify counts what is left of it with.
+type pgFamily struct {
+	migrate.Family
+	remove, count string
+	// table is the relation count reads, which may not exist (a tenant
+	// never provisioned, a table not migrated yet): "" for the catalog.
+	table string
+}
+
+// families is everything the module stores for tenant: its rows in the
+// tagged tables its routes write (outbox, inbox, idempotency and counter
+// tables included: they are table routes), its schema (with every
+// per-tenant table and their migration history) and its confined role.
+func (c *Client) families(tenant tenancy.ID) []pgFamily {
+	var out []pgFamily
+	lit := literal(tenant.String())
+	for _, r := range c.routes {
+		if !r.decision.Tagged {
+			continue
+		}
+		for _, rr := range r.rels {
+			// Only the tables a route writes hold rows: an index or a read
+			// relation (possibly a view) is not deleted from.
+			if r.decision.ResolvesPerTenant(rr.role) || r.ddl == nil || !slices.Contains(ownedRoles, rr.role) {
+				continue
+			}
+			q := route{c, r}.qualified(rr.rel, tenant)
+			out = append(out, pgFamily{
+				Family: migrate.Family{Name: "rows " + rr.role, Kind: migrate.KindRows, Where: q + " WHERE tenant_id", Route: r.name},
+				remove: "DELETE FROM " + q + " WHERE tenant_id = " + lit,
+				count:  "SELECT count(*) FROM " + q + " WHERE tenant_id = " + lit,
+				table:  q,
+			})
+		}
+	}
+	schema, role := SchemaName(c.prefix, tenant), RoleName(c.prefix, tenant)
+	return append(out,
+		pgFamily{Family: migrate.Family{Name: "schema", Kind: migrate.KindSchema, Where: schema},
+			remove: "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE",
+			count:  "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = " + literal(schema)},
+		pgFamily{Family: migrate.Family{Name: "role", Kind: migrate.KindRole, Where: role},
+			remove: "DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '" + role + "') THEN " +
+				"EXECUTE 'DROP OWNED BY " + role + "'; EXECUTE 'DROP ROLE " + role + "'; END IF; END $$",
+			count: "SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname = " + literal(role)})
+}
+
+// Verify counts, on the server, what is left of every family Teardown
+// removes: one query for which tagged tables exist, then one batch of
+// counts.
+func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate.Erasure, error) {
+	c := t.c
+	fams := c.families(tenant)
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return migrate.Erasure{}, err
+	}
+	defer release()
+	var tables []string
+	for _, f := range fams {
+		if f.table != "" {
+			tables = append(tables, f.table)
+		}
+	}
+	exists := map[string]bool{}
+	if len(tables) > 0 {
+		rows, _ := pool.Query(ctx, "SELECT t FROM unnest($1::text[]) t WHERE pg_catalog.to_regclass(t) IS NOT NULL", tables)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return migrate.Erasure{}, fmt.Errorf("postgres: verifying offboarding: %w", err)
+		}
+		for _, n := range names {
+			exists[n] = true
+		}
+	}
+	var e migrate.Erasure
+	b := &pgx.Batch{}
+	var queued []pgFamily
+	for _, f := range fams {
+		if f.table != "" && !exists[f.table] {
+			e.Check(f.Family, 0, "")
+			continue
+		}
+		b.Queue(f.count)
+		queued = append(queued, f)
+	}
+	res := pool.SendBatch(ctx, b)
+	defer res.Close()
+	for _, f := range queued {
+		var n int64
+		if err := res.QueryRow().Scan(&n); err != nil {
+			return migrate.Erasure{}, fmt.Errorf("postgres: verifying offboarding: %s: %w", f.count, err)
+		}
+		e.Check(f.Family, n, f.Where)
+	}
+	return e, nil
+}
