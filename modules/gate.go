@@ -11,7 +11,8 @@ import (
 // Gate is the entry every call of one route goes through, for a backend
 // built on the kit: the tenant bound to the call (or tenant_unbound on a
 // tenant-scoped route), the suspension check (tenant_suspended, naming
-// the backend, module and route) and the call's span and metrics. A
+// the backend, module and route) with the call held in flight until its
+// end (so Tenants.Offboard waits for it) and the call's span and metrics. A
 // backend that enters each call through its route's Gate honours
 // Tenants.Suspend and the app's telemetry with no code of its own.
 type Gate struct {
@@ -45,8 +46,10 @@ func (g *Gate) Enter(ctx context.Context) (context.Context, tenancy.ID, func(err
 	if !bound {
 		return ctx, id, nil, call.Fail(g.rules.Unbound(g.module, g.route))
 	}
-	if err := g.susp.Check(id, g.rules.Name, g.module, g.route); err != nil {
+	// In flight until end, so an Offboard's drain waits for the call.
+	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	if err != nil {
 		return ctx, id, nil, call.Fail(err)
 	}
-	return ctx, id, call.End, nil
+	return ctx, id, func(err error) { out(); call.End(err) }, nil
 }
