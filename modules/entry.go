@@ -1,0 +1,134 @@
+package modules
+
+import (
+	"context"
+
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/telemetry"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Reach is how a backend reaches what one call of a route runs on (its
+// client, pool, collection, key prefix: T) for tenant, zero on a route
+// that needs none. release gives back what was taken (a routed client to
+// its pool); nil when there is nothing to give back, which keeps the
+// call's end free of a closure.
+type Reach[T any] func(ctx context.Context, tenant tenancy.ID) (t T, release func(), err error)
+
+// Current is a backend's version gate for the call: it refuses
+// (tenant_migration_behind, tenant_not_provisioned) when what the call
+// reached records a version of the module below the one its routes need,
+// typically by migrate.Gate.CheckTenant on the target t names.
+type Current[T any] func(ctx context.Context, tenant tenancy.ID, t T) error
+
+// GateSpec is a Gate built from a decision a backend took itself (its
+// rules on its own route spec): NewGate is this for a kit backend.
+type GateSpec struct {
+	Rules         floors.Backend
+	Module, Route string
+	Decision      floors.Decision
+	Suspensions   *Suspensions
+	// Telemetry is the route's instruments; nil records nothing.
+	Telemetry *telemetry.Route
+}
+
+// GateOf builds the gate s describes.
+func GateOf(s GateSpec) *Gate {
+	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry}
+}
+
+// Entry is a route's Gate with the backend's two steps: how a call
+// reaches its client (Reach, optional) and the version gate (Current,
+// optional). Every call of a route goes through its Entry, in this order:
+// the tenant bound and checked (tenant_unbound), the call held in flight
+// and checked against the tenant's suspension (Suspensions.Enter:
+// tenant_suspended), the reach, the version gate; its end releases in
+// reverse. The span opens when the call arrives, so a refusal is on it.
+// Without telemetry, and with a reach that releases nothing, entering
+// allocates nothing.
+type Entry[T any] struct {
+	gate    Gate
+	reach   Reach[T]
+	current Current[T]
+}
+
+// NewEntry is g's entry with the backend's steps (either may be nil).
+func NewEntry[T any](g *Gate, reach Reach[T], current Current[T]) *Entry[T] {
+	return &Entry[T]{gate: *g, reach: reach, current: current}
+}
+
+// Decision is the rules' decision for the entry's route.
+func (e *Entry[T]) Decision() floors.Decision { return e.gate.Decision }
+
+// Enter admits one call: the context carrying its span (ctx without
+// telemetry), the tenant (zero on a route that needs none), what the call
+// reached and done, which the caller runs exactly once when nothing more
+// of the call can be written. A refusal has already ended the call: done
+// is then nil.
+func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
+	return e.enter(ctx, true)
+}
+
+// Listen is Enter for a call that lasts until its caller closes it and
+// writes nothing an Offboard must wait for (a subscription): checked
+// against the suspension like any call, but not held in flight.
+func (e *Entry[T]) Listen(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
+	return e.enter(ctx, false)
+}
+
+func (e *Entry[T]) enter(ctx context.Context, hold bool) (context.Context, tenancy.ID, T, func(), error) {
+	if e.gate.tel == nil {
+		id, t, done, err := e.admit(ctx, hold)
+		return ctx, id, t, done, err
+	}
+	id, _ := tenancy.FromContext(ctx)
+	ctx, call := e.gate.tel.Start(ctx, id)
+	id, t, done, err := e.admit(ctx, hold)
+	if err != nil {
+		return ctx, id, t, nil, call.Fail(err)
+	}
+	return ctx, id, t, call.Done(done), nil
+}
+
+// admit runs the steps after the span, in order.
+func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(), error) {
+	var id tenancy.ID
+	var zero T
+	out := nop
+	if e.gate.Decision.NeedsTenant {
+		var bound bool
+		if id, bound = tenancy.FromContext(ctx); !bound {
+			return id, zero, nil, e.gate.rules.Unbound(e.gate.module, e.gate.route)
+		}
+		var err error
+		if out, err = e.gate.susp.Enter(id, e.gate.rules.Name, e.gate.module, e.gate.route); err != nil {
+			return id, zero, nil, err
+		}
+		if !hold {
+			out()
+			out = nop
+		}
+	}
+	var t T
+	var release func()
+	if e.reach != nil {
+		var err error
+		if t, release, err = e.reach(ctx, id); err != nil {
+			out()
+			return id, zero, nil, err
+		}
+	}
+	if e.current != nil {
+		if err := e.current(ctx, id, t); err != nil {
+			if release != nil {
+				release()
+			}
+			out()
+			return id, zero, nil, err
+		}
+	}
+	if release == nil {
+		return id, t, out, nil
+	}
+	return id, t, Both(release, out), nil
+}
