@@ -191,12 +191,8 @@ var allowed = map[string]string{
 	"mongo/outbox.go Outbox.target Suspensions.Enter":              "outbox: the row tenant held in flight, as above",
 	"mongo/relay.go Outbox.claim tenancy.FromContext":              worker,
 	"neo4j/migrate_check.go core.sharedCurrent ensureCurrent":      "start-up check of the shared database's version, no call",
+	"neo4j/route.go route.current ensureCurrent":                   versionStep,
 	"neo4j/route.go route.checkScope tenancy.FromContext":          "inside a transaction: the call's tenant must be the one its entry pinned (tenant_scope_changed)",
-	"neo4j/route.go route.open Suspensions.Enter":                  pending,
-	"neo4j/route.go route.open tenancy.Require":                    pending,
-	"neo4j/route.go route.run ensureCurrent":                       pending,
-	"neo4j/route.go route.transact telemetry.Start":                pending,
-	"neo4j/route.go route.transact tenancy.FromContext":            pending,
 	"postgres/client.go Client.Pool tenancy.FromContext":           "escape hatch: the raw pool of the bound tenant, outside the routes' checks (documented)",
 	"postgres/dynamic.go DynamicRead.Query telemetry.Start":        pending,
 	"postgres/dynamic.go DynamicRead.Query tenancy.FromContext":    pending,
@@ -222,6 +218,7 @@ var allowed = map[string]string{
 }
 
 const (
-	worker  = "worker: binds or checks a row's or record's own tenant, not a route call's"
-	pending = "route call not yet on modules.Entry: move it, then drop the line"
+	worker      = "worker: binds or checks a row's or record's own tenant, not a route call's"
+	versionStep = "the route's version gate: the Current step handed to modules.NewEntry"
+	pending     = "route call not yet on modules.Entry: move it, then drop the line"
 )

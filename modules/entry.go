@@ -132,3 +132,33 @@ func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(),
 	}
 	return id, t, Both(release, out), nil
 }
+
+// Held is a call admitted by Entry.Open: End ends it with its outcome.
+type Held struct {
+	call *telemetry.Call
+	done func()
+}
+
+// End ends the call: what it reached is released, it leaves the calls in
+// flight, and its span ends with err as its outcome. Run it exactly once.
+func (h Held) End(err error) {
+	if h.done != nil {
+		h.done()
+	}
+	h.call.End(err)
+}
+
+// Open is Enter for a call whose span records its outcome (a transaction
+// that can fail after its entry): the caller ends it with Held.End(err).
+func (e *Entry[T]) Open(ctx context.Context) (context.Context, tenancy.ID, T, Held, error) {
+	var call *telemetry.Call
+	if e.gate.tel != nil {
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call = e.gate.tel.Start(ctx, id)
+	}
+	id, t, done, err := e.admit(ctx, true)
+	if err != nil {
+		return ctx, id, t, Held{}, call.Fail(err)
+	}
+	return ctx, id, t, Held{call: call, done: done}, nil
+}
