@@ -30,11 +30,16 @@ type GateSpec struct {
 	Suspensions   *Suspensions
 	// Telemetry is the route's instruments; nil records nothing.
 	Telemetry *telemetry.Route
+	// TenantOptional: on a route that needs no tenant, a call with one
+	// bound still runs for it (checked and held in flight like a scoped
+	// call); one with none runs for none. A producer's static topic
+	// stamps the bound tenant on its records.
+	TenantOptional bool
 }
 
 // GateOf builds the gate s describes.
 func GateOf(s GateSpec) *Gate {
-	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry}
+	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry, optional: s.TenantOptional}
 }
 
 // Entry is a route's Gate with the backend's two steps: how a call
@@ -95,11 +100,14 @@ func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(),
 	var id tenancy.ID
 	var zero T
 	out := nop
-	if e.gate.Decision.NeedsTenant {
-		var bound bool
-		if id, bound = tenancy.FromContext(ctx); !bound {
-			return id, zero, nil, e.gate.rules.Unbound(e.gate.module, e.gate.route)
-		}
+	bound := false
+	if e.gate.Decision.NeedsTenant || e.gate.optional {
+		id, bound = tenancy.FromContext(ctx)
+	}
+	if e.gate.Decision.NeedsTenant && !bound {
+		return id, zero, nil, e.gate.rules.Unbound(e.gate.module, e.gate.route)
+	}
+	if bound {
 		var err error
 		if out, err = e.gate.susp.Enter(id, e.gate.rules.Name, e.gate.module, e.gate.route); err != nil {
 			return id, zero, nil, err
@@ -151,10 +159,21 @@ func (h Held) End(err error) {
 // Open is Enter for a call whose span records its outcome (a transaction
 // that can fail after its entry): the caller ends it with Held.End(err).
 func (e *Entry[T]) Open(ctx context.Context) (context.Context, tenancy.ID, T, Held, error) {
+	return e.OpenLinked(ctx, nil)
+}
+
+// OpenLinked is Open for a call that continues work begun elsewhere (a
+// relay delivering a row): its span links to the span whose context
+// carrier holds.
+func (e *Entry[T]) OpenLinked(ctx context.Context, carrier map[string]string) (context.Context, tenancy.ID, T, Held, error) {
 	var call *telemetry.Call
 	if e.gate.tel != nil {
 		id, _ := tenancy.FromContext(ctx)
-		ctx, call = e.gate.tel.Start(ctx, id)
+		if carrier != nil {
+			ctx, call = e.gate.tel.StartLinked(ctx, id, carrier)
+		} else {
+			ctx, call = e.gate.tel.Start(ctx, id)
+		}
 	}
 	id, t, done, err := e.admit(ctx, true)
 	if err != nil {

@@ -23,6 +23,8 @@ type Gate struct {
 	route    string
 	susp     *Suspensions
 	tel      *telemetry.Route
+	// optional: see GateSpec.TenantOptional.
+	optional bool
 }
 
 // NewGate decides r by rules and builds its gate from what the module's
