@@ -103,3 +103,39 @@ func TestEntryAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per call, want 0", n)
 	}
 }
+
+// TestEntryTenantOptional: on a route that needs no tenant, an optional
+// entry runs an unbound call for none and a bound one for its tenant,
+// refused when suspended and held in flight until Held.End.
+func TestEntryTenantOptional(t *testing.T) {
+	rules := floors.Backend{Name: "toy", Ceiling: tenancy.Namespace, Kinds: map[floors.Kind]floors.KindRule{"kv": {Relations: []string{"keys"}}}}
+	r := floors.Route{Name: "r", Kind: "kv", Relations: []floors.Relation{{Role: "keys", Name: "k"}}}
+	susp := &modules.Suspensions{}
+	d := rules.Decide(r)
+	if d.NeedsTenant {
+		t.Fatal("the route needs a tenant")
+	}
+	e := modules.NewEntry[int](modules.GateOf(modules.GateSpec{Rules: rules, Module: "m", Route: "r", Decision: d, Suspensions: susp, TenantOptional: true}), nil, nil)
+	_, id, _, held, err := e.Open(context.Background())
+	if err != nil || !id.IsZero() {
+		t.Fatalf("unbound: %v %v", id, err)
+	}
+	held.End(nil)
+	a := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	_, id, _, held, err = e.Open(a)
+	if err != nil || id != tenancytest.TenantA {
+		t.Fatalf("bound: %v %v", id, err)
+	}
+	susp.Suspend(tenancytest.TenantA)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := susp.Drain(ctx, tenancytest.TenantA); err == nil {
+		t.Fatal("the drain passed while the call was in flight")
+	}
+	held.End(errors.New("failed"))
+	if err := susp.Drain(context.Background(), tenancytest.TenantA); err != nil {
+		t.Fatalf("drain after End: %v", err)
+	}
+	_, _, _, _, err = e.Open(a)
+	tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
+}
