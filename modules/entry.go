@@ -71,21 +71,27 @@ func (e *Entry[T]) Decision() floors.Decision { return e.gate.Decision }
 // of the call can be written. A refusal has already ended the call: done
 // is then nil.
 func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
-	return e.enter(ctx, true)
+	if e.gate.tel != nil {
+		return e.traced(ctx, true)
+	}
+	// Without telemetry: the steps alone, one frame below the caller.
+	id, t, done, err := e.admit(ctx, true)
+	return ctx, id, t, done, err
 }
 
 // Listen is Enter for a call that lasts until its caller closes it and
 // writes nothing an Offboard must wait for (a subscription): checked
 // against the suspension like any call, but not held in flight.
 func (e *Entry[T]) Listen(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
-	return e.enter(ctx, false)
+	if e.gate.tel != nil {
+		return e.traced(ctx, false)
+	}
+	id, t, done, err := e.admit(ctx, false)
+	return ctx, id, t, done, err
 }
 
-func (e *Entry[T]) enter(ctx context.Context, hold bool) (context.Context, tenancy.ID, T, func(), error) {
-	if e.gate.tel == nil {
-		id, t, done, err := e.admit(ctx, hold)
-		return ctx, id, t, done, err
-	}
+// traced is Enter recorded as one call, from its arrival until done.
+func (e *Entry[T]) traced(ctx context.Context, hold bool) (context.Context, tenancy.ID, T, func(), error) {
 	id, _ := tenancy.FromContext(ctx)
 	ctx, call := e.gate.tel.Start(ctx, id)
 	id, t, done, err := e.admit(ctx, hold)
