@@ -103,30 +103,14 @@ func (e *Entry[T]) traced(ctx context.Context, hold bool) (context.Context, tena
 
 // admit runs the steps after the span, in order.
 func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(), error) {
-	var id tenancy.ID
 	var zero T
-	out := nop
-	bound := false
-	if e.gate.Decision.NeedsTenant || e.gate.optional {
-		id, bound = tenancy.FromContext(ctx)
-	}
-	if e.gate.Decision.NeedsTenant && !bound {
-		return id, zero, nil, e.gate.rules.Unbound(e.gate.module, e.gate.route)
-	}
-	if bound {
-		var err error
-		if out, err = e.gate.susp.Enter(id, e.gate.rules.Name, e.gate.module, e.gate.route); err != nil {
-			return id, zero, nil, err
-		}
-		if !hold {
-			out()
-			out = nop
-		}
+	id, out, err := e.gate.admit(ctx, hold)
+	if err != nil {
+		return id, zero, nil, err
 	}
 	var t T
 	var release func()
 	if e.reach != nil {
-		var err error
 		if t, release, err = e.reach(ctx, id); err != nil {
 			out()
 			return id, zero, nil, err
@@ -145,6 +129,49 @@ func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(),
 		return id, t, out, nil
 	}
 	return id, t, Both(release, out), nil
+}
+
+// admit is the gate's own steps: the tenant, then in flight and the
+// suspension. Not generic, so a route with nothing to reach pays no
+// generic frame (Gate.Call).
+func (g *Gate) admit(ctx context.Context, hold bool) (tenancy.ID, func(), error) {
+	var id tenancy.ID
+	bound := false
+	if g.Decision.NeedsTenant || g.optional {
+		id, bound = tenancy.FromContext(ctx)
+	}
+	if !bound {
+		if g.Decision.NeedsTenant {
+			return id, nil, g.rules.Unbound(g.module, g.route)
+		}
+		return id, nop, nil
+	}
+	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	if err != nil {
+		return id, nil, err
+	}
+	if !hold {
+		out()
+		out = nop
+	}
+	return id, out, nil
+}
+
+// Call is Entry.Enter for a route that reaches nothing and has no version
+// gate of its own (an in-process store): the tenant, in flight and the
+// suspension, the span.
+func (g *Gate) Call(ctx context.Context) (context.Context, tenancy.ID, func(), error) {
+	if g.tel == nil {
+		id, done, err := g.admit(ctx, true)
+		return ctx, id, done, err
+	}
+	id, _ := tenancy.FromContext(ctx)
+	ctx, call := g.tel.Start(ctx, id)
+	id, done, err := g.admit(ctx, true)
+	if err != nil {
+		return ctx, id, nil, call.Fail(err)
+	}
+	return ctx, id, call.Done(done), nil
 }
 
 // Held is a call admitted by Entry.Open: End ends it with its outcome.

@@ -35,16 +35,15 @@ func NewGate(in LifecycleIn, rules floors.Backend, module string, r floors.Route
 		tel: in.Telemetry.Route(telemetry.RouteInfo{Backend: rules.Name, Module: module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})}
 }
 
-// Enter begins a call (see Entry for its steps): the tenant it runs for (zero on a route that needs
-// none), the context carrying its span, and end, which the call runs with
-// its outcome when it is over. A refusal ends the call itself and returns
+// Enter begins a call (see Entry for its steps): the tenant it runs for
+// (zero on a route that needs none), the context carrying its span, and
+// end, which the call runs with its outcome when it is over. A refusal ends the call itself and returns
 // the coded error; end is then nil.
 func (g *Gate) Enter(ctx context.Context) (context.Context, tenancy.ID, func(error), error) {
 	id, _ := tenancy.FromContext(ctx)
 	ctx, call := g.tel.Start(ctx, id)
 	// The same steps as every backend's Entry, with nothing to reach.
-	e := Entry[struct{}]{gate: *g}
-	id, _, out, err := e.admit(ctx, true)
+	id, out, err := g.admit(ctx, true)
 	if err != nil {
 		return ctx, id, nil, call.Fail(err)
 	}

@@ -135,14 +135,14 @@ type routeConfig struct {
 	suspensions  *modules.Suspensions
 	// entry admits each call: tenant, in flight and suspension, span. An
 	// in-process route reaches nothing and has no version gate.
-	entry *modules.Entry[struct{}]
+	entry *modules.Gate
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
 	d := rules.Decide(r)
 	tel := s.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: s.module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})
 	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: s.module, Route: r.Name, Decision: d, Suspensions: s.suspensions, Telemetry: tel})
-	return routeConfig{module: s.module, name: r.Name, decision: d, suspensions: s.suspensions, entry: modules.NewEntry[struct{}](g, nil, nil)}
+	return routeConfig{module: s.module, name: r.Name, decision: d, suspensions: s.suspensions, entry: g}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
@@ -151,7 +151,7 @@ func newRouteConfig(s *store, r floors.Route) routeConfig {
 // caller runs end, once its map operation is done, so an Offboard waits
 // for it; its span, when the app gives telemetry, lasts as long.
 func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
-	_, id, _, end, err := r.entry.Enter(ctx)
+	_, id, end, err := r.entry.Call(ctx)
 	if err != nil {
 		return "", tenancy.ID{}, nil, err
 	}
