@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -77,5 +78,28 @@ func TestGateBindsRefusesAndTraces(t *testing.T) {
 	}
 	if len(names) != 5 || names[0] != "toy r" {
 		t.Errorf("spans %v, want one \"toy r\" per call", names)
+	}
+}
+
+// TestGateHoldsTheCallInFlight: a call entered through a Gate is in
+// flight until its end, so an Offboard's drain of its tenant waits for
+// it (tenant_drain_timeout while it runs) and passes once it ended. A
+// gate that only checked the suspension let the teardown run under it.
+func TestGateHoldsTheCallInFlight(t *testing.T) {
+	rules := floors.Backend{Name: "toy", Ceiling: tenancy.Namespace, Kinds: map[floors.Kind]floors.KindRule{"kv": {Relations: []string{"keys"}}}}
+	susp := &modules.Suspensions{}
+	g := modules.NewGate(modules.LifecycleIn{Suspensions: susp}, rules, "m",
+		floors.Route{Name: "r", Kind: "kv", TenantAware: true, Relations: []floors.Relation{{Role: "keys", Name: "k"}}})
+	_, _, end, err := g.Enter(tenancy.WithTenant(context.Background(), tenancytest.TenantA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	susp.Suspend(tenancytest.TenantA)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	tenancytest.RequireCode(t, susp.Drain(ctx, tenancytest.TenantA), tenancy.CodeTenantDrainTimeout, "", "modules", "offboard")
+	end(nil)
+	if err := susp.Drain(context.Background(), tenancytest.TenantA); err != nil {
+		t.Fatalf("drain after the call ended: %v", err)
 	}
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // ensureCurrent refuses a write for tenant when its topics are behind the
-// required version; c is the tenant's client.
-func (r *route) ensureCurrent(ctx context.Context, c *client, tenant tenancy.ID) error {
+// required version; c is the tenant's client. It is the version gate of
+// the route's entry.
+func (r *route) ensureCurrent(ctx context.Context, tenant tenancy.ID, c *client) error {
 	if !r.perTenantTopic && !r.routed {
 		return nil // a static topic of the shared client: no tenant's to migrate
 	}

@@ -12,6 +12,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/shards"
@@ -41,14 +42,39 @@ type route struct {
 	perTenantTopic bool
 	// tel records each call or record; nil when the app gave no telemetry.
 	tel *telemetry.Route
+	// entry admits each write (the kit's steps): its reach is the
+	// tenant's client, its version gate ensureCurrent.
+	entry *modules.Entry[*client]
 }
 
 // newRoute applies the rules' decision for the route; nothing here
 // re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) route {
 	d := rules.Decide(spec.floorsRoute(c.pools != nil))
-	return route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic),
+	r := route{core: c, spec: spec, scoped: d.NeedsTenant, routed: d.Routed, perTenantTopic: d.ResolvesPerTenant(roleTopic),
 		tel: c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached, SpanKind: spanKind(spec.kind)})}
+	// A static topic of the shared client still writes for the bound
+	// tenant, when there is one: its records carry it.
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Route: spec.name, Decision: d,
+		Suspensions: c.suspensions, Telemetry: r.tel, TenantOptional: true})
+	rr := &route{}
+	*rr = r
+	r.entry = modules.NewEntry(g, rr.reach, rr.ensureCurrent)
+	return r
+}
+
+// reach is the entry's step: the tenant's client (the shared one for a
+// static topic, or with no tenant bound), which a routed client's release
+// returns to its pool.
+func (r *route) reach(ctx context.Context, tenant tenancy.ID) (*client, func(), error) {
+	c, release, err := r.core.clientFor(ctx, tenant)
+	if err != nil {
+		return nil, nil, routing.AtRoute(err, r.spec.name)
+	}
+	if r.core.pools == nil {
+		release = nil
+	}
+	return c, release, nil
 }
 
 // topicFor names the route's topic for tenant, validating a resolver's
@@ -120,23 +146,20 @@ func (p *Producer) tenant(ctx context.Context) (tenancy.ID, error) {
 // Produce writes msgs, synchronously, to the route's topic for the tenant
 // bound to ctx; a per-tenant topic or routed client with no tenant bound
 // fails closed with tenant_unbound. Each record carries the bound tenant
-// (when there is one) and an event id in its headers.
+// (when there is one) and an event id in its headers. The write is in
+// flight until the broker has answered, so an Offboard deletes the
+// tenant's topic only after it.
 func (p *Producer) Produce(ctx context.Context, msgs ...Message) error {
-	if p.tel != nil {
-		id, _ := tenancy.FromContext(ctx)
-		ctx, call := p.tel.Start(ctx, id)
-		err := p.produce(ctx, msgs)
-		call.End(err)
-		return err
-	}
-	return p.produce(ctx, msgs)
-}
-
-func (p *Producer) produce(ctx context.Context, msgs []Message) error {
-	tenant, err := p.tenant(ctx)
+	ctx, tenant, c, held, err := p.entry.Open(ctx)
 	if err != nil {
 		return err
 	}
+	err = p.produce(ctx, tenant, c, msgs)
+	held.End(err)
+	return err
+}
+
+func (p *Producer) produce(ctx context.Context, tenant tenancy.ID, c *client, msgs []Message) error {
 	topic, err := p.topicFor(tenant)
 	if err != nil {
 		return err
@@ -146,31 +169,26 @@ func (p *Producer) produce(ctx context.Context, msgs []Message) error {
 		out[i] = kafkago.Message{Topic: topic, Key: m.Key, Value: m.Value,
 			Headers: p.traceHeaders(ctx, stamp(m.Headers, tenant, m.EventID, ""))}
 	}
-	return p.write(ctx, tenant, out)
+	return p.write(ctx, c, out)
 }
 
 // Deliver forwards an outbox message under the context the relay bound:
 // the per-tenant topic comes from the bound tenant, never from m. A
 // tenant-global row (tenancy.WithGlobal) goes only to a static topic.
+// The row's headers hold the trace context of the request that wrote it:
+// the delivery links to it, and the record carries the delivery's own,
+// so a consumer links to this span in turn.
 func (p *Producer) Deliver(ctx context.Context, m outbox.Message) error {
-	if p.tel != nil {
-		// The row's headers hold the trace context of the request that
-		// wrote it: the delivery links to it, and the record carries the
-		// delivery's own, so a consumer links to this span in turn.
-		id, _ := tenancy.FromContext(ctx)
-		ctx, call := p.tel.StartLinked(ctx, id, m.Headers)
-		err := p.deliver(ctx, m)
-		call.End(err)
-		return err
-	}
-	return p.deliver(ctx, m)
-}
-
-func (p *Producer) deliver(ctx context.Context, m outbox.Message) error {
-	tenant, err := p.tenant(ctx)
+	ctx, tenant, c, held, err := p.entry.OpenLinked(ctx, m.Headers)
 	if err != nil {
 		return err
 	}
+	err = p.deliver(ctx, tenant, c, m)
+	held.End(err)
+	return err
+}
+
+func (p *Producer) deliver(ctx context.Context, tenant tenancy.ID, c *client, m outbox.Message) error {
 	if !m.Tenant.IsZero() && m.Tenant != tenant {
 		return fmt.Errorf("kafka: route %s: message of tenant %s delivered under tenant %q", p.spec.name, m.Tenant, tenant)
 	}
@@ -183,28 +201,12 @@ func (p *Producer) deliver(ctx context.Context, m outbox.Message) error {
 		hs = append(hs, kafkago.Header{Key: k, Value: []byte(v)})
 	}
 	msg := kafkago.Message{Topic: topic, Key: m.Key, Value: m.Payload, Headers: p.traceHeaders(ctx, stamp(hs, tenant, m.EventID, m.Topic))}
-	return p.write(ctx, tenant, []kafkago.Message{msg})
+	return p.write(ctx, c, []kafkago.Message{msg})
 }
 
-func (p *Producer) write(ctx context.Context, tenant tenancy.ID, msgs []kafkago.Message) error {
-	if !tenant.IsZero() {
-		// In flight (Suspensions.Enter) until the broker has answered, so
-		// an Offboard deletes the tenant's topic only after the write.
-		end, err := p.core.suspensions.Enter(tenant, rules.Name, p.core.module, p.spec.name)
-		if err != nil {
-			return err
-		}
-		defer end()
-	}
-	c, release, err := p.core.clientFor(ctx, tenant)
-	if err != nil {
-		return routing.AtRoute(err, p.spec.name)
-	}
-	defer release()
-	if err := p.ensureCurrent(ctx, c, tenant); err != nil {
-		return err
-	}
-	err = c.writer.WriteMessages(ctx, msgs...)
+// write sends msgs on c, the client the call's entry reached.
+func (p *Producer) write(ctx context.Context, c *client, msgs []kafkago.Message) error {
+	err := c.writer.WriteMessages(ctx, msgs...)
 	if err != nil && isUnknownTopic(err) && len(msgs) > 0 {
 		err = p.unknownTopic(ctx, c, msgs, err)
 	}

@@ -127,64 +127,43 @@ func Module(name string, opts ...Option) fx.Option {
 
 // routeConfig is what every route shares: the rules' decision for it,
 // which says whether a call needs a tenant, which containers are per
-// tenant and whether records are tagged.
+// tenant and whether records are tagged, and the kit's entry its calls go
+// through.
 type routeConfig struct {
 	module, name string
 	decision     floors.Decision
 	suspensions  *modules.Suspensions
-	// tel records each call; nil when the app gave no telemetry.
-	tel *telemetry.Route
+	// entry admits each call: tenant, in flight and suspension, span. An
+	// in-process route reaches nothing and has no version gate.
+	entry *modules.Gate
 }
 
 func newRouteConfig(s *store, r floors.Route) routeConfig {
 	d := rules.Decide(r)
-	return routeConfig{module: s.module, name: r.Name, decision: d, suspensions: s.suspensions,
-		tel: s.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: s.module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})}
+	tel := s.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: s.module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: s.module, Route: r.Name, Decision: d, Suspensions: s.suspensions, Telemetry: tel})
+	return routeConfig{module: s.module, name: r.Name, decision: d, suspensions: s.suspensions, entry: g}
 }
 
 // scope resolves where a call lands: the container in role and the tenant
 // tag (zero for an untagged route). It fails closed when the route is
-// tenant-scoped and no tenant is bound. The call is in flight
-// (Suspensions.Enter) until the caller runs end, once its map operation is
-// done, so an Offboard waits for it.
+// tenant-scoped and no tenant is bound. The call is in flight until the
+// caller runs end, once its map operation is done, so an Offboard waits
+// for it; its span, when the app gives telemetry, lasts as long.
 func (r routeConfig) scope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
-	if r.tel != nil {
-		return r.tracedScope(ctx, c, role)
-	}
-	if !r.decision.NeedsTenant {
-		return containerName(c, tenancy.ID{}), tenancy.ID{}, nop, nil
-	}
-	id, ok := tenancy.FromContext(ctx)
-	if !ok {
-		return "", tenancy.ID{}, nil, rules.Unbound(r.module, r.name)
-	}
-	end, err := r.suspensions.Enter(id, rules.Name, r.module, r.name)
+	_, id, end, err := r.entry.Call(ctx)
 	if err != nil {
 		return "", tenancy.ID{}, nil, err
 	}
 	name := containerName(c, tenancy.ID{})
-	if r.decision.ResolvesPerTenant(role) {
+	if r.decision.NeedsTenant && r.decision.ResolvesPerTenant(role) {
 		name = containerName(c, id)
 	}
 	var tag tenancy.ID
-	if r.decision.Tagged {
+	if r.decision.NeedsTenant && r.decision.Tagged {
 		tag = id
 	}
 	return name, tag, end, nil
 }
 
 func nop() {}
-
-// tracedScope is scope recorded as one call. In-process, the call is its
-// resolution and a map operation, so the span covers the resolution and
-// its outcome. The resolution itself is scope's own, on a copy without
-// instruments: the untraced path stays one call with no extra frame.
-func (r routeConfig) tracedScope(ctx context.Context, c naming.Name, role string) (string, tenancy.ID, func(), error) {
-	id, _ := tenancy.FromContext(ctx)
-	_, call := r.tel.Start(ctx, id)
-	plain := r
-	plain.tel = nil
-	name, tag, end, err := plain.scope(ctx, c, role)
-	call.End(err)
-	return name, tag, end, err
-}

@@ -12,9 +12,14 @@ import (
 )
 
 // ensureCurrent refuses a call for tenant when its history is behind the
-// required version; server is the tenant's routed client target.
-func (r *route) ensureCurrent(ctx context.Context, tenant tenancy.ID, server string) error {
-	return r.core.gate.CheckTenant(ctx, tenant, server, r.spec.name,
+// required version, remembered by t's server (its routed client target):
+// the version gate of the route's entry. A route that needs no tenant has
+// nothing to check.
+func (r *route) ensureCurrent(ctx context.Context, tenant tenancy.ID, t target) error {
+	if tenant.IsZero() {
+		return nil
+	}
+	return r.core.gate.CheckTenant(ctx, tenant, t.server, r.spec.name,
 		func(ctx context.Context) (int64, error) { return r.core.appliedVersion(ctx, tenant) },
 		func(ctx context.Context) (string, error) { return r.core.missing(ctx, tenant) })
 }

@@ -100,7 +100,7 @@ func (o *Outbox) enterWrite(ctx context.Context) (tenancy.ID, target, error) {
 		return tenant, target{}, err
 	}
 	if !tenant.IsZero() {
-		if err := o.route.ensureCurrent(ctx, tenant, t.server); err != nil {
+		if err := o.route.ensureCurrent(ctx, tenant, t); err != nil {
 			t.release()
 			return tenant, target{}, err
 		}

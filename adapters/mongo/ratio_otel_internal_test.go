@@ -73,7 +73,7 @@ func (r *route) untraced(ctx context.Context) (context.Context, target, error) {
 	if err != nil {
 		return ctx, t, err
 	}
-	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
+	if err := r.ensureCurrent(ctx, id, t); err != nil {
 		t.release()
 		return ctx, target{}, err
 	}

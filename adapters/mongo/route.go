@@ -42,6 +42,9 @@ type route struct {
 	coll *driver.Collection
 	// tel records each call; nil when the app gave no telemetry.
 	tel *telemetry.Route
+	// entry admits each call (the kit's steps): its reach is the
+	// collection, its version gate the module's RequiredVersion.
+	entry *modules.Entry[target]
 }
 
 func newRoute(c *core, spec *routeSpec) route {
@@ -54,6 +57,11 @@ func newRoute(c *core, spec *routeSpec) route {
 			r.coll = r.db.Collection(spec.coll.name)
 		}
 	}
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Route: spec.name, Decision: d, Suspensions: c.suspensions, Telemetry: r.tel})
+	// The steps see the route as it is now; nothing they read changes.
+	rr := &route{}
+	*rr = r
+	r.entry = modules.NewEntry(g, rr.reach, rr.ensureCurrent)
 	return r
 }
 
@@ -73,43 +81,37 @@ type target struct {
 
 func noop() {}
 
-// target resolves the call's collection. A tenant-scoped route reads the
-// tenant from ctx and fails closed: there is no default tenant and no
-// shared client to fall back to. The call's commands run under the
-// returned context: it carries the call's span, so the driver's own spans
-// (otelmongo) nest under it. Without telemetry it is ctx.
+// target resolves the call's collection through the route's entry. A
+// tenant-scoped route reads the tenant from ctx and fails closed: there is
+// no default tenant and no shared client to fall back to. The call is in
+// flight until its target is released, so an Offboard waits for it. The
+// call's commands run under the returned context: it carries the call's
+// span, so the driver's own spans (otelmongo) nest under it. Without
+// telemetry it is ctx.
 func (r *route) target(ctx context.Context) (context.Context, target, error) {
-	if r.tel != nil {
-		return r.tracedTarget(ctx)
-	}
-	if !r.scoped() {
-		if r.coll != nil {
-			return ctx, target{coll: r.coll, release: noop}, nil
-		}
-		return ctx, target{coll: r.core.client.Database(r.core.db).Collection(r.spec.coll.name), release: noop}, nil
-	}
-	id, err := tenancy.Require(ctx)
-	if err != nil {
-		return ctx, target{}, r.unbound()
-	}
-	// The call is in flight (Suspensions.Enter) until its target is
-	// released, so an Offboard waits for it before the teardown.
-	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.spec.name)
+	ctx, _, t, done, err := r.entry.Enter(ctx)
 	if err != nil {
 		return ctx, target{}, err
+	}
+	t.release = done
+	return ctx, t, nil
+}
+
+// reach is the entry's step: the collection of tenant id, or the route's
+// shared one for zero (a route that needs no tenant). It releases nothing
+// on the module's own client.
+func (r *route) reach(ctx context.Context, id tenancy.ID) (target, func(), error) {
+	if id.IsZero() {
+		if r.coll != nil {
+			return target{coll: r.coll}, nil, nil
+		}
+		return target{coll: r.core.client.Database(r.core.db).Collection(r.spec.coll.name)}, nil, nil
 	}
 	t, err := r.targetFor(ctx, id)
-	if err != nil {
-		end()
-		return ctx, t, err
+	if err != nil || r.core.pools == nil {
+		return t, nil, err
 	}
-	if err := r.ensureCurrent(ctx, id, t.server); err != nil {
-		t.release()
-		end()
-		return ctx, target{}, err
-	}
-	t.release = r.withEnd(t.release, end)
-	return ctx, t, nil
+	return t, t.release, nil
 }
 
 // withEnd is a target's release followed by the call's end, with no
@@ -119,23 +121,6 @@ func (r *route) withEnd(release, end func()) func() {
 		return end
 	}
 	return modules.Both(release, end)
-}
-
-// tracedTarget is target recorded as one call, from its entry until the
-// caller releases the target. The resolution is target's own, on a copy
-// without instruments: the untraced path stays one call, with no frame
-// added to it (P11 in docs/performance.md).
-func (r *route) tracedTarget(ctx context.Context) (context.Context, target, error) {
-	id, _ := tenancy.FromContext(ctx)
-	ctx, call := r.tel.Start(ctx, id)
-	plain := *r
-	plain.tel = nil
-	_, t, err := plain.target(ctx)
-	if err != nil {
-		return ctx, t, call.Fail(err)
-	}
-	t.release = call.Done(t.release)
-	return ctx, t, nil
 }
 
 // targetFor resolves the collection of an explicit tenant (provisioning).

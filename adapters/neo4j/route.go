@@ -24,15 +24,21 @@ type route struct {
 	tagged bool
 	// tel records each call; nil when the app gave no telemetry.
 	tel *telemetry.Route
+	// entry admits each call (the kit's steps): its reach is the scope
+	// and its session, its version gate the module's RequiredVersion.
+	entry *modules.Entry[scope]
 }
 
 // newRoute applies the rules' decision for the route; nothing here
 // re-derives the scope from the route's options.
 func newRoute(c *core, spec *routeSpec) *route {
 	d := rules.Decide(spec.floorsRoute(c.routed()))
-	return &route{core: c, spec: spec, scoped: d.NeedsTenant,
+	r := &route{core: c, spec: spec, scoped: d.NeedsTenant,
 		perTenantDB: d.ResolvesPerTenant(roleDatabase), tagged: d.Tagged,
 		tel: c.tel.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: spec.name, Kind: string(spec.kind), Reached: d.Reached})}
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Route: spec.name, Decision: d, Suspensions: c.suspensions, Telemetry: r.tel})
+	r.entry = modules.NewEntry(g, r.reach, r.current)
+	return r
 }
 
 // scope is what a transaction pins for its whole life.
@@ -44,31 +50,47 @@ type scope struct {
 	// database, a tenant's database, or a routed server and database.
 	target  string
 	release func()
+	// sess is the call's session, opened by the entry's reach.
+	sess session
 }
 
-// open resolves the scope of a call: the tenant from ctx (fail closed), the
-// tenant's driver when routed, and the tenant's database when resolved.
-func (r *route) open(ctx context.Context) (scope, error) {
-	if !r.scoped {
-		return scope{drv: r.core.plain, database: r.core.database, target: r.core.database, release: func() {}}, nil
+// reach is the entry's step: the scope of a call for tenant id (zero on
+// an unscoped route: the module's database), the tenant's driver when
+// routed and its database when resolved, and a session on it. The call
+// is in flight until the entry's end, after its transaction and the
+// session's close, so an Offboard waits for it.
+func (r *route) reach(ctx context.Context, id tenancy.ID) (scope, func(), error) {
+	sc := scope{drv: r.core.plain, database: r.core.database, target: r.core.database, release: func() {}}
+	if !id.IsZero() {
+		var err error
+		if sc, err = r.openFor(ctx, id); err != nil {
+			return scope{}, nil, err
+		}
 	}
-	id, err := tenancy.Require(ctx)
-	if err != nil {
-		return scope{}, r.unbound()
+	sess, release := sc.drv.NewSession(ctx, sc.database), sc.release
+	sc.sess = sess
+	return sc, func() { _ = sess.Close(ctx); release() }, nil
+}
+
+// current is the entry's version gate, before the transaction: a stale
+// tenant's call never reaches its data. A database all tenants share has
+// one version; one that is not there has no history: not provisioned,
+// rather than behind.
+func (r *route) current(ctx context.Context, _ tenancy.ID, sc scope) error {
+	if r.core.gate == nil {
+		return nil
 	}
-	// The call is in flight (Suspensions.Enter) until the scope is
-	// released, after its transaction, so an Offboard waits for it.
-	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.spec.name)
-	if err != nil {
-		return scope{}, err
+	tenant := sc.tenant
+	if !r.perTenantDB && !r.core.routed() {
+		tenant = tenancy.ID{}
 	}
-	sc, err := r.openFor(ctx, id)
-	if err != nil {
-		end()
-		return scope{}, err
+	if err := r.core.ensureCurrent(ctx, sc.sess, tenant, sc.target, r.spec.name); err != nil {
+		if r.missingDatabase(err, sc.tenant) {
+			return r.notProvisioned(err, sc.tenant, sc.database)
+		}
+		return err
 	}
-	sc.release = modules.Both(sc.release, end)
-	return sc, nil
+	return nil
 }
 
 // openFor is open for an explicit tenant (provisioning).
@@ -146,44 +168,21 @@ func (r *route) builder(sc scope) builder {
 	return builder{tagged: r.tagged, tenant: sc.tenant.String(), module: r.core.module, route: r.spec.name}
 }
 
-// transact runs fn in one managed transaction on the scope's session.
+// transact runs fn in one managed transaction on the session of the
+// call's entry: one span for the whole call, outcome included; the
+// driver's own spans, if it is instrumented, nest under it.
 func (r *route) transact(ctx context.Context, write bool, fn func(context.Context, *txn) error) error {
-	if r.tel != nil {
-		// One span for the whole call, outcome included; the driver's own
-		// spans, if it is instrumented, nest under it.
-		id, _ := tenancy.FromContext(ctx)
-		ctx, call := r.tel.Start(ctx, id)
-		err := r.run(ctx, write, fn)
-		call.End(err)
-		return err
-	}
-	return r.run(ctx, write, fn)
-}
-
-func (r *route) run(ctx context.Context, write bool, fn func(context.Context, *txn) error) error {
-	sc, err := r.open(ctx)
+	ctx, _, sc, held, err := r.entry.Open(ctx)
 	if err != nil {
 		return err
 	}
-	defer sc.release()
-	sess := sc.drv.NewSession(ctx, sc.database)
-	defer sess.Close(ctx)
-	if r.core.gate != nil {
-		// Before the transaction: a stale tenant's call never reaches
-		// its data. A database all tenants share has one version.
-		tenant := sc.tenant
-		if !r.perTenantDB && !r.core.routed() {
-			tenant = tenancy.ID{}
-		}
-		if err := r.core.ensureCurrent(ctx, sess, tenant, sc.target, r.spec.name); err != nil {
-			// A database that is not there has no history: not
-			// provisioned, rather than behind.
-			if r.missingDatabase(err, sc.tenant) {
-				return r.notProvisioned(err, sc.tenant, sc.database)
-			}
-			return err
-		}
-	}
+	err = r.run(ctx, sc, write, fn)
+	held.End(err)
+	return err
+}
+
+func (r *route) run(ctx context.Context, sc scope, write bool, fn func(context.Context, *txn) error) (err error) {
+	sess := sc.sess
 	work := func(run runner) (any, error) {
 		tx := &txn{r: r, sc: sc, run: run, write: write}
 		defer tx.done.Store(true)

@@ -140,20 +140,16 @@ func (a *Analytics) build(tenant tenancy.ID) *analyticsStmts {
 
 // Run executes the named query.
 func (a *Analytics) Run(ctx context.Context, name string) ([]Row, error) {
-	tenant, err := a.tenant(ctx)
+	ctx, tenant, pool, release, err := enter(ctx, a.route)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	st := cached(a.route, a.static, tenant, a.build)
 	q, ok := st.stmts[name]
 	if !ok {
 		return nil, fmt.Errorf("postgres: analytics route %s has no query %q", a.spec.name, name)
 	}
-	ctx, pool, release, err := a.connect(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	rows, err := pool.Query(ctx, q.text, st.mode(args(st.tagged, tenant, q.args...))...)
 	if err != nil {
 		return nil, err

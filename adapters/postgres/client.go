@@ -47,6 +47,10 @@ type Client struct {
 	// then tels is nil too.
 	tel  *telemetry.Telemetry
 	tels map[*routeSpec]*telemetry.Route
+	// entries admits every route's calls (the kit's steps), by route.
+	entries map[*routeSpec]*modules.Entry[reached]
+	// unitEntry admits every unit of work (InTx).
+	unitEntry *modules.Entry[pgx.Tx]
 	// units records InTx as a span; nil without a tracer.
 	units *telemetry.Unit
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -79,6 +80,12 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 			if dc.Login != nil {
 				d.logins = cl.loginPools(dc.Login, d.own)
 			}
+			// A dynamic read always runs for the bound tenant: its
+			// compiled text names the tenant's schema.
+			need := spec.decision
+			need.NeedsTenant = true
+			d.entry = modules.NewEntry(modules.GateOf(modules.GateSpec{Rules: rules, Module: cl.module, Route: spec.name, Decision: need,
+				Suspensions: cl.suspensions, Telemetry: cl.tels[spec]}), d.acquire, nil)
 			return d
 		})
 		c.routes = append(c.routes, spec)
@@ -93,6 +100,16 @@ type DynamicRead struct {
 	own *tenantPool
 	// logins are the per-tenant login pools (DynamicLogin); nil without.
 	logins *routing.Pools[*pgxpool.Pool]
+	// entry admits each read (the route's gate) and reaches a connection
+	// that serves the tenant only.
+	entry *modules.Entry[dynConn]
+}
+
+// dynConn is what a read's entry reaches: the tenant's connection, and
+// put, which hands it back (kept when reuse is true, closed otherwise).
+type dynConn struct {
+	conn *pgx.Conn
+	put  func(reuse bool)
 }
 
 // Schema is the bound tenant's quoted schema name, for the compiler.
@@ -116,63 +133,42 @@ func (d *DynamicRead) Schema(ctx context.Context) (string, error) {
 // pooler the reset is pooledReset, sent with the rollback. Inside a unit
 // of work (InTx) it is refused (postgres_unit_of_work_refused).
 func (d *DynamicRead) Query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) error {
-	if d.c.tel == nil {
-		_, err := d.query(ctx, text, args, scan)
-		return err
+	if err := outsideUnit(ctx, d.route, "a dynamic read runs its compiled text in a read-only transaction of its own"); err != nil {
+		return d.refuse(ctx, err)
 	}
 	// One call from its entry until the connection is handed back. As on
 	// every route, what fails before the text runs is the span's to
 	// record, and so are the read's own refusals after it; the compiled
 	// text's errors are the driver instrumentation's.
-	tenant, _ := tenancy.FromContext(ctx)
-	ctx, call := d.c.tels[d.spec].Start(ctx, tenant)
-	ran, err := d.query(ctx, text, args, scan)
-	recorded := err
-	if _, coded := errors.AsType[*tenancy.Error](err); ran && !coded {
-		recorded = nil
-	}
-	call.End(recorded)
-	return err
-}
-
-// query is Query; ran reports whether it reached the compiled text.
-func (d *DynamicRead) query(ctx context.Context, text string, args []any, scan func(pgx.Rows) error) (ran bool, err error) {
-	if err := outsideUnit(ctx, d.route, "a dynamic read runs its compiled text in a read-only transaction of its own"); err != nil {
-		return false, err
-	}
-	tenant, ok := tenancy.FromContext(ctx)
-	if !ok {
-		return false, d.unbound()
-	}
-	conn, put, err := d.acquire(ctx, tenant)
+	ctx, tenant, t, held, err := d.entry.Open(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
-	wrote, err := d.run(ctx, conn, tenant, text, args, scan)
-	put(d.scrub(ctx, conn))
+	wrote, err := d.run(ctx, t.conn, tenant, text, args, scan)
+	t.put(d.scrub(ctx, t.conn))
 	if err == nil && wrote {
 		err = &tenancy.Error{Code: CodeDynamicReadWrote, Module: d.c.module, Backend: rules.Name, Route: d.spec.name,
 			Detail: "the compiled text wrote inside its read-only transaction (a large object, for instance); the write was rolled back",
 			Fix:    "compile read-only SQL: no lo_* functions or other writing calls"}
 	}
-	return true, err
+	recorded := err
+	if _, coded := errors.AsType[*tenancy.Error](err); !coded {
+		recorded = nil
+	}
+	held.End(recorded)
+	return err
 }
 
-// acquire returns a connection that serves tenant only, and the function
-// that hands it back (kept when reuse is true, closed otherwise): from the
-// route's own pool on a plain client, else from the tenant's own login or
-// routed pool, whose every connection is the tenant's.
-func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {
-	end, err := d.c.suspensions.Enter(tenant, rules.Name, d.c.module, d.spec.name)
-	if err != nil {
-		return nil, nil, err
-	}
+// acquire is the entry's step: a connection that serves tenant only, from
+// the route's own pool on a plain client, else from the tenant's own
+// login or routed pool, whose every connection is the tenant's. The
+// caller hands it back (put) before the entry's end.
+func (d *DynamicRead) acquire(ctx context.Context, tenant tenancy.ID) (dynConn, func(), error) {
 	conn, put, err := d.acquireEntered(ctx, tenant)
 	if err != nil {
-		end()
-		return nil, nil, err
+		return dynConn{}, nil, err
 	}
-	return conn, func(reuse bool) { put(reuse); end() }, nil
+	return dynConn{conn: conn, put: put}, nil, nil
 }
 
 func (d *DynamicRead) acquireEntered(ctx context.Context, tenant tenancy.ID) (*pgx.Conn, func(reuse bool), error) {

@@ -180,6 +180,7 @@ func Module(name string, opts ...Option) fx.Option {
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
 			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
 			c.instrument(lin.Telemetry)
+			c.enterBy()
 			lin.Telemetry.ObserveBehind(name, rules.Name, c.life.gate.Behind)
 			for _, b := range build {
 				b(c)

@@ -20,18 +20,6 @@ type route struct {
 	spec *routeSpec
 }
 
-// tenant returns the bound tenant of a tenant-scoped route, failing closed
-// when none is bound; an unscoped route (tenancy off) needs none.
-func (r route) tenant(ctx context.Context) (tenancy.ID, error) {
-	if !r.spec.decision.NeedsTenant {
-		return tenancy.ID{}, nil
-	}
-	if id, ok := tenancy.FromContext(ctx); ok {
-		return id, nil
-	}
-	return tenancy.ID{}, r.refuse(ctx, r.unbound())
-}
-
 // unbound is the route's tenant_unbound error.
 func (r route) unbound() error { return rules.Unbound(r.c.module, r.spec.name) }
 
@@ -319,16 +307,16 @@ func fromPool[Q, T any](ctx context.Context, tenant tenancy.ID, open func(contex
 	return t, release, nil
 }
 
-// enter resolves one call's tenant and pool, and the context its
-// statements run under (see connect); the caller releases the pool when
-// err is nil.
+// enter admits one call through its route's entry (the kit's steps, then
+// reachCall and the version gate): its tenant, what its statements run on
+// and the context they run under, which carries the call's span, so the
+// driver's own spans (otelpgx) nest under it; without telemetry it is
+// ctx. The call is in flight until the caller runs release (when err is
+// nil), after its last statement or its transaction's end, so an
+// Offboard waits for it (an Idempotency.Do holds it across its function).
 func enter(ctx context.Context, r route) (context.Context, tenancy.ID, querier, func(), error) {
-	tenant, err := r.tenant(ctx)
-	if err != nil {
-		return ctx, tenant, nil, nil, err
-	}
-	ctx, pool, release, err := r.connect(ctx, tenant)
-	return ctx, tenant, pool, release, err
+	ctx, tenant, t, done, err := r.c.entries[r.spec].Enter(ctx)
+	return ctx, tenant, t.q, done, err
 }
 
 // connect is the one way a call of any route reaches what its statements
@@ -366,16 +354,47 @@ func (r route) reach(ctx context.Context, tenant tenancy.ID) (querier, func(), e
 }
 
 func (r route) reachEntered(ctx context.Context, tenant tenancy.ID) (querier, func(), error) {
+	t, release, err := r.reachCall(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.current(ctx, tenant, t); err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, nil, err
+	}
+	if release == nil {
+		release = noRelease
+	}
+	return t.q, release, nil
+}
+
+// reached is what a call's entry reaches: where its statements run, and
+// where the version gate reads (inside a unit of work, in a savepoint).
+type reached struct{ q, version querier }
+
+// reachCall is the entry's step: the unit of work the context carries
+// (see InTx), or else the tenant's pool (routed or shared), whose release
+// is nil on the shared pool (it does nothing: no closure).
+func (r route) reachCall(ctx context.Context, tenant tenancy.ID) (reached, func(), error) {
 	if u := unitOf(ctx); u != nil {
-		return u.join(ctx, r, tenant)
+		if err := u.join(ctx, r); err != nil {
+			return reached{}, nil, err
+		}
+		return reached{q: u.run, version: versionQuerier{u.run}}, nil, nil
 	}
 	pool, release, err := r.c.conn(ctx, tenant)
 	if err != nil {
-		return nil, nil, routing.AtRoute(err, r.spec.name)
+		return reached{}, nil, routing.AtRoute(err, r.spec.name)
 	}
-	if err := r.c.ensureCurrent(ctx, tenant, pool, r.spec.name); err != nil {
-		release()
-		return nil, nil, err
+	if r.c.routed == nil {
+		release = nil
 	}
-	return pool, release, nil
+	return reached{q: pool, version: pool}, release, nil
+}
+
+// current is the entry's version gate on what the call reached.
+func (r route) current(ctx context.Context, tenant tenancy.ID, t reached) error {
+	return r.c.ensureCurrent(ctx, tenant, t.version, r.spec.name)
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -18,6 +19,18 @@ func (c *Client) instrument(t *telemetry.Telemetry) {
 	for _, s := range c.routes {
 		c.tels[s] = t.Route(telemetry.RouteInfo{Backend: rules.Name, Module: c.module, Route: s.name, Kind: string(s.kind), Reached: s.decision.Reached})
 	}
+}
+
+// enterBy builds every route's entry, with its instruments (nil without
+// telemetry): the kit's steps, then reachCall and the version gate.
+func (c *Client) enterBy() {
+	c.entries = make(map[*routeSpec]*modules.Entry[reached], len(c.routes))
+	for _, s := range c.routes {
+		r := route{c: c, spec: s}
+		g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Route: s.name, Decision: s.decision, Suspensions: c.suspensions, Telemetry: c.tels[s]})
+		c.entries[s] = modules.NewEntry(g, r.reachCall, r.current)
+	}
+	c.unitEntry = c.newUnitEntry()
 }
 
 // tracedConnect is connect recorded as one call, from its entry until the

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -103,22 +105,14 @@ var errUnitPanicked = errors.New("postgres: the unit of work's function panicked
 // runUnit runs fn in a new unit of work and reports how it ended (one of
 // telemetry's unit outcomes).
 func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error) (string, error) {
-	tenant, ok := tenancy.FromContext(ctx)
-	if !ok {
-		return telemetry.OutcomeError, rules.Unbound(c.module, "")
-	}
-	// The unit is in flight (Suspensions.Enter) until it has committed or
-	// rolled back: an Offboard waits for it before any teardown.
-	end, err := c.suspensions.Enter(tenant, rules.Name, c.module, "")
+	// The unit's entry: it needs a tenant, and is in flight until it has
+	// committed or rolled back, so an Offboard waits for it before any
+	// teardown. Its span is the unit's own (tracedUnit), with its outcome.
+	_, tenant, tx, done, err := c.unitEntry.Enter(ctx)
 	if err != nil {
 		return telemetry.OutcomeError, err
 	}
-	defer end()
-	tx, release, err := beginTx(ctx, tenant, c.conn)
-	if err != nil {
-		return telemetry.OutcomeError, err
-	}
-	defer release()
+	defer done()
 	u := &unit{c: c, tenant: tenant, tx: tx}
 	u.run = &unitTx{u: u}
 	returned := false
@@ -141,6 +135,21 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 	default:
 		return telemetry.OutcomeError, err
 	}
+}
+
+// newUnitEntry is the entry of the client's units of work: every unit needs
+// a tenant (whatever its routes' decisions), reaches a transaction on the
+// tenant's pool and has no version gate of its own (each route call inside
+// it runs its route's).
+func (c *Client) newUnitEntry() *modules.Entry[pgx.Tx] {
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Decision: floors.Decision{NeedsTenant: true}, Suspensions: c.suspensions})
+	return modules.NewEntry(g, func(ctx context.Context, tenant tenancy.ID) (pgx.Tx, func(), error) {
+		tx, release, err := beginTx(ctx, tenant, c.conn)
+		if err != nil || c.routed == nil { // the shared pool's release does nothing: no closure
+			return tx, nil, err
+		}
+		return tx, release, nil
+	}, nil)
 }
 
 // unit is one unit of work: a transaction on one client's connection, for
@@ -241,16 +250,10 @@ func (c *Client) afterCommit(ctx context.Context, fn func()) {
 	fn()
 }
 
-// join admits a call of route r inside u and returns what its statements
-// run on: the unit's transaction, after the version gate.
-func (u *unit) join(ctx context.Context, r route, tenant tenancy.ID) (querier, func(), error) {
-	if err := u.admit(ctx, r.c, r.spec.name); err != nil {
-		return nil, nil, err
-	}
-	if err := r.c.ensureCurrent(ctx, tenant, versionQuerier{u.run}, r.spec.name); err != nil {
-		return nil, nil, err
-	}
-	return u.run, noRelease, nil
+// join admits a call of route r inside u, whose statements then run on
+// the unit's transaction (the version gate follows, in the call's entry).
+func (u *unit) join(ctx context.Context, r route) error {
+	return u.admit(ctx, r.c, r.spec.name)
 }
 
 // versionQuerier runs the version gate's reads inside a unit, each in a

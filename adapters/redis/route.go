@@ -29,6 +29,15 @@ type route struct {
 	nsc *nsCache
 	// tel records each call; nil when the app gave no telemetry.
 	tel *telemetry.Route
+	// entry admits each call (the kit's steps) and reaches its client.
+	entry *modules.Entry[reached]
+}
+
+// reached is what a call's entry reaches: the client its commands run on
+// and the tenant's namespace ("" on a route without one).
+type reached struct {
+	c  goredis.UniversalClient
+	ns string
 }
 
 // newRoute applies the rules' decision for the route: whether calls need
@@ -47,6 +56,12 @@ func newRoute(c *core, spec *routeSpec) route {
 	if namespace {
 		r.ns, r.nsc = spec.namespace, newNSCache()
 	}
+	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Route: spec.name, Decision: d, Suspensions: c.suspensions, Telemetry: r.tel})
+	// The reach sees the route's fields as they are now: ns and nsc are
+	// fixed from here on.
+	rr := &route{}
+	*rr = r
+	r.entry = modules.NewEntry(g, rr.reach, nil)
 	return r
 }
 
@@ -55,85 +70,60 @@ func (r *route) Name() string { return r.name }
 
 // target resolves the client and the full key of user for the call. A
 // tenant-scoped route reads the tenant from ctx and fails closed. done
-// returns a routed client to its pool; call it when the call is over.
-// The call's commands run under the returned context: it carries the
-// call's span, so the client's own spans (redisotel) nest under it.
-// Without telemetry it is ctx.
+// ends the call (it is in flight until then, so an Offboard waits for its
+// command or script) and returns a routed client to its pool. The call's
+// commands run under the returned context: it carries the call's span, so
+// the client's own spans (redisotel) nest under it. Without telemetry it
+// is ctx.
 func (r *route) target(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
-	if r.tel != nil {
-		return r.tracedTarget(ctx, user)
-	}
-	c, key, done, err := r.enter(ctx, user)
-	return ctx, c, key, done, err
-}
-
-// tracedTarget is target recorded as one call, from its entry until done.
-func (r *route) tracedTarget(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
-	id, _ := tenancy.FromContext(ctx)
-	ctx, call := r.tel.Start(ctx, id)
-	c, key, done, err := r.enter(ctx, user)
+	ctx, id, t, done, err := r.entry.Enter(ctx)
 	if err != nil {
-		return ctx, nil, "", nil, call.Fail(err)
+		return ctx, nil, "", nil, err
 	}
-	return ctx, c, key, call.Done(done), nil
+	return ctx, t.c, buildKey(r.marker, t.ns, id, r.code, r.name, user), done, nil
 }
 
+// enter is target without the call's context.
 func (r *route) enter(ctx context.Context, user string) (goredis.UniversalClient, string, func(), error) {
-	return r.enterAs(ctx, user, true)
+	_, c, key, done, err := r.target(ctx, user)
+	return c, key, done, err
 }
 
 // listen is target for a subscription: checked against the tenant's
 // suspension but not held in flight, since it lasts until Close and
 // writes nothing an Offboard must wait for.
 func (r *route) listen(ctx context.Context, user string) (context.Context, goredis.UniversalClient, string, func(), error) {
-	if r.tel != nil {
-		id, _ := tenancy.FromContext(ctx)
-		ctx, call := r.tel.Start(ctx, id)
-		c, key, done, err := r.enterAs(ctx, user, false)
-		if err != nil {
-			return ctx, nil, "", nil, call.Fail(err)
-		}
-		return ctx, c, key, call.Done(done), nil
+	ctx, id, t, done, err := r.entry.Listen(ctx)
+	if err != nil {
+		return ctx, nil, "", nil, err
 	}
-	c, key, done, err := r.enterAs(ctx, user, false)
-	return ctx, c, key, done, err
+	return ctx, t.c, buildKey(r.marker, t.ns, id, r.code, r.name, user), done, nil
 }
 
-func (r *route) enterAs(ctx context.Context, user string, inFlight bool) (goredis.UniversalClient, string, func(), error) {
-	if !r.scoped {
-		return r.core.client, buildKey(r.marker, "", tenancy.ID{}, r.code, r.name, user), nop, nil
+// reach is the entry's step for tenant id (zero on an unscoped route):
+// its namespace, then its routed client, or the module's client.
+func (r *route) reach(ctx context.Context, id tenancy.ID) (reached, func(), error) {
+	if id.IsZero() {
+		return reached{c: r.core.client}, nil, nil
 	}
-	id, err := tenancy.Require(ctx)
-	if err != nil {
-		return nil, "", nil, r.unbound()
-	}
-	// The call is in flight (Suspensions.Enter) until done, so an
-	// Offboard waits for its command (or script) before the teardown.
-	end, err := r.core.suspensions.Enter(id, rules.Name, r.core.module, r.name)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	if !inFlight {
-		end()
-		end = nop
-	}
-	var ns string
+	var t reached
 	if r.ns != nil {
-		if ns, err = r.namespace(id); err != nil {
-			end()
-			return nil, "", nil, err
+		ns, err := r.namespace(id)
+		if err != nil {
+			return t, nil, err
 		}
+		t.ns = ns
 	}
-	c, done := r.core.client, end
-	if r.core.routes != nil {
-		var release func()
-		if c, release, err = r.core.routes.client(ctx, id); err != nil {
-			end()
-			return nil, "", nil, routing.AtRoute(err, r.name)
-		}
-		done = modules.Both(release, end)
+	if r.core.routes == nil {
+		t.c = r.core.client
+		return t, nil, nil
 	}
-	return c, buildKey(r.marker, ns, id, r.code, r.name, user), done, nil
+	c, release, err := r.core.routes.client(ctx, id)
+	if err != nil {
+		return t, nil, routing.AtRoute(err, r.name)
+	}
+	t.c = c
+	return t, release, nil
 }
 
 func nop() {}

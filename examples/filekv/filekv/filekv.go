@@ -128,7 +128,8 @@ type Store struct {
 	root *root
 	keys Container
 	// gate is the kit's entry of every call: the rules' decision, the
-	// bound tenant or tenant_unbound, tenant_suspended, telemetry.
+	// bound tenant or tenant_unbound, tenant_suspended with the call held
+	// in flight until its end (so an Offboard waits for it), telemetry.
 	gate *modules.Gate
 }
 
