@@ -7,6 +7,7 @@ package tenantadmin
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -45,7 +47,15 @@ type Config struct {
 	// listener does not serve. Declaring their paths tenanthttp.Blocked
 	// switches them off too.
 	Off []Endpoint
+	// DrainWait bounds how long an offboard waits for the tenant's calls
+	// and workers in flight before it gives up with tenant_drain_timeout,
+	// removing nothing (default 30s; the request's own end also ends it).
+	// A negative wait is refused at fx.New.
+	DrainWait time.Duration
 }
+
+// defaultDrainWait is Config.DrainWait's default.
+const defaultDrainWait = 30 * time.Second
 
 // The list's page size: defaultLimit when the request names none, at most
 // maxLimit, so one request never returns an unbounded body.
@@ -114,6 +124,7 @@ type admin struct {
 	// The guard's settings (Config.Token, Authenticate).
 	token        string
 	authenticate func(*http.Request) error
+	drainWait    time.Duration
 }
 
 func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
@@ -132,10 +143,17 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 			Fix:    "set Config.Registry (postgres.NewRegistry, or migrate.NewMemoryRegistry filled from configuration) and give the same registry to the modules (postgres.TenantRegistry)",
 		})
 	}
+	if cfg.DrainWait < 0 {
+		errs = append(errs, &tenancy.Error{
+			Code: tenancy.CodeTenantAdminUnwired, Module: "tenantadmin",
+			Detail: fmt.Sprintf("tenantadmin.Config.DrainWait is %v: an offboard could never wait for the tenant's calls in flight", cfg.DrainWait),
+			Fix:    "set Config.DrainWait to 0 (30s) or a positive duration",
+		})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait)}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {
@@ -274,7 +292,9 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request, q query) {
 	}
 	a.step.Lock()
 	defer a.step.Unlock()
-	rep, err := a.tenants.Offboard(r.Context(), id)
+	ctx, cancel := context.WithTimeout(r.Context(), a.drainWait)
+	defer cancel()
+	rep, err := a.tenants.Offboard(ctx, id)
 	a.report(w, id, "offboard", rep, err)
 }
 
@@ -344,8 +364,11 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	status := http.StatusOK
 	if err != nil {
 		status, res.Code, res.Error = http.StatusConflict, string(tenancy.CodeTenantStepFailed), err.Error()
-		if slices.Contains(tenancy.Codes(err), tenancy.CodeTenantErasureIncomplete) {
-			res.Code = string(tenancy.CodeTenantErasureIncomplete)
+		// The step's own refusals name themselves.
+		for _, c := range []tenancy.Code{tenancy.CodeTenantErasureIncomplete, tenancy.CodeTenantDrainTimeout} {
+			if slices.Contains(tenancy.Codes(err), c) {
+				res.Code = string(c)
+			}
 		}
 	}
 	reply(w, status, res)
