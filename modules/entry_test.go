@@ -48,10 +48,10 @@ func TestEntryOrder(t *testing.T) {
 		}
 	}
 	_, _, _, _, err := e.Enter(context.Background())
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantUnbound, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantUnbound, "toy", "m", "r")
 	susp.Suspend(tenancytest.TenantA)
 	_, _, _, _, err = e.Enter(a)
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
 	if len(steps) != 0 {
 		t.Fatalf("a refused tenant reached %v", steps)
 	}
@@ -137,5 +137,5 @@ func TestEntryTenantOptional(t *testing.T) {
 		t.Fatalf("drain after End: %v", err)
 	}
 	_, _, _, _, err = e.Open(a)
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
 }

@@ -118,7 +118,7 @@ func TestSuspendedTenantAtTheHeadStallsNoOne(t *testing.T) {
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop(context.Background())
+	defer func() { _ = r.Stop(context.Background()) }()
 	waitFor(t, func() bool { return len(g.got(b)) == 20 && len(g.got(c)) == 20 })
 	if !slices.Equal(g.got(b), want(1, 20)) || !slices.Equal(g.got(c), want(2, 20)) {
 		t.Fatalf("other tenants out of order: %v %v", g.got(b), g.got(c))

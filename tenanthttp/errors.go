@@ -1,7 +1,6 @@
 package tenanthttp
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -80,9 +79,8 @@ func StatusOf(err error) int {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	code, msg := Public(err)
-	ctx := context.Background()
 	if r != nil {
-		ctx = r.Context()
+		ctx := r.Context()
 		telemetry.RecordRefused(ctx, err)
 		level := slog.LevelInfo
 		if status >= 500 {

@@ -39,7 +39,7 @@ func TestWriteErrorNamesTheCodeNotTheService(t *testing.T) {
 		{tenancy.ValidationFailed("postgres"), 500},
 		{"", 500},
 	} {
-		var err error = errors.New("pgx: dial tcp 10.0.0.7:5432: schema t_secret_orders")
+		err := errors.New("pgx: dial tcp 10.0.0.7:5432: schema t_secret_orders")
 		if c.code != "" {
 			err = fmt.Errorf("handler: %w", &tenancy.Error{Code: c.code, Module: "billing_pg", Backend: "postgres", Route: "invoices_by_tenant",
 				Detail: "schema t_secret_orders on 10.0.0.7", Fix: "run tenantadmin provision on the operator listener"})

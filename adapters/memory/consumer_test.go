@@ -40,7 +40,7 @@ func TestConsumerErrorsGoToOnError(t *testing.T) {
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer app.Stop(context.Background())
+	defer func() { _ = app.Stop(context.Background()) }()
 	if _, err := st.Append(tenancy.WithTenant(context.Background(), tenancytest.TenantA), []byte("x")); err != nil {
 		t.Fatal(err)
 	}

@@ -145,8 +145,6 @@ func (r *route) namespace(id tenancy.ID) (string, error) {
 	return ns, nil
 }
 
-func (r *route) unbound() error { return rules.Unbound(r.core.module, r.name) }
-
 // provideRoute provides the route's runtime object under its name.
 func provideRoute(spec *routeSpec) fx.Option {
 	var ctor any
