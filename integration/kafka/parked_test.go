@@ -105,14 +105,14 @@ func committed(t *testing.T, broker, group, topic string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil {
-			t.Fatal(p.Error)
-		}
-		return p.CommittedOffset
+	parts := res.Topics[topic]
+	if len(parts) == 0 {
+		t.Fatal("no committed offset")
 	}
-	t.Fatal("no committed offset")
-	return 0
+	if parts[0].Error != nil {
+		t.Fatal(parts[0].Error)
+	}
+	return parts[0].CommittedOffset
 }
 
 // headerDeps are a header-bound consumer app's routes and lifecycle.
