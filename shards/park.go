@@ -33,6 +33,7 @@ type Parking struct {
 
 type park struct {
 	until time.Time
+	wait  time.Duration
 	fails int
 }
 
@@ -59,13 +60,9 @@ func (p *Parking) Fail(tenant tenancy.ID, now time.Time) (time.Duration, int) {
 		p.parked[tenant] = e
 	}
 	e.fails++
-	wait := p.base
-	for i := 1; i < e.fails && wait < p.max; i++ {
-		wait *= 2
-	}
-	wait = min(wait, p.max)
-	e.until = now.Add(wait)
-	return wait, e.fails
+	e.wait = doubled(e.wait, p.base, p.max)
+	e.until = now.Add(e.wait)
+	return e.wait, e.fails
 }
 
 // Ok unparks tenant: its item went through.

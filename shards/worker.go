@@ -123,7 +123,13 @@ func (c WorkerConfig) Check(config, worker string, own ...Field) []Problem {
 // last wait (0 after a success): Backoff doubled per failure, capped at
 // MaxBackoff. c must have its defaults (WithDefaults).
 func (c WorkerConfig) NextBackoff(prev time.Duration) time.Duration {
-	return min(max(2*prev, c.Backoff), c.MaxBackoff)
+	return doubled(prev, c.Backoff, c.MaxBackoff)
+}
+
+// doubled is the one backoff rule of workers and parking: twice the wait
+// before, at least base, at most ceiling.
+func doubled(prev, base, ceiling time.Duration) time.Duration {
+	return min(max(2*prev, base), ceiling)
 }
 
 // Report hands err to OnError, or logs it at Warn on Logger under msg with
