@@ -55,6 +55,8 @@ type Entry[T any] struct {
 	gate    Gate
 	reach   Reach[T]
 	current Current[T]
+	// unheld: Listen's copy, which checks a call but holds it not in flight.
+	unheld bool
 }
 
 // NewEntry is g's entry with the backend's steps (either may be nil).
@@ -71,49 +73,38 @@ func (e *Entry[T]) Decision() floors.Decision { return e.gate.Decision }
 // of the call can be written. A refusal has already ended the call: done
 // is then nil.
 func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
-	if e.gate.tel != nil {
-		return e.traced(ctx, true)
+	// The steps written out in one frame, the gate's too (not Gate.admit):
+	// a call without telemetry pays one frame of the kit's between its
+	// route and Suspensions.Enter and its reach, as a route written by
+	// hand would. Listen and OpenLinked run it on a copy of e.
+	var zero, t T
+	g := &e.gate
+	var call *telemetry.Call
+	if g.tel != nil {
+		id, _ := tenancy.FromContext(ctx)
+		ctx, call = g.tel.Start(ctx, id)
 	}
-	// Without telemetry: the steps alone, one frame below the caller.
-	id, t, done, err := e.admit(ctx, true)
-	return ctx, id, t, done, err
-}
-
-// Listen is Enter for a call that lasts until its caller closes it and
-// writes nothing an Offboard must wait for (a subscription): checked
-// against the suspension like any call, but not held in flight.
-func (e *Entry[T]) Listen(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
-	if e.gate.tel != nil {
-		return e.traced(ctx, false)
+	var id tenancy.ID
+	out := nop
+	if g.Decision.NeedsTenant || g.optional {
+		var bound bool
+		var err error
+		id, bound = tenancy.FromContext(ctx)
+		if bound && !e.unheld {
+			out, err = g.susp.Enter(id, g.rules.Name, g.module, g.route)
+		} else {
+			id, out, err = g.slow(id, bound)
+		}
+		if err != nil {
+			return ctx, id, zero, nil, call.Fail(err)
+		}
 	}
-	id, t, done, err := e.admit(ctx, false)
-	return ctx, id, t, done, err
-}
-
-// traced is Enter recorded as one call, from its arrival until done.
-func (e *Entry[T]) traced(ctx context.Context, hold bool) (context.Context, tenancy.ID, T, func(), error) {
-	id, _ := tenancy.FromContext(ctx)
-	ctx, call := e.gate.tel.Start(ctx, id)
-	id, t, done, err := e.admit(ctx, hold)
-	if err != nil {
-		return ctx, id, t, nil, call.Fail(err)
-	}
-	return ctx, id, t, call.Done(done), nil
-}
-
-// admit runs the steps after the span, in order.
-func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(), error) {
-	var zero T
-	id, out, err := e.gate.admit(ctx, hold)
-	if err != nil {
-		return id, zero, nil, err
-	}
-	var t T
 	var release func()
 	if e.reach != nil {
+		var err error
 		if t, release, err = e.reach(ctx, id); err != nil {
 			out()
-			return id, zero, nil, err
+			return ctx, id, zero, nil, call.Fail(err)
 		}
 	}
 	if e.current != nil {
@@ -122,24 +113,46 @@ func (e *Entry[T]) admit(ctx context.Context, hold bool) (tenancy.ID, T, func(),
 				release()
 			}
 			out()
-			return id, zero, nil, err
+			return ctx, id, zero, nil, call.Fail(err)
 		}
 	}
-	if release == nil {
-		return id, t, out, nil
+	done := out
+	if release != nil {
+		done = Both(release, out)
 	}
-	return id, t, Both(release, out), nil
+	if call != nil {
+		done = call.Done(done)
+	}
+	return ctx, id, t, done, nil
+}
+
+// Listen is Enter for a call that lasts until its caller closes it and
+// writes nothing an Offboard must wait for (a subscription): checked
+// against the suspension like any call, but not held in flight.
+func (e *Entry[T]) Listen(ctx context.Context) (context.Context, tenancy.ID, T, func(), error) {
+	l := *e
+	l.unheld = true
+	return l.Enter(ctx)
 }
 
 // admit is the gate's own steps: the tenant, then in flight and the
-// suspension. Not generic, so a route with nothing to reach pays no
-// generic frame (Gate.Call).
+// suspension (Gate.Enter and a traced Call; an untraced Call and
+// Entry.Enter write them out, one frame fewer).
 func (g *Gate) admit(ctx context.Context, hold bool) (tenancy.ID, func(), error) {
-	var id tenancy.ID
-	bound := false
-	if g.Decision.NeedsTenant || g.optional {
-		id, bound = tenancy.FromContext(ctx)
+	if !g.Decision.NeedsTenant && !g.optional {
+		return tenancy.ID{}, nop, nil
 	}
+	id, bound := tenancy.FromContext(ctx)
+	if !bound || !hold {
+		return g.slow(id, bound)
+	}
+	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	return id, out, err
+}
+
+// slow is admit's rarer cases, out of line: no tenant bound (refused on
+// a route that needs one), or a call that is checked but not held.
+func (g *Gate) slow(id tenancy.ID, bound bool) (tenancy.ID, func(), error) {
 	if !bound {
 		if g.Decision.NeedsTenant {
 			return id, nil, g.rules.Unbound(g.module, g.route)
@@ -150,21 +163,33 @@ func (g *Gate) admit(ctx context.Context, hold bool) (tenancy.ID, func(), error)
 	if err != nil {
 		return id, nil, err
 	}
-	if !hold {
-		out()
-		out = nop
-	}
-	return id, out, nil
+	out()
+	return id, nop, nil
 }
 
 // Call is Entry.Enter for a route that reaches nothing and has no version
 // gate of its own (an in-process store): the tenant, in flight and the
 // suspension, the span.
 func (g *Gate) Call(ctx context.Context) (context.Context, tenancy.ID, func(), error) {
-	if g.tel == nil {
-		id, done, err := g.admit(ctx, true)
+	if g.tel != nil {
+		return g.traced(ctx)
+	}
+	// admit's steps written out: one frame below the caller, as a route
+	// written by hand would pay.
+	if !g.Decision.NeedsTenant && !g.optional {
+		return ctx, tenancy.ID{}, nop, nil
+	}
+	id, bound := tenancy.FromContext(ctx)
+	if !bound {
+		id, done, err := g.slow(id, false)
 		return ctx, id, done, err
 	}
+	done, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	return ctx, id, done, err
+}
+
+// traced is Call recorded as one call, from its arrival until done.
+func (g *Gate) traced(ctx context.Context) (context.Context, tenancy.ID, func(), error) {
 	id, _ := tenancy.FromContext(ctx)
 	ctx, call := g.tel.Start(ctx, id)
 	id, done, err := g.admit(ctx, true)
@@ -208,7 +233,10 @@ func (e *Entry[T]) OpenLinked(ctx context.Context, carrier map[string]string) (c
 			ctx, call = e.gate.tel.Start(ctx, id)
 		}
 	}
-	id, t, done, err := e.admit(ctx, true)
+	// The span is open already: Enter on a copy without the instruments.
+	u := *e
+	u.gate.tel = nil
+	ctx, id, t, done, err := u.Enter(ctx)
 	if err != nil {
 		return ctx, id, t, Held{}, call.Fail(err)
 	}
