@@ -62,10 +62,10 @@ func TestGateBindsRefusesAndTraces(t *testing.T) {
 	}
 	end(nil)
 	_, _, _, err = g.Enter(context.Background())
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantUnbound, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantUnbound, "toy", "m", "r")
 	susp.Suspend(tenancytest.TenantA)
 	_, _, end, err = g.Enter(a)
-	tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
 	if end != nil {
 		t.Error("a refused call handed back an end to call")
 	}
@@ -97,7 +97,7 @@ func TestGateHoldsTheCallInFlight(t *testing.T) {
 	susp.Suspend(tenancytest.TenantA)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	tenancytest.RequireCode(t, susp.Drain(ctx, tenancytest.TenantA), tenancy.CodeTenantDrainTimeout, "", "modules", "offboard")
+	_ = tenancytest.RequireCode(t, susp.Drain(ctx, tenancytest.TenantA), tenancy.CodeTenantDrainTimeout, "", "modules", "offboard")
 	end(nil)
 	if err := susp.Drain(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatalf("drain after the call ended: %v", err)
