@@ -88,7 +88,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		slog.Default().LogAttrs(ctx, level, "tenanthttp: request answered with an error",
 			slog.Int("status", status), slog.String("code", string(tenancy.CodeOf(err))),
-			slog.String("http_route", r.Pattern), slog.String("error", errText(err)))
+			slog.String("http.route", r.Pattern), slog.String("error", errText(err)))
 	}
 	body, _ := json.Marshal(struct {
 		Error string `json:"error"`
