@@ -308,3 +308,14 @@ func channelTiers(e *env) []scoped {
 func returns(v string) func(context.Context) ([]byte, error) {
 	return func(context.Context) ([]byte, error) { return []byte(v), nil }
 }
+
+// onEachTopology runs test on the single server and again on the Redis
+// Cluster, each a subtest given its client options.
+func onEachTopology(t *testing.T, test func(t *testing.T, opts *goredis.UniversalOptions)) {
+	t.Run("single", func(t *testing.T) {
+		test(t, &goredis.UniversalOptions{Addrs: []string{testsvc.RedisAddr(t)}})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		test(t, &goredis.UniversalOptions{Addrs: testsvc.RedisCluster(t)})
+	})
+}

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
-	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -56,87 +55,78 @@ func startFamilyApp(t *testing.T, opts *goredis.UniversalOptions, run string) *f
 // on the replica that offboarded (its group memo dropped) and on another
 // that did not (a NOGROUP re-creates the group).
 func TestOffboardLeavesNoKeyFamilyBehind(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		name := "single"
-		opts := &goredis.UniversalOptions{}
-		if cluster {
-			name, opts.Addrs = "cluster", testsvc.RedisCluster(t)
-		} else {
-			opts.Addrs = []string{testsvc.RedisAddr(t)}
+	onEachTopology(t, func(t *testing.T, opts *goredis.UniversalOptions) {
+		run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
+		one, other := startFamilyApp(t, opts, run), startFamilyApp(t, opts, run)
+		raw := goredis.NewUniversalClient(opts)
+		defer raw.Close()
+		a := tenancytest.FreshTenant(t)
+		ctx := tenancy.WithTenant(context.Background(), a)
+		use := func(r *familyApp, round string) {
+			t.Helper()
+			for _, c := range []*redis.Counter{r.Tagged, r.NS} {
+				v, applied, err := c.AddOnce(ctx, "n", "op-1", 1, time.Hour)
+				if err != nil || !applied || v != 1 {
+					t.Fatalf("%s: AddOnce on %s: %d applied=%v %v", round, c.Name(), v, applied, err)
+				}
+			}
+			if err := r.Cache.Set(ctx, "k", []byte("v"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := r.Idem.Do(ctx, "op", returns("x")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Locks.Acquire(ctx, "l", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Stream.Append(ctx, map[string]any{"v": round}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-			one, other := startFamilyApp(t, opts, run), startFamilyApp(t, opts, run)
-			raw := goredis.NewUniversalClient(opts)
-			defer raw.Close()
-			a := tenancytest.FreshTenant(t)
-			ctx := tenancy.WithTenant(context.Background(), a)
-			use := func(r *familyApp, round string) {
-				t.Helper()
-				for _, c := range []*redis.Counter{r.Tagged, r.NS} {
-					v, applied, err := c.AddOnce(ctx, "n", "op-1", 1, time.Hour)
-					if err != nil || !applied || v != 1 {
-						t.Fatalf("%s: AddOnce on %s: %d applied=%v %v", round, c.Name(), v, applied, err)
-					}
-				}
-				if err := r.Cache.Set(ctx, "k", []byte("v"), time.Hour); err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := r.Idem.Do(ctx, "op", returns("x")); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := r.Locks.Acquire(ctx, "l", time.Hour); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := r.Stream.Append(ctx, map[string]any{"v": round}); err != nil {
-					t.Fatal(err)
-				}
+		read := func(r *familyApp, round string) {
+			t.Helper()
+			if _, err := r.Stream.ReadGroup(ctx, "g", "c1", 10, 0); err != nil {
+				t.Fatalf("%s: ReadGroup: %v", round, err)
 			}
-			read := func(r *familyApp, round string) {
-				t.Helper()
-				if _, err := r.Stream.ReadGroup(ctx, "g", "c1", 10, 0); err != nil {
-					t.Fatalf("%s: ReadGroup: %v", round, err)
-				}
-				if _, err := r.Stream.Claim(ctx, "g", "c2", 0, 10); err != nil {
-					t.Fatalf("%s: Claim: %v", round, err)
-				}
+			if _, err := r.Stream.Claim(ctx, "g", "c2", 0, 10); err != nil {
+				t.Fatalf("%s: Claim: %v", round, err)
 			}
-			use(one, "first")
-			read(one, "first")
-			read(other, "first")
-			keys := rawKeys(t, raw, "*"+a.Hex()+"*")
-			if len(keys) < 7 {
-				t.Fatalf("the tenant's keys: %v", keys)
+		}
+		use(one, "first")
+		read(one, "first")
+		read(other, "first")
+		keys := rawKeys(t, raw, "*"+a.Hex()+"*")
+		if len(keys) < 7 {
+			t.Fatalf("the tenant's keys: %v", keys)
+		}
+		for _, k := range keys {
+			if _, ok := redis.FamilyOf(k); !ok {
+				t.Errorf("key %s belongs to no declared family: offboarding would not find it", k)
 			}
-			for _, k := range keys {
-				if _, ok := redis.FamilyOf(k); !ok {
-					t.Errorf("key %s belongs to no declared family: offboarding would not find it", k)
-				}
-			}
-			rep, err := one.Tenants.Offboard(context.Background(), a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked := map[string]bool{}
-			for _, f := range rep[0].Checked {
-				checked[f.Name] = true
-			}
-			if !checked["route"] || !checked["once"] || !checked["undeclared"] || len(rep[0].Left) != 0 {
-				t.Fatalf("the verifier's report: checked %v, left %v", rep[0].Checked, rep[0].Left)
-			}
-			if left := rawKeys(t, raw, "*"+a.Hex()+"*"); len(left) != 0 {
-				t.Fatalf("keys left after offboarding: %v", left)
-			}
-			if _, err := one.Tenants.Provision(context.Background(), a); err != nil {
-				t.Fatal(err)
-			}
-			other.Tenants.Resume(a) // its own lifecycle never suspended it
-			use(one, "again")
-			read(one, "again")
-			read(other, "again")
-			if _, err := one.Tenants.Offboard(context.Background(), a); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		}
+		rep, err := one.Tenants.Offboard(context.Background(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := map[string]bool{}
+		for _, f := range rep[0].Checked {
+			checked[f.Name] = true
+		}
+		if !checked["route"] || !checked["once"] || !checked["undeclared"] || len(rep[0].Left) != 0 {
+			t.Fatalf("the verifier's report: checked %v, left %v", rep[0].Checked, rep[0].Left)
+		}
+		if left := rawKeys(t, raw, "*"+a.Hex()+"*"); len(left) != 0 {
+			t.Fatalf("keys left after offboarding: %v", left)
+		}
+		if _, err := one.Tenants.Provision(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		other.Tenants.Resume(a) // its own lifecycle never suspended it
+		use(one, "again")
+		read(one, "again")
+		read(other, "again")
+		if _, err := one.Tenants.Offboard(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

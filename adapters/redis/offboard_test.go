@@ -56,91 +56,82 @@ func rawKeys(t *testing.T, c goredis.UniversalClient, pattern string) []string {
 // SCAN page), read raw on every master afterwards; the other tenant's
 // keys stay, even one whose user key holds ":<the tenant's hex>:".
 func TestOffboardUnlinksEveryKeyOfTheTenant(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		name := "single"
-		opts := &goredis.UniversalOptions{}
-		if cluster {
-			name, opts.Addrs = "cluster", testsvc.RedisCluster(t)
-		} else {
-			opts.Addrs = []string{testsvc.RedisAddr(t)}
+	onEachTopology(t, func(t *testing.T, opts *goredis.UniversalOptions) {
+		run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
+		var r struct {
+			fx.In
+			Tenants *modules.Tenants
+			Tagged  *redis.Cache `name:"tagged"`
+			NS      *redis.Cache `name:"ns"`
+			Both    *redis.Cache `name:"both"`
 		}
-		t.Run(name, func(t *testing.T) {
-			run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-			var r struct {
-				fx.In
-				Tenants *modules.Tenants
-				Tagged  *redis.Cache `name:"tagged"`
-				NS      *redis.Cache `name:"ns"`
-				Both    *redis.Cache `name:"both"`
-			}
-			app := fx.New(fx.NopLogger, modules.Lifecycle(),
-				redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
-					redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
-					redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ob" + run + "-")}),
-					redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("ob" + run + "b-")})),
-				fx.Populate(&r))
-			if err := app.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = app.Stop(context.Background()) })
-			raw := goredis.NewUniversalClient(opts)
-			defer raw.Close()
-			a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
-			t.Cleanup(func() {
-				r.Tenants.Resume(b)
-				_, _ = r.Tenants.Offboard(context.Background(), b)
-			})
-			ca, cb := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), b)
-			for i := range 700 {
-				k := strconv.Itoa(i)
-				for _, c := range []*redis.Cache{r.Tagged, r.NS, r.Both} {
-					if err := c.Set(ca, k, []byte("v"), time.Hour); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			tricky := "x:" + a.Hex() + ":y"
-			for _, c := range []*redis.Cache{r.Tagged, r.NS, r.Both} {
-				for _, k := range []string{"k", tricky} {
-					if err := c.Set(cb, k, []byte("v"), time.Hour); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			bKeys := func() []string {
-				return rawKeys(t, raw, "tw:*"+b.Hex()+"*")
-			}
-			beforeB := bKeys()
-			if len(beforeB) != 6 {
-				t.Fatalf("B's keys before: %v", beforeB)
-			}
-			for range 2 { // a rerun finds nothing left and succeeds
-				if rep, err := r.Tenants.Offboard(context.Background(), a); err != nil || len(rep) != 1 {
-					t.Fatalf("offboard: %+v %v", rep, err)
-				}
-			}
-			if left := rawKeys(t, raw, "tw:*"+a.Hex()+"*"); len(left) != 3 {
-				// B's tricky key on each route holds A's hex in its
-				// user part; nothing else may be left.
-				t.Errorf("keys naming A after offboarding: %v", left)
-			} else {
-				for _, k := range left {
-					if !strings.Contains(k, b.Hex()) {
-						t.Errorf("A's key left: %s", k)
-					}
-				}
-			}
-			if left := rawKeys(t, raw, "tw:n:ob"+run+"-"+a.Hex()+":*"); len(left) != 0 {
-				t.Errorf("A's namespace keys after offboarding: %v", left)
-			}
-			if afterB := bKeys(); !slices.Equal(afterB, beforeB) {
-				t.Errorf("B's keys changed: %v, were %v", afterB, beforeB)
-			}
-			if n := len(rawKeys(t, raw, "tw:n:ob"+run+"-"+b.Hex()+":*")); n != 2 {
-				t.Errorf("B's namespace keys: %d, want 2", n)
-			}
+		app := fx.New(fx.NopLogger, modules.Lifecycle(),
+			redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
+				redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
+				redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ob" + run + "-")}),
+				redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("ob" + run + "b-")})),
+			fx.Populate(&r))
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = app.Stop(context.Background()) })
+		raw := goredis.NewUniversalClient(opts)
+		defer raw.Close()
+		a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+		t.Cleanup(func() {
+			r.Tenants.Resume(b)
+			_, _ = r.Tenants.Offboard(context.Background(), b)
 		})
-	}
+		ca, cb := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), b)
+		for i := range 700 {
+			k := strconv.Itoa(i)
+			for _, c := range []*redis.Cache{r.Tagged, r.NS, r.Both} {
+				if err := c.Set(ca, k, []byte("v"), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		tricky := "x:" + a.Hex() + ":y"
+		for _, c := range []*redis.Cache{r.Tagged, r.NS, r.Both} {
+			for _, k := range []string{"k", tricky} {
+				if err := c.Set(cb, k, []byte("v"), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		bKeys := func() []string {
+			return rawKeys(t, raw, "tw:*"+b.Hex()+"*")
+		}
+		beforeB := bKeys()
+		if len(beforeB) != 6 {
+			t.Fatalf("B's keys before: %v", beforeB)
+		}
+		for range 2 { // a rerun finds nothing left and succeeds
+			if rep, err := r.Tenants.Offboard(context.Background(), a); err != nil || len(rep) != 1 {
+				t.Fatalf("offboard: %+v %v", rep, err)
+			}
+		}
+		if left := rawKeys(t, raw, "tw:*"+a.Hex()+"*"); len(left) != 3 {
+			// B's tricky key on each route holds A's hex in its
+			// user part; nothing else may be left.
+			t.Errorf("keys naming A after offboarding: %v", left)
+		} else {
+			for _, k := range left {
+				if !strings.Contains(k, b.Hex()) {
+					t.Errorf("A's key left: %s", k)
+				}
+			}
+		}
+		if left := rawKeys(t, raw, "tw:n:ob"+run+"-"+a.Hex()+":*"); len(left) != 0 {
+			t.Errorf("A's namespace keys after offboarding: %v", left)
+		}
+		if afterB := bKeys(); !slices.Equal(afterB, beforeB) {
+			t.Errorf("B's keys changed: %v, were %v", afterB, beforeB)
+		}
+		if n := len(rawKeys(t, raw, "tw:n:ob"+run+"-"+b.Hex()+":*")); n != 2 {
+			t.Errorf("B's namespace keys: %d, want 2", n)
+		}
+	})
 }
 
 // TestRedisOffboardNeedsAllowTeardown: without AllowTeardown offboarding
