@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +33,13 @@ func TestRelayParksASuspendedTenant(t *testing.T) {
 		d       *postgres.Documents[item]
 		o       *postgres.Outbox
 		tenants *modules.Tenants
+		// hold keeps deliveries waiting while A's rows are written and A
+		// is suspended, so none of them can go out before the suspension.
+		hold sync.RWMutex
 	)
 	dest := outbox.DestinationFunc(func(ctx context.Context, m outbox.Message) error {
+		hold.RLock()
+		hold.RUnlock() //nolint:staticcheck // a barrier, not a critical section
 		if _, err := d.Count(ctx, document.Query{}); err != nil {
 			return err
 		}
@@ -57,8 +63,10 @@ func TestRelayParksASuspendedTenant(t *testing.T) {
 		usual = max(usual, time.Since(begin))
 	}
 
+	hold.Lock()
 	parked := fill(t, o, 3*rc.BatchSize, a)
 	tenants.Suspend(a)
+	hold.Unlock()
 	begin := time.Now()
 	s.waitAll(t, keys(fill(t, o, 10, others...)), 10*time.Second)
 	if took := time.Since(begin); took > 2*usual {
