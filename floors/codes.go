@@ -140,6 +140,9 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantErasureIncomplete), "Tenants.Offboard",
 		"After every module's teardown, each module's verifier scanned on its server every family of data it declares for the tenant (the same list its teardown walks: Redis key families, PostgreSQL rows, schemas, roles and outbox tables, Mongo collections, Kafka topics, Neo4j nodes) and found some of the tenant's data left. The error and the report's line name the module, the family, where it looked and a sample. The tenant stays suspended.",
 		"If a writer the teardown does not know wrote the data, declare its family in the backend's inventory, so that teardown and verifier both walk it. If a call wrote after the teardown (a replica that had not read the suspension: use `LifecycleWith`), run the offboard again: it removes what the teardown knows, and verifies again."},
+	{string(tenancy.CodeErasureProofAltered), "ErasureProof.Check",
+		"An erasure proof (`Report.Proof`, the `proof` of an offboard's answer on the operator listener) carries a SHA-256 digest of its own content. Recomputed over the proof as read, it does not match: a field (the tenant, a time, a family, the erased flag) was changed after the offboard wrote it, or the proof was re-encoded with a field lost.",
+		"Use the proof as the offboard returned it, byte for byte as JSON; to change what it says, offboard or verify again (`Tenants.VerifyErasure`) and keep the new proof."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

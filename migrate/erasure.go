@@ -11,17 +11,18 @@ type FamilyKind string
 
 // The kinds of family a backend declares.
 const (
-	KindTable      FamilyKind = "table"            // a table (or per-tenant table) the tenant owns whole
-	KindRows       FamilyKind = "rows-with-marker" // rows of a shared table carrying the tenant's marker
-	KindKeys       FamilyKind = "key-pattern"      // keys matching a pattern
-	KindCollection FamilyKind = "collection"       // a collection, or documents carrying the marker in one
-	KindTopic      FamilyKind = "topic"            // a per-tenant topic
-	KindNodes      FamilyKind = "nodes"            // graph nodes carrying the tenant property
-	KindDatabase   FamilyKind = "database"         // a per-tenant database
-	KindSchema     FamilyKind = "schema"           // a per-tenant schema
-	KindRole       FamilyKind = "role"             // a per-tenant role
-	KindHistory    FamilyKind = "history"          // a registry entry or migration history
-	KindCache      FamilyKind = "in-process cache" // state kept in this process
+	KindTable      FamilyKind = "table"             // a table (or per-tenant table) the tenant owns whole
+	KindRows       FamilyKind = "rows-with-marker"  // rows of a shared table carrying the tenant's marker
+	KindKeys       FamilyKind = "key-pattern"       // keys matching a pattern
+	KindCollection FamilyKind = "collection"        // a collection, or documents carrying the marker in one
+	KindTopic      FamilyKind = "topic"             // a per-tenant topic
+	KindNodes      FamilyKind = "nodes"             // graph nodes carrying the tenant property
+	KindDatabase   FamilyKind = "database"          // a per-tenant database
+	KindSchema     FamilyKind = "schema"            // a per-tenant schema
+	KindRole       FamilyKind = "role"              // a per-tenant role
+	KindHistory    FamilyKind = "history"           // a registry entry or migration history
+	KindCache      FamilyKind = "in-process cache"  // state kept in this process
+	KindRecords    FamilyKind = "records-by-header" // records carrying the tenant in a shared log
 )
 
 // Family is one place a backend stores a tenant's data: the unit of its
@@ -50,11 +51,26 @@ type Leftover struct {
 	Sample string
 }
 
-// Erasure is a verifier's proof: the families it scanned for the tenant
-// and what it found left in them (none when the tenant is erased).
+// Kept is a family of the tenant's data the backend cannot remove, and
+// why (a shared log's records stay until its retention removes them).
+type Kept struct {
+	Family Family
+	Reason string
+}
+
+// Erasure is a verifier's proof: the families it scanned for the tenant,
+// what it found left in them (none when the tenant is erased), and what
+// it cannot remove at all (which a report states but does not fail on).
 type Erasure struct {
 	Checked []Family
 	Left    []Leftover
+	Kept    []Kept
+}
+
+// Keep records that f holds the tenant's data the backend cannot remove,
+// for reason.
+func (e *Erasure) Keep(f Family, reason string) {
+	e.Kept = append(e.Kept, Kept{Family: f, Reason: reason})
 }
 
 // Check records that f was scanned and found n records (sample one).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -33,15 +34,17 @@ func (t *Tenants) VerifyErasure(ctx context.Context, tenant tenancy.ID) (Report,
 const SkippedNothingToVerify = "the module declares nothing it can scan for a tenant"
 
 // verify runs every module's verifier after a teardown, filling each
-// module's line of rep: what it checked, what is left, and
-// tenant_erasure_incomplete when anything of tenant is.
+// module's line of rep: what it checked, what is left, what it cannot
+// remove, when it ended, and tenant_erasure_incomplete when anything of
+// tenant is left.
 func (t *Tenants) verify(ctx context.Context, tenant tenancy.ID, rep Report) {
 	for i, s := range t.states {
 		if s.Verify == nil || rep[i].Skipped != "" {
 			continue
 		}
 		e, err := s.Verify(ctx, tenant)
-		rep[i].Checked, rep[i].Left = e.Checked, e.Left
+		rep[i].Ended = time.Now()
+		rep[i].Checked, rep[i].Left, rep[i].Kept = e.Checked, e.Left, e.Kept
 		if err != nil {
 			rep[i].Err = fmt.Errorf("verifying the erasure: %w", err)
 			continue

@@ -50,6 +50,7 @@ type (
 	Family   = migrate.Family
 	Leftover = migrate.Leftover
 	Erasure  = migrate.Erasure
+	Kept     = migrate.Kept
 )
 
 // ProvideTenantState adds the module's part in the app's tenant
@@ -141,6 +142,12 @@ type StepReport struct {
 	// tenant_erasure_incomplete).
 	Checked []Family
 	Left    []Leftover
+	// Kept is, after an Offboard, what of the tenant the module cannot
+	// remove and why (records in a shared Kafka topic, until retention).
+	Kept []Kept
+	// Started and Ended bound the module's step (after an Offboard, its
+	// teardown and its verification).
+	Started, Ended time.Time
 }
 
 // Report is a lifecycle step's outcome, one line per module.
@@ -216,8 +223,9 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 func (t *Tenants) each(step func(*TenantState) (string, error)) Report {
 	rep := make(Report, 0, len(t.states))
 	for _, s := range t.states {
+		started := time.Now()
 		skipped, err := step(s)
-		rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Err: err, Skipped: skipped})
+		rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Err: err, Skipped: skipped, Started: started, Ended: time.Now()})
 	}
 	return rep
 }

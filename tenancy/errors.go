@@ -96,6 +96,9 @@ const (
 	// module's verifier still found the tenant's data in a family it
 	// declares; the tenant stays suspended.
 	CodeTenantErasureIncomplete Code = "tenant_erasure_incomplete"
+	// CodeErasureProofAltered: an erasure proof's digest does not match
+	// its content; it was changed after the offboard wrote it.
+	CodeErasureProofAltered Code = "erasure_proof_altered"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

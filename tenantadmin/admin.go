@@ -343,6 +343,10 @@ func (a *admin) plan(w http.ResponseWriter, id tenancy.ID, step string, runs fun
 
 func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep modules.Report, err error) {
 	res := stepResult{Tenant: id.String(), Step: step, OK: err == nil, Suspended: a.tenants.Suspended(id), Report: make([]reportLine, 0, len(rep))}
+	if step == "offboard" && len(rep) > 0 {
+		p := rep.Proof(id)
+		res.Proof = &p
+	}
 	for _, l := range rep {
 		line := reportLine{Module: l.Module, Backend: l.Backend, OK: l.Err == nil, Skipped: l.Skipped}
 		for _, f := range l.Checked {

@@ -318,6 +318,12 @@ func TestOperatorEndpoints(t *testing.T) {
 			t.Errorf("postgres line does not name the tenant's schema: %v", checked)
 		}
 	}
+	// The answer carries the erasure proof, which holds its digest.
+	proof, _ := json.Marshal(body["proof"])
+	var p modules.ErasureProof
+	if err := json.Unmarshal(proof, &p); err != nil || !p.Erased || p.Tenant != a.String() || len(p.Modules) != 2 || p.Check() != nil {
+		t.Errorf("offboard proof: %s (%v, check %v)", proof, err, p.Check())
+	}
 	if f.schema(a) || f.registered(a) != "" || !f.tenants.Suspended(a) {
 		t.Fatalf("after offboarding A: schema %v, registry %q, suspended %v", f.schema(a), f.registered(a), f.tenants.Suspended(a))
 	}

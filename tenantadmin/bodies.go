@@ -2,6 +2,8 @@ package tenantadmin
 
 // The JSON bodies the endpoints answer: the contract with their clients.
 
+import "github.com/tenantwire/tenantwire/modules"
+
 // tenantEntry is one tenant of GET /tenants.
 type tenantEntry struct {
 	ID        string `json:"id"`
@@ -51,6 +53,9 @@ type stepResult struct {
 	Suspended bool          `json:"suspended"`
 	Report    []reportLine  `json:"report,omitempty"`
 	Plan      []plannedLine `json:"plan,omitempty"`
+	// Proof is an offboard's erasure proof (modules.ErasureProof), its
+	// digest over its content: keep it as it is.
+	Proof *modules.ErasureProof `json:"proof,omitempty"`
 	// Code and Error are set when a module failed (tenant_step_failed).
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`

@@ -18,8 +18,9 @@ const deletionWait = 15 * time.Second
 // Verify checks that none of tenant's topics exists any more: the topics
 // Teardown deletes (tenantTopics, one declaration), looked up on the
 // brokers until they are gone or deletionWait passed. Records of the
-// tenant in a shared topic are not checked: they cannot be deleted one by
-// one and stay until the topic's retention removes them.
+// tenant in a shared topic (a tenant-aware route's header) cannot be
+// deleted one by one: the erasure lists them as kept until the topic's
+// retention removes them.
 func (p *lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate.Erasure, error) {
 	topics, err := p.tenantTopics(tenant)
 	if err != nil {
@@ -30,6 +31,9 @@ func (p *lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrat
 		names = append(names, t.Topic)
 	}
 	var e migrate.Erasure
+	if err := p.keepShared(&e); err != nil {
+		return e, err
+	}
 	if len(names) == 0 {
 		return e, nil
 	}
@@ -74,4 +78,31 @@ func (p *lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrat
 		e.Check(migrate.Family{Name: "topic", Kind: migrate.KindTopic, Where: n}, count, n)
 	}
 	return e, nil
+}
+
+// keepShared lists, once per topic, the shared topics: a record written
+// there for a bound tenant carries it in a header, and Kafka removes
+// records only by the topic's retention.
+func (p *lifecycleTarget) keepShared(e *migrate.Erasure) error {
+	if p.core.pools != nil {
+		return nil // routed: every topic is on the tenant's own brokers
+	}
+	seen := map[string]bool{}
+	for _, r := range p.routes {
+		rt := newRoute(p.core, r)
+		if rt.perTenantTopic {
+			continue
+		}
+		name, err := rt.topicFor(tenancy.ID{})
+		if err != nil {
+			return err
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		e.Keep(migrate.Family{Name: "records in shared topic", Kind: migrate.KindRecords, Where: name, Route: r.name},
+			"Kafka deletes records only by the topic's retention (retention.ms) or compaction; the tenant's records there stay until then")
+	}
+	return nil
 }

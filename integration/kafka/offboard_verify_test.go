@@ -34,6 +34,8 @@ func TestOffboardVerifiesTheTenantsTopics(t *testing.T) {
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace), kafka.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))})),
+		kafka.Module("feed", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.None), kafka.AllowTeardown(),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("audit"))})),
 		fx.Provide(func() planter { return planter{} }),
 		modules.ProvideTenantState(func(planter) modules.TenantState {
 			return modules.TenantState{Module: "zz", Backend: "test", Offboard: func(ctx context.Context, _ tenancy.ID) error {
@@ -67,10 +69,13 @@ func TestOffboardVerifiesTheTenantsTopics(t *testing.T) {
 		}
 		rep, err := d.Tenants.Offboard(context.Background(), id)
 		plant = ""
-		var line modules.StepReport
+		var line, feed modules.StepReport
 		for _, l := range rep {
-			if l.Module == "events" {
+			switch l.Module {
+			case "events":
 				line = l
+			case "feed":
+				feed = l
 			}
 		}
 		if !planted {
@@ -79,6 +84,15 @@ func TestOffboardVerifiesTheTenantsTopics(t *testing.T) {
 			}
 			if topicExists(t, s.broker, line.Checked[0].Where) {
 				t.Fatalf("topic %s exists after offboarding", line.Checked[0].Where)
+			}
+			// The shared topic is not deleted; the report says its records
+			// stay until retention, and the proof carries it.
+			if len(line.Kept) != 0 || len(feed.Kept) != 1 || feed.Kept[0].Family.Where != s.name("audit") || feed.Kept[0].Family.Kind != "records-by-header" ||
+				!strings.Contains(feed.Kept[0].Reason, "retention") {
+				t.Fatalf("kept: %+v, %+v", line.Kept, feed.Kept)
+			}
+			if p := rep.Proof(id); !p.Erased || p.Check() != nil {
+				t.Fatalf("proof: %+v", p)
 			}
 			continue
 		}
