@@ -143,6 +143,12 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeErasureProofAltered), "ErasureProof.Check",
 		"An erasure proof (`Report.Proof`, the `proof` of an offboard's answer on the operator listener) carries a SHA-256 digest of its own content. Recomputed over the proof as read, it does not match: a field (the tenant, a time, a family, the erased flag) was changed after the offboard wrote it, or the proof was re-encoded with a field lost.",
 		"Use the proof as the offboard returned it, byte for byte as JSON; to change what it says, offboard or verify again (`Tenants.VerifyErasure`) and keep the new proof."},
+	{string(tenancy.CodeTenantShareExceeded), "a route call",
+		"The module bounds each tenant's calls in flight (`modules.TenantShare`): the calling tenant already had its share of calls running, and none of them ended within the share's `Wait`. Nothing was read or written. Other tenants' calls do not wait behind it. Retryable: the HTTP boundary answers `429` with `Retry-After`, the gRPC boundary `RESOURCE_EXHAUSTED`.",
+		"Retry later. If the tenant's load is expected, raise the share's `Calls` or `Wait`, or give the tenant a placement of its own."},
+	{string(tenancy.CodeTenantShareInvalid), "fx.New",
+		"A `modules.TenantShare` cannot be met: it names a module the app does not have, the app has no `modules.Lifecycle` (no call entry would count the tenant's calls), `Calls` is below 1, `Wait` is negative, the module has two shares, or the module opens at most N connections and the share is N or more, which leaves none for the other tenants.",
+		"Name one of the app's modules, add `modules.Lifecycle()`, and give `Calls` between 1 and one less than the module's most connections."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

@@ -39,7 +39,8 @@ type GateSpec struct {
 
 // GateOf builds the gate s describes.
 func GateOf(s GateSpec) *Gate {
-	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry, optional: s.TenantOptional}
+	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry, optional: s.TenantOptional,
+		share: s.Suspensions.shareOf(s.Module)}
 }
 
 // Entry is a route's Gate with the backend's two steps: how a call
@@ -92,6 +93,9 @@ func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, f
 		id, bound = tenancy.FromContext(ctx)
 		if bound && !e.unheld {
 			out, err = g.susp.Enter(id, g.rules.Name, g.module, g.route)
+			if err == nil && g.share != nil {
+				out, err = g.shared(ctx, id, out)
+			}
 		} else {
 			id, out, err = g.slow(id, bound)
 		}
@@ -147,7 +151,22 @@ func (g *Gate) admit(ctx context.Context, hold bool) (tenancy.ID, func(), error)
 		return g.slow(id, bound)
 	}
 	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	if err == nil && g.share != nil {
+		out, err = g.shared(ctx, id, out)
+	}
 	return id, out, err
+}
+
+// shared holds the call within its tenant's share of the module (after
+// the suspension check, so a suspended tenant waits for nothing); on a
+// refusal the call leaves the calls in flight.
+func (g *Gate) shared(ctx context.Context, id tenancy.ID, out func()) (func(), error) {
+	end, err := g.share.hold(ctx, id, g.rules.Name, g.route)
+	if err != nil {
+		out()
+		return nil, err
+	}
+	return Both(end, out), nil
 }
 
 // slow is admit's rarer cases, out of line: no tenant bound (refused on
@@ -185,6 +204,9 @@ func (g *Gate) Call(ctx context.Context) (context.Context, tenancy.ID, func(), e
 		return ctx, id, done, err
 	}
 	done, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
+	if err == nil && g.share != nil {
+		done, err = g.shared(ctx, id, done)
+	}
 	return ctx, id, done, err
 }
 

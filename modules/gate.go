@@ -25,13 +25,15 @@ type Gate struct {
 	tel      *telemetry.Route
 	// optional: see GateSpec.TenantOptional.
 	optional bool
+	// share is the module's TenantShare bound, nil when it has none.
+	share *tenantShare
 }
 
 // NewGate decides r by rules and builds its gate from what the module's
 // core took from the app (in).
 func NewGate(in LifecycleIn, rules floors.Backend, module string, r floors.Route) *Gate {
 	d := rules.Decide(r)
-	return &Gate{Decision: d, rules: rules, module: module, route: r.Name, susp: in.Suspensions,
+	return &Gate{Decision: d, rules: rules, module: module, route: r.Name, susp: in.Suspensions, share: in.Suspensions.shareOf(module),
 		tel: in.Telemetry.Route(telemetry.RouteInfo{Backend: rules.Name, Module: module, Route: r.Name, Kind: string(r.Kind), Reached: d.Reached})}
 }
 

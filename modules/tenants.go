@@ -111,6 +111,8 @@ type Suspensions struct {
 	// replica has read the suspension before the teardown. Under mu.
 	refresh time.Duration
 	listed  map[tenancy.ID]time.Time
+	// shares is the app's TenantShare bounds by module, fixed at build.
+	shares shares
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
@@ -119,7 +121,7 @@ type Suspensions struct {
 // follow a suspended set kept in the app's store.
 func Lifecycle() fx.Option {
 	return fx.Options(
-		fx.Provide(func() *Suspensions { return &Suspensions{} }),
+		fx.Provide(fx.Annotate(func(decls []*shareDecl) *Suspensions { return &Suspensions{shares: sharesOf(decls)} }, fx.ParamTags(shareGroup))),
 		fx.Provide(fx.Annotate(func(states []*TenantState, s *Suspensions) *Tenants {
 			t := &Tenants{states: states, Suspensions: s}
 			slices.SortFunc(t.states, func(a, b *TenantState) int { return strings.Compare(a.Module, b.Module) })

@@ -99,6 +99,14 @@ const (
 	// CodeErasureProofAltered: an erasure proof's digest does not match
 	// its content; it was changed after the offboard wrote it.
 	CodeErasureProofAltered Code = "erasure_proof_altered"
+	// CodeTenantShareExceeded: a call of a tenant that already holds its
+	// share of a module's calls (modules.TenantShare) waited its bound and
+	// was refused; retryable.
+	CodeTenantShareExceeded Code = "tenant_share_exceeded"
+	// CodeTenantShareInvalid: a modules.TenantShare that cannot be met (no
+	// such module, no lifecycle, a share below one call or leaving no
+	// connection for other tenants), refused at fx.New.
+	CodeTenantShareInvalid Code = "tenant_share_invalid"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

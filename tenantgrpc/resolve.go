@@ -124,8 +124,9 @@ func (s boundStream) Context() context.Context { return s.ctx }
 // FailedPrecondition for a tenant not provisioned (409), and, raised in
 // the caller before anything is sent, for an outgoing call with no tenant
 // bound or an unusable key; Unavailable for an exhausted connection
-// budget, a migration under way or an unreadable registry (503). Any
-// other code is Internal (500).
+// budget, a migration under way or an unreadable registry (503);
+// ResourceExhausted for a tenant over its share (429). Any other code is
+// Internal (500).
 func StatusCode(c tenancy.Code) codes.Code {
 	switch c {
 	case tenancy.CodeInvalidTenantHeader, tenancy.CodeTenantRequired, tenancy.CodeTenantHostAmbiguous,
@@ -137,6 +138,8 @@ func StatusCode(c tenancy.Code) codes.Code {
 		return codes.FailedPrecondition
 	case tenancy.CodeConnectionBudgetExhausted, tenancy.CodeTenantMigrationBehind, tenancy.CodeTenantRegistryUnavailable:
 		return codes.Unavailable
+	case tenancy.CodeTenantShareExceeded:
+		return codes.ResourceExhausted
 	}
 	return codes.Internal
 }

@@ -40,6 +40,7 @@ var public = map[tenancy.Code]struct {
 	tenancy.CodeConnectionBudgetExhausted: {http.StatusServiceUnavailable, "the service is busy, retry later"},
 	tenancy.CodeTenantMigrationBehind:     {http.StatusServiceUnavailable, "the tenant's data is being migrated, retry later"},
 	tenancy.CodeTenantRegistryUnavailable: {http.StatusServiceUnavailable, "the service is unavailable, retry later"},
+	tenancy.CodeTenantShareExceeded:       {http.StatusTooManyRequests, "the tenant has too many requests in flight, retry later"},
 }
 
 // Public is the code and message a response names for err: its
@@ -59,6 +60,7 @@ func Public(err error) (code, message string) {
 // malformed or missing tenant (invalid_tenant_header, tenant_required,
 // tenant_host_ambiguous) or operator request, 403 for conflicting sources,
 // a foreign tenant or a suspended one, 409 for a tenant not provisioned,
+// 429 for a tenant over its share of a module (tenant_share_exceeded),
 // 503 for an exhausted connection budget, a migration under way or an
 // unreadable registry, and 500 for anything else, tenant_unbound
 // included: a handler calling with no tenant bound is the service's
@@ -71,7 +73,7 @@ func StatusOf(err error) int {
 }
 
 // WriteError answers err as JSON, {"error":"<message>","code":"<code>"},
-// with StatusOf's status (and Retry-After on a 503): Public's code and
+// with StatusOf's status (and Retry-After on a 429 or 503): Public's code and
 // message, so a tenant-listener client learns what kind of refusal it met
 // and nothing of the service's modules or routes. The whole error, its
 // module, route, detail and fix, goes to the log (slog.Default) with the
@@ -94,7 +96,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}{msg, code})
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
 	}
 	writeJSON(w, status, string(body))
