@@ -33,6 +33,7 @@ type Route struct {
 	set      attribute.Set
 	addOpt   []metric.AddOption
 	recOpt   []metric.RecordOption
+	top      *sketch // nil without Config.Top
 }
 
 // Route builds the instruments of one route; nil on a nil *Telemetry, so
@@ -56,6 +57,9 @@ func (t *Telemetry) Route(info RouteInfo) *Route {
 	r.set = attribute.NewSet(r.attrs...)
 	r.addOpt = []metric.AddOption{metric.WithAttributeSet(r.set)}
 	r.recOpt = []metric.RecordOption{metric.WithAttributeSet(r.set)}
+	if t.top != nil {
+		r.top = t.top.add(info)
+	}
 	return r
 }
 
@@ -66,6 +70,7 @@ type Call struct {
 	start  time.Time
 	tenant attribute.KeyValue
 	tagged bool // tenant is a metric label
+	id     tenancy.ID // for the heavy-hitters sketch
 }
 
 // Start begins a call of the route for tenant (zero: none bound, or an
@@ -94,7 +99,7 @@ func (r *Route) StartLinked(ctx context.Context, tenant tenancy.ID, carrier map[
 }
 
 func (r *Route) start(ctx context.Context, tenant tenancy.ID, extra []trace.SpanStartOption) (context.Context, *Call) {
-	c := &Call{r: r, start: time.Now()}
+	c := &Call{r: r, start: time.Now(), id: tenant}
 	if r.t.tracer != nil {
 		opts := r.spanOpts
 		if len(extra) > 0 {
@@ -126,6 +131,9 @@ func (c *Call) End(err error) {
 			recordError(c.span, err)
 		}
 		c.span.End()
+	}
+	if r.top != nil {
+		r.top.observe(c.id, since(c.start), err != nil, time.Now())
 	}
 	if r.t.meter == nil {
 		return

@@ -144,6 +144,10 @@ type Config struct {
 	// so downstream services see it. Off by default: baggage leaves the
 	// process in every outgoing request.
 	Baggage bool
+	// Top, when set, keeps each route's heavy hitters (TopTenants, the
+	// operator listener's GET /tenants/top, and with Top.Label the
+	// tenantwire.tenant.top.* metrics) in a sketch of fixed size.
+	Top *TopConfig
 }
 
 // Telemetry is the app's tracer, meter and policies. A nil *Telemetry is
@@ -159,6 +163,7 @@ type Telemetry struct {
 	tenantLabels sync.Map // tenancy.ID -> attribute.KeyValue
 	lags         sync.Map // *Lag -> struct{}: the consumers' lag gauges
 	behind       sync.Map // *behindRead -> struct{}: the modules' version gates
+	top          *tops    // nil: no heavy-hitters view
 }
 
 // New builds a Telemetry from cfg.
@@ -173,7 +178,15 @@ func New(cfg Config) (*Telemetry, error) {
 			Detail: "telemetry.TenantHash was given an empty key, so anyone could compute a tenant's hash",
 			Fix:    "pass telemetry.TenantHash a secret key of at least 16 bytes"}
 	}
+	if cfg.Top != nil {
+		if err := checkTop(*cfg.Top); err != nil {
+			return nil, err
+		}
+	}
 	t := &Telemetry{cfg: cfg, prop: cfg.Propagator}
+	if cfg.Top != nil {
+		t.top = &tops{cfg: cfg.Top.withDefaults()}
+	}
 	if t.prop == nil {
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
@@ -201,6 +214,9 @@ func New(cfg Config) (*Telemetry, error) {
 			return nil, fmt.Errorf("telemetry: %w", err)
 		}
 		if err := t.observeBehind(); err != nil {
+			return nil, err
+		}
+		if err := t.observeTop(); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
 )
@@ -110,6 +111,8 @@ func Module(cfg Config) fx.Option {
 type params struct {
 	fx.In
 	Tenants *modules.Tenants `optional:"true"`
+	// Telemetry holds the heavy-hitters view GET /tenants/top reads.
+	Telemetry *telemetry.Telemetry `optional:"true"`
 }
 
 type admin struct {
@@ -125,6 +128,7 @@ type admin struct {
 	token        string
 	authenticate func(*http.Request) error
 	drainWait    time.Duration
+	tel          *telemetry.Telemetry
 }
 
 func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
@@ -153,7 +157,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait)}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait), tel: p.Telemetry}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {

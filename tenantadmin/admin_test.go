@@ -59,6 +59,12 @@ func unique() string {
 
 func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil, pgOpts...)
+}
+
+// newFixtureWith is newFixture with more of the app's options.
+func newFixtureWith(t *testing.T, extra []fx.Option, pgOpts ...postgres.Option) *fixture {
+	t.Helper()
 	dsn := testsvc.PostgresURL(t)
 	u := unique()
 	ctx := context.Background()
@@ -82,6 +88,7 @@ func newFixture(t *testing.T, pgOpts ...postgres.Option) *fixture {
 		// A tenant catch-all: the operator paths must still be 404 there.
 		tenanthttp.Route("/", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "tenant route") })),
 		tenantadmin.Module(tenantadmin.Config{Registry: reg}),
+		fx.Options(extra...),
 		fx.Populate(&f.srv, &f.tenants, &f.orders))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ const (
 	Suspend   Endpoint = "suspend"   // POST /tenants/{id}/suspend
 	Resume    Endpoint = "resume"    // POST /tenants/{id}/resume
 	Offboard  Endpoint = "offboard"  // POST /tenants/{id}/offboard
+	Top       Endpoint = "top"       // GET /tenants/top
 )
 
 // endpoint is one mounted endpoint: its pattern, the query parameters it
@@ -35,6 +36,7 @@ type endpoint struct {
 
 var endpoints = []endpoint{
 	{List, "GET /tenants", []string{"after", "limit"}, (*admin).list},
+	{Top, "GET /tenants/top", nil, (*admin).top},
 	{Status, "GET /tenants/{id}", nil, (*admin).status},
 	{Provision, "POST /tenants/{id}/provision", []string{"dry_run"}, (*admin).provision},
 	{Suspend, "POST /tenants/{id}/suspend", nil, (*admin).suspend},

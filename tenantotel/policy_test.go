@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/baggage"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -157,6 +158,49 @@ func TestHashedMetricTenantIsTheKeyedHash(t *testing.T) {
 			for _, l := range s.GetLabel() {
 				if v := strings.ToLower(l.GetValue()); strings.Contains(v, raw) || strings.Contains(v, bare) {
 					t.Errorf("%s: label %s = %q holds the raw tenant id", name, l.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+}
+
+// TestTopTenantsExportedUnderTheirLabel: with Config.Top and a hashed
+// label, the route's top tenants of the last complete window are series
+// labelled by the keyed hash (never the raw id), at most Export of them.
+func TestTopTenantsExportedUnderTheirLabel(t *testing.T) {
+	srv, _ := memoryApp(t, tracetest.NewSpanRecorder(), telemetry.Config{
+		Top: &telemetry.TopConfig{Size: 4, Export: 1, Window: 200 * time.Millisecond, Label: telemetry.TenantHash(policyKey)}})
+	call := func(id tenancy.ID) {
+		req, _ := http.NewRequest("GET", "http://"+srv.TenantAddr()+"/get", nil)
+		req.Header.Set(tenanthttp.DefaultHeader, id.String())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for range 3 {
+		call(tenantA)
+	}
+	call(tenantB)
+	time.Sleep(250 * time.Millisecond) // the window is complete
+	m := hmac.New(sha256.New, policyKey)
+	b := tenantA.Bytes()
+	m.Write(b[:])
+	want := hex.EncodeToString(m.Sum(nil)[:16])
+	fams := scrape(t, srv)
+	s, ok := series(fams, "tenantwire_tenant_top_calls", map[string]string{"route": "session", "tenant": want})
+	if !ok || s.GetGauge().GetValue() != 3 {
+		t.Fatalf("no top-calls series of A's keyed hash %s with 3 calls: %v", want, s)
+	}
+	if f := fams["tenantwire_tenant_top_calls"]; len(f.GetMetric()) != 1 {
+		t.Errorf("%d top-calls series, want Export 1: %v", len(f.GetMetric()), f)
+	}
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if strings.Contains(strings.ToLower(l.GetValue()), tenantA.String()) {
+					t.Errorf("label %s = %q holds the raw tenant id", l.GetName(), l.GetValue())
 				}
 			}
 		}
