@@ -69,7 +69,7 @@ type Call struct {
 	span   trace.Span // nil without a tracer
 	start  time.Time
 	tenant attribute.KeyValue
-	tagged bool // tenant is a metric label
+	tagged bool       // tenant is a metric label
 	id     tenancy.ID // for the heavy-hitters sketch
 }
 
