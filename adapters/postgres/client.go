@@ -58,7 +58,9 @@ type Client struct {
 	cfg     *pgxpool.Config // plain, owned: opened on first use
 	pool    *pgxpool.Pool
 	ownPool bool
-	ready   atomic.Pointer[pgxpool.Pool] // c.pool once set: the lock-free fast path
+	// served recycles the own pool's connections after RecycleAfter tenants (nil: never).
+	served *tenantsServed
+	ready  atomic.Pointer[pgxpool.Pool] // c.pool once set: the lock-free fast path
 
 	routed *routing.Pools[*pgxpool.Pool]
 	stmts  stmtCache

@@ -45,7 +45,10 @@ type config struct {
 	hubs []hubLeg
 	// life: migrations, required version and tenant registry.
 	life lifecycle
-	errs []error
+	// recycle: RecycleAfter's tenants per connection (recycleSet: given).
+	recycle    int
+	recycleSet bool
+	errs       []error
 }
 
 // Connect makes the module open its own pool from dsn on first use and close
@@ -252,7 +255,13 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 		} else if err := pooledConfig(cfg.pooled, pc.ConnConfig, cfg.dsn); err != nil {
 			errs = append(errs, rules.WiringInvalid(name, "", "DSN: "+err.Error(), "drop default_query_exec_mode from the DSN, or name cache_describe, exec or simple_protocol"))
 		} else {
-			build = append(build, func(c *Client) { c.cfg, c.ownPool = pc.Copy(), true })
+			build = append(build, func(c *Client) {
+				c.cfg, c.ownPool = pc.Copy(), true
+				if n := cfg.recycleLimit(); n > 0 {
+					c.served = newTenantsServed(n)
+					c.served.install(c.cfg)
+				}
+			})
 			conns = int(pc.MaxConns)
 		}
 	case cfg.pool != nil:
@@ -263,7 +272,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 		build = append(build, func(c *Client) { c.pool = cfg.pool })
 		conns = int(cfg.pool.Config().MaxConns)
 	}
-	return build, conns, errs
+	return build, conns, append(errs, cfg.recycleProblems()...)
 }
 
 // routeProblems is what the rules cannot say about a route's dynamic read.
