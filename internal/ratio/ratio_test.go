@@ -348,3 +348,11 @@ func TestReportParallelProfiles(t *testing.T) {
 		}
 	}
 }
+
+func TestReportRoundsIsTheMedianWithItsInterval(t *testing.T) {
+	rounds := []float64{1.1, 0.9, 1.0, 1.2, 1.0, 0.95, 1.05}
+	r := ReportRounds(t, "F1", "test", rounds, time.Second, 1.5)
+	if r.Median != 1.0 || r.Lo > 1.0 || r.Hi < 1.0 || len(r.Rounds) != 7 || r.Verdict(1.5) != "meets" {
+		t.Fatalf("%+v (%s)", r, r.Verdict(1.5))
+	}
+}
