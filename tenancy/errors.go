@@ -96,6 +96,15 @@ const (
 	// module's verifier still found the tenant's data in a family it
 	// declares; the tenant stays suspended.
 	CodeTenantErasureIncomplete Code = "tenant_erasure_incomplete"
+	// CodeTenantRateLimited: the boundary refused a request because its
+	// tenant is over its request rate; retry after the time it names.
+	CodeTenantRateLimited Code = "tenant_rate_limited"
+	// CodeTenantConcurrencyLimited: the boundary refused a request because
+	// its tenant already has as many requests in flight as it may.
+	CodeTenantConcurrencyLimited Code = "tenant_concurrency_limited"
+	// CodeTenantLimitsInvalid: a tenant's admission limits cannot be
+	// enforced as written (a rate with no burst, a negative bound).
+	CodeTenantLimitsInvalid Code = "tenant_limits_invalid"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -1,0 +1,361 @@
+package tenanthttp
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Limits are one tenant's admission limits at a boundary. The zero value
+// admits every request and keeps no state for the tenant.
+type Limits struct {
+	// Rate is the tenant's sustained rate in requests a second, the refill
+	// rate of its token bucket; 0 means no rate limit.
+	Rate float64
+	// Burst is how many requests the tenant may send at once, the size of
+	// its bucket: at least 1 with a Rate, 0 without.
+	Burst int
+	// InFlight bounds how many of the tenant's requests run at once (a
+	// gRPC stream counts for its whole life); 0 means no bound.
+	InFlight int
+}
+
+// fault says why l cannot be enforced, or "".
+func (l Limits) fault() string {
+	switch {
+	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate < 0:
+		return fmt.Sprintf("Rate %v is not a finite number of requests a second of 0 or more", l.Rate)
+	case l.Rate > 0 && l.Burst < 1:
+		return fmt.Sprintf("Rate %v has a Burst of %d: no request could ever be admitted", l.Rate, l.Burst)
+	case l.Rate == 0 && l.Burst != 0:
+		return fmt.Sprintf("Burst %d has no Rate: the bucket would never refill", l.Burst)
+	case l.InFlight < 0:
+		return fmt.Sprintf("InFlight %d is negative", l.InFlight)
+	}
+	return ""
+}
+
+// DefaultMaxTenants is how many tenants an Admission keeps state for when
+// MaxTenants is 0.
+const DefaultMaxTenants = 10000
+
+// Admission limits each tenant's requests at the boundary: a token bucket
+// (Limits.Rate, Limits.Burst) and a bound on requests in flight
+// (Limits.InFlight), each tenant's its own, so one tenant over its limits
+// is refused while the others are served. Set it on Config.Admission (and
+// tenantgrpc.Config.Admission: one Admission on both boundaries counts
+// their requests together). It runs after the tenant is resolved and
+// before the handler, on tenant routes only: the operator listener is
+// never limited, and a request refused before it has a tenant (a malformed
+// header) counts against none. A request that names no tenant is the
+// default tenant's and counts against it.
+//
+// A tenant's limits are Tenants[id] when present, else For(id) when For is
+// set, else Default. Default, Tenants and MaxTenants are read once, when
+// the boundary is built (fx.New), which refuses invalid ones with
+// tenant_limits_invalid; do not change them afterwards.
+type Admission struct {
+	// Default are the limits of a tenant that Tenants does not list, when
+	// For is nil.
+	Default Limits
+	// Tenants are limits of single tenants, overriding For and Default.
+	Tenants map[tenancy.ID]Limits
+	// For gives the limits of a tenant Tenants does not list: a lookup in
+	// the tenant registry or of its plan. It is called on every request of
+	// such a tenant, so it must be fast (a map or a cache, no round trip)
+	// and safe for concurrent use. Limits it returns that cannot be
+	// enforced refuse the request with tenant_limits_invalid (answered as
+	// an internal error), never serve it unlimited.
+	For func(tenancy.ID) Limits
+	// MaxTenants bounds how many tenants' state (bucket and in-flight
+	// count) is kept: the most recently active ones. When it is full, the
+	// least recently active tenant with nothing in flight is forgotten and
+	// starts again with a full bucket; a tenant with requests in flight is
+	// never forgotten. 0 means DefaultMaxTenants.
+	MaxTenants int
+
+	lim atomic.Pointer[limiter]
+}
+
+// Check refuses limits that cannot be enforced, with tenant_limits_invalid
+// naming module: Default, every Tenants entry and MaxTenants. Both
+// boundaries call it during fx.New; nil is valid (no admission).
+func (a *Admission) Check(module string) error {
+	if a == nil {
+		return nil
+	}
+	l := a.limiter()
+	var errs []error
+	for _, f := range l.faults {
+		errs = append(errs, &tenancy.Error{Code: tenancy.CodeTenantLimitsInvalid, Module: module, Detail: f, Fix: limitsFix})
+	}
+	return errors.Join(errs...)
+}
+
+const limitsFix = "give every limit a Rate above 0 with a Burst of at least 1 (or both 0 for no rate limit) and an InFlight of 0 (no bound) or more, and MaxTenants 0 (the default) or more"
+
+// Tracked is how many tenants' state the admission keeps now; at most
+// MaxTenants plus the tenants whose state could not be forgotten because
+// all of their shard's tenants had requests in flight.
+func (a *Admission) Tracked() int {
+	if a == nil {
+		return 0
+	}
+	l := a.limiter()
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Ticket is an admitted request's hold on its tenant's in-flight count.
+// Call Done once when the request ends. The zero Ticket holds nothing.
+type Ticket struct {
+	sh *shard
+	e  *entry
+}
+
+// Done ends the request: its tenant's in-flight count goes down by one.
+func (t Ticket) Done() {
+	if t.e == nil {
+		return
+	}
+	t.sh.mu.Lock()
+	t.e.inFlight--
+	if t.e.inFlight == 0 && len(t.sh.m) > t.sh.cap {
+		t.sh.remove(t.e)
+	}
+	t.sh.mu.Unlock()
+}
+
+// LimitError is admission's refusal: a *tenancy.Error coded
+// tenant_rate_limited or tenant_concurrency_limited (errors.As finds it
+// through Unwrap), and the time after which a retry can succeed.
+type LimitError struct {
+	Err        *tenancy.Error
+	RetryAfter time.Duration
+}
+
+func (e *LimitError) Error() string { return e.Err.Error() }
+
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// RetryAfterOf is the time after which the request err refused can be
+// retried: a LimitError's RetryAfter, rounded up to whole seconds (at
+// least one), as Retry-After says it; false for any other error.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var le *LimitError
+	if !errors.As(err, &le) {
+		return 0, false
+	}
+	s := max(1, int64(math.Ceil(le.RetryAfter.Seconds())))
+	return time.Duration(s) * time.Second, true
+}
+
+// Admit admits a request of tenant id on module's route, or refuses it
+// with a *LimitError (the tenant is over its rate or has InFlight requests
+// running) or tenant_limits_invalid (its limits cannot be enforced). An
+// admitted request's Ticket must be Done when the request ends. A nil
+// Admission admits everything.
+func (a *Admission) Admit(module, route string, id tenancy.ID) (Ticket, error) {
+	if a == nil {
+		return Ticket{}, nil
+	}
+	l := a.limiter()
+	if l.faults != nil {
+		return Ticket{}, &tenancy.Error{Code: tenancy.CodeTenantLimitsInvalid, Module: module, Route: route,
+			Detail: "the admission's limits are invalid: " + l.faults[0], Fix: limitsFix}
+	}
+	lim, ok := l.tenants[id]
+	if !ok {
+		lim = l.def
+		if l.forFn != nil {
+			lim = l.forFn(id)
+		}
+	}
+	if lim == (Limits{}) {
+		return Ticket{}, nil
+	}
+	if f := lim.fault(); f != "" {
+		return Ticket{}, &tenancy.Error{Code: tenancy.CodeTenantLimitsInvalid, Module: module, Route: route,
+			Detail: fmt.Sprintf("the limits Admission.For gives tenant %s cannot be enforced: %s", id, f), Fix: limitsFix}
+	}
+	return l.admit(module, route, id, lim)
+}
+
+func (a *Admission) limiter() *limiter {
+	if l := a.lim.Load(); l != nil {
+		return l
+	}
+	a.lim.CompareAndSwap(nil, newLimiter(a))
+	return a.lim.Load()
+}
+
+// limiter is an Admission's state, sharded by tenant so that requests of
+// different tenants rarely meet on one lock.
+type limiter struct {
+	def     Limits
+	tenants map[tenancy.ID]Limits
+	forFn   func(tenancy.ID) Limits
+	faults  []string
+	epoch   time.Time
+	seed    maphash.Seed
+	mask    uint64
+	shards  []shard
+}
+
+// shardMin is the fewest tenants a shard holds: a MaxTenants below
+// 16×shardMin is kept in one shard, so the bound stays exact.
+const shardMin = 64
+
+func newLimiter(a *Admission) *limiter {
+	l := &limiter{def: a.Default, forFn: a.For, epoch: time.Now(), seed: maphash.MakeSeed(), tenants: make(map[tenancy.ID]Limits, len(a.Tenants))}
+	if f := a.Default.fault(); f != "" {
+		l.faults = append(l.faults, "Default: "+f)
+	}
+	var bad []string
+	for id, lim := range a.Tenants {
+		l.tenants[id] = lim
+		if f := lim.fault(); f != "" {
+			bad = append(bad, "Tenants["+id.String()+"]: "+f)
+		}
+	}
+	sort.Strings(bad)
+	l.faults = append(l.faults, bad...)
+	maxT := a.MaxTenants
+	if maxT < 0 {
+		l.faults = append(l.faults, fmt.Sprintf("MaxTenants %d is negative", maxT))
+	}
+	if maxT <= 0 {
+		maxT = DefaultMaxTenants
+	}
+	n := 1
+	if maxT >= 16*shardMin {
+		n = 16
+	}
+	l.mask = uint64(n - 1)
+	l.shards = make([]shard, n)
+	for i := range l.shards {
+		l.shards[i] = shard{m: map[tenancy.ID]*entry{}, cap: maxT / n}
+		if i < maxT%n {
+			l.shards[i].cap++
+		}
+	}
+	return l
+}
+
+// entry is one tenant's state, on its shard's recency list.
+type entry struct {
+	id         tenancy.ID
+	tokens     float64
+	last       time.Duration // since the limiter's epoch (monotonic)
+	inFlight   int
+	prev, next *entry // toward the most, the least recently active
+}
+
+type shard struct {
+	mu         sync.Mutex
+	m          map[tenancy.ID]*entry
+	head, tail *entry
+	cap        int
+	_          [64]byte // keeps two shards' locks off one cache line
+}
+
+func (l *limiter) admit(module, route string, id tenancy.ID, lim Limits) (Ticket, error) {
+	sh := &l.shards[maphash.Comparable(l.seed, id)&l.mask]
+	now := time.Since(l.epoch)
+	sh.mu.Lock()
+	e := sh.m[id]
+	if e == nil {
+		e = sh.add(id, float64(lim.Burst), now)
+	} else if sh.head != e {
+		sh.unlink(e)
+		sh.push(e)
+	}
+	if lim.InFlight > 0 && e.inFlight >= lim.InFlight {
+		sh.mu.Unlock()
+		return Ticket{}, &LimitError{RetryAfter: time.Second, Err: &tenancy.Error{
+			Code: tenancy.CodeTenantConcurrencyLimited, Module: module, Route: route,
+			Detail: fmt.Sprintf("tenant %s already has %d requests in flight, its InFlight limit", id, lim.InFlight),
+			Fix:    "retry once one of the tenant's requests has ended, or raise the tenant's InFlight (Admission.Tenants, Admission.For or Admission.Default)",
+		}}
+	}
+	if lim.Rate > 0 {
+		tokens := min(e.tokens+(now-e.last).Seconds()*lim.Rate, float64(lim.Burst))
+		e.last = now
+		if tokens < 1 {
+			e.tokens = tokens
+			sh.mu.Unlock()
+			wait := time.Duration((1 - tokens) / lim.Rate * float64(time.Second))
+			return Ticket{}, &LimitError{RetryAfter: wait, Err: &tenancy.Error{
+				Code: tenancy.CodeTenantRateLimited, Module: module, Route: route,
+				Detail: fmt.Sprintf("tenant %s is over its rate of %g requests a second (burst %d)", id, lim.Rate, lim.Burst),
+				Fix:    "retry after the time given, or raise the tenant's Rate or Burst (Admission.Tenants, Admission.For or Admission.Default)",
+			}}
+		}
+		e.tokens = tokens - 1
+	}
+	e.inFlight++
+	sh.mu.Unlock()
+	return Ticket{sh: sh, e: e}, nil
+}
+
+// add makes id's entry, first forgetting the least recently active tenant
+// with nothing in flight when the shard is full. When every tenant of the
+// shard has requests in flight, none is forgotten: the shard holds one
+// more until a request ends (Ticket.Done trims it).
+func (sh *shard) add(id tenancy.ID, tokens float64, now time.Duration) *entry {
+	if len(sh.m) >= sh.cap {
+		for old := sh.tail; old != nil; old = old.prev {
+			if old.inFlight == 0 {
+				sh.remove(old)
+				break
+			}
+		}
+	}
+	e := &entry{id: id, tokens: tokens, last: now}
+	sh.m[id] = e
+	sh.push(e)
+	return e
+}
+
+func (sh *shard) push(e *entry) {
+	e.prev, e.next = nil, sh.head
+	if sh.head != nil {
+		sh.head.prev = e
+	}
+	sh.head = e
+	if sh.tail == nil {
+		sh.tail = e
+	}
+}
+
+func (sh *shard) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		sh.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		sh.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (sh *shard) remove(e *entry) {
+	sh.unlink(e)
+	delete(sh.m, e.id)
+}
