@@ -101,27 +101,20 @@ func (a *Admission) Check(module string) error {
 
 const limitsFix = "give every limit a Rate above 0 with a Burst of at least 1 (or both 0 for no rate limit) and an InFlight of 0 (no bound) or more, and MaxTenants 0 (the default) or more"
 
-// Tracked is how many tenants' state the admission keeps now; at most
-// MaxTenants plus the tenants whose state could not be forgotten because
-// all of their shard's tenants had requests in flight.
+// Tracked is how many tenants' state the admission keeps now: at most
+// MaxTenants, plus for a moment the tenants whose state could not be
+// forgotten because every other tenant had requests in flight.
 func (a *Admission) Tracked() int {
 	if a == nil {
 		return 0
 	}
-	l := a.limiter()
-	n := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
+	return int(a.limiter().count.Load())
 }
 
 // Ticket is an admitted request's hold on its tenant's in-flight count.
 // Call Done once when the request ends. The zero Ticket holds nothing.
 type Ticket struct {
+	l  *limiter
 	sh *shard
 	e  *entry
 }
@@ -133,8 +126,9 @@ func (t Ticket) Done() {
 	}
 	t.sh.mu.Lock()
 	t.e.inFlight--
-	if t.e.inFlight == 0 && len(t.sh.m) > t.sh.cap {
+	if t.e.inFlight == 0 && t.l.count.Load() > t.l.max {
 		t.sh.remove(t.e)
+		t.l.count.Add(-1)
 	}
 	t.sh.mu.Unlock()
 }
@@ -211,13 +205,12 @@ type limiter struct {
 	faults  []string
 	epoch   time.Time
 	seed    maphash.Seed
-	mask    uint64
-	shards  []shard
+	shards  [16]shard
+	// count is how many tenants' state all shards hold; past max, adding
+	// one forgets another.
+	max   int64
+	count atomic.Int64
 }
-
-// shardMin is the fewest tenants a shard holds: a MaxTenants below
-// 16×shardMin is kept in one shard, so the bound stays exact.
-const shardMin = 64
 
 func newLimiter(a *Admission) *limiter {
 	l := &limiter{def: a.Default, forFn: a.For, epoch: time.Now(), seed: maphash.MakeSeed(), tenants: make(map[tenancy.ID]Limits, len(a.Tenants))}
@@ -240,17 +233,9 @@ func newLimiter(a *Admission) *limiter {
 	if maxT <= 0 {
 		maxT = DefaultMaxTenants
 	}
-	n := 1
-	if maxT >= 16*shardMin {
-		n = 16
-	}
-	l.mask = uint64(n - 1)
-	l.shards = make([]shard, n)
+	l.max = int64(maxT)
 	for i := range l.shards {
-		l.shards[i] = shard{m: map[tenancy.ID]*entry{}, cap: maxT / n}
-		if i < maxT%n {
-			l.shards[i].cap++
-		}
+		l.shards[i].m = map[tenancy.ID]*entry{}
 	}
 	return l
 }
@@ -268,17 +253,26 @@ type shard struct {
 	mu         sync.Mutex
 	m          map[tenancy.ID]*entry
 	head, tail *entry
-	cap        int
 	_          [64]byte // keeps two shards' locks off one cache line
 }
 
 func (l *limiter) admit(module, route string, id tenancy.ID, lim Limits) (Ticket, error) {
-	sh := &l.shards[maphash.Comparable(l.seed, id)&l.mask]
+	i := maphash.Comparable(l.seed, id) % uint64(len(l.shards))
+	sh := &l.shards[i]
 	now := time.Since(l.epoch)
 	sh.mu.Lock()
 	e := sh.m[id]
 	if e == nil {
-		e = sh.add(id, float64(lim.Burst), now)
+		e = &entry{id: id, tokens: float64(lim.Burst), last: now}
+		sh.m[id] = e
+		sh.push(e)
+		if l.count.Add(1) > l.max {
+			if sh.evictIdle(e) {
+				l.count.Add(-1)
+			} else {
+				defer l.evictElsewhere(int(i))
+			}
+		}
 	} else if sh.head != e {
 		sh.unlink(e)
 		sh.push(e)
@@ -308,26 +302,36 @@ func (l *limiter) admit(module, route string, id tenancy.ID, lim Limits) (Ticket
 	}
 	e.inFlight++
 	sh.mu.Unlock()
-	return Ticket{sh: sh, e: e}, nil
+	return Ticket{l: l, sh: sh, e: e}, nil
 }
 
-// add makes id's entry, first forgetting the least recently active tenant
-// with nothing in flight when the shard is full. When every tenant of the
-// shard has requests in flight, none is forgotten: the shard holds one
-// more until a request ends (Ticket.Done trims it).
-func (sh *shard) add(id tenancy.ID, tokens float64, now time.Duration) *entry {
-	if len(sh.m) >= sh.cap {
-		for old := sh.tail; old != nil; old = old.prev {
-			if old.inFlight == 0 {
-				sh.remove(old)
-				break
-			}
+// evictIdle forgets the shard's least recently active tenant with nothing
+// in flight, other than keep; false when it has none.
+func (sh *shard) evictIdle(keep *entry) bool {
+	for old := sh.tail; old != nil; old = old.prev {
+		if old != keep && old.inFlight == 0 {
+			sh.remove(old)
+			return true
 		}
 	}
-	e := &entry{id: id, tokens: tokens, last: now}
-	sh.m[id] = e
-	sh.push(e)
-	return e
+	return false
+}
+
+// evictElsewhere forgets one idle tenant of another shard than from, one
+// shard's lock at a time. When every tenant has requests in flight none is
+// forgotten: the state holds one more until a request ends (Ticket.Done
+// trims it).
+func (l *limiter) evictElsewhere(from int) {
+	for k := 1; k < len(l.shards); k++ {
+		sh := &l.shards[(from+k)%len(l.shards)]
+		sh.mu.Lock()
+		ok := sh.evictIdle(nil)
+		sh.mu.Unlock()
+		if ok {
+			l.count.Add(-1)
+			return
+		}
+	}
 }
 
 func (sh *shard) push(e *entry) {
