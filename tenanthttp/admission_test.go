@@ -335,3 +335,28 @@ func TestAdmissionAllocations(t *testing.T) {
 		t.Fatalf("%v allocations per admitted request", n)
 	}
 }
+
+// Up to MaxTenants, no tenant is forgotten, however the tenants fall on
+// the limiter's shards: the first of 10,000 tenants, its bucket drained,
+// is still refused after 9,999 others came, rather than starting again
+// with a full one.
+func TestAdmissionKeepsMaxTenants(t *testing.T) {
+	adm := &tenanthttp.Admission{Default: tenanthttp.Limits{Rate: 0.001, Burst: 1}}
+	ids := make([]tenancy.ID, tenanthttp.DefaultMaxTenants)
+	for i := range ids {
+		ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+1))
+		tk, err := adm.Admit("tenanthttp", "GET /who", ids[i])
+		if err != nil {
+			t.Fatalf("tenant %d's first request: %v", i, err)
+		}
+		tk.Done()
+	}
+	if n := adm.Tracked(); n != len(ids) {
+		t.Fatalf("%d tracked, want %d", n, len(ids))
+	}
+	for i, id := range ids {
+		if _, err := adm.Admit("tenanthttp", "GET /who", id); !errors.Is(err, tenancy.CodeTenantRateLimited) {
+			t.Fatalf("tenant %d's second request: %v, want tenant_rate_limited (it was forgotten)", i, err)
+		}
+	}
+}
