@@ -360,3 +360,28 @@ func TestAdmissionKeepsMaxTenants(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAdmit is the limiter alone: Admit and Done of an admitted
+// request from parallel goroutines, on one tenant (every goroutine on one
+// lock) and cycling over 10,000.
+func BenchmarkAdmit(b *testing.B) {
+	for _, tenants := range []int{1, 10000} {
+		ids := make([]tenancy.ID, tenants)
+		for i := range ids {
+			ids[i] = tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+1))
+		}
+		adm := &tenanthttp.Admission{Default: tenanthttp.Limits{Rate: 1e12, Burst: 1 << 40, InFlight: 1 << 30}}
+		b.Run(fmt.Sprint(tenants), func(b *testing.B) {
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					tk, err := adm.Admit("tenanthttp", "GET /who", ids[int(next.Add(1))%tenants])
+					if err != nil {
+						b.Fatal(err)
+					}
+					tk.Done()
+				}
+			})
+		})
+	}
+}
