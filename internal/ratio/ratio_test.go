@@ -348,3 +348,11 @@ func TestReportParallelProfiles(t *testing.T) {
 		}
 	}
 }
+
+// FromRounds gives the rounds' median and an interval around it.
+func TestFromRounds(t *testing.T) {
+	r := FromRounds("F1", "x", []float64{1.2, 1.0, 1.1, 1.3, 0.9})
+	if r.Median != 1.1 || r.Lo > r.Median || r.Hi < r.Median || r.Lo < 0.9 || r.Hi > 1.3 {
+		t.Fatalf("median %v [%v, %v]", r.Median, r.Lo, r.Hi)
+	}
+}
