@@ -72,10 +72,12 @@ type Admission struct {
 	// an internal error), never serve it unlimited.
 	For func(tenancy.ID) Limits
 	// MaxTenants bounds how many tenants' state (bucket and in-flight
-	// count) is kept: the most recently active ones. When it is full, the
-	// least recently active tenant with nothing in flight is forgotten and
-	// starts again with a full bucket; a tenant with requests in flight is
-	// never forgotten. 0 means DefaultMaxTenants.
+	// count) is kept, for tenants with limits only: the recently active
+	// ones. When it is full, a new tenant's state replaces that of the
+	// least recently active tenant with nothing in flight on its shard
+	// (else on another), which starts again with a full bucket when it
+	// returns; a tenant with requests in flight is never forgotten. 0
+	// means DefaultMaxTenants.
 	MaxTenants int
 
 	lim atomic.Pointer[limiter]
