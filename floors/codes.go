@@ -149,6 +149,15 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantShareInvalid), "fx.New",
 		"A `modules.TenantShare` cannot be met: it names a module the app does not have, the app has no `modules.Lifecycle` (no call entry would count the tenant's calls), `Calls` is below 1, `Wait` is negative, the module has two shares, or the module opens at most N connections and the share is N or more, which leaves none for the other tenants.",
 		"Name one of the app's modules, add `modules.Lifecycle()`, and give `Calls` between 1 and one less than the module's most connections."},
+	{string(tenancy.CodeTenantRateLimited), "HTTP request, gRPC call",
+		"The boundary's admission (`tenanthttp.Config.Admission`, `tenantgrpc.Config.Admission`) keeps a token bucket per tenant: `Rate` requests a second on average, `Burst` at once. The request's tenant had no token left, so the handler was not run. Answered `429` with `Retry-After` (whole seconds, rounded up, until the next token); a gRPC call `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` detail. Retryable: the same request succeeds once a token has refilled. Other tenants are not affected: each has its own bucket.",
+		"Client: retry after the time given. Service: raise the tenant's `Rate` or `Burst` (its entry in `Admission.Tenants`, what `Admission.For` returns for its plan, or `Admission.Default`)."},
+	{string(tenancy.CodeTenantConcurrencyLimited), "HTTP request, gRPC call",
+		"The boundary's admission bounds how many requests of one tenant run at once (`Limits.InFlight`), and the request's tenant already had that many running, so the handler was not run. Answered `429` with `Retry-After: 1`; a gRPC call (unary, or a stream for its whole life) `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` detail. Retryable: the same request succeeds once one of the tenant's requests has ended.",
+		"Client: retry after the time given, or send fewer requests at once. Service: raise the tenant's `InFlight`, or make its requests shorter."},
+	{string(tenancy.CodeTenantLimitsInvalid), "fx.New; HTTP request, gRPC call",
+		"A tenant's admission limits cannot be enforced as written: a `Rate` that is negative, not finite, or set without a `Burst` of at least 1; a `Burst` with no `Rate`; a negative `InFlight` or `MaxTenants`. Limits in `Admission.Default` and `Admission.Tenants` are checked at `fx.New`, so the app is refused before any listener opens. Limits that `Admission.For` returns are checked on each request: a request whose tenant's limits are invalid is refused (`500`, code `internal`; gRPC `Internal`) rather than served unlimited.",
+		"Give every limit a `Rate` above 0 with a `Burst` of at least 1 (or both 0 for no rate limit), and an `InFlight` of 0 (no bound) or more; fix what `Admission.For` returns for the tenant's plan."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

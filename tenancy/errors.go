@@ -107,6 +107,15 @@ const (
 	// such module, no lifecycle, a share below one call or leaving no
 	// connection for other tenants), refused at fx.New.
 	CodeTenantShareInvalid Code = "tenant_share_invalid"
+	// CodeTenantRateLimited: the boundary refused a request because its
+	// tenant is over its request rate; retry after the time it names.
+	CodeTenantRateLimited Code = "tenant_rate_limited"
+	// CodeTenantConcurrencyLimited: the boundary refused a request because
+	// its tenant already has as many requests in flight as it may.
+	CodeTenantConcurrencyLimited Code = "tenant_concurrency_limited"
+	// CodeTenantLimitsInvalid: a tenant's admission limits cannot be
+	// enforced as written (a rate with no burst, a negative bound).
+	CodeTenantLimitsInvalid Code = "tenant_limits_invalid"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

@@ -48,6 +48,13 @@ type Config struct {
 	// or a blank one) with InvalidArgument and tenant_required, instead of
 	// serving it as the default tenant.
 	RequireTenant bool
+	// Admission limits each tenant's calls on tenant methods (rate, burst,
+	// calls in flight; a stream counts for its whole life), after the
+	// tenant is resolved and before the handler: a call over its tenant's
+	// limits is answered ResourceExhausted with a google.rpc.RetryInfo
+	// detail. It is the HTTP boundary's type: one Admission on both
+	// boundaries counts their requests together. Nil admits every call.
+	Admission *tenanthttp.Admission
 
 	// ServerOptions configure the tenant server: credentials, limits, and
 	// the authentication interceptors (grpc.ChainUnaryInterceptor,

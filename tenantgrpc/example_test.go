@@ -3,6 +3,7 @@ package tenantgrpc_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/fx"
 	"google.golang.org/grpc"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenantgrpc"
+	"github.com/tenantwire/tenantwire/tenanthttp"
 )
 
 // whoamiServer is a service written without protoc: one method answering
@@ -116,4 +118,46 @@ func ExampleModule_untrustedKey() {
 	fmt.Println(tenancy.CodeOf(app.Err()))
 	// Output:
 	// trusted_proxy_required
+}
+
+// Admission limits each tenant's calls: here two at once and one every
+// hundred seconds after that. A tenant's third call is ResourceExhausted
+// with the code and a RetryInfo; another tenant is served.
+func ExampleConfig_admission() {
+	var srv *tenantgrpc.Server
+	app := fx.New(fx.NopLogger,
+		tenantgrpc.Module(tenantgrpc.Config{
+			TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true,
+			Admission: &tenanthttp.Admission{Default: tenanthttp.Limits{Rate: 0.01, Burst: 2}},
+		}),
+		tenantgrpc.Service(&whoamiDesc, whoamiServer{}, tenantgrpc.Tenant),
+		fx.Populate(&srv),
+	)
+	if err := app.Start(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = app.Stop(context.Background()) }()
+	cc, err := grpc.NewClient(srv.TenantAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cc.Close()
+	for _, tenant := range []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7", "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+		"7c9e6679-7425-40de-944b-e07fc1f90ae7", "3f2504e0-4f89-41d3-9a0c-0305e82c3301"} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), tenantgrpc.DefaultKey, tenant)
+		out := new(wrapperspb.StringValue)
+		if err := cc.Invoke(ctx, "/example.Whoami/Get", wrapperspb.String(""), out); err != nil {
+			delay, _ := tenantgrpc.RetryDelay(err)
+			fmt.Println(status.Code(err), tenantgrpc.CodeOf(err), "retry in", delay.Round(time.Second))
+			continue
+		}
+		fmt.Println("tenant", out.GetValue())
+	}
+	// Output:
+	// tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7
+	// tenant 7c9e6679-7425-40de-944b-e07fc1f90ae7
+	// ResourceExhausted tenant_rate_limited retry in 1m40s
+	// tenant 3f2504e0-4f89-41d3-9a0c-0305e82c3301
 }

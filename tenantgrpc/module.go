@@ -118,7 +118,7 @@ func wire(p wireParams) error {
 	s.res = res
 	s.log = cmp.Or(p.Logger, slog.Default())
 	s.log.Info("tenantgrpc: tenant resolution", "mode", s.cfg.Mode(), "key", keyIf(s.cfg),
-		"trusted_proxy", s.cfg.TrustedProxy, "require_tenant", s.cfg.RequireTenant, "methods", len(s.classes))
+		"trusted_proxy", s.cfg.TrustedProxy, "require_tenant", s.cfg.RequireTenant, "admission", s.cfg.Admission != nil, "methods", len(s.classes))
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return nil
 }

@@ -11,12 +11,15 @@ package tenantgrpc
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -37,16 +40,19 @@ type Resolver struct {
 	// tel puts the tenant on the call's span, which a stats handler in
 	// ServerOptions (otelgrpc) starts (nil: no telemetry).
 	tel *telemetry.Telemetry
+	// adm admits the call for its tenant (nil: every call).
+	adm *tenanthttp.Admission
 }
 
 // NewResolver builds the resolver cfg describes. A key no call can carry
 // as text is refused with tenant_source_invalid; metadata mode without
-// cfg.TrustedProxy with trusted_proxy_required.
+// cfg.TrustedProxy with trusted_proxy_required; admission limits that
+// cannot be enforced with tenant_limits_invalid.
 func NewResolver(cfg Config) (*Resolver, error) {
-	if err := cfg.check(); err != nil {
+	if err := errors.Join(cfg.check(), cfg.Admission.Check("tenantgrpc")); err != nil {
 		return nil, err
 	}
-	return &Resolver{key: cfg.key(), useKey: !cfg.KeyOff, require: cfg.RequireTenant, claim: cfg.Claim}, nil
+	return &Resolver{key: cfg.key(), useKey: !cfg.KeyOff, require: cfg.RequireTenant, claim: cfg.Claim, adm: cfg.Admission}, nil
 }
 
 // Resolve returns the call's tenant by the HTTP boundary's rule
@@ -69,42 +75,53 @@ func (res *Resolver) Resolve(ctx context.Context) (tenancy.ID, error) {
 	return tenanthttp.ResolveSources(claim, values, tenancy.ID{}, res.require)
 }
 
-// bind resolves the call's tenant and returns its context with the tenant
-// bound, or the refusal as a status error.
-func (res *Resolver) bind(ctx context.Context) (context.Context, error) {
+// bind resolves the call's tenant and admits the call for it
+// (Config.Admission), returning its context with the tenant bound and the
+// admission's ticket, or the refusal as a status error.
+func (res *Resolver) bind(ctx context.Context, method string) (context.Context, tenanthttp.Ticket, error) {
 	id, err := res.Resolve(ctx)
 	if err != nil {
 		res.tel.Refused(ctx, err)
-		return nil, statusErr(err)
+		return nil, tenanthttp.Ticket{}, statusErr(err)
 	}
 	ctx = tenancy.WithTenant(ctx, id)
 	// Also on a nil Telemetry: it drops a caller's own BaggageTenant
 	// member (otelgrpc extracts the caller's baggage).
 	ctx = res.tel.Bound(ctx, id)
-	return ctx, nil
+	t, err := res.adm.Admit("tenantgrpc", method, id)
+	if err != nil {
+		res.tel.Refused(ctx, err)
+		return nil, tenanthttp.Ticket{}, statusErr(err)
+	}
+	return ctx, t, nil
 }
 
 // UnaryServerInterceptor binds the call's tenant into the handler's
-// context, or answers the refusal (see Status) without calling it. It
-// binds on every method it sees: the Module also classifies methods.
+// context, or answers the refusal (see Status) without calling it; with
+// Config.Admission, a call over its tenant's limits is refused
+// ResourceExhausted. It binds on every method it sees: the Module also
+// classifies methods.
 func (res *Resolver) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, err := res.bind(ctx)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, t, err := res.bind(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
+		defer t.Done()
 		return h(ctx, req)
 	}
 }
 
 // StreamServerInterceptor is UnaryServerInterceptor for streams: the
-// handler's stream reports the bound context.
+// handler's stream reports the bound context, and the stream counts
+// against its tenant's InFlight until the handler returns.
 func (res *Resolver) StreamServerInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		ctx, err := res.bind(ss.Context())
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		ctx, t, err := res.bind(ss.Context(), info.FullMethod)
 		if err != nil {
 			return err
 		}
+		defer t.Done()
 		return h(srv, boundStream{ss, ctx})
 	}
 }
@@ -125,8 +142,8 @@ func (s boundStream) Context() context.Context { return s.ctx }
 // the caller before anything is sent, for an outgoing call with no tenant
 // bound or an unusable key; Unavailable for an exhausted connection
 // budget, a migration under way or an unreadable registry (503);
-// ResourceExhausted for a tenant over its share (429). Any other code is
-// Internal (500).
+// ResourceExhausted for a tenant over its admission limits or its share
+// of a module (429). Any other code is Internal (500).
 func StatusCode(c tenancy.Code) codes.Code {
 	switch c {
 	case tenancy.CodeInvalidTenantHeader, tenancy.CodeTenantRequired, tenancy.CodeTenantHostAmbiguous,
@@ -138,7 +155,7 @@ func StatusCode(c tenancy.Code) codes.Code {
 		return codes.FailedPrecondition
 	case tenancy.CodeConnectionBudgetExhausted, tenancy.CodeTenantMigrationBehind, tenancy.CodeTenantRegistryUnavailable:
 		return codes.Unavailable
-	case tenancy.CodeTenantShareExceeded:
+	case tenancy.CodeTenantRateLimited, tenancy.CodeTenantConcurrencyLimited, tenancy.CodeTenantShareExceeded:
 		return codes.ResourceExhausted
 	}
 	return codes.Internal
@@ -168,8 +185,9 @@ func init() {
 // message "<code>: <message>" with the HTTP boundary's fixed message
 // (tenanthttp.Public), and an ErrorInfo detail whose reason is the code,
 // domain "tenantwire", with the fix under "fix" for the boundary's own
-// resolution refusals. Neither names the error's module, backend, route
-// or detail: a handler returning Status(err) tells the client the kind of
+// resolution refusals, and for an admission refusal a RetryInfo detail
+// with the time after which a retry can succeed. Neither names the
+// error's module, backend, route or detail: a handler returning Status(err) tells the client the kind of
 // refusal, never the service's insides. A code the HTTP table answers as
 // internal, and an error with no *tenancy.Error, is Internal naming the
 // code "internal".
@@ -190,11 +208,31 @@ func Status(err error) *status.Status {
 	if fix, ok := clientFix[e.Code]; ok {
 		info.Metadata = map[string]string{"fix": fix}
 	}
-	withInfo, derr := st.WithDetails(info)
+	details := []protoadapt.MessageV1{info}
+	var le *tenanthttp.LimitError
+	if errors.As(err, &le) {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(le.RetryAfter)})
+	}
+	withInfo, derr := st.WithDetails(details...)
 	if derr != nil {
 		return st
 	}
 	return withInfo
+}
+
+// RetryDelay is the delay of the RetryInfo detail a call's error carries
+// (a refusal by the boundary's admission); false when it has none.
+func RetryDelay(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
 }
 
 // refusals are the statuses of the shared request-time refusals, built

@@ -25,7 +25,7 @@ func TestBindAddsTheTenantToBaggageOnlyIfAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := metadata.NewIncomingContext(context.Background(), metadata.Pairs(res.key, id.String()))
-		ctx, err := res.bind(in)
+		ctx, _, err := res.bind(in, "/tenantwire.test.Echo/Whoami")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestBindDropsTheCallersTenantBaggage(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := baggage.ContextWithBaggage(metadata.NewIncomingContext(context.Background(), metadata.Pairs(res.key, id.String())), sent)
-		ctx, err := res.bind(in)
+		ctx, _, err := res.bind(in, "/tenantwire.test.Echo/Whoami")
 		if err != nil {
 			t.Fatal(err)
 		}

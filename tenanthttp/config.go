@@ -66,6 +66,11 @@ type Config struct {
 	// before tenant resolution, outermost first: authentication goes here
 	// so that Claim can read its result.
 	Wrap []func(http.Handler) http.Handler
+	// Admission limits each tenant's requests on tenant routes (rate,
+	// burst, requests in flight), after the tenant is resolved and before
+	// the handler: a request over its tenant's limits is answered 429 with
+	// Retry-After. Nil admits every request.
+	Admission *Admission
 
 	// Limits of both listeners, so that a slow or idle client cannot hold
 	// a connection open. Zero means the default given; a negative duration

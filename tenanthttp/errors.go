@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -41,6 +42,8 @@ var public = map[tenancy.Code]struct {
 	tenancy.CodeTenantMigrationBehind:     {http.StatusServiceUnavailable, "the tenant's data is being migrated, retry later"},
 	tenancy.CodeTenantRegistryUnavailable: {http.StatusServiceUnavailable, "the service is unavailable, retry later"},
 	tenancy.CodeTenantShareExceeded:       {http.StatusTooManyRequests, "the tenant has too many requests in flight, retry later"},
+	tenancy.CodeTenantRateLimited:         {http.StatusTooManyRequests, "the tenant is over its request rate, retry later"},
+	tenancy.CodeTenantConcurrencyLimited:  {http.StatusTooManyRequests, "the tenant has too many requests in flight, retry later"},
 }
 
 // Public is the code and message a response names for err: its
@@ -60,10 +63,11 @@ func Public(err error) (code, message string) {
 // malformed or missing tenant (invalid_tenant_header, tenant_required,
 // tenant_host_ambiguous) or operator request, 403 for conflicting sources,
 // a foreign tenant or a suspended one, 409 for a tenant not provisioned,
-// 429 for a tenant over its share of a module (tenant_share_exceeded),
-// 503 for an exhausted connection budget, a migration under way or an
-// unreadable registry, and 500 for anything else, tenant_unbound
-// included: a handler calling with no tenant bound is the service's
+// 429 for a tenant over its admission limits (tenant_rate_limited,
+// tenant_concurrency_limited) or its share of a module
+// (tenant_share_exceeded), 503 for an exhausted connection budget, a
+// migration under way or an unreadable registry, and 500 for anything
+// else, tenant_unbound and tenant_limits_invalid included: a handler calling with no tenant bound is the service's
 // fault, not the client's.
 func StatusOf(err error) int {
 	if p, ok := public[tenancy.CodeOf(err)]; ok {
@@ -73,11 +77,13 @@ func StatusOf(err error) int {
 }
 
 // WriteError answers err as JSON, {"error":"<message>","code":"<code>"},
-// with StatusOf's status (and Retry-After on a 429 or 503): Public's code and
-// message, so a tenant-listener client learns what kind of refusal it met
-// and nothing of the service's modules or routes. The whole error, its
-// module, route, detail and fix, goes to the log (slog.Default) with the
-// request's route pattern, and to the request's span with its code.
+// with StatusOf's status (and Retry-After on a 503, and on a 429 the
+// seconds RetryAfterOf gives): Public's code and message, so a
+// tenant-listener client learns what kind of refusal it met and nothing
+// of the service's modules or routes. The whole error, its module, route,
+// detail and fix, goes to the log (slog.Default) with the request's route
+// pattern, at Debug for a 429 (a tenant flooding the boundary would flood
+// the log too), and to the request's span with its code.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	code, msg := Public(err)
@@ -85,19 +91,28 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		ctx := r.Context()
 		telemetry.RecordRefused(ctx, err)
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case status == http.StatusTooManyRequests:
+			level = slog.LevelDebug
 		}
-		slog.Default().LogAttrs(ctx, level, "tenanthttp: request answered with an error",
-			slog.Int("status", status), slog.String("code", string(tenancy.CodeOf(err))),
-			slog.String("http.route", r.Pattern), slog.String("error", errText(err)))
+		if l := slog.Default(); l.Enabled(ctx, level) {
+			l.LogAttrs(ctx, level, "tenanthttp: request answered with an error",
+				slog.Int("status", status), slog.String("code", string(tenancy.CodeOf(err))),
+				slog.String("http.route", r.Pattern), slog.String("error", errText(err)))
+		}
 	}
 	body, _ := json.Marshal(struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}{msg, code})
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	switch status {
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+	case http.StatusTooManyRequests:
+		wait, _ := RetryAfterOf(err)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(wait/time.Second)), 10))
 	}
 	writeJSON(w, status, string(body))
 }

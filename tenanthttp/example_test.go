@@ -89,3 +89,41 @@ func ExampleConfig_requireTenant() {
 	//
 	// 400 {"error":"the request names no tenant","code":"tenant_required"}
 }
+
+// Admission gives each tenant its own limits: here two requests at once
+// and one a second after that. The third request of one tenant in the
+// same instant is answered 429 with Retry-After, while another tenant is
+// served.
+func ExampleAdmission() {
+	var srv *tenanthttp.Server
+	app := fx.New(fx.NopLogger,
+		tenanthttp.Module(tenanthttp.Config{
+			TrustedProxy: true,
+			Admission:    &tenanthttp.Admission{Default: tenanthttp.Limits{Rate: 1, Burst: 2}},
+		}),
+		tenanthttp.Route("GET /orders", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintln(w, "orders")
+		})),
+		fx.Populate(&srv),
+	)
+	if err := app.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, tenant := range []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7", "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+		"7c9e6679-7425-40de-944b-e07fc1f90ae7", "3f2504e0-4f89-41d3-9a0c-0305e82c3301"} {
+		req := httptest.NewRequest("GET", "/orders", nil)
+		req.Header.Set(tenanthttp.DefaultHeader, tenant)
+		rec := httptest.NewRecorder()
+		srv.TenantHandler().ServeHTTP(rec, req)
+		fmt.Print(rec.Code, " ", rec.Header().Get("Retry-After"), " ", rec.Body.String())
+		if rec.Code != 200 {
+			fmt.Println()
+		}
+	}
+	// Output:
+	// 200  orders
+	// 200  orders
+	// 429 1 {"error":"the tenant is over its request rate, retry later","code":"tenant_rate_limited"}
+	// 200  orders
+}

@@ -133,7 +133,7 @@ func wire(p wireParams) error {
 	// handler, nor the app's telemetry.
 	s.operator = cfg.server(operatorGuard{hosts: hosts, next: p.Telemetry.HTTP("operator", m.operator, "/healthz", "/readyz", "/metrics")}, errLog)
 	s.log.Info("tenanthttp: tenant resolution", "mode", cfg.Mode(), "header", headerIf(cfg),
-		"trusted_proxy", cfg.TrustedProxy, "require_tenant", cfg.RequireTenant, "routes", len(p.Routes), "operator_hosts", cfg.operatorHostNames())
+		"trusted_proxy", cfg.TrustedProxy, "require_tenant", cfg.RequireTenant, "admission", cfg.Admission != nil, "routes", len(p.Routes), "operator_hosts", cfg.operatorHostNames())
 	p.Lifecycle.Append(fx.Hook{OnStart: s.start, OnStop: s.stop})
 	return nil
 }

@@ -6,6 +6,7 @@
 package tenanthttp
 
 import (
+	"errors"
 	"net/http"
 	"net/textproto"
 	"strings"
@@ -110,13 +111,16 @@ type Resolver struct {
 	claim   func(*http.Request) (tenancy.ID, bool)
 	// tel puts the tenant on the request's span (nil: no telemetry).
 	tel *telemetry.Telemetry
+	// adm admits the request for its tenant (nil: every request).
+	adm *Admission
 }
 
 // NewResolver builds the resolver cfg describes. Header or host mode
 // without cfg.TrustedProxy is refused with trusted_proxy_required: both are
-// client-controlled unless a proxy sets them.
+// client-controlled unless a proxy sets them. Admission limits that cannot
+// be enforced are refused with tenant_limits_invalid.
 func NewResolver(cfg Config) (*Resolver, error) {
-	if err := cfg.check(); err != nil {
+	if err := errors.Join(cfg.check(), cfg.Admission.Check("tenanthttp")); err != nil {
 		return nil, err
 	}
 	return &Resolver{
@@ -125,6 +129,7 @@ func NewResolver(cfg Config) (*Resolver, error) {
 		require: cfg.RequireTenant,
 		host:    cfg.Host,
 		claim:   cfg.Claim,
+		adm:     cfg.Admission,
 	}, nil
 }
 
@@ -214,7 +219,9 @@ func absoluteForm(r *http.Request) bool {
 // tenant_source_conflict when sources disagree, 400 with a JSON body naming
 // tenant_host_ambiguous for an absolute-form target in host mode, 400 with
 // a JSON body naming tenant_required for a request that names no tenant
-// when one is required.
+// when one is required. With Config.Admission, a request over its
+// tenant's limits is then answered 429 with Retry-After
+// (tenant_rate_limited, tenant_concurrency_limited) without running next.
 func (res *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := res.Resolve(r)
@@ -227,7 +234,18 @@ func (res *Resolver) Middleware(next http.Handler) http.Handler {
 		// Also on a nil Telemetry: it drops a caller's own BaggageTenant
 		// member that the app's middleware may have extracted.
 		ctx = res.tel.Bound(ctx, id)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		r = r.WithContext(ctx)
+		if res.adm == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		t, err := res.adm.Admit("tenanthttp", r.Pattern, id)
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		defer t.Done()
+		next.ServeHTTP(w, r)
 	})
 }
 
