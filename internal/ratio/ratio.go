@@ -370,18 +370,3 @@ func Cycle(n int) (next func() int) {
 		return i
 	}
 }
-
-// ReportRounds is Report for a pair whose rounds the caller measured
-// itself as ratios (a tail latency with and without a load, which wall
-// time over n operations cannot show): the median of rounds with its
-// bootstrap interval, printed and judged like any pair.
-func ReportRounds(t testing.TB, label, name string, rounds []float64, elapsed time.Duration, target float64) Result {
-	t.Helper()
-	var b bootstrap
-	r := Result{Pair: Pair{Label: label, Name: name, Rounds: len(rounds)}, Rounds: rounds, Elapsed: elapsed}
-	r.Median, r.Lo, r.Hi = b.interval(rounds)
-	r.Capped = !r.Precise()
-	r.Print(os.Stdout)
-	t.Logf("%s-%s: %s; %s target <= %.2f", label, name, r.summary(), r.Verdict(target), target)
-	return r
-}
