@@ -73,13 +73,16 @@ type Outbox struct {
 	route
 	cfg    OutboxConfig
 	static *outboxStmts
+	// cursor: where the next tenant-global claim starts (outbox_fair.go).
+	cursor fairCursor
 }
 
 type outboxStmts struct {
 	sql
 	table                                                    string
-	insert, claim, claimTenant, complete, sweep, sweepTenant string
-	claimSkip                                                string
+	insert, claimTenant, complete, sweep, sweepTenant string
+	// fairPick and fairLock are the tenant-global claim (outbox_fair.go).
+	fairPick, fairLock string
 }
 
 func newOutbox(cl *Client, spec *routeSpec, oc OutboxConfig) *Outbox {
@@ -95,10 +98,11 @@ func (o *Outbox) build(tenant tenancy.ID) *outboxStmts {
 	old := "delivered_at < pg_catalog.now() - $1 * '1 millisecond'::pg_catalog.interval"
 	return &outboxStmts{table: t,
 		insert:      "INSERT INTO " + t + " (tenant_id, event_id, topic, key, payload, headers) VALUES ($1, $2, $3, $4, $5, $6)",
-		claim:       sel + lock,
 		claimTenant: sel + " AND tenant_id = $2" + lock,
-		// The relay's parked tenants: their rows stay out of the batch.
-		claimSkip: sel + " AND tenant_id <> ALL($2::uuid[])" + lock,
+		// Tenant-global: every tenant in turn, the relay's parked tenants
+		// left out of the batch.
+		fairPick: fairClaimSQL(t),
+		fairLock: fairLockSQL(t),
 		// By row id: an event id names a row only together with its tenant.
 		complete:    "UPDATE " + t + " SET delivered_at = pg_catalog.now() WHERE id = ANY($1::bigint[]) AND delivered_at IS NULL",
 		sweep:       "DELETE FROM " + t + " WHERE " + old,
@@ -244,17 +248,22 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 	}
 	b := &claim{tx: tx, release: release, stmts: st, ids: map[msgKey]int64{}}
 	var rows pgx.Rows
-	switch {
-	case bound:
+	var order map[int64]int // a tenant-global claim's delivery order, by row id
+	if bound {
 		rows, err = tx.Query(ctx, st.claimTenant, st.mode([]any{limit, tenant.Bytes()})...)
-	case len(skip) > 0:
-		ids := make([]string, len(skip))
+	} else {
+		skipped := make([]string, len(skip))
 		for i, id := range skip {
-			ids[i] = id.Hex() // the zero ID too: its String is empty
+			skipped[i] = id.Hex() // the zero ID too: its String is empty
 		}
-		rows, err = tx.Query(ctx, st.claimSkip, st.mode([]any{limit, ids})...)
-	default:
-		rows, err = tx.Query(ctx, st.claim, st.mode([]any{limit})...)
+		var picked []int64
+		if picked, err = o.fairPick(ctx, tx, st, limit, skipped); err == nil {
+			order = make(map[int64]int, len(picked))
+			for i, id := range picked {
+				order[id] = i
+			}
+			rows, err = tx.Query(ctx, st.fairLock, st.mode([]any{picked})...)
+		}
 	}
 	if err != nil {
 		b.Abandon(ctx)
@@ -279,6 +288,10 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 	if err != nil {
 		b.Abandon(ctx)
 		return nil, err
+	}
+	if order != nil {
+		rowID := func(m outbox.Message) int64 { return b.ids[msgKey{m.Tenant, m.EventID}] }
+		slices.SortFunc(b.msgs, func(x, y outbox.Message) int { return order[rowID(x)] - order[rowID(y)] })
 	}
 	return b, nil
 }

@@ -93,7 +93,8 @@ func TestRelayParksASuspendedTenant(t *testing.T) {
 // TestClaimSkippingLeavesParkedTenantsOut, directly and through PgBouncer:
 // the claim a relay makes while tenants are parked returns none of their
 // rows, even when they are the oldest and fill more than a batch, and
-// leaves the deployment-wide rows out when the zero ID is parked.
+// leaves the deployment-wide rows out when the zero ID is parked; with
+// none parked, each tenant has its share of the batch.
 func TestClaimSkippingLeavesParkedTenantsOut(t *testing.T) {
 	for name, v := range map[string]via{"direct": direct, "pgbouncer": throughPgBouncer} {
 		t.Run(name, func(t *testing.T) {
@@ -131,6 +132,9 @@ func TestClaimSkippingLeavesParkedTenantsOut(t *testing.T) {
 			if got := claim(a, tenancy.ID{}); len(got) != 3 || got["g"] {
 				t.Errorf("skipping A and the deployment-wide rows: %v", got)
 			}
+			// Skipping none, every tenant gets its share of the batch in
+			// turn: A's twelve oldest rows do not fill it ahead of B's and
+			// the deployment-wide one.
 			got = claim()
 			n := 0
 			for ev := range parked {
@@ -138,8 +142,13 @@ func TestClaimSkippingLeavesParkedTenantsOut(t *testing.T) {
 					n++
 				}
 			}
-			if n != 10 {
-				t.Errorf("skipping none: %d of A's oldest rows claimed, want a full batch", n)
+			if n != 4 || !got["g"] || len(got) != 8 {
+				t.Errorf("skipping none: %d of A's rows (want its share, 4 of 10) in %v", n, got)
+			}
+			for ev := range others {
+				if !got[ev] {
+					t.Errorf("skipping none: B's %s left out", ev)
+				}
 			}
 		})
 	}
