@@ -79,7 +79,7 @@ type Outbox struct {
 
 type outboxStmts struct {
 	sql
-	table                                                    string
+	table                                             string
 	insert, claimTenant, complete, sweep, sweepTenant string
 	// fairPick and fairLock are the tenant-global claim (outbox_fair.go).
 	fairPick, fairLock string
