@@ -140,6 +140,15 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantErasureIncomplete), "Tenants.Offboard",
 		"After every module's teardown, each module's verifier scanned on its server every family of data it declares for the tenant (the same list its teardown walks: Redis key families, PostgreSQL rows, schemas, roles and outbox tables, Mongo collections, Kafka topics, Neo4j nodes) and found some of the tenant's data left. The error and the report's line name the module, the family, where it looked and a sample. The tenant stays suspended.",
 		"If a writer the teardown does not know wrote the data, declare its family in the backend's inventory, so that teardown and verifier both walk it. If a call wrote after the teardown (a replica that had not read the suspension: use `LifecycleWith`), run the offboard again: it removes what the teardown knows, and verifies again."},
+	{string(tenancy.CodeArchiveInvalid), "Tenants.Import",
+		"The archive is not a tenantwire archive of a format version this build reads: the header line is missing or of another format, a line is not valid JSON or carries fields the format does not have, or the manifest line is missing (the archive was cut short). Nothing was written.",
+		"Import the whole archive as Tenants.Export wrote it (docs/archive.md); export the tenant again if it was cut short."},
+	{string(tenancy.CodeArchiveMismatch), "Tenants.Import",
+		"The archive's records do not match its manifest (a route's record count or sha256 differs: the archive was altered), or the manifest does not match the app: a module or route the app does not have, another backend, or another migration version. Nothing was written.",
+		"Import an unaltered archive into an app with the same modules at the archive's migration version (migrate the target first, or export from an app at the target's version)."},
+	{string(tenancy.CodeArchiveTargetNotEmpty), "Tenants.Import",
+		"The target tenant already holds data in the module named: an import fills an empty, provisioned tenant only, so it never mixes two tenants' records. Nothing was written by that module.",
+		"Import into a freshly provisioned tenant, or offboard the target (removing its data) and provision it again first."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of
