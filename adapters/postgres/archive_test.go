@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/fx"
@@ -14,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -159,4 +161,73 @@ func exportOf(t *testing.T, tn *modules.Tenants, id tenancy.ID) []byte {
 func records(archive []byte) []byte {
 	lines := bytes.Split(archive, []byte("\n"))
 	return bytes.Join(lines[1:len(lines)-2], []byte("\n"))
+}
+
+// TestArchiveMigratedTableAndOutbox: a table a migration made in the
+// tenant's schema (a bigserial key, bytea, timestamptz) comes back with
+// its values and its sequence moved past them; the tenant's outbox rows
+// of the shared table come back under C with new ids (A's are still
+// A's); an app at another migration version refuses the archive.
+func TestArchiveMigratedTableAndOutbox(t *testing.T) {
+	run := unique()
+	prefix := "tw" + run + "_"
+	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text, data bytea, at timestamptz);")}}
+	var o *postgres.Outbox
+	var tenants *modules.Tenants
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.Migrations(steps),
+		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("aout_" + run)})),
+		modules.Lifecycle(), named("out", &o), fx.Populate(&tenants))
+	startApp(t, app)
+	a, b, cc := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	provision(t, c, a, b, cc)
+	db := superuser(t)
+	ctx := context.Background()
+	audit := func(id tenancy.ID) string { return pgx.Identifier{postgres.SchemaName(prefix, id), "audit"}.Sanitize() }
+	if _, err := db.Exec(ctx, "INSERT INTO "+audit(a)+" (note, data, at) VALUES ('one', '\\x00ff', '2026-01-02T03:04:05.123456Z'), ('two', NULL, NULL), ('three', '', now())"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []tenancy.ID{b, a, a} {
+		if err := o.Write(tenancy.WithTenant(ctx, id), outbox.Message{EventID: "e-" + unique(), Topic: "t", Payload: []byte{0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := exportOf(t, tenants, a)
+	if err := tenants.Import(ctx, cc, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf := func(q string, args ...any) string {
+		t.Helper()
+		var s string
+		if err := db.QueryRow(ctx, "SELECT coalesce(jsonb_agg(x ORDER BY x)::text, '') FROM ("+q+") x", args...).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if ra, rc := rowsOf("SELECT * FROM "+audit(a)), rowsOf("SELECT * FROM "+audit(cc)); ra != rc || !strings.Contains(ra, `\\x00ff`) {
+		t.Errorf("audit rows: A %s, C %s", ra, rc)
+	}
+	var next int64
+	if err := db.QueryRow(ctx, "INSERT INTO "+audit(cc)+" (note) VALUES ('four') RETURNING id").Scan(&next); err != nil || next != 4 {
+		t.Errorf("C's next audit id: %d %v, want 4 (the sequence moved past the imported rows)", next, err)
+	}
+	out := pgx.Identifier{"public", "aout_" + run}.Sanitize()
+	q := "SELECT event_id, topic, payload FROM " + out + " WHERE tenant_id = $1"
+	if ra, rc := rowsOf(q, a), rowsOf(q, cc); ra != rc || strings.Count(ra, "e-") != 2 {
+		t.Errorf("outbox rows: A %s, C %s", ra, rc)
+	}
+	var shared int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+out+" x JOIN "+out+" y ON x.id = y.id AND x.tenant_id <> y.tenant_id").Scan(&shared); err != nil || shared != 0 {
+		t.Errorf("rows of two tenants share an id: %d %v", shared, err)
+	}
+	// Another migration version: refused before anything is written.
+	var other *modules.Tenants
+	app2, c2 := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+unique()+"_"),
+		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("aout2_" + run)})),
+		modules.Lifecycle(), fx.Populate(&other))
+	startApp(t, app2)
+	d := tenancytest.FreshTenant(t)
+	provision(t, c2, d)
+	err := other.Import(ctx, d, bytes.NewReader(archive))
+	tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "", "pg", "", "migration version 1")
 }
