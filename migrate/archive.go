@@ -61,6 +61,10 @@ type ArchiveOut interface {
 type ArchiveIn interface {
 	// Next returns the next record; false after the module's last.
 	Next() (Record, bool, error)
+	// Sections is the module's sections of the verified manifest, so a
+	// backend that cannot write in one transaction checks that it knows
+	// every (route, family) before it writes anything.
+	Sections() []ArchiveSection
 }
 
 // Archiver is a Target (or a module) that can export a tenant's data and

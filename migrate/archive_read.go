@@ -130,13 +130,14 @@ func strict(line []byte, v any) error {
 // Records reads back the records ReadArchive spooled, module by module.
 type Records struct {
 	br   *bufio.Reader
+	m    Manifest
 	next *Record
 	err  error
 }
 
-// NewRecords reads the spool of a checked archive.
-func NewRecords(spool io.Reader) *Records {
-	return &Records{br: bufio.NewReaderSize(spool, 64<<10)}
+// NewRecords reads the spool of a checked archive of manifest m.
+func NewRecords(spool io.Reader, m Manifest) *Records {
+	return &Records{br: bufio.NewReaderSize(spool, 64<<10), m: m}
 }
 
 func (rs *Records) peek() (*Record, error) {
@@ -166,6 +167,16 @@ func (rs *Records) Module(module string) ArchiveIn { return moduleIn{rs, module}
 type moduleIn struct {
 	rs     *Records
 	module string
+}
+
+func (m moduleIn) Sections() []ArchiveSection {
+	var out []ArchiveSection
+	for _, s := range m.rs.m.Sections {
+		if s.Module == m.module {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (m moduleIn) Next() (Record, bool, error) {

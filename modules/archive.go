@@ -72,7 +72,7 @@ func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) er
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	recs := migrate.NewRecords(spool)
+	recs := migrate.NewRecords(spool, m)
 	for _, am := range m.Modules {
 		s := t.state(am.Module)
 		if s.Import == nil {

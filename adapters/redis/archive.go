@@ -171,6 +171,12 @@ func (o *offboarder) Import(ctx context.Context, tenant tenancy.ID, in migrate.A
 	if err != nil {
 		return err
 	}
+	for _, sec := range in.Sections() {
+		if _, ok := prefixes[sec.Route]; !ok || (sec.Family != "route" && sec.Family != "once") {
+			return migrate.ArchiveMismatch(o.core.module, sec.Route, fmt.Sprintf("the archive holds family %q of route %q: the module has no such tenant-scoped route or key family", sec.Family, sec.Route),
+				"import an unaltered archive into an app with the archive's routes")
+		}
+	}
 	c, done, err := o.client(ctx, tenant)
 	if err != nil {
 		return err
