@@ -26,7 +26,7 @@ func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) 
 		return h, Manifest{}, ArchiveInvalid("no header line: " + err.Error())
 	}
 	var l archiveLine
-	if err := strict(first, &l); err != nil || l.Format != ArchiveFormat {
+	if err := strict(first, &l); err != nil || l.Format != ArchiveFormat || l.Module != "" || l.Route != "" || l.Manifest != nil {
 		return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("the first line is not a %s header", ArchiveFormat))
 	}
 	if l.Version != ArchiveVersion {
@@ -55,8 +55,11 @@ func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) 
 			return h, *l.Manifest, sw.Flush()
 		}
 		rec := l.Record
-		if rec.Module == "" || rec.Route == "" || rec.Kind == "" || l.Format != "" {
+		if rec.Module == "" || rec.Route == "" || rec.Kind == "" {
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: a record needs a module, a route and a kind", n))
+		}
+		if l.ArchiveHeader != (ArchiveHeader{}) {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: a record carries a header's fields (format, version, tenant, created): records name no tenant", n))
 		}
 		if err := sec.add(rec, line); err != nil {
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
