@@ -158,6 +158,15 @@ var CodeDocs = []CodeDoc{
 	{string(tenancy.CodeTenantLimitsInvalid), "fx.New; HTTP request, gRPC call",
 		"A tenant's admission limits cannot be enforced as written: a `Rate` that is negative, not finite, or set without a `Burst` of at least 1; a `Burst` with no `Rate`; a negative `InFlight` or `MaxTenants`. Limits in `Admission.Default` and `Admission.Tenants` are checked at `fx.New`, so the app is refused before any listener opens. Limits that `Admission.For` returns are checked on each request: a request whose tenant's limits are invalid is refused (`500`, code `internal`; gRPC `Internal`) rather than served unlimited.",
 		"Give every limit a `Rate` above 0 with a `Burst` of at least 1 (or both 0 for no rate limit), and an `InFlight` of 0 (no bound) or more; fix what `Admission.For` returns for the tenant's plan."},
+	{string(tenancy.CodeArchiveInvalid), "Tenants.Import",
+		"The archive is not a tenantwire archive of a format version this build reads: the header line is missing or of another format, a line is not valid JSON or carries fields the format does not have, or the manifest line is missing (the archive was cut short). Nothing was written.",
+		"Import the whole archive as Tenants.Export wrote it (docs/archive.md); export the tenant again if it was cut short."},
+	{string(tenancy.CodeArchiveMismatch), "Tenants.Import",
+		"The archive's records do not match its manifest (a route's record count or sha256 differs: the archive was altered), or the manifest does not match the app: a module or route the app does not have, another backend, or another migration version. Nothing was written.",
+		"Import an unaltered archive into an app with the same modules at the archive's migration version (migrate the target first, or export from an app at the target's version)."},
+	{string(tenancy.CodeArchiveTargetNotEmpty), "Tenants.Import",
+		"The target tenant already holds data in the module named: an import fills an empty, provisioned tenant only, so it never mixes two tenants' records. Nothing was written by that module.",
+		"Import into a freshly provisioned tenant, or offboard the target (removing its data) and provision it again first."},
 }
 
 // Explain returns the documentation of a code: a shared one, or one of

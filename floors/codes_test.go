@@ -23,6 +23,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 		tenancy.CodeStaticNameInTenantSpace, tenancy.CodeReservedName,
 		tenancy.CodeTenantAdminUnwired, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed,
 		tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeOperatorHostsInvalid, tenancy.CodeTenantStepFailed, tenancy.CodeTenantRegistryUnavailable,
+		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty,
 	}
 	for _, c := range codes {
 		d, ok := floors.Explain(string(c))

@@ -42,6 +42,14 @@ type TenantState struct {
 	// returns what it checked and what is left; Offboard ends with it.
 	// Nil: the module stores nothing it can check.
 	Verify func(ctx context.Context, tenant tenancy.ID) (Erasure, error)
+	// Export writes the tenant's records for Tenants.Export, Import
+	// writes an archive's records into an empty tenant for Tenants.Import
+	// (docs/archive.md); Version is the module's migration version, which
+	// an archive records and an import must match. Nil: the module
+	// cannot, and an archive lists it as skipped.
+	Export  func(ctx context.Context, tenant tenancy.ID, out migrate.ArchiveOut) error
+	Import  func(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error
+	Version int64
 }
 
 // Family, Leftover and Erasure are migrate's: a backend's Target declares
@@ -71,6 +79,10 @@ func ProvideLifecycle[C any](module, backend string, provisions bool, build func
 			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
 			if r.Verifies() {
 				s.Verify = r.Verify
+			}
+			s.Export, s.Version = r.Export, r.Version()
+			if r.Archives() {
+				s.Import = r.Import
 			}
 			if provisions {
 				s.Provision, s.Plan = r.Provision, r.ProvisionPlan

@@ -116,6 +116,16 @@ const (
 	// CodeTenantLimitsInvalid: a tenant's admission limits cannot be
 	// enforced as written (a rate with no burst, a negative bound).
 	CodeTenantLimitsInvalid Code = "tenant_limits_invalid"
+	// CodeArchiveInvalid: an archive given to Tenants.Import is not one
+	// (no header, a malformed line, no manifest: truncated).
+	CodeArchiveInvalid Code = "archive_invalid"
+	// CodeArchiveMismatch: an archive's records do not match its manifest
+	// (counts, hashes: altered), or its manifest does not match the app
+	// (a module, backend, route or migration version it does not have).
+	CodeArchiveMismatch Code = "archive_mismatch"
+	// CodeArchiveTargetNotEmpty: an import's target tenant already holds
+	// data in a module; an import only fills an empty tenant.
+	CodeArchiveTargetNotEmpty Code = "archive_target_not_empty"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

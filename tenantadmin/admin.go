@@ -74,6 +74,8 @@ const (
 //	POST /tenants/{id}/suspend
 //	POST /tenants/{id}/resume
 //	POST /tenants/{id}/offboard?confirm={id}   or ?dry_run=1
+//	GET  /tenants/{id}/export             the tenant's archive (docs/archive.md), streamed
+//	POST /tenants/{id}/import             an archive as the body, Content-Type application/x-ndjson
 //
 // The operator listener refuses a foreign Host, Origin or Sec-Fetch-Site
 // before any of them runs (tenanthttp.Config.OperatorHosts). Every request

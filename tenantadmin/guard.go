@@ -50,6 +50,15 @@ func (a *admin) admit(e endpoint, r *http.Request) error {
 			return forbidden(route, "Config.Authenticate refused the request: "+err.Error(), "authenticate as Config.Authenticate requires")
 		}
 	}
+	if e.body != "" {
+		// An archive is read by the handler; its media type is none a
+		// form or a simple cross-site request can send either.
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != e.body {
+			return forbidden(route, fmt.Sprintf("the endpoint reads a body of Content-Type %s, which no HTML form or simple cross-site request can send; got %q", e.body, r.Header.Get("Content-Type")),
+				"send the archive as the body with \"Content-Type: "+e.body+"\" (tenantadmin.Run import)")
+		}
+		return nil
+	}
 	if r.Method == http.MethodPost {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {

@@ -23,6 +23,8 @@ const (
 	Resume    Endpoint = "resume"    // POST /tenants/{id}/resume
 	Offboard  Endpoint = "offboard"  // POST /tenants/{id}/offboard
 	Top       Endpoint = "top"       // GET /tenants/top
+	Export    Endpoint = "export"    // GET /tenants/{id}/export
+	Import    Endpoint = "import"    // POST /tenants/{id}/import
 )
 
 // endpoint is one mounted endpoint: its pattern, the query parameters it
@@ -32,16 +34,21 @@ type endpoint struct {
 	pattern string
 	params  []string
 	handle  func(*admin, http.ResponseWriter, *http.Request, query)
+	// body is the media type of the body the endpoint reads (an
+	// archive); "": it reads none.
+	body string
 }
 
 var endpoints = []endpoint{
-	{List, "GET /tenants", []string{"after", "limit"}, (*admin).list},
-	{Top, "GET /tenants/top", nil, (*admin).top},
-	{Status, "GET /tenants/{id}", nil, (*admin).status},
-	{Provision, "POST /tenants/{id}/provision", []string{"dry_run"}, (*admin).provision},
-	{Suspend, "POST /tenants/{id}/suspend", nil, (*admin).suspend},
-	{Resume, "POST /tenants/{id}/resume", nil, (*admin).resume},
-	{Offboard, "POST /tenants/{id}/offboard", []string{"dry_run", "confirm"}, (*admin).offboard},
+	{List, "GET /tenants", []string{"after", "limit"}, (*admin).list, ""},
+	{Top, "GET /tenants/top", nil, (*admin).top, ""},
+	{Status, "GET /tenants/{id}", nil, (*admin).status, ""},
+	{Provision, "POST /tenants/{id}/provision", []string{"dry_run"}, (*admin).provision, ""},
+	{Suspend, "POST /tenants/{id}/suspend", nil, (*admin).suspend, ""},
+	{Resume, "POST /tenants/{id}/resume", nil, (*admin).resume, ""},
+	{Offboard, "POST /tenants/{id}/offboard", []string{"dry_run", "confirm"}, (*admin).offboard, ""},
+	{Export, "GET /tenants/{id}/export", nil, (*admin).export, ""},
+	{Import, "POST /tenants/{id}/import", nil, (*admin).importArchive, ArchiveMediaType},
 }
 
 // query is a request's parameters, each given exactly once.

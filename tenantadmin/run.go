@@ -21,6 +21,8 @@ const synopsis = `usage:
   suspend   <id>
   resume    <id>
   offboard  <id> --confirm <id>     or --dry-run
+  export    <id>                    the tenant's archive (docs/archive.md), written out
+  import    <id> --file <path>      an archive into the provisioned, empty tenant
 exit status: 0 done; 1 a module failed or the replica could not answer; 2 the command was refused, nothing ran`
 
 // Run runs one tenant command from an app's main, sent to the operator
@@ -70,6 +72,8 @@ func (r Remote) Run(ctx context.Context, args []string, out io.Writer) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "list", "status", "provision", "suspend", "resume", "offboard":
+	case "export", "import":
+		return r.archive(ctx, base, cmd, rest, out)
 	default:
 		return usage("unknown command " + strconv.Quote(cmd))
 	}
@@ -148,7 +152,8 @@ func ExitCode(err error) int {
 		return 0
 	}
 	switch tenancy.CodeOf(err) {
-	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired:
+	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired,
+		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty:
 		return 2
 	}
 	return 1
@@ -254,18 +259,18 @@ func operatorURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// parseFlags reads "--dry-run" and "--confirm <v>" (or "--confirm=<v>"),
-// each at most once.
+// parseFlags reads "--dry-run", "--confirm <v>" and "--file <v>" (or
+// "--confirm=<v>"), each at most once.
 func parseFlags(args []string) (map[string]string, error) {
 	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(args[i], "=")
 		switch name {
 		case "--dry-run":
-		case "--confirm":
+		case "--confirm", "--file":
 			if !hasVal {
 				if i+1 == len(args) {
-					return nil, usage("--confirm needs the tenant id")
+					return nil, usage(name + " needs a value")
 				}
 				i++
 				val = args[i]

@@ -120,7 +120,8 @@ func Module(name string, opts ...Option) fx.Option {
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {
-				return modules.TenantState{Module: name, Backend: rules.Name, Offboard: s.offboard, Verify: s.verify}
+				return modules.TenantState{Module: name, Backend: rules.Name, Offboard: s.offboard, Verify: s.verify,
+					Export: s.export, Import: s.importArchive}
 			})},
 	})
 }

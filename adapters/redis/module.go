@@ -108,7 +108,8 @@ func Module(name string, opts ...Option) fx.Option {
 			func(ctx context.Context, c *core) error { return c.client.Ping(ctx).Err() }),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
 			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
-			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany, Verify: o.Verify}
+			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany, Verify: o.Verify,
+				Export: o.Export, Import: o.Import}
 		})}
 	return modules.Assemble(spec)
 }

@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// schemaRoute is an archived row's Route for a table of the tenant's
+// schema that no route declares (one a migration made).
+const schemaRoute = "(schema)"
+
+// pgTable is one table whose rows of a tenant an archive holds: every
+// table of the tenant's schema but the migration history, and the tagged
+// tables the module's routes write (the inventory's families). Its rows
+// are archived without their tenant column.
+type pgTable struct {
+	route, family string // family: the table's name
+	q             string // schema-qualified, quoted
+	perTenant     bool
+	cols          []pgColumn
+	pk            []string
+	tenantCol     bool
+}
+
+type pgColumn struct {
+	name   string
+	serial bool // a sequence or identity default: reassigned in a shared table
+}
+
+// archiveTables lists tenant's tables as the server has them, in a stable
+// order: the tenant's schema's tables by name, then the tagged ones in
+// route order. out, when set, is told the routes' tiers and which routes
+// are tenant-global (skipped).
+func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, out migrate.ArchiveOut) ([]pgTable, error) {
+	declared := map[string]string{} // per-tenant table name -> route
+	var tagged []pgTable
+	seen := map[string]bool{}
+	for _, r := range c.routes {
+		if out != nil {
+			out.Tier(r.name, r.decision.Reached)
+		}
+		if r.ddl == nil {
+			continue
+		}
+		global := true
+		for _, rr := range r.rels {
+			if !slices.Contains(ownedRoles, rr.role) {
+				continue
+			}
+			switch {
+			case r.decision.ResolvesPerTenant(rr.role):
+				global = false
+				if _, ok := declared[rr.rel.Base()]; !ok {
+					declared[rr.rel.Base()] = r.name
+				}
+			case r.decision.Tagged:
+				global = false
+				q := route{c, r}.qualified(rr.rel, tenant)
+				if !seen[q] {
+					seen[q] = true
+					tagged = append(tagged, pgTable{route: r.name, family: rr.rel.Base(), q: q})
+				}
+			}
+		}
+		if global && out != nil {
+			out.Skip(r.name, "tenant-global: its rows are no tenant's")
+		}
+	}
+	schema := SchemaName(c.prefix, tenant)
+	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 ORDER BY c.relname`, schema, migrationTable)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listing tenant %s's tables: %w", tenant, err)
+	}
+	var out2 []pgTable
+	for _, n := range names {
+		r, ok := declared[n]
+		if !ok {
+			r = schemaRoute
+		}
+		out2 = append(out2, pgTable{route: r, family: n, q: pgx.Identifier{schema, n}.Sanitize(), perTenant: true})
+	}
+	for _, tb := range tagged {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", tb.q).Scan(&exists); err != nil {
+			return nil, err
+		}
+		if exists {
+			out2 = append(out2, tb)
+		}
+	}
+	for i := range out2 {
+		if err := out2[i].describe(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	return out2, nil
+}
+
+// describe reads the table's columns and primary key from the catalog.
+func (tb *pgTable) describe(ctx context.Context, tx pgx.Tx) error {
+	rows, _ := tx.Query(ctx, `SELECT a.attname, a.attidentity <> '' OR COALESCE(pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)
+		FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum`, tb.q)
+	var err error
+	tb.cols, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgColumn, error) {
+		var c pgColumn
+		return c, r.Scan(&c.name, &c.serial)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: describing %s: %w", tb.q, err)
+	}
+	for _, c := range tb.cols {
+		tb.tenantCol = tb.tenantCol || c.name == "tenant_id"
+	}
+	rows, _ = tx.Query(ctx, `SELECT a.attname FROM pg_catalog.pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(n, o)
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n
+		WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY k.o`, tb.q)
+	if tb.pk, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return fmt.Errorf("postgres: describing %s: %w", tb.q, err)
+	}
+	return nil
+}
+
+// selectRows is the export's query of tb for $1, the tenant: every row
+// as JSON without the tenant column, in primary-key order (stable, so two
+// exports of the same rows hash the same).
+func (tb pgTable) selectRows() string {
+	q := "SELECT (pg_catalog.to_jsonb(t) - 'tenant_id')::text FROM " + tb.q + " t"
+	if tb.tenantCol {
+		q += " WHERE t.tenant_id = $1"
+	} else {
+		q += " WHERE $1::uuid IS NOT NULL"
+	}
+	if len(tb.pk) > 0 {
+		var cols []string
+		for _, c := range tb.pk {
+			cols = append(cols, "t."+pgx.Identifier{c}.Sanitize())
+		}
+		q += " ORDER BY " + strings.Join(cols, ", ")
+	}
+	return q
+}
+
+// Export reads tenant's rows of every table of archiveTables in one
+// REPEATABLE READ READ ONLY transaction: one snapshot of the module's
+// database, while the tenant keeps being served.
+func (t lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out migrate.ArchiveOut) error {
+	c := t.c
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	out.Snapshot("one REPEATABLE READ READ ONLY transaction: a consistent snapshot of the module's tables")
+	tables, err := c.archiveTables(ctx, tx, tenant, out)
+	if err != nil {
+		return err
+	}
+	for _, tb := range tables {
+		rows, err := tx.Query(ctx, tb.selectRows(), tenant.String())
+		if err != nil {
+			return fmt.Errorf("postgres: exporting %s: %w", tb.q, err)
+		}
+		for rows.Next() {
+			if err := out.Emit(migrate.Record{Route: tb.route, Family: tb.family, Kind: "row", Value: rows.RawValues()[0]}); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("postgres: exporting %s: %w", tb.q, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// importBatch bounds the rows one INSERT carries.
+const importBatch = 1000
+
+// Import writes an archive's rows into tenant in one transaction holding
+// the tenant's import lock: it refuses a tenant with a row in any of its
+// tables, binds every row to tenant (the archive's tenant column, if an
+// edit put one there, is ignored) and names only tables archiveTables
+// lists for tenant. Interrupted, it leaves nothing, and a rerun
+// completes it.
+func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error {
+	c := t.c
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.import."+c.prefix+"."+tenant.Hex()); err != nil {
+			return err
+		}
+		tables, err := c.archiveTables(ctx, tx, tenant, nil)
+		if err != nil {
+			return err
+		}
+		byName := map[[2]string]pgTable{}
+		for _, tb := range tables {
+			byName[[2]string{tb.route, tb.family}] = tb
+			var held bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS ("+tb.selectRows()+" LIMIT 1)", tenant.String()).Scan(&held); err != nil {
+				return err
+			}
+			if held {
+				return migrate.ArchiveTargetNotEmpty(c.module, rules.Name, tenant, tb.q)
+			}
+		}
+		var cur *pgTable
+		var batch []json.RawMessage
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			err := cur.insert(ctx, tx, tenant, batch)
+			batch = batch[:0]
+			return err
+		}
+		for {
+			r, ok, err := in.Next()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			tb, found := byName[[2]string{r.Route, r.Family}]
+			if !found || r.Kind != "row" || !json.Valid(r.Value) {
+				return migrate.ArchiveMismatch(c.module, r.Route, fmt.Sprintf("a %s record of family %q: tenant %s has no such table of the route", r.Kind, r.Family, tenant),
+					"import an unaltered archive into an app with the archive's routes at its migration version")
+			}
+			if cur == nil || cur.q != tb.q || len(batch) == importBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+				cur = &tb
+			}
+			batch = append(batch, r.Value)
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		return resetSequences(ctx, tx, tables)
+	})
+}
+
+// insert writes rows into tb for tenant: the tenant column is tenant's,
+// and a shared table's sequence columns take the table's next values
+// (another tenant's rows hold the archived ones).
+func (tb pgTable) insert(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, rows []json.RawMessage) error {
+	var into, from []string
+	identity := false
+	for _, c := range tb.cols {
+		id := pgx.Identifier{c.name}.Sanitize()
+		switch {
+		case c.name == "tenant_id":
+			into, from = append(into, id), append(from, "$2::uuid")
+		case c.serial && !tb.perTenant:
+		default:
+			into, from = append(into, id), append(from, "r."+id)
+			identity = identity || c.serial
+		}
+	}
+	q := "INSERT INTO " + tb.q + " (" + strings.Join(into, ", ") + ")"
+	if identity {
+		q += " OVERRIDING SYSTEM VALUE"
+	}
+	q += " SELECT " + strings.Join(from, ", ") + " FROM pg_catalog.jsonb_populate_recordset(NULL::" + tb.q + ", $1::jsonb) r"
+	args := []any{jsonArray(rows)}
+	if tb.tenantCol {
+		args = append(args, tenant.String())
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		return fmt.Errorf("postgres: importing into %s: %w", tb.q, err)
+	}
+	return nil
+}
+
+// resetSequences moves each sequence of the tenant's own tables past the
+// imported values, so the next insert does not collide with them.
+func resetSequences(ctx context.Context, tx pgx.Tx, tables []pgTable) error {
+	for _, tb := range tables {
+		for _, c := range tb.cols {
+			if !c.serial || !tb.perTenant {
+				continue
+			}
+			col := pgx.Identifier{c.name}.Sanitize()
+			if _, err := tx.Exec(ctx, "SELECT pg_catalog.setval(s, m) FROM pg_catalog.pg_get_serial_sequence($1, $2) s, (SELECT max("+col+") m FROM "+tb.q+") x WHERE s IS NOT NULL AND m IS NOT NULL", tb.q, c.name); err != nil {
+				return fmt.Errorf("postgres: resetting %s's sequence of %s: %w", tb.q, c.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func jsonArray(rows []json.RawMessage) string {
+	n := 2
+	for _, r := range rows {
+		n += len(r) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(r)
+	}
+	b.WriteByte(']')
+	return b.String()
+}

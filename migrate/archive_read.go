@@ -1,0 +1,192 @@
+package migrate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxArchiveLine bounds one line of an archive (one record), so a
+// malformed input cannot make the reader hold an unbounded line.
+const maxArchiveLine = 64 << 20
+
+// ReadArchive reads a whole archive from r, copying each record line to
+// spool, and checks it: the header, every line's form, and every
+// section's count and sha256 against the manifest. It returns the
+// manifest only when all of it holds; spool then holds the records that
+// Records reads back. It never holds more than one line in memory.
+func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var h ArchiveHeader
+	first, err := readLine(br)
+	if err != nil {
+		return h, Manifest{}, ArchiveInvalid("no header line: " + err.Error())
+	}
+	var l archiveLine
+	if err := strict(first, &l); err != nil || l.Format != ArchiveFormat || l.Module != "" || l.Route != "" || l.Manifest != nil {
+		return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("the first line is not a %s header", ArchiveFormat))
+	}
+	if l.Version != ArchiveVersion {
+		return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("archive format version %d; this build reads version %d", l.Version, ArchiveVersion))
+	}
+	h = l.ArchiveHeader
+	var sec sectioner
+	sw := bufio.NewWriterSize(spool, 64<<10)
+	for n := 2; ; n++ {
+		line, err := readLine(br)
+		if err != nil {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v (no manifest: the archive was cut short)", n, err))
+		}
+		var l archiveLine
+		if err := strict(line, &l); err != nil {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
+		}
+		if l.Manifest != nil {
+			if _, err := br.Peek(1); err != io.EOF {
+				return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: data after the manifest", n))
+			}
+			sec.close()
+			if err := checkSections(sec.done, l.Manifest.Sections); err != nil {
+				return h, Manifest{}, err
+			}
+			return h, *l.Manifest, sw.Flush()
+		}
+		rec := l.Record
+		if rec.Module == "" || rec.Route == "" || rec.Kind == "" {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: a record needs a module, a route and a kind", n))
+		}
+		if l.ArchiveHeader != (ArchiveHeader{}) {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: a record carries a header's fields (format, version, tenant, created): records name no tenant", n))
+		}
+		if err := sec.add(rec, line); err != nil {
+			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
+		}
+		sw.Write(line)
+		if err := sw.WriteByte('\n'); err != nil {
+			return h, Manifest{}, err
+		}
+	}
+}
+
+// checkSections compares the sections read with the manifest's.
+func checkSections(got, want []ArchiveSection) error {
+	for i := 0; i < max(len(got), len(want)); i++ {
+		switch {
+		case i >= len(want):
+			return ArchiveMismatch(got[i].Module, got[i].Route, fmt.Sprintf("the manifest does not list the records of family %q", got[i].Family), "import an unaltered archive")
+		case i >= len(got):
+			if want[i].Records == 0 {
+				continue
+			}
+			return ArchiveMismatch(want[i].Module, want[i].Route, fmt.Sprintf("the manifest lists %d records of family %q; the archive has none", want[i].Records, want[i].Family), "import an unaltered archive")
+		}
+		g, w := got[i], want[i]
+		if g.Module != w.Module || g.Route != w.Route || g.Family != w.Family {
+			return ArchiveMismatch(g.Module, g.Route, fmt.Sprintf("section %d is family %q of route %q; the manifest lists family %q of route %q of module %q", i+1, g.Family, g.Route, w.Family, w.Route, w.Module), "import an unaltered archive")
+		}
+		if g.Records != w.Records || g.SHA256 != w.SHA256 {
+			return ArchiveMismatch(g.Module, g.Route, fmt.Sprintf("family %q: %d records of sha256 %s; the manifest says %d of %s (the archive was altered)", g.Family, g.Records, g.SHA256, w.Records, w.SHA256), "import an unaltered archive")
+		}
+	}
+	return nil
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxArchiveLine {
+			return nil, fmt.Errorf("a line longer than %d bytes", maxArchiveLine)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(line) == 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, errors.New("the last line has no newline")
+		default:
+			return nil, err
+		}
+	}
+}
+
+func strict(line []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("more than one value on the line")
+	}
+	return nil
+}
+
+// Records reads back the records ReadArchive spooled, module by module.
+type Records struct {
+	br   *bufio.Reader
+	m    Manifest
+	next *Record
+	err  error
+}
+
+// NewRecords reads the spool of a checked archive of manifest m.
+func NewRecords(spool io.Reader, m Manifest) *Records {
+	return &Records{br: bufio.NewReaderSize(spool, 64<<10), m: m}
+}
+
+func (rs *Records) peek() (*Record, error) {
+	if rs.next != nil || rs.err != nil {
+		return rs.next, rs.err
+	}
+	line, err := readLine(rs.br)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil
+	}
+	if err != nil {
+		rs.err = err
+		return nil, err
+	}
+	var r Record
+	if rs.err = json.Unmarshal(line, &r); rs.err != nil {
+		return nil, rs.err
+	}
+	rs.next = &r
+	return rs.next, nil
+}
+
+// Module returns the records of module, which must come next (an
+// ArchiveIn); a module with none yields none.
+func (rs *Records) Module(module string) ArchiveIn { return moduleIn{rs, module} }
+
+type moduleIn struct {
+	rs     *Records
+	module string
+}
+
+func (m moduleIn) Sections() []ArchiveSection {
+	var out []ArchiveSection
+	for _, s := range m.rs.m.Sections {
+		if s.Module == m.module {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (m moduleIn) Next() (Record, bool, error) {
+	r, err := m.rs.peek()
+	if err != nil || r == nil || r.Module != m.module {
+		return Record{}, false, err
+	}
+	m.rs.next = nil
+	return *r, true, nil
+}

@@ -1,0 +1,139 @@
+package modules
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// SkippedNoExport is an archive's skip reason for a module that cannot
+// export.
+const SkippedNoExport = "the module cannot export its data"
+
+// Export writes one archive of everything tenant owns across every
+// module to w (docs/archive.md): each module's records as it reads them
+// (a PostgreSQL module in one REPEATABLE READ transaction), then the
+// manifest with every section's count and sha256. Records stream: no
+// module holds the tenant in memory. The tenant keeps being served;
+// suspend it first for an archive no write overlaps.
+func (t *Tenants) Export(ctx context.Context, tenant tenancy.ID, w io.Writer) error {
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	aw, err := migrate.NewArchiveWriter(w, tenant, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, s := range t.states {
+		aw.Module(migrate.ArchiveModule{Module: s.Module, Backend: s.Backend, Version: s.Version})
+		if s.Export == nil {
+			aw.Skip("*", SkippedNoExport)
+			continue
+		}
+		if err := s.Export(ctx, tenant, aw); err != nil {
+			return fmt.Errorf("%s (%s): exporting tenant %s: %w", s.Module, s.Backend, tenant, err)
+		}
+	}
+	return aw.Close()
+}
+
+// Import restores an archive of Export into tenant, which must be
+// provisioned and empty: the same tenant or another one. It reads the
+// whole archive first, into a temporary file, and checks its form and
+// every section's count and sha256, and that its modules, backends and
+// migration versions are the app's: a truncated or altered archive is
+// refused (archive_invalid, archive_mismatch) before anything is
+// written. Records name no tenant; each module writes them into tenant
+// only, and refuses a tenant that already holds data
+// (archive_target_not_empty). A PostgreSQL or memory module imports in
+// one transaction, so an interrupted import leaves it empty and a rerun
+// completes it; see docs/archive.md for the others.
+func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) error {
+	if tenant.IsZero() {
+		return tenancy.Unbound()
+	}
+	spool, err := os.CreateTemp("", "tenantwire-import-*")
+	if err != nil {
+		return err
+	}
+	defer func() { spool.Close(); os.Remove(spool.Name()) }()
+	_, m, err := migrate.ReadArchive(r, spool)
+	if err != nil {
+		return err
+	}
+	if err := t.matches(m); err != nil {
+		return err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	recs := migrate.NewRecords(spool, m)
+	for _, am := range m.Modules {
+		s := t.state(am.Module)
+		if s.Import == nil {
+			continue // listed as skipped by matches
+		}
+		in := recs.Module(am.Module)
+		if err := s.Import(ctx, tenant, in); err != nil {
+			return fmt.Errorf("%s (%s): importing into tenant %s: %w", s.Module, s.Backend, tenant, err)
+		}
+		if _, more, err := in.Next(); more || err != nil {
+			return fmt.Errorf("%s (%s): the import left records unread (%v)", s.Module, s.Backend, err)
+		}
+	}
+	return nil
+}
+
+func (t *Tenants) state(module string) *TenantState {
+	for _, s := range t.states {
+		if s.Module == module {
+			return s
+		}
+	}
+	return nil
+}
+
+// matches checks that an archive's modules are the app's: the same
+// backends and migration versions, and every module that can import
+// present in the archive.
+func (t *Tenants) matches(m migrate.Manifest) error {
+	listed := map[string]bool{}
+	for _, am := range m.Modules {
+		listed[am.Module] = true
+		s := t.state(am.Module)
+		switch {
+		case s == nil:
+			return migrate.ArchiveMismatch(am.Module, "", "the archive holds module "+am.Module+", which the app does not have", "import into an app with the archive's modules")
+		case s.Backend != am.Backend:
+			return migrate.ArchiveMismatch(am.Module, "", fmt.Sprintf("the archive's module is on %s, the app's on %s", am.Backend, s.Backend), "import into an app whose module is on the archive's backend")
+		case s.Version != am.Version:
+			return migrate.ArchiveMismatch(am.Module, "", fmt.Sprintf("the archive is at migration version %d, the app at %d", am.Version, s.Version), "import into an app at the archive's migration version, then migrate it")
+		}
+	}
+	for _, s := range t.states {
+		if s.Import != nil && !listed[s.Module] {
+			return migrate.ArchiveMismatch(s.Module, "", "the archive has no module "+s.Module, "import an archive exported from an app with the same modules")
+		}
+	}
+	order := map[string]int{}
+	for i, am := range m.Modules {
+		order[am.Module] = i
+	}
+	last := 0
+	for _, sec := range m.Sections {
+		i, ok := order[sec.Module]
+		if !ok || i < last {
+			return migrate.ArchiveMismatch(sec.Module, sec.Route, "the archive's records of module "+sec.Module+" are not where its manifest lists the module", "import an unaltered archive")
+		}
+		last = i
+		if s := t.state(sec.Module); s.Import == nil && sec.Records > 0 {
+			return migrate.ArchiveMismatch(sec.Module, sec.Route, "the app's module cannot import records", "import into an app whose module's backend can import")
+		}
+	}
+	return nil
+}
