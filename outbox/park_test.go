@@ -244,3 +244,60 @@ func TestRelayErrorsGoToOnError(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestFailingDestinationOfOneTenantDelaysNoOther: a tenant whose
+// destination is down (a plain error, not a refusal) has its rows at the
+// head of a tenant-global relay; the other tenants' rows are delivered
+// within twice their usual latency (tenancytest.Fair), and its rows once
+// the destination is back, each once.
+func TestFailingDestinationOfOneTenantDelaysNoOther(t *testing.T) {
+	a, others := tenancytest.TenantA, []tenancy.ID{tenancytest.TenantB, tenancy.Default}
+	src := &skipSource{memSource: newSource()}
+	var mu sync.Mutex
+	count := map[string]int{}
+	down := map[tenancy.ID]bool{}
+	dest := outbox.DestinationFunc(func(_ context.Context, m outbox.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down[m.Tenant] {
+			return errors.New("the tenant's endpoint is down")
+		}
+		count[m.EventID]++
+		return nil
+	})
+	r, err := outbox.NewRelay(outbox.RelayConfig{Name: "fair", Source: src, Destination: dest,
+		BatchSize: 5, Idle: 5 * time.Millisecond, WorkerConfig: shards.WorkerConfig{MaxBackoff: 50 * time.Millisecond, Logger: quiet(), Backoff: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Stop(context.Background()) }()
+	seq := 0
+	add := func(n int, ids ...tenancy.ID) []string {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		var keys []string
+		for _, id := range ids {
+			for range n {
+				seq++
+				ev := fmt.Sprintf("ev-%04d", seq)
+				src.rows = append(src.rows, outbox.Message{Tenant: id, EventID: ev})
+				keys = append(keys, ev)
+			}
+		}
+		return keys
+	}
+	tenancytest.Fair(t, tenancytest.Worker{
+		Enqueue: func(_ context.Context, n int) ([]string, error) { return add(n, others...), nil },
+		Park: func(context.Context) ([]string, error) {
+			mu.Lock()
+			down[a] = true
+			mu.Unlock()
+			return add(15, a), nil
+		},
+		Restore:   func(context.Context) error { mu.Lock(); defer mu.Unlock(); delete(down, a); return nil },
+		Delivered: func(ev string) int { mu.Lock(); defer mu.Unlock(); return count[ev] },
+	})
+}

@@ -4,7 +4,10 @@
 // backend contract is held to: exported identifiers and exported struct
 // fields in the public packages, non-test Go lines, and non-test
 // functions over 80 lines (each listed).
-// usage: go run scripts/surface.go [repo root]
+// With -packages it also prints, per public package, its exported
+// identifiers and its code lines (comments and blank lines excluded), and
+// their totals: the figures counted per adapter.
+// usage: go run scripts/surface.go [-packages] [repo root]
 // (scripts/nontest-duplicates.sh counts the repeated code, the last figure.)
 package main
 
@@ -16,13 +19,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // private holds what is not the public library: tests' helpers, examples,
-// commands, the nested integration module and scripts.
+// commands, the nested integration module, scripts, and testdata (the
+// stub packages tenantvet's tests check).
 func private(dir string) bool {
+	if slices.Contains(strings.Split(dir, "/"), "testdata") {
+		return true
+	}
 	for _, p := range []string{"internal", "examples", "cmd", "integration", "scripts"} {
 		if dir == p || strings.HasPrefix(dir, p+"/") {
 			return true
@@ -32,11 +40,16 @@ func private(dir string) bool {
 }
 
 func main() {
-	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
+	root, perPkg := ".", false
+	for _, a := range os.Args[1:] {
+		if a == "-packages" {
+			perPkg = true
+		} else {
+			root = a
+		}
 	}
 	var idents, fields, lines int
+	pkgIdents, pkgCode := map[string]int{}, map[string]int{}
 	var long []string
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -72,6 +85,10 @@ func main() {
 		if private(filepath.Dir(rel)) || f.Name.Name == "main" {
 			return nil
 		}
+		pkg := filepath.Dir(rel)
+		pkgCode[pkg] += codeLines(fset, f, src)
+		before := idents
+		defer func() { pkgIdents[pkg] += idents - before }()
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncDecl:
@@ -119,6 +136,40 @@ func main() {
 	for _, l := range long {
 		fmt.Println("long", l)
 	}
+	if perPkg {
+		pkgs := make([]string, 0, len(pkgCode))
+		for p := range pkgCode {
+			pkgs = append(pkgs, p)
+		}
+		sort.Strings(pkgs)
+		var ti, tc int
+		for _, p := range pkgs {
+			fmt.Printf("package %s exported_identifiers=%d code_lines=%d\n", p, pkgIdents[p], pkgCode[p])
+			ti, tc = ti+pkgIdents[p], tc+pkgCode[p]
+		}
+		fmt.Printf("packages exported_identifiers=%d code_lines=%d\n", ti, tc)
+	}
+}
+
+// codeLines counts f's lines that hold code: not blank, not only comment.
+func codeLines(fset *token.FileSet, f *ast.File, src []byte) int {
+	comment := map[int]bool{}
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			for l := fset.Position(c.Pos()).Line; l <= fset.Position(c.End()).Line; l++ {
+				comment[l] = true
+			}
+		}
+	}
+	n := 0
+	for i, line := range strings.Split(string(src), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || comment[i+1] && (strings.HasPrefix(t, "//") || strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "*")) {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 func exportedRecv(r *ast.FieldList) bool {

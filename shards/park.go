@@ -19,9 +19,13 @@ import (
 // capped at Max, not jittered: a worker's timers never fire early, and
 // tenants parked by one outage retry together, one attempt each per
 // backoff, which the cap bounds. A success unparks the tenant. The state
-// holds only tenants parked now: an entry is dropped on success, on
-// Forget, and once it has been due for longer than Max (its tenant had no
-// item to retry: a next failure starts again at Base).
+// holds only tenants parked lately: an entry is dropped on success, on
+// Forget, and once it has been due for longer than ten times Max (its
+// tenant had no item to retry: a next failure starts again at Base). Ten
+// times, not once: a worker whose pass takes longer than Max (a slow
+// claim) retries a tenant that long after it was due, and must find its
+// backoff doubled, not restarted at Base, or the tenant is due again at
+// every claim and fills each with its items.
 //
 // Its methods are safe for concurrent use; the zero Parking is not ready,
 // use NewParking.
@@ -49,13 +53,16 @@ func NewParking(base, ceiling time.Duration) *Parking {
 	return &Parking{base: base, max: max(ceiling, base), parked: map[tenancy.ID]*park{}}
 }
 
+// forget is how long an entry is kept once due (see Parking).
+func (p *Parking) forget() time.Duration { return 10 * p.max }
+
 // Fail parks tenant after a failed item: it returns the wait before its
 // next attempt and how many failures in a row it has had.
 func (p *Parking) Fail(tenant tenancy.ID, now time.Time) (time.Duration, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.parked[tenant]
-	if e == nil || now.After(e.until.Add(p.max)) {
+	if e == nil || now.After(e.until.Add(p.forget())) {
 		e = &park{}
 		p.parked[tenant] = e
 	}
@@ -97,7 +104,7 @@ func (p *Parking) Until(tenant tenancy.ID) time.Time {
 
 // Skip returns the tenants parked at now, whose items a claim should
 // leave out, and when the first of them is due again (zero: none parked).
-// It drops the entries due for longer than Max.
+// It drops the entries due for longer than ten times Max.
 func (p *Parking) Skip(now time.Time) ([]tenancy.ID, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -110,7 +117,7 @@ func (p *Parking) Skip(now time.Time) ([]tenancy.ID, time.Time) {
 			if next.IsZero() || e.until.Before(next) {
 				next = e.until
 			}
-		case now.After(e.until.Add(p.max)):
+		case now.After(e.until.Add(p.forget())):
 			delete(p.parked, id)
 		}
 	}

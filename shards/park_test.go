@@ -10,8 +10,9 @@ import (
 
 // TestParkingBackoffIsBoundedAndStateShort: the wait doubles per failure
 // in a row and is capped; a success ends
-// the parking; an entry due for longer than the cap is dropped, so the
-// state holds only tenants parked now.
+// the parking; an entry due for longer than ten times the cap is dropped,
+// so the state holds only tenants parked lately, and a failure a little
+// longer than the cap after the last (a worker's slow pass) still doubles.
 func TestParkingBackoffIsBoundedAndStateShort(t *testing.T) {
 	p := shards.NewParking(10*time.Millisecond, 80*time.Millisecond)
 	a, b := tenancytest.TenantA, tenancytest.TenantB
@@ -37,6 +38,12 @@ func TestParkingBackoffIsBoundedAndStateShort(t *testing.T) {
 	if p.Len() != 0 || p.Parked(a, now) {
 		t.Fatal("a success left the tenant parked")
 	}
+	p.Fail(b, now)
+	p.Fail(b, now.Add(10*time.Millisecond+200*time.Millisecond))
+	if wait, fails := p.Fail(b, now.Add(500*time.Millisecond)); fails != 3 || wait != 40*time.Millisecond {
+		t.Fatalf("a failure 2.5 caps after the last due: wait %v fails %d, want 40ms and 3", wait, fails)
+	}
+	p.Ok(b)
 	p.Fail(b, now)
 	if skip, _ := p.Skip(now.Add(time.Second)); len(skip) != 0 || p.Len() != 0 {
 		t.Fatalf("a long-due entry was kept: %d", p.Len())

@@ -74,6 +74,13 @@ func (s *sink) waitAll(t *testing.T, ids []string, within time.Duration) {
 	}
 }
 
+// times is how many times the event id was delivered.
+func (s *sink) times(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count[id]
+}
+
 func (s *sink) delivered() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -68,6 +68,13 @@ func (r *received) handle(ctx context.Context, m kafkago.Message) error {
 	return nil
 }
 
+// times is how many times value was handled.
+func (r *received) times(value string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count[value]
+}
+
 // waitFor waits until every value was handled at least once.
 func (r *received) waitFor(t *testing.T, values ...string) {
 	t.Helper()
