@@ -174,7 +174,10 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text, data bytea, at timestamptz);")}}
 	var o *postgres.Outbox
 	var tenants *modules.Tenants
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.Migrations(steps),
+	// The shared outbox gives the module a shared migration target: a
+	// static schema of this run, so the migration never lands in public.
+	exec(t, superuser(t), "CREATE SCHEMA "+pgx.Identifier{prefix + "shared"}.Sanitize())
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(prefix+"shared"), postgres.Migrations(steps),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("aout_" + run)})),
 		modules.Lifecycle(), named("out", &o), fx.Populate(&tenants))
@@ -211,7 +214,7 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	if err := db.QueryRow(ctx, "INSERT INTO "+audit(cc)+" (note) VALUES ('four') RETURNING id").Scan(&next); err != nil || next != 4 {
 		t.Errorf("C's next audit id: %d %v, want 4 (the sequence moved past the imported rows)", next, err)
 	}
-	out := pgx.Identifier{"public", "aout_" + run}.Sanitize()
+	out := pgx.Identifier{prefix + "shared", "aout_" + run}.Sanitize()
 	q := "SELECT event_id, topic, payload FROM " + out + " WHERE tenant_id = $1"
 	if ra, rc := rowsOf(q, a), rowsOf(q, cc); ra != rc || strings.Count(ra, "e-") != 2 {
 		t.Errorf("outbox rows: A %s, C %s", ra, rc)
