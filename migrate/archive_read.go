@@ -64,7 +64,7 @@ func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) 
 		if err := sec.add(rec, line); err != nil {
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
 		}
-		sw.Write(line)
+		_, _ = sw.Write(line) // a bufio.Writer's error sticks: WriteByte returns it
 		if err := sw.WriteByte('\n'); err != nil {
 			return h, Manifest{}, err
 		}

@@ -124,7 +124,7 @@ func NewArchiveWriter(w io.Writer, tenant tenancy.ID, now time.Time) (*ArchiveWr
 	if err != nil {
 		return nil, err
 	}
-	a.w.Write(h)
+	_, _ = a.w.Write(h) // a bufio.Writer's error sticks: WriteByte returns it
 	return a, a.w.WriteByte('\n')
 }
 
@@ -185,7 +185,8 @@ func (a *ArchiveWriter) Close() error {
 	if err != nil {
 		return err
 	}
-	a.w.Write(b)
-	a.w.WriteByte('\n')
+	// A bufio.Writer's error sticks: Flush returns it.
+	_, _ = a.w.Write(b)
+	_ = a.w.WriteByte('\n')
 	return a.w.Flush()
 }
