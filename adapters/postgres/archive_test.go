@@ -232,5 +232,5 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	d := tenancytest.FreshTenant(t)
 	provision(t, c2, d)
 	err := other.Import(ctx, d, bytes.NewReader(archive))
-	tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "", "pg", "", "migration version 1")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "", "pg", "", "migration version 1")
 }
