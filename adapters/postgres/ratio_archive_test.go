@@ -1,0 +1,66 @@
+package postgres_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// archiveRows is the tenant's size in the P16 pair: 100,000 rows by
+// default (TENANTWIRE_ARCHIVE_ROWS, for the 1,000,000 of the target).
+func archiveRows() int {
+	if n, err := strconv.Atoi(os.Getenv("TENANTWIRE_ARCHIVE_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// TestRatioArchiveExport: P16, a tenant's export (tagged rows, then
+// namespace rows) vs the hand-written COPY (SELECT … WHERE tenant) TO
+// STDOUT, and COPY of the tenant's table, of the same rows.
+func TestRatioArchiveExport(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	run := unique()
+	rows := archiveRows()
+	tagged := "p16_" + run
+	var tenants *modules.Tenants
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"),
+		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(tagged)})),
+		modules.Lifecycle(), fx.Populate(&tenants))
+	startApp(t, app)
+	a := tenancytest.FreshTenant(t)
+	provision(t, c, a)
+	db := superuser(t)
+	ctx := context.Background()
+	exec(t, db, "INSERT INTO "+tagged+" (tenant_id, id, version, value) SELECT '"+a.String()+"', 'k' || i, 1, jsonb_build_object('name', 'item ' || i, 'n', i) FROM generate_series(1, "+strconv.Itoa(rows)+") i")
+	exec(t, db, "ANALYZE "+tagged)
+	pool, _, err := c.Pool(ctx)
+	must0(t, err)
+	copySQL := "COPY (SELECT * FROM " + tagged + " WHERE tenant_id = '" + a.String() + "') TO STDOUT"
+	ratio.Report(t, ratio.Pair{Label: "P16", Name: "pg-export-tagged-" + strconv.Itoa(rows), Iterations: 1, Rounds: 5,
+		Ours: func(n int) {
+			for range n {
+				must0(t, tenants.Export(ctx, a, io.Discard))
+			}
+		},
+		Baseline: func(n int) {
+			for range n {
+				conn, err := pool.Acquire(ctx)
+				must0(t, err)
+				_, err = conn.Conn().PgConn().CopyTo(ctx, io.Discard, copySQL)
+				conn.Release()
+				must0(t, err)
+			}
+		}}, 1.25)
+}
