@@ -231,7 +231,7 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	d := tenancytest.FreshTenant(t)
 	provision(t, c2, d)
 	err := other.Import(ctx, d, bytes.NewReader(archive))
-	tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "", "pg", "", "migration version 1")
+	tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "postgres", "pg", "", "migration version 1")
 }
 
 // failingIn is an archive's records that fail after n of them: an import
