@@ -2,8 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
@@ -63,4 +66,34 @@ func TestRatioArchiveExport(t *testing.T) {
 				must0(t, err)
 			}
 		}}, 1.25)
+
+	// The heap while exporting: the peak seen every 256 KB written, for a
+	// tenant of a tenth of the rows and for this one.
+	small := tenancytest.FreshTenant(t)
+	provision(t, c, small)
+	exec(t, db, "INSERT INTO "+tagged+" (tenant_id, id, version, value) SELECT '"+small.String()+"', 'k' || i, 1, jsonb_build_object('name', 'item ' || i, 'n', i) FROM generate_series(1, "+strconv.Itoa(rows/10)+") i")
+	peak := func(id tenancy.ID) uint64 {
+		runtime.GC()
+		w := &heapWatch{}
+		must0(t, tenants.Export(ctx, id, w))
+		return w.peak
+	}
+	hs, hl := peak(small), peak(a)
+	fmt.Printf("heap P16-pg-export %d rows %.1f MB, %d rows %.1f MB, ratio %.2f\n", rows/10, float64(hs)/1e6, rows, float64(hl)/1e6, float64(hl)/float64(hs))
+}
+
+// heapWatch discards what is written and samples the heap every 256 KB.
+type heapWatch struct {
+	n    int
+	peak uint64
+}
+
+func (w *heapWatch) Write(p []byte) (int, error) {
+	if w.n += len(p); w.n >= 256<<10 {
+		w.n = 0
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		w.peak = max(w.peak, m.HeapAlloc)
+	}
+	return len(p), nil
 }
