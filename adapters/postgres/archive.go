@@ -253,7 +253,7 @@ func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migra
 			tb, found := byName[[2]string{r.Route, r.Family}]
 			if !found || r.Kind != "row" || !json.Valid(r.Value) {
 				return migrate.ArchiveMismatch(c.module, rules.Name, r.Route, fmt.Sprintf("a %s record of family %q: tenant %s has no such table of the route", r.Kind, r.Family, tenant),
-					"import an unaltered archive into an app with the archive's routes at its migration version")
+					"provision the target tenant first, and import an unaltered archive into an app with the archive's routes at its migration version")
 			}
 			if cur == nil || cur.q != tb.q || len(batch) == importBatch {
 				if err := flush(); err != nil {

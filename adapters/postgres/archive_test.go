@@ -302,3 +302,23 @@ func TestArchiveImportInterruptedAtEveryRecord(t *testing.T) {
 		t.Errorf("the rerun imported:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestArchiveIntoUnprovisionedTenant: a target whose schema was never
+// made is refused with archive_mismatch naming provisioning, and nothing
+// is written to the tagged table.
+func TestArchiveIntoUnprovisionedTenant(t *testing.T) {
+	run := unique()
+	src := newArchiveApp(t, testsvc.PostgresURL(t), run)
+	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	provision(t, src.c, a)
+	writeArchiveData(t, src, a, "x")
+	err := src.tenants.Import(context.Background(), c, bytes.NewReader(exportOf(t, src.tenants, a)))
+	e := tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "postgres", "pg", "orders")
+	if !strings.Contains(e.Fix, "provision") {
+		t.Errorf("fix %q does not say to provision", e.Fix)
+	}
+	provision(t, src.c, c)
+	if n, err := src.tag.Count(tenancy.WithTenant(context.Background(), c), document.Query{}); err != nil || n != 0 {
+		t.Errorf("C's tagged rows after the refused import: %d %v", n, err)
+	}
+}
