@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -29,9 +30,9 @@ func archiveRows() int {
 	return 100_000
 }
 
-// TestRatioArchiveExport: P16, a tenant's export (tagged rows, then
-// namespace rows) vs the hand-written COPY (SELECT … WHERE tenant) TO
-// STDOUT, and COPY of the tenant's table, of the same rows.
+// TestRatioArchiveExport: P16, a tenant's export of its rows of a tagged
+// table vs the hand-written COPY (SELECT … WHERE tenant) TO STDOUT of the
+// same rows, its import vs COPY FROM, and the export's peak heap.
 func TestRatioArchiveExport(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	run := unique()
@@ -62,6 +63,38 @@ func TestRatioArchiveExport(t *testing.T) {
 				conn, err := pool.Acquire(ctx)
 				must0(t, err)
 				_, err = conn.Conn().PgConn().CopyTo(ctx, io.Discard, copySQL)
+				conn.Release()
+				must0(t, err)
+			}
+		}}, 1.25)
+
+	// Import into a fresh tenant vs COPY FROM of the same rows (the
+	// hand-written COPY's text, its tenant rewritten) into a table of the
+	// same shape: both tables grow by a tenant a round.
+	archive := &bytes.Buffer{}
+	must0(t, tenants.Export(ctx, a, archive))
+	var copied bytes.Buffer
+	conn, err := pool.Acquire(ctx)
+	must0(t, err)
+	_, err = conn.Conn().PgConn().CopyTo(ctx, &copied, copySQL)
+	conn.Release()
+	must0(t, err)
+	hand := "p16in_" + run
+	exec(t, db, "CREATE TABLE "+hand+" (LIKE "+tagged+" INCLUDING ALL)")
+	ratio.Report(t, ratio.Pair{Label: "P16", Name: "pg-import-tagged-" + strconv.Itoa(rows), Iterations: 1, Rounds: 5,
+		Ours: func(n int) {
+			for range n {
+				id := tenancytest.FreshTenant(t)
+				provision(t, c, id)
+				must0(t, tenants.Import(ctx, id, bytes.NewReader(archive.Bytes())))
+			}
+		},
+		Baseline: func(n int) {
+			for range n {
+				data := bytes.ReplaceAll(copied.Bytes(), []byte(a.String()), []byte(tenancytest.FreshTenant(t).String()))
+				conn, err := pool.Acquire(ctx)
+				must0(t, err)
+				_, err = conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), "COPY "+hand+" FROM STDIN")
 				conn.Release()
 				must0(t, err)
 			}
