@@ -104,7 +104,7 @@ func (r *Runner) Import(ctx context.Context, tenant tenancy.ID, in ArchiveIn) er
 	}
 	a, ok := r.t.(Archiver)
 	if !ok {
-		return ArchiveMismatch(r.s.Module, "", "the "+r.s.Backend+" backend cannot import", "import the archive into an app whose module is on a backend that can")
+		return ArchiveMismatch(r.s.Module, r.s.Backend, "", "the "+r.s.Backend+" backend cannot import", "import the archive into an app whose module is on a backend that can")
 	}
 	return a.Import(ctx, tenant, in)
 }
@@ -115,10 +115,10 @@ func ArchiveInvalid(detail string) error {
 		Fix: "import the whole archive as Tenants.Export wrote it (docs/archive.md); export the tenant again if it was cut short"}
 }
 
-// ArchiveMismatch is archive_mismatch for module's route (either may be
-// empty).
-func ArchiveMismatch(module, route, detail, fix string) error {
-	return &tenancy.Error{Code: tenancy.CodeArchiveMismatch, Module: module, Route: route, Detail: detail, Fix: fix}
+// ArchiveMismatch is archive_mismatch for module's route on backend (any
+// may be empty: the manifest's own checks name no backend).
+func ArchiveMismatch(module, backend, route, detail, fix string) error {
+	return &tenancy.Error{Code: tenancy.CodeArchiveMismatch, Module: module, Backend: backend, Route: route, Detail: detail, Fix: fix}
 }
 
 // ArchiveTargetNotEmpty is archive_target_not_empty: module already holds

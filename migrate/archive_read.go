@@ -76,19 +76,19 @@ func checkSections(got, want []ArchiveSection) error {
 	for i := 0; i < max(len(got), len(want)); i++ {
 		switch {
 		case i >= len(want):
-			return ArchiveMismatch(got[i].Module, got[i].Route, fmt.Sprintf("the manifest does not list the records of family %q", got[i].Family), "import an unaltered archive")
+			return ArchiveMismatch(got[i].Module, "", got[i].Route, fmt.Sprintf("the manifest does not list the records of family %q", got[i].Family), "import an unaltered archive")
 		case i >= len(got):
 			if want[i].Records == 0 {
 				continue
 			}
-			return ArchiveMismatch(want[i].Module, want[i].Route, fmt.Sprintf("the manifest lists %d records of family %q; the archive has none", want[i].Records, want[i].Family), "import an unaltered archive")
+			return ArchiveMismatch(want[i].Module, "", want[i].Route, fmt.Sprintf("the manifest lists %d records of family %q; the archive has none", want[i].Records, want[i].Family), "import an unaltered archive")
 		}
 		g, w := got[i], want[i]
 		if g.Module != w.Module || g.Route != w.Route || g.Family != w.Family {
-			return ArchiveMismatch(g.Module, g.Route, fmt.Sprintf("section %d is family %q of route %q; the manifest lists family %q of route %q of module %q", i+1, g.Family, g.Route, w.Family, w.Route, w.Module), "import an unaltered archive")
+			return ArchiveMismatch(g.Module, "", g.Route, fmt.Sprintf("section %d is family %q of route %q; the manifest lists family %q of route %q of module %q", i+1, g.Family, g.Route, w.Family, w.Route, w.Module), "import an unaltered archive")
 		}
 		if g.Records != w.Records || g.SHA256 != w.SHA256 {
-			return ArchiveMismatch(g.Module, g.Route, fmt.Sprintf("family %q: %d records of sha256 %s; the manifest says %d of %s (the archive was altered)", g.Family, g.Records, g.SHA256, w.Records, w.SHA256), "import an unaltered archive")
+			return ArchiveMismatch(g.Module, "", g.Route, fmt.Sprintf("family %q: %d records of sha256 %s; the manifest says %d of %s (the archive was altered)", g.Family, g.Records, g.SHA256, w.Records, w.SHA256), "import an unaltered archive")
 		}
 	}
 	return nil

@@ -65,7 +65,7 @@ func TestArchiveReadsBackWhatItWrote(t *testing.T) {
 		}
 		got = append(got, r.Route+"/"+string(r.Value)+"/"+string(r.Native)+"/"+r.Key)
 	}
-	if len(got) != 3 || got[0] != `r/{"a":1}//` || got[1] != "r//\x00\xff/" || got[2] != "s///k" {
+	if len(got) != 3 || got[0] != `r/{"a": 1}//` || got[1] != "r//\x00\xff/" || got[2] != "s///k" {
 		t.Fatalf("records %q", got)
 	}
 }

@@ -108,16 +108,16 @@ func (t *Tenants) matches(m migrate.Manifest) error {
 		s := t.state(am.Module)
 		switch {
 		case s == nil:
-			return migrate.ArchiveMismatch(am.Module, "", "the archive holds module "+am.Module+", which the app does not have", "import into an app with the archive's modules")
+			return migrate.ArchiveMismatch(am.Module, am.Backend, "", "the archive holds module "+am.Module+", which the app does not have", "import into an app with the archive's modules")
 		case s.Backend != am.Backend:
-			return migrate.ArchiveMismatch(am.Module, "", fmt.Sprintf("the archive's module is on %s, the app's on %s", am.Backend, s.Backend), "import into an app whose module is on the archive's backend")
+			return migrate.ArchiveMismatch(am.Module, s.Backend, "", fmt.Sprintf("the archive's module is on %s, the app's on %s", am.Backend, s.Backend), "import into an app whose module is on the archive's backend")
 		case s.Version != am.Version:
-			return migrate.ArchiveMismatch(am.Module, "", fmt.Sprintf("the archive is at migration version %d, the app at %d", am.Version, s.Version), "import into an app at the archive's migration version, then migrate it")
+			return migrate.ArchiveMismatch(am.Module, s.Backend, "", fmt.Sprintf("the archive is at migration version %d, the app at %d", am.Version, s.Version), "import into an app at the archive's migration version, then migrate it")
 		}
 	}
 	for _, s := range t.states {
 		if s.Import != nil && !listed[s.Module] {
-			return migrate.ArchiveMismatch(s.Module, "", "the archive has no module "+s.Module, "import an archive exported from an app with the same modules")
+			return migrate.ArchiveMismatch(s.Module, s.Backend, "", "the archive has no module "+s.Module, "import an archive exported from an app with the same modules")
 		}
 	}
 	order := map[string]int{}
@@ -128,11 +128,11 @@ func (t *Tenants) matches(m migrate.Manifest) error {
 	for _, sec := range m.Sections {
 		i, ok := order[sec.Module]
 		if !ok || i < last {
-			return migrate.ArchiveMismatch(sec.Module, sec.Route, "the archive's records of module "+sec.Module+" are not where its manifest lists the module", "import an unaltered archive")
+			return migrate.ArchiveMismatch(sec.Module, "", sec.Route, "the archive's records of module "+sec.Module+" are not where its manifest lists the module", "import an unaltered archive")
 		}
 		last = i
 		if s := t.state(sec.Module); s.Import == nil && sec.Records > 0 {
-			return migrate.ArchiveMismatch(sec.Module, sec.Route, "the app's module cannot import records", "import into an app whose module's backend can import")
+			return migrate.ArchiveMismatch(sec.Module, s.Backend, sec.Route, "the app's module cannot import records", "import into an app whose module's backend can import")
 		}
 	}
 	return nil

@@ -155,7 +155,7 @@ func put[V any](m map[string]map[entryKey]V, name string, k entryKey, v V) {
 // refused, so an edited archive cannot write another tenant's records.
 func (s *store) stage(r migrate.Record, tenant tenancy.ID) (staged, error) {
 	bad := func(detail string) error {
-		return migrate.ArchiveMismatch(s.module, r.Route, detail, "import an unaltered archive of this module")
+		return migrate.ArchiveMismatch(s.module, rules.Name, r.Route, detail, "import an unaltered archive of this module")
 	}
 	if err := containerBase(r.Route); err != nil {
 		return staged{}, bad(err.Error())

@@ -156,7 +156,7 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 	}
 	for _, sec := range in.Sections() {
 		if _, ok := byRoute[sec.Route]; !ok || sec.Family != "documents" {
-			return migrate.ArchiveMismatch(p.core.module, sec.Route, fmt.Sprintf("the archive holds family %q of route %q: the module has no such tenant-scoped route", sec.Family, sec.Route),
+			return migrate.ArchiveMismatch(p.core.module, rules.Name, sec.Route, fmt.Sprintf("the archive holds family %q of route %q: the module has no such tenant-scoped route", sec.Family, sec.Route),
 				"import an unaltered archive into an app with the archive's routes")
 		}
 	}
@@ -184,7 +184,7 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		c, found := byRoute[r.Route]
 		var doc bson.D
 		if !found || r.Kind != "document" || bson.UnmarshalExtJSON(r.Value, true, &doc) != nil {
-			return migrate.ArchiveMismatch(p.core.module, r.Route, fmt.Sprintf("a %s record: the module has no tenant-scoped route %q, or the value is not a document", r.Kind, r.Route),
+			return migrate.ArchiveMismatch(p.core.module, rules.Name, r.Route, fmt.Sprintf("a %s record: the module has no tenant-scoped route %q, or the value is not a document", r.Kind, r.Route),
 				"import an unaltered archive into an app with the archive's routes")
 		}
 		if c.tagged {
@@ -193,7 +193,7 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		if r.Meta["id"] == "tenant" {
 			id, ok := doc[0].Value.(string)
 			if !ok || doc[0].Key != "_id" || !c.tagged {
-				return migrate.ArchiveMismatch(p.core.module, r.Route, "a document marked with a tenant-prefixed _id has no string _id first, or its route is not tagged", "import an unaltered archive")
+				return migrate.ArchiveMismatch(p.core.module, rules.Name, r.Route, "a document marked with a tenant-prefixed _id has no string _id first, or its route is not tagged", "import an unaltered archive")
 			}
 			doc[0].Value = tenant.Hex() + ":" + id
 		}

@@ -173,7 +173,7 @@ func (o *offboarder) Import(ctx context.Context, tenant tenancy.ID, in migrate.A
 	}
 	for _, sec := range in.Sections() {
 		if _, ok := prefixes[sec.Route]; !ok || (sec.Family != "route" && sec.Family != "once") {
-			return migrate.ArchiveMismatch(o.core.module, sec.Route, fmt.Sprintf("the archive holds family %q of route %q: the module has no such tenant-scoped route or key family", sec.Family, sec.Route),
+			return migrate.ArchiveMismatch(o.core.module, rules.Name, sec.Route, fmt.Sprintf("the archive holds family %q of route %q: the module has no such tenant-scoped route or key family", sec.Family, sec.Route),
 				"import an unaltered archive into an app with the archive's routes")
 		}
 	}
@@ -226,7 +226,7 @@ func (o *offboarder) Import(ctx context.Context, tenant tenancy.ID, in migrate.A
 // in Unix milliseconds (0: none, -1: expired).
 func (o *offboarder) restoreKey(r migrate.Record, prefixes map[string]string) (string, int64, error) {
 	bad := func(detail string) error {
-		return migrate.ArchiveMismatch(o.core.module, r.Route, detail, "import an unaltered archive into an app with the archive's routes")
+		return migrate.ArchiveMismatch(o.core.module, rules.Name, r.Route, detail, "import an unaltered archive into an app with the archive's routes")
 	}
 	p, ok := prefixes[r.Route]
 	if !ok || r.Kind != "key" || len(r.Native) == 0 {
