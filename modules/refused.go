@@ -74,3 +74,11 @@ func (l Live) refusal() error {
 	}
 	return refused(rep.Errors)
 }
+
+// AlsoNamed provides the route object of type R the app already has
+// unnamed under name:"<route>" too, so a document route is injected the
+// same way on every backend: by its route's name, or unnamed while it is
+// the only route of its type. List both in the route's Provided.
+func AlsoNamed[R any](route string) fx.Option {
+	return fx.Provide(fx.Annotate(func(r R) R { return r }, fx.ResultTags(`name:"`+route+`"`)))
+}

@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"go.uber.org/fx"
+
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -41,9 +44,14 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			Relations: []floors.Relation{containerRelation(cfg.Read, "read"), containerRelation(cfg.Write, "write")},
 		}
 		problems := append(containerProblems(cfg.Read), containerProblems(cfg.Write)...)
-		c.addRoute(fr, problems, reflect.TypeFor[*Documents[T]](), func(s *store) *Documents[T] {
+		typ := reflect.TypeFor[*Documents[T]]()
+		c.addRoute(fr, problems, typ, func(s *store) *Documents[T] {
 			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
 		})
+		// Named too, as every backend's document route is.
+		last := &c.routes[len(c.routes)-1]
+		last.Provide = fx.Options(last.Provide, modules.AlsoNamed[*Documents[T]](route))
+		last.Provided = append(last.Provided, modules.Provided{Type: typ, Name: route})
 	})
 }
 

@@ -15,14 +15,20 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 )
 
+// DocumentConfig is a document route's RouteConfig, under the name the
+// other backends give their document route's config.
+type DocumentConfig = RouteConfig
+
 // Document adds a document route over values of type T and provides
-// *Documents[T]. One document route per value type per app.
+// *Documents[T], unnamed and name:"<route>". One document route per
+// value type per app.
 func Document[T any](name string, cfg RouteConfig) Option {
-	spec := &routeSpec{name: name, kind: kindDocument, cfg: cfg, coll: collectionOf(cfg), provides: modules.Provided{Type: reflect.TypeFor[*Documents[T]]()}}
+	spec := &routeSpec{name: name, kind: kindDocument, cfg: cfg, coll: collectionOf(cfg), provides: []modules.Provided{{Type: reflect.TypeFor[*Documents[T]]()}, {Type: reflect.TypeFor[*Documents[T]](), Name: name}}}
 	return func(c *config) {
-		spec.provide = fx.Provide(func(co *core) *Documents[T] {
+		// Unnamed and name:"<route>", as every backend's document route.
+		spec.provide = fx.Options(fx.Provide(func(co *core) *Documents[T] {
 			return &Documents[T]{route: newRoute(co, spec)}
-		})
+		}), modules.AlsoNamed[*Documents[T]](name))
 		c.routes = append(c.routes, spec)
 	}
 }

@@ -65,7 +65,7 @@ type routeSpec struct {
 	// provide gives the route to the app; provides names what it gives,
 	// which a refused module provides in its place.
 	provide  fx.Option
-	provides modules.Provided
+	provides []modules.Provided
 }
 
 // Use runs the module on c, a client the caller owns and disconnects.
@@ -127,7 +127,7 @@ type routedConfig struct {
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
-	spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: modules.Provided{Type: reflect.TypeFor[R](), Name: name}}
+	spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: []modules.Provided{{Type: reflect.TypeFor[R](), Name: name}}}
 	return func(cfg *config) {
 		spec.provide = fx.Provide(fx.Annotate(
 			func(c *core) R { return ctor(newRoute(c, spec)) },
@@ -221,7 +221,7 @@ func Module(name string, opts ...Option) fx.Option {
 	modules.AddVersions(&spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "mongo", Latest: m.set.Latest(), PerTenant: true,
 		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	for _, r := range cfg.routes {
-		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: []modules.Provided{r.provides}})
+		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: r.provides})
 	}
 	for _, r := range cfg.relays {
 		spec.Problems = append(spec.Problems, r.problems(name, cfg.routes)...)

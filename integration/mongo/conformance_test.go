@@ -23,28 +23,36 @@ func TestConformance(t *testing.T) {
 		if !ok {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}
-		susp := &modules.Suspensions{}
+		// The dedicated cells check suspension only: a routed module's
+		// Offboard walks none of the tenant's own server (its verifier
+		// checks nothing, and A's record stays), which Erased reports.
+		l := lifecycle{offboard: tier != tenancy.Dedicated}
+		wire := func(t *testing.T, tr wiring, route mongo.Option, populate fx.Option) {
+			t.Helper()
+			start(t, modules.Lifecycle(), mongo.Module("m", append(tr.module(t), mongo.RequiredIsolation(tr.want), mongo.AllowTeardown(), route)...),
+				populate, fx.Populate(&l.in))
+		}
 		switch kind {
 		case "document":
 			var docs *mongo.Documents[item]
-			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Options(fx.Populate(&docs), fx.Supply(susp)))
-			return suspendable(docProbe(t, docs), susp), nil
+			wire(t, tr, mongo.Document[item]("items", tr.cfg("items")), fx.Options(fx.Populate(&docs)))
+			return l.erasable(docProbe(t, docs)), nil
 		case "search":
 			var s *mongo.Search
-			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), fx.Options(named("find", &s), fx.Supply(susp)))
-			return suspendable(searchProbe(t, s), susp), nil
+			wire(t, tr, mongo.SearchRoute("find", tr.cfg("find")), fx.Options(named("find", &s)))
+			return l.erasable(searchProbe(t, s)), nil
 		case "counter":
 			var c *mongo.Counter
-			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), fx.Options(named("hits", &c), fx.Supply(susp)))
-			return suspendable(counterProbe(c), susp), nil
+			wire(t, tr, mongo.CounterRoute("hits", tr.cfg("hits")), fx.Options(named("hits", &c)))
+			return l.erasable(counterProbe(c)), nil
 		case "outbox":
 			var o *mongo.Outbox
-			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), fx.Options(named("events", &o), fx.Supply(susp)))
-			return suspendable(outboxProbe(t, o), susp), nil
+			wire(t, tr, mongo.OutboxRoute("events", tr.cfg("events")), fx.Options(named("events", &o)))
+			return l.erasable(outboxProbe(t, o)), nil
 		case "raw_filter":
 			var r *mongo.RawFilter
-			wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), fx.Options(named("raw", &r), fx.Supply(susp)))
-			return suspendable(rawProbe(r), susp), nil
+			wire(t, tr, mongo.RawFilterRoute("raw", tr.cfg("raw")), fx.Options(named("raw", &r)))
+			return l.erasable(rawProbe(r)), nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})
@@ -60,8 +68,26 @@ func firstWiring(want tenancy.Tier) (tier, bool) {
 	return tier{}, false
 }
 
-// suspendable is p checked against the cell app's suspended set too.
-func suspendable(p tenancytest.Probe, s *modules.Suspensions) tenancytest.Probe {
-	p.Suspensions = s
+// wiring is one of tiers, named apart from the factory's tier argument.
+type wiring = tier
+
+// lifecycle is a cell app's: its suspended set and its lifecycle, for the
+// suspension and offboarding checks.
+type lifecycle struct {
+	in struct {
+		fx.In
+		Tenants     *modules.Tenants
+		Suspensions *modules.Suspensions
+	}
+	offboard bool
+}
+
+// erasable is p checked against the cell app's suspensions and, where l
+// says so, its offboarding.
+func (l *lifecycle) erasable(p tenancytest.Probe) tenancytest.Probe {
+	p.Suspensions = l.in.Suspensions
+	if l.offboard {
+		p.Tenants = l.in.Tenants
+	}
 	return p
 }
