@@ -83,6 +83,11 @@ func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*
 	if base == nil || dl == nil {
 		return nil
 	}
+	return c.loginPoolsFrom(dl, base.cfg)
+}
+
+// loginPoolsFrom is loginPools over the pool settings base (nil: none).
+func (c *Client) loginPoolsFrom(dl *DynamicLogin, base *pgxpool.Config) *routing.Pools[*pgxpool.Pool] {
 	maxPools := dl.MaxClients
 	if maxPools <= 0 {
 		maxPools = defaultLoginPools
@@ -98,10 +103,10 @@ func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*
 			return routing.Credentials{User: role, Secret: loginPassword(dl.Secret, role)}, nil
 		},
 		Open: func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
-			if base.cfg == nil {
+			if base == nil {
 				return nil, errNoConnection
 			}
-			cfg := base.cfg.Copy()
+			cfg := base.Copy()
 			cfg.ConnConfig.User, cfg.ConnConfig.Password = cr.User, cr.Secret
 			p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 			if err != nil {

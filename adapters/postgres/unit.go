@@ -144,7 +144,11 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 func (c *Client) newUnitEntry() *modules.Entry[pgx.Tx] {
 	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Decision: floors.Decision{NeedsTenant: true}, Suspensions: c.suspensions})
 	return modules.NewEntry(g, func(ctx context.Context, tenant tenancy.ID) (pgx.Tx, func(), error) {
-		tx, release, err := beginTx(ctx, tenant, c.conn)
+		open := c.conn
+		if l := c.sqlLogins.Load(); l != nil {
+			open = l.AcquireFor
+		}
+		tx, release, err := beginTx(ctx, tenant, open)
 		if err != nil || c.routed == nil { // the shared pool's release does nothing: no closure
 			return tx, nil, err
 		}
