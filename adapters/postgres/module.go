@@ -272,6 +272,13 @@ func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 	if routed && r.login != nil {
 		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 	}
+	if r.kind == kindSQL && routed {
+		// A routed client's sessions log in as the tenant database's
+		// user with its default search path, where the route's
+		// unqualified names would not resolve: refused until built.
+		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "a SQL route runs on a plain client with Login only; the dedicated tier (a routed client) is not built for it yet",
+			"wire the SQL route on a plain client with SQLConfig.Login (namespace)"))
+	}
 	if r.kind == kindSQL && !routed && r.login == nil {
 		errs = append(errs, &tenancy.Error{
 			Code: CodeSQLUnconfined, Module: cfg.name, Backend: rules.Name, Route: r.name,

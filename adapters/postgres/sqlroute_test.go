@@ -276,6 +276,31 @@ func TestSQLRouteWiring(t *testing.T) {
 	routed := func(sc postgres.SQLConfig) fx.Option {
 		return postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), postgres.SQLRoute("own", sc))
 	}
-	tenancytest.RequireWires(t, routed(postgres.SQLConfig{Origin: tenancy.Raw}))
+	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, routed(postgres.SQLConfig{Origin: tenancy.Raw}))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, routed(postgres.SQLConfig{Origin: tenancy.Raw, Login: login}))
+}
+
+// TestSQLRouteTablesAreInTheErasureInventory: the service's own tables
+// are a family of the tenant's data; Teardown drops them and Verify finds
+// none left.
+func TestSQLRouteTablesAreInTheErasureInventory(t *testing.T) {
+	c, _, _ := startSQL(t, direct, nil)
+	before, err := c.Verify(context.Background(), tenancytest.TenantA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]int64{}
+	for _, l := range before.Left {
+		left[l.Family.Name] = l.Count
+	}
+	if left["tables"] != 3 { // items, notes and the migration history
+		t.Fatalf("the inventory does not count the tenant's three tables: %+v", before.Left)
+	}
+	if err := c.Teardown(context.Background(), tenancytest.TenantA); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Verify(context.Background(), tenancytest.TenantA)
+	if err != nil || len(after.Left) != 0 {
+		t.Fatalf("after teardown: %+v %v", after, err)
+	}
 }
