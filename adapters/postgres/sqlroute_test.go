@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -303,4 +304,26 @@ func TestSQLRouteTablesAreInTheErasureInventory(t *testing.T) {
 	if err != nil || len(after.Left) != 0 {
 		t.Fatalf("after teardown: %+v %v", after, err)
 	}
+}
+
+// sqlProbe is the conformance cell of the SQL route: its own module (a
+// unit of work of a module with a SQL route runs on the tenant's login),
+// the probe writing and reading a row of the service's own table.
+func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error) {
+	if tier != tenancy.Namespace {
+		return tenancytest.Probe{}, tenancytest.Unavailable("the SQL route's dedicated tier (a routed client) is not built: its wiring is refused")
+	}
+	susp := &modules.Suspensions{}
+	_, own, _ := startSQL(t, v, []postgres.Option{postgres.RequiredIsolation(tier)}, fx.Supply(susp))
+	return tenancytest.Probe{
+		Suspensions: susp,
+		Write: func(ctx context.Context) error {
+			_, err := own.Exec(ctx, "INSERT INTO items (id, v) VALUES (100, 'probe') ON CONFLICT (id) DO NOTHING")
+			return err
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			n, err := one(ctx, own, "SELECT count(*)::text FROM items WHERE id = 100")
+			return n == "1", err
+		},
+	}, nil
 }
