@@ -74,7 +74,7 @@ func SQLRoute(name string, sc SQLConfig) Option {
 			need := spec.decision
 			need.NeedsTenant = true // the text names the tenant's tables
 			s.entry = modules.NewEntry(modules.GateOf(modules.GateSpec{Rules: rules, Module: cl.module, Route: spec.name, Decision: need,
-				Suspensions: cl.suspensions, Telemetry: cl.tels[spec]}), s.reach, s.current)
+				Suspensions: cl.suspensions, Telemetry: cl.tels[spec]}), s.reach, s.route.current)
 			return s
 		})
 		c.routes = append(c.routes, spec)
@@ -128,10 +128,6 @@ func (s *SQL) reach(ctx context.Context, tenant tenancy.ID) (reached, func(), er
 		return reached{}, nil, routing.AtRoute(err, s.spec.name)
 	}
 	return reached{q: pool, version: pool}, release, nil
-}
-
-func (s *SQL) current(ctx context.Context, tenant tenancy.ID, t reached) error {
-	return s.c.ensureCurrent(ctx, tenant, t.version, s.spec.name)
 }
 
 // Exec runs sql for the bound tenant.
