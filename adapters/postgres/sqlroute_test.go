@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -326,4 +328,25 @@ func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error)
 			return n == "1", err
 		},
 	}, nil
+}
+
+// TestSQLRouteThroughPoolerWithForcedUser: a pooler that logs in to
+// PostgreSQL as its own user would run the tenant's text as that user; the
+// login connection is refused before any of it runs.
+func TestSQLRouteThroughPoolerWithForcedUser(t *testing.T) {
+	pg, err := pgx.ParseConfig(testsvc.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := testsvc.StartPgBouncer(t, fmt.Sprintf("%s = host=%s port=%d user=%s", pg.Database, pg.Host, pg.Port, pg.User), "auth_type = any")
+	forced := via{url: func(testing.TB) string { return u }, opts: []postgres.Option{postgres.BehindTransactionPooler()}}
+	prefix := "tw" + unique() + "_"
+	var own *postgres.SQL
+	c := start(t, sqlModule(t, forced, prefix), named("own", &own))
+	provision(t, c, tenancytest.TenantA)
+	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
+	got, err := one(ctxA, own, "SELECT session_user::text")
+	if !errors.Is(err, postgres.CodeDynamicReadPooled) {
+		t.Fatalf("the tenant's text ran in the pooler's own login: %q %v", got, err)
+	}
 }
