@@ -70,6 +70,9 @@ type Client struct {
 	// logins are the per-tenant login pools of dynamic reads, evicted on
 	// Teardown.
 	logins []*routing.Pools[*pgxpool.Pool]
+	// sqlLogins are a SQL route's tenant login pools: a unit of work then
+	// runs on the tenant's login, so the route's text joins it confined.
+	sqlLogins atomic.Pointer[routing.Pools[*pgxpool.Pool]]
 }
 
 // dynamicPool returns a pool for a dynamic read on a plain client: the

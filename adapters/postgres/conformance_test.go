@@ -40,6 +40,9 @@ func conformance(t *testing.T, v via) {
 		core[tier], msg[tier] = tierRoutesOn(t, v, tier, dbs, opts, targets...), ms
 	}
 	tenancytest.Conformance(t, postgres.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
+		if kind == "sql" {
+			return sqlProbe(t, v, tier)
+		}
 		p, err := conformanceProbe(t, kind, tier, core[tier], msg[tier])
 		p.Suspensions = susp[tier]
 		return p, err

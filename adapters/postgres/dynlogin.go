@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/routing"
@@ -77,12 +78,39 @@ func loginRoleDDL(secret []byte, role string) (string, error) {
 	return "LOGIN CONNECTION LIMIT -1 PASSWORD '" + v + "'", nil
 }
 
+// loginCheck refuses a login connection whose session user is not role:
+// a transaction pooler that logs in to PostgreSQL as a user of its own
+// (a forced user in its database entry) would otherwise run the tenant's
+// text as that user. Checked once per connection, before next runs.
+func (c *Client) loginCheck(next func(context.Context, *pgx.Conn) error, role string) func(context.Context, *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		var user string
+		if err := conn.QueryRow(ctx, "SELECT session_user::text").Scan(&user); err != nil {
+			return err
+		}
+		if user != role {
+			return &tenancy.Error{Code: CodeDynamicReadPooled, Module: c.module, Backend: rules.Name,
+				Detail: fmt.Sprintf("the pooler logged in to PostgreSQL as %q, not as %q: its server sessions are not the tenant's own", user, role),
+				Fix:    "let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)"}
+		}
+		if next != nil {
+			return next(ctx, conn)
+		}
+		return nil
+	}
+}
+
 // loginPools opens, per tenant, a pool that logs in as the tenant's role,
 // built from base (the route's own pool settings).
 func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*pgxpool.Pool] {
 	if base == nil || dl == nil {
 		return nil
 	}
+	return c.loginPoolsFrom(dl, base.cfg)
+}
+
+// loginPoolsFrom is loginPools over the pool settings base (nil: none).
+func (c *Client) loginPoolsFrom(dl *DynamicLogin, base *pgxpool.Config) *routing.Pools[*pgxpool.Pool] {
 	maxPools := dl.MaxClients
 	if maxPools <= 0 {
 		maxPools = defaultLoginPools
@@ -98,11 +126,14 @@ func (c *Client) loginPools(dl *DynamicLogin, base *tenantPool) *routing.Pools[*
 			return routing.Credentials{User: role, Secret: loginPassword(dl.Secret, role)}, nil
 		},
 		Open: func(ctx context.Context, cr routing.Credentials) (*pgxpool.Pool, error) {
-			if base.cfg == nil {
+			if base == nil {
 				return nil, errNoConnection
 			}
-			cfg := base.cfg.Copy()
+			cfg := base.Copy()
 			cfg.ConnConfig.User, cfg.ConnConfig.Password = cr.User, cr.Secret
+			if c.pooled {
+				cfg.AfterConnect = c.loginCheck(cfg.AfterConnect, cr.User)
+			}
 			p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 			if err != nil {
 				return nil, fmt.Errorf("postgres: module %s: %w", c.module, err)

@@ -52,6 +52,14 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		}
 	}
 	schema, role := SchemaName(c.prefix, tenant), RoleName(c.prefix, tenant)
+	if c.hasSQLRoute() {
+		// The service's own tables (its migrations'), dropped before the
+		// schema so the count names them, not only the schema around them.
+		out = append(out, pgFamily{Family: migrate.Family{Name: "tables", Kind: migrate.KindTable, Where: schema + ".*"},
+			remove: "DO $$ DECLARE t text; BEGIN FOR t IN SELECT pg_catalog.format('%I.%I', schemaname, tablename) FROM pg_catalog.pg_tables WHERE schemaname = " +
+				literal(schema) + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
+			count: "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = " + literal(schema)})
+	}
 	return append(out,
 		pgFamily{Family: migrate.Family{Name: "schema", Kind: migrate.KindSchema, Where: schema},
 			remove: "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE",
@@ -111,4 +119,15 @@ func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate
 		e.Check(f.Family, n, f.Where)
 	}
 	return e, nil
+}
+
+// hasSQLRoute reports whether the module runs the service's own SQL,
+// whose tables are a family of their own.
+func (c *Client) hasSQLRoute() bool {
+	for _, r := range c.routes {
+		if r.kind == kindSQL {
+			return true
+		}
+	}
+	return false
 }

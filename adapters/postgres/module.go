@@ -281,6 +281,20 @@ func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 	if routed && r.login != nil {
 		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 	}
+	if r.kind == kindSQL && routed {
+		// A routed client's sessions log in as the tenant database's
+		// user with its default search path, where the route's
+		// unqualified names would not resolve: refused until built.
+		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "a SQL route runs on a plain client with Login only; the dedicated tier (a routed client) is not built for it yet",
+			"wire the SQL route on a plain client with SQLConfig.Login (namespace)"))
+	}
+	if r.kind == kindSQL && !routed && r.login == nil {
+		errs = append(errs, &tenancy.Error{
+			Code: CodeSQLUnconfined, Module: cfg.name, Backend: rules.Name, Route: r.name,
+			Detail: "the service's own SQL would run as the module's user, which reaches every tenant's schema",
+			Fix:    "set SQLConfig.Login (the tenant's statements run logged in as its own role) or run the module on a routed client",
+		})
+	}
 	// Without a per-tenant schema the origin floor refuses the route
 	// already, and that is the error to report.
 	if r.kind == kindDynamicRead && !routed && !r.tenantRole && r.decision.NeedsTenant {

@@ -30,7 +30,7 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
 	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
 	var out []string
-	perTenant, shared, confined := false, false, false
+	perTenant, shared, confined, writes := false, false, false, false
 	var secret []byte
 	for _, r := range c.routes {
 		perTenant = perTenant || len(r.decision.PerTenant) > 0
@@ -38,6 +38,7 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 			shared = shared || r.shared(rr.rel)
 		}
 		confined = confined || r.tenantRole
+		writes = writes || r.kind == kindSQL
 		if r.login != nil {
 			secret = r.login
 		}
@@ -88,8 +89,27 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 			"DO $$ BEGIN IF NOT pg_catalog.pg_has_role(CURRENT_USER, '"+RoleName(c.prefix, tenant)+"', 'MEMBER') THEN "+
 				"EXECUTE 'GRANT "+role+" TO ' || pg_catalog.quote_ident(CURRENT_USER); END IF; END $$",
 		)
+		if writes {
+			out = append(out, sqlGrants(schema, role)...)
+		}
 	}
 	return out, nil
+}
+
+// sqlGrants is what a SQL route needs of the tenant's role: its search
+// path is its schema (set by the server at every login, so no statement
+// of the route pays for it, and a pooler keeps it), and it reads and
+// writes the tables and sequences there, those the module's migrations
+// create later included. Nothing else: no TRUNCATE, REFERENCES, TRIGGER
+// or CREATE, and nothing outside the schema.
+func sqlGrants(schema, role string) []string {
+	return []string{
+		"ALTER ROLE " + role + " SET search_path = " + schema,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + role,
+		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA " + schema + " GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + role,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA " + schema + " GRANT USAGE, SELECT ON SEQUENCES TO " + role,
+	}
 }
 
 // Teardown drops tenant's schema and role and deletes its rows from

@@ -19,6 +19,7 @@ const (
 	kindIdempotency     floors.Kind = "idempotency"
 	kindHubSearch       floors.Kind = "hub_search"
 	kindFederatedSearch floors.Kind = "federated_search"
+	kindSQL             floors.Kind = "sql"
 )
 
 // Codes only the PostgreSQL backend raises, documented in rules.Codes.
@@ -30,6 +31,9 @@ const (
 	// CodeDynamicReadPooled: a dynamic read behind a transaction pooler
 	// cannot have server sessions of the tenant's own.
 	CodeDynamicReadPooled tenancy.Code = "postgres_dynamic_read_pooled"
+	// CodeSQLUnconfined: a SQL route on a plain client has no login of
+	// the tenant's own role.
+	CodeSQLUnconfined tenancy.Code = "postgres_sql_unconfined"
 	// CodeUnitOfWorkEnded: a call carried the context of a unit of work
 	// that had already committed or rolled back.
 	CodeUnitOfWorkEnded tenancy.Code = "postgres_unit_of_work_ended"
@@ -73,6 +77,12 @@ func Rules() floors.Backend {
 				Relations: []string{"schema"},
 				Origin:    tenancy.Compiled,
 				Note:      "origin compiled: needs namespace; also needs a per-tenant role unless routed",
+			},
+			kindSQL: {
+				Summary:   "the service's own SQL over its own tables, under the tenant's role",
+				Relations: []string{"schema"},
+				Origin:    tenancy.Compiled,
+				Note:      "origin declared per route (compiled: namespace, raw: dedicated); needs Login unless routed",
 			},
 			kindOutbox: {
 				Summary:                           "transactional outbox drained by a relay",
@@ -120,8 +130,11 @@ var codes = []floors.CodeDoc{
 		Meaning: "The compiled text of a PostgreSQL dynamic read made its read-only transaction write: read-only mode does not refuse every write (large-object functions such as lo_from_bytea, for one). The route always rolls its transaction back, so nothing was kept; the call is refused so the caller does not take the result for a read.",
 		Fix:     "Fix the compiler so it emits read-only SQL: no lo_* functions or other calls that write."},
 	{Code: string(CodeDynamicReadPooled), When: "fx.New, run time",
-		Meaning: "A PostgreSQL module declared BehindTransactionPooler has a dynamic read whose fence needs server sessions that serve one tenant each, which the pooler does not give. At fx.New: a dynamic read on a plain client without Login, whose sessions the pooler would hand to other tenants' reads and to the module's own statements between transactions. At run time: a Login read found that the pooler logged in to PostgreSQL as another user than the tenant's role (a forced user in its database entry), so the session user is not the tenant; nothing of the compiled text ran.",
+		Meaning: "A PostgreSQL module declared BehindTransactionPooler has a dynamic read whose fence needs server sessions that serve one tenant each, which the pooler does not give. At fx.New: a dynamic read on a plain client without Login, whose sessions the pooler would hand to other tenants' reads and to the module's own statements between transactions. At run time: a Login read, or a login connection of a SQL route, found that the pooler logged in to PostgreSQL as another user than the tenant's role (a forced user in its database entry), so the session user is not the tenant; nothing of the text ran.",
 		Fix:     "Set DynamicReadConfig.Login (each tenant's reads log in as its own role, and the pooler keeps server sessions per user), run the module on a routed client, or give the dynamic read a module that reaches PostgreSQL directly or through session pooling. At run time: let the pooler log in as each client's own user (no user= in its database entry, an auth_type other than any)."},
+	{Code: string(CodeSQLUnconfined), When: "fx.New",
+		Meaning: "A PostgreSQL SQL route (the service's own statements) is wired on a plain client without SQLConfig.Login. Its text would run as the module's own user, which can reach every tenant's schema: a schema-qualified name, a search_path change or a role switch in the text would leave the tenant's schema, and nothing on the server would stop it.",
+		Fix:     "Set SQLConfig.Login (each tenant's statements then run on connections that log in as the tenant's own role, whose search path is its schema), or run the module on a routed client (the tenant's own database)."},
 	{Code: string(CodeUnitOfWorkEnded), When: "run time",
 		Meaning: "A call carried the context of a PostgreSQL unit of work (`(*postgres.Client).InTx`) after the unit had committed or rolled back: a goroutine started inside the unit's function that outlived it, or a context kept past it. Nothing ran: the call is not run on the finished transaction, nor silently outside it. A statement already running when the unit ends finishes first.",
 		Fix:     "Make every call of the unit inside its function, and wait for the goroutines started there before it returns. For work after the unit, use a context from outside the unit's function."},

@@ -144,8 +144,14 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 func (c *Client) newUnitEntry() *modules.Entry[pgx.Tx] {
 	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Decision: floors.Decision{NeedsTenant: true}, Suspensions: c.suspensions})
 	return modules.NewEntry(g, func(ctx context.Context, tenant tenancy.ID) (pgx.Tx, func(), error) {
-		tx, release, err := beginTx(ctx, tenant, c.conn)
-		if err != nil || c.routed == nil { // the shared pool's release does nothing: no closure
+		open, shared := c.conn, c.routed == nil
+		if l := c.sqlLogins.Load(); l != nil {
+			// A SQL route's text joins the unit: it runs on the tenant's
+			// login, as its role, and so do the module's own routes.
+			open, shared = l.AcquireFor, false
+		}
+		tx, release, err := beginTx(ctx, tenant, open)
+		if err != nil || shared { // the shared pool's release does nothing: no closure
 			return tx, nil, err
 		}
 		return tx, release, nil
