@@ -26,8 +26,12 @@ func (t lifecycleTarget) PlanProvision(ctx context.Context, tenant tenancy.ID) (
 		return nil, err
 	}
 	objs, err := provisionObjects(stmts)
-	if err != nil || len(objs) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	grants := c.hasSQLRoute()
+	if len(objs) == 0 && !grants {
+		return nil, nil
 	}
 	kinds, schemas, names := make([]string, len(objs)), make([]string, len(objs)), make([]string, len(objs))
 	for i, o := range objs {
@@ -59,6 +63,19 @@ END ORDER BY o.i`, kinds, schemas, names)
 	var out []string
 	for _, i := range missing {
 		out = append(out, objs[i-1].String())
+	}
+	if grants {
+		// A tenant provisioned before the module had a SQL route has its
+		// role but not the route's search path and grants (sqlGrants).
+		var set bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1
+	AND EXISTS (SELECT FROM unnest(rolconfig) AS c WHERE c LIKE 'search\_path=%'))`, RoleName(c.prefix, tenant)).Scan(&set)
+		if err != nil {
+			return nil, failed(err)
+		}
+		if !set {
+			out = append(out, "grants of role "+RoleName(c.prefix, tenant)+": search path "+SchemaName(c.prefix, tenant)+", read and write on its tables and sequences (SQL route)")
+		}
 	}
 	return out, nil
 }
