@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -127,4 +128,21 @@ func ArchiveTargetNotEmpty(module, backend string, tenant tenancy.ID, where stri
 	return &tenancy.Error{Code: tenancy.CodeArchiveTargetNotEmpty, Module: module, Backend: backend,
 		Detail: fmt.Sprintf("tenant %s already holds data in %s; an import fills an empty tenant only", tenant, where),
 		Fix:    "import into a freshly provisioned tenant, or offboard the target and provision it again first"}
+}
+
+// RecordsOf ranges over in's records, ending at the module's last; an
+// error is yielded once, last.
+func RecordsOf(in ArchiveIn) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for {
+			r, ok, err := in.Next()
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			if !ok || !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

@@ -112,13 +112,9 @@ type staged struct {
 // applied.
 func (s *store) importArchive(_ context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error {
 	var all []staged
-	for {
-		r, ok, err := in.Next()
+	for r, err := range migrate.RecordsOf(in) {
 		if err != nil {
 			return err
-		}
-		if !ok {
-			break
 		}
 		st, err := s.stage(r, tenant)
 		if err != nil {

@@ -173,13 +173,9 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		}
 		return nil
 	}
-	for {
-		r, ok, err := in.Next()
+	for r, err := range migrate.RecordsOf(in) {
 		if err != nil {
 			return err
-		}
-		if !ok {
-			break
 		}
 		c, found := byRoute[r.Route]
 		var doc bson.D

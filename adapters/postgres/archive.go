@@ -242,13 +242,9 @@ func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migra
 			batch = batch[:0]
 			return err
 		}
-		for {
-			r, ok, err := in.Next()
+		for r, err := range migrate.RecordsOf(in) {
 			if err != nil {
 				return err
-			}
-			if !ok {
-				break
 			}
 			tb, found := byName[[2]string{r.Route, r.Family}]
 			if !found || r.Kind != "row" || !json.Valid(r.Value) {

@@ -193,13 +193,9 @@ func (o *offboarder) Import(ctx context.Context, tenant tenancy.ID, in migrate.A
 		}
 		return nil
 	}
-	for {
-		r, ok, err := in.Next()
+	for r, err := range migrate.RecordsOf(in) {
 		if err != nil {
 			return err
-		}
-		if !ok {
-			break
 		}
 		key, ttl, err := o.restoreKey(r, prefixes)
 		if err != nil {
