@@ -85,7 +85,9 @@ func loginRoleDDL(secret []byte, role string) (string, error) {
 func (c *Client) loginCheck(next func(context.Context, *pgx.Conn) error, role string) func(context.Context, *pgx.Conn) error {
 	return func(ctx context.Context, conn *pgx.Conn) error {
 		var user string
-		if err := conn.QueryRow(ctx, "SELECT session_user::text").Scan(&user); err != nil {
+		// The simple protocol: one message, nothing parsed is left on the
+		// server session for the pooler to hand to the next transaction.
+		if err := conn.QueryRow(ctx, "SELECT session_user::text", pgx.QueryExecModeSimpleProtocol).Scan(&user); err != nil {
 			return err
 		}
 		if user != role {
