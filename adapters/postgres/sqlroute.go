@@ -74,7 +74,7 @@ func SQLRoute(name string, sc SQLConfig) Option {
 			need := spec.decision
 			need.NeedsTenant = true // the text names the tenant's tables
 			s.entry = modules.NewEntry(modules.GateOf(modules.GateSpec{Rules: rules, Module: cl.module, Route: spec.name, Decision: need,
-				Suspensions: cl.suspensions, Telemetry: cl.tels[spec]}), s.reach, s.route.current)
+				Suspensions: cl.suspensions, Telemetry: cl.tels[spec]}), s.reach, s.current)
 			return s
 		})
 		c.routes = append(c.routes, spec)

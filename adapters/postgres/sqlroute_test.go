@@ -147,7 +147,7 @@ func sqlEscapes(t *testing.T, v via) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer ctl.Rollback(context.Background())
+			defer func() { _ = ctl.Rollback(context.Background()) }()
 			exec(t, ctl.Conn(), "SET LOCAL search_path = "+pgx.Identifier{postgres.SchemaName(prefix, tenancytest.TenantA)}.Sanitize())
 			if got := lastText(t, ctl.Conn(), text); got != "b-only" {
 				t.Fatalf("the control did not reach B's row (%q): the case tests nothing", got)
