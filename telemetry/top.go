@@ -214,18 +214,30 @@ func (t *Telemetry) TopTenants() []TopRoute {
 	return out
 }
 
-// tops is the app's sketches, one per route built.
+// tops is the app's sketches, one per route.
 type tops struct {
 	cfg      TopConfig
 	mu       sync.Mutex
 	sketches []*sketch
+	byRoute  map[[3]string]*sketch
 }
 
+// add is the route's sketch: one per backend, module and route, however
+// often the route's instruments are built (an adapter may build them again
+// for a lifecycle step), so the view neither grows nor splits a route.
 func (t *tops) add(info RouteInfo) *sketch {
-	s := newSketch(info, t.cfg)
+	key := [3]string{info.Backend, info.Module, info.Route}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.byRoute[key]; ok {
+		return s
+	}
+	if t.byRoute == nil {
+		t.byRoute = map[[3]string]*sketch{}
+	}
+	s := newSketch(info, t.cfg)
+	t.byRoute[key] = s
 	t.sketches = append(t.sketches, s)
-	t.mu.Unlock()
 	return s
 }
 

@@ -133,7 +133,8 @@ func TestTopConfigRefused(t *testing.T) {
 }
 
 // A route's calls reach its sketch through the call's end, with no
-// tracer or meter configured; another route has its own.
+// tracer or meter configured; another route has its own, and the same
+// route's instruments built again share it.
 func TestTopTenantsOfRouteCalls(t *testing.T) {
 	tel, err := New(Config{Top: &TopConfig{Size: 8}})
 	if err != nil {
@@ -150,8 +151,12 @@ func TestTopTenantsOfRouteCalls(t *testing.T) {
 	}
 	_, c := b.Start(t.Context(), ids[0])
 	c.End(tenancy.Unbound())
+	// The same route's instruments built again share its sketch.
+	again := tel.Route(RouteInfo{Backend: "b", Module: "m", Route: "a"})
+	_, c = again.Start(t.Context(), ids[2])
+	c.End(nil)
 	top := tel.TopTenants()
-	if len(top) != 2 || top[0].Route != "a" || top[0].Current.Calls != 6 || top[0].Current.Tenants[0].Tenant != ids[2] || top[0].Current.Tenants[0].Calls != 3 {
+	if len(top) != 2 || top[0].Route != "a" || top[0].Current.Calls != 7 || top[0].Current.Tenants[0].Tenant != ids[2] || top[0].Current.Tenants[0].Calls != 4 {
 		t.Fatalf("route a: %+v", top)
 	}
 	if top[1].Current.Calls != 1 || top[1].Current.Tenants[0].Errors != 1 {
