@@ -57,16 +57,20 @@ func (cfg *config) recycleLimit() int {
 
 // tenantsServed tracks, per connection of one pool, the distinct tenants
 // it served, and has the pool close a connection that reached the limit.
+// A connection's state is its own (a connection serves one call at a
+// time): acquire and release take no lock shared by the pool.
 type tenantsServed struct {
 	limit    int
-	mu       sync.Mutex
-	conns    map[*pgx.Conn]map[tenancy.ID]struct{}
+	conns    sync.Map // *pgx.Conn -> *served
 	recycled atomic.Int64
 }
 
-func newTenantsServed(limit int) *tenantsServed {
-	return &tenantsServed{limit: limit, conns: map[*pgx.Conn]map[tenancy.ID]struct{}{}}
+type served struct {
+	seen map[tenancy.ID]struct{} // only by the call holding the connection
+	full atomic.Bool
 }
+
+func newTenantsServed(limit int) *tenantsServed { return &tenantsServed{limit: limit} }
 
 // install chains the pool's acquire, release and close hooks.
 func (s *tenantsServed) install(pc *pgxpool.Config) {
@@ -81,37 +85,29 @@ func (s *tenantsServed) install(pc *pgxpool.Config) {
 		return true, nil
 	}
 	pc.AfterRelease = func(conn *pgx.Conn) bool {
-		if s.full(conn) {
+		if v, ok := s.conns.Load(conn); ok && v.(*served).full.Load() {
 			s.recycled.Add(1)
 			return false
 		}
 		return release == nil || release(conn)
 	}
 	pc.BeforeClose = func(conn *pgx.Conn) {
-		s.mu.Lock()
-		delete(s.conns, conn)
-		s.mu.Unlock()
+		s.conns.Delete(conn)
 		if closing != nil {
 			closing(conn)
 		}
 	}
 }
 
+// note counts id on conn, which the caller holds.
 func (s *tenantsServed) note(conn *pgx.Conn, id tenancy.ID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := s.conns[conn]
-	if seen == nil {
-		seen = map[tenancy.ID]struct{}{}
-		s.conns[conn] = seen
+	v, ok := s.conns.Load(conn)
+	if !ok {
+		v, _ = s.conns.LoadOrStore(conn, &served{seen: map[tenancy.ID]struct{}{}})
 	}
-	if len(seen) < s.limit {
-		seen[id] = struct{}{}
+	sv := v.(*served)
+	if len(sv.seen) < s.limit {
+		sv.seen[id] = struct{}{}
+		sv.full.Store(len(sv.seen) >= s.limit)
 	}
-}
-
-func (s *tenantsServed) full(conn *pgx.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns[conn]) >= s.limit
 }
