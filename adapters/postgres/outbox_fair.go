@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/hex"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // A tenant-global claim serves the tenants with pending rows in turn, so
@@ -100,13 +99,7 @@ func (o *Outbox) fairPick(ctx context.Context, tx pgx.Tx, st *outboxStmts, limit
 	return ids, nil
 }
 
-func hexOf(b [16]byte) string {
-	id, err := tenancy.IDFromBytes(b)
-	if err != nil {
-		return "00000000000000000000000000000000"
-	}
-	return id.Hex()
-}
+func hexOf(b [16]byte) string { return hex.EncodeToString(b[:]) }
 
 // after is the UUID that follows b (wrapping to zero after the last).
 func after(b [16]byte) [16]byte {
