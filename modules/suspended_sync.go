@@ -28,6 +28,11 @@ type LifecycleConfig struct {
 	// Refresh is the delay between reads; zero means 5s. A suspension
 	// recorded in the store reaches every replica within it.
 	Refresh time.Duration
+	// Placed, when set, reads every tenant's plan and placements from the
+	// store (see Placed), at start and every Refresh like Suspended; a
+	// failed read fails the start, and a failed refresh keeps the last
+	// records.
+	Placed func(ctx context.Context) ([]Placed, error)
 }
 
 // LifecycleWith is Lifecycle whose suspensions follow the store cfg reads,
@@ -63,6 +68,13 @@ func LifecycleWith(cfg LifecycleConfig) fx.Option {
 				if err != nil {
 					return fmt.Errorf("modules: reading the suspended tenants: %w", err)
 				}
+				if cfg.Placed != nil {
+					recs, err := cfg.Placed(start)
+					if err != nil {
+						return fmt.Errorf("modules: reading the tenants' placements: %w", err)
+					}
+					s.followPlaced(recs)
+				}
 				s.follow(ids)
 				wg.Go(func() {
 					t := time.NewTicker(every)
@@ -72,6 +84,13 @@ func LifecycleWith(cfg LifecycleConfig) fx.Option {
 						case <-ctx.Done():
 							return
 						case <-t.C:
+						}
+						if cfg.Placed != nil {
+							if recs, err := cfg.Placed(ctx); err == nil {
+								s.followPlaced(recs)
+							} else if ctx.Err() == nil {
+								log.Error("tenantwire: reading the tenants' placements failed; keeping the last records", "err", err)
+							}
 						}
 						ids, err := cfg.Suspended(ctx)
 						if err != nil {

@@ -125,6 +125,8 @@ type Suspensions struct {
 	listed  map[tenancy.ID]time.Time
 	// shares is the app's TenantShare bounds by module, fixed at build.
 	shares shares
+	// placed is every tenant's plan and placements (placement.go).
+	placed placedRef
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no

@@ -107,6 +107,13 @@ const (
 	// such module, no lifecycle, a share below one call or leaving no
 	// connection for other tenants), refused at fx.New.
 	CodeTenantShareInvalid Code = "tenant_share_invalid"
+	// CodeTenantPlacementUnderFloor: the tenant's plan requires a tier
+	// above the placement a module holds it at; nothing is served from
+	// the weaker placement.
+	CodeTenantPlacementUnderFloor Code = "tenant_placement_under_floor"
+	// CodeTenantPlacementInvalid: a tenant's recorded placement is not one
+	// the module offers, or a module's offer of placements is malformed.
+	CodeTenantPlacementInvalid Code = "tenant_placement_invalid"
 	// CodeTenantRateLimited: the boundary refused a request because its
 	// tenant is over its request rate; retry after the time it names.
 	CodeTenantRateLimited Code = "tenant_rate_limited"

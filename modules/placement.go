@@ -1,0 +1,165 @@
+package modules
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
+
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// Placed is one tenant's record in the app's store: its plan (the tier it
+// must be served at; None for no plan) and its placement in each module
+// that offers more than one. A module the record does not name serves the
+// tenant at the module's default placement.
+//
+// Plan and placements travel as one record so that a replica never holds
+// a plan newer than the placement it goes with: raise a plan only once the
+// tenant is placed at or above it, and lower a placement only once the
+// plan allows it.
+type Placed struct {
+	Tenant tenancy.ID
+	Plan   tenancy.Tier
+	At     map[string]tenancy.Tier
+}
+
+// placements is an immutable snapshot of every tenant's record, swapped
+// whole, so the call entry reads it with one atomic load and no lock.
+type placements map[tenancy.ID]Placed
+
+// placementsOf reads the current snapshot; nil when nothing is recorded.
+func (t *Suspensions) placementsOf() placements {
+	if t == nil {
+		return nil
+	}
+	p := t.placed.Load()
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Placement is tenant's record: its plan and its placements (a copy).
+func (t *Suspensions) Placement(tenant tenancy.ID) Placed {
+	rec, ok := t.placementsOf()[tenant]
+	if !ok {
+		return Placed{Tenant: tenant}
+	}
+	rec.At = maps.Clone(rec.At)
+	return rec
+}
+
+// Place records tenant's placement in module on this replica (LifecycleWith's
+// Placed makes every replica follow the store). It moves no data: a
+// tenant's placement changes with its containers, which provisioning at
+// the new placement creates (see docs/tiered-tenancy.md).
+func (t *Suspensions) Place(tenant tenancy.ID, module string, at tenancy.Tier) {
+	t.updatePlaced(tenant, func(p *Placed) {
+		if p.At == nil {
+			p.At = map[string]tenancy.Tier{}
+		}
+		p.At[module] = at
+	})
+}
+
+// SetPlan records the tier tenant must be served at in every module that
+// offers placements: a call that would serve it from a weaker placement
+// fails with tenant_placement_under_floor.
+func (t *Suspensions) SetPlan(tenant tenancy.ID, plan tenancy.Tier) {
+	t.updatePlaced(tenant, func(p *Placed) { p.Plan = plan })
+}
+
+func (t *Suspensions) updatePlaced(tenant tenancy.ID, change func(*Placed)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.placementsOf()
+	next := make(placements, len(cur)+1)
+	maps.Copy(next, cur)
+	rec := next[tenant]
+	rec.Tenant, rec.At = tenant, maps.Clone(rec.At)
+	change(&rec)
+	next[tenant] = rec
+	t.placed.Store(&next)
+}
+
+// followPlaced makes the store's records the placements (LifecycleWith).
+func (t *Suspensions) followPlaced(recs []Placed) {
+	next := make(placements, len(recs))
+	for _, r := range recs {
+		r.At = maps.Clone(r.At)
+		next[r.Tenant] = r
+	}
+	t.mu.Lock()
+	t.placed.Store(&next)
+	t.mu.Unlock()
+}
+
+// Offer is the placements a module offers its tenants: the tiers, and the
+// one a tenant with no record is served at.
+type Offer struct {
+	Tiers   []tenancy.Tier
+	Default tenancy.Tier
+}
+
+// Weakest is the weakest tier offered: what the module's routes reach for
+// the tenants served there, and so what the wiring checks.
+func (o Offer) Weakest() tenancy.Tier { return slices.Min(o.Tiers) }
+
+// Offers reports whether at is one of the offer's tiers.
+func (o Offer) Offers(at tenancy.Tier) bool { return slices.Contains(o.Tiers, at) }
+
+// Problem is what is wrong with the offer, or "" when nothing is.
+func (o Offer) Problem() string {
+	switch {
+	case len(o.Tiers) < 2:
+		return "a module with placements offers at least two tiers"
+	case !o.Offers(o.Default):
+		return fmt.Sprintf("the default placement %s is not one of the tiers offered %v", o.Default, o.Tiers)
+	}
+	for i, a := range o.Tiers {
+		if a == tenancy.None || !a.Valid() {
+			return fmt.Sprintf("%s is not a placement: offer tagged, namespace or dedicated", a)
+		}
+		if slices.Contains(o.Tiers[i+1:], a) {
+			return fmt.Sprintf("%s is offered twice", a)
+		}
+	}
+	return ""
+}
+
+// place is the call entry's placement step: the tier tenant is served at
+// in module, refused when the record names a tier the module does not
+// offer (tenant_placement_invalid) or one under the tenant's plan
+// (tenant_placement_under_floor). Fails closed: a record the module cannot
+// honour serves nothing.
+func (t *Suspensions) place(o *Offer, tenant tenancy.ID, backend, module, route string) (tenancy.Tier, error) {
+	rec, ok := t.placementsOf()[tenant]
+	at := o.Default
+	if ok {
+		if a, named := rec.At[module]; named {
+			at = a
+		}
+	}
+	if !o.Offers(at) {
+		return at, &tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: backend, Module: module, Route: route, Tiers: true, Reached: at,
+			Detail: fmt.Sprintf("tenant %s is recorded at %s in module %q, which offers %v; nothing was read or written", tenant, at, module, o.Tiers),
+			Fix:    "record one of the module's placements for the tenant (Tenants.Place, or its record in the store LifecycleWith reads)"}
+	}
+	if ok && !at.AtLeast(rec.Plan) {
+		return at, &tenancy.Error{Code: tenancy.CodeTenantPlacementUnderFloor, Backend: backend, Module: module, Route: route, Tiers: true, Reached: at, Required: rec.Plan,
+			Detail: fmt.Sprintf("tenant %s's plan requires %s and module %q holds it at %s; nothing was read or written", tenant, rec.Plan, module, at),
+			Fix:    fmt.Sprintf("provision the tenant at %s or above and record that placement, or lower its plan", rec.Plan)}
+	}
+	return at, nil
+}
+
+// PlacementOf is the tier tenant is served at in module under o, checked
+// as the call entry checks it: what a backend's provisioning and
+// teardown use to find the tenant's containers.
+func (t *Suspensions) PlacementOf(o Offer, tenant tenancy.ID, backend, module string) (tenancy.Tier, error) {
+	return t.place(&o, tenant, backend, module, "")
+}
+
+// placedRef is the atomic snapshot pointer held by Suspensions.
+type placedRef = atomic.Pointer[placements]
