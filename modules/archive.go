@@ -35,6 +35,10 @@ func (t *Tenants) Export(ctx context.Context, tenant tenancy.ID, w io.Writer) er
 			aw.Skip("*", SkippedNoExport)
 			continue
 		}
+		if !t.holds(s, tenant) {
+			aw.Skip("*", placedElsewhere(s))
+			continue
+		}
 		if err := s.Export(ctx, tenant, aw); err != nil {
 			return fmt.Errorf("%s (%s): exporting tenant %s: %w", s.Module, s.Backend, tenant, err)
 		}
@@ -75,8 +79,8 @@ func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) er
 	recs := migrate.NewRecords(spool, m)
 	for _, am := range m.Modules {
 		s := t.state(am.Module)
-		if s.Import == nil {
-			continue // listed as skipped by matches
+		if s.Import == nil || !t.holds(s, tenant) {
+			continue // listed as skipped by matches, or placed elsewhere
 		}
 		in := recs.Module(am.Module)
 		if err := s.Import(ctx, tenant, in); err != nil {

@@ -21,11 +21,6 @@ type Reach[T any] func(ctx context.Context, tenant tenancy.ID) (t T, release fun
 // typically by migrate.Gate.CheckTenant on the target t names.
 type Current[T any] func(ctx context.Context, tenant tenancy.ID, t T) error
 
-// PlacedReach is Reach for a route whose module offers placements: at is
-// the tier the entry found the tenant served at (its recorded placement,
-// checked against its plan), which picks the containers the call reaches.
-type PlacedReach[T any] func(ctx context.Context, tenant tenancy.ID, at tenancy.Tier) (t T, release func(), err error)
-
 // GateSpec is a Gate built from a decision a backend took itself (its
 // rules on its own route spec): NewGate is this for a kit backend.
 type GateSpec struct {
@@ -40,15 +35,12 @@ type GateSpec struct {
 	// call); one with none runs for none. A producer's static topic
 	// stamps the bound tenant on its records.
 	TenantOptional bool
-	// Placements is the module's offer of placements, nil when each
-	// tenant is served at the route's one decision.
-	Placements *Offer
 }
 
 // GateOf builds the gate s describes.
 func GateOf(s GateSpec) *Gate {
 	return &Gate{Decision: s.Decision, rules: s.Rules, module: s.Module, route: s.Route, susp: s.Suspensions, tel: s.Telemetry, optional: s.TenantOptional,
-		share: s.Suspensions.shareOf(s.Module), offer: s.Placements}
+		share: s.Suspensions.shareOf(s.Module)}
 }
 
 // Entry is a route's Gate with the backend's two steps: how a call
@@ -63,7 +55,6 @@ func GateOf(s GateSpec) *Gate {
 type Entry[T any] struct {
 	gate    Gate
 	reach   Reach[T]
-	placed  PlacedReach[T]
 	current Current[T]
 	// unheld: Listen's copy, which checks a call but holds it not in flight.
 	unheld bool
@@ -72,15 +63,6 @@ type Entry[T any] struct {
 // NewEntry is g's entry with the backend's steps (either may be nil).
 func NewEntry[T any](g *Gate, reach Reach[T], current Current[T]) *Entry[T] {
 	return &Entry[T]{gate: *g, reach: reach, current: current}
-}
-
-// NewPlacedEntry is g's entry for a route whose module offers placements
-// (GateSpec.Placements): after the suspension, the entry finds the tier
-// the tenant is served at and refuses a record the module cannot honour
-// (tenant_placement_invalid) or one under the tenant's plan
-// (tenant_placement_under_floor); reach then gets that tier.
-func NewPlacedEntry[T any](g *Gate, reach PlacedReach[T], current Current[T]) *Entry[T] {
-	return &Entry[T]{gate: *g, placed: reach, current: current}
 }
 
 // Decision is the rules' decision for the entry's route.
@@ -128,12 +110,6 @@ func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, f
 			out()
 			return ctx, id, zero, nil, call.Fail(err)
 		}
-	} else if e.placed != nil {
-		var err error
-		if t, release, err = e.reachPlaced(ctx, id); err != nil {
-			out()
-			return ctx, id, zero, nil, call.Fail(err)
-		}
 	}
 	if e.current != nil {
 		if err := e.current(ctx, id, t); err != nil {
@@ -152,24 +128,6 @@ func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, f
 		done = call.Done(done)
 	}
 	return ctx, id, t, done, nil
-}
-
-// reachPlaced is the placement step and the reach at the tier it found.
-// A call with no tenant (a route that needs none) is at the default.
-func (e *Entry[T]) reachPlaced(ctx context.Context, id tenancy.ID) (T, func(), error) {
-	g := &e.gate
-	if g.offer == nil {
-		return e.placed(ctx, id, g.Decision.Reached)
-	}
-	at := g.offer.Default
-	if !id.IsZero() {
-		var err error
-		if at, err = g.susp.place(g.offer, id, g.rules.Name, g.module, g.route); err != nil {
-			var zero T
-			return zero, nil, err
-		}
-	}
-	return e.placed(ctx, id, at)
 }
 
 // Listen is Enter for a call that lasts until its caller closes it and

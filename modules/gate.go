@@ -27,8 +27,6 @@ type Gate struct {
 	optional bool
 	// share is the module's TenantShare bound, nil when it has none.
 	share *tenantShare
-	// offer is the module's placements, nil when it has one.
-	offer *Offer
 }
 
 // NewGate decides r by rules and builds its gate from what the module's

@@ -1,6 +1,7 @@
 package modules
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -163,3 +164,81 @@ func (t *Suspensions) PlacementOf(o Offer, tenant tenancy.ID, backend, module st
 
 // placedRef is the atomic snapshot pointer held by Suspensions.
 type placedRef = atomic.Pointer[placements]
+
+// Placement marks a TenantState (and its routes) as one placement of a
+// module that offers several: the state holds Module's tenants placed At
+// under Offer, and Tenants runs its steps for those tenants only.
+type Placement struct {
+	Module string
+	At     tenancy.Tier
+	Offer  Offer
+}
+
+// holds reports whether s holds tenant: a state of no placement holds
+// every tenant; a placed one, the tenants the records place at its tier
+// (a record the module cannot honour places the tenant nowhere).
+func (t *Suspensions) holds(s *TenantState, tenant tenancy.ID) bool {
+	p := s.Placement
+	if p == nil {
+		return true
+	}
+	at, err := t.PlacementOf(p.Offer, tenant, s.Backend, p.Module)
+	return at == p.At && (err == nil || tenancy.CodeOf(err) == tenancy.CodeTenantPlacementUnderFloor)
+}
+
+// placedElsewhere is the report line of a placed state that does not hold
+// tenant.
+func placedElsewhere(s *TenantState) string {
+	return fmt.Sprintf("the tenant is not placed at %s in module %q", s.Placement.At, s.Placement.Module)
+}
+
+// checkPlacements refuses to provision tenant when a module that offers
+// placements cannot honour its record, or holds it under its plan.
+func (t *Tenants) checkPlacements(tenant tenancy.ID) error {
+	for _, s := range t.states {
+		if p := s.Placement; p != nil {
+			if _, err := t.PlacementOf(p.Offer, tenant, s.Backend, p.Module); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// heldOf keeps, of ids (and their positions at), those s holds.
+func (t *Tenants) heldOf(s *TenantState, ids []tenancy.ID, at []int) ([]tenancy.ID, []int) {
+	var keptIDs []tenancy.ID
+	var keptAt []int
+	for j, id := range ids {
+		if t.holds(s, id) {
+			keptIDs, keptAt = append(keptIDs, id), append(keptAt, at[j])
+		}
+	}
+	return keptIDs, keptAt
+}
+
+// Placer is the call step of a route object that serves a module's
+// tenants from one route per placement: it picks the route of the
+// tenant's placement, whose own entry then runs every check of the call.
+type Placer struct {
+	backend, module string
+	offer           Offer
+	susp            *Suspensions
+}
+
+// NewPlacer is the placer of module's offer o, reading the records of s.
+func NewPlacer(backend, module string, o Offer, s *Suspensions) *Placer {
+	return &Placer{backend: backend, module: module, offer: o, susp: s}
+}
+
+// At is the tier of the tenant ctx binds, refused as the call entry
+// refuses (tenant_placement_invalid, tenant_placement_under_floor) for
+// route; a call with no tenant bound, or of a suspended tenant, gets the
+// default, whose route's entry refuses it with its own code.
+func (p *Placer) At(ctx context.Context, route string) (tenancy.Tier, error) {
+	id, bound := tenancy.FromContext(ctx)
+	if !bound || p.susp.Suspended(id) {
+		return p.offer.Default, nil
+	}
+	return p.susp.place(&p.offer, id, p.backend, p.module, route)
+}

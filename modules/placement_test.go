@@ -10,26 +10,39 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// TestPlacedEntry: a module offering placements serves each tenant at its
-// recorded placement (or the default), and fails closed, reaching
-// nothing, on a record naming a tier it does not offer or one under the
-// tenant's plan; a suspended tenant is refused before its placement is
-// read.
-func TestPlacedEntry(t *testing.T) {
+// TestPlacer: a module offering placements serves each tenant from the
+// route of its recorded placement (or the default's), and fails closed,
+// reaching nothing, on a record naming a tier it does not offer or one
+// under the tenant's plan; a suspended tenant is refused by its route's
+// entry (tenant_suspended), whatever its record says.
+func TestPlacer(t *testing.T) {
 	rules := floors.Backend{Name: "toy", Ceiling: tenancy.Dedicated, Kinds: map[floors.Kind]floors.KindRule{"kv": {Relations: []string{"keys"}}}}
 	r := floors.Route{Name: "r", Kind: "kv", TenantAware: true, Relations: []floors.Relation{{Role: "keys", Name: "k"}}}
 	susp := &modules.Suspensions{}
-	offer := &modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}
+	offer := modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}
+	placer := modules.NewPlacer("toy", "m", offer, susp)
+	routes := map[tenancy.Tier]*modules.Entry[string]{}
 	var reached []tenancy.Tier
-	reach := func(_ context.Context, _ tenancy.ID, at tenancy.Tier) (tenancy.Tier, func(), error) {
-		reached = append(reached, at)
-		return at, nil, nil
+	for _, at := range offer.Tiers {
+		reach := func(context.Context, tenancy.ID) (string, func(), error) {
+			reached = append(reached, at)
+			return "", nil, nil
+		}
+		routes[at] = modules.NewEntry(modules.GateOf(modules.GateSpec{Rules: rules, Module: "m@" + at.String(), Route: "r", Decision: rules.Decide(r), Suspensions: susp}), reach, nil)
 	}
-	e := modules.NewPlacedEntry(modules.GateOf(modules.GateSpec{Rules: rules, Module: "m", Route: "r", Decision: rules.Decide(r), Suspensions: susp, Placements: offer}), reach, nil)
 	call := func(tenant tenancy.ID) (tenancy.Tier, error) {
-		_, _, at, done, err := e.Enter(tenancy.WithTenant(context.Background(), tenant))
+		ctx := tenancy.WithTenant(context.Background(), tenant)
+		at, err := placer.At(ctx, "r")
+		if err != nil {
+			return at, err
+		}
+		n := len(reached)
+		_, _, _, done, err := routes[at].Enter(ctx)
 		if err == nil {
 			done()
+			if len(reached) != n+1 || reached[n] != at {
+				t.Fatalf("placed at %v, reached %v", at, reached)
+			}
 		}
 		return at, err
 	}
@@ -72,7 +85,7 @@ func TestPlacedEntry(t *testing.T) {
 	susp.Suspend(b)
 	reached = nil
 	_, err = call(b)
-	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m@tagged", "r")
 	if len(reached) != 0 {
 		t.Fatalf("a suspended tenant reached %v", reached)
 	}

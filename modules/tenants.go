@@ -50,6 +50,10 @@ type TenantState struct {
 	Export  func(ctx context.Context, tenant tenancy.ID, out migrate.ArchiveOut) error
 	Import  func(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error
 	Version int64
+	// Placement, when set, makes the state one placement of a module
+	// that offers several: its steps run only for the tenants placed
+	// there.
+	Placement *Placement
 }
 
 // Family, Leftover and Erasure are migrate's: a backend's Target declares
@@ -72,11 +76,18 @@ func ProvideTenantState[C any](build func(C) TenantState) fx.Option {
 // in Tenants: the runner's Provision (when the module creates something
 // ahead of a tenant's first call) and Teardown.
 func ProvideLifecycle[C any](module, backend string, provisions bool, build func(C) *migrate.Runner) fx.Option {
+	return ProvideLifecycleAt(module, backend, provisions, build, nil)
+}
+
+// ProvideLifecycleAt is ProvideLifecycle for one placement of a module
+// that offers several (nil: a module of one placement): Tenants runs its
+// steps for the tenants placed there only.
+func ProvideLifecycleAt[C any](module, backend string, provisions bool, build func(C) *migrate.Runner, at *Placement) fx.Option {
 	tag := `name:"` + module + `"`
 	return fx.Options(
 		fx.Provide(fx.Annotate(build, fx.ResultTags(tag))),
 		fx.Provide(fx.Annotate(func(r *migrate.Runner) *TenantState {
-			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany}
+			s := &TenantState{Module: module, Backend: backend, Offboard: r.Teardown, OffboardMany: r.TeardownMany, Placement: at}
 			if r.Verifies() {
 				s.Verify = r.Verify
 			}
@@ -188,7 +199,10 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
-	rep := t.each(func(s *TenantState) (string, error) {
+	if err := t.checkPlacements(tenant); err != nil {
+		return nil, err
+	}
+	rep := t.each(tenant, func(s *TenantState) (string, error) {
 		if s.Provision == nil {
 			return SkippedNothingToCreate, nil
 		}
@@ -223,7 +237,7 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 	if err := t.Drain(ctx, tenant); err != nil {
 		return nil, err
 	}
-	rep := t.each(func(s *TenantState) (string, error) {
+	rep := t.each(tenant, func(s *TenantState) (string, error) {
 		if s.Offboard == nil {
 			return SkippedNoTeardown, nil
 		}
@@ -236,10 +250,16 @@ func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, erro
 	return rep, rep.Err()
 }
 
-func (t *Tenants) each(step func(*TenantState) (string, error)) Report {
+// each runs step on every module's state that holds tenant; a placed
+// state that does not is skipped, its line saying so.
+func (t *Tenants) each(tenant tenancy.ID, step func(*TenantState) (string, error)) Report {
 	rep := make(Report, 0, len(t.states))
 	for _, s := range t.states {
 		started := time.Now()
+		if !t.holds(s, tenant) {
+			rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Skipped: placedElsewhere(s), Started: started, Ended: started})
+			continue
+		}
 		skipped, err := step(s)
 		rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Err: err, Skipped: skipped, Started: started, Ended: time.Now()})
 	}

@@ -37,8 +37,8 @@ func (t *Tenants) plan(ctx context.Context, id tenancy.ID, rec *migrate.Recorder
 	}
 	var errs []error
 	for _, s := range t.states {
-		if s.Provision == nil {
-			continue // nothing to create
+		if s.Provision == nil || !t.holds(s, id) {
+			continue // nothing to create, or placed elsewhere
 		}
 		if s.Plan == nil {
 			errs = append(errs, fmt.Errorf("%s (%s): %w", s.Module, s.Backend, migrate.ErrNoProvisionPlan))
@@ -98,7 +98,14 @@ func (t *Tenants) OffboardAll(ctx context.Context, tenants []tenancy.ID, o migra
 			if s.Offboard == nil || len(ids) == 0 {
 				continue
 			}
+			ids, at := ids, at
+			if s.Placement != nil {
+				ids, at = t.heldOf(s, ids, at)
+			}
 			var res []error
+			if len(ids) == 0 {
+				continue
+			}
 			if s.OffboardMany != nil {
 				res = s.OffboardMany(ctx, ids)
 			} else {

@@ -10,10 +10,12 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Two fixed tenants for probes; any two distinct non-default IDs would do.
+// Fixed tenants for probes; any distinct non-default IDs would do.
 var (
 	TenantA = tenancy.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
 	TenantB = tenancy.MustParseID("0b0b0b0b-0000-4000-8000-00000000000b")
+	// TenantC is a third tenant, for apps that place tenants apart.
+	TenantC = tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 )
 
 // Probe describes one route's operations for a boundary probe. Each
