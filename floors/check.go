@@ -103,7 +103,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 		row: Row{
 			Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Kind: r.Kind,
 			Reached: reached, Origin: origin, Declared: m.Floor, Ceiling: m.Backend.Ceiling,
-			WorstCaseConns: m.WorstCaseConns, Verdict: VerdictOK,
+			WorstCaseConns: m.WorstCaseConns, Placement: m.Placement, Verdict: VerdictOK,
 		},
 		base: tenancy.Error{
 			Module: m.Name, Backend: m.Backend.Name, Route: r.Name, Tiers: true,
@@ -128,7 +128,7 @@ func checkRoute(m Module, r Route, mismatch bool) (Row, []error, []Warning) {
 	var warns []Warning
 	// The marker is redundant only where the route keeps its tier without
 	// it: a per-tenant outbox needs it to reach namespace at all.
-	if r.TenantAware && reached > tenancy.Tagged && markerRedundant(rule, r, reached) {
+	if r.TenantAware && reached > tenancy.Tagged && m.Placement == tenancy.None && markerRedundant(rule, r, reached) {
 		w := Warning{Module: m.Name, Route: r.Name, Message: fmt.Sprintf(
 			"route is tenant-aware and also reaches %s: the tenant marker is redundant, kept as defence in depth", reached)}
 		warns = append(warns, w)

@@ -28,6 +28,9 @@ type Row struct {
 	// WorstCaseConns is the module's worst-case connection count (routed
 	// pool bound × per-pool maximum); zero when not applicable.
 	WorstCaseConns int `json:"worst_case_conns,omitempty"`
+	// Placement is the module's placement when it is one of several a
+	// module offers (Module.Placement); None otherwise.
+	Placement tenancy.Tier `json:"placement,omitempty"`
 	// Verdict is VerdictOK or the code of the first refusal.
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings,omitempty"`

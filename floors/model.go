@@ -143,6 +143,10 @@ type Module struct {
 	// WorstCaseConns is the most connections the module's clients can open
 	// (routed: pool bound × per-pool maximum). Zero when unknown or N/A.
 	WorstCaseConns int
+	// Placement is the tier this module serves as one placement of a
+	// module that offers several (None otherwise): its routes keep the
+	// tenant marker the tagged placement needs, which is then no warning.
+	Placement tenancy.Tier
 }
 
 // Unbound is the refusal of a tenant-scoped call of route that ran with no

@@ -21,6 +21,8 @@ type Spec struct {
 	// floor, connection budget and the most connections it can open.
 	Floor                      tenancy.Tier
 	ConnBudget, WorstCaseConns int
+	// Placement: see floors.Module.Placement.
+	Placement tenancy.Tier
 	// Sources counts the connection sources the options name. A backend
 	// whose module needs exactly one sets SourceFix, the sentence naming
 	// them; none or several are refused at fx.New, so that DryRun sees a
@@ -70,7 +72,7 @@ type WorkerSpec struct {
 // that fails with the app's refusal. Workers are declared either way, so
 // the refusal names their violations too.
 func Assemble(s Spec) fx.Option {
-	mod := floors.Module{Name: s.Name, Backend: s.Rules, Floor: s.Floor, ConnBudget: s.ConnBudget, WorstCaseConns: s.WorstCaseConns}
+	mod := floors.Module{Name: s.Name, Backend: s.Rules, Floor: s.Floor, ConnBudget: s.ConnBudget, WorstCaseConns: s.WorstCaseConns, Placement: s.Placement}
 	errs := append([]error(nil), s.Problems...)
 	if s.SourceFix != "" && s.Sources != 1 {
 		what := "no connection source"

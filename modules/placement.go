@@ -233,12 +233,18 @@ func NewPlacer(backend, module string, o Offer, s *Suspensions) *Placer {
 
 // At is the tier of the tenant ctx binds, refused as the call entry
 // refuses (tenant_placement_invalid, tenant_placement_under_floor) for
-// route; a call with no tenant bound, or of a suspended tenant, gets the
-// default, whose route's entry refuses it with its own code.
+// route. A call with no tenant bound gets the default, and a suspended
+// tenant its placement (the default if its record cannot be honoured):
+// that route's entry then refuses it with tenant_unbound or
+// tenant_suspended, which come first.
 func (p *Placer) At(ctx context.Context, route string) (tenancy.Tier, error) {
 	id, bound := tenancy.FromContext(ctx)
-	if !bound || p.susp.Suspended(id) {
+	if !bound {
 		return p.offer.Default, nil
 	}
-	return p.susp.place(&p.offer, id, p.backend, p.module, route)
+	at, err := p.susp.place(&p.offer, id, p.backend, p.module, route)
+	if err != nil && p.susp.Suspended(id) {
+		return p.offer.Default, nil
+	}
+	return at, err
 }

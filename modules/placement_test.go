@@ -85,7 +85,7 @@ func TestPlacer(t *testing.T) {
 	susp.Suspend(b)
 	reached = nil
 	_, err = call(b)
-	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m@tagged", "r")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "toy", "m@namespace", "r")
 	if len(reached) != 0 {
 		t.Fatalf("a suspended tenant reached %v", reached)
 	}

@@ -19,9 +19,12 @@ type CounterConfig struct {
 // CounterRoute adds a counter route and provides *Counter.
 func CounterRoute(name string, cc CounterConfig) Option {
 	return func(c *config) {
+		cc := cc // the option may be applied more than once (Placements)
+		cc.Table = c.inShared(cc.Table)
 		addTableRoute(c, name, kindCounter, cc.TenantAware, cc.Table, "set CounterConfig.Table to a lower-case table name",
 			"name text NOT NULL, value bigint NOT NULL, ", "name",
 			func(r route) *Counter { return &Counter{route: r, cfg: cc} })
+		c.routes[len(c.routes)-1].placedProvide = placedProvider(func(p *placed[*Counter]) *Counter { return &Counter{placed: p} })
 	}
 }
 
@@ -30,6 +33,8 @@ type Counter struct {
 	route
 	cfg    CounterConfig
 	static *counterStmts
+	// placed: see Documents.placed.
+	placed *placed[*Counter]
 }
 
 type counterStmts struct {
@@ -57,12 +62,26 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 
 // Add adds delta to the counter (creating it at 0) and returns the result.
 func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
+	if k.placed != nil {
+		in, err := k.placed.pick(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return in.Add(ctx, name, delta)
+	}
 	defer k.notProvisioned(&err)
 	return queryOne[int64](ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.add }, name, delta)
 }
 
 // Get returns the counter's value; a missing counter is 0.
 func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
+	if k.placed != nil {
+		in, err := k.placed.pick(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return in.Get(ctx, name)
+	}
 	defer k.notProvisioned(&err)
 	v, err := queryOne[int64](ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.get }, name)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -73,6 +92,13 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 
 // Delete removes the counter and reports whether it existed.
 func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
+	if k.placed != nil {
+		in, err := k.placed.pick(ctx)
+		if err != nil {
+			return false, err
+		}
+		return in.Delete(ctx, name)
+	}
 	defer k.notProvisioned(&err)
 	n, err := execRows(ctx, k.route, k.static, k.build, func(st *counterStmts) string { return st.del }, name)
 	return err == nil && n > 0, err

@@ -30,9 +30,11 @@ type DocumentConfig struct {
 // and provides *Documents[T].
 func Document[T any](name string, dc DocumentConfig) Option {
 	return func(c *config) {
+		dc := dc // the option may be applied more than once (Placements)
 		if dc.Write.IsZero() {
 			dc.Write = dc.Read
 		}
+		dc.Read, dc.Write, dc.History = c.inShared(dc.Read), c.inShared(dc.Write), c.inShared(dc.History)
 		spec := &routeSpec{name: name, kind: kindDocument, tenantAware: dc.TenantAware, typ: reflect.TypeFor[*Documents[T]]()}
 		for _, rr := range []roleRel{{"read", dc.Read}, {"write", dc.Write}, {"history", dc.History}} {
 			if !rr.rel.IsZero() {
@@ -67,6 +69,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			}
 			return d
 		})
+		spec.placedProvide = placedProvider(func(p *placed[*Documents[T]]) *Documents[T] { return &Documents[T]{placed: p} })
 		c.routes = append(c.routes, spec)
 	}
 }
@@ -78,6 +81,9 @@ type Documents[T any] struct {
 	cfg    DocumentConfig
 	static *docStmts
 	tmpl   []stmtTmpl // per tenant: docFields' templates, nil if none
+	// placed: the route of a module with Placements, each call served by
+	// the tenant's placement's route; nil otherwise.
+	placed *placed[*Documents[T]]
 }
 
 type docStmts struct {
@@ -139,6 +145,13 @@ func (d *Documents[T]) begin(ctx context.Context, need docNeed) (context.Context
 
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return document.Record[T]{}, err
+		}
+		return in.Get(ctx, id)
+	}
 	defer d.notProvisioned(&err)
 	var rec document.Record[T]
 	ctx, tenant, st, pool, release, err := d.begin(ctx, docGet)
@@ -176,6 +189,13 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T]
 
 // Create stores v as version 1, or fails with document.ErrExists.
 func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.Version, err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return in.Create(ctx, id, v)
+	}
 	defer d.notProvisioned(&err)
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -200,6 +220,13 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 // returns the new version: document.ErrConflict when the version moved,
 // document.ErrNotFound when the bound tenant has no such record.
 func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (_ document.Version, err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return in.Update(ctx, id, v, expected)
+	}
 	defer d.notProvisioned(&err)
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -228,6 +255,13 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 
 // Delete removes the record, or fails with document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return err
+		}
+		return in.Delete(ctx, id)
+	}
 	defer d.notProvisioned(&err)
 	ctx, tenant, st, pool, release, err := d.begin(ctx, docDelete)
 	if err != nil {
@@ -266,6 +300,13 @@ func (d *Documents[T]) affected(ctx context.Context, pool querier, stmt string, 
 
 // List returns the bound tenant's records matching q.
 func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document.Record[T], err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return in.List(ctx, q)
+	}
 	defer d.notProvisioned(&err)
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -300,6 +341,13 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document
 // Count returns how many of the bound tenant's records match q (its
 // ordering and limit are ignored).
 func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err error) {
+	if d.placed != nil {
+		in, err := d.placed.pick(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return in.Count(ctx, q)
+	}
 	defer d.notProvisioned(&err)
 	if err := q.Validate(); err != nil {
 		return 0, err

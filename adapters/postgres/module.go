@@ -48,7 +48,10 @@ type config struct {
 	// recycle: RecycleAfter's tenants per connection (recycleSet: given).
 	recycle    int
 	recycleSet bool
-	errs       []error
+	// offer: Placements; placed: set on the module of one placement.
+	offer  *modules.Offer
+	placed *placedAt
+	errs   []error
 }
 
 // Connect makes the module open its own pool from dsn on first use and close
@@ -117,6 +120,9 @@ type routeSpec struct {
 	// scopedRoles marks relations that separate tenants by themselves
 	// (federated search legs).
 	scopedRoles map[string]bool
+	// placedProvide provides the route object of a module with
+	// Placements (placed.go); nil for a kind that cannot be placed.
+	placedProvide func(module, route string, o modules.Offer, subs map[tenancy.Tier]string, unnamed bool) fx.Option
 }
 
 type roleRel struct {
@@ -142,14 +148,29 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
+	if cfg.offer != nil {
+		return placedModule(name, opts, cfg)
+	}
+	return module(cfg)
+}
+
+// module is Module once its options are applied.
+func module(cfg *config) fx.Option {
+	name := cfg.name
 	routed := cfg.resolve != nil
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		SourceFix: "pass exactly one of postgres.Connect, postgres.Use and postgres.Routed",
 		Problems:  append(cfg.namingProblems(), cfg.errs...)}
+	if cfg.placed != nil {
+		spec.Placement = cfg.placed.at
+	}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
 		if set {
 			spec.Sources++
 		}
+	}
+	if cfg.placed != nil && spec.Sources == 0 {
+		spec.SourceFix = "" // the placed module names the missing server
 	}
 	build, conns, errs := cfg.connection()
 	spec.WorstCaseConns = conns
@@ -164,16 +185,25 @@ func Module(name string, opts ...Option) fx.Option {
 	// Only a document route is also provided unnamed (its type names its
 	// values, so it rarely collides), when no other route of the module
 	// has its type; NamedOnly turns that off.
-	alsoUnnamed := func(r *routeSpec) bool { return r.kind == kindDocument && types[r.typ] == 1 && !cfg.namedOnly }
+	alsoUnnamed := func(r *routeSpec) bool {
+		return r.kind == kindDocument && types[r.typ] == 1 && !cfg.namedOnly && cfg.placed == nil
+	}
 	for _, r := range cfg.routes {
 		fr := r.floorsRoute(routed)
 		r.decision = rules.Decide(fr)
-		rs := modules.RouteSpec{Route: fr, Provide: r.provide(r.name, alsoUnnamed(r)), Provided: []modules.Provided{{Type: r.typ, Name: r.name}}}
+		// A placement's route objects are the placed module's to provide
+		// (placed.go): under a private name here.
+		as := r.name
+		if cfg.placed != nil {
+			as = placedRoute(name, r.name)
+		}
+		rs := modules.RouteSpec{Route: fr, Provide: r.provide(as, alsoUnnamed(r)), Provided: []modules.Provided{{Type: r.typ, Name: as}}}
 		if alsoUnnamed(r) {
 			rs.Provided = append(rs.Provided, modules.Provided{Type: r.typ})
 		}
 		spec.Routes = append(spec.Routes, rs)
 		spec.Problems = append(spec.Problems, cfg.routeProblems(r, routed)...)
+		spec.Problems = append(spec.Problems, cfg.checkPlaced(r)...)
 	}
 	for _, w := range cfg.workers {
 		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
@@ -193,7 +223,7 @@ func Module(name string, opts ...Option) fx.Option {
 			return c
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
-		modules.ProvideLifecycle(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }),
+		modules.ProvideLifecycleAt(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }, cfg.placement()),
 		modules.ProvideServerCheck(name, rules.Name, func(c *Client) bool { return c.routed != nil },
 			func(ctx context.Context, c *Client) error { return c.ping(ctx) }),
 	}

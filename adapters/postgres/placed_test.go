@@ -1,0 +1,199 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// placedApp is an app of one module offering all three placements: A at
+// the default (tagged, the shared table), B placed at namespace (its own
+// schema), C at dedicated (its own database), C's plan requiring it.
+type placedApp struct {
+	tenants *modules.Tenants
+	docs    *postgres.Documents[item]
+	hits    *postgres.Counter
+	table   string // the documents' table base name
+	prefix  string // the tenants' schema prefix
+	db      string // C's database
+}
+
+func newPlacedApp(t *testing.T, opts ...postgres.Option) placedApp {
+	t.Helper()
+	names, dsns := databases(t, 1, "")
+	run := unique()
+	p := placedApp{table: "pl" + run, prefix: "tw" + run + "_", db: names[0]}
+	resolve := resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}})
+	mod := postgres.Module("orders", append([]postgres.Option{
+		postgres.Connect(testsvc.PostgresURL(t)),
+		postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
+		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		postgres.SchemaPrefix(p.prefix), postgres.AllowTeardown(),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(p.table)}),
+		postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.PerTenant(p.table + "_hits")}),
+	}, opts...)...)
+	app := fx.New(fx.NopLogger, modules.Lifecycle(), mod, fx.Populate(&p.tenants, &p.docs), named("hits", &p.hits))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	p.tenants.Place(tenancytest.TenantB, "orders", tenancy.Namespace)
+	p.tenants.Place(tenancytest.TenantC, "orders", tenancy.Dedicated)
+	p.tenants.SetPlan(tenancytest.TenantC, tenancy.Dedicated)
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantC} {
+		if _, err := p.tenants.Provision(context.Background(), id); err != nil {
+			t.Fatalf("provisioning %s: %v", id, err)
+		}
+	}
+	return p
+}
+
+// TestPlacementsServeEachTenantAtItsOwn: one module serves a tagged, a
+// namespace and a dedicated tenant at once; the boundary probes pass
+// between every pair, both ways, on documents and counters; and each
+// tenant's rows are where its placement says, read on the server: A's in
+// the shared table under its tenant id, B's in its own schema, C's in its
+// own database and nowhere on the shared server.
+func TestPlacementsServeEachTenantAtItsOwn(t *testing.T) {
+	p := newPlacedApp(t)
+	a, b, c := tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantC
+	for _, pair := range [][2]tenancy.ID{{a, b}, {b, a}, {b, c}, {c, b}, {a, c}, {c, a}} {
+		id := "probe-" + pair[0].Hex()[:2] + pair[1].Hex()[:2]
+		tenancytest.Boundary(t, tenancytest.Probe{A: pair[0], B: pair[1], RecordID: id,
+			Write: func(ctx context.Context) error { _, err := p.docs.Create(ctx, id, item{Name: "x"}); return err },
+			Read: func(ctx context.Context) (bool, error) {
+				_, err := p.docs.Get(ctx, id)
+				if errors.Is(err, document.ErrNotFound) {
+					return false, nil
+				}
+				return err == nil, err
+			},
+			List: func(ctx context.Context) ([]string, error) {
+				recs, err := p.docs.List(ctx, document.Query{})
+				var ids []string
+				for _, r := range recs {
+					ids = append(ids, r.ID)
+				}
+				return ids, err
+			},
+			Delete:  func(ctx context.Context) error { return p.docs.Delete(ctx, id) },
+			Cleanup: func(ctx context.Context) error { return p.docs.Delete(ctx, id) },
+		})
+		tenancytest.Boundary(t, tenancytest.Probe{A: pair[0], B: pair[1],
+			Write: func(ctx context.Context) error { _, err := p.hits.Add(ctx, id, 1); return err },
+			Read: func(ctx context.Context) (bool, error) {
+				n, err := p.hits.Get(ctx, id)
+				return n > 0, err
+			},
+			Cleanup: func(ctx context.Context) error { _, err := p.hits.Delete(ctx, id); return err },
+		})
+	}
+
+	for _, id := range []tenancy.ID{a, b, c} {
+		if _, err := p.docs.Create(tenancy.WithTenant(context.Background(), id), "where", item{Name: id.Hex()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := superuser(t)
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	shared := `SELECT count(*) FROM public.` + p.table + ` WHERE tenant_id = $1 AND id = 'where'`
+	if count(shared, a.Bytes()) != 1 || count(shared, b.Bytes()) != 0 || count(shared, c.Bytes()) != 0 {
+		t.Fatal("the shared table holds another placement's rows, or not A's")
+	}
+	if n := count(`SELECT count(*) FROM `+postgres.SchemaName(p.prefix, b)+`.`+p.table+` WHERE id = 'where'`); n != 1 {
+		t.Fatalf("B's schema holds %d of its rows", n)
+	}
+	if n := count(`SELECT count(*) FROM pg_namespace WHERE nspname IN ($1, $2)`, postgres.SchemaName(p.prefix, a), postgres.SchemaName(p.prefix, c)); n != 0 {
+		t.Fatalf("%d schemas of A or C on the shared server: they are not placed at namespace", n)
+	}
+}
+
+// TestPlacementUnderPlanServesNothing: a call with no tenant and a
+// suspended tenant's call are refused as on any module; a tenant whose
+// plan requires more than its placement gives is refused on every call,
+// reads included, before anything is read; provisioning it is refused
+// too; once placed at its plan it is served there.
+func TestPlacementUnderPlanServesNothing(t *testing.T) {
+	p := newPlacedApp(t)
+	a := tenancytest.TenantA
+	ctx := tenancy.WithTenant(context.Background(), a)
+	if _, err := p.docs.Create(ctx, "kept", item{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.docs.Get(context.Background(), "kept")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantUnbound, "postgres", "", "docs")
+	p.tenants.Suspend(tenancytest.TenantC)
+	_, err = p.docs.Get(tenancy.WithTenant(context.Background(), tenancytest.TenantC), "kept")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantSuspended, "postgres", "orders.dedicated", "docs")
+
+	p.tenants.SetPlan(a, tenancy.Namespace)
+	_, err = p.docs.Get(ctx, "kept")
+	e := tenancytest.RequireCode(t, err, tenancy.CodeTenantPlacementUnderFloor, "postgres", "orders", "docs")
+	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace {
+		t.Fatalf("refusal: reached %v, required %v", e.Reached, e.Required)
+	}
+	_, err = p.hits.Add(ctx, "n", 1)
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantPlacementUnderFloor, "postgres", "orders", "hits")
+	_, err = p.tenants.Provision(context.Background(), a)
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantPlacementUnderFloor, "postgres", "orders", "")
+
+	// Placed at namespace and provisioned there, A is served from its
+	// schema, which holds none of its tagged rows: moving them is a move's.
+	p.tenants.Place(a, "orders", tenancy.Namespace)
+	if _, err := p.tenants.Provision(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.docs.Get(ctx, "kept"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("A at namespace reads its tagged record: %v", err)
+	}
+}
+
+// TestPlacementsOffboardEachWhereItIs: offboarding runs each tenant's
+// teardown at its placement only, and the erasure check finds nothing
+// of it left there.
+func TestPlacementsOffboardEachWhereItIs(t *testing.T) {
+	p := newPlacedApp(t)
+	for _, id := range []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB, tenancytest.TenantC} {
+		ctx := tenancy.WithTenant(context.Background(), id)
+		if _, err := p.docs.Create(ctx, "gone", item{Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := p.tenants.Offboard(context.Background(), id)
+		if err != nil {
+			t.Fatalf("offboarding %s: %v", id, err)
+		}
+		ran := 0
+		for _, l := range rep {
+			if l.Skipped == "" {
+				ran++
+				if len(l.Checked) == 0 {
+					t.Errorf("offboarding %s: %s checked nothing", id, l.Module)
+				}
+			}
+		}
+		if ran != 1 {
+			t.Fatalf("offboarding %s ran %d modules' teardowns, want its placement's: %+v", id, ran, rep)
+		}
+	}
+}
