@@ -121,7 +121,7 @@ func TestPlacementsServeEachTenantAtItsOwn(t *testing.T) {
 	if count(shared, a.Bytes()) != 1 || count(shared, b.Bytes()) != 0 || count(shared, c.Bytes()) != 0 {
 		t.Fatal("the shared table holds another placement's rows, or not A's")
 	}
-	if n := count(`SELECT count(*) FROM `+postgres.SchemaName(p.prefix, b)+`.`+p.table+` WHERE id = 'where'`); n != 1 {
+	if n := count(`SELECT count(*) FROM ` + postgres.SchemaName(p.prefix, b) + `.` + p.table + ` WHERE id = 'where'`); n != 1 {
 		t.Fatalf("B's schema holds %d of its rows", n)
 	}
 	if n := count(`SELECT count(*) FROM pg_namespace WHERE nspname IN ($1, $2)`, postgres.SchemaName(p.prefix, a), postgres.SchemaName(p.prefix, c)); n != 0 {
