@@ -23,6 +23,10 @@ type Placed struct {
 	Tenant tenancy.ID
 	Plan   tenancy.Tier
 	At     map[string]tenancy.Tier
+	// Moving lists the modules in which a move copies the tenant's data:
+	// its writes there are refused (tenant_moving) until the move lifts
+	// the fence; its reads are served.
+	Moving []string
 }
 
 // placements is an immutable snapshot of every tenant's record, swapped
@@ -47,7 +51,7 @@ func (t *Suspensions) Placement(tenant tenancy.ID) Placed {
 	if !ok {
 		return Placed{Tenant: tenant}
 	}
-	rec.At = maps.Clone(rec.At)
+	rec.At, rec.Moving = maps.Clone(rec.At), slices.Clone(rec.Moving)
 	return rec
 }
 
@@ -236,15 +240,34 @@ func NewPlacer(backend, module string, o Offer, s *Suspensions) *Placer {
 // route. A call with no tenant bound gets the default, and a suspended
 // tenant its placement (the default if its record cannot be honoured):
 // that route's entry then refuses it with tenant_unbound or
-// tenant_suspended, which come first.
-func (p *Placer) At(ctx context.Context, route string) (tenancy.Tier, error) {
+// tenant_suspended, which come first. A write is held in flight until
+// the caller runs end, so a move's fence waits for it, and is refused
+// with tenant_moving while a move fences the tenant's writes; a read's
+// end does nothing.
+func (p *Placer) At(ctx context.Context, route string, write bool) (at tenancy.Tier, end func(), err error) {
 	id, bound := tenancy.FromContext(ctx)
 	if !bound {
-		return p.offer.Default, nil
+		return p.offer.Default, nop, nil
 	}
-	at, err := p.susp.place(&p.offer, id, p.backend, p.module, route)
-	if err != nil && p.susp.Suspended(id) {
-		return p.offer.Default, nil
+	at, err = p.susp.place(&p.offer, id, p.backend, p.module, route)
+	if err != nil {
+		if p.susp.Suspended(id) {
+			return p.offer.Default, nop, nil
+		}
+		return at, nil, err
 	}
-	return at, err
+	if !write {
+		return at, nop, nil
+	}
+	// Held first, then the fence read: a move either sees the write in
+	// flight (and waits for it) or the write sees the fence.
+	end, err = p.susp.Enter(id, p.backend, p.module, route)
+	if err != nil {
+		return at, nop, nil // suspended: the route's entry refuses it
+	}
+	if p.susp.fenced(p.module, id) {
+		end()
+		return at, nil, Moving(id, p.backend, p.module, route)
+	}
+	return at, end, nil
 }

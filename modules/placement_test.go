@@ -32,10 +32,11 @@ func TestPlacer(t *testing.T) {
 	}
 	call := func(tenant tenancy.ID) (tenancy.Tier, error) {
 		ctx := tenancy.WithTenant(context.Background(), tenant)
-		at, err := placer.At(ctx, "r")
+		at, end, err := placer.At(ctx, "r", false)
 		if err != nil {
 			return at, err
 		}
+		end()
 		n := len(reached)
 		_, _, _, done, err := routes[at].Enter(ctx)
 		if err == nil {

@@ -110,6 +110,9 @@ func ProvideLifecycleAt[C any](module, backend string, provisions bool, build fu
 type Tenants struct {
 	states []*TenantState
 	*Suspensions
+	// moves is the moves under way in this process (Move), under
+	// Suspensions.mu.
+	moves map[placeKey]bool
 }
 
 // Suspensions is the app's suspended tenants, which every module's routes
@@ -136,8 +139,10 @@ type Suspensions struct {
 	listed  map[tenancy.ID]time.Time
 	// shares is the app's TenantShare bounds by module, fixed at build.
 	shares shares
-	// placed is every tenant's plan and placements (placement.go).
+	// placed is every tenant's plan and placements (placement.go);
+	// fences, the writes this replica's moves fence (move_fence.go).
 	placed placedRef
+	fences atomic.Pointer[map[placeKey]struct{}]
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no

@@ -114,6 +114,15 @@ const (
 	// CodeTenantPlacementInvalid: a tenant's recorded placement is not one
 	// the module offers, or a module's offer of placements is malformed.
 	CodeTenantPlacementInvalid Code = "tenant_placement_invalid"
+	// CodeTenantMoving: a write of a tenant whose data a move is copying
+	// to another placement; retryable.
+	CodeTenantMoving Code = "tenant_moving"
+	// CodeTenantMoveRefused: a move of a tenant that is suspended,
+	// offboarding or already moving, or a cleanup of its current copy.
+	CodeTenantMoveRefused Code = "tenant_move_refused"
+	// CodeTenantMoveUnverified: a move's copy did not match its source
+	// record by record; the copy was removed and the tenant not moved.
+	CodeTenantMoveUnverified Code = "tenant_move_unverified"
 	// CodeTenantRateLimited: the boundary refused a request because its
 	// tenant is over its request rate; retry after the time it names.
 	CodeTenantRateLimited Code = "tenant_rate_limited"

@@ -141,7 +141,8 @@ func (s boundStream) Context() context.Context { return s.ctx }
 // FailedPrecondition for a tenant not provisioned (409), and, raised in
 // the caller before anything is sent, for an outgoing call with no tenant
 // bound or an unusable key; Unavailable for an exhausted connection
-// budget, a migration under way or an unreadable registry (503);
+// budget, a migration under way, a tenant being moved or an unreadable
+// registry (503);
 // ResourceExhausted for a tenant over its admission limits or its share
 // of a module (429). Any other code is Internal (500).
 func StatusCode(c tenancy.Code) codes.Code {
@@ -153,7 +154,7 @@ func StatusCode(c tenancy.Code) codes.Code {
 		return codes.PermissionDenied
 	case tenancy.CodeTenantNotProvisioned, tenancy.CodeTenantUnbound, tenancy.CodeTenantSourceInvalid:
 		return codes.FailedPrecondition
-	case tenancy.CodeConnectionBudgetExhausted, tenancy.CodeTenantMigrationBehind, tenancy.CodeTenantRegistryUnavailable:
+	case tenancy.CodeConnectionBudgetExhausted, tenancy.CodeTenantMigrationBehind, tenancy.CodeTenantRegistryUnavailable, tenancy.CodeTenantMoving:
 		return codes.Unavailable
 	case tenancy.CodeTenantRateLimited, tenancy.CodeTenantConcurrencyLimited, tenancy.CodeTenantShareExceeded:
 		return codes.ResourceExhausted

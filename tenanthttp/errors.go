@@ -41,6 +41,7 @@ var public = map[tenancy.Code]struct {
 	tenancy.CodeConnectionBudgetExhausted: {http.StatusServiceUnavailable, "the service is busy, retry later"},
 	tenancy.CodeTenantMigrationBehind:     {http.StatusServiceUnavailable, "the tenant's data is being migrated, retry later"},
 	tenancy.CodeTenantRegistryUnavailable: {http.StatusServiceUnavailable, "the service is unavailable, retry later"},
+	tenancy.CodeTenantMoving:              {http.StatusServiceUnavailable, "the tenant's data is being moved, retry later"},
 	tenancy.CodeTenantShareExceeded:       {http.StatusTooManyRequests, "the tenant has too many requests in flight, retry later"},
 	tenancy.CodeTenantRateLimited:         {http.StatusTooManyRequests, "the tenant is over its request rate, retry later"},
 	tenancy.CodeTenantConcurrencyLimited:  {http.StatusTooManyRequests, "the tenant has too many requests in flight, retry later"},

@@ -63,10 +63,11 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 // Add adds delta to the counter (creating it at 0) and returns the result.
 func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
 	if k.placed != nil {
-		in, err := k.placed.pick(ctx)
+		in, end, err := k.placed.pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
+		defer end()
 		return in.Add(ctx, name, delta)
 	}
 	defer k.notProvisioned(&err)
@@ -76,10 +77,11 @@ func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, e
 // Get returns the counter's value; a missing counter is 0.
 func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	if k.placed != nil {
-		in, err := k.placed.pick(ctx)
+		in, end, err := k.placed.pick(ctx, false)
 		if err != nil {
 			return 0, err
 		}
+		defer end()
 		return in.Get(ctx, name)
 	}
 	defer k.notProvisioned(&err)
@@ -93,10 +95,11 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 // Delete removes the counter and reports whether it existed.
 func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	if k.placed != nil {
-		in, err := k.placed.pick(ctx)
+		in, end, err := k.placed.pick(ctx, true)
 		if err != nil {
 			return false, err
 		}
+		defer end()
 		return in.Delete(ctx, name)
 	}
 	defer k.notProvisioned(&err)

@@ -146,10 +146,11 @@ func (d *Documents[T]) begin(ctx context.Context, need docNeed) (context.Context
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, false)
 		if err != nil {
 			return document.Record[T]{}, err
 		}
+		defer end()
 		return in.Get(ctx, id)
 	}
 	defer d.notProvisioned(&err)
@@ -190,10 +191,11 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T]
 // Create stores v as version 1, or fails with document.ErrExists.
 func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.Version, err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
+		defer end()
 		return in.Create(ctx, id, v)
 	}
 	defer d.notProvisioned(&err)
@@ -221,10 +223,11 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 // document.ErrNotFound when the bound tenant has no such record.
 func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (_ document.Version, err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
+		defer end()
 		return in.Update(ctx, id, v, expected)
 	}
 	defer d.notProvisioned(&err)
@@ -256,10 +259,11 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 // Delete removes the record, or fails with document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, true)
 		if err != nil {
 			return err
 		}
+		defer end()
 		return in.Delete(ctx, id)
 	}
 	defer d.notProvisioned(&err)
@@ -301,10 +305,11 @@ func (d *Documents[T]) affected(ctx context.Context, pool querier, stmt string, 
 // List returns the bound tenant's records matching q.
 func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document.Record[T], err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, false)
 		if err != nil {
 			return nil, err
 		}
+		defer end()
 		return in.List(ctx, q)
 	}
 	defer d.notProvisioned(&err)
@@ -342,10 +347,11 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document
 // ordering and limit are ignored).
 func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err error) {
 	if d.placed != nil {
-		in, err := d.placed.pick(ctx)
+		in, end, err := d.placed.pick(ctx, false)
 		if err != nil {
 			return 0, err
 		}
+		defer end()
 		return in.Count(ctx, q)
 	}
 	defer d.notProvisioned(&err)

@@ -145,14 +145,15 @@ type placed[R any] struct {
 	at     [len(tenancy.Tiers)]R
 }
 
-// pick is the route object serving the tenant ctx binds.
-func (p *placed[R]) pick(ctx context.Context) (R, error) {
-	at, err := p.placer.At(ctx, p.route)
+// pick is the route object serving the tenant ctx binds, for a read or
+// a write; the caller runs end once the call is over.
+func (p *placed[R]) pick(ctx context.Context, write bool) (R, func(), error) {
+	at, end, err := p.placer.At(ctx, p.route, write)
 	if err != nil {
 		var zero R
-		return zero, err
+		return zero, nil, err
 	}
-	return p.at[at], nil
+	return p.at[at], end, nil
 }
 
 // placedProvider provides a route object of type R under route (and
