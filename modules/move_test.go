@@ -36,7 +36,12 @@ func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantSta
 	}
 	return modules.TenantState{Module: "kv." + at.String(), Backend: "kv", Placement: &modules.Placement{Module: "kv", At: at, Offer: offer},
 		Provision: func(_ context.Context, id tenancy.ID) error { k.mu.Lock(); defer k.mu.Unlock(); of(id); return nil },
-		Offboard:  func(_ context.Context, id tenancy.ID) error { k.mu.Lock(); defer k.mu.Unlock(); delete(k.data[at], id); return nil },
+		Offboard: func(_ context.Context, id tenancy.ID) error {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			delete(k.data[at], id)
+			return nil
+		},
 		Verify: func(_ context.Context, id tenancy.ID) (modules.Erasure, error) {
 			k.mu.Lock()
 			defer k.mu.Unlock()
