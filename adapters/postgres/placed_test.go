@@ -31,10 +31,21 @@ type placedApp struct {
 
 func newPlacedApp(t *testing.T, opts ...postgres.Option) placedApp {
 	t.Helper()
-	names, dsns := databases(t, 1, "")
+	return newPlacedAppA(t, false, opts...)
+}
+
+// newPlacedAppA is newPlacedApp whose resolver also gives A a database:
+// its own, or C's when onC.
+func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
+	t.Helper()
+	names, dsns := databases(t, 2, "")
 	run := unique()
 	p := placedApp{table: "pl" + run, prefix: "tw" + run + "_", db: names[0]}
-	resolve := resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}})
+	aDSN := dsns[1]
+	if onC {
+		aDSN = dsns[0]
+	}
+	resolve := resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}, tenancytest.TenantA: {Endpoint: aDSN}})
 	mod := postgres.Module("orders", append([]postgres.Option{
 		postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
