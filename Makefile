@@ -110,6 +110,7 @@ bench: services deps
 soak: services deps
 	set -o pipefail; TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
 	set -o pipefail; cd integration && TENANTWIRE_SOAK=1 $(GO) test -race -count=1 -run '^TestSoak' -timeout 60m -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
+	set -o pipefail; TENANTWIRE_MOVE_RECORDS=100000 $(GO) test -count=1 -run '^TestMoveUnderLoad$$' -timeout 30m -v ./adapters/postgres/ 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|    )'
 
 ## mutate: mutation testing of the tenant-deciding code, one "mutation <pkg> killed=K lived=L ..." line each
 ## (MUTATE_PKGS=tenancy limits it; docs/reliability.md)
