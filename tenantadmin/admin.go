@@ -53,6 +53,12 @@ type Config struct {
 	// removing nothing (default 30s; the request's own end also ends it).
 	// A negative wait is refused at fx.New.
 	DrainWait time.Duration
+	// RecordPlacement, when set, writes a tenant's record (its plan,
+	// placements and the write fence of a move) to the store that
+	// modules.LifecycleConfig.Placed reads, so a move on POST
+	// /tenants/{id}/move reaches every replica (modules.MoveOptions.Record).
+	// Nil: a move is this replica's only.
+	RecordPlacement func(ctx context.Context, rec modules.Placed) error
 }
 
 // defaultDrainWait is Config.DrainWait's default.
@@ -76,6 +82,8 @@ const (
 //	POST /tenants/{id}/offboard?confirm={id}   or ?dry_run=1
 //	GET  /tenants/{id}/export             the tenant's archive (docs/archive.md), streamed
 //	POST /tenants/{id}/import             an archive as the body, Content-Type application/x-ndjson
+//	POST /tenants/{id}/move?module={m}&to={tier}[&dry_run=1]   the tenant's data to another placement (docs/tiered-tenancy.md)
+//	POST /tenants/{id}/cleanup?module={m}&from={tier}          the old copy a move left, erased and checked
 //
 // The operator listener refuses a foreign Host, Origin or Sec-Fetch-Site
 // before any of them runs (tenanthttp.Config.OperatorHosts). Every request
@@ -131,6 +139,8 @@ type admin struct {
 	authenticate func(*http.Request) error
 	drainWait    time.Duration
 	tel          *telemetry.Telemetry
+	// record is Config.RecordPlacement.
+	record func(ctx context.Context, rec modules.Placed) error
 }
 
 func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
@@ -159,7 +169,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait), tel: p.Telemetry}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait), tel: p.Telemetry, record: cfg.RecordPlacement}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {
@@ -375,7 +385,7 @@ func (a *admin) report(w http.ResponseWriter, id tenancy.ID, step string, rep mo
 	if err != nil {
 		status, res.Code, res.Error = http.StatusConflict, string(tenancy.CodeTenantStepFailed), err.Error()
 		// The step's own refusals name themselves.
-		for _, c := range []tenancy.Code{tenancy.CodeTenantErasureIncomplete, tenancy.CodeTenantDrainTimeout} {
+		for _, c := range []tenancy.Code{tenancy.CodeTenantErasureIncomplete, tenancy.CodeTenantDrainTimeout, tenancy.CodeTenantMoveRefused, tenancy.CodeTenantPlacementInvalid} {
 			if slices.Contains(tenancy.Codes(err), c) {
 				res.Code = string(c)
 			}
@@ -416,7 +426,7 @@ func parseTenant(s string) (tenancy.ID, error) {
 func invalid(route, detail string) error {
 	return &tenancy.Error{
 		Code: tenancy.CodeOperatorRequestInvalid, Module: "tenantadmin", Route: route, Detail: detail + "; nothing was changed",
-		Fix: "give each parameter once, in the query string only, spelt exactly: dry_run=1 on provision and offboard, confirm={id} on offboard, after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
+		Fix: "give each parameter once, in the query string only, spelt exactly: dry_run=1 on provision, offboard and move, confirm={id} on offboard, module and to (or from) on move (cleanup), after (a tenant id) and limit (1 to " + strconv.Itoa(maxLimit) + ") on the list",
 	}
 }
 

@@ -25,6 +25,8 @@ const (
 	Top       Endpoint = "top"       // GET /tenants/top
 	Export    Endpoint = "export"    // GET /tenants/{id}/export
 	Import    Endpoint = "import"    // POST /tenants/{id}/import
+	Move      Endpoint = "move"      // POST /tenants/{id}/move
+	Cleanup   Endpoint = "cleanup"   // POST /tenants/{id}/cleanup
 )
 
 // endpoint is one mounted endpoint: its pattern, the query parameters it
@@ -49,6 +51,8 @@ var endpoints = []endpoint{
 	{Offboard, "POST /tenants/{id}/offboard", []string{"dry_run", "confirm"}, (*admin).offboard, ""},
 	{Export, "GET /tenants/{id}/export", nil, (*admin).export, ""},
 	{Import, "POST /tenants/{id}/import", nil, (*admin).importArchive, ArchiveMediaType},
+	{Move, "POST /tenants/{id}/move", []string{"module", "to", "dry_run"}, (*admin).move, ""},
+	{Cleanup, "POST /tenants/{id}/cleanup", []string{"module", "from"}, (*admin).cleanupMove, ""},
 }
 
 // query is a request's parameters, each given exactly once.

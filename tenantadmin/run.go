@@ -23,6 +23,8 @@ const synopsis = `usage:
   offboard  <id> --confirm <id>     or --dry-run
   export    <id>                    the tenant's archive (docs/archive.md), written out
   import    <id> --file <path>      an archive into the provisioned, empty tenant
+  move      <id> --module <m> --to <tier> [--dry-run]   the tenant's data to another placement
+  cleanup-move <id> --module <m> --from <tier>          the old copy a move left, erased
 exit status: 0 done; 1 a module failed or the replica could not answer; 2 the command was refused, nothing ran`
 
 // Run runs one tenant command from an app's main, sent to the operator
@@ -74,6 +76,8 @@ func (r Remote) Run(ctx context.Context, args []string, out io.Writer) error {
 	case "list", "status", "provision", "suspend", "resume", "offboard":
 	case "export", "import":
 		return r.archive(ctx, base, cmd, rest, out)
+	case "move", "cleanup-move":
+		return r.moveCommand(ctx, base, cmd, rest, out)
 	default:
 		return usage("unknown command " + strconv.Quote(cmd))
 	}
@@ -153,7 +157,8 @@ func ExitCode(err error) int {
 	}
 	switch tenancy.CodeOf(err) {
 	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired,
-		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty:
+		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty,
+		tenancy.CodeTenantMoveRefused, tenancy.CodeTenantPlacementInvalid, tenancy.CodeTenantPlacementUnderFloor:
 		return 2
 	}
 	return 1
@@ -259,7 +264,8 @@ func operatorURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// parseFlags reads "--dry-run", "--confirm <v>" and "--file <v>" (or
+// parseFlags reads "--dry-run" and "--confirm", "--file", "--module",
+// "--to" and "--from", each with a value ("--confirm <v>" or
 // "--confirm=<v>"), each at most once.
 func parseFlags(args []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -267,7 +273,7 @@ func parseFlags(args []string) (map[string]string, error) {
 		name, val, hasVal := strings.Cut(args[i], "=")
 		switch name {
 		case "--dry-run":
-		case "--confirm", "--file":
+		case "--confirm", "--file", "--module", "--to", "--from":
 			if !hasVal {
 				if i+1 == len(args) {
 					return nil, usage(name + " needs a value")
