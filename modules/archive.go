@@ -79,10 +79,21 @@ func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) er
 	recs := migrate.NewRecords(spool, m)
 	for _, am := range m.Modules {
 		s := t.state(am.Module)
-		if s.Import == nil || !t.holds(s, tenant) {
-			continue // listed as skipped by matches, or placed elsewhere
-		}
 		in := recs.Module(am.Module)
+		if s.Placement != nil {
+			// One placement of a module exported the tenant's records; the
+			// placement holding the target tenant imports them.
+			if len(in.Sections()) == 0 {
+				continue
+			}
+			if s = t.holderOf(s.Placement.Module, tenant); s == nil {
+				return moveInvalid(am.Module, am.Backend, fmt.Sprintf("no placement of module %q holds tenant %s", am.Module, tenant),
+					"record one of the module's placements for the tenant and provision it there")
+			}
+		}
+		if s.Import == nil || !t.holds(s, tenant) {
+			continue // listed as skipped by matches
+		}
 		if err := s.Import(ctx, tenant, in); err != nil {
 			return fmt.Errorf("%s (%s): importing into tenant %s: %w", s.Module, s.Backend, tenant, err)
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -224,12 +226,25 @@ func TestMoveFencesWrites(t *testing.T) {
 	}()
 	// Until the admitted write ends, the move waits; meanwhile new writes
 	// are refused and reads are served.
+	// Each write admitted before the fence ends at once, as a real one
+	// would, so only the first one holds the move.
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, _, err := placer.At(ctx, "keys", true)
+		_, endWrite, err := placer.At(ctx, "keys", true)
 		if err != nil {
 			_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMoving, "kv", "kv", "keys")
 			break
 		}
+		endWrite()
+		select {
+		case err := <-moved:
+			t.Fatalf("the move ended (%v) before it fenced a write", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the move never fenced writes")
+		}
+		runtime.Gosched()
 	}
 	if at, _, err := placer.At(ctx, "keys", false); err != nil || at != tenancy.Tagged {
 		t.Fatalf("a read under the fence: %v at %v", err, at)

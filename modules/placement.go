@@ -271,3 +271,13 @@ func (p *Placer) At(ctx context.Context, route string, write bool) (at tenancy.T
 	}
 	return at, end, nil
 }
+
+// holderOf is the state of module's placement that holds tenant.
+func (t *Tenants) holderOf(module string, tenant tenancy.ID) *TenantState {
+	for _, s := range t.placementsIn(module) {
+		if t.holds(s, tenant) {
+			return s
+		}
+	}
+	return nil
+}

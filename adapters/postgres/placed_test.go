@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.uber.org/fx"
@@ -206,5 +208,35 @@ func TestPlacementsOffboardEachWhereItIs(t *testing.T) {
 		if ran != 1 {
 			t.Fatalf("offboarding %s ran %d modules' teardowns, want its placement's: %+v", id, ran, rep)
 		}
+	}
+}
+
+// TestPlacedArchiveCrossesPlacements: a tenant's archive exported at one
+// placement imports into a tenant placed at another, record for record.
+func TestPlacedArchiveCrossesPlacements(t *testing.T) {
+	p := newPlacedApp(t)
+	a, d := tenancytest.TenantA, tenancytest.FreshTenant(t)
+	ctxA, ctxD := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), d)
+	for i := range 20 {
+		if _, err := p.docs.Create(ctxA, fmt.Sprint("r", i), item{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := p.tenants.Export(context.Background(), a, &buf); err != nil {
+		t.Fatal(err)
+	}
+	p.tenants.Place(d, "orders", tenancy.Namespace)
+	if _, err := p.tenants.Provision(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.tenants.Import(context.Background(), d, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.docs.Count(ctxD, document.Query{}); err != nil || n != 20 {
+		t.Fatalf("D at namespace holds %d records (%v), want A's 20", n, err)
+	}
+	if rec, err := p.docs.Get(ctxD, "r7"); err != nil || rec.Value.N != 7 {
+		t.Fatalf("D's r7: %+v %v", rec, err)
 	}
 }
