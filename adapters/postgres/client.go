@@ -41,6 +41,10 @@ type Client struct {
 	pooled   bool // behind a transaction pooler
 	routes   []*routeSpec
 	life     *lifecycle
+	// rowRole is the role guarded calls run as (RowSecurity); "" without.
+	rowRole string
+	// rowChecked: the server said the module's user is past the policies.
+	rowChecked atomic.Bool
 	// tenants refuses a suspended tenant's calls (nil: no lifecycle).
 	suspensions *modules.Suspensions
 	// tel records route calls; nil when the app gave no telemetry, and

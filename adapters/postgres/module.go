@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,7 +52,9 @@ type config struct {
 	// offer: Placements; placed: set on the module of one placement.
 	offer  *modules.Offer
 	placed *placedAt
-	errs   []error
+	// rowSecurity: RowSecurity.
+	rowSecurity bool
+	errs        []error
 }
 
 // Connect makes the module open its own pool from dsn on first use and close
@@ -120,6 +123,9 @@ type routeSpec struct {
 	// scopedRoles marks relations that separate tenants by themselves
 	// (federated search legs).
 	scopedRoles map[string]bool
+	// rowSecure: the route's tagged tables are under row security
+	// (RowSecurity), and its calls set their tenant for it.
+	rowSecure bool
 	// placedProvide provides the route object of a module with
 	// Placements (placed.go); nil for a kind that cannot be placed.
 	placedProvide func(module, route string, o modules.Offer, subs map[tenancy.Tier]string, unnamed bool) fx.Option
@@ -191,6 +197,7 @@ func module(cfg *config) fx.Option {
 	for _, r := range cfg.routes {
 		fr := r.floorsRoute(routed)
 		r.decision = rules.Decide(fr)
+		r.rowSecure = cfg.rowSecurity && r.decision.Tagged && (r.kind == kindDocument || r.kind == kindCounter) && slices.ContainsFunc(r.rels, r.guarded)
 		// A placement's route objects are the placed module's to provide
 		// (placed.go): under a private name here.
 		as := r.name
@@ -205,6 +212,7 @@ func module(cfg *config) fx.Option {
 		spec.Problems = append(spec.Problems, cfg.routeProblems(r, routed)...)
 		spec.Problems = append(spec.Problems, cfg.checkPlaced(r)...)
 	}
+	spec.Problems = append(spec.Problems, cfg.rowSecurityProblems(routed)...)
 	for _, w := range cfg.workers {
 		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
 		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes)})
@@ -212,6 +220,9 @@ func module(cfg *config) fx.Option {
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
 			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
+			if cfg.guards() {
+				c.rowRole = rowSecurityRole(cfg.prefix)
+			}
 			c.instrument(lin.Telemetry)
 			c.enterBy()
 			lin.Telemetry.ObserveBehind(name, rules.Name, c.life.gate.Behind)

@@ -23,7 +23,22 @@ func (t lifecycleTarget) Provision(ctx context.Context, tenant tenancy.ID) error
 	if err != nil {
 		return err
 	}
-	return t.c.inLockedTx(ctx, tenant, stmts)
+	if err := t.c.inLockedTx(ctx, tenant, stmts); err != nil {
+		return err
+	}
+	if t.c.rowRole == "" || t.c.rowChecked.Load() {
+		return nil
+	}
+	pool, release, err := t.c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := t.c.checkRowSecurity(ctx, pool); err != nil {
+		return err
+	}
+	t.c.rowChecked.Store(true)
+	return nil
 }
 
 func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
@@ -56,6 +71,7 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 			out = append(out, r.ddl(c, tenant)...)
 		}
 	}
+	out = append(out, c.rowSecurityDDL()...)
 	if confined {
 		// Role names are [a-z0-9_] by construction (names.go), so quoting
 		// them into the DO body is safe. The role holds nothing but usage

@@ -382,6 +382,9 @@ func (r route) reachCall(ctx context.Context, tenant tenancy.ID) (reached, func(
 		if err := u.join(ctx, r); err != nil {
 			return reached{}, nil, err
 		}
+		if r.spec.rowSecure {
+			return reached{q: rowSecured{q: u.run, role: r.c.rowRole, tenant: tenant.String(), inUnit: true}, version: versionQuerier{u.run}}, nil, nil
+		}
 		return reached{q: u.run, version: versionQuerier{u.run}}, nil, nil
 	}
 	pool, release, err := r.c.conn(ctx, tenant)
@@ -390,6 +393,9 @@ func (r route) reachCall(ctx context.Context, tenant tenancy.ID) (reached, func(
 	}
 	if r.c.routed == nil {
 		release = nil
+	}
+	if r.spec.rowSecure {
+		return reached{q: rowSecured{q: pool, role: r.c.rowRole, tenant: tenant.String()}, version: pool}, release, nil
 	}
 	return reached{q: pool, version: pool}, release, nil
 }

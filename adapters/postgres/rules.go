@@ -43,6 +43,9 @@ const (
 	// CodeUnitOfWorkRolledBack: a transaction inside a unit failed while
 	// the unit's function returned nil; the unit rolled back.
 	CodeUnitOfWorkRolledBack tenancy.Code = "postgres_unit_of_work_rolled_back"
+	// CodeRowSecurityOwner: the module's own user is under the row
+	// security it provisioned, so it would not see every tenant's rows.
+	CodeRowSecurityOwner tenancy.Code = "postgres_row_security_owner"
 )
 
 // Rules is what PostgreSQL can reach and which relations of each route kind
@@ -144,4 +147,7 @@ var codes = []floors.CodeDoc{
 	{Code: string(CodeUnitOfWorkRolledBack), When: "run time",
 		Meaning: "A transaction opened inside a PostgreSQL unit of work failed (a nested InTx whose function returned an error or panicked, an Outbox.Write, Idempotency.Do or Inbox.Once that rolled back), and the unit's function then returned nil. Such a transaction joins the unit rather than holding a savepoint, so its partial work is in the unit: the unit rolled back rather than commit part of its work. The inner cause is in the detail and in the error chain.",
 		Fix:     "Return the inner error from the unit's function, or handle it before the unit writes anything that depends on it."},
+	{Code: string(CodeRowSecurityOwner), When: "provisioning",
+		Meaning: "A PostgreSQL module with RowSecurity provisioned a tenant, and the server reports that the module's own user is under the row-level security of a guarded table: it is neither the table's owner nor a superuser nor BYPASSRLS. The module's teardown, erasure check and export run as that user with no tenant set, so they would see none of the table's rows and could report a tenant erased whose rows are left.",
+		Fix:     "Connect the module as the owner of its tables (the user that provisions them), or give that user BYPASSRLS. The routes' calls run as the module's row-security role whatever the user is."},
 }
