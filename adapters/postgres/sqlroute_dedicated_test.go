@@ -84,7 +84,7 @@ func startSQLDedicated(t *testing.T, extra []postgres.Option, targets ...any) (*
 	return c, own, prefix, dbs
 }
 
-// connectAs opens a connection to db's database as its superuser.
+// connectTo opens a connection to db's database as its superuser.
 func connectTo(t *testing.T, db string) *pgx.Conn {
 	t.Helper()
 	u, _ := url.Parse(testsvc.PostgresURL(t))
@@ -160,8 +160,8 @@ func TestSQLRouteDedicatedRunsInTheTenantDatabase(t *testing.T) {
 }
 
 // TestSQLRouteDedicatedRefusesTheOtherTenantsObjects: A's text naming B's
-// objects (its database, its schema, a search path to it) fails on A's
-// server session. Each text reads B's row when run in B's database (the
+// objects (its database, its schema, a search path to it) or the server's
+// files fails on A's server session. Each text reads B's row when run in B's database (the
 // control): the names are right, A's session cannot reach them.
 func TestSQLRouteDedicatedRefusesTheOtherTenantsObjects(t *testing.T) {
 	_, own, prefix, dbs := startSQLDedicated(t, nil)
@@ -173,6 +173,10 @@ func TestSQLRouteDedicatedRefusesTheOtherTenantsObjects(t *testing.T) {
 		"other schema":   "SELECT v FROM " + qualified + " WHERE id = 1",
 		"other write":    "UPDATE " + qualified + " SET v = v WHERE id = 1 RETURNING v",
 		"search_path":    "SELECT set_config('search_path', '" + schemaB + "', false); SELECT v FROM items WHERE id = 1",
+		// The server's files and programs are outside every database:
+		// the tenant's own user is no superuser.
+		"pg_read_file":    "SELECT pg_read_file('PG_VERSION'); SELECT 'b-only'",
+		"copy to program": "COPY (SELECT 'x') TO PROGRAM 'cat'; SELECT 'b-only'",
 	}
 	ctl := connectTo(t, dbB)
 	for name, text := range texts {
@@ -189,9 +193,9 @@ func TestSQLRouteDedicatedRefusesTheOtherTenantsObjects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("A's route ran %q: %v", text, res)
 			}
-			// Refused by the server: no such relation in A's database, or
-			// no reference across databases at all.
-			if pe, ok := errors.AsType[*pgconn.PgError](err); !ok || pe.Code != "42P01" && pe.Code != "3F000" && pe.Code != "0A000" {
+			// Refused by the server: no such relation in A's database, no
+			// reference across databases at all, or no privilege.
+			if pe, ok := errors.AsType[*pgconn.PgError](err); !ok || pe.Code != "42P01" && pe.Code != "3F000" && pe.Code != "0A000" && pe.Code != "42501" {
 				t.Errorf("refused for another reason: %v", err)
 			}
 		})
