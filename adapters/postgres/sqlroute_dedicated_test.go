@@ -332,3 +332,34 @@ func sqlDedicatedProbe(t *testing.T, v via) (tenancytest.Probe, error) {
 		},
 	}, nil
 }
+
+// TestSQLRouteDedicatedSearchPathDoesNotHoldBehindPgBouncer: why the
+// routed SQL route is refused behind a transaction pooler. The startup
+// parameter its sessions log in with does not reach the server session
+// through PgBouncer in transaction mode: the login is refused, or the
+// session's search path is not the one asked for.
+func TestSQLRouteDedicatedSearchPathDoesNotHoldBehindPgBouncer(t *testing.T) {
+	cfg, err := pgx.ParseConfig(testsvc.PgBouncerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"tw_probe_schema"`
+	cfg.RuntimeParams["search_path"] = want
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Logf("PgBouncer refused the login: %v", err)
+		return
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	for range 4 { // statements outside a transaction, each on any server session
+		var got string
+		if err := conn.QueryRow(context.Background(), "SHOW search_path").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Logf("the server session's search path is %q", got)
+			return
+		}
+	}
+	t.Fatalf("this pooler keeps the search path %s: postgres_sql_search_path_pooled refuses more than it needs to here", want)
+}
