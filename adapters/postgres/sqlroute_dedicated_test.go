@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -362,4 +363,26 @@ func TestSQLRouteDedicatedSearchPathDoesNotHoldBehindPgBouncer(t *testing.T) {
 		}
 	}
 	t.Fatalf("this pooler keeps the search path %s: postgres_sql_search_path_pooled refuses more than it needs to here", want)
+}
+
+// TestSQLRouteDedicatedSearchPathIsTheModules: neither the tenant's DSN
+// nor RoutedConfig.Configure moves the route's names out of the tenant's
+// schema.
+func TestSQLRouteDedicatedSearchPathIsTheModules(t *testing.T) {
+	prefix := "tw" + unique() + "_"
+	dbs := ownDatabases(t, tenancytest.TenantA)
+	d := dbs[tenancytest.TenantA]
+	d.dsn += "&search_path=public"
+	dbs[tenancytest.TenantA] = d
+	configure := func(pc *pgxpool.Config) { pc.ConnConfig.RuntimeParams["search_path"] = "public" }
+	var own *postgres.SQL
+	c := start(t, sqlDedicatedModule(dbs, prefix, tenancy.Raw,
+		postgres.Routed(resolveOwn(dbs), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1}, Configure: configure})), named("own", &own))
+	provision(t, c, tenancytest.TenantA)
+	if got, err := one(ctxA, own, "SELECT current_setting('search_path')"); err != nil || got != `"`+postgres.SchemaName(prefix, tenancytest.TenantA)+`"` {
+		t.Errorf("A's search path %q (%v)", got, err)
+	}
+	if _, err := own.Exec(ctxA, "INSERT INTO items (id, v) VALUES (1, 'a')"); err != nil {
+		t.Errorf("an unqualified write: %v", err)
+	}
 }
