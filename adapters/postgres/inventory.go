@@ -123,8 +123,12 @@ func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate
 
 // hasSQLRoute reports whether the module runs the service's own SQL,
 // whose tables are a family of their own.
-func (c *Client) hasSQLRoute() bool {
-	for _, r := range c.routes {
+func (c *Client) hasSQLRoute() bool { return hasSQL(c.routes) }
+
+func (cfg *config) hasSQLRoute() bool { return hasSQL(cfg.routes) }
+
+func hasSQL(routes []*routeSpec) bool {
+	for _, r := range routes {
 		if r.kind == kindSQL {
 			return true
 		}

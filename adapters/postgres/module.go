@@ -277,8 +277,12 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
 			cfg.routed.MaxConnsPerClient = 4
 		}
+		resolve := cfg.resolve
+		if cfg.hasSQLRoute() {
+			resolve = withSearchPath(resolve, cfg.prefix)
+		}
 		rc := routing.Config[*pgxpool.Pool]{
-			Resolve:    cfg.resolve,
+			Resolve:    resolve,
 			Read:       readRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
 			Close:      closeRouted,
 			Identify:   identifyRouted,
@@ -322,12 +326,18 @@ func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 	if routed && r.login != nil {
 		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "Login applies to a plain client; a routed client logs in as the tenant already", "drop DynamicReadConfig.Login"))
 	}
-	if r.kind == kindSQL && routed {
-		// A routed client's sessions log in as the tenant database's
-		// user with its default search path, where the route's
-		// unqualified names would not resolve: refused until built.
-		errs = append(errs, rules.WiringInvalid(cfg.name, r.name, "a SQL route runs on a plain client with Login only; the dedicated tier (a routed client) is not built for it yet",
-			"wire the SQL route on a plain client with SQLConfig.Login (namespace)"))
+	if r.kind == kindSQL && routed && cfg.pooled {
+		// The tenant schema's search path is a startup parameter of the
+		// tenant's sessions (searchPathParam), which a transaction pooler
+		// refuses or drops: the route's unqualified names would not
+		// resolve in the tenant's schema.
+		floor, _ := r.origin.Floor()
+		errs = append(errs, &tenancy.Error{
+			Code: CodeSQLSearchPathPooled, Module: cfg.name, Backend: rules.Name, Route: r.name,
+			Tiers: true, Reached: tenancy.Dedicated, Required: max(floor, cfg.floor), Ceiling: rules.Ceiling, Origin: r.origin,
+			Detail: "on a routed client a SQL route's sessions log in with the tenant's schema as their search path (a startup parameter), which a transaction pooler refuses or does not keep per server session",
+			Fix:    "reach the tenants' databases directly or through a session pooler (drop BehindTransactionPooler), or wire the SQL route at namespace on a plain client with SQLConfig.Login, whose search path the server sets per role",
+		})
 	}
 	if r.kind == kindSQL && !routed && r.login == nil {
 		errs = append(errs, &tenancy.Error{

@@ -52,8 +52,11 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 		for _, rr := range r.rels {
 			shared = shared || r.shared(rr.rel)
 		}
-		confined = confined || r.tenantRole
-		writes = writes || r.kind == kindSQL
+		// A routed SQL route runs as the tenant database's own user: no
+		// role of the module's to create or grant.
+		sqlRouted := r.kind == kindSQL && c.routed != nil
+		confined = confined || r.tenantRole && !sqlRouted
+		writes = writes || r.kind == kindSQL && !sqlRouted
 		if r.login != nil {
 			secret = r.login
 		}

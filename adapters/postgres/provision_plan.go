@@ -29,7 +29,7 @@ func (t lifecycleTarget) PlanProvision(ctx context.Context, tenant tenancy.ID) (
 	if err != nil {
 		return nil, err
 	}
-	grants := c.hasSQLRoute()
+	grants := c.hasSQLRoute() && c.routed == nil // a routed SQL route has no role of its own
 	if len(objs) == 0 && !grants {
 		return nil, nil
 	}

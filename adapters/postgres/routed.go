@@ -29,17 +29,20 @@ func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), 
 		if err != nil {
 			return routing.Reading[*pgxpool.Pool]{}, err
 		}
+		searchPath := cr.Params[searchPathParam]
 		open := func(ctx context.Context) (*pgxpool.Pool, error) {
 			// The claims were read from cfg: open a copy of it, so what
 			// Configure changes stays with this pool.
-			return openRouted(ctx, cfg.Copy(), cr.Endpoint, module, maxConns, configure, pooled)
+			return openRouted(ctx, cfg.Copy(), cr.Endpoint, module, maxConns, configure, pooled, searchPath)
 		}
 		return routing.Reading[*pgxpool.Pool]{Targets: connTargets(cfg.ConnConfig), Open: open}, nil
 	}
 }
 
 // openRouted opens a tenant's pool from its parsed DSN.
-func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, maxConns int32, configure func(*pgxpool.Config), pooled bool) (*pgxpool.Pool, error) {
+// A non-empty searchPath is sent at login, after Configure, so neither
+// it nor the DSN can change it.
+func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
 	if err := pooledConfig(pooled, cfg.ConnConfig, dsn); err != nil {
 		return nil, fmt.Errorf("postgres: routed credentials: %w", err)
 	}
@@ -52,6 +55,12 @@ func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, ma
 		}
 	}
 	cfg.MaxConns = maxConns
+	if searchPath != "" {
+		if cfg.ConnConfig.RuntimeParams == nil {
+			cfg.ConnConfig.RuntimeParams = map[string]string{}
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = searchPath
+	}
 	pin := &pinnedServer{module: module}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -68,6 +77,33 @@ func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, ma
 		pins.Store(pool, pin)
 	}
 	return pool, err
+}
+
+// searchPathParam is the Credentials param withSearchPath sets: the
+// search path of the tenant's sessions.
+const searchPathParam = "tenantwire.search_path"
+
+// withSearchPath is resolve for a module with a SQL route: each tenant's
+// sessions log in with its schema (where the module's migrations create
+// the service's tables in its database) as their only search path, so
+// the route's unqualified names resolve there with no round trip of
+// their own. The other routes name every relation schema-qualified, so
+// the setting changes nothing of theirs. The param is part of the
+// credentials' fingerprint: a pool is never shared by two search paths.
+func withSearchPath(resolve routing.Resolver, prefix string) routing.Resolver {
+	return func(ctx context.Context, tenant tenancy.ID) (routing.Credentials, error) {
+		cr, err := resolve(ctx, tenant)
+		if err != nil {
+			return cr, err
+		}
+		params := make(map[string]string, len(cr.Params)+1)
+		for k, v := range cr.Params {
+			params[k] = v
+		}
+		params[searchPathParam] = pgx.Identifier{SchemaName(prefix, tenant)}.Sanitize()
+		cr.Params = params
+		return cr, nil
+	}
 }
 
 // pins maps each open routed pool to its pinnedServer, so that Identify

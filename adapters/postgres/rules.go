@@ -34,6 +34,9 @@ const (
 	// CodeSQLUnconfined: a SQL route on a plain client has no login of
 	// the tenant's own role.
 	CodeSQLUnconfined tenancy.Code = "postgres_sql_unconfined"
+	// CodeSQLSearchPathPooled: a SQL route on a routed client behind a
+	// transaction pooler, which cannot keep the tenant's search path.
+	CodeSQLSearchPathPooled tenancy.Code = "postgres_sql_search_path_pooled"
 	// CodeUnitOfWorkEnded: a call carried the context of a unit of work
 	// that had already committed or rolled back.
 	CodeUnitOfWorkEnded tenancy.Code = "postgres_unit_of_work_ended"
@@ -138,6 +141,9 @@ var codes = []floors.CodeDoc{
 	{Code: string(CodeSQLUnconfined), When: "fx.New",
 		Meaning: "A PostgreSQL SQL route (the service's own statements) is wired on a plain client without SQLConfig.Login. Its text would run as the module's own user, which can reach every tenant's schema: a schema-qualified name, a search_path change or a role switch in the text would leave the tenant's schema, and nothing on the server would stop it.",
 		Fix:     "Set SQLConfig.Login (each tenant's statements then run on connections that log in as the tenant's own role, whose search path is its schema), or run the module on a routed client (the tenant's own database)."},
+	{Code: string(CodeSQLSearchPathPooled), When: "fx.New",
+		Meaning: "A PostgreSQL SQL route is wired on a routed client (dedicated) declared BehindTransactionPooler. The route's unqualified names resolve in the tenant's schema of its own database because each of the tenant's sessions logs in with that schema as its search path, a startup parameter; a transaction pooler refuses startup parameters it does not track, or drops them, and hands each transaction whichever server session is free, so the search path would not hold.",
+		Fix:     "Reach the tenants' databases directly or through a session pooler (drop BehindTransactionPooler), or wire the SQL route at namespace (a plain client with SQLConfig.Login), whose search path the server sets for the tenant's role at every login."},
 	{Code: string(CodeUnitOfWorkEnded), When: "run time",
 		Meaning: "A call carried the context of a PostgreSQL unit of work (`(*postgres.Client).InTx`) after the unit had committed or rolled back: a goroutine started inside the unit's function that outlived it, or a context kept past it. Nothing ran: the call is not run on the finished transaction, nor silently outside it. A statement already running when the unit ends finishes first.",
 		Fix:     "Make every call of the unit inside its function, and wait for the goroutines started there before it returns. For work after the unit, use a context from outside the unit's function."},

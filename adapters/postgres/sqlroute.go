@@ -30,7 +30,9 @@ type SQLConfig struct {
 	// connections that log in as the tenant's own role, whose search
 	// path is its schema (see DynamicLogin): the server, not the text,
 	// keeps the tenant in its schema. Required unless the client is routed
-	// (postgres_sql_unconfined).
+	// (postgres_sql_unconfined); refused on a routed client, whose
+	// sessions log in with the tenant's own credentials and the tenant's
+	// schema of its database as their search path.
 	Login *DynamicLogin
 	// MaxConns sizes each tenant's login pool (default 4). It counts
 	// toward the module's worst-case connections, times Login.MaxClients.
@@ -101,8 +103,9 @@ func (c *Client) sqlPoolConfig(maxConns int32) *pgxpool.Config {
 // SQL is a SQL route: pgx's method set, each call run for the context's
 // tenant. At namespace (Login) the session user is the tenant's role and
 // the search path its schema, so unqualified names resolve there and a
-// name outside it is refused by the server; routed, the tenant's own
-// database. Inside a unit of work (InTx) the calls join its transaction.
+// name outside it is refused by the server. Routed (dedicated), the
+// tenant's own database as its own user, with the search path its schema
+// there. Inside a unit of work (InTx) the calls join its transaction.
 type SQL struct {
 	route
 	// logins are the tenant login pools (nil on a routed client).

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
@@ -276,11 +277,56 @@ func TestSQLRouteWiring(t *testing.T) {
 	tenancytest.RequireRefused(t, postgres.CodeSQLUnconfined, mod(postgres.SQLConfig{Origin: tenancy.Compiled}))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod(postgres.SQLConfig{Origin: tenancy.Compiled, Login: &postgres.DynamicLogin{Secret: loginSecret[:31]}}))
 	tenancytest.RequireWires(t, mod(postgres.SQLConfig{Origin: tenancy.Compiled, Login: login}))
-	routed := func(sc postgres.SQLConfig) fx.Option {
-		return postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), postgres.SQLRoute("own", sc))
+	routed := func(sc postgres.SQLConfig, extra ...postgres.Option) fx.Option {
+		return postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), postgres.SQLRoute("own", sc)}, extra...)...)
 	}
-	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, routed(postgres.SQLConfig{Origin: tenancy.Raw}))
+	dedicated := postgres.RequiredIsolation(tenancy.Dedicated)
+	tenancytest.RequireWires(t, routed(postgres.SQLConfig{Origin: tenancy.Raw}, dedicated))
+	tenancytest.RequireWires(t, routed(postgres.SQLConfig{Origin: tenancy.Compiled}, dedicated))
+	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginUnknown, routed(postgres.SQLConfig{}))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, routed(postgres.SQLConfig{Origin: tenancy.Raw, Login: login}))
+	// Below dedicated the floors refuse what needs it: raw text, or a
+	// module that requires it.
+	e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor, mod(postgres.SQLConfig{Origin: tenancy.Raw, Login: login}))
+	if e.Module != "pg" || e.Route != "own" || !e.Tiers || e.Reached != tenancy.Namespace || e.Required != tenancy.Dedicated || e.Fix == "" {
+		t.Errorf("the raw route's refusal: %+v", e)
+	}
+	e = tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"), postgres.Module("pg", postgres.Connect(nowhere), dedicated,
+		postgres.SQLRoute("own", postgres.SQLConfig{Origin: tenancy.Compiled, Login: login})))
+	if e.Route != "own" || !e.Tiers || e.Reached != tenancy.Namespace || e.Required != tenancy.Dedicated || e.Fix == "" {
+		t.Errorf("the namespace route under a dedicated floor: %+v", e)
+	}
+	// Behind a transaction pooler the tenant's search path cannot hold.
+	for _, o := range []tenancy.Origin{tenancy.Compiled, tenancy.Raw} {
+		e := tenancytest.RequireRefused(t, postgres.CodeSQLSearchPathPooled, routed(postgres.SQLConfig{Origin: o}, postgres.BehindTransactionPooler()))
+		floor, _ := o.Floor()
+		if e.Module != "pg" || e.Route != "own" || !e.Tiers || e.Reached != tenancy.Dedicated || e.Required != floor || e.Origin != o || e.Fix == "" {
+			t.Errorf("%s behind a pooler: %+v", o, e)
+		}
+	}
+}
+
+// TestSQLRouteTiersInTheMatrix: the live matrix says what each wiring
+// of the route reaches.
+func TestSQLRouteTiersInTheMatrix(t *testing.T) {
+	var m floors.Matrix
+	app := fx.New(fx.NopLogger,
+		postgres.Module("ns", postgres.Connect(nowhere), postgres.SQLRoute("own", postgres.SQLConfig{Origin: tenancy.Compiled, Login: &postgres.DynamicLogin{Secret: loginSecret}})),
+		postgres.Module("ded", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), postgres.SQLRoute("raw", postgres.SQLConfig{Origin: tenancy.Raw})),
+		fx.Invoke(func(l modules.Live) { m = l.Matrix() }))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]tenancy.Tier{"own": tenancy.Namespace, "raw": tenancy.Dedicated}
+	for _, r := range m.Rows {
+		if w, ok := want[r.Route]; !ok || r.Reached != w {
+			t.Errorf("row %+v, want reached %s", r, w)
+		}
+		delete(want, r.Route)
+	}
+	if len(want) != 0 {
+		t.Errorf("routes missing from the matrix: %v", want)
+	}
 }
 
 // TestSQLRouteTablesAreInTheErasureInventory: the service's own tables
@@ -312,8 +358,8 @@ func TestSQLRouteTablesAreInTheErasureInventory(t *testing.T) {
 // unit of work of a module with a SQL route runs on the tenant's login),
 // the probe writing and reading a row of the service's own table.
 func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error) {
-	if tier != tenancy.Namespace {
-		return tenancytest.Probe{}, tenancytest.Unavailable("the SQL route's dedicated tier (a routed client) is not built: its wiring is refused")
+	if tier == tenancy.Dedicated {
+		return sqlDedicatedProbe(t, v)
 	}
 	susp := &modules.Suspensions{}
 	_, own, _ := startSQL(t, v, []postgres.Option{postgres.RequiredIsolation(tier)}, fx.Supply(susp))
