@@ -38,7 +38,12 @@ func placedKV() (fx.Option, func(tenancy.Tier, tenancy.ID) map[string]string) {
 		opts = append(opts, modules.ProvideTenantState(func(core) modules.TenantState {
 			return modules.TenantState{Module: "kv." + at.String(), Backend: "kv", Placement: &modules.Placement{Module: "kv", At: at, Offer: offer},
 				Provision: func(_ context.Context, id tenancy.ID) error { mu.Lock(); defer mu.Unlock(); of(at, id); return nil },
-				Offboard:  func(_ context.Context, id tenancy.ID) error { mu.Lock(); defer mu.Unlock(); delete(data[at], id); return nil },
+				Offboard: func(_ context.Context, id tenancy.ID) error {
+					mu.Lock()
+					defer mu.Unlock()
+					delete(data[at], id)
+					return nil
+				},
 				Export: func(_ context.Context, id tenancy.ID, out migrate.ArchiveOut) error {
 					mu.Lock()
 					defer mu.Unlock()
@@ -65,7 +70,11 @@ func placedKV() (fx.Option, func(tenancy.Tier, tenancy.ID) map[string]string) {
 				}}
 		}))
 	}
-	return fx.Options(opts...), func(at tenancy.Tier, id tenancy.ID) map[string]string { mu.Lock(); defer mu.Unlock(); return of(at, id) }
+	return fx.Options(opts...), func(at tenancy.Tier, id tenancy.ID) map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return of(at, id)
+	}
 }
 
 // TestMoveEndpoint: POST /tenants/{id}/move lists the steps on a dry run
