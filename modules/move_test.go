@@ -24,6 +24,8 @@ type kvPlaces struct {
 	data map[tenancy.Tier]map[tenancy.ID]map[string]string
 	// drop, when set, makes imports lose the record of that key.
 	drop string
+	// kill is the kill point armed (move_kill_test.go), "" for none.
+	kill string
 }
 
 func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantState {
