@@ -108,7 +108,7 @@ func TestRatioMemoryManyNamespaceTenants(t *testing.T) {
 	def, _ := largest(c, d)
 	cKeep, dKeep := module(postgres.RecycleAfter(0))
 	keep, _ := largest(cKeep, dKeep)
-	fmt.Printf("memory pg-namespace-pool16 tenants=%d largest_conn_bytes default_recycle=%d no_recycle=%d\n", n, def, keep)
+	fmt.Printf("scale memory pg-namespace-pool16 tenants=%d largest_conn_bytes default_recycle=%d no_recycle=%d\n", n, def, keep)
 	t.Logf("at %d namespace tenants, the largest of 16 connections: %.1f MB with the default RecycleAfter, %.1f MB never recycled", n, float64(def)/(1<<20), float64(keep)/(1<<20))
 	if def > memoryBound {
 		t.Errorf("with the default RecycleAfter a connection holds %.1f MB of server memory at %d tenants; the bound is %d MB", float64(def)/(1<<20), n, memoryBound>>20)
