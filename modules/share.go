@@ -111,6 +111,11 @@ func (t *Suspensions) shareOf(module string) *tenantShare {
 // shareStripes spreads the tenants' counts over locks, by tenant.
 const shareStripes = 64
 
+// shareSpare is how many ended tenants' counts a stripe keeps for the
+// next tenant, so a call's hold allocates nothing once the stripe has
+// served a few tenants; it bounds the spares at 64×8 counts in all.
+const shareSpare = 8
+
 // tenantShare counts one module's calls in flight per tenant. A tenant
 // has an entry only while it has calls in flight (or waiting), so the
 // state is bounded by the calls in flight, not by the tenants.
@@ -123,6 +128,7 @@ type tenantShare struct {
 type shareStripe struct {
 	mu      sync.Mutex
 	tenants map[tenancy.ID]*shareCount
+	spare   []*shareCount
 }
 
 type shareCount struct {
@@ -130,10 +136,15 @@ type shareCount struct {
 	// freed is closed, and cleared, when one of the tenant's calls ends
 	// while another waits.
 	freed chan struct{}
+	// tenant and end are the count's own, kept with it when it is spared:
+	// end, built once, is every hold's end while the count is in use.
+	tenant tenancy.ID
+	end    func()
 }
 
 // hold admits one call of tenant within its share, waiting up to Wait for
-// one of the tenant's own calls to end; end gives the place back.
+// one of the tenant's own calls to end; end gives the place back. Without
+// contention it allocates nothing (a spared count and its end are reused).
 func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, route string) (end func(), err error) {
 	st := &s.stripes[int(tenant.Bytes()[15])%shareStripes]
 	var timer *time.Timer
@@ -144,8 +155,7 @@ func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, rout
 		}
 		c := st.tenants[tenant]
 		if c == nil {
-			c = &shareCount{}
-			st.tenants[tenant] = c
+			c = st.count(tenant)
 		}
 		if c.n < s.Calls {
 			c.n++
@@ -153,7 +163,7 @@ func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, rout
 			if timer != nil {
 				timer.Stop()
 			}
-			return func() { s.release(st, tenant) }, nil
+			return c.end, nil
 		}
 		if c.freed == nil {
 			c.freed = make(chan struct{})
@@ -177,17 +187,34 @@ func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, rout
 	}
 }
 
-func (s *tenantShare) release(st *shareStripe, tenant tenancy.ID) {
+// count is a count for tenant entered in the stripe, a spared one when
+// there is one; st.mu is held.
+func (st *shareStripe) count(tenant tenancy.ID) *shareCount {
+	var c *shareCount
+	if n := len(st.spare); n > 0 {
+		c, st.spare = st.spare[n-1], st.spare[:n-1]
+	} else {
+		c = &shareCount{}
+		c.end = func() { st.release(c) }
+	}
+	c.tenant = tenant
+	st.tenants[tenant] = c
+	return c
+}
+
+func (st *shareStripe) release(c *shareCount) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	c := st.tenants[tenant]
 	c.n--
 	if c.freed != nil {
 		close(c.freed)
 		c.freed = nil
 	}
 	if c.n == 0 {
-		delete(st.tenants, tenant)
+		delete(st.tenants, c.tenant)
+		if len(st.spare) < shareSpare {
+			st.spare = append(st.spare, c)
+		}
 	}
 }
 
