@@ -205,6 +205,11 @@ func (st *shareStripe) count(tenant tenancy.ID) *shareCount {
 func (st *shareStripe) release(c *shareCount) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if c.n <= 0 {
+		// A second end of one hold would give back a place the count,
+		// spared and reused, may now keep for another tenant.
+		panic("modules: a tenant share's place was given back twice")
+	}
 	c.n--
 	if c.freed != nil {
 		close(c.freed)
