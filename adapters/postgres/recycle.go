@@ -19,7 +19,7 @@ import (
 const defaultRecycleAfter = 1000
 
 // RecycleAfter closes a connection of the module's own pool (Connect)
-// once it has served n distinct tenants, when it is next released, so a
+// once it has served n distinct tenants, when it is next acquired, so a
 // server connection's catalog cache of per-tenant schemas stays bounded;
 // the pool opens a fresh one as it needs. A module with per-tenant schemas
 // does this after 1,000 tenants unless told otherwise; RecycleAfter(0)
@@ -72,10 +72,18 @@ type served struct {
 
 func newTenantsServed(limit int) *tenantsServed { return &tenantsServed{limit: limit} }
 
-// install chains the pool's acquire, release and close hooks.
+// install chains the pool's acquire and close hooks. A full connection is
+// closed when it is next acquired, not when it is released: pgxpool runs
+// an AfterRelease hook in a goroutine of its own, and the connection is
+// not idle until that goroutine has run, so a hook there would cost every
+// call a goroutine and the next acquire its connection.
 func (s *tenantsServed) install(pc *pgxpool.Config) {
-	prepare, release, closing := pc.PrepareConn, pc.AfterRelease, pc.BeforeClose
+	prepare, closing := pc.PrepareConn, pc.BeforeClose
 	pc.PrepareConn = func(ctx context.Context, conn *pgx.Conn) (bool, error) {
+		if v, ok := s.conns.Load(conn); ok && v.(*served).full.Load() {
+			s.recycled.Add(1)
+			return false, nil // pgxpool closes it and acquires another
+		}
 		if id, ok := tenancy.FromContext(ctx); ok {
 			s.note(conn, id)
 		}
@@ -83,13 +91,6 @@ func (s *tenantsServed) install(pc *pgxpool.Config) {
 			return prepare(ctx, conn)
 		}
 		return true, nil
-	}
-	pc.AfterRelease = func(conn *pgx.Conn) bool {
-		if v, ok := s.conns.Load(conn); ok && v.(*served).full.Load() {
-			s.recycled.Add(1)
-			return false
-		}
-		return release == nil || release(conn)
 	}
 	pc.BeforeClose = func(conn *pgx.Conn) {
 		s.conns.Delete(conn)
