@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,21 +95,10 @@ func TestRatioF1PoolFlood(t *testing.T) {
 		if err, _ := failed.Load().(error); err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(lat)
 		return lat
 	}
-	p99 := func(l []time.Duration) time.Duration { return l[len(l)*99/100] }
 	begin := time.Now()
-	var rounds []float64
-	for i := range 15 {
-		var quiet, flooded []time.Duration
-		if i%2 == 0 {
-			quiet, flooded = phase(false), phase(true)
-		} else {
-			flooded, quiet = phase(true), phase(false)
-		}
-		rounds = append(rounds, float64(p99(flooded))/float64(p99(quiet)))
-	}
+	rounds := ratio.P99Rounds(15, phase)
 	ratio.ReportRounds(t, "F1", "pg-pool-flood-p99", rounds, 1.5)
 	t.Logf("%d rounds in %v", len(rounds), time.Since(begin))
 }

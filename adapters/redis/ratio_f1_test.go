@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -127,21 +126,10 @@ func TestRatioF1PoolFlood(t *testing.T) {
 		if err, _ := failed.Load().(error); err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(lat)
 		return lat
 	}
-	p99 := func(l []time.Duration) time.Duration { return l[len(l)*99/100] }
 	begin := time.Now()
-	var rounds []float64
-	for i := range 15 {
-		var quiet, flooded []time.Duration
-		if i%2 == 0 {
-			quiet, flooded = phase(false), phase(true)
-		} else {
-			flooded, quiet = phase(true), phase(false)
-		}
-		rounds = append(rounds, float64(p99(flooded))/float64(p99(quiet)))
-	}
+	rounds := ratio.P99Rounds(15, phase)
 	ratio.ReportRounds(t, "F1", "redis-pool-flood-p99", rounds, 1.5)
 	t.Logf("%d rounds in %v; the flooding tenant: %d blocking reads served, %d refused", len(rounds), time.Since(begin), served.Load(), refused.Load())
 	if refused.Load() == 0 || served.Load() == 0 {

@@ -2,7 +2,9 @@ package ratio
 
 import (
 	"os"
+	"slices"
 	"testing"
+	"time"
 )
 
 // FromRounds is the Result of ratios the caller measured round by round,
@@ -25,4 +27,26 @@ func ReportRounds(t testing.TB, label, name string, rounds []float64, target flo
 	t.Logf("%s-%s: median %.3f, %.0f%% interval [%.3f, %.3f] over %d rounds %v; %s target <= %.2f",
 		label, name, r.Median, Confidence*100, r.Lo, r.Hi, len(rounds), rounds, r.Verdict(target), target)
 	return r
+}
+
+// P99Rounds is the rounds of a fairness pair: n rounds of p99(phase(true))
+// over p99(phase(false)), the two phases' order alternating so that
+// neither always runs on a warmer server. phase returns the latencies it
+// measured (any order; at least one).
+func P99Rounds(n int, phase func(flood bool) []time.Duration) []float64 {
+	p99 := func(l []time.Duration) time.Duration {
+		slices.Sort(l)
+		return l[len(l)*99/100]
+	}
+	rounds := make([]float64, 0, n)
+	for i := range n {
+		var quiet, flooded []time.Duration
+		if i%2 == 0 {
+			quiet, flooded = phase(false), phase(true)
+		} else {
+			flooded, quiet = phase(true), phase(false)
+		}
+		rounds = append(rounds, float64(p99(flooded))/float64(p99(quiet)))
+	}
+	return rounds
 }
