@@ -212,42 +212,11 @@ func TestSQLRouteDedicatedRefusesTheOtherTenantsObjects(t *testing.T) {
 func TestSQLRouteDedicatedInUnitOfWork(t *testing.T) {
 	var k *postgres.Counter
 	c, own, _, dbs := startSQLDedicated(t, []postgres.Option{postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.Shared("k")})}, named("k", &k))
-	boom := errors.New("boom")
-	work := func(ctx context.Context, fail error) error {
-		return c.InTx(ctx, func(ctx context.Context) error {
-			if _, err := own.Exec(ctx, "INSERT INTO items (id, v) VALUES (7, 'in-unit')"); err != nil {
-				return err
-			}
-			if _, err := k.Add(ctx, "items", 1); err != nil {
-				return err
-			}
-			if got, err := one(ctx, own, "SELECT current_database()::text"); err != nil || got != dbs[tenancytest.TenantA].name {
-				t.Errorf("inside the unit the route runs in %q (%v)", got, err)
-			}
-			return fail
-		})
-	}
-	if err := work(ctxA, boom); !errors.Is(err, boom) {
-		t.Fatal(err)
-	}
-	if got, _ := one(ctxA, own, "SELECT count(*)::text FROM items WHERE id = 7"); got != "0" {
-		t.Errorf("the rolled-back unit kept the route's row")
-	}
-	if n, err := k.Get(ctxA, "items"); err != nil || n != 0 {
-		t.Errorf("the rolled-back unit kept the counter: %d %v", n, err)
-	}
-	if err := work(ctxA, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := one(ctxA, own, "SELECT v FROM items WHERE id = 7"); got != "in-unit" {
-		t.Errorf("the committed unit lost the route's row: %q", got)
-	}
-	if n, err := k.Get(ctxA, "items"); err != nil || n != 1 {
-		t.Errorf("the committed unit lost the counter: %d %v", n, err)
-	}
-	if got, _ := one(ctxB, own, "SELECT count(*)::text FROM items WHERE id = 7"); got != "0" {
-		t.Errorf("A's unit wrote B's table")
-	}
+	unitCovers(t, c, own, k, func(ctx context.Context) {
+		if got, err := one(ctx, own, "SELECT current_database()::text"); err != nil || got != dbs[tenancytest.TenantA].name {
+			t.Errorf("inside the unit the route runs in %q (%v)", got, err)
+		}
+	})
 }
 
 // TestSQLRouteDedicatedPlanAndOffboard: the dry run of a new dedicated

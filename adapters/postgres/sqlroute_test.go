@@ -226,6 +226,18 @@ func TestSQLRouteLeavesNothingForTheNextTenant(t *testing.T) {
 func TestSQLRouteInUnitOfWork(t *testing.T) {
 	var k *postgres.Counter
 	c, own, prefix := startSQL(t, direct, []postgres.Option{postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")})}, named("k", &k))
+	unitCovers(t, c, own, k, func(ctx context.Context) {
+		if got, err := one(ctx, own, "SELECT current_user::text"); err != nil || got != postgres.RoleName(prefix, tenancytest.TenantA) {
+			t.Errorf("inside the unit the route runs as %q (%v)", got, err)
+		}
+	})
+}
+
+// unitCovers runs a unit of work of A that writes through the SQL route
+// own and the counter k, checking inside it with where: rolled back it
+// keeps neither write, committed both, and B's table is untouched.
+func unitCovers(t *testing.T, c *postgres.Client, own *postgres.SQL, k *postgres.Counter, where func(ctx context.Context)) {
+	t.Helper()
 	boom := errors.New("boom")
 	work := func(ctx context.Context, fail error) error {
 		return c.InTx(ctx, func(ctx context.Context) error {
@@ -235,9 +247,7 @@ func TestSQLRouteInUnitOfWork(t *testing.T) {
 			if _, err := k.Add(ctx, "items", 1); err != nil {
 				return err
 			}
-			if got, err := one(ctx, own, "SELECT current_user::text"); err != nil || got != postgres.RoleName(prefix, tenancytest.TenantA) {
-				t.Errorf("inside the unit the route runs as %q (%v)", got, err)
-			}
+			where(ctx)
 			return fail
 		})
 	}
