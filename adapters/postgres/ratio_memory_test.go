@@ -186,23 +186,25 @@ func TestRatioMemoryManyNamespaceTenants(t *testing.T) {
 }
 
 // recyclingHandPool is a pgx pool of the url's size that closes a
-// connection, when it is released, once it has read limit distinct
-// tenants; read runs a hand-written read of tenant i on it.
+// connection, when it is next acquired, once it has read limit distinct
+// tenants (in PrepareConn, as the module does: an AfterRelease hook would
+// cost a goroutine per release); read runs a hand-written read of tenant
+// i on it.
 func recyclingHandPool(t *testing.T, url string, limit int) (closed *atomic.Int64, read func(ctx context.Context, i int, stmt string, mode pgx.QueryExecMode) error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	must0(t, err)
 	var mu sync.Mutex
 	seen := map[*pgx.Conn]map[int]struct{}{}
 	closed = new(atomic.Int64)
-	cfg.AfterRelease = func(c *pgx.Conn) bool {
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(seen[c]) >= limit {
 			delete(seen, c)
 			closed.Add(1)
-			return false
+			return false, nil
 		}
-		return true
+		return true, nil
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	must0(t, err)
