@@ -164,6 +164,9 @@ func (tb pgTable) selectRows() string {
 // database, while the tenant keeps being served.
 func (t lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out migrate.ArchiveOut) error {
 	c := t.c
+	if err := c.ownerSeesEveryRow(ctx, tenant); err != nil {
+		return err
+	}
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {
 		return err

@@ -75,6 +75,9 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 // counts.
 func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate.Erasure, error) {
 	c := t.c
+	if err := c.ownerSeesEveryRow(ctx, tenant); err != nil {
+		return migrate.Erasure{}, err
+	}
 	fams := c.families(tenant)
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {

@@ -104,11 +104,32 @@ func (c *Client) rowSecurityDDL() []string {
 	return out
 }
 
-// checkRowSecurity asks the server, after provisioning, whether the
+// ownerSeesEveryRow asks the server, once per client, whether the
 // module's own user is under the policies of a guarded table: then its
 // teardown, erasure check and export would see no tenant's rows there,
-// and report a tenant erased whose rows are left.
-func (c *Client) checkRowSecurity(ctx context.Context, q querier) error {
+// and report a tenant erased whose rows are left. Provisioning, teardown,
+// the check and export each ask before they run.
+func (c *Client) ownerSeesEveryRow(ctx context.Context, tenant tenancy.ID) error {
+	if c.rowRole == "" || c.rowChecked.Load() {
+		return nil
+	}
+	pool, release, err := c.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
+	complete, err := c.checkRowSecurity(ctx, pool)
+	if err != nil {
+		return err
+	}
+	c.rowChecked.Store(complete) // asked again while a table is still to be made
+	return nil
+}
+
+// checkRowSecurity reports whether every guarded table exists, and
+// refuses one the module's user is under the policies of.
+func (c *Client) checkRowSecurity(ctx context.Context, q querier) (bool, error) {
+	complete := true
 	for _, r := range c.routes {
 		if !r.rowSecure {
 			continue
@@ -118,18 +139,19 @@ func (c *Client) checkRowSecurity(ctx context.Context, q querier) error {
 				continue
 			}
 			t := route{c, r}.qualified(rr.rel, tenancy.ID{})
-			var active bool
-			if err := q.QueryRow(ctx, "SELECT pg_catalog.row_security_active($1::regclass)", t).Scan(&active); err != nil {
-				return err
+			var exists, active bool
+			if err := q.QueryRow(ctx, "SELECT r IS NOT NULL, COALESCE(pg_catalog.row_security_active(r), false) FROM pg_catalog.to_regclass($1) r", t).Scan(&exists, &active); err != nil {
+				return false, err
 			}
+			complete = complete && exists
 			if active {
-				return &tenancy.Error{Code: CodeRowSecurityOwner, Module: c.module, Backend: rules.Name, Route: r.name,
+				return false, &tenancy.Error{Code: CodeRowSecurityOwner, Module: c.module, Backend: rules.Name, Route: r.name,
 					Detail: fmt.Sprintf("the module's user is under the row security of %s, so its teardown and erasure check would not see every tenant's rows", t),
 					Fix:    "connect the module as the owner of its tables (the user that provisions them), or give that user BYPASSRLS"}
 			}
 		}
 	}
-	return nil
+	return complete, nil
 }
 
 // rowBatcher is what a guarded call's statements are sent through: a

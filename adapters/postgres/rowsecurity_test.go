@@ -187,7 +187,7 @@ func TestRowSecurityRefusesAnOwnerUnderItsPolicies(t *testing.T) {
 	run := unique()
 	dsn := ownerURL(t, admin, "owner_"+run)
 	mod := func() fx.Option {
-		return postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix("t"+run+"_"), postgres.RowSecurity(),
+		return postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix("t"+run+"_"), postgres.RowSecurity(), postgres.AllowTeardown(),
 			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("rls_" + run)}))
 	}
 	provision(t, start(t, mod()), tenancytest.TenantA)
@@ -195,6 +195,10 @@ func TestRowSecurityRefusesAnOwnerUnderItsPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := start(t, mod()).Provision(context.Background(), tenancytest.TenantB)
+	_ = tenancytest.RequireCode(t, err, postgres.CodeRowSecurityOwner, "postgres", "pg", "orders", "rls_"+run)
+	// A replica that provisions nothing asks before its teardown, which
+	// would otherwise delete none of A's rows and report them gone.
+	err = start(t, mod()).Teardown(context.Background(), tenancytest.TenantA)
 	_ = tenancytest.RequireCode(t, err, postgres.CodeRowSecurityOwner, "postgres", "pg", "orders", "rls_"+run)
 }
 
