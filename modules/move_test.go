@@ -196,10 +196,10 @@ func TestMoveUnverifiedStays(t *testing.T) {
 	tenants.Suspend(a)
 	_, err = tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{})
 	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMoveRefused, "kv", "kv", "")
-	rep, err := tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{DryRun: true})
+	_, err = tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{DryRun: true})
 	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMoveRefused, "kv", "kv", "")
 	tenants.Resume(a)
-	rep, err = tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{DryRun: true})
+	rep, err := tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{DryRun: true})
 	if err != nil || len(rep.Steps) != 6 || len(kv.data[tenancy.Namespace][a]) != 0 {
 		t.Fatalf("dry run: %v, %d steps, %d records copied", err, len(rep.Steps), len(kv.data[tenancy.Namespace][a]))
 	}
