@@ -1,0 +1,130 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// TestShardedConsumerBacklogDoesNotDelayAnotherTenant: a sharded consumer
+// is working through tenant A's backlog of 100,000 records when tenant B
+// produces one: B's reader is its own (its own topic and group), so B's
+// record waits for none of A's. The bound is in time: a fetch's MaxWait
+// plus the broker's round trips, here allowed a second on a loaded
+// machine; how many of A's records were handled meanwhile is printed, not
+// bounded (A's reader runs beside B's).
+func TestShardedConsumerBacklogDoesNotDelayAnotherTenant(t *testing.T) {
+	const backlog, maxWait, bound = 100_000, 50 * time.Millisecond, time.Second
+	s := newSpace(t)
+	var (
+		mu      sync.Mutex
+		ofA     int
+		written = -1
+		wroteB  time.Time
+		tookB   time.Duration
+		duringB = -1
+		gotB    = make(chan struct{})
+		joined  = make(chan struct{})
+	)
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		id, _ := tenancy.FromContext(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		switch id {
+		case tenantA:
+			ofA++
+		case tenantB:
+			if string(m.Value) == "b-0" {
+				close(joined)
+			} else if duringB < 0 {
+				tookB, duringB = time.Since(wroteB), ofA-written
+				close(gotB)
+			}
+		}
+		return nil
+	}
+	var d deps
+	topic := naming.PerTenant(s.name("orders."))
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: topic}),
+			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: topic, MaxWait: maxWait,
+				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB), OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []tenancy.ID{tenantA, tenantB} {
+		if err := d.Provision.Provision(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := rawWriter(t, s.broker)
+	raw.BatchSize = 5000
+	begin := time.Now()
+	msgs := make([]kafkago.Message, backlog)
+	for i := range msgs {
+		msgs[i] = kafkago.Message{Topic: s.name("orders.") + tenantA.Hex(), Value: fmt.Appendf(nil, "a-%d", i)}
+	}
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records of A written in %v", backlog, time.Since(begin).Round(time.Millisecond))
+	startApp(t, app)
+	// B's first record comes after its reader joined its group: the join
+	// (a rebalance of B's group alone) is printed, not what is bounded.
+	begin = time.Now()
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("b-0")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-joined:
+		t.Logf("B's first record, written at the start, handled %v after the start returned", time.Since(begin).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("B's first record not handled within 30s of the start")
+	}
+
+	// B produces again once A's reader is well into the backlog.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := ofA
+		mu.Unlock()
+		if n >= 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of A's records handled in 30s", n)
+		}
+	}
+	mu.Lock()
+	written, wroteB = ofA, time.Now()
+	mu.Unlock()
+	if err := d.Producer.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte("b-1")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gotB:
+	case <-time.After(30 * time.Second):
+		t.Fatal("B's record not handled within 30s of its write")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("B's record handled %v after its write; %d of A's records handled meanwhile (%d in all, %d still waiting)",
+		tookB.Round(time.Millisecond), duringB, ofA, backlog-ofA)
+	if tookB > bound {
+		t.Errorf("B's record took %v behind A's backlog, want at most %v", tookB, bound)
+	}
+}
