@@ -266,6 +266,9 @@ func (l *parkedLoop) readAgain(ctx, fetch context.Context) bool {
 				}
 				break
 			}
+			if m.Offset > rr.next {
+				l.gone(p, log, rr.next, m.Offset)
+			}
 			rr.next = m.Offset + 1
 			if l.takeAgain(ctx, p, log, m) {
 				handled++
@@ -302,6 +305,37 @@ func (l *parkedLoop) takeAgain(ctx context.Context, p partition, log *partLog, m
 		delete(l.nLeft, tenant)
 	}
 	return true
+}
+
+// gone forgets the left records on p in [from, to): the broker no longer
+// has them (retention or compaction removed them before they were read
+// again, and the reader skipped ahead). They are reported and, since
+// nothing can handle them now, no longer hold the partition's commit.
+func (l *parkedLoop) gone(p partition, log *partLog, from, to int64) {
+	for tenant, parts := range l.left {
+		offs := parts[p]
+		i, _ := slices.BinarySearch(offs, from)
+		j, _ := slices.BinarySearch(offs, to)
+		if i == j {
+			continue
+		}
+		for _, off := range offs[i:j] {
+			if k, ok := slices.BinarySearchFunc(log.recs, off, func(r *record, off int64) int { return cmp.Compare(r.off, off) }); ok {
+				log.recs[k].done = true
+			}
+		}
+		l.w.report(tenant, fmt.Errorf("%d records of %s/%d in [%d, %d) left behind a parked tenant are gone from the broker before they were read again; not handled",
+			j-i, p.topic, p.n, from, to))
+		l.nLeft[tenant] -= j - i
+		if offs = slices.Delete(offs, i, j); len(offs) > 0 {
+			parts[p] = offs
+		} else if delete(parts, p); len(parts) == 0 {
+			delete(l.left, tenant)
+		}
+		if l.nLeft[tenant] == 0 {
+			delete(l.nLeft, tenant)
+		}
+	}
 }
 
 // dueOn is the lowest offset on p of a left record whose tenant is no
