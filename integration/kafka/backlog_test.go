@@ -128,3 +128,55 @@ func TestShardedConsumerBacklogDoesNotDelayAnotherTenant(t *testing.T) {
 		t.Errorf("B's record took %v behind A's backlog, want at most %v", tookB, bound)
 	}
 }
+
+// TestHeaderConsumerParkedBacklogDoesNotDelayAnotherTenant: on a shared
+// one-partition topic, a suspended tenant A's backlog of 100,000 records
+// sits ahead of tenant B's one: B's record is handled after none of A's
+// (A is parked, and past MaxHeld its records are left on the broker), in
+// the time it takes to fetch past A's records, printed and bounded here at
+// 10 s; the commit stays at A's first record.
+func TestHeaderConsumerParkedBacklogDoesNotDelayAnotherTenant(t *testing.T) {
+	const backlog, bound = 100_000, 10 * time.Second
+	s := newSpace(t)
+	ctx := context.Background()
+	got := newReceived()
+	app, p := headerConsumerApp(t, s, got)
+	if err := p.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	p.Tenants.Suspend(tenantA)
+	raw := rawWriter(t, s.broker)
+	raw.BatchSize = 5000
+	header := func(id tenancy.ID) []kafkago.Header {
+		return []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}
+	}
+	msgs := make([]kafkago.Message, backlog)
+	for i := range msgs {
+		msgs[i] = kafkago.Message{Topic: s.name("in"), Value: fmt.Appendf(nil, "a-%d", i), Headers: header(tenantA)}
+	}
+	begin := time.Now()
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records of the suspended A written in %v", backlog, time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
+	if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("in"), Value: []byte("b-1"), Headers: header(tenantB)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(bound); got.times("b-1") == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's record not handled within %v behind A's backlog", bound)
+		}
+	}
+	took := time.Since(begin)
+	by, _ := got.snapshot()
+	t.Logf("B's record handled %v after its write, behind %d of A's records, %d of them handled", took.Round(time.Millisecond), backlog, len(by[tenantA.String()]))
+	if n := len(by[tenantA.String()]); n != 0 {
+		t.Errorf("%d of the suspended tenant's records were handled", n)
+	}
+	// Nothing is committed: A's first record is the partition's first.
+	if off := committed(t, s.broker, s.name("g"), s.name("in")); off > 0 {
+		t.Errorf("committed offset %d, want none: past A's first record", off)
+	}
+}
