@@ -81,6 +81,10 @@ type rereader struct {
 // delays another tenant's next record by at most that many.
 const againTurn = 10
 
+// againRead bounds the records one turn reads again per partition (those
+// of other tenants, handled already, are passed over).
+const againRead = 1000
+
 func newParkedLoop(w *worker, sh shard) *parkedLoop {
 	n := w.spec.cfg.MaxHeld
 	if n <= 0 {
@@ -256,13 +260,15 @@ func (l *parkedLoop) readAgain(ctx, fetch context.Context) bool {
 			rr.next = lo
 		}
 		handled := 0
-		for handled < againTurn && rr.next < log.next && ctx.Err() == nil {
+		for read := 0; handled < againTurn && read < againRead && rr.next < log.next && ctx.Err() == nil; read++ {
 			rctx, cancel := context.WithTimeout(fetch, l.w.maxWait())
 			m, err := rr.r.FetchMessage(rctx)
 			cancel()
 			if err != nil {
 				if fetch.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 					l.w.report(tenancy.ID{}, fmt.Errorf("read %s/%d again at %d: %w", p.topic, p.n, rr.next, err))
+					// The broker is failing: back off rather than spin.
+					shards.Sleep(fetch, nil, l.w.retry())
 				}
 				break
 			}
