@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,5 +281,147 @@ func pastMaxHeld(t *testing.T, nA, nB, maxHeld int) {
 			t.Fatalf("committed offset %d, want %d once every record was handled", off, end)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHeaderConsumerReadsLeftRecordsAgainOnEveryPartition: over three
+// partitions, a tenant whose handler fails has most of its records left on
+// the broker (MaxHeld 20 of 600); the other tenant's records are handled
+// meanwhile. Once the handler recovers, one of the left records fails
+// again while they are read again (its tenant is parked once more); in the
+// end every record was handled once, the failing tenant's in order on each
+// partition, and every partition is committed to its end.
+func TestHeaderConsumerReadsLeftRecordsAgainOnEveryPartition(t *testing.T) {
+	const nA, nB, parts = 600, 60, 3
+	s := newSpace(t)
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		down     = true
+		failOnce = "a-450"
+		count    = map[string]int{}
+		order    = map[int][]int{} // partition → A's indexes, as handled
+	)
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		id, _ := tenancy.FromContext(ctx)
+		v := string(m.Value)
+		mu.Lock()
+		defer mu.Unlock()
+		if id == tenantA {
+			if down {
+				return errors.New("A's destination is down")
+			}
+			if v == failOnce {
+				failOnce = ""
+				return errors.New("A's destination failed once more")
+			}
+			var i int
+			fmt.Sscanf(v, "a-%d", &i)
+			order[m.Partition] = append(order[m.Partition], i)
+		}
+		count[v]++
+		return nil
+	}
+	var d struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: parts}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, MaxHeld: 20,
+				WorkerConfig: shards.WorkerConfig{Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	raw := rawWriter(t, s.broker)
+	msg := func(id tenancy.ID, v string) kafkago.Message {
+		return kafkago.Message{Topic: s.name("in"), Key: []byte(v), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}}
+	}
+	var msgs []kafkago.Message
+	var bVals []string
+	for i := range nA {
+		msgs = append(msgs, msg(tenantA, fmt.Sprintf("a-%d", i)))
+		if i%(nA/nB) == 0 {
+			v := fmt.Sprintf("b-%d", len(bVals))
+			msgs = append(msgs, msg(tenantB, v))
+			bVals = append(bVals, v)
+		}
+	}
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitCount := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			ok := done()
+			mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30s", what)
+			}
+		}
+	}
+	waitCount("B's records handled while A fails", func() bool {
+		for _, v := range bVals {
+			if count[v] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	waitCount("every record handled", func() bool { return len(count) == len(msgs) })
+	mu.Lock()
+	defer mu.Unlock()
+	for v, n := range count {
+		if n != 1 {
+			t.Errorf("%s handled %d times, want once", v, n)
+		}
+	}
+	if failOnce != "" {
+		t.Error("the record meant to fail again was never tried")
+	}
+	if len(order) != parts {
+		t.Errorf("A's records handled from %d partitions, want %d", len(order), parts)
+	}
+	for p, idx := range order {
+		t.Logf("partition %d: %d of A's records", p, len(idx))
+		if !slices.IsSorted(idx) {
+			t.Errorf("partition %d: A's records out of order", p)
+		}
+	}
+	c, done := admin(s.broker)
+	defer done()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := c.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: s.name("g"), Topics: map[string][]int{s.name("in"): {0, 1, 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := int64(0)
+		for _, p := range res.Topics[s.name("in")] {
+			sum += max(p.CommittedOffset, 0)
+		}
+		if sum == int64(len(msgs)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed %d of %d records across the partitions", sum, len(msgs))
+		}
 	}
 }
