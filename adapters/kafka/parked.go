@@ -28,6 +28,12 @@ import (
 // a tenant's backlog never stops the fetch for the others, and memory is a
 // few words per record not yet committed.
 //
+// A healthy tenant's backlog takes turns too: after fairTurn of its
+// records in a row, straight from the fetch, its later ones are left the
+// same way and the fetch reads ahead (up to aheadMax records) to the other
+// tenants' records, which are handled as they come; then the left ones are
+// read again.
+//
 // Kafka commits one offset per partition, so a partition's offset is
 // committed only up to its earliest record not handled yet: records of
 // other tenants handled after it are handled again (at least once) if the
@@ -47,6 +53,14 @@ type parkedLoop struct {
 	nLeft map[tenancy.ID]int
 	// again reads a partition's left records again.
 	again map[partition]*rereader
+	// streak counts the records of one tenant handled in a row as they
+	// were fetched, without the fetch catching up; past fairTurn the
+	// tenant's later records are left too and the fetch reads ahead of
+	// them (ahead, for at most aheadMax records) to the other tenants'.
+	streakOf  tenancy.ID
+	streak    int
+	ahead     bool
+	aheadRead int
 }
 
 type partition struct {
@@ -85,6 +99,15 @@ const againTurn = 10
 // of other tenants, handled already, are passed over).
 const againRead = 1000
 
+// fairTurn is how many records of one tenant in a row the loop handles
+// from a backlog before it leaves that tenant's later ones on the broker
+// and reads ahead for the other tenants' records; aheadMax bounds how far
+// it reads ahead before it goes back to the left ones.
+const (
+	fairTurn = 100
+	aheadMax = 100_000
+)
+
 func newParkedLoop(w *worker, sh shard) *parkedLoop {
 	n := w.spec.cfg.MaxHeld
 	if n <= 0 {
@@ -113,6 +136,9 @@ func (l *parkedLoop) run(ctx, fetch context.Context) {
 		case more:
 			// Left records wait to be read again: do not block on the fetch.
 			fctx, cancel = context.WithTimeout(fetch, time.Millisecond)
+		case l.ahead:
+			// Reading ahead ends when the fetch catches up.
+			fctx, cancel = context.WithTimeout(fetch, l.w.maxWait())
 		case (l.nHeld > 0 || len(l.nLeft) > 0) && !next.IsZero():
 			fctx, cancel = context.WithDeadline(fetch, next)
 		}
@@ -124,7 +150,10 @@ func (l *parkedLoop) run(ctx, fetch context.Context) {
 				return
 			}
 			if errors.Is(err, context.DeadlineExceeded) && fctx.Err() != nil {
-				continue // a parked tenant is due, or left records wait
+				// Caught up (or a parked tenant is due): no backlog to take
+				// turns in.
+				l.ahead, l.streak = false, 0
+				continue
 			}
 			l.w.report(tenancy.ID{}, fmt.Errorf("fetch: %w", err))
 			if !shards.Sleep(ctx, nil, l.w.retry()) {
@@ -151,10 +180,25 @@ func (l *parkedLoop) take(ctx context.Context, m kafkago.Message) {
 	r := &record{off: m.Offset}
 	log.recs = append(log.recs, r)
 	tenant := l.tenantOf(m)
+	if l.ahead {
+		if l.aheadRead++; l.aheadRead >= aheadMax {
+			l.ahead = false
+		}
+	}
 	if l.blocked(tenant, time.Now()) || l.nLeft[tenant] > 0 {
 		l.hold(tenant, p, r, m)
 		return
 	}
+	if tenant != l.streakOf {
+		l.streakOf, l.streak = tenant, 0
+	}
+	if l.streak >= fairTurn {
+		// A backlog's turn is over: leave the rest of it, read ahead.
+		l.leave(tenant, p, r)
+		l.ahead, l.aheadRead, l.streak = true, 0, 0
+		return
+	}
+	l.streak++
 	if !l.attempt(ctx, tenant, r, m) {
 		l.hold(tenant, p, r, m)
 	}
@@ -175,6 +219,11 @@ func (l *parkedLoop) hold(tenant tenancy.ID, p partition, r *record, m kafkago.M
 		l.nHeld++
 		return
 	}
+	l.leave(tenant, p, r)
+}
+
+// leave leaves r on the broker, to be read again in its tenant's order.
+func (l *parkedLoop) leave(tenant tenancy.ID, p partition, r *record) {
 	if l.left[tenant] == nil {
 		l.left[tenant] = map[partition][]int64{}
 	}
@@ -345,8 +394,11 @@ func (l *parkedLoop) gone(p partition, log *partLog, from, to int64) {
 }
 
 // dueOn is the lowest offset on p of a left record whose tenant is no
-// longer blocked.
+// longer blocked; none while the fetch reads ahead.
 func (l *parkedLoop) dueOn(p partition, now time.Time) (int64, bool) {
+	if l.ahead {
+		return 0, false // reading ahead first
+	}
 	var lo int64
 	ok := false
 	for tenant, parts := range l.left {

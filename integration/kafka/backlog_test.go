@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -178,5 +180,120 @@ func TestHeaderConsumerParkedBacklogDoesNotDelayAnotherTenant(t *testing.T) {
 	// Nothing is committed: A's first record is the partition's first.
 	if off := committed(t, s.broker, s.name("g"), s.name("in")); off > 0 {
 		t.Errorf("committed offset %d, want none: past A's first record", off)
+	}
+}
+
+// TestHeaderConsumerHealthyBacklogDoesNotDelayAnotherTenant: on a shared
+// one-partition topic, a healthy tenant A's backlog of 100,000 records sits
+// ahead of tenant B's one. After a turn of A's records the consumer leaves
+// the rest of them on the broker and reads ahead, so B's record is handled
+// after at most a turn of A's (100), not after all of them. With a backlog
+// of 5,000 the test waits for the rest too: A's records are read again and
+// handled, each once, in order, and the partition is committed to its end
+// (100,000 take some 20 s to drain on the test machine).
+func TestHeaderConsumerHealthyBacklogDoesNotDelayAnotherTenant(t *testing.T) {
+	t.Run("100,000", func(t *testing.T) { healthyBacklog(t, 100_000, false) })
+	t.Run("5,000 drained", func(t *testing.T) { healthyBacklog(t, 5_000, true) })
+}
+
+func healthyBacklog(t *testing.T, backlog int, drain bool) {
+	const turn = 100
+	s := newSpace(t)
+	ctx := context.Background()
+	var (
+		mu      sync.Mutex
+		handled []string // in order
+		count   = map[string]int{}
+	)
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, string(m.Value))
+		count[string(m.Value)]++
+		return nil
+	}
+	var d struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawWriter(t, s.broker)
+	raw.BatchSize = 5000
+	header := func(id tenancy.ID) []kafkago.Header {
+		return []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}
+	}
+	msgs := make([]kafkago.Message, backlog, backlog+1)
+	for i := range msgs {
+		msgs[i] = kafkago.Message{Topic: s.name("in"), Value: fmt.Appendf(nil, "a-%06d", i), Headers: header(tenantA)}
+	}
+	msgs = append(msgs, kafkago.Message{Topic: s.name("in"), Value: []byte("b-1"), Headers: header(tenantB)})
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	startApp(t, app)
+	wait := func(what string, within time.Duration, done func() bool) time.Duration {
+		t.Helper()
+		for deadline := time.Now().Add(within); ; time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			ok := done()
+			mu.Unlock()
+			if ok {
+				return time.Since(begin)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v", what, within)
+			}
+		}
+	}
+	tookB := wait("B's record handled", 20*time.Second, func() bool { return count["b-1"] > 0 })
+	mu.Lock()
+	before := slices.Index(handled, "b-1")
+	mu.Unlock()
+	t.Logf("B's record, behind %d of A's, handled %v after the start, after %d of A's", backlog, tookB.Round(time.Millisecond), before)
+	if before > turn {
+		t.Errorf("B's record handled after %d of A's records, want at most a turn (%d)", before, turn)
+	}
+	if !drain {
+		return
+	}
+	took := wait("every record handled", 60*time.Second, func() bool { return len(count) == len(msgs) })
+	t.Logf("all %d records handled %v after the start", len(msgs), took.Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	prev := ""
+	for _, v := range handled {
+		if count[v] != 1 {
+			t.Fatalf("%s handled %d times, want once", v, count[v])
+		}
+		if v != "b-1" {
+			if v < prev {
+				t.Fatalf("A's records out of order: %s after %s", v, prev)
+			}
+			prev = v
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		off := committed(t, s.broker, s.name("g"), s.name("in"))
+		if off == int64(len(msgs)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offset %d, want %d", off, len(msgs))
+		}
 	}
 }
