@@ -54,12 +54,14 @@ type parkedLoop struct {
 	// again reads a partition's left records again.
 	again map[partition]*rereader
 	// streak counts the records of one tenant handled in a row as they
-	// were fetched, without the fetch catching up; past fairTurn the
-	// tenant's later records are left too and the fetch reads ahead of
-	// them (ahead, for at most aheadMax records) to the other tenants'.
+	// were fetched, each with records behind it on its partition; past
+	// fairTurn the tenant's later records are left too and the fetch reads
+	// ahead of them (ahead, on aheadOn's partition, for at most aheadMax
+	// records) to the other tenants'.
 	streakOf  tenancy.ID
 	streak    int
 	ahead     bool
+	aheadOn   partition // the backlog's partition
 	aheadRead int
 }
 
@@ -100,9 +102,10 @@ const againTurn = 10
 const againRead = 1000
 
 // fairTurn is how many records of one tenant in a row the loop handles
-// from a backlog before it leaves that tenant's later ones on the broker
-// and reads ahead for the other tenants' records; aheadMax bounds how far
-// it reads ahead before it goes back to the left ones.
+// from a backlog (records behind them on the partition) before it leaves
+// that tenant's later ones on the broker and reads ahead for the other
+// tenants' records; reading ahead ends at the partition's end, or after
+// aheadMax records, and the left ones are read again.
 const (
 	fairTurn = 100
 	aheadMax = 100_000
@@ -180,8 +183,11 @@ func (l *parkedLoop) take(ctx context.Context, m kafkago.Message) {
 	r := &record{off: m.Offset}
 	log.recs = append(log.recs, r)
 	tenant := l.tenantOf(m)
+	// The last record the partition had when it was fetched: no backlog
+	// behind it, so no turns to take.
+	last := m.Offset+1 >= m.HighWaterMark
 	if l.ahead {
-		if l.aheadRead++; l.aheadRead >= aheadMax {
+		if l.aheadRead++; l.aheadRead >= aheadMax || (last && p == l.aheadOn) {
 			l.ahead = false
 		}
 	}
@@ -189,13 +195,13 @@ func (l *parkedLoop) take(ctx context.Context, m kafkago.Message) {
 		l.hold(tenant, p, r, m)
 		return
 	}
-	if tenant != l.streakOf {
+	if tenant != l.streakOf || last {
 		l.streakOf, l.streak = tenant, 0
 	}
 	if l.streak >= fairTurn {
 		// A backlog's turn is over: leave the rest of it, read ahead.
 		l.leave(tenant, p, r)
-		l.ahead, l.aheadRead, l.streak = true, 0, 0
+		l.ahead, l.aheadOn, l.aheadRead, l.streak = true, p, 0, 0
 		return
 	}
 	l.streak++

@@ -297,3 +297,79 @@ func healthyBacklog(t *testing.T, backlog int, drain bool) {
 		}
 	}
 }
+
+// TestHeaderConsumerSteadyTenantTakesNoTurns: a tenant whose records come
+// one at a time, every few milliseconds, faster than a fetch's MaxWait but
+// no faster than the consumer handles them, has no backlog: however many
+// it writes in a row, none waits for a turn (each is the last of its
+// partition when fetched), so each is handled within a bound of its write
+// (500 ms asserted here, on a loaded machine).
+func TestHeaderConsumerSteadyTenantTakesNoTurns(t *testing.T) {
+	const n, bound = 300, 500 * time.Millisecond
+	s := newSpace(t)
+	ctx := context.Background()
+	var (
+		mu      sync.Mutex
+		written = map[string]time.Time{}
+		worst   time.Duration
+		count   int
+	)
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if at, ok := written[string(m.Value)]; ok {
+			worst = max(worst, time.Since(at))
+		}
+		count++
+		return nil
+	}
+	var d struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	raw := rawWriter(t, s.broker)
+	for i := range n {
+		v := fmt.Sprintf("a-%d", i)
+		mu.Lock()
+		written[v] = time.Now()
+		mu.Unlock()
+		if err := raw.WriteMessages(ctx, kafkago.Message{Topic: s.name("in"), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		c := count
+		mu.Unlock()
+		if c == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records handled within 20s", c, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d records of one tenant, written one at a time: the slowest handled %v after its write", n, worst.Round(time.Millisecond))
+	if worst > bound {
+		t.Errorf("a record of a tenant without a backlog waited %v, want at most %v", worst, bound)
+	}
+}
