@@ -63,8 +63,9 @@ type ConsumerConfig struct {
 	// tenant header, on a tenant-global topic. Headers are untrusted:
 	// whoever can produce to the topic chooses them. Needs DeadLetter.
 	// Tenants take turns: after 100 records of one tenant in a row from a
-	// backlog, its later ones are left on the broker, uncommitted, while the
-	// consumer reads ahead to other tenants' records, and read again after.
+	// backlog (each with more behind it on its partition), its later ones
+	// are left on the broker, uncommitted, while the consumer reads ahead to
+	// other tenants' records, and are read again after.
 	TenantFromHeaders bool
 	// DeadLetter takes records without a valid tenant header.
 	DeadLetter DeadLetterFunc
