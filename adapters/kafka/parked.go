@@ -107,8 +107,9 @@ const againRead = 1000
 // tenants' records; reading ahead ends at the partition's end, or after
 // aheadMax records, and the left ones are read again.
 const (
-	fairTurn = 100
-	aheadMax = 100_000
+	fairTurn  = 100
+	aheadMax  = 100_000
+	aheadIdle = time.Second
 )
 
 func newParkedLoop(w *worker, sh shard) *parkedLoop {
@@ -140,8 +141,10 @@ func (l *parkedLoop) run(ctx, fetch context.Context) {
 			// Left records wait to be read again: do not block on the fetch.
 			fctx, cancel = context.WithTimeout(fetch, time.Millisecond)
 		case l.ahead:
-			// Reading ahead ends when the fetch catches up.
-			fctx, cancel = context.WithTimeout(fetch, l.w.maxWait())
+			// Reading ahead ends at the partition's last record (take), or
+			// when nothing comes for a while (the partition went to another
+			// consumer): not at the first slow fetch of a loaded machine.
+			fctx, cancel = context.WithTimeout(fetch, max(aheadIdle, 4*l.w.maxWait()))
 		case (l.nHeld > 0 || len(l.nLeft) > 0) && !next.IsZero():
 			fctx, cancel = context.WithDeadline(fetch, next)
 		}
