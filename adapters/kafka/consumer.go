@@ -62,14 +62,20 @@ type ConsumerConfig struct {
 	// TenantFromHeaders opts in to binding each record's tenant from its
 	// tenant header, on a tenant-global topic. Headers are untrusted:
 	// whoever can produce to the topic chooses them. Needs DeadLetter.
+	// Tenants take turns: after 100 records of one tenant in a row from a
+	// backlog (each with more behind it on its partition), its later ones
+	// are left on the broker, uncommitted, while the consumer reads ahead to
+	// other tenants' records, and are read again after.
 	TenantFromHeaders bool
 	// DeadLetter takes records without a valid tenant header.
 	DeadLetter DeadLetterFunc
 	// MaxWait is the longest a fetch waits for new records (default 250ms).
 	MaxWait time.Duration
-	// MaxHeld bounds the records a TenantFromHeaders consumer holds behind
-	// parked tenants (default 1000); once reached it fetches no more until
-	// a parked tenant's records go through.
+	// MaxHeld bounds the records a TenantFromHeaders consumer holds in
+	// memory behind parked tenants (default 1000). Past it, a parked
+	// tenant's later records are left on the broker, uncommitted, and read
+	// again once its held records went through; other tenants' records go
+	// on being fetched and handled.
 	MaxHeld int
 }
 
@@ -165,6 +171,9 @@ type shard struct {
 	tenant  tenancy.ID // zero: unbound or from headers
 	reader  *kafkago.Reader
 	release func()
+	// part opens a reader of one partition outside the group, on the
+	// same client (a header-bound consumer reads left records again).
+	part func(topic string, n int) *kafkago.Reader
 }
 
 func (w *worker) start(ctx context.Context) error {
@@ -273,10 +282,7 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 	if err != nil {
 		return shard{}, err
 	}
-	maxWait := w.spec.cfg.MaxWait
-	if maxWait <= 0 {
-		maxWait = 250 * time.Millisecond
-	}
+	maxWait := w.maxWait()
 	group := w.spec.cfg.Group
 	if !tenant.IsZero() {
 		// One group per tenant: a shard joining or leaving rebalances
@@ -291,7 +297,22 @@ func (w *worker) open(ctx context.Context, tenant tenancy.ID) (shard, error) {
 		// Group and connection errors never reach FetchMessage; surface them.
 		ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(tenant, fmt.Errorf(msg, args...)) }),
 	})
-	return shard{tenant: tenant, reader: r, release: release}, nil
+	part := func(topic string, n int) *kafkago.Reader {
+		return kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers: c.brokers, Dialer: c.dialer, Topic: topic, Partition: n, MaxWait: maxWait,
+			ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second,
+			ErrorLogger: kafkago.LoggerFunc(func(msg string, args ...any) { w.report(tenant, fmt.Errorf(msg, args...)) }),
+		})
+	}
+	return shard{tenant: tenant, reader: r, release: release, part: part}, nil
+}
+
+// maxWait is the longest a fetch waits for new records.
+func (w *worker) maxWait() time.Duration {
+	if w.spec.cfg.MaxWait > 0 {
+		return w.spec.cfg.MaxWait
+	}
+	return 250 * time.Millisecond
 }
 
 // prepare checks what tenant's reader needs: the tenant not suspended

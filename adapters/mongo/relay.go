@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -29,9 +30,10 @@ const (
 	ClaimLease = time.Minute
 )
 
-// Claim implements outbox.Source: it leases up to limit undelivered rows,
-// oldest first, to this call. Unbound it reads a tenant-global outbox;
-// bound (a sharded pass) it reads only that tenant's rows.
+// Claim implements outbox.Source: it leases up to limit undelivered rows
+// to this call. Unbound it reads a tenant-global outbox, the tenants in
+// turn (each tenant's rows oldest first); bound (a sharded pass) it reads
+// only that tenant's rows, oldest first.
 func (o *Outbox) Claim(ctx context.Context, limit int) (outbox.Batch, error) {
 	return o.claim(ctx, limit, nil)
 }
@@ -79,15 +81,33 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 	opts := options.FindOneAndUpdate().
 		SetSort(bson.D{{Key: fieldCreated, Value: 1}, {Key: "_id", Value: 1}}).
 		SetReturnDocument(options.After)
-	conds := []bson.E{{Key: fieldDelivered, Value: false}, free}
-	if _, bound := tenancy.FromContext(ctx); !bound && len(skip) > 0 {
-		conds = append(conds, skipFilter(skip))
+	base := []bson.E{{Key: fieldDelivered, Value: false}, free}
+	_, bound := tenancy.FromContext(ctx)
+	if bound {
+		skip = nil // a bound claim reads one tenant's rows
 	}
+	// An unbound claim serves the tenants in turn, so that one tenant's
+	// backlog never fills a batch ahead of another tenant's next row: each
+	// round takes the oldest free row of every tenant with one, the tenant
+	// of the oldest first, leaving out the tenants it took already. A round
+	// that found one tenant alone ends the turns: the rest of the batch is
+	// that tenant's, in its order.
+	fair := !bound
+	var round []tenancy.ID
 	for len(b.msgs) < limit {
+		conds := base
+		if out := append(slices.Clip(skip), round...); len(out) > 0 {
+			conds = append(slices.Clip(base), skipFilter(out))
+		}
 		var row outboxRow
 		err := t.coll.FindOneAndUpdate(ctx, t.filter(conds...), lease, opts).Decode(&row)
 		if errors.Is(err, driver.ErrNoDocuments) {
-			break
+			if !fair || len(round) == 0 {
+				break
+			}
+			fair = len(round) > 1
+			round = round[:0]
+			continue
 		}
 		if err != nil {
 			b.Abandon(ctx)
@@ -100,6 +120,9 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 		}
 		b.msgs = append(b.msgs, m)
 		b.ids[msgKey{m.Tenant, m.EventID}] = row.ID
+		if fair {
+			round = append(round, m.Tenant)
+		}
 	}
 	return b, nil
 }

@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,41 +199,229 @@ func TestHeaderConsumerRestartRedeliversBehindAParkedTenant(t *testing.T) {
 	}
 }
 
-// TestHeaderConsumerHoldsAtMostMaxHeld: behind a parked tenant the
-// consumer holds at most MaxHeld records; once that many wait it fetches
-// nothing more, so the other tenant's records further on wait too (the
-// price of bounded memory), and all flow, in order, after the resume.
-func TestHeaderConsumerHoldsAtMostMaxHeld(t *testing.T) {
+// TestHeaderConsumerPastMaxHeldServesOthers: behind a parked tenant the
+// consumer holds at most MaxHeld records; the parked tenant's records past
+// that are left uncommitted and read again from the broker once its held
+// ones went through, so the other tenant's records further on are handled
+// while it is parked, the committed offset stays at the parked tenant's
+// first record, and after the resume the parked tenant's records are
+// handled in order, each once, none lost.
+func TestHeaderConsumerPastMaxHeldServesOthers(t *testing.T) {
+	t.Run("a few", func(t *testing.T) { pastMaxHeld(t, 8, 5, 3) })
+	t.Run("thousands", func(t *testing.T) { pastMaxHeld(t, 1000, 100, 50) })
+}
+
+// pastMaxHeld writes B's first record, then nA of A's (A suspended) with
+// B's other nB-1 spread among them, under MaxHeld maxHeld.
+func pastMaxHeld(t *testing.T, nA, nB, maxHeld int) {
 	s := newSpace(t)
 	ctx := context.Background()
 	got := newReceived()
-	app, p := headerConsumerApp(t, s, got, func(c *kafka.ConsumerConfig) { c.MaxHeld = 3 })
+	app, p := headerConsumerApp(t, s, got, func(c *kafka.ConsumerConfig) { c.MaxHeld = maxHeld })
 	if err := p.Provision.ProvisionShared(ctx); err != nil {
 		t.Fatal(err)
 	}
 	startApp(t, app)
 	p.Tenants.Suspend(tenantA)
 	raw := rawWriter(t, s.broker)
-	var as, bs []kafkago.Message
-	for i := range 5 {
-		as = append(as, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("a-%d", i)),
-			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantA.String())}}})
-		bs = append(bs, kafkago.Message{Topic: s.name("in"), Value: []byte(fmt.Sprintf("b-%d", i)),
-			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(tenantB.String())}}})
+	msg := func(id tenancy.ID, v string) kafkago.Message {
+		return kafkago.Message{Topic: s.name("in"), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}}
 	}
-	// B's first record, A's five, then B's other four.
-	if err := raw.WriteMessages(ctx, append(append(bs[:1:1], as...), bs[1:]...)...); err != nil {
+	var aVals, bVals []string
+	msgs := []kafkago.Message{msg(tenantB, "b-0")}
+	bVals = append(bVals, "b-0")
+	every := nA / (nB - 1)
+	for i := range nA {
+		v := fmt.Sprintf("a-%d", i)
+		msgs = append(msgs, msg(tenantA, v))
+		aVals = append(aVals, v)
+		if (i+1)%every == 0 && len(bVals) < nB {
+			v := fmt.Sprintf("b-%d", len(bVals))
+			msgs = append(msgs, msg(tenantB, v))
+			bVals = append(bVals, v)
+		}
+	}
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	got.waitFor(t, "b-0")
-	time.Sleep(time.Second)
-	if by, _ := got.snapshot(); len(by[tenantB.String()]) != 1 {
-		t.Fatalf("B's records past a full hold were handled: %v", by[tenantB.String()])
+	begin := time.Now()
+	got.waitFor(t, bVals...)
+	t.Logf("%d of B's records among %d of a parked tenant's (MaxHeld %d) handled within %v",
+		len(bVals), nA, maxHeld, time.Since(begin).Round(time.Millisecond))
+	if by, _ := got.snapshot(); len(by[tenantA.String()]) != 0 {
+		t.Fatalf("the suspended tenant's records were handled: %d", len(by[tenantA.String()]))
+	}
+	if off := committed(t, s.broker, s.name("g"), s.name("in")); off != 1 {
+		t.Errorf("committed offset %d, want 1: the parked tenant's first record", off)
 	}
 	p.Tenants.Resume(tenantA)
-	got.waitFor(t, "a-0", "a-1", "a-2", "a-3", "a-4", "b-1", "b-2", "b-3", "b-4")
-	by, _ := got.snapshot()
-	if !slices.Equal(by[tenantA.String()], []string{"a-0", "a-1", "a-2", "a-3", "a-4"}) {
-		t.Errorf("A's records in order %v", by[tenantA.String()])
+	begin = time.Now()
+	got.waitFor(t, aVals...)
+	t.Logf("after the resume, A's %d records handled within %v", nA, time.Since(begin).Round(time.Millisecond))
+	// A record of A written after the resume comes after A's earlier ones.
+	if err := raw.WriteMessages(ctx, msg(tenantA, "a-late")); err != nil {
+		t.Fatal(err)
+	}
+	got.waitFor(t, "a-late")
+	by, count := got.snapshot()
+	if want := append(slices.Clone(aVals), "a-late"); !slices.Equal(by[tenantA.String()], want) {
+		t.Errorf("A's records out of order (%d handled, want %d)", len(by[tenantA.String()]), len(want))
+	}
+	for v, n := range count {
+		if n != 1 {
+			t.Errorf("%s handled %d times, want once", v, n)
+		}
+	}
+	// Everything handled: the commit reaches the end of the partition.
+	end := int64(len(msgs) + 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for off := committed(t, s.broker, s.name("g"), s.name("in")); off != end; off = committed(t, s.broker, s.name("g"), s.name("in")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offset %d, want %d once every record was handled", off, end)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHeaderConsumerReadsLeftRecordsAgainOnEveryPartition: over three
+// partitions, a tenant whose handler fails has most of its records left on
+// the broker (MaxHeld 20 of 600); the other tenant's records are handled
+// meanwhile. Once the handler recovers, one of the left records fails
+// again while they are read again (its tenant is parked once more); in the
+// end every record was handled once, the failing tenant's in order on each
+// partition, and every partition is committed to its end.
+func TestHeaderConsumerReadsLeftRecordsAgainOnEveryPartition(t *testing.T) {
+	const nA, nB, parts = 600, 60, 3
+	s := newSpace(t)
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		down     = true
+		failOnce = "a-450"
+		count    = map[string]int{}
+		order    = map[int][]int{} // partition → A's indexes, as handled
+	)
+	handle := func(ctx context.Context, m kafkago.Message) error {
+		id, _ := tenancy.FromContext(ctx)
+		v := string(m.Value)
+		mu.Lock()
+		defer mu.Unlock()
+		if id == tenantA {
+			if down {
+				return errors.New("A's destination is down")
+			}
+			if v == failOnce {
+				failOnce = ""
+				return errors.New("A's destination failed once more")
+			}
+			var i int
+			fmt.Sscanf(v, "a-%d", &i)
+			order[m.Partition] = append(order[m.Partition], i)
+		}
+		count[v]++
+		return nil
+	}
+	var d struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: parts}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, MaxHeld: 20,
+				WorkerConfig: shards.WorkerConfig{Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	raw := rawWriter(t, s.broker)
+	msg := func(id tenancy.ID, v string) kafkago.Message {
+		return kafkago.Message{Topic: s.name("in"), Key: []byte(v), Value: []byte(v),
+			Headers: []kafkago.Header{{Key: kafka.HeaderTenant, Value: []byte(id.String())}}}
+	}
+	var msgs []kafkago.Message
+	var bVals []string
+	for i := range nA {
+		msgs = append(msgs, msg(tenantA, fmt.Sprintf("a-%d", i)))
+		if i%(nA/nB) == 0 {
+			v := fmt.Sprintf("b-%d", len(bVals))
+			msgs = append(msgs, msg(tenantB, v))
+			bVals = append(bVals, v)
+		}
+	}
+	if err := raw.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitCount := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			ok := done()
+			mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30s", what)
+			}
+		}
+	}
+	waitCount("B's records handled while A fails", func() bool {
+		for _, v := range bVals {
+			if count[v] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	waitCount("every record handled", func() bool { return len(count) == len(msgs) })
+	mu.Lock()
+	defer mu.Unlock()
+	for v, n := range count {
+		if n != 1 {
+			t.Errorf("%s handled %d times, want once", v, n)
+		}
+	}
+	if failOnce != "" {
+		t.Error("the record meant to fail again was never tried")
+	}
+	if len(order) != parts {
+		t.Errorf("A's records handled from %d partitions, want %d", len(order), parts)
+	}
+	for p, idx := range order {
+		t.Logf("partition %d: %d of A's records", p, len(idx))
+		if !slices.IsSorted(idx) {
+			t.Errorf("partition %d: A's records out of order", p)
+		}
+	}
+	c, done := admin(s.broker)
+	defer done()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := c.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: s.name("g"), Topics: map[string][]int{s.name("in"): {0, 1, 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := int64(0)
+		for _, p := range res.Topics[s.name("in")] {
+			sum += max(p.CommittedOffset, 0)
+		}
+		if sum == int64(len(msgs)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed %d of %d records across the partitions", sum, len(msgs))
+		}
 	}
 }
