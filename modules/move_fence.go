@@ -70,6 +70,10 @@ func (t *Tenants) startMove(module string, tenant tenancy.ID) bool {
 		t.moves = map[placeKey]bool{}
 	}
 	t.moves[k] = true
+	if t.movingHere == nil {
+		t.movingHere = map[tenancy.ID]int{}
+	}
+	t.movingHere[tenant]++
 	return true
 }
 
@@ -77,6 +81,9 @@ func (t *Tenants) endMove(module string, tenant tenancy.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.moves, placeKey{module, tenant})
+	if t.movingHere[tenant]--; t.movingHere[tenant] <= 0 {
+		delete(t.movingHere, tenant)
+	}
 }
 
 // record writes tenant's record, changed by change, here and, with

@@ -88,7 +88,10 @@ func (t *Suspensions) updatePlaced(tenant tenancy.ID, change func(*Placed)) {
 	t.placed.Store(&next)
 }
 
-// followPlaced makes the store's records the placements (LifecycleWith).
+// followPlaced makes the store's records the placements (LifecycleWith),
+// but for a tenant this process is moving: a read of the store taken
+// before the move wrote its last step would undo that step here, and the
+// move's next record, built on it, would write the undoing to the store.
 func (t *Suspensions) followPlaced(recs []Placed) {
 	next := make(placements, len(recs))
 	for _, r := range recs {
@@ -96,8 +99,18 @@ func (t *Suspensions) followPlaced(recs []Placed) {
 		next[r.Tenant] = r
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.movingHere) > 0 {
+		cur := t.placementsOf()
+		for tenant := range t.movingHere {
+			if rec, ok := cur[tenant]; ok {
+				next[tenant] = rec
+			} else {
+				delete(next, tenant)
+			}
+		}
+	}
 	t.placed.Store(&next)
-	t.mu.Unlock()
 }
 
 // Offer is the placements a module offers its tenants: the tiers, and the

@@ -111,7 +111,7 @@ type Tenants struct {
 	states []*TenantState
 	*Suspensions
 	// moves is the moves under way in this process (Move), under
-	// Suspensions.mu.
+	// Suspensions.mu; Suspensions.movingHere counts them by tenant.
 	moves map[placeKey]bool
 }
 
@@ -142,6 +142,10 @@ type Suspensions struct {
 	// placed is every tenant's plan and placements (placement.go);
 	// fences, the writes this replica's moves fence (move_fence.go).
 	placed placedRef
+	// movingHere counts the moves of each tenant under way in this
+	// process (under mu): their records are this process's to write, so a
+	// refresh from the store keeps them (followPlaced).
+	movingHere map[tenancy.ID]int
 	fences atomic.Pointer[map[placeKey]struct{}]
 }
 
