@@ -146,7 +146,7 @@ type Suspensions struct {
 	// process (under mu): their records are this process's to write, so a
 	// refresh from the store keeps them (followPlaced).
 	movingHere map[tenancy.ID]int
-	fences atomic.Pointer[map[placeKey]struct{}]
+	fences     atomic.Pointer[map[placeKey]struct{}]
 }
 
 // Lifecycle provides *Tenants and *Suspensions to the app. Without it no
