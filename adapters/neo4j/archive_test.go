@@ -1,0 +1,197 @@
+package neo4j_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j/dbtype"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+type archiveApp struct {
+	fx.In
+	Tenants *modules.Tenants
+	Graph   *neo4j.Graph `name:"g"`
+	Shared  *neo4j.Graph `name:"s"`
+}
+
+func archiveNeo4jApp(t *testing.T, s testsvc.Neo4jServer) archiveApp {
+	t.Helper()
+	var r archiveApp
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(),
+			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
+			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
+		fx.Populate(&r))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	return r
+}
+
+// writeGraph writes a small graph of every property type under ctx: two
+// people (one with a second label) who know each other both ways, a
+// relationship with properties, and a node alone.
+func writeGraph(t *testing.T, g *neo4j.Graph, ctx context.Context, label, who string) {
+	t.Helper()
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skipf("no time zone database to write a zoned datetime: %v", err)
+	}
+	err = g.Write(ctx, func(ctx context.Context, ops neo4j.Ops) error {
+		a, err := ops.CreateNode(ctx, []string{label, "Person"}, map[string]any{
+			"name": "ada of " + who, "age": int64(36), "score": 1.0, "ok": true, "raw": []byte{0, 0xff},
+			"tags": []any{"x", "y"}, "born": dbtype.Date(time.Date(1815, 12, 10, 0, 0, 0, 0, time.UTC)),
+			"at":    time.Date(2020, 1, 2, 3, 4, 5, 6, paris),
+			"off":   time.Date(2020, 1, 2, 3, 4, 5, 0, time.FixedZone("Offset", 3600)),
+			"local": dbtype.LocalDateTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)),
+			"lt":    dbtype.LocalTime(time.Date(0, 1, 1, 12, 30, 0, 0, time.UTC)),
+			"tm":    dbtype.Time(time.Date(0, 1, 1, 12, 30, 0, 0, time.FixedZone("Offset", -7200))),
+			"dur":   dbtype.Duration{Months: 14, Days: 3, Seconds: 4, Nanos: 5},
+			"where": dbtype.Point2D{X: 1.5, Y: 2, SpatialRefId: 7203}, "up": dbtype.Point3D{X: 1, Y: 2, Z: 3, SpatialRefId: 4979},
+		})
+		if err != nil {
+			return err
+		}
+		b, err := ops.CreateNode(ctx, []string{label}, map[string]any{"name": "bob"})
+		if err != nil {
+			return err
+		}
+		if _, err := ops.CreateNode(ctx, []string{label}, map[string]any{"name": "alone"}); err != nil {
+			return err
+		}
+		if _, err := ops.CreateRelationship(ctx, a.ID, b.ID, "KNOWS", map[string]any{"since": int64(2001)}); err != nil {
+			return err
+		}
+		_, err = ops.CreateRelationship(ctx, b.ID, a.ID, "KNOWS", nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readGraph is what the tenant of ctx reads of the label: nodes and
+// relationships without their element ids (an import assigns new ones),
+// each relationship by its ends' names.
+func readGraph(g *neo4j.Graph, label string) func(context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
+		var out []string
+		err := g.Read(ctx, func(ctx context.Context, ops neo4j.Ops) error {
+			nodes, err := ops.MatchNodes(ctx, []string{label}, nil, 0)
+			if err != nil {
+				return err
+			}
+			names := map[string]any{}
+			for _, n := range nodes {
+				names[n.ID] = n.Props["name"]
+				slices.Sort(n.Labels)
+				j, _ := json.Marshal([]any{n.Labels, n.Props})
+				out = append(out, "node "+string(j))
+			}
+			rels, err := ops.MatchRelationships(ctx, "KNOWS", nil, 0)
+			if err != nil {
+				return err
+			}
+			for _, x := range rels {
+				j, _ := json.Marshal([]any{names[x.From], names[x.To], x.Type, x.Props})
+				out = append(out, "rel "+string(j))
+			}
+			return nil
+		})
+		slices.Sort(out)
+		return out, err
+	}
+}
+
+// TestArchiveRoundTripNeo4j: A's tagged graph (every property type, two
+// labels, relationships both ways, one with properties) comes back under
+// C with the same sections and reads, relationships between the same
+// nodes; B is untouched, A's id is nowhere in C's records, the shared
+// route is listed as skipped, and after offboarding C the verifier finds
+// nothing of it.
+func TestArchiveRoundTripNeo4j(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d.removeLabel(label) })
+	r := archiveNeo4jApp(t, s)
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, b, c} {
+		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
+	}
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), b), label, "b")
+	if _, err := r.Shared.CreateNode(tenancy.WithGlobal(context.Background()), []string{label}, map[string]any{"name": "fleet"}); err != nil {
+		t.Fatal(err)
+	}
+	archive := tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: r.Tenants, A: a, B: b, C: c, Read: readGraph(r.Graph, label)})
+	if !bytes.Contains(archive, []byte(`"route":"s","reason":"shared`)) {
+		t.Errorf("the shared route is not listed as skipped:\n%s", archive)
+	}
+	for _, want := range []string{`"family":"nodes","kind":"node","key":"3"`, `"family":"relationships","kind":"relationship"`, `{"float":"1"}`, `"zone":"Europe/Paris"`} {
+		if !bytes.Contains(archive, []byte(want)) {
+			t.Errorf("the archive lacks %s:\n%s", want, archive)
+		}
+	}
+	if n := d.query("MATCH (n:`"+label+"`) WHERE n.tenant_id = $c RETURN count(n)", map[string]any{"c": c.String()})[0].Values[0].(int64); n != 3 {
+		t.Errorf("C's nodes carrying C's id on the server: %d, want 3", n)
+	}
+	rep, err := r.Tenants.Offboard(context.Background(), c)
+	if err != nil {
+		t.Fatalf("offboarding C: %v", err)
+	}
+	for _, m := range rep {
+		if m.Backend == "neo4j" && (len(m.Checked) == 0 || len(m.Left) != 0) {
+			t.Errorf("the verifier after offboarding C: checked %+v, left %+v", m.Checked, m.Left)
+		}
+	}
+	if n := d.query("MATCH (n:`"+label+"`) WHERE n.tenant_id = $c RETURN count(n)", map[string]any{"c": c.String()})[0].Values[0].(int64); n != 0 {
+		t.Errorf("C's nodes after offboarding: %d", n)
+	}
+}
+
+// TestArchiveRefusedNeo4j: a cut archive, an altered one, one into a
+// tenant that holds nodes, and resealed ones naming the shared route or
+// putting a tenant property back are refused with nothing written.
+func TestArchiveRefusedNeo4j(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d.removeLabel(label) })
+	r := archiveNeo4jApp(t, s)
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, b, c} {
+		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
+	}
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), b), label, "b")
+	var buf bytes.Buffer
+	if err := r.Tenants.Export(context.Background(), a, &buf); err != nil {
+		t.Fatal(err)
+	}
+	archive := buf.Bytes()
+	tenancytest.CheckArchiveRefused(t, r.Tenants, c, tenancytest.Truncated(archive), tenancy.CodeArchiveInvalid)
+	tenancytest.CheckArchiveRefused(t, r.Tenants, c, tenancytest.Altered(archive, `"name":"bob"`, `"name":"eve"`), tenancy.CodeArchiveMismatch)
+	tenancytest.CheckArchiveRefused(t, r.Tenants, b, archive, tenancy.CodeArchiveTargetNotEmpty)
+	tenancytest.CheckArchiveRefused(t, r.Tenants, c, tenancytest.Reseal(t, tenancytest.Altered(archive, `"route":"g"`, `"route":"s"`)), tenancy.CodeArchiveMismatch)
+	tenancytest.CheckArchiveRefused(t, r.Tenants, c, tenancytest.Reseal(t, tenancytest.Altered(archive, `"props":{`, `"props":{"tenant_id":"`+b.String()+`",`)), tenancy.CodeArchiveMismatch)
+	if n := d.query("MATCH (n:`"+label+"`) WHERE n.tenant_id = $c RETURN count(n)", map[string]any{"c": c.String()})[0].Values[0].(int64); n != 0 {
+		t.Errorf("C's nodes after the refused imports: %d", n)
+	}
+	if !strings.Contains(string(archive), `"snapshot":"none`) {
+		t.Errorf("the manifest does not say the export is no snapshot:\n%s", archive)
+	}
+}
