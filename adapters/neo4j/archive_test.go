@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -193,5 +195,50 @@ func TestArchiveRefusedNeo4j(t *testing.T) {
 	}
 	if !strings.Contains(string(archive), `"snapshot":"none`) {
 		t.Errorf("the manifest does not say the export is no snapshot:\n%s", archive)
+	}
+}
+
+// TestArchiveRoundTripNeo4jNamespace: on a per-tenant database route
+// (namespace), A's database comes back as C's, B's untouched. Community
+// Edition cannot create a database per tenant: there the test skips,
+// saying so.
+func TestArchiveRoundTripNeo4jNamespace(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	if directTo(t, s).edition() == "community" {
+		t.Skip("SKIPPED: a per-tenant database needs Neo4j Enterprise Edition and this server is Community; the tagged round trip ran instead (TestArchiveRoundTripNeo4j)")
+	}
+	prefix := "twar" + tenancytest.FreshTenant(t).Hex()[:6]
+	label := uniqueLabel(t)
+	var r archiveApp
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(),
+			neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}),
+			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
+		fx.Populate(&r))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, b, c} {
+		if _, err := r.Tenants.Provision(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
+	}
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), b), label, "b")
+	tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: r.Tenants, A: a, B: b, C: c, Read: readGraph(r.Graph, label)})
+}
+
+// TestArchiveNeedsATenantNeo4j: no tenant, no export and no import.
+func TestArchiveNeedsATenantNeo4j(t *testing.T) {
+	r := archiveNeo4jApp(t, testsvc.Neo4j(t))
+	var buf bytes.Buffer
+	if err := r.Tenants.Export(context.Background(), tenancy.ID{}, &buf); !errors.Is(err, tenancy.CodeTenantUnbound) {
+		t.Errorf("export without a tenant: %v", err)
+	}
+	if err := r.Tenants.Import(context.Background(), tenancy.ID{}, &buf); !errors.Is(err, tenancy.CodeTenantUnbound) {
+		t.Errorf("import without a tenant: %v", err)
 	}
 }
