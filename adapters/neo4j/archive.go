@@ -120,8 +120,10 @@ func exportDatabase(ctx context.Context, tenant tenancy.ID, r *route, sc scope, 
 	return st.Stream(ctx, "MATCH (a)-[x]->(b) WHERE "+relWhere+
 		" RETURN elementId(a), elementId(b), type(x), properties(x) ORDER BY "+sorted("a")+", properties(a), "+sorted("b")+", properties(b), type(x), properties(x)", p,
 		func(rec *drv.Record) error {
-			from, okF := numbers[rec.Values[0].(string)]
-			to, okT := numbers[rec.Values[1].(string)]
+			a, _ := rec.Values[0].(string)
+			b, _ := rec.Values[1].(string)
+			from, okF := numbers[a]
+			to, okT := numbers[b]
 			if !okF || !okT {
 				return nil // an end written after the nodes were read
 			}
@@ -283,7 +285,8 @@ func (o *lifecycleTarget) importDatabase(ctx context.Context, tenant tenancy.ID,
 					return nil, err
 				}
 				for _, rec := range got {
-					ids[rec.Values[0].(string)], _ = rec.Values[1].(string)
+					key, _ := rec.Values[0].(string)
+					ids[key], _ = rec.Values[1].(string)
 				}
 				return nil, nil
 			}
@@ -292,10 +295,15 @@ func (o *lifecycleTarget) importDatabase(ctx context.Context, tenant tenancy.ID,
 				return nil, err
 			}
 			if len(got) != 1 || got[0].Values[0] != int64(len(batch)) {
-				return nil, fmt.Errorf("neo4j: importing route %s: %d relationships of %d found both ends", r.spec.name, got[0].Values[0], len(batch))
+				// Both ends were created by this import a moment ago: a
+				// lost end is a concurrent delete, and the batch is undone.
+				return nil, fmt.Errorf("neo4j: importing route %s: not every relationship of a batch of %d found both its ends", r.spec.name, len(batch))
 			}
 			return nil, nil
 		})
+		if r.missingDatabase(err, tenant) {
+			return r.notProvisioned(err, tenant, sc.database)
+		}
 		if err != nil {
 			return fmt.Errorf("neo4j: importing route %s: %w", r.spec.name, err)
 		}

@@ -3,6 +3,7 @@ package neo4j
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -94,5 +96,38 @@ func TestArchiveDedicatedUsesEachTenantsOwnDatabase(t *testing.T) {
 	}
 	if creates != 2 {
 		t.Errorf("the import ran %d creates, want 2 (the nodes, then the relationship)", creates)
+	}
+}
+
+// Namespace: an import into a tenant whose database does not exist is
+// tenant_not_provisioned, not a driver error.
+func TestArchiveImportIntoAMissingDatabase(t *testing.T) {
+	missing := false
+	rec := &recorder{}
+	rec.reply = func(c call) ([]*drv.Record, error) {
+		if missing && strings.Contains(c.cypher, "CREATE (n)") {
+			return nil, &drv.Neo4jError{Code: "Neo.ClientError.Database.DatabaseNotFound", Msg: "no such database"}
+		}
+		return archiveReply(c)
+	}
+	var tenants *modules.Tenants
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		Module("m", withFake("plain", rec), GraphRoute("g", RouteConfig{Database: naming.PerTenant("twar")})),
+		fx.Populate(&tenants))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Stop(context.Background()) }()
+	var buf bytes.Buffer
+	if err := tenants.Export(context.Background(), tA, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"tier":"namespace"`) {
+		t.Errorf("the archive's tier:\n%s", buf.String())
+	}
+	missing = true
+	err := tenants.Import(context.Background(), tB, &buf)
+	if !errors.Is(err, tenancy.CodeTenantNotProvisioned) {
+		t.Fatalf("import into a tenant without its database: %v", err)
 	}
 }
