@@ -78,7 +78,7 @@ func (o *lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out mig
 			out.Skip(spec.name, "shared: its graph is no tenant's")
 		}
 	}
-	return o.walk(ctx, tenant, func(ctx context.Context, r *route, sc scope, fam neoFamily) error {
+	return o.walk(ctx, tenant, "exporting", func(ctx context.Context, r *route, sc scope, fam neoFamily) error {
 		return exportDatabase(ctx, tenant, r, sc, fam, out)
 	})
 }
@@ -88,7 +88,7 @@ func exportDatabase(ctx context.Context, tenant tenancy.ID, r *route, sc scope, 
 	defer sess.Close(ctx)
 	st, ok := sess.(streamer)
 	if !ok {
-		return fmt.Errorf("neo4j: exporting route %s: the driver cannot stream results", r.spec.name)
+		return fmt.Errorf("the driver cannot stream results")
 	}
 	labels, err := allLabels(ctx, st)
 	if notFound(err) {
@@ -110,7 +110,7 @@ func exportDatabase(ctx context.Context, tenant tenancy.ID, r *route, sc scope, 
 			numbers[id] = key
 			v, err := archiveValue(archivedNode{Labels: stringsOf(rec.Values[1]), Props: nil}, rec.Values[2])
 			if err != nil {
-				return fmt.Errorf("neo4j: exporting route %s: %w", r.spec.name, err)
+				return err
 			}
 			return out.Emit(migrate.Record{Route: r.spec.name, Family: famNodes, Kind: "node", Key: key, Value: v})
 		})
@@ -130,7 +130,7 @@ func exportDatabase(ctx context.Context, tenant tenancy.ID, r *route, sc scope, 
 			typ, _ := rec.Values[2].(string)
 			v, err := archiveValue(archivedRel{Type: typ, From: from, To: to}, rec.Values[3])
 			if err != nil {
-				return fmt.Errorf("neo4j: exporting route %s: %w", r.spec.name, err)
+				return err
 			}
 			return out.Emit(migrate.Record{Route: r.spec.name, Family: famRels, Kind: "relationship", Value: v})
 		})
@@ -205,7 +205,7 @@ func (o *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		return migrate.ArchiveTargetNotEmpty(o.core.module, rules.Name, tenant, held.Left[0].Family.Where)
 	}
 	var visited []string
-	if err := o.walk(ctx, tenant, func(_ context.Context, r *route, _ scope, _ neoFamily) error {
+	if err := o.walk(ctx, tenant, "importing", func(_ context.Context, r *route, _ scope, _ neoFamily) error {
 		visited = append(visited, r.spec.name)
 		return nil
 	}); err != nil {
@@ -217,7 +217,7 @@ func (o *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		}
 	}
 	recs := &peeked{in: in}
-	err = o.walk(ctx, tenant, func(ctx context.Context, r *route, sc scope, fam neoFamily) error {
+	err = o.walk(ctx, tenant, "importing", func(ctx context.Context, r *route, sc scope, _ neoFamily) error {
 		return o.importDatabase(ctx, tenant, r, sc, recs)
 	})
 	if err != nil {
@@ -297,17 +297,14 @@ func (o *lifecycleTarget) importDatabase(ctx context.Context, tenant tenancy.ID,
 			if len(got) != 1 || got[0].Values[0] != int64(len(batch)) {
 				// Both ends were created by this import a moment ago: a
 				// lost end is a concurrent delete, and the batch is undone.
-				return nil, fmt.Errorf("neo4j: importing route %s: not every relationship of a batch of %d found both its ends", r.spec.name, len(batch))
+				return nil, fmt.Errorf("not every relationship of a batch of %d found both its ends", len(batch))
 			}
 			return nil, nil
 		})
 		if r.missingDatabase(err, tenant) {
 			return r.notProvisioned(err, tenant, sc.database)
 		}
-		if err != nil {
-			return fmt.Errorf("neo4j: importing route %s: %w", r.spec.name, err)
-		}
-		return nil
+		return err
 	}
 	for {
 		rec, ok, err := recs.peek()
