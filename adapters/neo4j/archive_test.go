@@ -44,7 +44,7 @@ func archiveNeo4jApp(t *testing.T, s testsvc.Neo4jServer) archiveApp {
 }
 
 // writeGraph writes a small graph of every property type under ctx: two
-// people (one with a second label) who know each other both ways, a
+// people (one with a second label, label+"P") who know each other both ways, a
 // relationship with properties, and a node alone.
 func writeGraph(t *testing.T, g *neo4j.Graph, ctx context.Context, label, who string) {
 	t.Helper()
@@ -53,7 +53,7 @@ func writeGraph(t *testing.T, g *neo4j.Graph, ctx context.Context, label, who st
 		t.Skipf("no time zone database to write a zoned datetime: %v", err)
 	}
 	err = g.Write(ctx, func(ctx context.Context, ops neo4j.Ops) error {
-		a, err := ops.CreateNode(ctx, []string{label, "Person"}, map[string]any{
+		a, err := ops.CreateNode(ctx, []string{label, label + "P"}, map[string]any{
 			"name": "ada of " + who, "age": int64(36), "score": 1.0, "ok": true, "raw": []byte{0, 0xff},
 			"tags": []any{"x", "y"}, "born": dbtype.Date(time.Date(1815, 12, 10, 0, 0, 0, 0, time.UTC)),
 			"at":    time.Date(2020, 1, 2, 3, 4, 5, 6, paris),
@@ -309,4 +309,41 @@ func TestArchiveRoundTripNeo4jBatches(t *testing.T) {
 	if got, err := chain(tenancy.WithTenant(context.Background(), d2)); err != nil || !slices.Equal(got.([]int), []int{1200, 1199}) {
 		t.Fatalf("the rerun's chain: %v %v, want 1200 nodes and 1199 relationships", got, err)
 	}
+}
+
+// TestArchiveRoundTripNeo4jAcrossServers: A's graph on the first server
+// imported as C on the second, whose label tokens were made in the
+// reverse order: C's export is the same archive (the order
+// is by content and sorted names, never by the server's tokens), and C
+// reads A's graph.
+func TestArchiveRoundTripNeo4jAcrossServers(t *testing.T) {
+	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
+	d1, d2 := directTo(t, s1), directTo(t, s2)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d1.removeLabel(label); d2.removeLabel(label) })
+	// The two labels' tokens made in one order on the first server and in
+	// the other on the second.
+	for _, d := range []struct {
+		d            direct
+		first, other string
+	}{{d1, label + "P", label}, {d2, label, label + "P"}} {
+		d.d.query("CREATE (n:`"+d.first+"`) DELETE n", nil)
+		d.d.query("CREATE (n:`"+d.other+"`) DELETE n", nil)
+	}
+	r1, r2 := archiveNeo4jApp(t, s1), archiveNeo4jApp(t, s2)
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, b} {
+		t.Cleanup(func() { _, _ = r1.Tenants.Offboard(context.Background(), id) })
+	}
+	t.Cleanup(func() { _, _ = r2.Tenants.Offboard(context.Background(), c) })
+	writeGraph(t, r1.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	writeGraph(t, r1.Graph, tenancy.WithTenant(context.Background(), b), label, "b")
+	read1, read2 := readGraph(r1.Graph, label), readGraph(r2.Graph, label)
+	tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: r1.Tenants, Into: r2.Tenants, A: a, B: b, C: c,
+		Read: func(ctx context.Context) (any, error) {
+			if id, _ := tenancy.FromContext(ctx); id == c {
+				return read2(ctx)
+			}
+			return read1(ctx)
+		}})
 }
