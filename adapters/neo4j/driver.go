@@ -113,3 +113,24 @@ func (t realTx) Run(ctx context.Context, cypher string, params map[string]any) (
 	}
 	return res.Collect(ctx)
 }
+
+// streamer runs one auto-commit read and hands its records to each as
+// they arrive, so an export holds no result whole. An auto-commit read is
+// never retried: a record each has been given is not given again.
+type streamer interface {
+	Stream(ctx context.Context, cypher string, params map[string]any, each func(*drv.Record) error) error
+}
+
+func (s realSession) Stream(ctx context.Context, cypher string, params map[string]any, each func(*drv.Record) error) error {
+	res, err := s.s.Run(ctx, cypher, params)
+	if err != nil {
+		return err
+	}
+	for res.Next(ctx) {
+		if err := each(res.Record()); err != nil {
+			_, _ = res.Consume(ctx)
+			return err
+		}
+	}
+	return res.Err()
+}

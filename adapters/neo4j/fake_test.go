@@ -169,3 +169,17 @@ func build[T any](t *testing.T, route string, opts ...Option) T {
 	})
 	return out
 }
+
+// Stream hands Run's records to each, as the real session streams them.
+func (s *fakeSession) Stream(ctx context.Context, cypher string, params map[string]any, each func(*drv.Record) error) error {
+	recs, err := fakeTx{s, "stream"}.Run(ctx, cypher, params)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := each(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

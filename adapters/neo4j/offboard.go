@@ -31,7 +31,7 @@ var notFramework = "NOT any(l IN labels(n) WHERE toLower(l) STARTS WITH '" + flo
 // The framework's own nodes (labels starting with "tenantwire") are never
 // deleted. Deletes run in batches; a rerun completes an interrupted one.
 func (o *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error {
-	return o.walk(ctx, tenant, func(ctx context.Context, _ *route, sc scope, fam neoFamily) error {
+	return o.walk(ctx, tenant, "offboarding", func(ctx context.Context, _ *route, sc scope, fam neoFamily) error {
 		switch fam {
 		case famDatabase:
 			dropped, err := dropDatabase(ctx, sc)
@@ -72,7 +72,7 @@ const (
 // walk visits, route by route, each database of the tenant's graph once
 // with its family: what Teardown removes and Verify counts, one list. A
 // routed tenant's database that does not exist holds nothing.
-func (o *lifecycleTarget) walk(ctx context.Context, tenant tenancy.ID, visit func(context.Context, *route, scope, neoFamily) error) error {
+func (o *lifecycleTarget) walk(ctx context.Context, tenant tenancy.ID, doing string, visit func(context.Context, *route, scope, neoFamily) error) error {
 	done := map[string]bool{}
 	for _, spec := range o.routes {
 		r := newRoute(o.core, spec)
@@ -107,7 +107,7 @@ func (o *lifecycleTarget) walk(ctx context.Context, tenant tenancy.ID, visit fun
 			return visit(ctx, r, sc, fam)
 		}()
 		if err != nil {
-			return fmt.Errorf("neo4j: offboarding route %s: %w", spec.name, err)
+			return fmt.Errorf("neo4j: %s route %s: %w", doing, spec.name, err)
 		}
 	}
 	return nil

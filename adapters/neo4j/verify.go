@@ -15,7 +15,7 @@ import (
 // database that Community Edition could not drop counts by its nodes.
 func (o *lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate.Erasure, error) {
 	var e migrate.Erasure
-	err := o.walk(ctx, tenant, func(ctx context.Context, r *route, sc scope, fam neoFamily) error {
+	err := o.walk(ctx, tenant, "verifying", func(ctx context.Context, r *route, sc scope, fam neoFamily) error {
 		cypher := "MATCH (n) WHERE " + notFramework + " RETURN count(n)"
 		kind := migrate.KindDatabase
 		if fam == famTagged {
