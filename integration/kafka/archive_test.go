@@ -14,9 +14,11 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -251,4 +253,86 @@ func TestArchiveRefusedKafka(t *testing.T) {
 	}
 	// Imported once, C is no longer empty.
 	tenancytest.CheckArchiveRefused(t, r.Tenants, c, archive, tenancy.CodeArchiveTargetNotEmpty)
+}
+
+// sections reads an archive whole and returns its non-empty sections.
+func sections(t *testing.T, archive []byte) []migrate.ArchiveSection {
+	t.Helper()
+	var spool bytes.Buffer
+	_, m, err := migrate.ReadArchive(bytes.NewReader(archive), &spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []migrate.ArchiveSection
+	for _, s := range m.Sections {
+		if s.Records > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestArchiveRoundTripKafkaDedicated: on a routed client every topic is
+// the tenant's, in its own cluster: A's records of the static topic,
+// all of them, come back under C on the second cluster with the same
+// sections (partitions, offsets, content), each carrying C's header.
+func TestArchiveRoundTripKafkaDedicated(t *testing.T) {
+	s := newSpace(t)
+	brokerC := strings.Split(testsvc.KafkaSecondBroker(t), ",")[0]
+	s.alsoOn(t, brokerC)
+	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	endpoints := map[tenancy.ID]string{a: s.broker, c: brokerC}
+	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		ep, ok := endpoints[id]
+		if !ok {
+			return routing.Credentials{}, fmt.Errorf("no cluster for tenant %s", id)
+		}
+		return routing.Credentials{Endpoint: ep}, nil
+	}
+	var d archiveKafka
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.AllowTeardown(),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders")), Partitions: 2}),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("audit"))})),
+		fx.Populate(&d))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	provision(t, d.Tenants, a, c)
+	produceTagged(t, d.Orders, a, "a-order", 5)
+	produceTagged(t, d.Audit, a, "a-audit", 2)
+	// A record of A's cluster without a tenant header is A's too: the
+	// cluster is A's alone.
+	if err := rawWriter(t, s.broker).WriteMessages(context.Background(),
+		kafkago.Message{Topic: s.name("audit"), Value: []byte("untagged")}); err != nil {
+		t.Fatal(err)
+	}
+	archive := exportOf(t, d.Tenants, a)
+	if n := len(archivedKafka(t, archive)["audit"]); n != 3 {
+		t.Fatalf("A's archive holds %d audit records, want 3:\n%s", n, archive)
+	}
+	if err := d.Tenants.Import(context.Background(), c, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	archiveC := exportOf(t, d.Tenants, c)
+	if sa, sc := sections(t, archive), sections(t, archiveC); fmt.Sprint(sa) != fmt.Sprint(sc) || len(sa) != 2 {
+		t.Fatalf("C's sections differ from A's:\nA %+v\nC %+v", sa, sc)
+	}
+	recs := append(topicRecords(t, brokerC, s.name("orders"), 2), topicRecords(t, brokerC, s.name("audit"), 1)...)
+	if len(recs) != 8 {
+		t.Fatalf("C's cluster holds %d records, want 8", len(recs))
+	}
+	for _, m := range recs {
+		id, err := kafka.TenantFromHeaders(m.Headers)
+		if string(m.Value) == "untagged" {
+			if err == nil {
+				t.Errorf("the untagged record came back with tenant %s", id)
+			}
+			continue
+		}
+		if err != nil || id != c {
+			t.Errorf("record %s on C's cluster: tenant %v (%v), want C", m.Value, id, err)
+		}
+	}
 }
