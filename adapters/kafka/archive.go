@@ -228,7 +228,7 @@ func (p *lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out mig
 		return err
 	}
 	defer release()
-	cl := c.probe(topicNames(topics))
+	cl := archiveClient(c, topics)
 	defer closeProbe(cl)
 	spans, err := p.spans(ctx, cl, topics)
 	if err != nil {
@@ -278,6 +278,14 @@ func coverage(topics []archiveTopic, spans map[string][]extent) string {
 	return b.String()
 }
 
+// archiveClient is a probe of topics that keeps their metadata 10 s: an
+// export or import makes one request after another to the same topics.
+func archiveClient(c *client, topics []archiveTopic) *kafkago.Client {
+	cl := c.probe(topicNames(topics))
+	cl.Transport.(*kafkago.Transport).MetadataTTL = 10 * time.Second
+	return cl
+}
+
 func topicNames(topics []archiveTopic) []string {
 	names := make([]string, len(topics))
 	for i, t := range topics {
@@ -319,7 +327,7 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		return err
 	}
 	defer release()
-	cl := c.probe(topicNames(topics))
+	cl := archiveClient(c, topics)
 	defer closeProbe(cl)
 	spans, err := p.spans(ctx, cl, topics)
 	if err != nil {

@@ -253,6 +253,20 @@ func TestArchiveRefusedKafka(t *testing.T) {
 	}
 	// Imported once, C is no longer empty.
 	tenancytest.CheckArchiveRefused(t, r.Tenants, c, archive, tenancy.CodeArchiveTargetNotEmpty)
+
+	// A tenant without its topics has nothing to export or import into:
+	// refused, not an empty archive.
+	e := tenancytest.FreshTenant(t)
+	var sink bytes.Buffer
+	if err := r.Tenants.Export(context.Background(), e, &sink); tenancy.CodeOf(err) != tenancy.CodeTenantNotProvisioned {
+		t.Fatalf("exporting a tenant without topics: %v", err)
+	}
+	if err := r.Tenants.Import(context.Background(), e, bytes.NewReader(archive)); tenancy.CodeOf(err) != tenancy.CodeTenantNotProvisioned {
+		t.Fatalf("importing into a tenant without topics: %v", err)
+	}
+	if topicExists(t, s.broker, s.name("orders.")+e.Hex()) {
+		t.Fatal("reading a missing tenant's topic created it")
+	}
 }
 
 // sections reads an archive whole and returns its non-empty sections.
