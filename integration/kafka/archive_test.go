@@ -350,3 +350,57 @@ func TestArchiveRoundTripKafkaDedicated(t *testing.T) {
 		}
 	}
 }
+
+// TestArchiveImportFewerPartitions: into a topic of fewer partitions, a
+// record keeps its partition where the target has it; the others go
+// where their key hashes, as a producer's writer would put them.
+func TestArchiveImportFewerPartitions(t *testing.T) {
+	s := newSpace(t)
+	src := archiveKafkaApp(t, s, "src-")
+	var dst archiveKafka
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		kafka.Module("events", kafka.Brokers(s.broker), kafka.AllowTeardown(),
+			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("dst-orders.")), Partitions: 2}),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("dst-audit"))})),
+		fx.Populate(&dst))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Runner.ProvisionShared(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	startApp(t, app)
+	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	provision(t, src.Tenants, a)
+	provision(t, dst.Tenants, c)
+	produceTagged(t, src.Orders, a, "a-order", 9)
+	archive := exportOf(t, src.Tenants, a)
+	from := map[string]int{} // value → source partition
+	fromP2 := 0
+	for _, r := range archivedKafka(t, archive)["orders"] {
+		v, _ := base64.StdEncoding.DecodeString(r["value"].(string))
+		from[string(v)] = int(r["partition"].(float64))
+		if from[string(v)] == 2 {
+			fromP2++
+		}
+	}
+	if len(from) != 9 || fromP2 == 0 {
+		t.Fatalf("want 9 records, some in partition 2: %v", from)
+	}
+	if err := dst.Tenants.Import(context.Background(), c, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	got := topicRecords(t, s.broker, s.name("dst-orders.")+c.Hex(), 2)
+	if len(got) != 9 {
+		t.Fatalf("C's topic holds %d records, want 9", len(got))
+	}
+	for _, m := range got {
+		want := from[string(m.Value)]
+		if want >= 2 {
+			want = (&kafkago.Hash{}).Balance(kafkago.Message{Key: m.Key}, 0, 1)
+		}
+		if m.Partition != want {
+			t.Errorf("record %s (source partition %d) in partition %d, want %d", m.Value, from[string(m.Value)], m.Partition, want)
+		}
+	}
+}
