@@ -11,6 +11,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -170,6 +171,7 @@ func scan(ctx context.Context, cl *kafkago.Client, topic string, s extent, fn fu
 			}
 			off = rec.Offset + 1
 		}
+		off = pastControl(res.Records, off)
 		if off == from {
 			// Nothing below the high watermark came back: a record too large
 			// for a fetch, or offsets the partition no longer has.
@@ -181,6 +183,33 @@ func scan(ctx context.Context, cl *kafkago.Client, topic string, s extent, fn fu
 		}
 	}
 	return nil
+}
+
+// pastControl is off moved past the control batches (transaction
+// markers) of a fetch, which its reader skips: they are no one's data,
+// and a partition ending in one would otherwise never reach its high
+// watermark.
+func pastControl(rr kafkago.RecordReader, off int64) int64 {
+	stream, ok := rr.(*protocol.RecordStream)
+	if !ok {
+		return off
+	}
+	for _, b := range stream.Records {
+		cb, ok := b.(*protocol.ControlBatch)
+		if !ok {
+			continue
+		}
+		for {
+			rec, err := cb.ReadRecord()
+			if err != nil {
+				break
+			}
+			if rec.Offset >= off {
+				off = rec.Offset + 1
+			}
+		}
+	}
+	return off
 }
 
 // tenantsRecord reports whether a shared topic's record is tenant's: it

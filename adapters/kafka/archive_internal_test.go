@@ -5,6 +5,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -59,5 +60,20 @@ func TestArchivedRecordsPartition(t *testing.T) {
 	want := (&kafkago.Hash{}).Balance(kafkago.Message{Key: key}, 0, 1)
 	if p := placeOf(archivedRecord{Partition: 4, Key: key}, 2); p != want {
 		t.Fatalf("a keyed record of partition 4 went to %d of 2, want %d", p, want)
+	}
+}
+
+// A fetch's control batches move the export past their offsets; data
+// batches do not (their records were read).
+func TestPastControlSkipsTransactionMarkers(t *testing.T) {
+	marker := protocol.NewControlBatch(protocol.ControlRecord{Version: 0, Type: 1})
+	marker.Records = kafkago.NewRecordReader(kafkago.Record{Offset: 5})
+	stream := &protocol.RecordStream{Records: []protocol.RecordReader{
+		&protocol.RecordBatch{Records: kafkago.NewRecordReader(kafkago.Record{Offset: 3}, kafkago.Record{Offset: 4})}, marker}}
+	if off := pastControl(stream, 5); off != 6 {
+		t.Fatalf("past a marker at 5: %d, want 6", off)
+	}
+	if off := pastControl(kafkago.NewRecordReader(kafkago.Record{Offset: 9}), 5); off != 5 {
+		t.Fatalf("a plain reader moved the offset to %d", off)
 	}
 }
