@@ -57,7 +57,7 @@ type archiveTopic struct {
 // what is left out.
 func (p *lifecycleTarget) archiveTopics(tenant tenancy.ID, out migrate.ArchiveOut) ([]archiveTopic, error) {
 	var topics []archiveTopic
-	seen := map[string]bool{}
+	seen := map[string]string{} // topic → the route its records are under
 	for _, spec := range p.routes {
 		rt := newRoute(p.core, spec)
 		if out != nil {
@@ -67,14 +67,17 @@ func (p *lifecycleTarget) archiveTopics(tenant tenancy.ID, out migrate.ArchiveOu
 		if err != nil {
 			return nil, err
 		}
+		if first, ok := seen[name]; ok {
+			if out != nil {
+				out.Skip(spec.name, "its topic is route "+first+"'s: its records are in that route's section")
+			}
+			continue
+		}
 		shared := !rt.perTenantTopic && !rt.routed
 		if shared && out != nil {
 			out.Skip(spec.name, "records without a tenant header in the shared topic are tenant-global, no tenant's; another tenant's records are never read into the archive")
 		}
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
+		seen[name] = spec.name
 		topics = append(topics, archiveTopic{route: spec.name, topic: name, shared: shared})
 	}
 	return topics, nil

@@ -39,7 +39,9 @@ func archiveKafkaApp(t *testing.T, s *space, prefix string) archiveKafka {
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		kafka.Module("events", kafka.Brokers(s.broker), kafka.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name(prefix + "orders.")), Partitions: 3}),
-			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name(prefix + "audit")), Partitions: 2})),
+			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name(prefix + "audit")), Partitions: 2}),
+			// The topic of orders again: archived once, under orders.
+			kafka.ProducerRoute("orders-again", kafka.ProducerConfig{Topic: naming.PerTenant(s.name(prefix + "orders.")), Partitions: 3})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -176,6 +178,9 @@ func TestArchiveRoundTripKafka(t *testing.T) {
 	}
 	if !strings.Contains(string(archive), `"reason":"records without a tenant header`) {
 		t.Errorf("the manifest does not say tenant-global records are left out:\n%s", archive)
+	}
+	if !strings.Contains(string(archive), `{"module":"events","route":"orders-again","reason":"its topic is route orders's`) {
+		t.Errorf("the manifest does not say where the records of orders-again are:\n%s", archive)
 	}
 	// C's records as the broker holds them: C's header, none of A's id.
 	var got []kafkago.Message
