@@ -394,7 +394,7 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 		}
 		if err != nil {
 			c.recover(err)
-			return fmt.Errorf("kafka: module %s: importing into partition %d of route's topic: %w", p.core.module, at.partition, err)
+			return fmt.Errorf("kafka: module %s: importing into topic %s partition %d: %w", p.core.module, at.topic, at.partition, err)
 		}
 		return nil
 	}
