@@ -255,18 +255,11 @@ func (p *lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out mig
 		out.Snapshot("none: the module has no topics")
 		return err
 	}
-	c, release, err := p.core.clientFor(ctx, tenant)
+	_, cl, spans, done, err := p.reach(ctx, tenant, topics)
 	if err != nil {
 		return err
 	}
-	defer release()
-	cl := archiveClient(c, topics)
-	defer closeProbe(cl)
-	spans, err := p.spans(ctx, cl, topics)
-	if err != nil {
-		c.recover(err)
-		return err
-	}
+	defer done()
 	out.Snapshot(coverage(topics, spans))
 	var line []byte
 	for _, t := range topics {
@@ -290,6 +283,24 @@ func (p *lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out mig
 		}
 	}
 	return nil
+}
+
+// reach opens tenant's client and an archive client over topics, and
+// reads the topics' spans; done closes what it opened.
+func (p *lifecycleTarget) reach(ctx context.Context, tenant tenancy.ID, topics []archiveTopic) (*client, *kafkago.Client, map[string][]extent, func(), error) {
+	c, release, err := p.core.clientFor(ctx, tenant)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cl := archiveClient(c, topics)
+	done := func() { closeProbe(cl); release() }
+	spans, err := p.spans(ctx, cl, topics)
+	if err != nil {
+		c.recover(err)
+		done()
+		return nil, nil, nil, nil, err
+	}
+	return c, cl, spans, done, nil
 }
 
 // coverage is the module's snapshot line: how consistent the records are
@@ -354,18 +365,11 @@ func (p *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migr
 	if len(topics) == 0 {
 		return nil
 	}
-	c, release, err := p.core.clientFor(ctx, tenant)
+	c, cl, spans, done, err := p.reach(ctx, tenant, topics)
 	if err != nil {
 		return err
 	}
-	defer release()
-	cl := archiveClient(c, topics)
-	defer closeProbe(cl)
-	spans, err := p.spans(ctx, cl, topics)
-	if err != nil {
-		c.recover(err)
-		return err
-	}
+	defer done()
 	if err := p.empty(ctx, cl, tenant, topics, spans); err != nil {
 		return err
 	}
