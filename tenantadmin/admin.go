@@ -249,14 +249,23 @@ func (a *admin) status(w http.ResponseWriter, r *http.Request, _ query) {
 	reply(w, http.StatusOK, st)
 }
 
-func (a *admin) provision(w http.ResponseWriter, r *http.Request, q query) {
-	id, ok := tenantOf(w, r)
-	if !ok {
-		return
+// tenantAndDryRun reads the request's tenant and ?dry_run=, answering the
+// refusal itself when either is wrong (ok false).
+func tenantAndDryRun(w http.ResponseWriter, r *http.Request, q query) (id tenancy.ID, dry, ok bool) {
+	if id, ok = tenantOf(w, r); !ok {
+		return id, false, false
 	}
 	dry, err := dryRun(r.Pattern, q)
 	if err != nil {
 		refuse(w, err)
+		return id, false, false
+	}
+	return id, dry, true
+}
+
+func (a *admin) provision(w http.ResponseWriter, r *http.Request, q query) {
+	id, dry, ok := tenantAndDryRun(w, r, q)
+	if !ok {
 		return
 	}
 	if dry {
@@ -275,13 +284,8 @@ func (a *admin) provision(w http.ResponseWriter, r *http.Request, q query) {
 }
 
 func (a *admin) offboard(w http.ResponseWriter, r *http.Request, q query) {
-	id, ok := tenantOf(w, r)
+	id, dry, ok := tenantAndDryRun(w, r, q)
 	if !ok {
-		return
-	}
-	dry, err := dryRun(r.Pattern, q)
-	if err != nil {
-		refuse(w, err)
 		return
 	}
 	confirm, confirmed := q["confirm"]

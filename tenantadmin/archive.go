@@ -59,14 +59,7 @@ func (a *admin) importArchive(w http.ResponseWriter, r *http.Request, _ query) {
 // archive runs export and import: export writes the archive to out as
 // it arrives, import sends the file --file names.
 func (r Remote) archive(ctx context.Context, base *url.URL, cmd string, rest []string, out io.Writer) error {
-	if len(rest) == 0 {
-		return usage(cmd + " needs a tenant id")
-	}
-	id, err := parseTenant(rest[0])
-	if err != nil {
-		return err
-	}
-	flags, err := parseFlags(rest[1:])
+	id, flags, err := tenantArgs(cmd, rest)
 	if err != nil {
 		return err
 	}

@@ -46,13 +46,8 @@ func placementOf(route, name, v string) (tenancy.Tier, error) {
 // move moves the tenant in ?module= to ?to=, or with ?dry_run=1 lists the
 // steps it would take.
 func (a *admin) move(w http.ResponseWriter, r *http.Request, q query) {
-	id, ok := tenantOf(w, r)
+	id, dry, ok := tenantAndDryRun(w, r, q)
 	if !ok {
-		return
-	}
-	dry, err := dryRun(r.Pattern, q)
-	if err != nil {
-		refuse(w, err)
 		return
 	}
 	module, to, err := moveParams(r.Pattern, q, "to")
@@ -114,14 +109,7 @@ func moveParams(route string, q query, tier string) (string, tenancy.Tier, error
 // moveCommand runs move and cleanup-move: move <id> --module M --to T
 // [--dry-run]; cleanup-move <id> --module M --from T.
 func (r Remote) moveCommand(ctx context.Context, base *url.URL, cmd string, rest []string, out io.Writer) error {
-	if len(rest) == 0 {
-		return usage(cmd + " needs a tenant id")
-	}
-	id, err := parseTenant(rest[0])
-	if err != nil {
-		return err
-	}
-	flags, err := parseFlags(rest[1:])
+	id, flags, err := tenantArgs(cmd, rest)
 	if err != nil {
 		return err
 	}

@@ -87,14 +87,7 @@ func (r Remote) Run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return r.list(ctx, base, out)
 	}
-	if len(rest) == 0 {
-		return usage(cmd + " needs a tenant id")
-	}
-	id, err := parseTenant(rest[0])
-	if err != nil {
-		return err
-	}
-	flags, err := parseFlags(rest[1:])
+	id, flags, err := tenantArgs(cmd, rest)
 	if err != nil {
 		return err
 	}
@@ -267,6 +260,20 @@ func operatorURL(s string) (*url.URL, error) {
 // parseFlags reads "--dry-run" and "--confirm", "--file", "--module",
 // "--to" and "--from", each with a value ("--confirm <v>" or
 // "--confirm=<v>"), each at most once.
+// tenantArgs is a subcommand's tenant id, its first argument, and the
+// flags after it.
+func tenantArgs(cmd string, rest []string) (tenancy.ID, map[string]string, error) {
+	if len(rest) == 0 {
+		return tenancy.ID{}, nil, usage(cmd + " needs a tenant id")
+	}
+	id, err := parseTenant(rest[0])
+	if err != nil {
+		return id, nil, err
+	}
+	flags, err := parseFlags(rest[1:])
+	return id, flags, err
+}
+
 func parseFlags(args []string) (map[string]string, error) {
 	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
