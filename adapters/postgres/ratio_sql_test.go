@@ -55,6 +55,22 @@ func TestRatioSQL(t *testing.T) {
 	poolExec := func(ctx context.Context, sql string, a ...any) error { _, err := pool.Exec(ctx, sql, a...); return err }
 	ratio.Report(t, ratio.Pair{Label: "P15", Name: "sql-insert", Iterations: ratioIters, Rounds: ratioRounds,
 		Ours: insert(ownExec, "INSERT INTO items (id, v) VALUES ($1, 'y')"), Baseline: insert(poolExec, "INSERT INTO "+items+" (id, v) VALUES ($1, 'y')")}, 1.10)
+	// From 64 goroutines: the tenant's login pool (SQLConfig.MaxConns, 4)
+	// against a hand-written pool of as many connections.
+	pool4, err := pgxpool.New(context.Background(), testsvc.PostgresURL(t)+"&pool_max_conns=4")
+	must0(t, err)
+	t.Cleanup(pool4.Close)
+	get := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}, sql string) func(int) error {
+		return func(i int) error {
+			var v string
+			return q.QueryRow(ctxA, sql, int64(10+i%ratioIters)).Scan(&v)
+		}
+	}
+	ratio.ReportParallel(t, ratio.Pair{Label: "P15", Name: "sql-read-g64", Iterations: concIters, Rounds: concRounds, Cap: concCap,
+		Ours:     ratio.ParallelSide(t, 64, ratioIters, get(own, "SELECT v FROM items WHERE id = $1")),
+		Baseline: ratio.ParallelSide(t, 64, ratioIters, get(pool4, "SELECT v FROM "+items+" WHERE id = $1"))}, 1.10, 5*concIters)
 }
 
 // sqlRatioTenants is how many tenants TestRatioSQLTenants cycles over
