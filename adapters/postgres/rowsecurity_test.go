@@ -220,3 +220,43 @@ func TestRowSecurityWiring(t *testing.T) {
 		}
 	}
 }
+
+// TestRowSecurityBehindPgBouncer: in transaction pooling the tenant and
+// role a call sets end with its transaction, so the server session the
+// pooler hands the next call carries neither: a call that lost its
+// predicate still keeps to its tenant, and the module's own user (here a
+// superuser, past every policy) reads every row after it.
+func TestRowSecurityBehindPgBouncer(t *testing.T) {
+	run := unique()
+	var d *postgres.Documents[item]
+	c := start(t, postgres.Module("pg", append(throughPgBouncer.dsn(t), postgres.SchemaPrefix("t"+run+"_"), postgres.RowSecurity(),
+		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("rls_" + run)}))...), &d)
+	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
+	a := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	b := tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	for ctx, n := range map[context.Context]int{a: 1, b: 2} {
+		if _, err := d.Create(ctx, "x", item{N: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	postgres.ForgetTenantPredicate(d)
+	for range 20 { // over the pooler's few server sessions, several times each
+		for ctx, want := range map[context.Context]int{a: 1, b: 2} {
+			recs, err := d.List(ctx, document.Query{})
+			if err != nil || len(recs) != 1 || recs[0].Value.N != want {
+				t.Fatalf("a call that lost its predicate, behind the pooler: %v %v, want its own row only", recs, err)
+			}
+		}
+	}
+	pool, release, err := c.Pool(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for range 10 {
+		var n int
+		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM rls_"+run).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("the module's user after guarded calls reads %d rows (%v): a session kept a guarded call's role", n, err)
+		}
+	}
+}
