@@ -173,6 +173,20 @@ func (p *lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error
 	return p.walk(ctx, tenant, func(ctx context.Context, f mongoFamily) error { return f.remove(ctx) })
 }
 
+// TeardownMany is Teardown for each tenant in turn (OffboardAll), which
+// no verifier follows: a routed tenant's client is evicted after its
+// teardown here, so an offboarded tenant keeps no client open.
+func (p *lifecycleTarget) TeardownMany(ctx context.Context, tenants []tenancy.ID) []error {
+	errs := make([]error, len(tenants))
+	for i, id := range tenants {
+		errs[i] = p.Teardown(ctx, id)
+		if p.core.pools != nil {
+			p.core.pools.Evict(id)
+		}
+	}
+	return errs
+}
+
 // Verify counts what is left of every family of walk on the server. A
 // family it cannot count is an error, never nothing found. A routed
 // tenant's client is evicted after the check: an offboarded tenant keeps

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
@@ -36,6 +37,7 @@ func TestOffboardVerifiesRoutedErasure(t *testing.T) {
 	db, prefix := freshName(), freshName()
 	a := tenancy.MustParseID("0ffd0000-0000-4000-8000-00000000000a")
 	b := tenancy.MustParseID("0ffd0000-0000-4000-8000-00000000000b")
+	c := tenancy.MustParseID("0ffd0000-0000-4000-8000-00000000000c")
 	dbOf := func(id tenancy.ID) string { return db + "_" + id.Hex()[24:] }
 	unreachable := false
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
@@ -47,8 +49,9 @@ func TestOffboardVerifiesRoutedErasure(t *testing.T) {
 	}
 	raw := client(t, uriA)
 	t.Cleanup(func() {
-		for _, name := range []string{dbOf(a), dbOf(b), mongo.DatabaseName(prefix, a), mongo.DatabaseName(prefix, b)} {
-			_ = raw.Database(name).Drop(context.Background())
+		for _, id := range []tenancy.ID{a, b, c} {
+			_ = raw.Database(dbOf(id)).Drop(context.Background())
+			_ = raw.Database(mongo.DatabaseName(prefix, id)).Drop(context.Background())
 		}
 	})
 	type planter struct{}
@@ -114,6 +117,7 @@ func TestOffboardVerifiesRoutedErasure(t *testing.T) {
 	}
 	use(a)
 	use(b)
+	use(c)
 	if n, err := raw.Database(dbOf(a)).Collection("tenantwire_migrations").CountDocuments(ctx, bson.D{}); err != nil || n == 0 {
 		t.Fatalf("A's migration records before offboarding: %d %v", n, err)
 	}
@@ -197,10 +201,22 @@ func TestOffboardVerifiesRoutedErasure(t *testing.T) {
 		t.Fatalf("offboard again: %v", err)
 	}
 
-	// The verifier's client was evicted: an audit resolves again, and a
-	// server it cannot reach is an error, not an erasure.
+	// OffboardAll, which verifies nothing, removes the same families.
+	if rep := r.Tenants.OffboardAll(ctx, []tenancy.ID{c}, migrate.Options{}); len(rep.Failures) != 0 {
+		t.Fatalf("OffboardAll: %+v", rep.Failures)
+	}
+
+	// The verifier's client (and OffboardAll's) was evicted: an audit
+	// resolves again, and a server it cannot reach is an error, not an
+	// erasure.
 	unreachable = true
-	if _, err := r.Tenants.VerifyErasure(ctx, a); err == nil {
-		t.Fatal("VerifyErasure on an unreachable server reported the tenant erased")
+	for _, id := range []tenancy.ID{a, c} {
+		if _, err := r.Tenants.VerifyErasure(ctx, id); err == nil {
+			t.Errorf("VerifyErasure of %s on an unreachable server reported the tenant erased", id)
+		}
+	}
+	unreachable = false
+	if _, err := r.Tenants.VerifyErasure(ctx, c); err != nil {
+		t.Errorf("VerifyErasure after OffboardAll: %v", err)
 	}
 }
