@@ -126,7 +126,7 @@ func TestNoTenantFailsClosed(t *testing.T) {
 }
 
 // Fail closed: a credential resolver error is returned, and no shared
-// client is used instead.
+// client is used instead, by calls and by the erasure check alike.
 func TestResolverErrorFailsClosed(t *testing.T) {
 	boom := errors.New("vault unreachable")
 	calls0 := 0
@@ -143,6 +143,11 @@ func TestResolverErrorFailsClosed(t *testing.T) {
 	}
 	if calls0 == 0 {
 		t.Fatal("the resolver was never asked")
+	}
+	// The erasure check too: a tenant whose database it cannot reach is
+	// not reported erased.
+	if e, err := r.prov.Verify(context.Background(), tenancytest.TenantA); !errors.Is(err, boom) {
+		t.Errorf("verify: %+v %v, want the resolver's error", e, err)
 	}
 }
 

@@ -23,10 +23,9 @@ func TestConformance(t *testing.T) {
 		if !ok {
 			return tenancytest.Probe{}, tenancytest.ErrNotCovered
 		}
-		// The dedicated cells check suspension only: a routed module's
-		// Offboard walks none of the tenant's own server (its verifier
-		// checks nothing, and A's record stays), which Erased reports.
-		l := lifecycle{offboard: tier != tenancy.Dedicated}
+		// Every cell offboards A with proof (Erased), the dedicated ones
+		// in A's own database on its own server.
+		l := lifecycle{offboard: true}
 		wire := func(t *testing.T, tr wiring, route mongo.Option, populate fx.Option) {
 			t.Helper()
 			start(t, modules.Lifecycle(), mongo.Module("m", append(tr.module(t), mongo.RequiredIsolation(tr.want), mongo.AllowTeardown(), route)...),
