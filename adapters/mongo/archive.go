@@ -20,8 +20,9 @@ import (
 // "tenant"; an import stamps the target tenant's field and prefix.
 
 // archiveColl is one collection of a tenant's documents: the route's
-// per-tenant collection (all of it) or its shared one (filter: the
-// tenant's documents).
+// per-tenant collection or its collection in a routed tenant's own
+// database (all of it), or its shared one (filter: the tenant's
+// documents).
 type archiveColl struct {
 	route  string
 	coll   *driver.Collection
@@ -40,7 +41,9 @@ func (p *lifecycleTarget) archiveColls(ctx context.Context, tenant tenancy.ID, o
 		if out != nil {
 			out.Tier(spec.name, r.decision.Reached)
 		}
-		if !r.perTenant && !r.decision.Tagged {
+		// A routed route's collection is in the tenant's own database:
+		// all of it is the tenant's, as teardown and the verifier count it.
+		if !r.perTenant && !r.decision.Tagged && !r.decision.Routed {
 			if out != nil {
 				out.Skip(spec.name, "tenant-global: its documents are no tenant's")
 			}
