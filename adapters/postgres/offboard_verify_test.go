@@ -199,7 +199,10 @@ func TestOffboardKilledBetweenModules(t *testing.T) {
 			modules.ProvideTenantState(func(hook) modules.TenantState {
 				return modules.TenantState{Module: "ph", Backend: "test",
 					Offboard: func(context.Context, tenancy.ID) error { point("teardown"); return nil },
-					Verify:   func(context.Context, tenancy.ID) (modules.Erasure, error) { point("verify"); return modules.Erasure{}, nil }}
+					Verify: func(context.Context, tenancy.ID) (modules.Erasure, error) {
+						point("verify")
+						return modules.Erasure{}, nil
+					}}
 			}),
 			named("orders", &p.ns), named("tagged", &p.tag), named("out", &p.out), fx.Populate(&p.tenants))
 		startApp(t, app)
