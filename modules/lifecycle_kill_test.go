@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"testing"
@@ -70,6 +71,7 @@ func (f *families) readSuspended(context.Context) ([]tenancy.ID, error) {
 }
 
 func (f *families) recordSuspended(_ context.Context, id tenancy.ID) error {
+	f.point("before record")
 	f.mu.Lock()
 	f.suspended[id] = true
 	f.mu.Unlock()
@@ -237,7 +239,7 @@ func erasedShape(p modules.ErasureProof) string {
 }
 
 // TestOffboardKilledAtEveryCheckpointConverges: an offboard cut off at
-// each of its checkpoints (right after the app records the suspension,
+// each of its checkpoints (before and right after it records the suspension,
 // before the first teardown, with module a torn down and b not, halfway
 // through a module's families, while verifying) and rerun in a new
 // process ends where an uninterrupted offboard ends: erased, every
@@ -258,7 +260,7 @@ func TestOffboardKilledAtEveryCheckpointConverges(t *testing.T) {
 		t.Fatalf("the uninterrupted offboard: %+v", want)
 	}
 
-	for _, kill := range []string{"record suspension", "offboard a", "offboard a docs", "offboard b", "offboard b docs", "offboard b keys", "verify a", "verify b"} {
+	for _, kill := range []string{"before record", "record suspension", "offboard a", "offboard a docs", "offboard b", "offboard b docs", "offboard b keys", "verify a", "verify b"} {
 		t.Run(kill, func(t *testing.T) {
 			f := newFamilies()
 			f.fill(a)
@@ -272,7 +274,13 @@ func TestOffboardKilledAtEveryCheckpointConverges(t *testing.T) {
 			})
 
 			second := f.run(t)
-			if err := second.Check(a, "kv", "a", "docs"); tenancy.CodeOf(err) != tenancy.CodeTenantSuspended {
+			if kill == "before record" {
+				// Killed before anything was written or removed: the new
+				// process serves A, its data whole.
+				if err := second.Check(a, "kv", "a", "docs"); err != nil || len(f.snapshot(a)) != 4 {
+					t.Fatalf("A before its suspension was recorded: %v, %v", err, f.snapshot(a))
+				}
+			} else if err := second.Check(a, "kv", "a", "docs"); tenancy.CodeOf(err) != tenancy.CodeTenantSuspended {
 				t.Fatalf("the new process serves A before the rerun: %v", err)
 			}
 			rep, err := second.OffboardWith(ctx, a, modules.OffboardOptions{RecordSuspended: f.recordSuspended})
@@ -372,16 +380,34 @@ func manifestOf(t *testing.T, archive []byte) string {
 	return string(b)
 }
 
-// TestExportKilledHalfwayConverges: an export cut off halfway through a
-// module's records leaves a prefix of an archive, which Import refuses
-// as cut short (archive_invalid) with nothing written, as it refuses
-// every other prefix of a whole one; a rerun in a new process writes an
-// archive whose manifest (every section's count and sha256) is the
-// uninterrupted one's.
+// killingWriter passes the first n bytes written to w, then ends the
+// process: a crash halfway through writing, past the archive writer's
+// buffer.
+type killingWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (k *killingWriter) Write(p []byte) (int, error) {
+	if len(p) > k.n {
+		k.w.Write(p[:k.n])
+		panic(killed{"write"})
+	}
+	k.n -= len(p)
+	return k.w.Write(p)
+}
+
+// TestExportKilledHalfwayConverges: an export cut off in a module's
+// records (a hook of each module; the archive writer's buffer holds what
+// it wrote) or halfway through the bytes written leaves a cut archive,
+// which Import refuses as cut short (archive_invalid) with nothing
+// written, as it refuses every other prefix of a whole one; a rerun in a
+// new process writes an archive whose manifest (every section's count
+// and sha256) is the uninterrupted one's.
 func TestExportKilledHalfwayConverges(t *testing.T) {
 	a, c := tenancytest.TenantA, tenancytest.TenantC
 	ctx := context.Background()
-	for _, kill := range []string{"export a", "export b"} {
+	for _, kill := range []string{"export a", "export b", "write"} {
 		t.Run(kill, func(t *testing.T) {
 			f := newFamilies()
 			f.fill(a)
@@ -391,8 +417,16 @@ func TestExportKilledHalfwayConverges(t *testing.T) {
 				t.Fatal(err)
 			}
 			var cut bytes.Buffer
-			f.arm(kill)
-			mustKill(t, kill, func() error { return first.Export(ctx, a, &cut) })
+			w := io.Writer(&cut)
+			if kill == "write" {
+				w = &killingWriter{w: &cut, n: whole.Len() / 2}
+			} else {
+				f.arm(kill)
+			}
+			mustKill(t, kill, func() error { return first.Export(ctx, a, w) })
+			if kill == "write" && cut.Len() != whole.Len()/2 {
+				t.Fatalf("the cut archive has %d bytes, want %d", cut.Len(), whole.Len()/2)
+			}
 
 			second := f.run(t)
 			if err := second.Import(ctx, c, bytes.NewReader(cut.Bytes())); tenancy.CodeOf(err) != tenancy.CodeArchiveInvalid {
@@ -415,6 +449,9 @@ func TestExportKilledHalfwayConverges(t *testing.T) {
 			}
 			if err := second.Import(ctx, c, bytes.NewReader(again.Bytes())); err != nil {
 				t.Fatal(err)
+			}
+			if got, want := f.snapshot(c), f.snapshot(a); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("C from the rerun's archive: %v, want %v", got, want)
 			}
 		})
 	}
