@@ -3,17 +3,20 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
@@ -154,6 +157,23 @@ type pgKilled struct{ at string }
 func TestOffboardKilledBetweenModules(t *testing.T) {
 	run := unique()
 	url := testsvc.PostgresURL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	reg, err := postgres.NewRegistry(pool, "reg_"+run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(id tenancy.ID) bool {
+		t.Helper()
+		all, err := reg.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(all, func(e migrate.Tenant) bool { return e.ID == id })
+	}
 	var mu sync.Mutex
 	suspended := map[tenancy.ID]bool{}
 	kill := ""
@@ -178,9 +198,9 @@ func TestOffboardKilledBetweenModules(t *testing.T) {
 	process := func() proc {
 		var p proc
 		app, c := build(t,
-			postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+			postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(), postgres.TenantRegistry(reg),
 				postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})),
-			postgres.Module("pi", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"i_"), postgres.AllowTeardown(),
+			postgres.Module("pi", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"i_"), postgres.AllowTeardown(), postgres.TenantRegistry(reg),
 				postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("kdocs_" + run)}),
 				// A second document route, so that neither module's is the
 				// app's unnamed one.
@@ -263,6 +283,9 @@ func TestOffboardKilledBetweenModules(t *testing.T) {
 				t.Fatalf("the offboard stopped with %v, want the kill at %q", got, at)
 			}
 
+			// The first module's teardown already forgot A in the registry
+			// the modules share (docs/lifecycle.md, After a crash): the
+			// tenant to rerun is the one the suspension store lists.
 			second := process()
 			if _, err := second.tag.Count(tenancy.WithTenant(context.Background(), a), document.Query{}); tenancy.CodeOf(err) != tenancy.CodeTenantSuspended {
 				t.Fatalf("the new process serves A before the rerun: %v", err)
@@ -292,6 +315,9 @@ func TestOffboardKilledBetweenModules(t *testing.T) {
 			}
 			if got := counts(second, b); got != bBefore {
 				t.Fatalf("B's rows: %v, were %v", got, bBefore)
+			}
+			if listed(a) || !listed(b) {
+				t.Fatalf("after the rerun the registry lists A %v, B %v", listed(a), listed(b))
 			}
 		})
 	}
