@@ -152,9 +152,20 @@ func (t *Suspensions) follow(ids []tenancy.ID) {
 // store does not list it) is not waited for: the other replicas cannot
 // know of it.
 func (t *Suspensions) awaitReplicas(ctx context.Context, tenants ...tenancy.ID) error {
+	return t.awaitReplicasSince(ctx, time.Time{}, tenants...)
+}
+
+// awaitReplicasSince is awaitReplicas for tenants whose suspension this
+// process wrote to the store at recorded (zero: none): it waits from
+// whichever is later, the write or the first read listing them, since a
+// read may not list a write it raced with.
+func (t *Suspensions) awaitReplicasSince(ctx context.Context, recorded time.Time, tenants ...tenancy.ID) error {
 	t.mu.Lock()
-	var at time.Time
+	at := recorded
 	var tenant tenancy.ID
+	if len(tenants) > 0 {
+		tenant = tenants[0]
+	}
 	for _, id := range tenants {
 		if l, ok := t.listed[id]; ok && l.After(at) {
 			at, tenant = l, id

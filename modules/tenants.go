@@ -234,13 +234,39 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 // teardown walked): the report says what was checked, and anything of
 // the tenant left fails the offboard with tenant_erasure_incomplete
 // naming the module and the family. A rerun after a failure completes
-// it; the tenant stays suspended.
+// it; the tenant stays suspended (in this process only, unless the
+// store lists it: see OffboardWith).
 func (t *Tenants) Offboard(ctx context.Context, tenant tenancy.ID) (Report, error) {
+	return t.OffboardWith(ctx, tenant, OffboardOptions{})
+}
+
+// OffboardOptions are OffboardWith's options.
+type OffboardOptions struct {
+	// RecordSuspended, when set, writes tenant's suspension to the app's
+	// store (the one LifecycleConfig.Suspended reads) after the local
+	// suspension and before anything is removed; Offboard then waits a
+	// refresh from the write, so every replica has read it. A process
+	// started after a crash mid-offboard reads it too and serves the
+	// tenant nothing of what the teardown left, until a rerun completes
+	// it. A failed write fails the offboard, nothing removed. Nil: the
+	// suspension is this process's only (record it in the store first).
+	RecordSuspended func(ctx context.Context, tenant tenancy.ID) error
+}
+
+// OffboardWith is Offboard with o.
+func (t *Tenants) OffboardWith(ctx context.Context, tenant tenancy.ID, o OffboardOptions) (Report, error) {
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
 	t.Suspend(tenant)
-	if err := t.awaitReplicas(ctx, tenant); err != nil {
+	var recorded time.Time
+	if o.RecordSuspended != nil {
+		if err := o.RecordSuspended(ctx, tenant); err != nil {
+			return nil, fmt.Errorf("offboarding tenant %s: recording its suspension: %w; nothing was removed", tenant, err)
+		}
+		recorded = time.Now()
+	}
+	if err := t.awaitReplicasSince(ctx, recorded, tenant); err != nil {
 		return nil, err
 	}
 	if err := t.Drain(ctx, tenant); err != nil {

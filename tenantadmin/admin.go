@@ -59,6 +59,13 @@ type Config struct {
 	// /tenants/{id}/move reaches every replica (modules.MoveOptions.Record).
 	// Nil: a move is this replica's only.
 	RecordPlacement func(ctx context.Context, rec modules.Placed) error
+	// RecordSuspended, when set, writes a tenant's suspension to the store
+	// that modules.LifecycleConfig.Suspended reads before an offboard
+	// removes anything (modules.OffboardOptions.RecordSuspended), so every
+	// replica, and a process started after a crash mid-offboard, refuses
+	// the tenant until a rerun completes it. Nil: the suspension is this
+	// replica's only.
+	RecordSuspended func(ctx context.Context, tenant tenancy.ID) error
 }
 
 // defaultDrainWait is Config.DrainWait's default.
@@ -139,8 +146,9 @@ type admin struct {
 	authenticate func(*http.Request) error
 	drainWait    time.Duration
 	tel          *telemetry.Telemetry
-	// record is Config.RecordPlacement.
-	record func(ctx context.Context, rec modules.Placed) error
+	// record is Config.RecordPlacement, recordSuspended Config.RecordSuspended.
+	record          func(ctx context.Context, rec modules.Placed) error
+	recordSuspended func(ctx context.Context, tenant tenancy.ID) error
 }
 
 func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
@@ -169,7 +177,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait), tel: p.Telemetry, record: cfg.RecordPlacement}
+	a := &admin{tenants: p.Tenants, reg: cfg.Registry, token: cfg.Token, authenticate: cfg.Authenticate, drainWait: cmp.Or(cfg.DrainWait, defaultDrainWait), tel: p.Telemetry, record: cfg.RecordPlacement, recordSuspended: cfg.RecordSuspended}
 	parts := p.Tenants.Parts()
 	a.all = slices.Clone(parts)
 	for _, w := range live.Wirings {
@@ -314,7 +322,7 @@ func (a *admin) offboard(w http.ResponseWriter, r *http.Request, q query) {
 	defer a.step.Unlock()
 	ctx, cancel := context.WithTimeout(r.Context(), a.drainWait)
 	defer cancel()
-	rep, err := a.tenants.Offboard(ctx, id)
+	rep, err := a.tenants.OffboardWith(ctx, id, modules.OffboardOptions{RecordSuspended: a.recordSuspended})
 	a.report(w, id, "offboard", rep, err)
 }
 
