@@ -68,3 +68,10 @@ func ArchiveValuesBothWays(ctx context.Context, c *Client, tenant tenancy.ID) (e
 	}
 	return export, server, nil
 }
+
+// ImportWithInserts makes imports use jsonb_populate_recordset INSERTs
+// for every table until the returned func is called.
+func ImportWithInserts() (restore func()) {
+	importByCopy = false
+	return func() { importByCopy = true }
+}
