@@ -41,7 +41,7 @@ func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) 
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v (no manifest: the archive was cut short)", n, err))
 		}
 		var l archiveLine
-		if rec, ok := plainRecord(line); ok {
+		if rec, ok := plainRecord(line, false); ok {
 			l.Record = rec
 		} else if err := strict(line, &l); err != nil {
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
@@ -157,7 +157,7 @@ func (rs *Records) peek() (*Record, error) {
 		rs.err = err
 		return nil, err
 	}
-	r, ok := plainRecord(line)
+	r, ok := plainRecord(line, true)
 	if !ok {
 		if rs.err = json.Unmarshal(line, &r); rs.err != nil {
 			return nil, rs.err
@@ -200,8 +200,9 @@ func (m moduleIn) Next() (Record, bool, error) {
 // of printable ASCII without escapes, a value that is valid JSON and not
 // null. It returns what the strict decoder would, without its cost
 // (most of an import's client time); false sends any other line to the
-// decoder.
-func plainRecord(line []byte) (Record, bool) {
+// decoder. checked: the line was read and checked before (the spool),
+// so its value is not validated again.
+func plainRecord(line []byte, checked bool) (Record, bool) {
 	var r Record
 	rest, ok := bytes.CutPrefix(line, []byte(`{"module":`))
 	if !ok {
@@ -236,7 +237,7 @@ func plainRecord(line []byte) (Record, bool) {
 		return r, false
 	}
 	v, ok := bytes.CutSuffix(rest, []byte("}"))
-	if !ok || len(v) == 0 || isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || v[0] == 'n' || !json.Valid(v) {
+	if !ok || len(v) == 0 || isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || v[0] == 'n' || !checked && !json.Valid(v) {
 		return r, false
 	}
 	r.Value = json.RawMessage(v)
