@@ -275,13 +275,14 @@ func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migra
 					return err
 				}
 				_, err = tx.Conn().PgConn().CopyFrom(ctx, src, ci.sql)
-				if src.err != nil {
-					return src.err
+				ended, srcErr := src.result()
+				if srcErr != nil {
+					return srcErr // the archive's error or a refusal: COPY was failed with it
 				}
 				if err != nil {
 					return fmt.Errorf("postgres: importing into %s: %w", tb.q, err)
 				}
-				next = src.next
+				next = ended
 				continue
 			}
 			batch = append(batch, r.Value)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -86,6 +87,16 @@ type copyInRows struct {
 	buf    []byte
 	off    int
 	vals   [][]byte
+	// mu: pgconn reads in a goroutine of its own, which a broken
+	// connection's CopyFrom returns without waiting for.
+	mu sync.Mutex
+}
+
+// result is the record that ended the section, and the error that did.
+func (r *copyInRows) result() (*migrate.Record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next, r.err
 }
 
 func newCopyInRows(module string, tb pgTable, ci copyIn, tenant tenancy.ID, in migrate.ArchiveIn, first migrate.Record) (*copyInRows, error) {
@@ -94,6 +105,8 @@ func newCopyInRows(module string, tb pgTable, ci copyIn, tenant tenancy.ID, in m
 }
 
 func (r *copyInRows) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for r.off == len(r.buf) {
 		if r.done {
 			return 0, errorsOr(r.err)
