@@ -53,7 +53,7 @@ func TestPlainRecordAsDecoder(t *testing.T) {
 		`{"module":"m","route":"r","family":"","kind":"row","value":[1,2]}`,
 		`{"module":"m","route":"r","kind":"row","value":"a","value":"b"}`,
 	) {
-		got, ok := plainRecord([]byte(l), false)
+		got, ok := plainRecord([]byte(l), false, &Record{Module: "m", Route: "r", Family: "g", Kind: "key"})
 		if !ok {
 			continue
 		}
