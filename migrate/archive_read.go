@@ -44,7 +44,7 @@ func ReadArchive(r io.Reader, spool io.Writer) (ArchiveHeader, Manifest, error) 
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v (no manifest: the archive was cut short)", n, err))
 		}
 		var l archiveLine
-		if rec, ok := plainRecord(line, false, &prev); ok {
+		if rec, ok := plainRecord(line, &prev); ok {
 			l.Record, prev = rec, rec
 		} else if err := strict(line, &l); err != nil {
 			return h, Manifest{}, ArchiveInvalid(fmt.Sprintf("line %d: %v", n, err))
@@ -168,7 +168,7 @@ func (rs *Records) peek() (*Record, error) {
 	if rs.last != nil {
 		prev = *rs.last
 	}
-	r, ok := plainRecord(line, true, &prev)
+	r, ok := plainRecord(line, &prev)
 	if !ok {
 		if rs.err = json.Unmarshal(line, &r); rs.err != nil {
 			return nil, rs.err
@@ -211,10 +211,11 @@ func (m moduleIn) Next() (Record, bool, error) {
 // of printable ASCII without escapes, a value that is valid JSON and not
 // null. It returns what the strict decoder would, without its cost
 // (most of an import's client time); false sends any other line to the
-// decoder. checked: the line was read and checked before (the spool),
-// so its value is not validated again. A name equal to prev's is prev's
-// string (a section's records share them), not a new one.
-func plainRecord(line []byte, checked bool, prev *Record) (Record, bool) {
+// decoder. A name equal to prev's is prev's string (a section's records
+// share them), not a new one. The value is validated even when the line
+// was checked before: that is what tells a value from a value followed
+// by more fields (a record with meta).
+func plainRecord(line []byte, prev *Record) (Record, bool) {
 	var r Record
 	rest, ok := bytes.CutPrefix(line, []byte(`{"module":`))
 	if !ok {
@@ -249,7 +250,7 @@ func plainRecord(line []byte, checked bool, prev *Record) (Record, bool) {
 		return r, false
 	}
 	v, ok := bytes.CutSuffix(rest, []byte("}"))
-	if !ok || len(v) == 0 || isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || v[0] == 'n' || !checked && !json.Valid(v) {
+	if !ok || len(v) == 0 || isJSONSpace(v[0]) || isJSONSpace(v[len(v)-1]) || v[0] == 'n' || !json.Valid(v) {
 		return r, false
 	}
 	r.Value = json.RawMessage(v)

@@ -29,6 +29,7 @@ func TestPlainRecordAsDecoder(t *testing.T) {
 		{Route: "r é", Family: "f", Kind: "row", Value: []byte(`{}`)},
 		{Route: "r", Family: "h", Kind: "key", Native: []byte{1, 2}},
 		{Route: "r", Family: "i", Kind: "key", Value: []byte(`1`), Meta: map[string]string{"x": "y"}},
+		{Route: "r", Family: "j", Kind: "document", Value: []byte(`{"a":1}`), Meta: map[string]string{"id": "tenant"}},
 	} {
 		if err := w.Emit(r); err != nil {
 			t.Fatal(err)
@@ -53,7 +54,7 @@ func TestPlainRecordAsDecoder(t *testing.T) {
 		`{"module":"m","route":"r","family":"","kind":"row","value":[1,2]}`,
 		`{"module":"m","route":"r","kind":"row","value":"a","value":"b"}`,
 	) {
-		got, ok := plainRecord([]byte(l), false, &Record{Module: "m", Route: "r", Family: "g", Kind: "key"})
+		got, ok := plainRecord([]byte(l), &Record{Module: "m", Route: "r", Family: "g", Kind: "key"})
 		if !ok {
 			continue
 		}
@@ -69,5 +70,42 @@ func TestPlainRecordAsDecoder(t *testing.T) {
 	}
 	if took != 5 {
 		t.Errorf("the fast path took %d lines, want 5 (the writer's 3 plain ones, and the key and the family given empty)", took)
+	}
+}
+
+// TestSpoolReadBack: the records read back from the checked spool are
+// those written, a value followed by meta included.
+func TestSpoolReadBack(t *testing.T) {
+	recs := []Record{
+		{Module: "m", Route: "r", Family: "f", Kind: "row", Value: []byte(`{"a":1}`)},
+		{Module: "m", Route: "r", Family: "f", Kind: "row", Value: []byte(`{"a":2}`)},
+		{Module: "m", Route: "r", Family: "j", Kind: "document", Value: []byte(`{"a":3}`), Meta: map[string]string{"id": "tenant"}},
+		{Module: "m", Route: "r", Family: "k", Kind: "key", Key: "x", Native: []byte{0, 1}, Meta: map[string]string{"expires_ms": "5"}},
+	}
+	var b bytes.Buffer
+	w, err := NewArchiveWriter(&b, tenancy.MustParseID("00000000-0000-0000-0000-000000000001"), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Module(ArchiveModule{Module: "m"})
+	for _, r := range recs {
+		if err := w.Emit(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var spool bytes.Buffer
+	_, m, err := ReadArchive(&b, &spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewRecords(&spool, m).Module("m")
+	for i, want := range recs {
+		got, ok, err := in.Next()
+		if err != nil || !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("record %d: %+v %v %v, want %+v", i, got, ok, err, want)
+		}
 	}
 }
