@@ -290,17 +290,7 @@ func sqlDedicatedProbe(t *testing.T, v via) (tenancytest.Probe, error) {
 	}
 	susp := &modules.Suspensions{}
 	_, own, _, _ := startSQLDedicated(t, nil, fx.Supply(susp))
-	return tenancytest.Probe{
-		Suspensions: susp,
-		Write: func(ctx context.Context) error {
-			_, err := own.Exec(ctx, "INSERT INTO items (id, v) VALUES (100, 'probe') ON CONFLICT (id) DO NOTHING")
-			return err
-		},
-		Read: func(ctx context.Context) (bool, error) {
-			n, err := one(ctx, own, "SELECT count(*)::text FROM items WHERE id = 100")
-			return n == "1", err
-		},
-	}, nil
+	return sqlRouteProbe(own, susp), nil
 }
 
 // TestSQLRouteDedicatedSearchPathDoesNotHoldBehindPgBouncer: why the

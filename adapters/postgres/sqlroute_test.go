@@ -373,6 +373,12 @@ func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error)
 	}
 	susp := &modules.Suspensions{}
 	_, own, _ := startSQL(t, v, []postgres.Option{postgres.RequiredIsolation(tier)}, fx.Supply(susp))
+	return sqlRouteProbe(own, susp), nil
+}
+
+// sqlRouteProbe writes and reads one row of items through the SQL route
+// own, whose app's suspensions are susp.
+func sqlRouteProbe(own *postgres.SQL, susp *modules.Suspensions) tenancytest.Probe {
 	return tenancytest.Probe{
 		Suspensions: susp,
 		Write: func(ctx context.Context) error {
@@ -383,7 +389,7 @@ func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error)
 			n, err := one(ctx, own, "SELECT count(*)::text FROM items WHERE id = 100")
 			return n == "1", err
 		},
-	}, nil
+	}
 }
 
 // TestSQLRouteThroughPoolerWithForcedUser: a pooler that logs in to
