@@ -212,25 +212,7 @@ func healthyBacklog(t *testing.T, backlog int, drain bool) {
 		count[string(m.Value)]++
 		return nil
 	}
-	var d struct {
-		fx.In
-		Provision *migrate.Runner `name:"events"`
-	}
-	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
-			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
-				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
-				MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}}}),
-		),
-		fx.Populate(&d),
-	)
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Provision.ProvisionShared(ctx); err != nil {
-		t.Fatal(err)
-	}
+	app := healthyHeaderConsumer(ctx, t, s, handle)
 	raw := rawWriter(t, s.broker)
 	raw.BatchSize = 5000
 	header := func(id tenancy.ID) []kafkago.Header {
@@ -323,25 +305,7 @@ func TestHeaderConsumerSteadyTenantTakesNoTurns(t *testing.T) {
 		count++
 		return nil
 	}
-	var d struct {
-		fx.In
-		Provision *migrate.Runner `name:"events"`
-	}
-	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker),
-			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
-			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
-				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
-				MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}}}),
-		),
-		fx.Populate(&d),
-	)
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Provision.ProvisionShared(ctx); err != nil {
-		t.Fatal(err)
-	}
+	app := healthyHeaderConsumer(ctx, t, s, handle)
 	startApp(t, app)
 	raw := rawWriter(t, s.broker)
 	for i := range n {
@@ -372,4 +336,31 @@ func TestHeaderConsumerSteadyTenantTakesNoTurns(t *testing.T) {
 	if worst > bound {
 		t.Errorf("a record of a tenant without a backlog waited %v, want at most %v", worst, bound)
 	}
+}
+
+// healthyHeaderConsumer is an app of one header-bound consumer over a
+// shared topic of one partition in s, handled by handle, its topic
+// provisioned and the app not started.
+func healthyHeaderConsumer(ctx context.Context, t *testing.T, s *space, handle func(context.Context, kafkago.Message) error) *fx.App {
+	t.Helper()
+	var d struct {
+		fx.In
+		Provision *migrate.Runner `name:"events"`
+	}
+	app := fx.New(fx.NopLogger,
+		kafka.Module("events", kafka.Brokers(s.broker),
+			kafka.ProducerRoute("in", kafka.ProducerConfig{Topic: naming.Shared(s.name("in")), Partitions: 1}),
+			kafka.Consumer("in-c", kafka.ConsumerConfig{Group: s.name("g"), Handle: handle, Topic: naming.Shared(s.name("in")),
+				TenantFromHeaders: true, DeadLetter: func(context.Context, kafkago.Message, error) error { return nil },
+				MaxWait: 50 * time.Millisecond, WorkerConfig: shards.WorkerConfig{OnError: func(error) {}}}),
+		),
+		fx.Populate(&d),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Provision.ProvisionShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return app
 }
