@@ -42,12 +42,5 @@ func TestArchiveRoundTripMongoRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: r.Tenants, A: a, B: b, C: c,
-		Read: func(ctx context.Context) (any, error) {
-			o, err := r.Orders.Get(ctx, "o")
-			if err != nil {
-				return nil, err
-			}
-			y, err := r.Items.Get(ctx, "y")
-			return []any{o.Value, o.Version, y.Value, y.Version}, err
-		}})
+		Read: r.read})
 }

@@ -34,6 +34,16 @@ func archiveMongoApp(t *testing.T) archiveMongo {
 	return r
 }
 
+// read is what CheckRoundTrip compares: writeMongo's order and one item.
+func (r archiveMongo) read(ctx context.Context) (any, error) {
+	o, err := r.Orders.Get(ctx, "o")
+	if err != nil {
+		return nil, err
+	}
+	y, err := r.Items.Get(ctx, "y")
+	return []any{o.Value, o.Version, y.Value, y.Version}, err
+}
+
 func writeMongo(t *testing.T, r archiveMongo, ids ...tenancy.ID) {
 	t.Helper()
 	for _, id := range ids {
@@ -64,14 +74,7 @@ func TestArchiveRoundTripMongo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: r.Tenants, A: a, B: b, C: c,
-		Read: func(ctx context.Context) (any, error) {
-			o, err := r.Orders.Get(ctx, "o")
-			if err != nil {
-				return nil, err
-			}
-			y, err := r.Items.Get(ctx, "y")
-			return []any{o.Value, o.Version, y.Value, y.Version}, err
-		}})
+		Read: r.read})
 }
 
 // TestArchiveRefusedMongo: a truncated or altered archive, one into a
