@@ -80,6 +80,29 @@ func (c *Client) rowSecurityDDL() []string {
 		"GRANT USAGE ON SCHEMA " + pgx.Identifier{c.static}.Sanitize() + " TO " + role,
 	}
 	policy := "tenant_id = NULLIF(pg_catalog.current_setting('" + tenantSetting + "', true), '')::uuid"
+	for _, g := range c.guardedTables() {
+		out = append(out,
+			"ALTER TABLE "+g.table+" ENABLE ROW LEVEL SECURITY",
+			"GRANT SELECT, INSERT, UPDATE, DELETE ON "+g.table+" TO "+role,
+			"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy WHERE polrelid = '"+g.table+"'::regclass AND polname = '"+rowSecurityPolicy+"') THEN "+
+				"CREATE POLICY "+rowSecurityPolicy+" ON "+g.table+" TO "+role+" USING ("+policy+") WITH CHECK ("+policy+"); END IF; END $$")
+		if g.history { // its seq column's sequence
+			out = append(out, "DO $$ BEGIN EXECUTE 'GRANT USAGE ON SEQUENCE ' || pg_catalog.pg_get_serial_sequence('"+g.table+"', 'seq') || ' TO "+role+"'; END $$")
+		}
+	}
+	return out
+}
+
+// guardedTable is one shared table under row security: its quoted name,
+// the first route that guards it, and whether it is a history table.
+type guardedTable struct {
+	table, route string
+	history      bool
+}
+
+// guardedTables is the module's guarded tables, each once.
+func (c *Client) guardedTables() []guardedTable {
+	var out []guardedTable
 	seen := map[string]bool{}
 	for _, r := range c.routes {
 		if !r.rowSecure {
@@ -87,17 +110,9 @@ func (c *Client) rowSecurityDDL() []string {
 		}
 		for _, rr := range r.rels {
 			t := route{c, r}.qualified(rr.rel, tenancy.ID{})
-			if !r.guarded(rr) || seen[t] {
-				continue
-			}
-			seen[t] = true
-			out = append(out,
-				"ALTER TABLE "+t+" ENABLE ROW LEVEL SECURITY",
-				"GRANT SELECT, INSERT, UPDATE, DELETE ON "+t+" TO "+role,
-				"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_catalog.pg_policy WHERE polrelid = '"+t+"'::regclass AND polname = '"+rowSecurityPolicy+"') THEN "+
-					"CREATE POLICY "+rowSecurityPolicy+" ON "+t+" TO "+role+" USING ("+policy+") WITH CHECK ("+policy+"); END IF; END $$")
-			if rr.role == "history" { // its seq column's sequence
-				out = append(out, "DO $$ BEGIN EXECUTE 'GRANT USAGE ON SEQUENCE ' || pg_catalog.pg_get_serial_sequence('"+t+"', 'seq') || ' TO "+role+"'; END $$")
+			if r.guarded(rr) && !seen[t] {
+				seen[t] = true
+				out = append(out, guardedTable{table: t, route: r.name, history: rr.role == "history"})
 			}
 		}
 	}
@@ -130,25 +145,16 @@ func (c *Client) ownerSeesEveryRow(ctx context.Context, tenant tenancy.ID) error
 // refuses one the module's user is under the policies of.
 func (c *Client) checkRowSecurity(ctx context.Context, q querier) (bool, error) {
 	complete := true
-	for _, r := range c.routes {
-		if !r.rowSecure {
-			continue
+	for _, g := range c.guardedTables() {
+		var exists, active bool
+		if err := q.QueryRow(ctx, "SELECT r IS NOT NULL, COALESCE(pg_catalog.row_security_active(r), false) FROM pg_catalog.to_regclass($1) r", g.table).Scan(&exists, &active); err != nil {
+			return false, err
 		}
-		for _, rr := range r.rels {
-			if !r.guarded(rr) {
-				continue
-			}
-			t := route{c, r}.qualified(rr.rel, tenancy.ID{})
-			var exists, active bool
-			if err := q.QueryRow(ctx, "SELECT r IS NOT NULL, COALESCE(pg_catalog.row_security_active(r), false) FROM pg_catalog.to_regclass($1) r", t).Scan(&exists, &active); err != nil {
-				return false, err
-			}
-			complete = complete && exists
-			if active {
-				return false, &tenancy.Error{Code: CodeRowSecurityOwner, Module: c.module, Backend: rules.Name, Route: r.name,
-					Detail: fmt.Sprintf("the module's user is under the row security of %s, so its teardown and erasure check would not see every tenant's rows", t),
-					Fix:    "connect the module as the owner of its tables (the user that provisions them), or give that user BYPASSRLS"}
-			}
+		complete = complete && exists
+		if active {
+			return false, &tenancy.Error{Code: CodeRowSecurityOwner, Module: c.module, Backend: rules.Name, Route: g.route,
+				Detail: fmt.Sprintf("the module's user is under the row security of %s, so its teardown and erasure check would not see every tenant's rows", g.table),
+				Fix:    "connect the module as the owner of its tables (the user that provisions them), or give that user BYPASSRLS"}
 		}
 	}
 	return complete, nil
