@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -74,4 +75,9 @@ func ArchiveValuesBothWays(ctx context.Context, c *Client, tenant tenancy.ID) (e
 func ImportWithInserts() (restore func()) {
 	importByCopy = false
 	return func() { importByCopy = true }
+}
+
+// PoolFor is the pool a route's call for tenant runs on, and its release.
+func PoolFor(ctx context.Context, c *Client, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
+	return c.conn(ctx, tenant)
 }
