@@ -81,3 +81,11 @@ func ImportWithInserts() (restore func()) {
 func PoolFor(ctx context.Context, c *Client, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
 	return c.conn(ctx, tenant)
 }
+
+// Recycled is how many connections RecycleAfter closed on c's own pool.
+func Recycled(c *Client) int64 {
+	if c.served == nil {
+		return 0
+	}
+	return c.served.recycled.Load()
+}
