@@ -62,7 +62,7 @@ type ConsumerConfig struct {
 	// TenantFromHeaders opts in to binding each record's tenant from its
 	// tenant header, on a tenant-global topic. Headers are untrusted:
 	// whoever can produce to the topic chooses them. Needs DeadLetter.
-	// Tenants take turns: after 100 records of one tenant in a row from a
+	// Tenants take turns: after Turn records of one tenant in a row from a
 	// backlog (each with more behind it on its partition), its later ones
 	// are left on the broker, uncommitted, while the consumer reads ahead to
 	// other tenants' records, and are read again after.
@@ -77,6 +77,17 @@ type ConsumerConfig struct {
 	// again once its held records went through; other tenants' records go
 	// on being fetched and handled.
 	MaxHeld int
+	// Turn is how many records of one tenant in a row a TenantFromHeaders
+	// consumer handles from a backlog before the other tenants' turn
+	// (default 100): it bounds, in records, how long one tenant's backlog
+	// delays another's next record. A smaller turn is fairer; each turn
+	// over costs a read of the left records again.
+	Turn int
+	// MaxAhead bounds the records one read ahead past a backlog passes
+	// over looking for the other tenants' (default 100,000); past it the
+	// backlog's left records are read again, so a backlog longer than it
+	// delays a record behind it by about one turn per MaxAhead records.
+	MaxAhead int
 }
 
 type consumerSpec struct {
@@ -116,7 +127,8 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 
 func (s *consumerSpec) validate(spec *routeSpec, routed bool) []problem {
 	var bad []problem
-	for _, p := range s.cfg.Check("kafka.ConsumerConfig", s.cfg.Name, shards.Duration("MaxWait", s.cfg.MaxWait), shards.Count("MaxHeld", s.cfg.MaxHeld)) {
+	for _, p := range s.cfg.Check("kafka.ConsumerConfig", s.cfg.Name, shards.Duration("MaxWait", s.cfg.MaxWait), shards.Count("MaxHeld", s.cfg.MaxHeld),
+		shards.Count("Turn", s.cfg.Turn), shards.Count("MaxAhead", s.cfg.MaxAhead)) {
 		bad = append(bad, problem{p.Detail, p.Fix})
 	}
 	if s.cfg.Group == "" {

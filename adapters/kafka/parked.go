@@ -28,9 +28,9 @@ import (
 // a tenant's backlog never stops the fetch for the others, and memory is a
 // few words per record not yet committed.
 //
-// A healthy tenant's backlog takes turns too: after fairTurn of its
+// A healthy tenant's backlog takes turns too: after Turn of its
 // records in a row, straight from the fetch, its later ones are left the
-// same way and the fetch reads ahead (up to aheadMax records) to the other
+// same way and the fetch reads ahead (up to MaxAhead records) to the other
 // tenants' records, which are handled as they come; then the left ones are
 // read again.
 //
@@ -55,14 +55,16 @@ type parkedLoop struct {
 	again map[partition]*rereader
 	// streak counts the records of one tenant handled in a row as they
 	// were fetched, each with records behind it on its partition; past
-	// fairTurn the tenant's later records are left too and the fetch reads
-	// ahead of them (ahead, on aheadOn's partition, for at most aheadMax
+	// turn the tenant's later records are left too and the fetch reads
+	// ahead of them (ahead, on aheadOn's partition, for at most l.aheadMax
 	// records) to the other tenants'.
 	streakOf  tenancy.ID
 	streak    int
 	ahead     bool
 	aheadOn   partition // the backlog's partition
 	aheadRead int
+	turn      int // ConsumerConfig.Turn
+	aheadMax  int // ConsumerConfig.MaxAhead
 }
 
 type partition struct {
@@ -101,11 +103,11 @@ const againTurn = 10
 // of other tenants, handled already, are passed over).
 const againRead = 1000
 
-// fairTurn is how many records of one tenant in a row the loop handles
-// from a backlog (records behind them on the partition) before it leaves
-// that tenant's later ones on the broker and reads ahead for the other
-// tenants' records; reading ahead ends at the partition's end, or after
-// aheadMax records, and the left ones are read again.
+// The defaults of ConsumerConfig.Turn (records of one tenant in a row the
+// loop handles from a backlog before it leaves that tenant's later ones on
+// the broker and reads ahead for the other tenants') and MaxAhead (where
+// reading ahead ends, if not at the partition's end). aheadIdle is how long
+// reading ahead waits for a fetch before it takes the partition as gone.
 const (
 	fairTurn  = 100
 	aheadMax  = 100_000
@@ -117,7 +119,14 @@ func newParkedLoop(w *worker, sh shard) *parkedLoop {
 	if n <= 0 {
 		n = 1000
 	}
-	return &parkedLoop{w: w, sh: sh, park: shards.NewParking(w.wc.Backoff, w.wc.MaxBackoff),
+	turn, ahead := w.spec.cfg.Turn, w.spec.cfg.MaxAhead
+	if turn <= 0 {
+		turn = fairTurn
+	}
+	if ahead <= 0 {
+		ahead = aheadMax
+	}
+	return &parkedLoop{w: w, sh: sh, park: shards.NewParking(w.wc.Backoff, w.wc.MaxBackoff), turn: turn, aheadMax: ahead,
 		parts: map[partition]*partLog{}, held: map[tenancy.ID][]*record{}, max: n,
 		left: map[tenancy.ID]map[partition][]int64{}, nLeft: map[tenancy.ID]int{}, again: map[partition]*rereader{}}
 }
@@ -190,7 +199,7 @@ func (l *parkedLoop) take(ctx context.Context, m kafkago.Message) {
 	// behind it, so no turns to take.
 	last := m.Offset+1 >= m.HighWaterMark
 	if l.ahead {
-		if l.aheadRead++; l.aheadRead >= aheadMax || (last && p == l.aheadOn) {
+		if l.aheadRead++; l.aheadRead >= l.aheadMax || (last && p == l.aheadOn) {
 			l.ahead = false
 		}
 	}
@@ -201,7 +210,7 @@ func (l *parkedLoop) take(ctx context.Context, m kafkago.Message) {
 	if tenant != l.streakOf || last {
 		l.streakOf, l.streak = tenant, 0
 	}
-	if l.streak >= fairTurn {
+	if l.streak >= l.turn {
 		// A backlog's turn is over: leave the rest of it, read ahead.
 		l.leave(tenant, p, r)
 		l.ahead, l.aheadOn, l.aheadRead, l.streak = true, p, 0, 0

@@ -185,3 +185,27 @@ func TestCustomTopicResolverFailsClosed(t *testing.T) {
 		t.Fatal("produced to an invalid topic")
 	}
 }
+
+// TestConsumerTurnRefusedNegative: a negative Turn or MaxAhead is refused
+// with the route and the field to fix, not taken for the default.
+func TestConsumerTurnRefusedNegative(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*kafka.ConsumerConfig)
+	}{
+		{"Turn", func(c *kafka.ConsumerConfig) { c.Turn = -1 }},
+		{"MaxAhead", func(c *kafka.ConsumerConfig) { c.MaxAhead = -100 }},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			cfg := kafka.ConsumerConfig{Group: "g", Handle: handle, TenantFromHeaders: true, DeadLetter: deadLetter, Topic: naming.Shared("t")}
+			c.set(&cfg)
+			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, kafka.Module("m", kafka.Brokers(nowhere), kafka.Consumer("c", cfg)))
+			t.Log(e)
+			for _, want := range []string{"module=m", "route=c", c.field + " must not be negative", "fix: set kafka.ConsumerConfig." + c.field} {
+				if !strings.Contains(e.Error(), want) {
+					t.Errorf("refusal %q does not name %q", e.Error(), want)
+				}
+			}
+		})
+	}
+}
