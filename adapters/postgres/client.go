@@ -65,10 +65,6 @@ type Client struct {
 	// served recycles the own pool's connections after RecycleAfter tenants (nil: never).
 	served *tenantsServed
 	ready  atomic.Pointer[pgxpool.Pool] // c.pool once set: the lock-free fast path
-	// affinity: the own pool is split by tenant (affinePools), whose
-	// calls each give their sub-pool back; affine is it once opened.
-	affinity bool
-	affine   atomic.Pointer[affinePools]
 
 	routed *routing.Pools[*pgxpool.Pool]
 	stmts  stmtCache
@@ -137,10 +133,6 @@ func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, fu
 		}
 		return c.routed.AcquireFor(ctx, tenant)
 	}
-	if a := c.affine.Load(); a != nil {
-		p, release := a.pick(tenant)
-		return p, release, nil
-	}
 	if p := c.ready.Load(); p != nil {
 		return p, noRelease, nil
 	}
@@ -150,56 +142,28 @@ func (c *Client) conn(ctx context.Context, tenant tenancy.ID) (*pgxpool.Pool, fu
 		if c.cfg == nil {
 			return nil, nil, errNoConnection
 		}
-		if c.affinity {
-			a, err := openAffine(context.WithoutCancel(ctx), c.cfg)
-			if err != nil {
-				return nil, nil, fmt.Errorf("postgres: module %s: %w", c.module, err)
-			}
-			c.pool = a.pools[0]
-			c.affine.Store(a)
-			p, release := a.pick(tenant)
-			return p, release, nil
-		}
 		p, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), c.cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("postgres: module %s: %w", c.module, err)
 		}
 		c.pool = p
 	}
-	if a := c.affine.Load(); a != nil {
-		p, release := a.pick(tenant)
-		return p, release, nil
-	}
 	c.ready.Store(c.pool)
 	return c.pool, noRelease, nil
 }
 
-// releases reports whether what conn hands out must be given back: a
-// routed client's pool, or a sub-pool of a split one. On one shared pool
-// the release does nothing, and a call skips the closure.
-func (c *Client) releases() bool { return c.routed != nil || c.affinity }
-
 // Pool returns the pool for the tenant bound to ctx with its release
 // function: the escape hatch for statements the routes do not cover. What
-// runs on it is outside the module's checks. A module with per-tenant
-// schemas on its own pool of four connections or more keeps them in
-// sub-pools by tenant, so that each connection caches few tenants'
-// tables: Pool then returns the tenant's sub-pool (with no tenant bound,
-// the first), of one or two connections.
+// runs on it is outside the module's checks.
 func (c *Client) Pool(ctx context.Context) (*pgxpool.Pool, func(), error) {
-	tenant, ok := tenancy.FromContext(ctx)
-	if c.routed != nil && !ok {
-		return nil, nil, rules.Unbound(c.module, "")
+	var tenant tenancy.ID
+	if c.routed != nil {
+		var ok bool
+		if tenant, ok = tenancy.FromContext(ctx); !ok {
+			return nil, nil, rules.Unbound(c.module, "")
+		}
 	}
-	p, release, err := c.conn(ctx, tenant)
-	if err != nil {
-		return nil, nil, err
-	}
-	if a := c.affine.Load(); a != nil {
-		release()
-		return a.home(tenant), noRelease, nil
-	}
-	return p, release, nil
+	return c.conn(ctx, tenant)
 }
 
 // SchemaPrefix is the prefix of this module's tenant schemas.
@@ -214,14 +178,11 @@ func (c *Client) close() {
 	for _, f := range c.closers {
 		f()
 	}
-	if a := c.affine.Load(); a != nil {
-		a.close()
-	} else if c.pool != nil && c.ownPool {
+	if c.pool != nil && c.ownPool {
 		c.pool.Close()
 	}
 	c.pool = nil
 	c.ready.Store(nil)
-	c.affine.Store(nil)
 }
 
 // stmtCache holds statements built per (tenant, route), bounded: two

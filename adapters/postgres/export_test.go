@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -75,17 +74,4 @@ func ArchiveValuesBothWays(ctx context.Context, c *Client, tenant tenancy.ID) (e
 func ImportWithInserts() (restore func()) {
 	importByCopy = false
 	return func() { importByCopy = true }
-}
-
-// PoolFor is the pool a route's call for tenant runs on, and its release.
-func PoolFor(ctx context.Context, c *Client, tenant tenancy.ID) (*pgxpool.Pool, func(), error) {
-	return c.conn(ctx, tenant)
-}
-
-// Recycled is how many connections RecycleAfter closed on c's own pool.
-func Recycled(c *Client) int64 {
-	if c.served == nil {
-		return 0
-	}
-	return c.served.recycled.Load()
 }

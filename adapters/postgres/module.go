@@ -302,7 +302,6 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 		} else {
 			build = append(build, func(c *Client) {
 				c.cfg, c.ownPool = pc.Copy(), true
-				c.affinity = cfg.life.perTenantSchema && affinitySplits(pc.MaxConns)
 				if n := cfg.recycleLimit(); n > 0 {
 					c.served = newTenantsServed(n)
 					c.served.install(c.cfg)

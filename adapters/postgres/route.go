@@ -347,7 +347,7 @@ func (r route) reach(ctx context.Context, tenant tenancy.ID) (querier, func(), e
 		end()
 		return nil, nil, err
 	}
-	if !r.c.releases() { // the shared pool's release does nothing: no closure
+	if r.c.routed == nil { // the shared pool's release does nothing: no closure
 		return q, end, nil
 	}
 	return q, modules.Both(release, end), nil
@@ -391,7 +391,7 @@ func (r route) reachCall(ctx context.Context, tenant tenancy.ID) (reached, func(
 	if err != nil {
 		return reached{}, nil, routing.AtRoute(err, r.spec.name)
 	}
-	if !r.c.releases() {
+	if r.c.routed == nil {
 		release = nil
 	}
 	if r.spec.rowSecure {

@@ -144,7 +144,7 @@ func (c *Client) runUnit(ctx context.Context, fn func(ctx context.Context) error
 func (c *Client) newUnitEntry() *modules.Entry[pgx.Tx] {
 	g := modules.GateOf(modules.GateSpec{Rules: rules, Module: c.module, Decision: floors.Decision{NeedsTenant: true}, Suspensions: c.suspensions})
 	return modules.NewEntry(g, func(ctx context.Context, tenant tenancy.ID) (pgx.Tx, func(), error) {
-		open, shared := c.conn, !c.releases()
+		open, shared := c.conn, c.routed == nil
 		if l := c.sqlLogins.Load(); l != nil {
 			// A SQL route's text joins the unit: it runs on the tenant's
 			// login, as its role, and so do the module's own routes.
