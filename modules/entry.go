@@ -92,9 +92,10 @@ func (e *Entry[T]) Enter(ctx context.Context) (context.Context, tenancy.ID, T, f
 		var err error
 		id, bound = tenancy.FromContext(ctx)
 		if bound && !e.unheld {
-			out, err = g.susp.Enter(id, g.rules.Name, g.module, g.route)
-			if err == nil && g.share != nil {
-				out, err = g.shared(ctx, id, out)
+			if g.share == nil {
+				out, err = g.susp.Enter(id, g.rules.Name, g.module, g.route)
+			} else {
+				out, err = g.shared(ctx, id)
 			}
 		} else {
 			id, out, err = g.slow(id, bound)
@@ -150,23 +151,29 @@ func (g *Gate) admit(ctx context.Context, hold bool) (tenancy.ID, func(), error)
 	if !bound || !hold {
 		return g.slow(id, bound)
 	}
-	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
-	if err == nil && g.share != nil {
-		out, err = g.shared(ctx, id, out)
+	if g.share != nil {
+		out, err := g.shared(ctx, id)
+		return id, out, err
 	}
+	out, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
 	return id, out, err
 }
 
-// shared holds the call within its tenant's share of the module (after
-// the suspension check, so a suspended tenant waits for nothing); on a
-// refusal the call leaves the calls in flight.
-func (g *Gate) shared(ctx context.Context, id tenancy.ID, out func()) (func(), error) {
-	end, err := g.share.hold(ctx, id, g.rules.Name, g.route)
+// shared enters the call in flight, checks the suspension, then holds it
+// within its tenant's share (so a suspended tenant waits for nothing); on
+// a refusal the call leaves the calls in flight. Its end is the count's
+// own for the call's epoch: nothing is allocated.
+func (g *Gate) shared(ctx context.Context, id tenancy.ID) (func(), error) {
+	i, e, err := g.susp.enterAt(id, g.rules.Name, g.module, g.route)
 	if err != nil {
-		out()
 		return nil, err
 	}
-	return Both(end, out), nil
+	c, err := g.share.take(ctx, id, g.rules.Name, g.route)
+	if err != nil {
+		g.susp.flight.ends[i][e]()
+		return nil, err
+	}
+	return c.both[e], nil
 }
 
 // slow is admit's rarer cases, out of line: no tenant bound (refused on
@@ -203,10 +210,11 @@ func (g *Gate) Call(ctx context.Context) (context.Context, tenancy.ID, func(), e
 		id, done, err := g.slow(id, false)
 		return ctx, id, done, err
 	}
-	done, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
-	if err == nil && g.share != nil {
-		done, err = g.shared(ctx, id, done)
+	if g.share != nil {
+		done, err := g.shared(ctx, id)
+		return ctx, id, done, err
 	}
+	done, err := g.susp.Enter(id, g.rules.Name, g.module, g.route)
 	return ctx, id, done, err
 }
 

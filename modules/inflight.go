@@ -68,15 +68,25 @@ func (t *Suspensions) Enter(tenant tenancy.ID, backend, module, route string) (e
 	if t == nil {
 		return nop, nil
 	}
+	i, e, err := t.enterAt(tenant, backend, module, route)
+	if err != nil {
+		return nil, err
+	}
+	return t.flight.ends[i][e], nil
+}
+
+// enterAt is Enter giving the stripe and epoch the call counts in, whose
+// end is t.flight.ends[i][e]; t is not nil.
+func (t *Suspensions) enterAt(tenant tenancy.ID, backend, module, route string) (i int, e uint32, err error) {
 	f := &t.flight
 	f.setup()
-	i, e := stripeOf(tenant), f.epoch.Load()&1
+	i, e = stripeOf(tenant), f.epoch.Load()&1
 	f.counts[i].n[e].Add(1)
 	if err := t.Check(tenant, backend, module, route); err != nil {
 		f.counts[i].n[e].Add(-1)
-		return nil, err
+		return 0, 0, err
 	}
-	return f.ends[i][e], nil
+	return i, e, nil
 }
 
 // Both is end functions a and b as one, a first: a route that enters a

@@ -87,14 +87,14 @@ func (d *shareDecl) check(l Live, s *Suspensions, all []*shareDecl) error {
 // Suspensions, before any route's gate: a gate takes its module's once.
 type shares map[string]*tenantShare
 
-func sharesOf(decls []*shareDecl) shares {
+func sharesOf(decls []*shareDecl, flight *inFlight) shares {
 	if len(decls) == 0 {
 		return nil
 	}
 	m := shares{}
 	for _, d := range decls {
 		if d.share.Calls >= 1 && m[d.module] == nil {
-			m[d.module] = &tenantShare{module: d.module, Share: d.share}
+			m[d.module] = &tenantShare{module: d.module, Share: d.share, flight: flight}
 		}
 	}
 	return m
@@ -108,8 +108,11 @@ func (t *Suspensions) shareOf(module string) *tenantShare {
 	return t.shares[module]
 }
 
-// shareStripes spreads the tenants' counts over locks, by tenant.
-const shareStripes = 64
+// shareStripes spreads the tenants' counts over locks, by tenant: the
+// stripes of the calls in flight, so every tenant of a share's stripe
+// ends its calls on the same flight stripe, and a count keeps the one
+// function that ends both.
+const shareStripes = flightStripes
 
 // shareSpare is how many ended tenants' counts a stripe keeps for the
 // next tenant, so a call's hold allocates nothing once the stripe has
@@ -123,12 +126,17 @@ type tenantShare struct {
 	module string
 	Share
 	stripes [shareStripes]shareStripe
+	// flight is the app's calls in flight, whose end a count's both
+	// runs after its own; nil in tests of the share alone.
+	flight *inFlight
 }
 
 type shareStripe struct {
 	mu      sync.Mutex
 	tenants map[tenancy.ID]*shareCount
 	spare   []*shareCount
+	// flightEnds ends a call in flight of the stripe's tenants, by epoch.
+	flightEnds *[2]func()
 }
 
 type shareCount struct {
@@ -140,18 +148,33 @@ type shareCount struct {
 	// end, built once, is every hold's end while the count is in use.
 	tenant tenancy.ID
 	end    func()
+	// both[e] is end, then the call's end in flight in epoch e.
+	both [2]func()
 }
 
 // hold admits one call of tenant within its share, waiting up to Wait for
 // one of the tenant's own calls to end; end gives the place back. Without
 // contention it allocates nothing (a spared count and its end are reused).
 func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, route string) (end func(), err error) {
-	st := &s.stripes[int(tenant.Bytes()[15])%shareStripes]
+	c, err := s.take(ctx, tenant, backend, route)
+	if err != nil {
+		return nil, err
+	}
+	return c.end, nil
+}
+
+// take is hold giving the count the call holds.
+func (s *tenantShare) take(ctx context.Context, tenant tenancy.ID, backend, route string) (*shareCount, error) {
+	i := stripeOf(tenant)
+	st := &s.stripes[i]
 	var timer *time.Timer
 	for {
 		st.mu.Lock()
 		if st.tenants == nil {
 			st.tenants = map[tenancy.ID]*shareCount{}
+			if s.flight != nil {
+				st.flightEnds = &s.flight.ends[i]
+			}
 		}
 		c := st.tenants[tenant]
 		if c == nil {
@@ -163,7 +186,7 @@ func (s *tenantShare) hold(ctx context.Context, tenant tenancy.ID, backend, rout
 			if timer != nil {
 				timer.Stop()
 			}
-			return c.end, nil
+			return c, nil
 		}
 		if c.freed == nil {
 			c.freed = make(chan struct{})
@@ -196,6 +219,9 @@ func (st *shareStripe) count(tenant tenancy.ID) *shareCount {
 	} else {
 		c = &shareCount{}
 		c.end = func() { st.release(c) }
+		if fe := st.flightEnds; fe != nil {
+			c.both = [2]func(){func() { st.release(c); fe[0]() }, func() { st.release(c); fe[1]() }}
+		}
 	}
 	c.tenant = tenant
 	st.tenants[tenant] = c

@@ -158,3 +158,46 @@ func TestTenantShareRefusedAtNew(t *testing.T) {
 		t.Fatalf("a share leaving one connection: %v", err)
 	}
 }
+
+// TestTenantShareEntryAllocatesNothing: a call of a module with a share,
+// through its gate and through an entry, allocates nothing once its
+// tenant's stripe has a count: the count keeps one end for the share and
+// the calls in flight. The end still leaves both: a drain of the tenant
+// returns, and the tenant's next calls get their places back.
+func TestTenantShareEntryAllocatesNothing(t *testing.T) {
+	g, susp := sharedGate(t, modules.Share{Calls: 1})
+	e := modules.NewEntry(g, func(context.Context, tenancy.ID) (int, func(), error) { return 1, nil, nil }, nil)
+	a := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	if n := testing.AllocsPerRun(500, func() {
+		_, _, done, err := g.Call(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		_, _, _, done, err = e.Enter(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+	}); n != 0 {
+		t.Fatalf("%v allocations per call with a share, want 0", n)
+	}
+	// A drain flips the epoch: the ends of the other epoch leave too.
+	for range 3 {
+		_, _, done, err := g.Call(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drained := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			drained <- susp.Drain(ctx, tenancytest.TenantA)
+		}()
+		time.Sleep(10 * time.Millisecond)
+		done()
+		if err := <-drained; err != nil {
+			t.Fatalf("the drain did not see the call end: %v", err)
+		}
+	}
+}

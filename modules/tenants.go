@@ -155,7 +155,11 @@ type Suspensions struct {
 // follow a suspended set kept in the app's store.
 func Lifecycle() fx.Option {
 	return fx.Options(
-		fx.Provide(fx.Annotate(func(decls []*shareDecl) *Suspensions { return &Suspensions{shares: sharesOf(decls)} }, fx.ParamTags(shareGroup))),
+		fx.Provide(fx.Annotate(func(decls []*shareDecl) *Suspensions {
+			t := &Suspensions{}
+			t.shares = sharesOf(decls, &t.flight)
+			return t
+		}, fx.ParamTags(shareGroup))),
 		fx.Provide(fx.Annotate(func(states []*TenantState, s *Suspensions) *Tenants {
 			t := &Tenants{states: states, Suspensions: s}
 			slices.SortFunc(t.states, func(a, b *TenantState) int { return strings.Compare(a.Module, b.Module) })
