@@ -28,6 +28,10 @@ type families struct {
 	mu   sync.Mutex
 	data map[string]map[string]map[tenancy.ID][]string // module, family, tenant
 	kill string
+	// pause, when armed (pauseAt), holds the step that reaches it: paused
+	// is closed then, and the step goes on once resume is.
+	pause          string
+	paused, resume chan struct{}
 	// suspended is the app's store of suspensions.
 	suspended map[tenancy.ID]bool
 }
@@ -52,10 +56,27 @@ func (f *families) point(name string) {
 	if armed {
 		f.kill = ""
 	}
+	hold := f.pause == name
+	if hold {
+		f.pause = ""
+	}
 	f.mu.Unlock()
 	if armed {
 		panic(killed{name})
 	}
+	if hold {
+		close(f.paused)
+		<-f.resume
+	}
+}
+
+// pauseAt arms a pause at name: a step in another goroutine, which a kill
+// cannot stop, is held there as a crashed process would have left it.
+func (f *families) pauseAt(name string) (paused, resume chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pause, f.paused, f.resume = name, make(chan struct{}), make(chan struct{})
+	return f.paused, f.resume
 }
 
 func (f *families) arm(name string) { f.mu.Lock(); f.kill = name; f.mu.Unlock() }

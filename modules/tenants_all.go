@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -61,21 +62,57 @@ func (t *Tenants) plan(ctx context.Context, id tenancy.ID, rec *migrate.Recorder
 // A tenant's failure is in the report and the others go on. The tenants
 // stay suspended; a rerun completes an interrupted run.
 func (t *Tenants) OffboardAll(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
+	return t.OffboardAllWith(ctx, tenants, o, OffboardOptions{})
+}
+
+// OffboardAllWith is OffboardAll with oo. With oo.RecordSuspended, every
+// tenant's suspension is written to the store after the local one and
+// before anything of any tenant is removed, so a process started after a
+// crash mid-run serves none of them; a tenant whose write fails fails
+// with nothing of it removed, and the others go on.
+func (t *Tenants) OffboardAllWith(ctx context.Context, tenants []tenancy.ID, o migrate.Options, oo OffboardOptions) migrate.Report {
 	// A zero id is left to the batch, which reports it unbound.
 	live := slices.DeleteFunc(slices.Clone(tenants), tenancy.ID.IsZero)
 	t.SuspendAll(live)
-	err := t.awaitReplicas(ctx, live...)
+	var recorded time.Time
+	var unrecorded []migrate.Failure
+	if oo.RecordSuspended != nil {
+		kept := live[:0]
+		for _, id := range live {
+			if err := oo.RecordSuspended(ctx, id); err != nil {
+				unrecorded = append(unrecorded, migrate.Failure{Tenant: id,
+					Err: fmt.Errorf("offboarding tenant %s: recording its suspension: %w; nothing was removed", id, err)})
+				continue
+			}
+			kept = append(kept, id)
+		}
+		live, recorded = kept, time.Now()
+		if len(unrecorded) > 0 {
+			tenants = slices.DeleteFunc(slices.Clone(tenants), func(id tenancy.ID) bool {
+				return slices.ContainsFunc(unrecorded, func(f migrate.Failure) bool { return f.Tenant == id })
+			})
+		}
+	}
+	err := t.awaitReplicasSince(ctx, recorded, live...)
 	if err == nil {
 		err = t.Drain(ctx, live...)
 	}
 	if err != nil {
 		// Nothing is removed: every tenant fails with the timeout.
-		rep := migrate.Report{Op: "offboard", Total: len(tenants)}
+		rep := migrate.Report{Op: "offboard", Total: len(tenants) + len(unrecorded), Failures: unrecorded}
 		for _, id := range tenants {
 			rep.Failures = append(rep.Failures, migrate.Failure{Tenant: id, Err: err})
 		}
 		return rep
 	}
+	rep := t.offboardBatches(ctx, tenants, o)
+	rep.Total += len(unrecorded)
+	rep.Failures = append(unrecorded, rep.Failures...)
+	return rep
+}
+
+// offboardBatches removes tenants, suspended and drained, in batches.
+func (t *Tenants) offboardBatches(ctx context.Context, tenants []tenancy.ID, o migrate.Options) migrate.Report {
 	workers := o.Concurrency
 	if workers <= 0 {
 		workers = 4
