@@ -154,6 +154,13 @@ func (r *Runner) provisioned(ctx context.Context, tenant tenancy.ID) error {
 	if _, err := r.Migrate(ctx, tenant); err != nil {
 		return err
 	}
+	if _, ok := r.s.Registry.(ModuleRemover); ok && len(r.s.Set) == 0 {
+		// No migration recorded the module: its version 0 does, so that
+		// the tenant stays listed until this module has torn it down too.
+		if err := r.s.Registry.SetVersion(ctx, tenant, r.s.Module, 0); err != nil {
+			return err
+		}
+	}
 	return r.put(ctx, []tenancy.ID{tenant}, Ready)[0]
 }
 
@@ -246,12 +253,17 @@ func (r *Runner) checkTeardown(tenant tenancy.ID) error {
 	return nil
 }
 
-// forget removes a torn-down tenant from the registry.
+// forget removes the module's record of a torn-down tenant from the
+// registry, and the tenant once no module's is left (ModuleRemover).
 func (r *Runner) forget(ctx context.Context, tenant tenancy.ID) error {
-	if r.s.Registry != nil {
-		return r.s.Registry.Remove(ctx, tenant)
+	switch reg := r.s.Registry.(type) {
+	case nil:
+		return nil
+	case ModuleRemover:
+		return reg.RemoveModule(ctx, tenant, r.s.Module)
+	default:
+		return reg.Remove(ctx, tenant)
 	}
-	return nil
 }
 
 // Migrate applies the pending steps to tenant's targets (the zero tenant:

@@ -52,6 +52,20 @@ func (r *MemoryRegistry) Remove(_ context.Context, tenant tenancy.ID) error {
 	return nil
 }
 
+// RemoveModule forgets module's version of tenant, and tenant once no
+// module's version is left.
+func (r *MemoryRegistry) RemoveModule(_ context.Context, tenant tenancy.ID, module string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.m[tenant]; ok {
+		delete(t.Versions, module)
+		if len(t.Versions) == 0 {
+			delete(r.m, tenant)
+		}
+	}
+	return nil
+}
+
 // List returns copies of every entry, ordered by tenant.
 func (r *MemoryRegistry) List(context.Context) ([]Tenant, error) {
 	r.mu.Lock()

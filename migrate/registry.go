@@ -37,6 +37,16 @@ type Registry interface {
 	List(ctx context.Context) ([]Tenant, error)
 }
 
+// ModuleRemover is a Registry that forgets one module's record of a
+// tenant (its version), and the tenant with the last: modules sharing a
+// registry then keep listing a tenant until the last of them has torn it
+// down, so an offboard cut off between two modules leaves the tenant
+// listed while a module still holds its data. A module's teardown uses
+// it when its registry has it, else Remove.
+type ModuleRemover interface {
+	RemoveModule(ctx context.Context, tenant tenancy.ID, module string) error
+}
+
 // ReadyTenants is the IDs of the registry's provisioned tenants: the tenant
 // set a relay or a sharded worker can be given.
 func ReadyTenants(ctx context.Context, r Registry) ([]tenancy.ID, error) {

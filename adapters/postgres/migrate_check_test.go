@@ -229,3 +229,49 @@ func TestNeverProvisionedIsNotBehind(t *testing.T) {
 		t.Fatalf("get after provisioning: %v", err)
 	}
 }
+
+// regItem is the second module's document: a type of its own, as one app
+// provides each document type once.
+type regItem struct{ N int }
+
+// TestRegistrySharedByTwoModules: two modules recording their tenants in
+// one registry. The first's teardown forgets its own version only: the
+// tenant stays listed, with the second's, while the second still holds
+// its data; the second's teardown removes the entry.
+func TestRegistrySharedByTwoModules(t *testing.T) {
+	f := newMigFixture(t)
+	tn := migTenants(1)[0]
+	var second *postgres.Client
+	first := start(t, fx.Options(f.module(postgres.Migrations(f.threeSteps())),
+		postgres.Module("pg2", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix+"b_"), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
+			postgres.Document[regItem]("docs2", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))),
+		named("pg2", &second))
+	provisionAll(t, first, []tenancy.ID{tn})
+	provisionAll(t, second, []tenancy.ID{tn})
+	ctx := context.Background()
+	listed := func() map[string]int64 {
+		all, err := f.reg.List(ctx)
+		must0(t, err)
+		for _, e := range all {
+			if e.ID == tn {
+				return e.Versions
+			}
+		}
+		return nil
+	}
+	if v := listed(); len(v) != 2 {
+		t.Fatalf("after both provisioned: %v", v)
+	}
+	must0(t, first.Teardown(ctx, tn))
+	v := listed()
+	if v == nil {
+		t.Fatal("the first module's teardown removed the tenant from the registry the second still records it in")
+	}
+	if _, ok := v["pg"]; ok || len(v) != 1 {
+		t.Fatalf("after the first module's teardown the entry's versions are %v, want the second's only", v)
+	}
+	must0(t, second.Teardown(ctx, tn))
+	if v := listed(); v != nil {
+		t.Fatalf("after both teardowns the tenant is still listed: %v", v)
+	}
+}

@@ -87,6 +87,18 @@ func (r *Registry) Remove(ctx context.Context, tenant tenancy.ID) error {
 	return err
 }
 
+// RemoveModule forgets module's version of tenant, and tenant once no
+// other module's version is left, in one statement (the outer DELETE
+// sees the versions as they were before the inner one).
+func (r *Registry) RemoveModule(ctx context.Context, tenant tenancy.ID, module string) error {
+	if err := r.ensure(ctx); err != nil {
+		return err
+	}
+	_, err := r.pool.Exec(ctx, "WITH gone AS (DELETE FROM "+r.vers+" WHERE tenant_id = $1 AND module = $2)"+
+		" DELETE FROM "+r.tenants+" WHERE tenant_id = $1 AND NOT EXISTS (SELECT FROM "+r.vers+" v WHERE v.tenant_id = $1 AND v.module <> $2)", tenant.Bytes(), module)
+	return err
+}
+
 // List returns every tenant with its versions, ordered by tenant.
 func (r *Registry) List(ctx context.Context) ([]migrate.Tenant, error) {
 	if err := r.ensure(ctx); err != nil {
