@@ -145,20 +145,14 @@ func (t *Suspensions) follow(ids []tenancy.ID) {
 	t.serving.notify(t.Suspended)
 }
 
-// awaitReplicas waits, for tenants the store lists, until one refresh has
-// passed since this replica first read them listed: every replica reads
-// the store once a refresh, so by then each has read the suspension and
-// starts no call of the tenants. A tenant only suspended locally (the
-// store does not list it) is not waited for: the other replicas cannot
-// know of it.
-func (t *Suspensions) awaitReplicas(ctx context.Context, tenants ...tenancy.ID) error {
-	return t.awaitReplicasSince(ctx, time.Time{}, tenants...)
-}
-
-// awaitReplicasSince is awaitReplicas for tenants whose suspension this
-// process wrote to the store at recorded (zero: none): it waits from
-// whichever is later, the write or the first read listing them, since a
-// read may not list a write it raced with.
+// awaitReplicasSince waits, for tenants the store lists, until one
+// refresh has passed since this replica first read them listed, or since
+// recorded (this process's write of their suspension; zero: none),
+// whichever is later, as a read may not list a write it raced with:
+// every replica reads the store once a refresh, so by then each has read
+// the suspension and starts no call of the tenants. A tenant only
+// suspended locally (the store does not list it) is not waited for: the
+// other replicas cannot know of it.
 func (t *Suspensions) awaitReplicasSince(ctx context.Context, recorded time.Time, tenants ...tenancy.ID) error {
 	t.mu.Lock()
 	at := recorded
