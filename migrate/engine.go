@@ -154,10 +154,12 @@ func (r *Runner) provisioned(ctx context.Context, tenant tenancy.ID) error {
 	if _, err := r.Migrate(ctx, tenant); err != nil {
 		return err
 	}
-	if _, ok := r.s.Registry.(ModuleRemover); ok && len(r.s.Set) == 0 {
-		// No migration recorded the module: its version 0 does, so that
-		// the tenant stays listed until this module has torn it down too.
-		if err := r.s.Registry.SetVersion(ctx, tenant, r.s.Module, 0); err != nil {
+	if _, ok := r.s.Registry.(ModuleRemover); ok && (len(r.s.Set) == 0 || !r.s.PerTenant) {
+		// Migrate recorded no version of the tenant (the module has no
+		// migrations, or only its shared target's, now current): record
+		// it here, so that the tenant stays listed until this module has
+		// torn it down too.
+		if err := r.s.Registry.SetVersion(ctx, tenant, r.s.Module, r.s.Set.Latest()); err != nil {
 			return err
 		}
 	}

@@ -34,3 +34,44 @@ func TestMemoryRegistryRemovesAModuleAtATime(t *testing.T) {
 		t.Fatalf("after the last module's removal: %+v", all)
 	}
 }
+
+// TestSharedRegistryKeepsATenantEveryModuleHolds: a module whose
+// migrations are its shared target's only (tagged rows) and a module with
+// none record a tenant in one registry as per-tenant modules do: after
+// either one's teardown the tenant is still listed, with the other's
+// version, and it goes with the second teardown.
+func TestSharedRegistryKeepsATenantEveryModuleHolds(t *testing.T) {
+	ctx := context.Background()
+	for _, first := range []string{"tagged", "plain"} {
+		reg := migrate.NewMemoryRegistry()
+		runners := map[string]*migrate.Runner{
+			"tagged": migrate.NewRunner(migrate.Spec{Module: "tagged", Backend: "mem", Set: threeSteps(t), Registry: reg, Shared: true, AllowTeardown: true}, newMem()),
+			"plain":  migrate.NewRunner(migrate.Spec{Module: "plain", Backend: "mem", Registry: reg, PerTenant: true, AllowTeardown: true}, newMem()),
+		}
+		if err := runners["tagged"].ProvisionShared(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runners {
+			if err := r.Provision(ctx, tenantA); err != nil {
+				t.Fatal(err)
+			}
+		}
+		second := map[string]string{"tagged": "plain", "plain": "tagged"}[first]
+		if err := runners[first].Teardown(ctx, tenantA); err != nil {
+			t.Fatal(err)
+		}
+		all, _ := reg.List(ctx)
+		if len(all) != 1 {
+			t.Fatalf("after module %s's teardown the registry lists %+v: the tenant %s still holds is gone", first, all, second)
+		}
+		if _, ok := all[0].Versions[second]; !ok || len(all[0].Versions) != 1 {
+			t.Fatalf("after module %s's teardown the versions are %v, want %s's only", first, all[0].Versions, second)
+		}
+		if err := runners[second].Teardown(ctx, tenantA); err != nil {
+			t.Fatal(err)
+		}
+		if all, _ := reg.List(ctx); len(all) != 0 {
+			t.Fatalf("after both teardowns: %+v", all)
+		}
+	}
+}
