@@ -257,6 +257,14 @@ type OffboardOptions struct {
 	RecordSuspended func(ctx context.Context, tenant tenancy.ID) error
 }
 
+// record writes tenant's suspension to the store (RecordSuspended set).
+func (o OffboardOptions) record(ctx context.Context, tenant tenancy.ID) error {
+	if err := o.RecordSuspended(ctx, tenant); err != nil {
+		return fmt.Errorf("offboarding tenant %s: recording its suspension: %w; nothing was removed", tenant, err)
+	}
+	return nil
+}
+
 // OffboardWith is Offboard with o.
 func (t *Tenants) OffboardWith(ctx context.Context, tenant tenancy.ID, o OffboardOptions) (Report, error) {
 	if tenant.IsZero() {
@@ -265,8 +273,8 @@ func (t *Tenants) OffboardWith(ctx context.Context, tenant tenancy.ID, o Offboar
 	t.Suspend(tenant)
 	var recorded time.Time
 	if o.RecordSuspended != nil {
-		if err := o.RecordSuspended(ctx, tenant); err != nil {
-			return nil, fmt.Errorf("offboarding tenant %s: recording its suspension: %w; nothing was removed", tenant, err)
+		if err := o.record(ctx, tenant); err != nil {
+			return nil, err
 		}
 		recorded = time.Now()
 	}

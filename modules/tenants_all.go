@@ -77,20 +77,18 @@ func (t *Tenants) OffboardAllWith(ctx context.Context, tenants []tenancy.ID, o m
 	var recorded time.Time
 	var unrecorded []migrate.Failure
 	if oo.RecordSuspended != nil {
-		kept := live[:0]
+		kept, failed := live[:0], map[tenancy.ID]bool{}
 		for _, id := range live {
-			if err := oo.RecordSuspended(ctx, id); err != nil {
-				unrecorded = append(unrecorded, migrate.Failure{Tenant: id,
-					Err: fmt.Errorf("offboarding tenant %s: recording its suspension: %w; nothing was removed", id, err)})
+			if err := oo.record(ctx, id); err != nil {
+				unrecorded = append(unrecorded, migrate.Failure{Tenant: id, Err: err})
+				failed[id] = true
 				continue
 			}
 			kept = append(kept, id)
 		}
 		live, recorded = kept, time.Now()
-		if len(unrecorded) > 0 {
-			tenants = slices.DeleteFunc(slices.Clone(tenants), func(id tenancy.ID) bool {
-				return slices.ContainsFunc(unrecorded, func(f migrate.Failure) bool { return f.Tenant == id })
-			})
+		if len(failed) > 0 {
+			tenants = slices.DeleteFunc(slices.Clone(tenants), func(id tenancy.ID) bool { return failed[id] })
 		}
 	}
 	err := t.awaitReplicasSince(ctx, recorded, live...)
