@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -66,6 +67,9 @@ type ArchiveIn interface {
 	// backend that cannot write in one transaction checks that it knows
 	// every (route, family) before it writes anything.
 	Sections() []ArchiveSection
+	// Version is the module's migration version the archive was
+	// exported at.
+	Version() int64
 }
 
 // Archiver is a Target (or a module) that can export a tenant's data and
@@ -75,6 +79,19 @@ type ArchiveIn interface {
 type Archiver interface {
 	Export(ctx context.Context, tenant tenancy.ID, out ArchiveOut) error
 	Import(ctx context.Context, tenant tenancy.ID, in ArchiveIn) error
+}
+
+// ForwardImporter is an Archiver that also imports an archive exported
+// at an older migration version of the module: it writes the records
+// into the tenant's own containers as they were at that version (the
+// steps before), migrates them forward (the steps after), and leaves the
+// tenant at the app's version, all or nothing.
+type ForwardImporter interface {
+	Archiver
+	// ImportsForward reports whether the target's containers are the
+	// tenant's own, where the steps run per tenant.
+	ImportsForward() bool
+	ImportForward(ctx context.Context, tenant tenancy.ID, in ArchiveIn, before, after Set) error
 }
 
 // Archives reports whether the target can export and import (an
@@ -98,7 +115,9 @@ func (r *Runner) Export(ctx context.Context, tenant tenancy.ID, out ArchiveOut) 
 	return a.Export(ctx, tenant, out)
 }
 
-// Import writes in's records into tenant.
+// Import writes in's records into tenant: as they are when the archive
+// is at the module's version, migrated forward when it is at an older
+// one (ImportsFrom).
 func (r *Runner) Import(ctx context.Context, tenant tenancy.ID, in ArchiveIn) error {
 	if tenant.IsZero() {
 		return r.unbound()
@@ -107,7 +126,52 @@ func (r *Runner) Import(ctx context.Context, tenant tenancy.ID, in ArchiveIn) er
 	if !ok {
 		return ArchiveMismatch(r.s.Module, r.s.Backend, "", "the "+r.s.Backend+" backend cannot import", "import the archive into an app whose module is on a backend that can")
 	}
-	return a.Import(ctx, tenant, in)
+	v := in.Version()
+	if v == r.Version() {
+		return a.Import(ctx, tenant, in)
+	}
+	if err := r.ImportsFrom(v); err != nil {
+		return err
+	}
+	i := 0
+	for i < len(r.s.Set) && r.s.Set[i].Version <= v {
+		i++
+	}
+	return r.t.(ForwardImporter).ImportForward(ctx, tenant, in, r.s.Set[:i], r.s.Set[i:])
+}
+
+// ImportsFrom is nil when the module imports an archive exported at
+// migration version v: its own version, or an older one of its set when
+// its target migrates archives forward (a ForwardImporter whose steps
+// run in each tenant's own containers). Otherwise it is the refusal:
+// archive_version_ahead for a newer archive, archive_mismatch for one the
+// module cannot bring to its version.
+func (r *Runner) ImportsFrom(v int64) error {
+	latest := r.Version()
+	switch {
+	case v == latest:
+		return nil
+	case v > latest:
+		return ArchiveVersionAhead(r.s.Module, r.s.Backend, v, latest)
+	}
+	fi, ok := r.t.(ForwardImporter)
+	if !ok || !fi.ImportsForward() || !r.s.PerTenant || r.s.Shared {
+		return ArchiveMismatch(r.s.Module, r.s.Backend, "", fmt.Sprintf("the archive is at migration version %d, the app at %d, and the module's migrations do not run in each tenant's own containers, so the records cannot be migrated forward", v, latest),
+			"import into an app at the archive's migration version, then migrate it")
+	}
+	if v != 0 && !slices.ContainsFunc(r.s.Set, func(st Step) bool { return st.Version == v }) {
+		return ArchiveMismatch(r.s.Module, r.s.Backend, "", fmt.Sprintf("the archive is at migration version %d, which the module's migrations do not have", v),
+			"import into an app whose migrations hold the archive's version")
+	}
+	return nil
+}
+
+// ArchiveVersionAhead is archive_version_ahead: the archive of module was
+// exported at migration version v, newer than the app's latest.
+func ArchiveVersionAhead(module, backend string, v, latest int64) error {
+	return &tenancy.Error{Code: tenancy.CodeArchiveVersionAhead, Module: module, Backend: backend,
+		Detail: fmt.Sprintf("the archive is at migration version %d, newer than the app's %d; a newer schema's records cannot be taken back", v, latest),
+		Fix:    fmt.Sprintf("import with a release of the app whose module %s has migrations up to version %d at least", module, v)}
 }
 
 // ArchiveInvalid is archive_invalid: the input is not a whole archive.

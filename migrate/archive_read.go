@@ -197,6 +197,15 @@ func (m moduleIn) Sections() []ArchiveSection {
 	return out
 }
 
+func (m moduleIn) Version() int64 {
+	for _, am := range m.rs.m.Modules {
+		if am.Module == m.module {
+			return am.Version
+		}
+	}
+	return 0
+}
+
 func (m moduleIn) Next() (Record, bool, error) {
 	r, err := m.rs.peek()
 	if err != nil || r == nil || r.Module != m.module {

@@ -52,7 +52,11 @@ func (t *Tenants) Export(ctx context.Context, tenant tenancy.ID, w io.Writer) er
 // every section's count and sha256, and that its modules, backends and
 // migration versions are the app's: a truncated or altered archive is
 // refused (archive_invalid, archive_mismatch) before anything is
-// written. Records name no tenant; each module writes them into tenant
+// written. An archive at an older migration version of a module is
+// migrated forward where the module can (migrate.ForwardImporter: a
+// PostgreSQL module whose migrations run in each tenant's schema), and
+// refused otherwise; one at a newer version is archive_version_ahead.
+// Records name no tenant; each module writes them into tenant
 // only, and refuses a tenant that already holds data
 // (archive_target_not_empty). A PostgreSQL or memory module imports in
 // one transaction, so an interrupted import leaves it empty and a rerun
@@ -126,8 +130,14 @@ func (t *Tenants) matches(m migrate.Manifest) error {
 			return migrate.ArchiveMismatch(am.Module, am.Backend, "", "the archive holds module "+am.Module+", which the app does not have", "import into an app with the archive's modules")
 		case s.Backend != am.Backend:
 			return migrate.ArchiveMismatch(am.Module, s.Backend, "", fmt.Sprintf("the archive's module is on %s, the app's on %s", am.Backend, s.Backend), "import into an app whose module is on the archive's backend")
-		case s.Version != am.Version:
+		case am.Version > s.Version:
+			return migrate.ArchiveVersionAhead(am.Module, s.Backend, am.Version, s.Version)
+		case am.Version != s.Version && s.ImportsFrom == nil:
 			return migrate.ArchiveMismatch(am.Module, s.Backend, "", fmt.Sprintf("the archive is at migration version %d, the app at %d", am.Version, s.Version), "import into an app at the archive's migration version, then migrate it")
+		case am.Version != s.Version:
+			if err := s.ImportsFrom(am.Version); err != nil {
+				return err
+			}
 		}
 	}
 	for _, s := range t.states {

@@ -50,6 +50,10 @@ type TenantState struct {
 	Export  func(ctx context.Context, tenant tenancy.ID, out migrate.ArchiveOut) error
 	Import  func(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error
 	Version int64
+	// ImportsFrom, when set, says whether Import takes an archive
+	// exported at another migration version (nil when it does, the
+	// refusal otherwise); nil: Version only.
+	ImportsFrom func(version int64) error
 	// Placement, when set, makes the state one placement of a module
 	// that offers several: its steps run only for the tenants placed
 	// there.
@@ -93,7 +97,7 @@ func ProvideLifecycleAt[C any](module, backend string, provisions bool, build fu
 			}
 			s.Export, s.Version = r.Export, r.Version()
 			if r.Archives() {
-				s.Import = r.Import
+				s.Import, s.ImportsFrom = r.Import, r.ImportsFrom
 			}
 			if provisions {
 				s.Provision, s.Plan = r.Provision, r.ProvisionPlan

@@ -142,6 +142,9 @@ const (
 	// CodeArchiveTargetNotEmpty: an import's target tenant already holds
 	// data in a module; an import only fills an empty tenant.
 	CodeArchiveTargetNotEmpty Code = "archive_target_not_empty"
+	// CodeArchiveVersionAhead: an archive was exported at a migration
+	// version newer than the app's.
+	CodeArchiveVersionAhead Code = "archive_version_ahead"
 )
 
 // ValidationFailed returns the backend's floor-miss code,

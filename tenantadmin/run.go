@@ -150,7 +150,7 @@ func ExitCode(err error) int {
 	}
 	switch tenancy.CodeOf(err) {
 	case tenancy.CodeOperatorRequestInvalid, tenancy.CodeOperatorRequestForbidden, tenancy.CodeTenantIDInvalid, tenancy.CodeOffboardUnconfirmed, tenancy.CodeTenantAdminUnwired,
-		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty,
+		tenancy.CodeArchiveInvalid, tenancy.CodeArchiveMismatch, tenancy.CodeArchiveTargetNotEmpty, tenancy.CodeArchiveVersionAhead,
 		tenancy.CodeTenantMoveRefused, tenancy.CodeTenantPlacementInvalid, tenancy.CodeTenantPlacementUnderFloor:
 		return 2
 	}

@@ -24,7 +24,8 @@ const schemaRoute = "(schema)"
 type pgTable struct {
 	route, family string // family: the table's name
 	q             string // schema-qualified, quoted
-	perTenant     bool
+	perTenant     bool   // the tenant's own table, in its schema or its own database
+	inSchema      bool   // in the tenant's schema, which a forward import stages
 	cols          []pgColumn
 	pk            []string
 	tenantCol     bool
@@ -42,7 +43,14 @@ type pgColumn struct {
 // route order. out, when set, is told the routes' tiers and which routes
 // are tenant-global (skipped).
 func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, out migrate.ArchiveOut) ([]pgTable, error) {
-	declared := map[string]string{} // per-tenant table name -> route
+	return c.archiveTablesIn(ctx, tx, tenant, SchemaName(c.prefix, tenant), out)
+}
+
+// archiveTablesIn is archiveTables with the tenant's own tables read from
+// schema (a forward import's staging schema).
+func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, out migrate.ArchiveOut) ([]pgTable, error) {
+	declared := map[string]string{}  // per-tenant table name -> route
+	ownStatic := map[string]string{} // a routed tenant's static table -> route
 	var tagged []pgTable
 	seen := map[string]bool{}
 	for _, r := range c.routes {
@@ -63,6 +71,12 @@ func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID
 				if _, ok := declared[rr.rel.Base()]; !ok {
 					declared[rr.rel.Base()] = r.name
 				}
+			case c.routed != nil:
+				// The static schema of the tenant's own database.
+				global = false
+				if _, ok := ownStatic[rr.rel.Base()]; !ok {
+					ownStatic[rr.rel.Base()] = r.name
+				}
 			case r.decision.Tagged:
 				global = false
 				q := route{c, r}.qualified(rr.rel, tenant)
@@ -76,20 +90,18 @@ func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID
 			out.Skip(r.name, "tenant-global: its rows are no tenant's")
 		}
 	}
-	schema := SchemaName(c.prefix, tenant)
-	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 ORDER BY c.relname`, schema, migrationTable)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out2, err := ownTables(ctx, tx, tenant, schema, declared, true)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: listing tenant %s's tables: %w", tenant, err)
+		return nil, err
 	}
-	var out2 []pgTable
-	for _, n := range names {
-		r, ok := declared[n]
-		if !ok {
-			r = schemaRoute
+	if c.routed != nil {
+		// A routed tenant's database is its own: every table of the static
+		// schema there is its data, as its schema's are.
+		more, err := ownTables(ctx, tx, tenant, c.static, ownStatic, false)
+		if err != nil {
+			return nil, err
 		}
-		out2 = append(out2, pgTable{route: r, family: n, q: pgx.Identifier{schema, n}.Sanitize(), perTenant: true})
+		out2 = append(out2, more...)
 	}
 	for _, tb := range tagged {
 		var exists bool
@@ -107,6 +119,31 @@ func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID
 	}
 	return out2, nil
 }
+
+// ownTables lists the tables of schema, the tenant's own (but the
+// migration history and an extension's), each of the route declared
+// names for it.
+func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, declared map[string]string, inSchema bool) ([]pgTable, error) {
+	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listing tenant %s's tables: %w", tenant, err)
+	}
+	out := make([]pgTable, 0, len(names))
+	for _, n := range names {
+		r, ok := declared[n]
+		if !ok {
+			r = schemaRoute
+		}
+		out = append(out, pgTable{route: r, family: n, q: pgx.Identifier{schema, n}.Sanitize(), perTenant: true, inSchema: inSchema})
+	}
+	return out, nil
+}
+
+// extensionMember, in a query over pg_class c, finds that c belongs to
+// an extension (PostGIS's spatial_ref_sys): the extension's, not data.
+const extensionMember = `SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e'`
 
 // describe reads the table's columns and primary key from the catalog.
 func (tb *pgTable) describe(ctx context.Context, tx pgx.Tx) error {
@@ -208,6 +245,18 @@ const importBatch = 1000
 // lists for tenant. Interrupted, it leaves nothing, and a rerun
 // completes it.
 func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error {
+	return t.importTx(ctx, tenant, func(tx pgx.Tx, tables []pgTable) error {
+		if err := t.c.importRecords(ctx, tx, tenant, in, tables); err != nil {
+			return err
+		}
+		return resetSequences(ctx, tx, tables)
+	})
+}
+
+// importTx runs fill in one transaction on tenant's connection, holding
+// the tenant's import lock, once it found every table of the tenant
+// empty.
+func (t lifecycleTarget) importTx(ctx context.Context, tenant tenancy.ID, fill func(tx pgx.Tx, tables []pgTable) error) error {
 	c := t.c
 	pool, release, err := c.conn(ctx, tenant)
 	if err != nil {
@@ -222,9 +271,7 @@ func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migra
 		if err != nil {
 			return err
 		}
-		byName := map[[2]string]pgTable{}
 		for _, tb := range tables {
-			byName[[2]string{tb.route, tb.family}] = tb
 			var held bool
 			if err := tx.QueryRow(ctx, "SELECT EXISTS ("+tb.selectRows()+" LIMIT 1)", tenant.String()).Scan(&held); err != nil {
 				return err
@@ -233,65 +280,74 @@ func (t lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migra
 				return migrate.ArchiveTargetNotEmpty(c.module, rules.Name, tenant, tb.q)
 			}
 		}
-		var cur *pgTable
-		var batch []json.RawMessage
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			err := cur.insert(ctx, tx, tenant, batch)
-			batch = batch[:0]
-			return err
-		}
-		var next *migrate.Record // a record read ahead, by a COPY that ended at it
-		for {
-			var r migrate.Record
-			if next != nil {
-				r, next = *next, nil
-			} else {
-				var ok bool
-				if r, ok, err = in.Next(); err != nil {
-					return err
-				} else if !ok {
-					break
-				}
-			}
-			tb, found := byName[[2]string{r.Route, r.Family}]
-			if !found || r.Kind != "row" || !json.Valid(r.Value) {
-				return migrate.ArchiveMismatch(c.module, rules.Name, r.Route, fmt.Sprintf("a %s record of family %q: tenant %s has no such table of the route", r.Kind, r.Family, tenant),
-					"provision the target tenant first, and import an unaltered archive into an app with the archive's routes at its migration version")
-			}
-			if cur == nil || cur.q != tb.q || len(batch) == importBatch {
-				if err := flush(); err != nil {
-					return err
-				}
-				cur = &tb
-			}
-			if ci, ok := tb.copyInOf(); ok && importByCopy {
-				// The table's whole section in one COPY FROM: the
-				// records are turned into COPY's text as it reads them.
-				src, err := newCopyInRows(c.module, tb, ci, tenant, in, r)
-				if err != nil {
-					return err
-				}
-				_, err = tx.Conn().PgConn().CopyFrom(ctx, src, ci.sql)
-				ended, srcErr := src.result()
-				if srcErr != nil {
-					return srcErr // the archive's error or a refusal: COPY was failed with it
-				}
-				if err != nil {
-					return fmt.Errorf("postgres: importing into %s: %w", tb.q, err)
-				}
-				next = ended
-				continue
-			}
-			batch = append(batch, r.Value)
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		return resetSequences(ctx, tx, tables)
+		return fill(tx, tables)
 	})
+}
+
+// importRecords writes in's rows into tables, each record into the table
+// of its (route, family): a refused record, or none such, fails the
+// whole.
+func (c *Client) importRecords(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, in migrate.ArchiveIn, tables []pgTable) error {
+	byName := map[[2]string]pgTable{}
+	for _, tb := range tables {
+		byName[[2]string{tb.route, tb.family}] = tb
+	}
+	var cur *pgTable
+	var batch []json.RawMessage
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := cur.insert(ctx, tx, tenant, batch)
+		batch = batch[:0]
+		return err
+	}
+	var next *migrate.Record // a record read ahead, by a COPY that ended at it
+	for {
+		var r migrate.Record
+		if next != nil {
+			r, next = *next, nil
+		} else {
+			var ok bool
+			var err error
+			if r, ok, err = in.Next(); err != nil {
+				return err
+			} else if !ok {
+				break
+			}
+		}
+		tb, found := byName[[2]string{r.Route, r.Family}]
+		if !found || r.Kind != "row" || !json.Valid(r.Value) {
+			return migrate.ArchiveMismatch(c.module, rules.Name, r.Route, fmt.Sprintf("a %s record of family %q: tenant %s has no such table of the route", r.Kind, r.Family, tenant),
+				"provision the target tenant first, and import an unaltered archive into an app with the archive's routes at its migration version")
+		}
+		if cur == nil || cur.q != tb.q || len(batch) == importBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur = &tb
+		}
+		if ci, ok := tb.copyInOf(); ok && importByCopy {
+			// The table's whole section in one COPY FROM: the
+			// records are turned into COPY's text as it reads them.
+			src, err := newCopyInRows(c.module, tb, ci, tenant, in, r)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Conn().PgConn().CopyFrom(ctx, src, ci.sql)
+			ended, srcErr := src.result()
+			if srcErr != nil {
+				return srcErr // the archive's error or a refusal: COPY was failed with it
+			}
+			if err != nil {
+				return fmt.Errorf("postgres: importing into %s: %w", tb.q, err)
+			}
+			next = ended
+			continue
+		}
+		batch = append(batch, r.Value)
+	}
+	return flush()
 }
 
 // insert writes rows into tb for tenant: the tenant column is tenant's,

@@ -225,7 +225,7 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+out+" x JOIN "+out+" y ON x.id = y.id AND x.tenant_id <> y.tenant_id").Scan(&shared); err != nil || shared != 0 {
 		t.Errorf("rows of two tenants share an id: %d %v", shared, err)
 	}
-	// Another migration version: refused before anything is written.
+	// A newer migration version: refused before anything is written.
 	var other *modules.Tenants
 	app2, c2 := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+unique()+"_"),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("aout2_" + run)})),
@@ -234,14 +234,15 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	d := tenancytest.FreshTenant(t)
 	provision(t, c2, d)
 	err := other.Import(ctx, d, bytes.NewReader(archive))
-	_ = tenancytest.RequireCode(t, err, tenancy.CodeArchiveMismatch, "postgres", "pg", "", "migration version 1")
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeArchiveVersionAhead, "postgres", "pg", "", "migration version 1, newer than the app's 0")
 }
 
 // failingIn is an archive's records that fail after n of them: an import
 // interrupted there (a crash, a lost connection).
 type failingIn struct {
-	recs []migrate.Record
-	n    int
+	recs    []migrate.Record
+	n       int
+	version int64 // the archive's migration version
 }
 
 func (f *failingIn) Next() (migrate.Record, bool, error) {
@@ -258,6 +259,8 @@ func (f *failingIn) Next() (migrate.Record, bool, error) {
 }
 
 func (f *failingIn) Sections() []migrate.ArchiveSection { return nil }
+
+func (f *failingIn) Version() int64 { return f.version }
 
 // TestArchiveImportInterruptedAtEveryRecord: an import into C that fails
 // after each of the archive's records in turn leaves C empty (one
