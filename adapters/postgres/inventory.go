@@ -52,6 +52,16 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		}
 	}
 	schema, role := SchemaName(c.prefix, tenant), RoleName(c.prefix, tenant)
+	if c.routed != nil {
+		// A routed tenant's database is its own: every table of the static
+		// schema there (the routes', the migrations', their history) is
+		// its data. An extension's tables are the extension's.
+		tables := "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" +
+			" WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
+		out = append(out, pgFamily{Family: migrate.Family{Name: "static tables", Kind: migrate.KindTable, Where: c.static + ".* in the tenant's database"},
+			remove: "DO $$ DECLARE t text; BEGIN FOR t IN " + tables + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
+			count:  "SELECT count(*) FROM (" + tables + ") x"})
+	}
 	if c.hasSQLRoute() {
 		// The service's own tables (its migrations'), dropped before the
 		// schema so the count names them, not only the schema around them.

@@ -1,0 +1,107 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"testing/fstest"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/routing"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// TestDedicatedStaticTablesAreTheTenants: a routed module whose routes
+// and migrations name static tables keeps them in each tenant's own
+// database, so they are the tenant's data. Export holds the route's rows
+// and the migration's table; Offboard drops them (B's database keeps its
+// own) and its report says what it checked; a table planted afterwards
+// in the tenant's database is found left; the archive then restores the
+// tenant on a freshly provisioned database.
+func TestDedicatedStaticTablesAreTheTenants(t *testing.T) {
+	ctx := context.Background()
+	_, dsns := databases(t, 2, "")
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	resolve := resolverOf(map[tenancy.ID]routing.Credentials{a: {Endpoint: dsns[0]}, b: {Endpoint: dsns[1]}})
+	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text);")}}
+	var tn *modules.Tenants
+	var docs *postgres.Documents[item]
+	app, c := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.Migrations(steps),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
+		modules.Lifecycle(), fx.Populate(&tn, &docs))
+	startApp(t, app)
+	provision(t, c, a, b)
+	db := func(i int) *pgx.Conn {
+		conn, err := pgx.Connect(ctx, dsns[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(ctx) })
+		return conn
+	}
+	dbA, dbB := db(0), db(1)
+	for _, id := range []tenancy.ID{a, b} {
+		if _, err := docs.Create(tenancy.WithTenant(ctx, id), "x", item{Name: "of " + id.Hex()[:4]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(t, dbA, "INSERT INTO audit (note) VALUES ('one'), ('two')")
+	exec(t, dbB, "INSERT INTO audit (note) VALUES ('b')")
+
+	archive := exportOf(t, tn, a)
+	for _, want := range []string{`"route":"docs","family":"ddocs","tier":"dedicated","records":1`, `"route":"(schema)","family":"audit","records":2`} {
+		if !bytes.Contains(archive, []byte(want)) {
+			t.Errorf("A's archive does not hold %s:\n%s", want, archive)
+		}
+	}
+
+	rep, err := tn.Offboard(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep) != 1 || !hasFamily(rep[0].Checked, "static tables") {
+		t.Fatalf("the offboard report does not name the tenant database's tables: %+v", rep)
+	}
+	requireRows(t, dbA, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", 0)
+	requireRows(t, dbB, "SELECT count(*) FROM public.audit", 1)
+	if n, err := docs.Count(tenancy.WithTenant(ctx, b), document.Query{}); err != nil || n != 1 {
+		t.Errorf("B's documents after A's offboard: %d %v", n, err)
+	}
+
+	exec(t, dbA, "CREATE TABLE public.planted (x int)")
+	e, err := c.Verify(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Left) != 1 || e.Left[0].Family.Name != "static tables" {
+		t.Fatalf("a table planted in A's database after its offboard: left %+v", e.Left)
+	}
+	exec(t, dbA, "DROP TABLE public.planted")
+
+	if _, err := tn.Provision(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.Import(ctx, a, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	if got := records(exportOf(t, tn, a)); !bytes.Equal(got, records(archive)) {
+		t.Errorf("A restored:\n%s\nwant:\n%s", got, records(archive))
+	}
+}
+
+func hasFamily(fs []migrate.Family, name string) bool {
+	for _, f := range fs {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
