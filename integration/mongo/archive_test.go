@@ -21,7 +21,7 @@ type archiveMongo struct {
 	Items   *mongo.Documents[item]
 }
 
-func archiveMongoApp(t *testing.T) archiveMongo {
+func archiveMongoApp(t *testing.T, more ...fx.Option) archiveMongo {
 	t.Helper()
 	opts, db := plainDB(t)
 	raw := client(t, uriA).Database(db)
@@ -30,7 +30,7 @@ func archiveMongoApp(t *testing.T) archiveMongo {
 	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, mongo.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("orders")}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}))...),
-		fx.Populate(&r))
+		fx.Populate(&r), fx.Options(more...))
 	return r
 }
 
