@@ -1,0 +1,132 @@
+package neo4j_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+	"github.com/tenantwire/tenantwire/tenancytest"
+)
+
+// cutDriver is a driver whose sessions cancel the armed context as the
+// k-th transaction or auto-commit statement after it is armed begins,
+// as a process killed there would: it and everything after it never run.
+type cutDriver struct {
+	drv.DriverWithContext
+	mu     sync.Mutex
+	at, n  int
+	cancel context.CancelFunc
+}
+
+func (d *cutDriver) arm(k int) context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.at, d.n, d.cancel = k, 0, nil
+	if k == 0 {
+		return context.Background()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	return ctx
+}
+
+func (d *cutDriver) step() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == 0 || d.cancel == nil {
+		return
+	}
+	if d.n++; d.n >= d.at {
+		d.cancel()
+	}
+}
+
+func (d *cutDriver) NewSession(ctx context.Context, c drv.SessionConfig) drv.SessionWithContext {
+	return &cutSession{d.DriverWithContext.NewSession(ctx, c), d}
+}
+
+type cutSession struct {
+	drv.SessionWithContext
+	d *cutDriver
+}
+
+func (s *cutSession) ExecuteRead(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
+	s.d.step()
+	return s.SessionWithContext.ExecuteRead(ctx, work, c...)
+}
+
+func (s *cutSession) ExecuteWrite(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
+	s.d.step()
+	return s.SessionWithContext.ExecuteWrite(ctx, work, c...)
+}
+
+func (s *cutSession) Run(ctx context.Context, cypher string, params map[string]any, c ...func(*drv.TransactionConfig)) (drv.ResultWithContext, error) {
+	s.d.step()
+	return s.SessionWithContext.Run(ctx, cypher, params, c...)
+}
+
+// TestOffboardCutNeo4j: an offboard of C's tagged graph cut at each
+// transaction or statement it runs in turn (its verifier's too), then
+// rerun, leaves nothing of C and B's graph as it was.
+func TestOffboardCutNeo4j(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d.removeLabel(label) })
+	real, err := drv.NewDriverWithContext(s.URI, authOf(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = real.Close(context.Background()) })
+	cut := &cutDriver{DriverWithContext: real}
+	var r archiveApp
+	app := fx.New(fx.NopLogger, modules.Lifecycle(),
+		neo4j.Module("graph", neo4j.Use(cut), neo4j.AllowTeardown(),
+			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
+			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
+		fx.Populate(&r))
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{b, c} {
+		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
+	}
+	write := func(ctx context.Context) error {
+		return r.Graph.Write(ctx, func(ctx context.Context, ops neo4j.Ops) error {
+			var prev string
+			for i := range 5 {
+				n, err := ops.CreateNode(ctx, []string{label}, map[string]any{"i": int64(i)})
+				if err != nil {
+					return err
+				}
+				if prev != "" {
+					if _, err := ops.CreateRelationship(ctx, prev, n.ID, "NEXT", nil); err != nil {
+						return err
+					}
+				}
+				prev = n.ID
+			}
+			return nil
+		})
+	}
+	if err := write(tenancy.WithTenant(context.Background(), b)); err != nil {
+		t.Fatal(err)
+	}
+	cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 100, Cut: cut.arm})
+	if cuts == 0 {
+		t.Fatal("no offboard was cut")
+	}
+	t.Logf("the offboard was cut at each of its %d transactions", cuts)
+}

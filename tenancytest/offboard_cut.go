@@ -1,0 +1,80 @@
+package tenancytest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// OffboardCut is what CheckOffboardCut checks: an offboard of Target cut
+// at each command it sends to the server in turn.
+type OffboardCut struct {
+	Tenants *modules.Tenants
+	Target  tenancy.ID
+	// Other is a tenant whose data no offboard of Target may touch.
+	Other tenancy.ID
+	// Write gives the target its data again (it is provisioned).
+	Write func(ctx context.Context) error
+	// Cut arms a cut at the k-th command the module sends from now on
+	// (the command fails, or ctx, which the offboard then runs under, is
+	// cancelled as it is sent) and returns ctx; Cut(0) disarms it.
+	Cut func(k int) context.Context
+	// Most bounds the rounds: an offboard sending more commands fails
+	// the check.
+	Most int
+}
+
+// CheckOffboardCut offboards the target with a cut at its first command,
+// its second, and so on until an offboard completes before its cut. After
+// each cut offboard a rerun, uncut, must complete, the target's export
+// must then hold nothing and the verifier find nothing (the rerun's
+// report carries its checks), and Other's export must be what it was.
+// Between rounds the target is provisioned and written again. It returns
+// how many cuts there were.
+func CheckOffboardCut(t testing.TB, c OffboardCut) (cuts int) {
+	t.Helper()
+	ctx := context.Background()
+	other := manifest(t, export(t, c.Tenants, c.Other))
+	refill := func() {
+		t.Helper()
+		if _, err := c.Tenants.Provision(ctx, c.Target); err != nil {
+			t.Fatalf("provisioning the target: %v", err)
+		}
+		if err := c.Write(tenancy.WithTenant(ctx, c.Target)); err != nil {
+			t.Fatalf("writing the target's data: %v", err)
+		}
+	}
+	refill()
+	for k := 1; ; k++ {
+		if k > c.Most {
+			t.Fatalf("offboard cut: the offboard still sends a command after %d; raise Most", c.Most)
+		}
+		cutCtx := c.Cut(k)
+		_, err := c.Tenants.Offboard(cutCtx, c.Target)
+		c.Cut(0)
+		if err == nil {
+			return cuts
+		}
+		cuts++
+		rep, err := c.Tenants.Offboard(ctx, c.Target)
+		if err != nil {
+			t.Fatalf("the rerun of an offboard cut at command %d: %v (%+v)", k, err, rep)
+		}
+		for _, s := range rep {
+			if len(s.Left) > 0 {
+				t.Fatalf("after an offboard cut at command %d and its rerun, %s left %+v", k, s.Module, s.Left)
+			}
+		}
+		for _, s := range manifest(t, export(t, c.Tenants, c.Target)).Sections {
+			if s.Records > 0 {
+				t.Fatalf("after an offboard cut at command %d and its rerun the target's export holds %+v", k, s)
+			}
+		}
+		if got := manifest(t, export(t, c.Tenants, c.Other)); !sameSections(got.Sections, other.Sections) {
+			t.Fatalf("an offboard cut at command %d changed the other tenant's data:\nbefore %+v\nafter  %+v", k, other.Sections, got.Sections)
+		}
+		refill()
+	}
+}
