@@ -212,6 +212,9 @@ func (a *ArchiveWriter) Tier(route string, t tenancy.Tier) {
 // Snapshot records how consistent the current module's records are.
 func (a *ArchiveWriter) Snapshot(how string) { a.m.Modules[len(a.m.Modules)-1].Snapshot = how }
 
+// Manifest is what the archive's manifest says once Close wrote it.
+func (a *ArchiveWriter) Manifest() Manifest { return a.m }
+
 // Close writes the manifest and flushes.
 func (a *ArchiveWriter) Close() error {
 	a.sec.close()

@@ -125,6 +125,9 @@ func TestMoveUnderLoad(t *testing.T) {
 		}
 		longest = max(longest, rep.Fenced)
 		t.Logf("move %s → %s: %d records, writes fenced %v, whole move %v", rep.From, rep.To, rep.Records, rep.Fenced.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		for _, s := range rep.Steps {
+			t.Logf("  %s: %v %s", s.Step, s.Ended.Sub(s.Started).Round(time.Millisecond), s.Detail)
+		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	stop.Store(true)
