@@ -90,9 +90,12 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 			out.Skip(r.name, "tenant-global: its rows are no tenant's")
 		}
 	}
-	out2, err := ownTables(ctx, tx, tenant, schema, declared, true)
-	if err != nil {
-		return nil, err
+	var out2 []pgTable
+	if c.ownsSchema() {
+		var err error
+		if out2, err = ownTables(ctx, tx, tenant, schema, declared, true); err != nil {
+			return nil, err
+		}
 	}
 	if c.routed != nil {
 		// A routed tenant's database is its own: every table of the static

@@ -52,6 +52,10 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		}
 	}
 	schema, role := SchemaName(c.prefix, tenant), RoleName(c.prefix, tenant)
+	ownsSchema, confined := c.ownsSchema(), false
+	for _, r := range c.routes {
+		confined = confined || r.tenantRole && !(r.kind == kindSQL && c.routed != nil)
+	}
 	if c.routed != nil {
 		// A routed tenant's database is its own: every table of the static
 		// schema there (the routes', the migrations', their history) is
@@ -62,7 +66,7 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 			remove: "DO $$ DECLARE t text; BEGIN FOR t IN " + tables + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
 			count:  "SELECT count(*) FROM (" + tables + ") x"})
 	}
-	if c.hasSQLRoute() {
+	if c.hasSQLRoute() && ownsSchema {
 		// The service's own tables (its migrations'), dropped before the
 		// schema so the count names them, not only the schema around them.
 		out = append(out, pgFamily{Family: migrate.Family{Name: "tables", Kind: migrate.KindTable, Where: schema + ".*"},
@@ -70,14 +74,18 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 				literal(schema) + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
 			count: "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = " + literal(schema)})
 	}
-	return append(out,
-		pgFamily{Family: migrate.Family{Name: "schema", Kind: migrate.KindSchema, Where: schema},
+	if ownsSchema {
+		out = append(out, pgFamily{Family: migrate.Family{Name: "schema", Kind: migrate.KindSchema, Where: schema},
 			remove: "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE",
-			count:  "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = " + literal(schema)},
-		pgFamily{Family: migrate.Family{Name: "role", Kind: migrate.KindRole, Where: role},
+			count:  "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = " + literal(schema)})
+	}
+	if confined {
+		out = append(out, pgFamily{Family: migrate.Family{Name: "role", Kind: migrate.KindRole, Where: role},
 			remove: "DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '" + role + "') THEN " +
 				"EXECUTE 'DROP OWNED BY " + role + "'; EXECUTE 'DROP ROLE " + role + "'; END IF; END $$",
 			count: "SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname = " + literal(role)})
+	}
+	return out
 }
 
 // Verify counts, on the server, what is left of every family Teardown
@@ -132,6 +140,20 @@ func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate
 		e.Check(f.Family, n, f.Where)
 	}
 	return e, nil
+}
+
+// ownsSchema reports whether the tenant's schema is the module's: when
+// a route resolves a relation per tenant, so that Provision creates it.
+// Otherwise another module of the same prefix, or another placement of
+// this one, may hold it, and the module neither exports, imports, tears
+// down nor verifies it (nor the role, unless a route confines to it).
+func (c *Client) ownsSchema() bool {
+	for _, r := range c.routes {
+		if len(r.decision.PerTenant) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasSQLRoute reports whether the module runs the service's own SQL,

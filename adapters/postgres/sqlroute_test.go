@@ -340,8 +340,8 @@ func TestSQLRouteTiersInTheMatrix(t *testing.T) {
 }
 
 // TestSQLRouteTablesAreInTheErasureInventory: the service's own tables
-// are a family of the tenant's data; Teardown drops them and Verify finds
-// none left.
+// and its role are families of the tenant's data; Teardown drops them
+// and Verify finds none left.
 func TestSQLRouteTablesAreInTheErasureInventory(t *testing.T) {
 	c, _, _ := startSQL(t, direct, nil)
 	before, err := c.Verify(context.Background(), tenancytest.TenantA)
@@ -354,6 +354,9 @@ func TestSQLRouteTablesAreInTheErasureInventory(t *testing.T) {
 	}
 	if left["tables"] != 3 { // items, notes and the migration history
 		t.Fatalf("the inventory does not count the tenant's three tables: %+v", before.Left)
+	}
+	if left["role"] != 1 { // the SQL route's login role
+		t.Fatalf("the inventory does not count the tenant's role: %+v", before.Left)
 	}
 	if err := c.Teardown(context.Background(), tenancytest.TenantA); err != nil {
 		t.Fatal(err)
