@@ -113,6 +113,8 @@ type ArchiveWriter struct {
 	enc *json.Encoder
 	// tiers is each (module, route)'s tier as the module declared it.
 	tiers map[[2]string]string
+	// head and body count the header's bytes and the records'.
+	head, body int64
 }
 
 // NewArchiveWriter writes the header of tenant's archive to w.
@@ -125,6 +127,7 @@ func NewArchiveWriter(w io.Writer, tenant tenancy.ID, now time.Time) (*ArchiveWr
 		return nil, err
 	}
 	_, _ = a.w.Write(h) // a bufio.Writer's error sticks: WriteByte returns it
+	a.head = int64(len(h)) + 1
 	return a, a.w.WriteByte('\n')
 }
 
@@ -153,6 +156,7 @@ func (a *ArchiveWriter) Emit(r Record) error {
 	if err := a.sec.add(r, line[:len(line)-1]); err != nil {
 		return err
 	}
+	a.body += int64(len(line))
 	_, err := a.w.Write(line)
 	return err
 }
@@ -214,6 +218,13 @@ func (a *ArchiveWriter) Snapshot(how string) { a.m.Modules[len(a.m.Modules)-1].S
 
 // Manifest is what the archive's manifest says once Close wrote it.
 func (a *ArchiveWriter) Manifest() Manifest { return a.m }
+
+// Records is where the archive's records lie in what it wrote: their
+// offset (after the header) and length (before the manifest). A reader
+// of those bytes is what NewRecords reads, with Manifest: the records of
+// an archive this process just wrote, read back without checking it
+// whole again.
+func (a *ArchiveWriter) Records() (offset, length int64) { return a.head, a.body }
 
 // Close writes the manifest and flushes.
 func (a *ArchiveWriter) Close() error {

@@ -224,36 +224,47 @@ func copyTenant(ctx context.Context, tenant tenancy.ID, src, dst *TenantState) (
 		return nil, err
 	}
 	defer func() { f.Close(); os.Remove(f.Name()) }()
-	d, err := exportOne(ctx, tenant, src, f)
+	aw, d, err := exportOne(ctx, tenant, src, f)
 	if err != nil {
 		return nil, err
 	}
-	err = importOne(ctx, tenant, dst, f)
+	// The records as this process wrote them, which the verify step
+	// checks in the copy: no second pass over the archive.
+	m := aw.Manifest()
+	off, n := aw.Records()
+	importOne := func() error {
+		if err := dst.Import(ctx, tenant, migrate.NewRecords(io.NewSectionReader(f, off, n), m).Module(dst.Placement.Module)); err != nil {
+			return fmt.Errorf("%s (%s): importing tenant %s: %w", dst.Module, dst.Backend, tenant, err)
+		}
+		return nil
+	}
+	err = importOne()
 	if tenancy.CodeOf(err) == tenancy.CodeArchiveTargetNotEmpty && dst.Offboard != nil {
 		if err = dst.Offboard(ctx, tenant); err == nil {
 			if err = provisionAt(ctx, dst, tenant); err == nil {
-				err = importOne(ctx, tenant, dst, f)
+				err = importOne()
 			}
 		}
 	}
 	return d, err
 }
 
-// exportOne writes s's archive of tenant to w and returns the digest of
-// its records. The records are written under the placed module's name,
-// whichever placement s is, so two placements' copies of the same
-// records hash the same and the manifest's sections are the digest.
-func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writer) (digest, error) {
+// exportOne writes s's archive of tenant to w and returns it with the
+// digest of its records. The records are written under the placed
+// module's name, whichever placement s is, so two placements' copies of
+// the same records hash the same and the manifest's sections are the
+// digest.
+func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writer) (*migrate.ArchiveWriter, digest, error) {
 	aw, err := migrate.NewArchiveWriter(w, tenant, time.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	aw.Module(migrate.ArchiveModule{Module: s.Placement.Module, Backend: s.Backend, Version: s.Version})
 	if err := s.Export(ctx, tenant, aw); err != nil {
-		return nil, fmt.Errorf("%s (%s): exporting tenant %s: %w", s.Module, s.Backend, tenant, err)
+		return nil, nil, fmt.Errorf("%s (%s): exporting tenant %s: %w", s.Module, s.Backend, tenant, err)
 	}
 	if err := aw.Close(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := digest{}
 	for _, sec := range aw.Manifest().Sections {
@@ -261,37 +272,14 @@ func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writ
 			d[sec.Route+"/"+sec.Family] = sectionSum{n: sec.Records, sum: sec.SHA256}
 		}
 	}
-	return d, nil
-}
-
-// importOne imports the records of the archive arch holds into dst.
-func importOne(ctx context.Context, tenant tenancy.ID, dst *TenantState, arch *os.File) error {
-	if _, err := arch.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	spool, err := os.CreateTemp("", "tenantwire-move-*")
-	if err != nil {
-		return err
-	}
-	defer func() { spool.Close(); os.Remove(spool.Name()) }()
-	_, m, err := migrate.ReadArchive(arch, spool)
-	if err != nil {
-		return err
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	if err := dst.Import(ctx, tenant, migrate.NewRecords(spool, m).Module(dst.Placement.Module)); err != nil {
-		return fmt.Errorf("%s (%s): importing tenant %s: %w", dst.Module, dst.Backend, tenant, err)
-	}
-	return nil
+	return aw, d, nil
 }
 
 // verifyCopy exports dst's copy of tenant and compares it, section by
 // section, with what was copied: each section's count and the sha256 of
 // its records.
 func verifyCopy(ctx context.Context, tenant tenancy.ID, dst *TenantState, want digest) (string, error) {
-	got, err := exportOne(ctx, tenant, dst, io.Discard)
+	_, got, err := exportOne(ctx, tenant, dst, io.Discard)
 	if err != nil {
 		return "", err
 	}
