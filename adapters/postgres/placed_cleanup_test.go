@@ -1,12 +1,19 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
 
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -41,5 +48,49 @@ func TestCleanupMoveKeepsTheNewCopy(t *testing.T) {
 			t.Fatalf("after %s → %s and the cleanup of %s, A's counter is %d (%v), want 3", at, to, at, v, err)
 		}
 		at = to
+	}
+}
+
+// TestArchiveOfTwoModulesOfOnePrefix: a tagged module and a namespace
+// module of the same schema prefix: the tenant's schema is the namespace
+// module's only, so its archive lists the schema's table once, a round
+// trip into C fills both modules, and offboarding the tagged module alone
+// leaves the schema.
+func TestArchiveOfTwoModulesOfOnePrefix(t *testing.T) {
+	run := unique()
+	prefix := "tw" + run + "_"
+	var tn *modules.Tenants
+	var tags, ns *postgres.Documents[item]
+	var tagsRunner *migrate.Runner
+	app, _ := build(t,
+		postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+			postgres.Document[item]("ns", postgres.DocumentConfig{Read: naming.PerTenant("nsdocs")})),
+		postgres.Module("tags", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), postgres.NamedOnly(),
+			postgres.Document[item]("tags", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("tdocs_" + run)})),
+		modules.Lifecycle(), fx.Populate(&tn), named("ns", &ns), named("tags", &tags), named("tags", &tagsRunner))
+	startApp(t, app)
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, b, c} {
+		if _, err := tn.Provision(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []tenancy.ID{a, b} {
+		ctx := tenancy.WithTenant(context.Background(), id)
+		for _, r := range []*postgres.Documents[item]{ns, tags} {
+			if _, err := r.Create(ctx, "x", item{Name: id.Hex()[:4]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	archive := tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: tn, A: a, B: b, C: c})
+	if n := bytes.Count(archive, []byte(`"family":"nsdocs","kind"`)); n != 1 {
+		t.Errorf("the archive holds the schema's record %d times, want once:\n%s", n, archive)
+	}
+	if err := tagsRunner.Teardown(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Get(tenancy.WithTenant(context.Background(), a), "x"); err != nil {
+		t.Errorf("A's namespace record after the tagged module's teardown: %v", err)
 	}
 }
