@@ -65,6 +65,15 @@ func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) er
 	if tenant.IsZero() {
 		return tenancy.Unbound()
 	}
+	// Imports into one tenant run one at a time in this process: the
+	// second then finds the tenant filled (archive_target_not_empty)
+	// instead of passing the same emptiness check and writing the
+	// records twice where a backend cannot refuse a duplicate.
+	done, err := t.importing(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer done()
 	spool, err := os.CreateTemp("", "tenantwire-import-*")
 	if err != nil {
 		return err
@@ -106,6 +115,35 @@ func (t *Tenants) Import(ctx context.Context, tenant tenancy.ID, r io.Reader) er
 		}
 	}
 	return nil
+}
+
+// importing waits until no other import into tenant runs in this
+// process, and marks one under way until done is run.
+func (t *Tenants) importing(ctx context.Context, tenant tenancy.ID) (done func(), err error) {
+	for {
+		t.mu.Lock()
+		busy, ok := t.imports[tenant]
+		if !ok {
+			if t.imports == nil {
+				t.imports = map[tenancy.ID]chan struct{}{}
+			}
+			ch := make(chan struct{})
+			t.imports[tenant] = ch
+			t.mu.Unlock()
+			return func() {
+				t.mu.Lock()
+				delete(t.imports, tenant)
+				t.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		t.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 func (t *Tenants) state(module string) *TenantState {

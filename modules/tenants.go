@@ -117,6 +117,9 @@ type Tenants struct {
 	// moves is the moves under way in this process (Move), under
 	// Suspensions.mu; Suspensions.movingHere counts them by tenant.
 	moves map[placeKey]bool
+	// imports is the imports under way in this process by tenant, each
+	// closed when it ends (under Suspensions.mu).
+	imports map[tenancy.ID]chan struct{}
 }
 
 // Suspensions is the app's suspended tenants, which every module's routes

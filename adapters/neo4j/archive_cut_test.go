@@ -3,6 +3,7 @@ package neo4j_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"go.uber.org/fx"
@@ -78,4 +79,38 @@ func TestArchiveImportCutNeo4j(t *testing.T) {
 func lastLine(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return b[bytes.LastIndexByte(b, '\n')+1:]
+}
+
+// TestArchiveImportsAtOnceNeo4j: two imports of one archive into C at
+// once: one fills C, the other is refused (archive_target_not_empty), and
+// C holds A's graph once, not twice.
+func TestArchiveImportsAtOnceNeo4j(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d.removeLabel(label) })
+	r := archiveNeo4jApp(t, s)
+	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, c} {
+		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
+	}
+	writeGraph(t, r.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	var buf bytes.Buffer
+	if err := r.Tenants.Export(context.Background(), a, &buf); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- r.Tenants.Import(context.Background(), c, bytes.NewReader(buf.Bytes())) }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) {
+		t.Fatalf("two imports at once: %v and %v, want one to succeed and one refused", e1, e2)
+	}
+	if e := errors.Join(e1, e2); tenancy.CodeOf(e) != tenancy.CodeArchiveTargetNotEmpty {
+		t.Errorf("the second import: %v, want %s", e, tenancy.CodeArchiveTargetNotEmpty)
+	}
+	if n := d.query("MATCH (n:`"+label+"`) WHERE n.tenant_id = $c RETURN count(n)", map[string]any{"c": c.String()})[0].Values[0].(int64); n != 3 {
+		t.Errorf("C holds %d nodes, want A's 3", n)
+	}
 }
