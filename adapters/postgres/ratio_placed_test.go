@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	neturl "net/url"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
@@ -20,7 +21,12 @@ import (
 func TestRatioPlacements(t *testing.T) {
 	ratio.SkipUnlessEnabled(t)
 	p := newPlacedApp(t)
-	_, dsns := databases(t, 1, "")
+	// The fixed dedicated module reads C's own database too, a table of
+	// its own there: the pair differs by the placement only.
+	cdb, err := neturl.Parse(testsvc.PostgresURL(t))
+	must0(t, err)
+	cdb.Path = "/" + p.db
+	dsns := []string{cdb.String()}
 	run := unique()
 	url := testsvc.PostgresURL(t)
 	fixed := map[tenancy.ID]*postgres.Documents[item]{}
@@ -32,7 +38,9 @@ func TestRatioPlacements(t *testing.T) {
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("fx" + run)})), &namespace)
 	provision(t, cn, tenancytest.TenantB)
 	t.Cleanup(func() { teardown(t, cn, tenancytest.TenantB) })
-	cd := start(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}}), postgres.RoutedConfig{}),
+	cd := start(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}}),
+			// The placed app's limits: the pair differs by the placement only.
+			postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("fx" + run)})), &dedicated)
 	provision(t, cd, tenancytest.TenantC)
 	fixed[tenancytest.TenantA], fixed[tenancytest.TenantB], fixed[tenancytest.TenantC] = tagged, namespace, dedicated
