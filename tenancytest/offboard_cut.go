@@ -2,6 +2,7 @@ package tenancytest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/tenantwire/tenantwire/modules"
@@ -77,4 +78,45 @@ func CheckOffboardCut(t testing.TB, c OffboardCut) (cuts int) {
 		}
 		refill()
 	}
+}
+
+// Cutter is the cut of CheckOffboardCut for a driver hook: Cut arms it at
+// the k-th step from now and returns the context the offboard runs
+// under; a hook calls Step as each command or transaction starts, and the
+// armed context is cancelled at the k-th (Step reports it, for a hook
+// that fails the command itself).
+type Cutter struct {
+	mu     sync.Mutex
+	at, n  int
+	cancel context.CancelFunc
+}
+
+// Cut arms the cut at the k-th step (0: disarmed).
+func (c *Cutter) Cut(k int) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.at, c.n, c.cancel = k, 0, nil
+	if k == 0 {
+		return context.Background()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	return ctx
+}
+
+// Step counts one step, and reports whether it is at or past the cut.
+func (c *Cutter) Step() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == 0 || c.cancel == nil {
+		return false
+	}
+	if c.n++; c.n >= c.at {
+		c.cancel()
+		return true
+	}
+	return false
 }

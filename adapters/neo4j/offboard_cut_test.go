@@ -2,7 +2,6 @@ package neo4j_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
@@ -15,40 +14,12 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// cutDriver is a driver whose sessions cancel the armed context as the
-// k-th transaction or auto-commit statement after it is armed begins,
-// as a process killed there would: it and everything after it never run.
+// cutDriver is a driver whose sessions count each transaction or
+// auto-commit statement as a step of the cut: at the armed one the
+// context is cancelled, as a process killed there would leave it.
 type cutDriver struct {
 	drv.DriverWithContext
-	mu     sync.Mutex
-	at, n  int
-	cancel context.CancelFunc
-}
-
-func (d *cutDriver) arm(k int) context.Context {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cancel != nil {
-		d.cancel()
-	}
-	d.at, d.n, d.cancel = k, 0, nil
-	if k == 0 {
-		return context.Background()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	return ctx
-}
-
-func (d *cutDriver) step() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.at == 0 || d.cancel == nil {
-		return
-	}
-	if d.n++; d.n >= d.at {
-		d.cancel()
-	}
+	cut tenancytest.Cutter
 }
 
 func (d *cutDriver) NewSession(ctx context.Context, c drv.SessionConfig) drv.SessionWithContext {
@@ -61,17 +32,17 @@ type cutSession struct {
 }
 
 func (s *cutSession) ExecuteRead(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
-	s.d.step()
+	s.d.cut.Step()
 	return s.SessionWithContext.ExecuteRead(ctx, work, c...)
 }
 
 func (s *cutSession) ExecuteWrite(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
-	s.d.step()
+	s.d.cut.Step()
 	return s.SessionWithContext.ExecuteWrite(ctx, work, c...)
 }
 
 func (s *cutSession) Run(ctx context.Context, cypher string, params map[string]any, c ...func(*drv.TransactionConfig)) (drv.ResultWithContext, error) {
-	s.d.step()
+	s.d.cut.Step()
 	return s.SessionWithContext.Run(ctx, cypher, params, c...)
 }
 
@@ -124,7 +95,7 @@ func TestOffboardCutNeo4j(t *testing.T) {
 	if err := write(tenancy.WithTenant(context.Background(), b)); err != nil {
 		t.Fatal(err)
 	}
-	cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 100, Cut: cut.arm})
+	cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 100, Cut: cut.cut.Cut})
 	if cuts == 0 {
 		t.Fatal("no offboard was cut")
 	}

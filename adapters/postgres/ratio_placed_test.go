@@ -39,8 +39,8 @@ func TestRatioPlacements(t *testing.T) {
 	provision(t, cn, tenancytest.TenantB)
 	t.Cleanup(func() { teardown(t, cn, tenancytest.TenantB) })
 	cd := start(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}}),
-			// The placed app's limits: the pair differs by the placement only.
-			postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
+		// The placed app's limits: the pair differs by the placement only.
+		postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("fx" + run)})), &dedicated)
 	provision(t, cd, tenancytest.TenantC)
 	fixed[tenancytest.TenantA], fixed[tenancytest.TenantB], fixed[tenancytest.TenantC] = tagged, namespace, dedicated

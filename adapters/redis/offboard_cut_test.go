@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,18 +19,14 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// cutHook fails the k-th command (a pipeline counts as one) after it is
-// armed, as a process killed there would never send it or the rest.
-type cutHook struct {
-	at, sent atomic.Int64
-}
+// cutHook fails the command (a pipeline counts as one) at the cut's
+// step, as a process killed there would never send it or the rest.
+type cutHook struct{ cut tenancytest.Cutter }
 
 var errCutHere = errors.New("cut here")
 
-func (h *cutHook) arm(k int) { h.sent.Store(0); h.at.Store(int64(k)) }
-
-func (h *cutHook) cut() error {
-	if at := h.at.Load(); at > 0 && h.sent.Add(1) >= at {
+func (h *cutHook) fail() error {
+	if h.cut.Step() {
 		return errCutHere
 	}
 	return nil
@@ -43,7 +38,7 @@ func (h *cutHook) DialHook(next goredis.DialHook) goredis.DialHook {
 
 func (h *cutHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
-		if err := h.cut(); err != nil {
+		if err := h.fail(); err != nil {
 			return err
 		}
 		return next(ctx, cmd)
@@ -52,7 +47,7 @@ func (h *cutHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (h *cutHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		if err := h.cut(); err != nil {
+		if err := h.fail(); err != nil {
 			return err
 		}
 		return next(ctx, cmds)
@@ -105,7 +100,7 @@ func TestOffboardCutRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 200,
-			Cut: func(k int) context.Context { h.arm(k); return context.Background() }})
+			Cut: h.cut.Cut})
 		if cuts == 0 {
 			t.Fatal("no offboard was cut")
 		}

@@ -3,7 +3,6 @@ package mongo_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,48 +17,16 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// cutMonitor cancels the armed context as the k-th command after it is
-// armed starts: the command may or may not reach the server, as in a
-// process killed while sending it, and nothing after it runs.
-type cutMonitor struct {
-	mu     sync.Mutex
-	at, n  int
-	cancel context.CancelFunc
-}
-
-func (m *cutMonitor) arm(k int) context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cancel != nil {
-		m.cancel()
-	}
-	m.at, m.n, m.cancel = k, 0, nil
-	if k == 0 {
-		return context.Background()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	return ctx
-}
-
-func (m *cutMonitor) started(context.Context, *event.CommandStartedEvent) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.at == 0 || m.cancel == nil {
-		return
-	}
-	if m.n++; m.n >= m.at {
-		m.cancel()
-	}
-}
-
 // TestOffboardCutMongo, on FerretDB: an offboard of C (its per-tenant
 // collection and its documents of a tagged shared one) cut at each
 // command it sends in turn (its verifier's too), then rerun, leaves
 // nothing of C and B's documents as they were.
 func TestOffboardCutMongo(t *testing.T) {
-	m := &cutMonitor{}
-	c, err := driver.Connect(options.Client().ApplyURI(uriA).SetTimeout(30 * time.Second).SetMonitor(&event.CommandMonitor{Started: m.started}))
+	// Each command a step of the cut, counted as it starts: it may or may
+	// not reach the server, as in a process killed while sending it.
+	var cut tenancytest.Cutter
+	c, err := driver.Connect(options.Client().ApplyURI(uriA).SetTimeout(30 * time.Second).SetMonitor(&event.CommandMonitor{
+		Started: func(context.Context, *event.CommandStartedEvent) { cut.Step() }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +51,7 @@ func TestOffboardCutMongo(t *testing.T) {
 		}
 		return nil
 	}
-	cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: target, Other: b, Write: write, Most: 100, Cut: m.arm})
+	cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: target, Other: b, Write: write, Most: 100, Cut: cut.Cut})
 	if cuts == 0 {
 		t.Fatal("no offboard was cut")
 	}
