@@ -160,6 +160,21 @@ func TestArchiveImportVersionsRefused(t *testing.T) {
 	exec(t, db, "DELETE FROM "+older.notes(c))
 	archive := exportOf(t, newer.tenants, a)
 	refusedWith(t, older.tenants, c, archive, tenancy.CodeArchiveVersionAhead, "version 3, newer than the app's 1")
+	// The same archive edited to claim version 1, resealed: its rows, of
+	// version 3's shape, do not fit the staging tables of version 1, and
+	// nothing is written.
+	lied := tenancytest.Reseal(t, bytes.Replace(archive, []byte(`"backend":"postgres","version":3`), []byte(`"backend":"postgres","version":1`), 1))
+	if !bytes.Contains(lied, []byte(`"version":1`)) {
+		t.Fatal("the edit did not take")
+	}
+	current := newNotesApp(t, 3, notesSteps(3))
+	h := tenancytest.FreshTenant(t)
+	provision(t, current.c, h)
+	exec(t, db, "DELETE FROM "+current.notes(h))
+	if err := current.tenants.Import(context.Background(), h, bytes.NewReader(lied)); err == nil {
+		t.Fatal("an archive of version 3 claiming version 1 was imported")
+	}
+	requireRows(t, db, "SELECT count(*) FROM "+current.notes(h), 0)
 
 	// Steps 1 and 3 only: the archive's version 2 is none of them.
 	gap := notesSteps(3)
