@@ -25,7 +25,7 @@ type pgTable struct {
 	route, family string // family: the table's name
 	q             string // schema-qualified, quoted
 	perTenant     bool   // the tenant's own table, in its schema or its own database
-	inSchema      bool   // in the tenant's schema, which a forward import stages
+	home          bool   // in the schema the migrations run in, which a forward import stages
 	cols          []pgColumn
 	pk            []string
 	tenantCol     bool
@@ -43,12 +43,13 @@ type pgColumn struct {
 // route order. out, when set, is told the routes' tiers and which routes
 // are tenant-global (skipped).
 func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, out migrate.ArchiveOut) ([]pgTable, error) {
-	return c.archiveTablesIn(ctx, tx, tenant, SchemaName(c.prefix, tenant), out)
+	return c.archiveTablesIn(ctx, tx, tenant, "", out)
 }
 
-// archiveTablesIn is archiveTables with the tenant's own tables read from
-// schema (a forward import's staging schema).
-func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, out migrate.ArchiveOut) ([]pgTable, error) {
+// archiveTablesIn is archiveTables with the tables of the tenant's home
+// schema (where the migrations run: c.target) read from staging instead,
+// a forward import's staging schema, when it is set.
+func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, staging string, out migrate.ArchiveOut) ([]pgTable, error) {
 	declared := map[string]string{}  // per-tenant table name -> route
 	ownStatic := map[string]string{} // a routed tenant's static table -> route
 	var tagged []pgTable
@@ -91,20 +92,26 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 		}
 	}
 	var out2 []pgTable
+	own := func(schema string, declared map[string]string) error {
+		home := schema == c.target(tenant)
+		if home && staging != "" {
+			schema = staging
+		}
+		more, err := ownTables(ctx, tx, tenant, schema, declared, home)
+		out2 = append(out2, more...)
+		return err
+	}
 	if c.ownsSchema() {
-		var err error
-		if out2, err = ownTables(ctx, tx, tenant, schema, declared, true); err != nil {
+		if err := own(SchemaName(c.prefix, tenant), declared); err != nil {
 			return nil, err
 		}
 	}
 	if c.routed != nil {
 		// A routed tenant's database is its own: every table of the static
 		// schema there is its data, as its schema's are.
-		more, err := ownTables(ctx, tx, tenant, c.static, ownStatic, false)
-		if err != nil {
+		if err := own(c.static, ownStatic); err != nil {
 			return nil, err
 		}
-		out2 = append(out2, more...)
 	}
 	for _, tb := range tagged {
 		var exists bool
@@ -126,7 +133,7 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 // ownTables lists the tables of schema, the tenant's own (but the
 // migration history and an extension's), each of the route declared
 // names for it.
-func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, declared map[string]string, inSchema bool) ([]pgTable, error) {
+func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, declared map[string]string, home bool) ([]pgTable, error) {
 	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -139,7 +146,7 @@ func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string,
 		if !ok {
 			r = schemaRoute
 		}
-		out = append(out, pgTable{route: r, family: n, q: pgx.Identifier{schema, n}.Sanitize(), perTenant: true, inSchema: inSchema})
+		out = append(out, pgTable{route: r, family: n, q: pgx.Identifier{schema, n}.Sanitize(), perTenant: true, home: home})
 	}
 	return out, nil
 }

@@ -16,18 +16,20 @@ import (
 // prefix, and it keeps the name within the role suffix's length.
 const stagingSuffix = "_in"
 
-// ImportsForward: the module's migrations run in each tenant's schema,
+// ImportsForward: the module's migrations run in each tenant's own
+// schema, or in the static schema of its own database (a routed client),
 // where a staging copy of it can be built at any version.
-func (t lifecycleTarget) ImportsForward() bool { return t.c.life.perTenantSchema }
+func (t lifecycleTarget) ImportsForward() bool { return t.c.life.perTenantSchema || t.c.routed != nil }
 
 // ImportForward imports an archive exported at an older migration
 // version, in one transaction: in a staging schema it applies the steps
 // up to the archive's version, writes the records there, applies the
 // steps after it, then moves every row into the tenant's own tables (at
 // the app's version, empty) and drops the staging schema. The staging
-// schema is what Provision makes of a tenant at that version: the
-// routes' tables, then the steps. Tagged rows go
-// straight to their shared tables, whose migrations are not per tenant.
+// schema is what Provision makes of the tenant's home schema at that
+// version: the routes' tables, then the steps. Other rows (tagged, and a
+// routed tenant's static tables beside its schema) go straight to their
+// tables, which the migrations do not touch.
 // Interrupted or failed anywhere, it leaves nothing: no staging schema
 // is ever committed, and a rerun starts again.
 func (t lifecycleTarget) ImportForward(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn, before, after migrate.Set) error {
@@ -57,7 +59,7 @@ func (t lifecycleTarget) ImportForward(ctx context.Context, tenant tenancy.ID, i
 		// the tenant had them at that version, or were deleted since.
 		var own []string
 		for _, tb := range staged {
-			if tb.inSchema {
+			if tb.home {
 				own = append(own, tb.q)
 			}
 		}
@@ -73,7 +75,7 @@ func (t lifecycleTarget) ImportForward(ctx context.Context, tenant tenancy.ID, i
 			return err
 		}
 		for _, tb := range tables {
-			if tb.inSchema {
+			if tb.home {
 				if err := tb.moveFrom(ctx, tx, qstage); err != nil {
 					return err
 				}
@@ -86,13 +88,13 @@ func (t lifecycleTarget) ImportForward(ctx context.Context, tenant tenancy.ID, i
 	})
 }
 
-// stagingDDL is the routes' statements that create tenant's own tables,
-// as Provision runs them before the migrations, made in the staging
-// schema instead: the tenant's quoted schema name, which qualifies every
-// one of its tables (ident), is the staging schema's. Statements on
-// shared tables are left out.
+// stagingDDL is the routes' statements that create the tables of
+// tenant's home schema (where the migrations run), as Provision runs them
+// before the migrations, made in the staging schema instead: the home's
+// quoted name, which qualifies every one of its tables (ident), is the
+// staging schema's. Statements on other tables are left out.
 func (c *Client) stagingDDL(tenant tenancy.ID, qstage string) []string {
-	own := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize() + "."
+	own := pgx.Identifier{c.target(tenant)}.Sanitize() + "."
 	var out []string
 	for _, r := range c.routes {
 		if r.ddl == nil {

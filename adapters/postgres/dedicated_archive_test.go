@@ -105,3 +105,52 @@ func hasFamily(fs []migrate.Family, name string) bool {
 	}
 	return false
 }
+
+// TestDedicatedArchiveMigratesForward: a routed module whose migrations
+// run in the static schema of each tenant's own database: A's archive of
+// version 1 imports into B's database of an app at version 2, with step 2
+// run on A's rows there, and nothing left of the staging schema.
+func TestDedicatedArchiveMigratesForward(t *testing.T) {
+	ctx := context.Background()
+	_, dsns := databases(t, 2, "")
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	one := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text NOT NULL);")}}
+	two := fstest.MapFS{"0001_audit.sql": one["0001_audit.sql"],
+		"0002_len.sql": {Data: []byte("ALTER TABLE audit ADD COLUMN len int; UPDATE audit SET len = length(note);")}}
+	app := func(steps fstest.MapFS, id tenancy.ID, dsn string) (*modules.Tenants, *postgres.Documents[item]) {
+		var tn *modules.Tenants
+		var docs *postgres.Documents[item]
+		a, c := build(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsn}}), postgres.RoutedConfig{}),
+			postgres.AllowTeardown(), postgres.Migrations(steps),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
+			modules.Lifecycle(), fx.Populate(&tn, &docs))
+		startApp(t, a)
+		provision(t, c, id)
+		return tn, docs
+	}
+	oldTn, oldDocs := app(one, a, dsns[0])
+	newTn, newDocs := app(two, b, dsns[1])
+	if _, err := oldDocs.Create(tenancy.WithTenant(ctx, a), "x", item{Name: "of a"}); err != nil {
+		t.Fatal(err)
+	}
+	dbA, err := pgx.Connect(ctx, dsns[0])
+	must0(t, err)
+	t.Cleanup(func() { dbA.Close(ctx) })
+	exec(t, dbA, "INSERT INTO audit (note) VALUES ('one'), ('three')")
+	archive := exportOf(t, oldTn, a)
+	if err := newTn.Import(ctx, b, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	dbB, err := pgx.Connect(ctx, dsns[1])
+	must0(t, err)
+	t.Cleanup(func() { dbB.Close(ctx) })
+	var got string
+	must0(t, dbB.QueryRow(ctx, "SELECT string_agg(id || ':' || note || ':' || len, ',' ORDER BY id) FROM audit").Scan(&got))
+	if got != "1:one:3,2:three:5" {
+		t.Errorf("B's audit rows: %s, want A's with step 2 run on them", got)
+	}
+	if rec, err := newDocs.Get(tenancy.WithTenant(ctx, b), "x"); err != nil || rec.Value.Name != "of a" {
+		t.Errorf("B's document: %+v %v", rec, err)
+	}
+	requireRows(t, dbB, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '%\\_in'", 0)
+}
