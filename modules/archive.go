@@ -54,7 +54,8 @@ func (t *Tenants) Export(ctx context.Context, tenant tenancy.ID, w io.Writer) er
 // refused (archive_invalid, archive_mismatch) before anything is
 // written. An archive at an older migration version of a module is
 // migrated forward where the module can (migrate.ForwardImporter: a
-// PostgreSQL module whose migrations run in each tenant's schema), and
+// PostgreSQL module whose migrations run in each tenant's schema or own
+// database), and
 // refused otherwise; one at a newer version is archive_version_ahead.
 // Records name no tenant; each module writes them into tenant
 // only, and refuses a tenant that already holds data
