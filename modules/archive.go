@@ -55,10 +55,9 @@ func (t *Tenants) Export(ctx context.Context, tenant tenancy.ID, w io.Writer) er
 // written. An archive at an older migration version of a module is
 // migrated forward where the module can (migrate.ForwardImporter: a
 // PostgreSQL module whose migrations run in each tenant's schema or own
-// database), and
-// refused otherwise; one at a newer version is archive_version_ahead.
-// Records name no tenant; each module writes them into tenant
-// only, and refuses a tenant that already holds data
+// database), and refused otherwise; one at a newer version is
+// archive_version_ahead. Records name no tenant; each module writes them
+// into tenant only, and refuses a tenant that already holds data
 // (archive_target_not_empty). A PostgreSQL or memory module imports in
 // one transaction, so an interrupted import leaves it empty and a rerun
 // completes it; see docs/archive.md for the others.
