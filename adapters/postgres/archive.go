@@ -131,11 +131,11 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 }
 
 // ownTables lists the tables of schema, the tenant's own (but the
-// migration history and an extension's), each of the route declared
-// names for it.
+// migration history, the owner record and an extension's), each of the
+// route declared names for it.
 func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, declared map[string]string, home bool) ([]pgTable, error) {
 	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable)
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname NOT IN ($2, $3) AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable, ownerTable)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listing tenant %s's tables: %w", tenant, err)
@@ -228,6 +228,9 @@ func (t lifecycleTarget) Export(ctx context.Context, tenant tenancy.ID, out migr
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := c.checkOwner(ctx, tx, tenant); err != nil {
+		return err
+	}
 	out.Snapshot("one REPEATABLE READ READ ONLY transaction: a consistent snapshot of the module's tables")
 	tables, err := c.archiveTables(ctx, tx, tenant, out)
 	if err != nil {
@@ -275,6 +278,9 @@ func (t lifecycleTarget) importTx(ctx context.Context, tenant tenancy.ID, fill f
 	defer release()
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, 0))", "tenantwire.import."+c.prefix+"."+tenant.Hex()); err != nil {
+			return err
+		}
+		if err := c.checkOwner(ctx, tx, tenant); err != nil {
 			return err
 		}
 		tables, err := c.archiveTables(ctx, tx, tenant, nil)

@@ -154,3 +154,51 @@ func TestDedicatedArchiveMigratesForward(t *testing.T) {
 	}
 	requireRows(t, dbB, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '%\\_in'", 0)
 }
+
+// TestDedicatedOwnerRecordedOnTheServer: A's database records A as its
+// owner. A replica whose resolver maps B to it (another process: its
+// claims know nothing of A) is refused by the server's record when it
+// provisions, exports, imports or tears down B there, and A's rows stay.
+func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
+	ctx := context.Background()
+	_, dsns := databases(t, 1, "")
+	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text);")}}
+	replica := func(id tenancy.ID) (*fx.App, *modules.Tenants, *postgres.Client, *postgres.Documents[item]) {
+		var tn *modules.Tenants
+		var docs *postgres.Documents[item]
+		app, c := build(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsns[0]}}), postgres.RoutedConfig{}),
+			postgres.AllowTeardown(), postgres.Migrations(steps),
+			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
+			modules.Lifecycle(), fx.Populate(&tn, &docs))
+		startApp(t, app)
+		return app, tn, c, docs
+	}
+	first, tnA, cA, docsA := replica(a)
+	provision(t, cA, a)
+	if _, err := docsA.Create(tenancy.WithTenant(ctx, a), "x", item{Name: "a's"}); err != nil {
+		t.Fatal(err)
+	}
+	archive := exportOf(t, tnA, a)
+	// The first replica stops: its claims on the database go with it.
+	must0(t, first.Stop(ctx))
+
+	_, tnB, cB, _ := replica(b)
+	shared := func(what string, err error) {
+		t.Helper()
+		_ = tenancytest.RequireCode(t, err, tenancy.CodeDedicatedTargetShared, "postgres", "pg", "", "records as another tenant's")
+	}
+	shared("provision", cB.Provision(ctx, b))
+	var buf bytes.Buffer
+	shared("export", tnB.Export(ctx, b, &buf))
+	shared("import", tnB.Import(ctx, b, bytes.NewReader(archive)))
+	shared("teardown", cB.Teardown(ctx, b))
+	_, err := tnB.Offboard(ctx, b)
+	shared("offboard", err)
+
+	db, err := pgx.Connect(ctx, dsns[0])
+	must0(t, err)
+	t.Cleanup(func() { db.Close(ctx) })
+	requireRows(t, db, "SELECT count(*) FROM public.ddocs", 1)
+	requireRows(t, db, "SELECT count(*) FROM public.tenantwire_tenant WHERE tenant = $1", 1, a.String())
+}

@@ -24,7 +24,7 @@ func (t lifecycleTarget) Provision(ctx context.Context, tenant tenancy.ID) error
 		return err
 	}
 	if err := t.c.inLockedTx(ctx, tenant, stmts); err != nil {
-		return err
+		return t.c.ownedElsewhere(tenant, err)
 	}
 	return t.c.ownerSeesEveryRow(ctx, tenant)
 }
@@ -33,6 +33,10 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 	schema := pgx.Identifier{SchemaName(c.prefix, tenant)}.Sanitize()
 	role := pgx.Identifier{RoleName(c.prefix, tenant)}.Sanitize()
 	var out []string
+	if c.routed != nil {
+		// First: a database recorded as another tenant's gets nothing.
+		out = append(out, c.ownerDDL(tenant)...)
+	}
 	perTenant, shared, confined, writes := false, false, false, false
 	var secret []byte
 	for _, r := range c.routes {
@@ -127,6 +131,9 @@ func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error 
 		return err
 	}
 	var stmts []string
+	if c.routed != nil {
+		stmts = append(stmts, c.ownerCheck(tenant)) // another tenant's database: nothing removed
+	}
 	for _, f := range c.families(tenant) {
 		stmts = append(stmts, f.remove)
 	}
@@ -136,7 +143,7 @@ func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error 
 		stmts = append(stmts, "SELECT pg_catalog.pg_notify('"+gateChannel+"', '"+gateTenantNotice(tenant)+"')")
 	}
 	if err := c.inLockedTx(ctx, tenant, stmts); err != nil {
-		return err
+		return c.ownedElsewhere(tenant, err)
 	}
 	// Connections logged in as the dropped role are closed.
 	c.mu.Lock()
