@@ -107,10 +107,20 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 		}
 	}
 	if c.routed != nil {
-		// A routed tenant's database is its own: every table of the static
-		// schema there is its data, as its schema's are.
+		// A routed tenant's database is its own: the module's tables of the
+		// static schema there are its data, as its schema's are.
+		n := len(out2)
 		if err := own(c.static, ownStatic); err != nil {
 			return nil, err
+		}
+		if !c.ownsStatic() {
+			kept := out2[:n]
+			for _, tb := range out2[n:] {
+				if _, declared := ownStatic[tb.family]; declared {
+					kept = append(kept, tb)
+				}
+			}
+			out2 = kept
 		}
 	}
 	for _, tb := range tagged {

@@ -202,3 +202,51 @@ func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
 	requireRows(t, db, "SELECT count(*) FROM public.ddocs", 1)
 	requireRows(t, db, "SELECT count(*) FROM public.tenantwire_tenant WHERE tenant = $1", 1, a.String())
 }
+
+// TestDedicatedTwoModulesInOneDatabase: two routed modules without
+// migrations put their tables in the static schema of A's one database:
+// each archives and tears down its own table only, so A's archive holds
+// each once and one module's teardown leaves the other's rows.
+func TestDedicatedTwoModulesInOneDatabase(t *testing.T) {
+	ctx := context.Background()
+	_, dsns := databases(t, 1, "")
+	a := tenancytest.FreshTenant(t)
+	resolve := resolverOf(map[tenancy.ID]routing.Credentials{a: {Endpoint: dsns[0]}})
+	var tn *modules.Tenants
+	var orders, billing *postgres.Documents[item]
+	var ordersRunner *migrate.Runner
+	app, _ := build(t,
+		postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.NamedOnly(),
+			postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("odocs")})),
+		postgres.Module("billing", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.NamedOnly(),
+			postgres.Document[item]("billing", postgres.DocumentConfig{Read: naming.Shared("bdocs")})),
+		modules.Lifecycle(), fx.Populate(&tn), named("orders", &orders), named("billing", &billing), named("pg", &ordersRunner))
+	startApp(t, app)
+	if _, err := tn.Provision(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	ctxA := tenancy.WithTenant(ctx, a)
+	for _, r := range []*postgres.Documents[item]{orders, billing} {
+		if _, err := r.Create(ctxA, "x", item{Name: "a's"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := exportOf(t, tn, a)
+	for _, want := range []string{`"module":"pg","route":"orders","family":"odocs","tier":"dedicated","records":1`, `"module":"billing","route":"billing","family":"bdocs","tier":"dedicated","records":1`} {
+		if !bytes.Contains(archive, []byte(want)) {
+			t.Errorf("A's archive does not hold %s once:\n%s", want, lastLine(archive))
+		}
+	}
+	if n := bytes.Count(archive, []byte(`"kind":"row"`)); n != 2 {
+		t.Errorf("A's archive holds %d records, want 2:\n%s", n, archive)
+	}
+	must0(t, ordersRunner.Teardown(ctx, a))
+	if _, err := billing.Get(ctxA, "x"); err != nil {
+		t.Errorf("billing's record after the orders module's teardown: %v", err)
+	}
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return b[bytes.LastIndexByte(b, '\n')+1:]
+}

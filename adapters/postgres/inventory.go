@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -57,14 +58,7 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		confined = confined || r.tenantRole && !(r.kind == kindSQL && c.routed != nil)
 	}
 	if c.routed != nil {
-		// A routed tenant's database is its own: every table of the static
-		// schema there (the routes', the migrations', their history) is
-		// its data. An extension's tables are the extension's.
-		tables := "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" +
-			" WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
-		out = append(out, pgFamily{Family: migrate.Family{Name: "static tables", Kind: migrate.KindTable, Where: c.static + ".* in the tenant's database"},
-			remove: "DO $$ DECLARE t text; BEGIN FOR t IN " + tables + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
-			count:  "SELECT count(*) FROM (" + tables + ") x"})
+		out = append(out, c.staticFamily())
 	}
 	if c.hasSQLRoute() && ownsSchema {
 		// The service's own tables (its migrations'), dropped before the
@@ -140,6 +134,56 @@ func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate
 		e.Check(f.Family, n, f.Where)
 	}
 	return e, nil
+}
+
+// staticFamily is a routed tenant's tables in the static schema of its
+// own database that are the module's (ownsStatic): all of them (the
+// routes', the migrations', their history, the owner record; an
+// extension's stay) when the module's migrations run there, else the
+// routes' own and the owner record. An extension's tables are the
+// extension's.
+func (c *Client) staticFamily() pgFamily {
+	where := " WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
+	scope := c.static + ".* in the tenant's database"
+	if !c.ownsStatic() {
+		names := []string{literal(ownerTable)}
+		for _, n := range c.staticTables() {
+			names = append(names, literal(n))
+		}
+		where += " AND c.relname IN (" + strings.Join(names, ", ") + ")"
+		scope = c.static + ".{" + strings.Join(c.staticTables(), ",") + "} in the tenant's database"
+	}
+	tables := "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" + where
+	return pgFamily{Family: migrate.Family{Name: "static tables", Kind: migrate.KindTable, Where: scope},
+		remove: "DO $$ DECLARE t text; BEGIN FOR t IN " + tables + " LOOP EXECUTE 'DROP TABLE IF EXISTS ' || t || ' CASCADE'; END LOOP; END $$",
+		count:  "SELECT count(*) FROM (" + tables + ") x"}
+}
+
+// ownsStatic reports whether the static schema of a routed tenant's
+// database is the module's whole: its migrations run there. Another
+// module routed to the same database may hold tables there otherwise
+// (give each such module a StaticSchema of its own), so the module
+// counts only its routes' tables as its.
+func (c *Client) ownsStatic() bool {
+	return c.routed != nil && !c.life.perTenantSchema && len(c.life.set) > 0
+}
+
+// staticTables is the names of the static tables the module's routes
+// write, sorted.
+func (c *Client) staticTables() []string {
+	var out []string
+	for _, r := range c.routes {
+		if r.ddl == nil || r.decision.Global {
+			continue
+		}
+		for _, rr := range r.rels {
+			if slices.Contains(ownedRoles, rr.role) && !r.decision.ResolvesPerTenant(rr.role) && !slices.Contains(out, rr.rel.Base()) {
+				out = append(out, rr.rel.Base())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ownsSchema reports whether the tenant's schema is the module's: when
