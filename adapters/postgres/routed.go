@@ -23,17 +23,18 @@ import (
 // it is and must report what the pool's first connection did
 // (pinnedServer). Behind a transaction pooler (pooled) the pool runs in a
 // mode that prepares nothing named (pooledConfig).
-func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), pooled bool) func(routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
+func readRouted(module, static string, maxConns int32, configure func(*pgxpool.Config), pooled bool) func(routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
 	return func(cr routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
 		cfg, err := routedConfig(cr)
 		if err != nil {
 			return routing.Reading[*pgxpool.Pool]{}, err
 		}
 		searchPath := cr.Params[searchPathParam]
+		pin := &pinnedServer{module: module, static: static, owner: cr.Params[ownerParam]}
 		open := func(ctx context.Context) (*pgxpool.Pool, error) {
 			// The claims were read from cfg: open a copy of it, so what
 			// Configure changes stays with this pool.
-			return openRouted(ctx, cfg.Copy(), cr.Endpoint, module, maxConns, configure, pooled, searchPath)
+			return openRouted(ctx, cfg.Copy(), cr.Endpoint, pin, maxConns, configure, pooled, searchPath)
 		}
 		return routing.Reading[*pgxpool.Pool]{Targets: connTargets(cfg.ConnConfig), Open: open}, nil
 	}
@@ -42,7 +43,7 @@ func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), 
 // openRouted opens a tenant's pool from its parsed DSN.
 // A non-empty searchPath is sent at login, after Configure, so neither
 // it nor the DSN can change it.
-func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
+func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn string, pin *pinnedServer, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
 	if err := pooledConfig(pooled, cfg.ConnConfig, dsn); err != nil {
 		return nil, fmt.Errorf("postgres: routed credentials: %w", err)
 	}
@@ -61,7 +62,6 @@ func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, ma
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = searchPath
 	}
-	pin := &pinnedServer{module: module}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := pin.check(ctx, conn); err != nil {
@@ -181,11 +181,24 @@ const serverIdentitySQL = `SELECT s.system_identifier, d.oid
 func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (string, error) {
+	return serverIdentityThen(ctx, q, "")
+}
+
+// serverIdentityThen is serverIdentity with then, a statement that
+// returns no rows (the owner check), sent in the same message.
+func serverIdentityThen(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, then string) (string, error) {
 	var system int64
 	var oid uint32
-	// Asked once per connection, so not prepared: one round trip, and
+	sql := serverIdentitySQL
+	if then != "" {
+		sql += ";\n" + then
+	}
+	// Asked once per connection, so not prepared: one round trip (the
+	// simple protocol takes several statements in one message), and
 	// nothing left in the connection's statement cache.
-	if err := q.QueryRow(ctx, serverIdentitySQL, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid); err != nil {
+	if err := q.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid); err != nil {
 		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
 	}
 	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), nil
@@ -213,14 +226,21 @@ func identifyRouted(ctx context.Context, p *pgxpool.Pool) (string, error) {
 // would otherwise carry a pool, after its identity was claimed, to another
 // tenant's database: such a connection is closed before any statement.
 type pinnedServer struct {
-	module string
-	id     atomic.Pointer[string]
+	module, static string
+	// owner is the tenant the pool is for: the database must not record
+	// another as its owner (ownerTable).
+	owner string
+	id    atomic.Pointer[string]
 }
 
 func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
-	id, err := serverIdentity(ctx, conn)
+	after := ""
+	if p.owner != "" {
+		after = ownerCheckIn(p.static, p.owner)
+	}
+	id, err := serverIdentityThen(ctx, conn, after)
 	if err != nil {
-		return err
+		return ownedElsewhereIn(p.module, p.static, p.owner, err)
 	}
 	if p.id.CompareAndSwap(nil, &id) {
 		return nil
