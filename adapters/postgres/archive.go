@@ -145,7 +145,7 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 // route declared names for it.
 func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string, declared map[string]string, home bool) ([]pgTable, error) {
 	rows, _ := tx.Query(ctx, `SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname NOT IN ($2, $3) AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable, ownerTable)
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $2 AND NOT pg_catalog.starts_with(c.relname, $3) AND NOT EXISTS (`+extensionMember+`) ORDER BY c.relname`, schema, migrationTable, ownerPrefix)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listing tenant %s's tables: %w", tenant, err)

@@ -207,7 +207,7 @@ func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
 	must0(t, err)
 	t.Cleanup(func() { db.Close(ctx) })
 	requireRows(t, db, "SELECT count(*) FROM public.ddocs", 1)
-	requireRows(t, db, "SELECT count(*) FROM public.tenantwire_tenant WHERE tenant = $1", 1, a.String())
+	requireRows(t, db, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = $1", 1, "tenantwire_owner_"+a.Hex())
 }
 
 // TestDedicatedTwoModulesInOneDatabase: two routed modules without

@@ -128,7 +128,7 @@ func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	old, err := pgx.Connect(context.Background(), dsns[0])
 	must0(t, err)
 	defer old.Close(context.Background())
-	exec(t, old, "DROP TABLE public.docs, public.tenantwire_tenant")
+	exec(t, old, "DROP TABLE public.docs, public.tenantwire_owner_"+tenancytest.TenantA.Hex())
 	provision(t, c, tenancytest.TenantB)
 	if _, err := d.Create(ctxB, "b1", item{Name: "b"}); err != nil {
 		t.Fatalf("tenant B on its emptied database: %v", err)

@@ -58,7 +58,7 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		confined = confined || r.tenantRole && !(r.kind == kindSQL && c.routed != nil)
 	}
 	if c.routed != nil {
-		out = append(out, c.staticFamily())
+		out = append(out, c.staticFamily(tenant))
 	}
 	if c.hasSQLRoute() && ownsSchema {
 		// The service's own tables (its migrations'), dropped before the
@@ -142,11 +142,11 @@ func (t lifecycleTarget) Verify(ctx context.Context, tenant tenancy.ID) (migrate
 // extension's stay) when the module's migrations run there, else the
 // routes' own and the owner record. An extension's tables are the
 // extension's.
-func (c *Client) staticFamily() pgFamily {
+func (c *Client) staticFamily(tenant tenancy.ID) pgFamily {
 	where := " WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
 	scope := c.static + ".* in the tenant's database"
 	if !c.ownsStatic() {
-		names := []string{literal(ownerTable)}
+		names := []string{literal(ownerTableOf(tenant.String()))}
 		for _, n := range c.staticTables() {
 			names = append(names, literal(n))
 		}

@@ -12,41 +12,45 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// ownerTable, in the static schema of a routed tenant's own database,
-// names the tenant that database is provisioned for: the server's record
-// of whose it is, which every replica reads the same. The in-process
-// claims keep two tenants off one database within a process; this keeps
-// a replica whose resolver maps a second tenant there from connecting to
-// it (every new connection of the tenant's pool checks it), and from
-// provisioning, exporting, importing into or tearing down the first
-// one's data.
-const ownerTable = "tenantwire_tenant"
+// A routed tenant's own database records the tenant it is provisioned
+// for: an empty table named ownerPrefix + the tenant's hex digits in the
+// module's static schema, the server's record of whose the database is,
+// which every replica reads the same. The in-process claims keep two
+// tenants off one database within a process; the record keeps a replica
+// whose resolver maps a second tenant there from connecting to it (every
+// new connection of the tenant's pool checks it) and from provisioning,
+// exporting, importing into or tearing down the first one's data. It is
+// a name in the catalog, not a row, so the check is one more column of
+// the identity query and needs no table to exist.
+const ownerPrefix = "tenantwire_owner_"
 
 // ownerState is the SQLSTATE the owner check raises.
 const ownerState = "TW001"
 
+func ownerTableOf(tenant string) string {
+	id, _ := tenancy.ParseID(tenant) // a tenant's own string: it parses
+	return ownerPrefix + id.Hex()
+}
+
 // ownerDDL records tenant as its database's owner, or fails (ownerCheck)
-// when the database names another.
+// when the database records another.
 func (c *Client) ownerDDL(tenant tenancy.ID) []string {
-	t := pgx.Identifier{c.static, ownerTable}.Sanitize()
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + t + " (tenant uuid PRIMARY KEY)",
-		c.ownerCheck(tenant),
-		"INSERT INTO " + t + " VALUES (" + literal(tenant.String()) + ") ON CONFLICT DO NOTHING",
-	}
+	return []string{c.ownerCheck(tenant), "CREATE TABLE IF NOT EXISTS " + pgx.Identifier{c.static, ownerTableOf(tenant.String())}.Sanitize() + " ()"}
 }
 
 // ownerCheck fails with ownerState when the tenant's database records
 // another tenant as its owner; a database that records none passes (it
 // was provisioned before the record existed, or not at all).
-func (c *Client) ownerCheck(tenant tenancy.ID) string { return ownerCheckIn(c.static, tenant.String()) }
+func (c *Client) ownerCheck(tenant tenancy.ID) string {
+	return "DO $$ BEGIN IF " + otherOwner(c.static, tenant.String()) + " THEN RAISE EXCEPTION USING ERRCODE = '" + ownerState +
+		"', MESSAGE = 'this database is provisioned for another tenant'; END IF; END $$"
+}
 
-func ownerCheckIn(static, tenant string) string {
-	t := pgx.Identifier{static, ownerTable}.Sanitize()
-	// Nested: PL/pgSQL plans the inner test only when the table exists.
-	return "DO $$ BEGIN IF pg_catalog.to_regclass(" + literal(t) + ") IS NOT NULL THEN IF EXISTS (SELECT FROM " + t +
-		" WHERE tenant <> " + literal(tenant) + "::uuid) THEN RAISE EXCEPTION USING ERRCODE = '" + ownerState +
-		"', MESSAGE = 'this database is provisioned for another tenant'; END IF; END IF; END $$"
+// otherOwner is true when static holds another tenant's owner record: a
+// catalog read, valid whatever tables exist.
+func otherOwner(static, tenant string) string {
+	return "EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = " + literal(static) +
+		" AND c.relkind = 'r' AND pg_catalog.starts_with(c.relname, " + literal(ownerPrefix) + ") AND c.relname <> " + literal(ownerTableOf(tenant)) + ")"
 }
 
 // ownerParam is the Credentials param withOwner sets: the tenant a
@@ -93,7 +97,13 @@ func ownedElsewhereIn(module, static, tenant string, err error) error {
 	if !errors.As(err, &pe) || pe.Code != ownerState {
 		return err
 	}
+	return foreignOwner(module, static, tenant)
+}
+
+// foreignOwner is the refusal of tenant on a database its server records
+// as another tenant's.
+func foreignOwner(module, static, tenant string) error {
 	return &tenancy.Error{Code: tenancy.CodeDedicatedTargetShared, Module: module, Backend: rules.Name,
-		Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to a database its server records as another tenant's (%s.%s); nothing was read or written", tenant, static, ownerTable),
+		Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to a database its server records as another tenant's (a table %s%s* other than its own); nothing was read or written", tenant, static+".", ownerPrefix),
 		Fix:    "make the credential resolver give each tenant its own database, on every replica"}
 }

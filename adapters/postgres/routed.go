@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -181,27 +182,28 @@ const serverIdentitySQL = `SELECT s.system_identifier, d.oid
 func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (string, error) {
-	return serverIdentityThen(ctx, q, "")
+	id, _, err := serverIdentityAnd(ctx, q, "")
+	return id, err
 }
 
-// serverIdentityThen is serverIdentity with then, a statement that
-// returns no rows (the owner check), sent in the same message.
-func serverIdentityThen(ctx context.Context, q interface {
+// serverIdentityAnd is serverIdentity with also, a boolean expression
+// (the owner check), read in the same query.
+func serverIdentityAnd(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, then string) (string, error) {
+}, also string) (string, bool, error) {
 	var system int64
 	var oid uint32
-	sql := serverIdentitySQL
-	if then != "" {
-		sql += ";\n" + then
+	var flag bool
+	sql, dst := serverIdentitySQL, []any{&system, &oid}
+	if also != "" {
+		sql, dst = strings.Replace(sql, "SELECT s.system_identifier, d.oid", "SELECT s.system_identifier, d.oid, "+also, 1), append(dst, &flag)
 	}
-	// Asked once per connection, so not prepared: one round trip (the
-	// simple protocol takes several statements in one message), and
+	// Asked once per connection, so not prepared: one round trip, and
 	// nothing left in the connection's statement cache.
-	if err := q.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid); err != nil {
-		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
+	if err := q.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(dst...); err != nil {
+		return "", false, fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
 	}
-	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), nil
+	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), flag, nil
 }
 
 // identifyRouted is the routed pools' Identify: the identity the pool's
@@ -234,13 +236,16 @@ type pinnedServer struct {
 }
 
 func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
-	after := ""
+	also := ""
 	if p.owner != "" {
-		after = ownerCheckIn(p.static, p.owner)
+		also = otherOwner(p.static, p.owner)
 	}
-	id, err := serverIdentityThen(ctx, conn, after)
+	id, foreign, err := serverIdentityAnd(ctx, conn, also)
 	if err != nil {
-		return ownedElsewhereIn(p.module, p.static, p.owner, err)
+		return err
+	}
+	if foreign {
+		return foreignOwner(p.module, p.static, p.owner)
 	}
 	if p.id.CompareAndSwap(nil, &id) {
 		return nil

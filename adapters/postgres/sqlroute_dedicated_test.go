@@ -240,7 +240,7 @@ func TestSQLRouteDedicatedPlanAndOffboard(t *testing.T) {
 	}
 	plan := testsvc.Plan(rep)[a]
 	// The owner record first: the database is A's before anything of A's is made.
-	want := []string{"table public.tenantwire_tenant", "schema " + postgres.SchemaName(prefix, a), "step 1"}
+	want := []string{"table public.tenantwire_owner_" + a.Hex(), "schema " + postgres.SchemaName(prefix, a), "step 1"}
 	if fmt.Sprint(plan) != fmt.Sprint(want) {
 		t.Errorf("A's plan %q, want %q", plan, want)
 	}
