@@ -146,7 +146,7 @@ func (c *Client) staticFamily(tenant tenancy.ID) pgFamily {
 	where := " WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
 	scope := c.static + ".* in the tenant's database"
 	if !c.ownsStatic() {
-		names := []string{literal(ownerTableOf(tenant.String()))}
+		names := []string{literal(ownerTableOf(tenant))}
 		for _, n := range c.staticTables() {
 			names = append(names, literal(n))
 		}

@@ -277,13 +277,13 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
 			cfg.routed.MaxConnsPerClient = 4
 		}
-		resolve := withOwner(cfg.resolve)
+		resolve := cfg.resolve
 		if cfg.hasSQLRoute() {
 			resolve = withSearchPath(resolve, cfg.prefix)
 		}
 		rc := routing.Config[*pgxpool.Pool]{
 			Resolve:    resolve,
-			Read:       readRouted(name, cfg.static, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
+			Read:       readRouted(name, int32(cfg.routed.MaxConnsPerClient), cfg.routed.Configure, cfg.pooled),
 			Close:      closeRouted,
 			Identify:   identifyRouted,
 			TargetNoun: "database",

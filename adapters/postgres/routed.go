@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/user"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -24,18 +23,17 @@ import (
 // it is and must report what the pool's first connection did
 // (pinnedServer). Behind a transaction pooler (pooled) the pool runs in a
 // mode that prepares nothing named (pooledConfig).
-func readRouted(module, static string, maxConns int32, configure func(*pgxpool.Config), pooled bool) func(routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
+func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), pooled bool) func(routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
 	return func(cr routing.Credentials) (routing.Reading[*pgxpool.Pool], error) {
 		cfg, err := routedConfig(cr)
 		if err != nil {
 			return routing.Reading[*pgxpool.Pool]{}, err
 		}
 		searchPath := cr.Params[searchPathParam]
-		pin := &pinnedServer{module: module, static: static, owner: cr.Params[ownerParam]}
 		open := func(ctx context.Context) (*pgxpool.Pool, error) {
 			// The claims were read from cfg: open a copy of it, so what
 			// Configure changes stays with this pool.
-			return openRouted(ctx, cfg.Copy(), cr.Endpoint, pin, maxConns, configure, pooled, searchPath)
+			return openRouted(ctx, cfg.Copy(), cr.Endpoint, module, maxConns, configure, pooled, searchPath)
 		}
 		return routing.Reading[*pgxpool.Pool]{Targets: connTargets(cfg.ConnConfig), Open: open}, nil
 	}
@@ -44,7 +42,7 @@ func readRouted(module, static string, maxConns int32, configure func(*pgxpool.C
 // openRouted opens a tenant's pool from its parsed DSN.
 // A non-empty searchPath is sent at login, after Configure, so neither
 // it nor the DSN can change it.
-func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn string, pin *pinnedServer, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
+func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
 	if err := pooledConfig(pooled, cfg.ConnConfig, dsn); err != nil {
 		return nil, fmt.Errorf("postgres: routed credentials: %w", err)
 	}
@@ -63,6 +61,7 @@ func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn string, pin *pinne
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = searchPath
 	}
+	pin := &pinnedServer{module: module}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := pin.check(ctx, conn); err != nil {
@@ -182,28 +181,14 @@ const serverIdentitySQL = `SELECT s.system_identifier, d.oid
 func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (string, error) {
-	id, _, err := serverIdentityAnd(ctx, q, "")
-	return id, err
-}
-
-// serverIdentityAnd is serverIdentity with also, a boolean expression
-// (the owner check), read in the same query.
-func serverIdentityAnd(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, also string) (string, bool, error) {
 	var system int64
 	var oid uint32
-	var flag bool
-	sql, dst := serverIdentitySQL, []any{&system, &oid}
-	if also != "" {
-		sql, dst = strings.Replace(sql, "SELECT s.system_identifier, d.oid", "SELECT s.system_identifier, d.oid, "+also, 1), append(dst, &flag)
-	}
 	// Asked once per connection, so not prepared: one round trip, and
 	// nothing left in the connection's statement cache.
-	if err := q.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(dst...); err != nil {
-		return "", false, fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
+	if err := q.QueryRow(ctx, serverIdentitySQL, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid); err != nil {
+		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
 	}
-	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), flag, nil
+	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), nil
 }
 
 // identifyRouted is the routed pools' Identify: the identity the pool's
@@ -228,24 +213,14 @@ func identifyRouted(ctx context.Context, p *pgxpool.Pool) (string, error) {
 // would otherwise carry a pool, after its identity was claimed, to another
 // tenant's database: such a connection is closed before any statement.
 type pinnedServer struct {
-	module, static string
-	// owner is the tenant the pool is for: the database must not record
-	// another as its owner (ownerTable).
-	owner string
-	id    atomic.Pointer[string]
+	module string
+	id     atomic.Pointer[string]
 }
 
 func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
-	also := ""
-	if p.owner != "" {
-		also = otherOwner(p.static, p.owner)
-	}
-	id, foreign, err := serverIdentityAnd(ctx, conn, also)
+	id, err := serverIdentity(ctx, conn)
 	if err != nil {
 		return err
-	}
-	if foreign {
-		return foreignOwner(p.module, p.static, p.owner)
 	}
 	if p.id.CompareAndSwap(nil, &id) {
 		return nil
