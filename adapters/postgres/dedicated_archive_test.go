@@ -157,8 +157,9 @@ func TestDedicatedArchiveMigratesForward(t *testing.T) {
 
 // TestDedicatedOwnerRecordedOnTheServer: A's database records A as its
 // owner. A replica whose resolver maps B to it (another process: its
-// claims know nothing of A) is refused by the server's record when it
-// provisions, exports, imports or tears down B there, and A's rows stay.
+// claims know nothing of A) is refused by the server's records when it
+// reads, writes, provisions, exports, imports or tears down B there, and
+// A's rows stay.
 func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
 	ctx := context.Background()
 	_, dsns := databases(t, 1, "")
@@ -183,22 +184,43 @@ func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
 	// The first replica stops: its claims on the database go with it.
 	must0(t, first.Stop(ctx))
 
-	_, tnB, cB, _ := replica(b)
+	_, tnB, cB, docsB := replica(b)
 	shared := func(what string, err error) {
 		t.Helper()
-		_ = tenancytest.RequireCode(t, err, tenancy.CodeDedicatedTargetShared, "postgres", "pg", "", "records as another tenant's")
+		_ = tenancytest.RequireCode(t, err, tenancy.CodeDedicatedTargetShared, "postgres", "pg", "", "as its owner")
 	}
+	// Every new connection of B's pool reads the database's owner setting
+	// with its identity, before any statement of B's: no read, no write.
+	_, err := docsB.Get(tenancy.WithTenant(ctx, b), "x")
+	shared("get", err)
+	_, err = docsB.Create(tenancy.WithTenant(ctx, b), "y", item{Name: "b's"})
+	shared("create", err)
 	shared("provision", cB.Provision(ctx, b))
 	var buf bytes.Buffer
 	shared("export", tnB.Export(ctx, b, &buf))
 	shared("import", tnB.Import(ctx, b, bytes.NewReader(archive)))
 	shared("teardown", cB.Teardown(ctx, b))
-	_, err := tnB.Offboard(ctx, b)
+	_, err = tnB.Offboard(ctx, b)
 	shared("offboard", err)
 
 	db, err := pgx.Connect(ctx, dsns[0])
 	must0(t, err)
 	t.Cleanup(func() { db.Close(ctx) })
+	requireRows(t, db, "SELECT count(*) FROM public.ddocs", 1)
+
+	// Where the setting could not be made (a provisioning user that does
+	// not own the database), the catalog's record still refuses B's
+	// provisioning, export, import and teardown.
+	exec(t, db, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET tenantwire.owner', current_database()); END $$")
+	_, tnB2, cB2, _ := replica(b)
+	record := func(what string, err error) {
+		t.Helper()
+		_ = tenancytest.RequireCode(t, err, tenancy.CodeDedicatedTargetShared, "postgres", "pg", "", "records as another tenant's")
+	}
+	record("provision", cB2.Provision(ctx, b))
+	record("export", tnB2.Export(ctx, b, &buf))
+	record("import", tnB2.Import(ctx, b, bytes.NewReader(archive)))
+	record("teardown", cB2.Teardown(ctx, b))
 	requireRows(t, db, "SELECT count(*) FROM public.ddocs", 1)
 	requireRows(t, db, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = $1", 1, "tenantwire_owner_"+a.Hex())
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,8 +64,9 @@ func TestDedicatedRenamedDatabaseStaysClaimed(t *testing.T) {
 // transaction does), its credentials move to another database, and its
 // next call after the TTL binds the new one. Tenant B then resolves to A's
 // old database. A's held pool still reads and writes there, so B is
-// refused until that pool has drained and closed; when a move released
-// the claim at once, B wrote a row A's held pool read as its own.
+// refused until that pool has drained and closed (when a move released
+// the claim at once, B wrote a row A's held pool read as its own); then
+// by the database's record of A as its owner, until it is emptied.
 func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	_, dsns := databases(t, 2, "")
 	var mu sync.Mutex
@@ -108,16 +110,29 @@ func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	}
 	release()
 	released = true
+	// Once the pool has closed, the claim is gone, and the server's own
+	// record of A as the database's owner refuses B: A's rows are still
+	// there.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := d.Create(ctxB, "b1", item{Name: "b"})
-		if err == nil {
+		if tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared || time.Now().After(deadline) {
+			t.Fatalf("tenant B once A's old pool closed: %v, want the server's record to refuse it", err)
+		}
+		if strings.Contains(err.Error(), "as its owner") {
 			break
 		}
-		if tenancy.CodeOf(err) != tenancy.CodeDedicatedTargetShared || time.Now().After(deadline) {
-			t.Fatalf("tenant B once A's old pool closed: %v", err)
-		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The operator empties A's old database for B: B is served.
+	old, err := pgx.Connect(context.Background(), dsns[0])
+	must0(t, err)
+	defer old.Close(context.Background())
+	exec(t, old, "DROP TABLE public.docs, public.tenantwire_owner_"+tenancytest.TenantA.Hex())
+	exec(t, old, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET tenantwire.owner', current_database()); END $$")
+	provision(t, c, tenancytest.TenantB)
+	if _, err := d.Create(ctxB, "b1", item{Name: "b"}); err != nil {
+		t.Fatalf("tenant B on its emptied database: %v", err)
 	}
 }
 

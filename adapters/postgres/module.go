@@ -277,7 +277,7 @@ func (cfg *config) connection() (build []func(*Client), conns int, errs []error)
 				"set RoutedConfig.MaxConnsPerClient to at most 2147483647 (a few per tenant is typical)"))
 			cfg.routed.MaxConnsPerClient = 4
 		}
-		resolve := cfg.resolve
+		resolve := withOwner(cfg.resolve)
 		if cfg.hasSQLRoute() {
 			resolve = withSearchPath(resolve, cfg.prefix)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -19,9 +21,9 @@ import (
 // whose resolver maps a second tenant there from provisioning,
 // exporting, importing into or tearing down the first one's data. It is
 // a name in the catalog, not a row, so the check needs no table to
-// exist. It is not read on every new connection: a fresh backend's first
-// catalog read cost some 2.7 ms a connection, a quarter more on the
-// routed churn pair.
+// exist. It is not read on every new connection (a fresh backend's
+// first catalog read cost some 2.7 ms a connection, a quarter more on the
+// routed churn pair): the owner setting is, where it could be made.
 const ownerPrefix = "tenantwire_owner_"
 
 // ownerState is the SQLSTATE the owner check raises.
@@ -29,10 +31,52 @@ const ownerState = "TW001"
 
 func ownerTableOf(tenant tenancy.ID) string { return ownerPrefix + tenant.Hex() }
 
+// ownerSetting is the database setting that records the owner too,
+// where the provisioning user may set it (it owns the database): every
+// session of the database starts with it, so each new connection of a
+// tenant's pool reads it with the server's identity, at no cost, and a
+// replica's pool for another tenant is refused before any statement.
+const ownerSetting = "tenantwire.owner"
+
 // ownerDDL records tenant as its database's owner, or fails (ownerCheck)
 // when the database records another.
 func (c *Client) ownerDDL(tenant tenancy.ID) []string {
-	return []string{c.ownerCheck(tenant), "CREATE TABLE IF NOT EXISTS " + pgx.Identifier{c.static, ownerTableOf(tenant)}.Sanitize() + " ()"}
+	return []string{c.ownerCheck(tenant), "CREATE TABLE IF NOT EXISTS " + pgx.Identifier{c.static, ownerTableOf(tenant)}.Sanitize() + " ()",
+		setOwnerSetting("SET " + ownerSetting + " = " + literal(tenant.String()))}
+}
+
+// resetOwner is the teardown's end of the owner setting.
+func resetOwner() string { return setOwnerSetting("RESET " + ownerSetting) }
+
+// setOwnerSetting alters the current database's setting, skipped where
+// the user may not (then only the catalog record holds).
+func setOwnerSetting(change string) string {
+	return "DO $$ BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I " + strings.ReplaceAll(change, "'", "''") + "', pg_catalog.current_database()); " +
+		"EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"
+}
+
+// ownerParam is the Credentials param withOwner sets: the tenant a
+// routed pool is opened for, which its connections' owner setting must
+// name when it names one.
+const ownerParam = "tenantwire.pool_tenant"
+
+// withOwner is resolve with the tenant in its credentials' params. The
+// param is part of the credentials' fingerprint, as a pool is one
+// tenant's anyway.
+func withOwner(resolve routing.Resolver) routing.Resolver {
+	return func(ctx context.Context, tenant tenancy.ID) (routing.Credentials, error) {
+		cr, err := resolve(ctx, tenant)
+		if err != nil {
+			return cr, err
+		}
+		params := make(map[string]string, len(cr.Params)+1)
+		for k, v := range cr.Params {
+			params[k] = v
+		}
+		params[ownerParam] = tenant.String()
+		cr.Params = params
+		return cr, nil
+	}
 }
 
 // ownerCheck fails with ownerState when the tenant's database records

@@ -137,6 +137,9 @@ func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error 
 	for _, f := range c.families(tenant) {
 		stmts = append(stmts, f.remove)
 	}
+	if c.routed != nil {
+		stmts = append(stmts, resetOwner())
+	}
 	if c.routed == nil {
 		// Other clients' ownership gates drop the tenant's positives once
 		// this commits (gatesync.go).

@@ -30,10 +30,11 @@ func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), 
 			return routing.Reading[*pgxpool.Pool]{}, err
 		}
 		searchPath := cr.Params[searchPathParam]
+		pin := &pinnedServer{module: module, tenant: cr.Params[ownerParam]}
 		open := func(ctx context.Context) (*pgxpool.Pool, error) {
 			// The claims were read from cfg: open a copy of it, so what
 			// Configure changes stays with this pool.
-			return openRouted(ctx, cfg.Copy(), cr.Endpoint, module, maxConns, configure, pooled, searchPath)
+			return openRouted(ctx, cfg.Copy(), cr.Endpoint, pin, maxConns, configure, pooled, searchPath)
 		}
 		return routing.Reading[*pgxpool.Pool]{Targets: connTargets(cfg.ConnConfig), Open: open}, nil
 	}
@@ -42,7 +43,7 @@ func readRouted(module string, maxConns int32, configure func(*pgxpool.Config), 
 // openRouted opens a tenant's pool from its parsed DSN.
 // A non-empty searchPath is sent at login, after Configure, so neither
 // it nor the DSN can change it.
-func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
+func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn string, pin *pinnedServer, maxConns int32, configure func(*pgxpool.Config), pooled bool, searchPath string) (*pgxpool.Pool, error) {
 	if err := pooledConfig(pooled, cfg.ConnConfig, dsn); err != nil {
 		return nil, fmt.Errorf("postgres: routed credentials: %w", err)
 	}
@@ -61,7 +62,6 @@ func openRouted(ctx context.Context, cfg *pgxpool.Config, dsn, module string, ma
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = searchPath
 	}
-	pin := &pinnedServer{module: module}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := pin.check(ctx, conn); err != nil {
@@ -174,21 +174,37 @@ func connTargets(cc *pgx.ConnConfig) []string {
 // may call pg_control_system(); each name is schema-qualified so that no
 // search_path reaches a look-alike. The two columns come back as they
 // are: casting and joining them on the server cost a new backend more
-// catalog lookups (some 0.07 ms of a cold query's 0.65 here).
-const serverIdentitySQL = `SELECT s.system_identifier, d.oid
+// catalog lookups (some 0.07 ms of a cold query's 0.65 here). The third is
+// the database's owner setting (ownerSetting), a setting every session
+// starts with, so reading it costs no lookup.
+const serverIdentitySQL = `SELECT s.system_identifier, d.oid, pg_catalog.current_setting('` + ownerSetting + `', true)
 	FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()`
 
 func serverIdentity(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (string, error) {
+	id, _, err := serverIdentityOwner(ctx, q)
+	return id, err
+}
+
+// serverIdentityOwner is serverIdentity and the database's owner setting
+// ("" when it has none), read in one query.
+func serverIdentityOwner(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (string, string, error) {
 	var system int64
 	var oid uint32
+	var owner *string
 	// Asked once per connection, so not prepared: one round trip, and
 	// nothing left in the connection's statement cache.
-	if err := q.QueryRow(ctx, serverIdentitySQL, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid); err != nil {
-		return "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
+	if err := q.QueryRow(ctx, serverIdentitySQL, pgx.QueryExecModeSimpleProtocol).Scan(&system, &oid, &owner); err != nil {
+		return "", "", fmt.Errorf("postgres: reading the server's identity (pg_control_system): %w", err)
 	}
-	return strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10), nil
+	id := strconv.FormatInt(system, 10) + "/" + strconv.FormatUint(uint64(oid), 10)
+	if owner == nil {
+		return id, "", nil
+	}
+	return id, *owner, nil
 }
 
 // identifyRouted is the routed pools' Identify: the identity the pool's
@@ -214,13 +230,22 @@ func identifyRouted(ctx context.Context, p *pgxpool.Pool) (string, error) {
 // tenant's database: such a connection is closed before any statement.
 type pinnedServer struct {
 	module string
+	// tenant is the pool's: the database's owner setting, when it has
+	// one, must name it.
+	tenant string
 	id     atomic.Pointer[string]
 }
 
 func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
-	id, err := serverIdentity(ctx, conn)
+	id, owner, err := serverIdentityOwner(ctx, conn)
 	if err != nil {
 		return err
+	}
+	if owner != "" && p.tenant != "" && owner != p.tenant {
+		return &tenancy.Error{Code: tenancy.CodeDedicatedTargetShared, Module: p.module, Backend: rules.Name,
+			Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to a database whose setting %s records tenant %s as its owner; "+
+				"the connection was closed before any statement", p.tenant, ownerSetting, owner),
+			Fix: "make the credential resolver give each tenant its own database, on every replica"}
 	}
 	if p.id.CompareAndSwap(nil, &id) {
 		return nil
