@@ -28,7 +28,9 @@ type OffboardCut struct {
 }
 
 // CheckOffboardCut offboards the target with a cut at its first command,
-// its second, and so on until an offboard completes before its cut. After
+// its second, and so on to the 16th, then at doubling counts (an offboard
+// that pages through a large keyspace sends one command a page), until
+// an offboard completes before its cut. After
 // each cut offboard a rerun, uncut, must complete, the target's export
 // must then hold nothing and the verifier find nothing (the rerun's
 // report carries its checks), and Other's export must be what it was.
@@ -48,7 +50,7 @@ func CheckOffboardCut(t testing.TB, c OffboardCut) (cuts int) {
 		}
 	}
 	refill()
-	for k := 1; ; k++ {
+	for k := 1; ; k = nextCut(k) {
 		if k > c.Most {
 			t.Fatalf("offboard cut: the offboard still sends a command after %d; raise Most", c.Most)
 		}
@@ -80,16 +82,28 @@ func CheckOffboardCut(t testing.TB, c OffboardCut) (cuts int) {
 	}
 }
 
+// nextCut is the cut after k: every step to 16, then doubling.
+func nextCut(k int) int {
+	if k < 16 {
+		return k + 1
+	}
+	return 2 * k
+}
+
 // Cutter is the cut of CheckOffboardCut for a driver hook: Cut arms it at
 // the k-th step from now and returns the context the offboard runs
-// under; a hook calls Step as each command or transaction starts, and the
-// armed context is cancelled at the k-th (Step reports it, for a hook
-// that fails the command itself).
+// under; a hook calls Step with each command's or transaction's context
+// as it starts, and the armed context is cancelled at the k-th (Step
+// reports it, for a hook that fails the command itself). Only steps under
+// the armed context count: a driver's own background commands (a cluster
+// client's slot reloads) run under others.
 type Cutter struct {
 	mu     sync.Mutex
 	at, n  int
 	cancel context.CancelFunc
 }
+
+type cutKey struct{}
 
 // Cut arms the cut at the k-th step (0: disarmed).
 func (c *Cutter) Cut(k int) context.Context {
@@ -102,13 +116,17 @@ func (c *Cutter) Cut(k int) context.Context {
 	if k == 0 {
 		return context.Background()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), cutKey{}, c))
 	c.cancel = cancel
 	return ctx
 }
 
-// Step counts one step, and reports whether it is at or past the cut.
-func (c *Cutter) Step() bool {
+// Step counts one step under ctx, and reports whether it is at or past
+// the cut.
+func (c *Cutter) Step(ctx context.Context) bool {
+	if ctx.Value(cutKey{}) != c {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.at == 0 || c.cancel == nil {

@@ -32,17 +32,17 @@ type cutSession struct {
 }
 
 func (s *cutSession) ExecuteRead(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
-	s.d.cut.Step()
+	s.d.cut.Step(ctx)
 	return s.SessionWithContext.ExecuteRead(ctx, work, c...)
 }
 
 func (s *cutSession) ExecuteWrite(ctx context.Context, work drv.ManagedTransactionWork, c ...func(*drv.TransactionConfig)) (any, error) {
-	s.d.cut.Step()
+	s.d.cut.Step(ctx)
 	return s.SessionWithContext.ExecuteWrite(ctx, work, c...)
 }
 
 func (s *cutSession) Run(ctx context.Context, cypher string, params map[string]any, c ...func(*drv.TransactionConfig)) (drv.ResultWithContext, error) {
-	s.d.cut.Step()
+	s.d.cut.Step(ctx)
 	return s.SessionWithContext.Run(ctx, cypher, params, c...)
 }
 

@@ -25,8 +25,8 @@ type cutHook struct{ cut tenancytest.Cutter }
 
 var errCutHere = errors.New("cut here")
 
-func (h *cutHook) fail() error {
-	if h.cut.Step() {
+func (h *cutHook) fail(ctx context.Context) error {
+	if h.cut.Step(ctx) {
 		return errCutHere
 	}
 	return nil
@@ -38,7 +38,7 @@ func (h *cutHook) DialHook(next goredis.DialHook) goredis.DialHook {
 
 func (h *cutHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
-		if err := h.fail(); err != nil {
+		if err := h.fail(ctx); err != nil {
 			return err
 		}
 		return next(ctx, cmd)
@@ -47,7 +47,7 @@ func (h *cutHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 
 func (h *cutHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		if err := h.fail(); err != nil {
+		if err := h.fail(ctx); err != nil {
 			return err
 		}
 		return next(ctx, cmds)
@@ -99,11 +99,11 @@ func TestOffboardCutRedis(t *testing.T) {
 		if err := write(tenancy.WithTenant(context.Background(), b)); err != nil {
 			t.Fatal(err)
 		}
-		cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 200,
+		cuts := tenancytest.CheckOffboardCut(t, tenancytest.OffboardCut{Tenants: r.Tenants, Target: c, Other: b, Write: write, Most: 1 << 14,
 			Cut: h.cut.Cut})
 		if cuts == 0 {
 			t.Fatal("no offboard was cut")
 		}
-		t.Logf("the offboard was cut at each of its %d commands", cuts)
+		t.Logf("the offboard was cut %d times, at each of its first commands and then at doubling counts", cuts)
 	})
 }
