@@ -55,6 +55,11 @@ func setOwnerSetting(change string) string {
 		"EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"
 }
 
+// ownerFix is the fix of a tenant refused by a database's owner record.
+const ownerFix = "make the credential resolver give each tenant its own database, on every replica; " +
+	"to hand a database to a new tenant, empty it first: offboard the old tenant there " +
+	"(by hand: drop its tables and ALTER DATABASE … RESET " + ownerSetting + ")"
+
 // ownerParam is the Credentials param withOwner sets: the tenant a
 // routed pool is opened for, which its connections' owner setting must
 // name when it names one.
@@ -107,5 +112,5 @@ func (c *Client) ownedElsewhere(tenant tenancy.ID, err error) error {
 	}
 	return &tenancy.Error{Code: tenancy.CodeDedicatedTargetShared, Module: c.module, Backend: rules.Name,
 		Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to a database its server records as another tenant's (a table %s.%s* other than its own); nothing was read or written", tenant, c.static, ownerPrefix),
-		Fix:    "make the credential resolver give each tenant its own database, on every replica"}
+		Fix:    ownerFix}
 }

@@ -245,7 +245,7 @@ func (p *pinnedServer) check(ctx context.Context, conn *pgx.Conn) error {
 		return &tenancy.Error{Code: tenancy.CodeDedicatedTargetShared, Module: p.module, Backend: rules.Name,
 			Detail: fmt.Sprintf("the routed client is rated dedicated, but tenant %s resolves to a database whose setting %s records tenant %s as its owner; "+
 				"the connection was closed before any statement", p.tenant, ownerSetting, owner),
-			Fix: "make the credential resolver give each tenant its own database, on every replica"}
+			Fix: ownerFix}
 	}
 	if p.id.CompareAndSwap(nil, &id) {
 		return nil
