@@ -50,8 +50,8 @@ func (c *Client) archiveTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID
 // schema (where the migrations run: c.target) read from staging instead,
 // a forward import's staging schema, when it is set.
 func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, staging string, out migrate.ArchiveOut) ([]pgTable, error) {
-	declared := map[string]string{}  // per-tenant table name -> route
-	ownStatic := map[string]string{} // a routed tenant's static table -> route
+	declared := map[string]string{} // per-tenant table name -> route
+	ownStatic := c.staticTables()
 	var tagged []pgTable
 	seen := map[string]bool{}
 	for _, r := range c.routes {
@@ -72,12 +72,8 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 				if _, ok := declared[rr.rel.Base()]; !ok {
 					declared[rr.rel.Base()] = r.name
 				}
-			case c.routed != nil:
-				// The static schema of the tenant's own database.
-				global = false
-				if _, ok := ownStatic[rr.rel.Base()]; !ok {
-					ownStatic[rr.rel.Base()] = r.name
-				}
+			case c.routed != nil && !r.decision.Global:
+				global = false // the static schema of the tenant's own database
 			case r.decision.Tagged:
 				global = false
 				q := route{c, r}.qualified(rr.rel, tenant)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -53,10 +54,7 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 		}
 	}
 	schema, role := SchemaName(c.prefix, tenant), RoleName(c.prefix, tenant)
-	ownsSchema, confined := c.ownsSchema(), false
-	for _, r := range c.routes {
-		confined = confined || r.tenantRole && !(r.kind == kindSQL && c.routed != nil)
-	}
+	ownsSchema := c.ownsSchema()
 	if c.routed != nil {
 		out = append(out, c.staticFamily(tenant))
 	}
@@ -73,7 +71,7 @@ func (c *Client) families(tenant tenancy.ID) []pgFamily {
 			remove: "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE",
 			count:  "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = " + literal(schema)})
 	}
-	if confined {
+	if c.confinesRole() {
 		out = append(out, pgFamily{Family: migrate.Family{Name: "role", Kind: migrate.KindRole, Where: role},
 			remove: "DO $$ BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '" + role + "') THEN " +
 				"EXECUTE 'DROP OWNED BY " + role + "'; EXECUTE 'DROP ROLE " + role + "'; END IF; END $$",
@@ -146,12 +144,13 @@ func (c *Client) staticFamily(tenant tenancy.ID) pgFamily {
 	where := " WHERE n.nspname = " + literal(c.static) + " AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND NOT EXISTS (" + extensionMember + ")"
 	scope := c.static + ".* in the tenant's database"
 	if !c.ownsStatic() {
+		own := slices.Sorted(maps.Keys(c.staticTables()))
 		names := []string{literal(ownerTableOf(tenant))}
-		for _, n := range c.staticTables() {
+		for _, n := range own {
 			names = append(names, literal(n))
 		}
 		where += " AND c.relname IN (" + strings.Join(names, ", ") + ")"
-		scope = c.static + ".{" + strings.Join(c.staticTables(), ",") + "} in the tenant's database"
+		scope = c.static + ".{" + strings.Join(own, ",") + "} in the tenant's database"
 	}
 	tables := "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace" + where
 	return pgFamily{Family: migrate.Family{Name: "static tables", Kind: migrate.KindTable, Where: scope},
@@ -168,22 +167,37 @@ func (c *Client) ownsStatic() bool {
 	return c.routed != nil && !c.life.perTenantSchema && len(c.life.set) > 0
 }
 
-// staticTables is the names of the static tables the module's routes
-// write, sorted.
-func (c *Client) staticTables() []string {
-	var out []string
+// staticTables is the static tables the module's routes write in a
+// routed tenant's own database (none on a plain client), each of the
+// first route naming it.
+func (c *Client) staticTables() map[string]string {
+	out := map[string]string{}
+	if c.routed == nil {
+		return out
+	}
 	for _, r := range c.routes {
 		if r.ddl == nil || r.decision.Global {
 			continue
 		}
 		for _, rr := range r.rels {
-			if slices.Contains(ownedRoles, rr.role) && !r.decision.ResolvesPerTenant(rr.role) && !slices.Contains(out, rr.rel.Base()) {
-				out = append(out, rr.rel.Base())
+			if _, ok := out[rr.rel.Base()]; !ok && slices.Contains(ownedRoles, rr.role) && !r.decision.ResolvesPerTenant(rr.role) {
+				out[rr.rel.Base()] = r.name
 			}
 		}
 	}
-	slices.Sort(out)
 	return out
+}
+
+// confinesRole reports whether a route confines to the tenant's role, so
+// that Provision creates it (a routed SQL route runs as the tenant
+// database's own user instead).
+func (c *Client) confinesRole() bool {
+	for _, r := range c.routes {
+		if r.tenantRole && !(r.kind == kindSQL && c.routed != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownsSchema reports whether the tenant's schema is the module's: when

@@ -69,19 +69,7 @@ const ownerParam = "tenantwire.pool_tenant"
 // param is part of the credentials' fingerprint, as a pool is one
 // tenant's anyway.
 func withOwner(resolve routing.Resolver) routing.Resolver {
-	return func(ctx context.Context, tenant tenancy.ID) (routing.Credentials, error) {
-		cr, err := resolve(ctx, tenant)
-		if err != nil {
-			return cr, err
-		}
-		params := make(map[string]string, len(cr.Params)+1)
-		for k, v := range cr.Params {
-			params[k] = v
-		}
-		params[ownerParam] = tenant.String()
-		cr.Params = params
-		return cr, nil
-	}
+	return withParam(resolve, ownerParam, tenancy.ID.String)
 }
 
 // ownerCheck fails with ownerState when the tenant's database records

@@ -37,23 +37,21 @@ func (c *Client) provisionDDL(tenant tenancy.ID) ([]string, error) {
 		// First: a database recorded as another tenant's gets nothing.
 		out = append(out, c.ownerDDL(tenant)...)
 	}
-	perTenant, shared, confined, writes := false, false, false, false
+	shared, writes := false, false
 	var secret []byte
 	for _, r := range c.routes {
-		perTenant = perTenant || len(r.decision.PerTenant) > 0
 		for _, rr := range r.rels {
 			shared = shared || r.shared(rr.rel)
 		}
 		// A routed SQL route runs as the tenant database's own user: no
 		// role of the module's to create or grant.
-		sqlRouted := r.kind == kindSQL && c.routed != nil
-		confined = confined || r.tenantRole && !sqlRouted
-		writes = writes || r.kind == kindSQL && !sqlRouted
+		writes = writes || r.kind == kindSQL && c.routed == nil
 		if r.login != nil {
 			secret = r.login
 		}
 	}
-	if perTenant {
+	confined := c.confinesRole()
+	if c.ownsSchema() {
 		out = append(out, "CREATE SCHEMA IF NOT EXISTS "+schema)
 	}
 	if shared {
@@ -139,8 +137,7 @@ func (t lifecycleTarget) Teardown(ctx context.Context, tenant tenancy.ID) error 
 	}
 	if c.routed != nil {
 		stmts = append(stmts, resetOwner())
-	}
-	if c.routed == nil {
+	} else {
 		// Other clients' ownership gates drop the tenant's positives once
 		// this commits (gatesync.go).
 		stmts = append(stmts, "SELECT pg_catalog.pg_notify('"+gateChannel+"', '"+gateTenantNotice(tenant)+"')")

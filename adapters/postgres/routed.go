@@ -91,6 +91,12 @@ const searchPathParam = "tenantwire.search_path"
 // the setting changes nothing of theirs. The param is part of the
 // credentials' fingerprint: a pool is never shared by two search paths.
 func withSearchPath(resolve routing.Resolver, prefix string) routing.Resolver {
+	return withParam(resolve, searchPathParam, func(tenant tenancy.ID) string { return pgx.Identifier{SchemaName(prefix, tenant)}.Sanitize() })
+}
+
+// withParam is resolve with the credentials' param key set to value's
+// for the tenant, on a copy of the resolver's params.
+func withParam(resolve routing.Resolver, key string, value func(tenancy.ID) string) routing.Resolver {
 	return func(ctx context.Context, tenant tenancy.ID) (routing.Credentials, error) {
 		cr, err := resolve(ctx, tenant)
 		if err != nil {
@@ -100,7 +106,7 @@ func withSearchPath(resolve routing.Resolver, prefix string) routing.Resolver {
 		for k, v := range cr.Params {
 			params[k] = v
 		}
-		params[searchPathParam] = pgx.Identifier{SchemaName(prefix, tenant)}.Sanitize()
+		params[key] = value(tenant)
 		cr.Params = params
 		return cr, nil
 	}
