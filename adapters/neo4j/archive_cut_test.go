@@ -11,7 +11,6 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
-	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -26,17 +25,8 @@ func TestArchiveImportCutNeo4j(t *testing.T) {
 	d := directTo(t, s)
 	label := uniqueLabel(t)
 	t.Cleanup(func() { d.removeLabel(label) })
-	var r archiveApp
 	var runner *migrate.Runner
-	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(),
-			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
-			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
-		fx.Populate(&r), fx.Invoke(fx.Annotate(func(m *migrate.Runner) { runner = m }, fx.ParamTags(`name:"graph"`))))
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	r := archiveNeo4jAppOn(t, connect(s), fx.Invoke(fx.Annotate(func(m *migrate.Runner) { runner = m }, fx.ParamTags(`name:"graph"`))))
 	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	for _, id := range []tenancy.ID{a, c} {
 		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })

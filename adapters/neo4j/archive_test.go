@@ -30,12 +30,19 @@ type archiveApp struct {
 
 func archiveNeo4jApp(t *testing.T, s testsvc.Neo4jServer) archiveApp {
 	t.Helper()
+	return archiveNeo4jAppOn(t, connect(s))
+}
+
+// archiveNeo4jAppOn is archiveNeo4jApp on the driver source gives
+// (neo4j.Connect, neo4j.Use), with more options of the test's own.
+func archiveNeo4jAppOn(t *testing.T, source neo4j.Option, more ...fx.Option) archiveApp {
+	t.Helper()
 	var r archiveApp
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(),
+		neo4j.Module("graph", source, neo4j.AllowTeardown(),
 			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
-		fx.Populate(&r))
+		fx.Populate(&r), fx.Options(more...))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

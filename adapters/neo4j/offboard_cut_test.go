@@ -5,11 +5,9 @@ import (
 	"testing"
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
-	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
-	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -60,16 +58,7 @@ func TestOffboardCutNeo4j(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = real.Close(context.Background()) })
 	cut := &cutDriver{DriverWithContext: real}
-	var r archiveApp
-	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", neo4j.Use(cut), neo4j.AllowTeardown(),
-			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
-			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
-		fx.Populate(&r))
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	r := archiveNeo4jAppOn(t, neo4j.Use(cut))
 	b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	for _, id := range []tenancy.ID{b, c} {
 		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })

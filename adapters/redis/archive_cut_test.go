@@ -13,7 +13,6 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -38,19 +37,8 @@ func stateOf(module string, dst **modules.TenantState) fx.Option {
 func TestArchiveImportCutRedis(t *testing.T) {
 	onEachTopology(t, func(t *testing.T, opts *goredis.UniversalOptions) {
 		run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-		var r archiveRoutes
 		var state *modules.TenantState
-		app := fx.New(fx.NopLogger, modules.Lifecycle(),
-			redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
-				redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
-				redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ac" + run + "-")}),
-				redis.CounterRoute("count", redis.RouteConfig{TenantAware: true}),
-				redis.CacheRoute("global", redis.RouteConfig{})),
-			fx.Populate(&r), stateOf("cache", &state))
-		if err := app.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = app.Stop(context.Background()) })
+		r := archiveRedisApp(t, redis.Connect(opts), run, stateOf("cache", &state))
 		a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 		for _, id := range []tenancy.ID{a, c} {
 			t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })

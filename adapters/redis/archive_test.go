@@ -27,16 +27,18 @@ type archiveRoutes struct {
 	Global  *redis.Cache   `name:"global"`
 }
 
-func archiveRedisApp(t *testing.T, opts *goredis.UniversalOptions, run string) archiveRoutes {
+// archiveRedisApp is the archive tests' app on the client source gives
+// (redis.Connect, redis.Use), with more options of the test's own.
+func archiveRedisApp(t *testing.T, source redis.Option, run string, more ...fx.Option) archiveRoutes {
 	t.Helper()
 	var r archiveRoutes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
+		redis.Module("cache", source, redis.AllowTeardown(),
 			redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 			redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ar" + run + "-")}),
 			redis.CounterRoute("count", redis.RouteConfig{TenantAware: true}),
 			redis.CacheRoute("global", redis.RouteConfig{})),
-		fx.Populate(&r))
+		fx.Populate(&r), fx.Options(more...))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func archiveRedisApp(t *testing.T, opts *goredis.UniversalOptions, run string) a
 func TestArchiveRoundTripRedis(t *testing.T) {
 	onEachTopology(t, func(t *testing.T, opts *goredis.UniversalOptions) {
 		run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-		r := archiveRedisApp(t, opts, run)
+		r := archiveRedisApp(t, redis.Connect(opts), run)
 		a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 		for _, id := range []tenancy.ID{a, b, c} {
 			t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
@@ -106,7 +108,7 @@ func TestArchiveRoundTripRedis(t *testing.T) {
 // not have are refused with nothing written.
 func TestArchiveRefusedRedis(t *testing.T) {
 	run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-	r := archiveRedisApp(t, &goredis.UniversalOptions{Addrs: []string{testsvc.RedisAddr(t)}}, run)
+	r := archiveRedisApp(t, redis.Connect(&goredis.UniversalOptions{Addrs: []string{testsvc.RedisAddr(t)}}), run)
 	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	for _, id := range []tenancy.ID{a, b, c} {
 		t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })

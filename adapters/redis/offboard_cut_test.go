@@ -10,11 +10,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
-	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -68,18 +65,7 @@ func TestOffboardCutRedis(t *testing.T) {
 		if cc, ok := client.(*goredis.ClusterClient); ok {
 			cc.OnNewNode(func(n *goredis.Client) { n.AddHook(h) })
 		}
-		var r archiveRoutes
-		app := fx.New(fx.NopLogger, modules.Lifecycle(),
-			redis.Module("cache", redis.Use(client), redis.AllowTeardown(),
-				redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
-				redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("oc" + run + "-")}),
-				redis.CounterRoute("count", redis.RouteConfig{TenantAware: true}),
-				redis.CacheRoute("global", redis.RouteConfig{})),
-			fx.Populate(&r))
-		if err := app.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = app.Stop(context.Background()) })
+		r := archiveRedisApp(t, redis.Use(client), run)
 		b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 		for _, id := range []tenancy.ID{b, c} {
 			t.Cleanup(func() { _, _ = r.Tenants.Offboard(context.Background(), id) })
