@@ -104,6 +104,30 @@ func (t *Suspensions) Drain(ctx context.Context, tenants ...tenancy.ID) error {
 	if t == nil || len(tenants) == 0 {
 		return nil
 	}
+	if err := t.drainCalls(ctx, tenants); err != nil {
+		return err
+	}
+	if n, err := t.serving.wait(ctx, tenants); err != nil {
+		return drainTimeout(tenants, int64(n), err)
+	}
+	return nil
+}
+
+// drainMove is Drain for a move of tenant in module: the tenant's calls,
+// and the workers of the module's placements only.
+func (t *Suspensions) drainMove(ctx context.Context, tenant tenancy.ID, module string) error {
+	tenants := []tenancy.ID{tenant}
+	if err := t.drainCalls(ctx, tenants); err != nil {
+		return err
+	}
+	if n, err := t.serving.waitIn(ctx, tenant, module); err != nil {
+		return drainTimeout(tenants, int64(n), err)
+	}
+	return nil
+}
+
+// drainCalls waits for the calls of tenants that entered before it began.
+func (t *Suspensions) drainCalls(ctx context.Context, tenants []tenancy.ID) error {
 	f := &t.flight
 	f.setup()
 	var stripes [flightStripes]bool
@@ -121,13 +145,7 @@ func (t *Suspensions) Drain(ctx context.Context, tenants ...tenancy.ID) error {
 		return err
 	}
 	f.epoch.Add(1)
-	if err := f.wait(ctx, &stripes, old, tenants); err != nil {
-		return err
-	}
-	if n, err := t.serving.wait(ctx, tenants); err != nil {
-		return drainTimeout(tenants, int64(n), err)
-	}
-	return nil
+	return f.wait(ctx, &stripes, old, tenants)
 }
 
 func (f *inFlight) wait(ctx context.Context, stripes *[flightStripes]bool, epoch uint32, tenants []tenancy.ID) error {

@@ -47,6 +47,7 @@ func (t *Suspensions) setFence(module string, tenant tenancy.ID, on bool) {
 		delete(next, placeKey{module, tenant})
 	}
 	t.fences.Store(&next)
+	t.serving.replaced()
 }
 
 // Moving is tenant_moving: a write of tenant in module while a move
@@ -112,7 +113,9 @@ func (t *Tenants) record(ctx context.Context, tenant tenancy.ID, o MoveOptions, 
 }
 
 // fenceWrites fences tenant's writes in module, on every replica with
-// o.Record, then waits for the writes already admitted to end.
+// o.Record, then waits for the writes already admitted to end and for the
+// workers of the module's placements that served the tenant (the fence
+// stopped them). The other modules' workers serve on.
 func (t *Tenants) fenceWrites(ctx context.Context, tenant tenancy.ID, module string, o MoveOptions) error {
 	t.setFence(module, tenant, true)
 	if err := t.record(ctx, tenant, o, func(p *Placed) {
@@ -122,7 +125,7 @@ func (t *Tenants) fenceWrites(ctx context.Context, tenant tenancy.ID, module str
 	}); err != nil {
 		return err
 	}
-	return t.Drain(ctx, tenant)
+	return t.drainMove(ctx, tenant, module)
 }
 
 // switchTo places tenant at to in module, its writes still fenced.

@@ -86,6 +86,7 @@ func (t *Suspensions) updatePlaced(tenant tenancy.ID, change func(*Placed)) {
 	change(&rec)
 	next[tenant] = rec
 	t.placed.Store(&next)
+	t.serving.replaced()
 }
 
 // followPlaced makes the store's records the placements (LifecycleWith),
@@ -111,6 +112,7 @@ func (t *Suspensions) followPlaced(recs []Placed) {
 		}
 	}
 	t.placed.Store(&next)
+	t.serving.replaced()
 }
 
 // Offer is the placements a module offers its tenants: the tiers, and the

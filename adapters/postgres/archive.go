@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -132,6 +133,9 @@ func (c *Client) archiveTablesIn(ctx context.Context, tx pgx.Tx, tenant tenancy.
 		if err := out2[i].describe(ctx, tx); err != nil {
 			return nil, err
 		}
+		if c.routeKind(out2[i].route) == kindOutbox {
+			out2[i].leaveOut(outboxRowID)
+		}
 	}
 	return out2, nil
 }
@@ -160,6 +164,42 @@ func ownTables(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, schema string,
 // extensionMember, in a query over pg_class c, finds that c belongs to
 // an extension (PostGIS's spatial_ref_sys): the extension's, not data.
 const extensionMember = `SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = c.oid AND d.deptype = 'e'`
+
+// outboxRowID is an outbox table's row number: the claim's order, not the
+// tenant's data. The archive leaves it out and an import numbers the rows
+// afresh in the archive's order (key order), so a copy into a shared
+// table, whose sequence another tenant's rows share, holds the same
+// records as its source.
+const outboxRowID = "id"
+
+// leaveOut drops col from the columns an archive holds of tb; an
+// archive's record that has it (one written before) has it ignored.
+func (tb *pgTable) leaveOut(col string) {
+	tb.cols = slices.DeleteFunc(tb.cols, func(c pgColumn) bool { return c.name == col })
+}
+
+// keyOrder is " ORDER BY" tb's primary key, its columns prefixed by
+// alias; "" for a table without one.
+func (tb pgTable) keyOrder(alias string) string {
+	if len(tb.pk) == 0 {
+		return ""
+	}
+	cols := make([]string, len(tb.pk))
+	for i, c := range tb.pk {
+		cols[i] = alias + pgx.Identifier{c}.Sanitize()
+	}
+	return " ORDER BY " + strings.Join(cols, ", ")
+}
+
+// routeKind is the kind of the module's route name; "" for none.
+func (c *Client) routeKind(name string) floors.Kind {
+	for _, r := range c.routes {
+		if r.name == name {
+			return r.kind
+		}
+	}
+	return ""
+}
 
 // describe reads the table's columns and primary key from the catalog.
 func (tb *pgTable) describe(ctx context.Context, tx pgx.Tx) error {
@@ -206,13 +246,7 @@ func (tb pgTable) selectRows() string {
 	} else {
 		q += " WHERE $1::uuid IS NOT NULL"
 	}
-	if len(tb.pk) > 0 {
-		cols = cols[:0]
-		for _, c := range tb.pk {
-			cols = append(cols, "t."+pgx.Identifier{c}.Sanitize())
-		}
-		q += " ORDER BY " + strings.Join(cols, ", ")
-	}
+	q += tb.keyOrder("t.")
 	return q + ") x"
 }
 

@@ -67,13 +67,7 @@ func (tb pgTable) copySQL(tenant tenancy.ID) string {
 	if tb.tenantCol {
 		q += " WHERE t.tenant_id = '" + tenant.String() + "'::uuid"
 	}
-	if len(tb.pk) > 0 {
-		cols = cols[:0]
-		for _, c := range tb.pk {
-			cols = append(cols, "t."+pgx.Identifier{c}.Sanitize())
-		}
-		q += " ORDER BY " + strings.Join(cols, ", ")
-	}
+	q += tb.keyOrder("t.")
 	return q + ") TO STDOUT"
 }
 

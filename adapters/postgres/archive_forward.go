@@ -122,7 +122,8 @@ func (c *Client) applySteps(ctx context.Context, tx pgx.Tx, tenant tenancy.ID, s
 }
 
 // moveFrom copies every row of the staging schema's table of tb's name
-// into tb, column by column name, keeping generated keys.
+// into tb, column by column name, keeping the generated keys the archive
+// holds.
 func (tb pgTable) moveFrom(ctx context.Context, tx pgx.Tx, qstage string) error {
 	cols := make([]string, 0, len(tb.cols))
 	identity := false
@@ -136,6 +137,9 @@ func (tb pgTable) moveFrom(ctx context.Context, tx pgx.Tx, qstage string) error 
 		q += " OVERRIDING SYSTEM VALUE"
 	}
 	q += " SELECT " + list + " FROM " + qstage + "." + pgx.Identifier{tb.family}.Sanitize()
+	// A key the archive leaves out (an outbox's row number) is numbered
+	// afresh, in the staged rows' order.
+	q += tb.keyOrder("")
 	if _, err := tx.Exec(ctx, q); err != nil {
 		return fmt.Errorf("postgres: moving the migrated records into %s: %w", tb.q, err)
 	}

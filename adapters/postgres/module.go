@@ -215,7 +215,7 @@ func module(cfg *config) fx.Option {
 	spec.Problems = append(spec.Problems, cfg.rowSecurityProblems(routed)...)
 	for _, w := range cfg.workers {
 		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
-		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes)})
+		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes, cfg.placement())})
 	}
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {

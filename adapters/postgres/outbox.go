@@ -33,6 +33,8 @@ type OutboxConfig struct {
 // OutboxRoute adds an outbox route and provides *Outbox under its name.
 func OutboxRoute(name string, oc OutboxConfig) Option {
 	return func(c *config) {
+		oc := oc // the option may be applied more than once (Placements)
+		oc.Table = c.inShared(oc.Table)
 		// The pending index is named after the table: leave room for it.
 		spec := tableSpec[*Outbox](c, name, kindOutbox, oc.TenantAware, oc.Table, "_pending", "name the outbox table")
 		spec.ddl = func(cl *Client, tenant tenancy.ID) []string {
@@ -47,6 +49,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 		}
 		spec.provide = provideRoute(func(cl *Client) *Outbox { return newOutbox(cl, spec, oc) })
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
+		spec.placedProvide = placedProvider(func(p *placed[*Outbox]) *Outbox { return &Outbox{placed: p} })
 		c.routes = append(c.routes, spec)
 	}
 }
@@ -75,6 +78,9 @@ type Outbox struct {
 	static *outboxStmts
 	// cursor: where the next tenant-global claim starts (outbox_fair.go).
 	cursor fairCursor
+	// placed: see Documents.placed. The module's relays and sweeps drain
+	// each placement's outbox with the workers of that placement.
+	placed *placed[*Outbox]
 }
 
 type outboxStmts struct {
@@ -127,6 +133,14 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // the unit's). Each row carries the trace context of the write's own span,
 // for the relay's delivery to link to.
 func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
+	if o.placed != nil {
+		in, end, err := o.placed.pick(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer end()
+		return in.Write(ctx, msgs...)
+	}
 	tenant, err := o.rowTenant(ctx)
 	if err != nil {
 		return err
@@ -145,6 +159,14 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 // bound to ctx, and the trace context ctx carries; a message naming
 // another tenant is refused. An empty EventID gets a random one.
 func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
+	if o.placed != nil {
+		in, end, err := o.placed.pick(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer end()
+		return in.WriteTx(ctx, tx, msgs...)
+	}
 	tenant, err := o.rowTenant(ctx)
 	if err != nil || len(msgs) == 0 {
 		return err
@@ -232,6 +254,16 @@ func (o *Outbox) ClaimSkipping(ctx context.Context, limit int, skip []tenancy.ID
 }
 
 func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
+	if o.placed != nil {
+		// A claim is a relay's read; the rows it marks delivered are the
+		// tenant's placement's.
+		in, end, err := o.placed.pick(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		defer end()
+		return in.claim(ctx, limit, skip)
+	}
 	if err := outsideUnit(ctx, o.route, "a claim holds a transaction of its own until Complete or Abandon"); err != nil {
 		return nil, err
 	}

@@ -27,8 +27,10 @@ import (
 // them so), each checked at fx.New as a module of its own: the module's
 // floor holds for its weakest placement. Its route objects are provided
 // once, under the route names, and serve each call from the tenant's
-// placement. Document and counter routes can be placed; see
-// docs/tiered-tenancy.md.
+// placement. Document, counter and outbox routes can be placed; each
+// placement runs the module's relays and sweeps over its own outbox, for
+// the tenants placed there, so a moved tenant's rows are drained from its
+// new placement; see docs/tiered-tenancy.md.
 func Placements(o modules.Offer) Option { return func(c *config) { c.offer = &o } }
 
 // placedAt is what a module of one placement of a placed module knows of
@@ -76,11 +78,8 @@ func placedModule(name string, opts []Option, parent *config) fx.Option {
 	}
 	for _, r := range parent.routes {
 		if r.placedProvide == nil {
-			bad(r.name, fmt.Sprintf("a %s route cannot be placed per tenant yet", r.kind), "keep document and counter routes in the module with placements, and put the others in a module of their own")
+			bad(r.name, fmt.Sprintf("a %s route cannot be placed per tenant yet", r.kind), "keep document, counter and outbox routes in the module with placements, and put the others in a module of their own")
 		}
-	}
-	if len(parent.workers) > 0 {
-		bad("", "workers (relays, sweeps) cannot drain a module with placements yet", "put the outbox and its relay in a module of their own")
 	}
 	for _, at := range o.Tiers {
 		switch {

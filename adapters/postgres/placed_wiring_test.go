@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -40,7 +42,8 @@ func refusals(err error) []*tenancy.Error {
 // module with placements is refused with a coded error naming the module
 // (or the placement's module) and the route: a malformed offer, a route
 // kind that cannot be placed, a placement without its server, a route
-// that does not reach a placement's tier, and a floor above the weakest
+// that does not reach a placement's tier, a relay that would drain a
+// placement's outbox with no tenant bound, and a floor above the weakest
 // placement offered.
 func TestPlacementsWiringRefused(t *testing.T) {
 	dsn := "postgres://u@127.0.0.1:1/db"
@@ -70,6 +73,10 @@ func TestPlacementsWiringRefused(t *testing.T) {
 		"namespace route in shared tables": {[]postgres.Option{postgres.Connect(dsn), postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}),
 			postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("docs")})},
 			tenancy.CodeTenantPlacementInvalid, "orders.namespace", "docs", "reaches tagged"},
+		"tenant-global relay": {[]postgres.Option{postgres.Connect(dsn), postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}), docs,
+			postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("events")}),
+			postgres.Relay("events", postgres.RelayConfig{Destination: outbox.DestinationFunc(func(context.Context, outbox.Message) error { return nil })})},
+			tenancy.CodeTenantGlobalRequired, "orders.tagged", "events", ""},
 		"floor above the weakest": {[]postgres.Option{postgres.Connect(dsn), postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Namespace}),
 			postgres.RequiredIsolation(tenancy.Namespace), docs},
 			tenancy.ValidationFailed("postgres"), "orders.tagged", "docs", ""},

@@ -82,7 +82,9 @@ func (w workerSpec) decl(module string) floors.Worker {
 
 // options declares the worker to enforcement and runs it from OnStart to
 // OnStop. Enforcement runs during fx.New, so a refused worker never starts.
-func (w workerSpec) run(module string, routes []*routeSpec) fx.Option {
+// A worker of one placement of a module with placements serves only the
+// tenants placed there (modules.Suspensions.ServeAt).
+func (w workerSpec) run(module string, routes []*routeSpec, at *modules.Placement) fx.Option {
 	r := w.find(routes)
 	if r == nil || r.object == nil || !slices.Contains(w.kinds, r.kind) {
 		return nil // the check refuses it: worker_route_unknown or a kind problem
@@ -94,6 +96,9 @@ func (w workerSpec) run(module string, routes []*routeSpec) fx.Option {
 				log = wc.Logger
 			}
 			wc.Logger, wc.Fence = modules.WorkerLogger(log, rules.Name, module, w.route, w.name), c.suspensions.Fence()
+			if at != nil {
+				wc.Fence = c.suspensions.ServeAt(*at)
+			}
 			return wc.WithDefaults()
 		}
 		run, err := w.build(r.object(c), wire)
