@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the Neo4j test servers for the adapter's real-server tests: two
+# Runs the Neo4j test servers for the adapter's real-server tests: four
 # embedded Neo4j Community instances (scripts/neo4j/, built with Maven from
-# Maven Central), Bolt on 127.0.0.1:7687 and 127.0.0.1:7688, auth disabled.
-# The second one serves the dedicated tier (two tenants on two servers).
+# Maven Central), Bolt on 127.0.0.1:7687 to 127.0.0.1:7690, auth disabled.
+# The second one serves the dedicated tier (two tenants on two servers);
+# the third and fourth are the dedicated archive tests' own, since a
+# dedicated tenant owns its server's one database whole.
 #
 #   scripts/neo4j.sh start    build once (cached), start what is not running, wait for Bolt
 #   scripts/neo4j.sh stop     stop the instances this script started (pid files)
@@ -16,7 +18,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$HERE/neo4j
-PORTS=(${TENANTWIRE_NEO4J_PORTS:-7687 7688})
+PORTS=(${TENANTWIRE_NEO4J_PORTS:-7687 7688 7689 7690})
 CACHE_ROOT=${TENANTWIRE_CACHE:-$HOME/.cache/tenantwire}
 RUN_ROOT=$CACHE_ROOT/neo4j-run
 HEAP=${TENANTWIRE_NEO4J_HEAP:-512m}

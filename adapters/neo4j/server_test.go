@@ -51,6 +51,17 @@ func aOnFirstBOnSecond(s1, s2 testsvc.Neo4jServer) routing.Resolver {
 	}
 }
 
+// serversOf routes each tenant of m to its server; any other tenant has
+// no server.
+func serversOf(m map[tenancy.ID]testsvc.Neo4jServer) routing.Resolver {
+	return func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
+		if s, ok := m[id]; ok {
+			return credentials(s), nil
+		}
+		return routing.Credentials{}, fmt.Errorf("no server for tenant %s", id)
+	}
+}
+
 // start builds and starts a module and returns its route named route.
 func start[T any](t testing.TB, route string, opts ...neo4j.Option) T {
 	t.Helper()

@@ -3,7 +3,7 @@ package testsvc
 import "testing"
 
 // Neo4jServer is a Bolt endpoint of a test Neo4j server. scripts/neo4j.sh
-// runs two, with auth disabled, so User and Password are empty unless the
+// runs four, with auth disabled, so User and Password are empty unless the
 // environment names a server that needs them.
 type Neo4jServer struct {
 	URI, User, Password string
@@ -22,6 +22,15 @@ func Neo4j(t testing.TB) Neo4jServer {
 func Neo4jSecond(t testing.TB) Neo4jServer {
 	t.Helper()
 	return neo4jAt(t, "TENANTWIRE_NEO4J_URI_2", "bolt://127.0.0.1:7688")
+}
+
+// Neo4jOwn is two more servers (TENANTWIRE_NEO4J_URI_3 and _4, defaults
+// bolt://127.0.0.1:7689 and :7690) that only the dedicated archive tests
+// use: a dedicated tenant's export and offboard take its database whole,
+// which on Community is the server's one database.
+func Neo4jOwn(t testing.TB) (Neo4jServer, Neo4jServer) {
+	t.Helper()
+	return neo4jAt(t, "TENANTWIRE_NEO4J_URI_3", "bolt://127.0.0.1:7689"), neo4jAt(t, "TENANTWIRE_NEO4J_URI_4", "bolt://127.0.0.1:7690")
 }
 
 func neo4jAt(t testing.TB, key, def string) Neo4jServer {
