@@ -324,9 +324,7 @@ func coverage(topics []archiveTopic, spans map[string][]extent) string {
 // archiveClient is a probe of topics that keeps their metadata 10 s: an
 // export or import makes one request after another to the same topics.
 func archiveClient(c *client, topics []archiveTopic) *kafkago.Client {
-	cl := c.probe(topicNames(topics))
-	cl.Transport.(*kafkago.Transport).MetadataTTL = 10 * time.Second
-	return cl
+	return c.probeFor(topicNames(topics), 10*time.Second)
 }
 
 func topicNames(topics []archiveTopic) []string {

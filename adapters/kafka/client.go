@@ -33,6 +33,36 @@ type client struct {
 	// target is a routed client's routedTarget ("" on the shared client):
 	// what a tenant found current is remembered with.
 	target string
+	// wrap, when set, wraps every transport of the client's requests (the
+	// writer's, the admin calls', the probes'): a test's seam to cut a
+	// request.
+	wrap func(kafkago.RoundTripper) kafkago.RoundTripper
+}
+
+// idleCloser is a transport whose idle connections can be closed.
+type idleCloser interface{ CloseIdleConnections() }
+
+// wrappedTransport is a transport under c.wrap, still closable.
+type wrappedTransport struct {
+	kafkago.RoundTripper
+	tr *kafkago.Transport
+}
+
+func (w wrappedTransport) CloseIdleConnections() { w.tr.CloseIdleConnections() }
+
+// wrapped is tr under c.wrap.
+func (c *client) wrapped(tr *kafkago.Transport) kafkago.RoundTripper {
+	if c.wrap == nil {
+		return tr
+	}
+	return wrappedTransport{c.wrap(tr), tr}
+}
+
+// wrapWith wraps the client's transports with wrap (nil: none).
+func (c *client) wrapWith(wrap func(kafkago.RoundTripper) kafkago.RoundTripper) *client {
+	c.wrap = wrap
+	c.writer.Transport = c.wrapped(c.transport)
+	return c
 }
 
 // newClient builds a client that holds at most maxConns connections open
@@ -70,7 +100,7 @@ func newClient(brokers []string, mech sasl.Mechanism, tc *tls.Config, tune func(
 }
 
 func (c *client) admin() *kafkago.Client {
-	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.transport, Timeout: 10 * time.Second}
+	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.wrapped(c.transport), Timeout: 10 * time.Second}
 }
 
 // recover drops the transport's cached connection pools after a failure
@@ -119,14 +149,18 @@ func newCore(module string, cfg *config, v *versions) func(fx.Lifecycle, modules
 			suspensions: lin.Suspensions, tel: lin.Telemetry}
 		lin.Telemetry.ObserveBehind(module, rules.Name, c.gate.Behind)
 		if cfg.routed == nil {
-			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module)
+			c.shared = newClient(cfg.brokers, cfg.mechanism, cfg.tls, cfg.tune, nil, 0, module).wrapWith(cfg.wrap)
 			lc.Append(fx.StopHook(c.shared.close))
 			return c, nil
 		}
 		pools, err := routing.New(routing.Config[*client]{
 			Resolve: cfg.routed.resolve,
 			Open: func(_ context.Context, cr routing.Credentials) (*client, error) {
-				return openRouted(cr, cfg.routed, cfg.tune, module)
+				cl, err := openRouted(cr, cfg.routed, cfg.tune, module)
+				if err != nil {
+					return nil, err
+				}
+				return cl.wrapWith(cfg.wrap), nil
 			},
 			Close:      (*client).close,
 			Targets:    routedTargets,

@@ -33,6 +33,8 @@ type config struct {
 	// Migrations, RequiredVersion and TenantRegistry.
 	migrate.Versioning
 	teardown bool
+	// wrap wraps the clients' transports (client.wrap): set only by tests.
+	wrap func(kafkago.RoundTripper) kafkago.RoundTripper
 }
 
 // AllowTeardown lets the module's Teardown delete a tenant's topics (Teardown).

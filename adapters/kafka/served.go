@@ -18,12 +18,17 @@ import (
 // not of every topic of the cluster. Its metadata is refetched every
 // 100 ms at most, for awaitServed. The caller closes it.
 func (c *client) probe(topics []string) *kafkago.Client {
-	tr := &kafkago.Transport{Dial: c.conns.dialTracked, SASL: c.transport.SASL, TLS: c.transport.TLS,
-		DialTimeout: c.transport.DialTimeout, MetadataTopics: topics, MetadataTTL: 100 * time.Millisecond}
-	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: tr, Timeout: 10 * time.Second}
+	return c.probeFor(topics, 100*time.Millisecond)
 }
 
-func closeProbe(cl *kafkago.Client) { cl.Transport.(*kafkago.Transport).CloseIdleConnections() }
+// probeFor is probe with its metadata kept for ttl.
+func (c *client) probeFor(topics []string, ttl time.Duration) *kafkago.Client {
+	tr := &kafkago.Transport{Dial: c.conns.dialTracked, SASL: c.transport.SASL, TLS: c.transport.TLS,
+		DialTimeout: c.transport.DialTimeout, MetadataTopics: topics, MetadataTTL: ttl}
+	return &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.wrapped(tr), Timeout: 10 * time.Second}
+}
+
+func closeProbe(cl *kafkago.Client) { cl.Transport.(idleCloser).CloseIdleConnections() }
 
 // unserved is the topics of res that a producer could not write to yet:
 // unknown, or with a partition that has no leader.
