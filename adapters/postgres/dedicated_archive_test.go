@@ -272,3 +272,56 @@ func lastLine(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return b[bytes.LastIndexByte(b, '\n')+1:]
 }
+
+// TestArchiveRoundTripDedicated: a routed module, each tenant in a
+// database of its own: A's rows (a route's static table and a
+// migration's) come back under C in C's database with the same sections
+// and reads, B's database is untouched, and nothing of C's names A.
+func TestArchiveRoundTripDedicated(t *testing.T) {
+	ctx := context.Background()
+	_, dsns := databases(t, 3, "")
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	resolve := resolverOf(map[tenancy.ID]routing.Credentials{a: {Endpoint: dsns[0]}, b: {Endpoint: dsns[1]}, c: {Endpoint: dsns[2]}})
+	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text);")}}
+	var tn *modules.Tenants
+	var docs *postgres.Documents[item]
+	app, pg := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.Migrations(steps),
+		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("rdocs")})),
+		modules.Lifecycle(), fx.Populate(&tn, &docs))
+	startApp(t, app)
+	provision(t, pg, a, b, c)
+	for _, id := range []tenancy.ID{a, b} {
+		for _, k := range []string{"x", "y"} {
+			if _, err := docs.Create(tenancy.WithTenant(ctx, id), k, item{Name: k + " of " + id.Hex()[:4]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	exec(t, conn, "INSERT INTO audit (note) VALUES ('one'), ('two')")
+	archive := tenancytest.CheckRoundTrip(t, tenancytest.RoundTrip{Tenants: tn, A: a, B: b, C: c,
+		Read: func(ctx context.Context) (any, error) {
+			recs, err := docs.List(ctx, document.Query{})
+			out := make([]item, 0, len(recs))
+			for _, r := range recs {
+				out = append(out, r.Value)
+			}
+			return out, err
+		}})
+	for _, want := range []string{`"route":"docs","family":"rdocs","tier":"dedicated","records":2`, `"route":"(schema)","family":"audit","records":2`} {
+		if !bytes.Contains(archive, []byte(want)) {
+			t.Errorf("A's archive does not hold %s:\n%s", want, archive)
+		}
+	}
+	dbC, err := pgx.Connect(ctx, dsns[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dbC.Close(ctx) })
+	requireRows(t, dbC, "SELECT count(*) FROM public.audit", 2)
+	requireRows(t, dbC, "SELECT count(*) FROM public.rdocs", 2)
+}
