@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -24,7 +25,7 @@ func CounterRoute(name string, cc CounterConfig) Option {
 		addTableRoute(c, name, kindCounter, cc.TenantAware, cc.Table, "set CounterConfig.Table to a lower-case table name",
 			"name text NOT NULL, value bigint NOT NULL, ", "name",
 			func(r route) *Counter { return &Counter{route: r, cfg: cc} })
-		c.routes[len(c.routes)-1].placedProvide = placedProvider(func(p *placed[*Counter]) *Counter { return &Counter{placed: p} })
+		c.routes[len(c.routes)-1].placedProvide = placedProvider(func(p *modules.PlacedRoute[*Counter]) *Counter { return &Counter{placed: p} })
 	}
 }
 
@@ -34,7 +35,7 @@ type Counter struct {
 	cfg    CounterConfig
 	static *counterStmts
 	// placed: see Documents.placed.
-	placed *placed[*Counter]
+	placed *modules.PlacedRoute[*Counter]
 }
 
 type counterStmts struct {
@@ -63,7 +64,7 @@ func (k *Counter) build(tenant tenancy.ID) *counterStmts {
 // Add adds delta to the counter (creating it at 0) and returns the result.
 func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, err error) {
 	if k.placed != nil {
-		in, end, err := k.placed.pick(ctx, true)
+		in, end, err := k.placed.Pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
@@ -77,7 +78,7 @@ func (k *Counter) Add(ctx context.Context, name string, delta int64) (_ int64, e
 // Get returns the counter's value; a missing counter is 0.
 func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 	if k.placed != nil {
-		in, end, err := k.placed.pick(ctx, false)
+		in, end, err := k.placed.Pick(ctx, false)
 		if err != nil {
 			return 0, err
 		}
@@ -95,7 +96,7 @@ func (k *Counter) Get(ctx context.Context, name string) (_ int64, err error) {
 // Delete removes the counter and reports whether it existed.
 func (k *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
 	if k.placed != nil {
-		in, end, err := k.placed.pick(ctx, true)
+		in, end, err := k.placed.Pick(ctx, true)
 		if err != nil {
 			return false, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -69,7 +70,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 			}
 			return d
 		})
-		spec.placedProvide = placedProvider(func(p *placed[*Documents[T]]) *Documents[T] { return &Documents[T]{placed: p} })
+		spec.placedProvide = placedProvider(func(p *modules.PlacedRoute[*Documents[T]]) *Documents[T] { return &Documents[T]{placed: p} })
 		c.routes = append(c.routes, spec)
 	}
 }
@@ -83,7 +84,7 @@ type Documents[T any] struct {
 	tmpl   []stmtTmpl // per tenant: docFields' templates, nil if none
 	// placed: the route of a module with Placements, each call served by
 	// the tenant's placement's route; nil otherwise.
-	placed *placed[*Documents[T]]
+	placed *modules.PlacedRoute[*Documents[T]]
 }
 
 type docStmts struct {
@@ -146,7 +147,7 @@ func (d *Documents[T]) begin(ctx context.Context, need docNeed) (context.Context
 // Get returns the record id of the bound tenant, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T], err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, false)
+		in, end, err := d.placed.Pick(ctx, false)
 		if err != nil {
 			return document.Record[T]{}, err
 		}
@@ -191,7 +192,7 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (_ document.Record[T]
 // Create stores v as version 1, or fails with document.ErrExists.
 func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.Version, err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, true)
+		in, end, err := d.placed.Pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
@@ -223,7 +224,7 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (_ document.V
 // document.ErrNotFound when the bound tenant has no such record.
 func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (_ document.Version, err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, true)
+		in, end, err := d.placed.Pick(ctx, true)
 		if err != nil {
 			return 0, err
 		}
@@ -259,7 +260,7 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 // Delete removes the record, or fails with document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) (err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, true)
+		in, end, err := d.placed.Pick(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -305,7 +306,7 @@ func (d *Documents[T]) affected(ctx context.Context, pool querier, stmt string, 
 // List returns the bound tenant's records matching q.
 func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document.Record[T], err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, false)
+		in, end, err := d.placed.Pick(ctx, false)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +348,7 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) (_ []document
 // ordering and limit are ignored).
 func (d *Documents[T]) Count(ctx context.Context, q document.Query) (_ int, err error) {
 	if d.placed != nil {
-		in, end, err := d.placed.pick(ctx, false)
+		in, end, err := d.placed.Pick(ctx, false)
 		if err != nil {
 			return 0, err
 		}

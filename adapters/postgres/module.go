@@ -202,7 +202,7 @@ func module(cfg *config) fx.Option {
 		// (placed.go): under a private name here.
 		as := r.name
 		if cfg.placed != nil {
-			as = placedRoute(name, r.name)
+			as = modules.PlacedRouteName(name, r.name)
 		}
 		rs := modules.RouteSpec{Route: fr, Provide: r.provide(as, alsoUnnamed(r)), Provided: []modules.Provided{{Type: r.typ, Name: as}}}
 		if alsoUnnamed(r) {

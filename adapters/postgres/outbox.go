@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -49,7 +50,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 		}
 		spec.provide = provideRoute(func(cl *Client) *Outbox { return newOutbox(cl, spec, oc) })
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
-		spec.placedProvide = placedProvider(func(p *placed[*Outbox]) *Outbox { return &Outbox{placed: p} })
+		spec.placedProvide = placedProvider(func(p *modules.PlacedRoute[*Outbox]) *Outbox { return &Outbox{placed: p} })
 		c.routes = append(c.routes, spec)
 	}
 }
@@ -80,7 +81,7 @@ type Outbox struct {
 	cursor fairCursor
 	// placed: see Documents.placed. The module's relays and sweeps drain
 	// each placement's outbox with the workers of that placement.
-	placed *placed[*Outbox]
+	placed *modules.PlacedRoute[*Outbox]
 }
 
 type outboxStmts struct {
@@ -134,7 +135,7 @@ func (o *Outbox) rowTenant(ctx context.Context) (tenancy.ID, error) {
 // for the relay's delivery to link to.
 func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 	if o.placed != nil {
-		in, end, err := o.placed.pick(ctx, true)
+		in, end, err := o.placed.Pick(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
 // another tenant is refused. An empty EventID gets a random one.
 func (o *Outbox) WriteTx(ctx context.Context, tx pgx.Tx, msgs ...outbox.Message) error {
 	if o.placed != nil {
-		in, end, err := o.placed.pick(ctx, true)
+		in, end, err := o.placed.Pick(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -257,7 +258,7 @@ func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbo
 	if o.placed != nil {
 		// A claim is a relay's read; the rows it marks delivered are the
 		// tenant's placement's.
-		in, end, err := o.placed.pick(ctx, false)
+		in, end, err := o.placed.Pick(ctx, false)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 
@@ -60,9 +59,6 @@ func (cfg *config) inShared(rel naming.Name) naming.Name {
 	return naming.Shared(rel.Base())
 }
 
-// placedName is the module serving tier at of module.
-func placedName(module string, at tenancy.Tier) string { return module + "." + at.String() }
-
 // placedModule is Module for a module with Placements: a module per tier
 // offered, built from the same options, and the route objects that pick
 // between them.
@@ -93,7 +89,7 @@ func placedModule(name string, opts []Option, parent *config) fx.Option {
 	subs := make(map[tenancy.Tier]string, len(o.Tiers))
 	for i, at := range o.Tiers {
 		// placed is set first: the routes' options read it (inShared).
-		cfg := &config{name: placedName(name, at), prefix: defaultSchemaPrefix, static: defaultStaticSchema,
+		cfg := &config{name: modules.PlacedModuleName(name, at), prefix: defaultSchemaPrefix, static: defaultStaticSchema,
 			placed: &placedAt{module: name, at: at, offer: o}}
 		for _, opt := range opts {
 			opt(cfg)
@@ -136,51 +132,10 @@ func (cfg *config) checkPlaced(r *routeSpec) []error {
 		Fix:    fix + " (tagged: in the shared tables; namespace: in the tenant's schema; dedicated: in the tenant's database)"}}
 }
 
-// placed is a route object's placements: the object serving each tier,
-// and the placer that picks one per call.
-type placed[R any] struct {
-	placer *modules.Placer
-	route  string
-	at     [len(tenancy.Tiers)]R
-}
-
-// pick is the route object serving the tenant ctx binds, for a read or
-// a write; the caller runs end once the call is over.
-func (p *placed[R]) pick(ctx context.Context, write bool) (R, func(), error) {
-	at, end, err := p.placer.At(ctx, p.route, write)
-	if err != nil {
-		var zero R
-		return zero, nil, err
-	}
-	return p.at[at], end, nil
-}
-
-// placedProvider provides a route object of type R under route (and
-// unnamed) that serves each call from the object of the tenant's
-// placement: each placement's module provides its own privately, under
-// placedRoute; wrap makes the outer object from them.
-func placedProvider[R any](wrap func(*placed[R]) R) func(module, route string, o modules.Offer, subs map[tenancy.Tier]string, unnamed bool) fx.Option {
+// placedProvider is the placedProvide of a route whose object of type R
+// wrap makes from its placements' objects.
+func placedProvider[R any](wrap func(*modules.PlacedRoute[R]) R) func(module, route string, o modules.Offer, subs map[tenancy.Tier]string, unnamed bool) fx.Option {
 	return func(module, route string, o modules.Offer, subs map[tenancy.Tier]string, unnamed bool) fx.Option {
-		tags := []string{`optional:"true"`}
-		for _, at := range tenancy.Tiers[1:] {
-			if name, ok := subs[at]; ok {
-				tags = append(tags, `name:"`+placedRoute(name, route)+`"`)
-			} else {
-				tags = append(tags, `name:"tenantwire.unplaced" optional:"true"`)
-			}
-		}
-		ctor := func(s *modules.Suspensions, tagged, namespace, dedicated R) R {
-			p := &placed[R]{placer: modules.NewPlacer(rules.Name, module, o, s), route: route}
-			p.at[tenancy.Tagged], p.at[tenancy.Namespace], p.at[tenancy.Dedicated] = tagged, namespace, dedicated
-			return wrap(p)
-		}
-		out := []fx.Option{fx.Provide(fx.Annotate(ctor, fx.ParamTags(tags...), fx.ResultTags(`name:"`+route+`"`)))}
-		if unnamed {
-			out = append(out, fx.Provide(fx.Annotate(func(r R) R { return r }, fx.ParamTags(`name:"`+route+`"`))))
-		}
-		return fx.Options(out...)
+		return modules.ProvidePlaced(rules.Name, module, route, o, subs, unnamed, wrap)
 	}
 }
-
-// placedRoute is the name a placement's module provides route under.
-func placedRoute(sub, route string) string { return sub + "/" + route }
