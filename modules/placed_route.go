@@ -29,6 +29,18 @@ func (p *PlacedRoute[R]) Pick(ctx context.Context, write bool) (R, func(), error
 	return p.at[at], end, nil
 }
 
+// OnPlacement runs call on the route object serving ctx's tenant (Pick),
+// ending the call once it returns.
+func OnPlacement[R, V any](p *PlacedRoute[R], ctx context.Context, write bool, call func(R) (V, error)) (V, error) {
+	in, end, err := p.Pick(ctx, write)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	defer end()
+	return call(in)
+}
+
 // PlacedModuleName is the module serving the placement at of module.
 func PlacedModuleName(module string, at tenancy.Tier) string { return module + "." + at.String() }
 

@@ -8,21 +8,38 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
+
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 const fieldCount = "n"
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
 func CounterRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, kindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
+	add := namedRoute(name, kindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
+	return func(c *config) {
+		add(c)
+		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, func(p *modules.PlacedRoute[*Counter]) *Counter { return &Counter{placed: p} })
+		}
+	}
 }
 
 // Counter holds named atomic integer counters.
-type Counter struct{ route route }
+type Counter struct {
+	route route
+	// placed: see Documents.placed.
+	placed *modules.PlacedRoute[*Counter]
+}
 
 // Add adds delta to the counter and returns its new value; a missing
 // counter starts at zero.
 func (c *Counter) Add(ctx context.Context, name string, delta int64) (int64, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Counter) (int64, error) { return in.Add(ctx, name, delta) })
+	}
 	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return 0, err
@@ -50,6 +67,9 @@ func (c *Counter) Add(ctx context.Context, name string, delta int64) (int64, err
 
 // Get returns the counter's value, zero when it was never set.
 func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, false, func(in *Counter) (int64, error) { return in.Get(ctx, name) })
+	}
 	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return 0, err
@@ -68,6 +88,9 @@ func (c *Counter) Get(ctx context.Context, name string) (int64, error) {
 
 // Delete removes the counter and reports whether it existed.
 func (c *Counter) Delete(ctx context.Context, name string) (deleted bool, err error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Counter) (bool, error) { return in.Delete(ctx, name) })
+	}
 	ctx, t, err := c.route.target(ctx)
 	if err != nil {
 		return false, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // DocumentConfig is a document route's RouteConfig, under the name the
@@ -23,12 +24,28 @@ type DocumentConfig = RouteConfig
 // *Documents[T], unnamed and name:"<route>". One document route per
 // value type per app.
 func Document[T any](name string, cfg RouteConfig) Option {
-	spec := &routeSpec{name: name, kind: kindDocument, cfg: cfg, coll: collectionOf(cfg), provides: []modules.Provided{{Type: reflect.TypeFor[*Documents[T]]()}, {Type: reflect.TypeFor[*Documents[T]](), Name: name}}}
 	return func(c *config) {
-		// Unnamed and name:"<route>", as every backend's document route.
-		spec.provide = fx.Options(fx.Provide(func(co *core) *Documents[T] {
-			return &Documents[T]{route: newRoute(co, spec)}
-		}), modules.AlsoNamed[*Documents[T]](name))
+		// A spec per application: Placements applies the option once per
+		// placement.
+		rc := c.inShared(cfg)
+		spec := &routeSpec{name: name, kind: kindDocument, cfg: rc, coll: collectionOf(rc)}
+		typ := reflect.TypeFor[*Documents[T]]()
+		newDocs := func(co *core) *Documents[T] { return &Documents[T]{route: newRoute(co, spec)} }
+		if c.placed != nil {
+			// The placed module provides the route object (placed.go).
+			as := c.privateName(name)
+			spec.provides = []modules.Provided{{Type: typ, Name: as}}
+			spec.provide = fx.Provide(fx.Annotate(newDocs, fx.ResultTags(`name:"`+as+`"`)))
+		} else {
+			// Unnamed and name:"<route>", as every backend's document route.
+			spec.provides = []modules.Provided{{Type: typ}, {Type: typ, Name: name}}
+			spec.provide = fx.Options(fx.Provide(newDocs), modules.AlsoNamed[*Documents[T]](name))
+		}
+		spec.placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return modules.ProvidePlaced(rules.Name, module, route, o, subs, true, func(p *modules.PlacedRoute[*Documents[T]]) *Documents[T] {
+				return &Documents[T]{placed: p}
+			})
+		}
 		c.routes = append(c.routes, spec)
 	}
 }
@@ -36,10 +53,18 @@ func Document[T any](name string, cfg RouteConfig) Option {
 // Documents is a typed document store route. Stored documents hold _id
 // (the id, tenant-prefixed when tenant-aware), tenant_id (when
 // tenant-aware), id, v (the version) and doc (the value's JSON form).
-type Documents[T any] struct{ route route }
+type Documents[T any] struct {
+	route route
+	// placed: the route of a module with Placements, each call served by
+	// the route of the tenant's placement.
+	placed *modules.PlacedRoute[*Documents[T]]
+}
 
 // Get returns the record with id, or document.ErrNotFound.
 func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], error) {
+	if d.placed != nil {
+		return modules.OnPlacement(d.placed, ctx, false, func(in *Documents[T]) (document.Record[T], error) { return in.Get(ctx, id) })
+	}
 	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return document.Record[T]{}, err
@@ -57,6 +82,9 @@ func (d *Documents[T]) Get(ctx context.Context, id string) (document.Record[T], 
 
 // Create stores v under id at version 1, or returns document.ErrExists.
 func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Version, error) {
+	if d.placed != nil {
+		return modules.OnPlacement(d.placed, ctx, true, func(in *Documents[T]) (document.Version, error) { return in.Create(ctx, id, v) })
+	}
 	ctx, t, body, err := d.write(ctx, v)
 	if err != nil {
 		return 0, err
@@ -76,6 +104,9 @@ func (d *Documents[T]) Create(ctx context.Context, id string, v T) (document.Ver
 // Update replaces the value when the stored version is expected; it returns
 // the new version, document.ErrConflict, or document.ErrNotFound.
 func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected document.Version) (document.Version, error) {
+	if d.placed != nil {
+		return modules.OnPlacement(d.placed, ctx, true, func(in *Documents[T]) (document.Version, error) { return in.Update(ctx, id, v, expected) })
+	}
 	ctx, t, body, err := d.write(ctx, v)
 	if err != nil {
 		return 0, err
@@ -105,6 +136,10 @@ func (d *Documents[T]) Update(ctx context.Context, id string, v T, expected docu
 
 // Delete removes the record, or returns document.ErrNotFound.
 func (d *Documents[T]) Delete(ctx context.Context, id string) error {
+	if d.placed != nil {
+		_, err := modules.OnPlacement(d.placed, ctx, true, func(in *Documents[T]) (struct{}, error) { return struct{}{}, in.Delete(ctx, id) })
+		return err
+	}
 	ctx, t, err := d.route.target(ctx)
 	if err != nil {
 		return err
@@ -122,6 +157,9 @@ func (d *Documents[T]) Delete(ctx context.Context, id string) error {
 
 // List returns the records matching q, ordered and limited.
 func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.Record[T], error) {
+	if d.placed != nil {
+		return modules.OnPlacement(d.placed, ctx, false, func(in *Documents[T]) ([]document.Record[T], error) { return in.List(ctx, q) })
+	}
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -157,6 +195,9 @@ func (d *Documents[T]) List(ctx context.Context, q document.Query) ([]document.R
 // driver runs it as an aggregation whose first stage is the $match built
 // here, tenant predicate first.
 func (d *Documents[T]) Count(ctx context.Context, q document.Query) (int, error) {
+	if d.placed != nil {
+		return modules.OnPlacement(d.placed, ctx, false, func(in *Documents[T]) (int, error) { return in.Count(ctx, q) })
+	}
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}

@@ -36,6 +36,11 @@ type config struct {
 	// Migrations (with goSteps), RequiredVersion and TenantRegistry.
 	migrate.Versioning
 	goSteps []GoStep
+	// offer: Placements; placed: set on the module of one placement;
+	// errs: the placed module's refusals, reported by its first placement.
+	offer  *modules.Offer
+	placed *modules.Placement
+	errs   []error
 }
 
 // RouteConfig wires one route.
@@ -66,6 +71,9 @@ type routeSpec struct {
 	// which a refused module provides in its place.
 	provide  fx.Option
 	provides []modules.Provided
+	// placedProvide provides the route object of a module with
+	// Placements (placed.go); nil for a kind that cannot be placed.
+	placedProvide func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option
 }
 
 // Use runs the module on c, a client the caller owns and disconnects.
@@ -127,11 +135,15 @@ type routedConfig struct {
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
-	spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: []modules.Provided{{Type: reflect.TypeFor[R](), Name: name}}}
 	return func(cfg *config) {
+		// A spec per application: Placements applies the option once per
+		// placement.
+		rc := cfg.inShared(rc)
+		as := cfg.privateName(name)
+		spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: []modules.Provided{{Type: reflect.TypeFor[R](), Name: as}}}
 		spec.provide = fx.Provide(fx.Annotate(
 			func(c *core) R { return ctor(newRoute(c, spec)) },
-			fx.ResultTags(`name:"`+name+`"`)))
+			fx.ResultTags(`name:"`+as+`"`)))
 		cfg.routes = append(cfg.routes, spec)
 	}
 }
@@ -193,6 +205,14 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
+	if cfg.offer != nil {
+		return placedModule(name, opts, cfg)
+	}
+	return module(name, cfg)
+}
+
+// module is Module for the options applied to cfg.
+func module(name string, cfg *config) fx.Option {
 	set, bad := cfg.Load("json")
 	m, err := loadMigrations(name, cfg.routes, set, cfg.goSteps)
 	if err != nil {
@@ -201,13 +221,13 @@ func Module(name string, opts ...Option) fx.Option {
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
 		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Use(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
-		Problems: cfg.validate(name),
+		Problems: append(cfg.validate(name), cfg.errs...),
 		Parts: []fx.Option{
 			fx.Provide(fx.Private, newCore(name, cfg, m)),
 			// Named by the module, so that an app may hold several MongoDB modules.
-			modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
+			modules.ProvideLifecycleAt(name, rules.Name, true, func(c *core) *migrate.Runner {
 				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
-			}),
+			}, cfg.placed),
 			fx.Provide(fx.Annotate(func(c *core, r *migrate.Runner) *Provisioner { return &Provisioner{Runner: r, core: c} },
 				fx.ParamTags(``, `name:"`+name+`"`), fx.ResultTags(`name:"`+name+`"`))),
 			modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
@@ -218,10 +238,14 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
 	}
+	if cfg.placed != nil {
+		spec.Placement = cfg.placed.At
+	}
 	modules.AddVersions(&spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "mongo", Latest: m.set.Latest(), PerTenant: true,
 		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: r.provides})
+		spec.Problems = append(spec.Problems, cfg.checkPlaced(name, r)...)
 	}
 	for _, r := range cfg.relays {
 		spec.Problems = append(spec.Problems, r.problems(name, cfg.routes)...)
