@@ -30,7 +30,7 @@ func TestPlacementsWiringRefused(t *testing.T) {
 			"orders", "", "at least two"},
 		"search route": {[]mongo.Option{uri, routed, all, docs, mongo.SearchRoute("find", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("f")})},
 			"orders", "find", "cannot be placed"},
-		"dedicated without Routed": {[]mongo.Option{uri, all, docs}, "orders", "", "own servers"},
+		"dedicated without Routed":   {[]mongo.Option{uri, all, docs}, "orders", "", "own servers"},
 		"namespace without a server": {[]mongo.Option{routed, all, docs}, "orders", "", "shared server"},
 		"tagged route not tenant-aware": {[]mongo.Option{uri, two, mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("o")})},
 			"orders.tagged", "orders", "reaches none"},
