@@ -6,18 +6,42 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenantwire/tenantwire/modules"
 )
 
 // Cache is a cache route: byte values with an optional TTL.
-type Cache struct{ route }
+type Cache struct {
+	route
+	// placed: the route of a module with Placements, each call served by
+	// the route of the tenant's placement.
+	placed *modules.PlacedRoute[*Cache]
+}
+
+// found is a value and whether it was there, for a call on a placement.
+type found[V any] struct {
+	v  V
+	ok bool
+}
 
 // Get returns the value of key and whether it exists.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if c.placed != nil {
+		f, err := modules.OnPlacement(c.placed, ctx, false, func(in *Cache) (found[[]byte], error) {
+			v, ok, err := in.Get(ctx, key)
+			return found[[]byte]{v, ok}, err
+		})
+		return f.v, f.ok, err
+	}
 	return c.getBytes(ctx, key)
 }
 
 // Set stores value under key; ttl 0 keeps it until deleted.
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if c.placed != nil {
+		_, err := modules.OnPlacement(c.placed, ctx, true, func(in *Cache) (struct{}, error) { return struct{}{}, in.Set(ctx, key, value, ttl) })
+		return err
+	}
 	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return err
@@ -29,6 +53,9 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 // Replace overwrites an existing key, keeping its TTL; it reports false
 // and writes nothing when the key does not exist.
 func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Cache) (bool, error) { return in.Replace(ctx, key, value) })
+	}
 	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return false, err
@@ -42,11 +69,23 @@ func (c *Cache) Replace(ctx context.Context, key string, value []byte) (bool, er
 }
 
 // Delete removes key and reports whether it existed.
-func (c *Cache) Delete(ctx context.Context, key string) (bool, error) { return c.del(ctx, key) }
+func (c *Cache) Delete(ctx context.Context, key string) (bool, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Cache) (bool, error) { return in.Delete(ctx, key) })
+	}
+	return c.del(ctx, key)
+}
 
 // TTL returns the time key has left and whether it exists; a key without
 // expiry reports a negative duration.
 func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
+	if c.placed != nil {
+		f, err := modules.OnPlacement(c.placed, ctx, false, func(in *Cache) (found[time.Duration], error) {
+			d, ok, err := in.TTL(ctx, key)
+			return found[time.Duration]{d, ok}, err
+		})
+		return f.v, f.ok, err
+	}
 	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, false, err
@@ -63,10 +102,17 @@ func (c *Cache) TTL(ctx context.Context, key string) (time.Duration, bool, error
 }
 
 // Counter is a counter route: atomic int64 counters.
-type Counter struct{ route }
+type Counter struct {
+	route
+	// placed: see Cache.placed.
+	placed *modules.PlacedRoute[*Counter]
+}
 
 // Add adds by to key (created at 0) and returns the new value.
 func (c *Counter) Add(ctx context.Context, key string, by int64) (int64, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Counter) (int64, error) { return in.Add(ctx, key, by) })
+	}
 	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
@@ -77,6 +123,9 @@ func (c *Counter) Add(ctx context.Context, key string, by int64) (int64, error) 
 
 // Get returns the counter's value, 0 when it does not exist.
 func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, false, func(in *Counter) (int64, error) { return in.Get(ctx, key) })
+	}
 	ctx, cl, k, done, err := c.target(ctx, key)
 	if err != nil {
 		return 0, err
@@ -90,7 +139,12 @@ func (c *Counter) Get(ctx context.Context, key string) (int64, error) {
 }
 
 // Delete removes the counter and reports whether it existed.
-func (c *Counter) Delete(ctx context.Context, key string) (bool, error) { return c.del(ctx, key) }
+func (c *Counter) Delete(ctx context.Context, key string) (bool, error) {
+	if c.placed != nil {
+		return modules.OnPlacement(c.placed, ctx, true, func(in *Counter) (bool, error) { return in.Delete(ctx, key) })
+	}
+	return c.del(ctx, key)
+}
 
 // Idempotency is an idempotency route: the first result stored under a key
 // wins until it expires (RouteConfig.TTL, default 24h).

@@ -77,19 +77,32 @@ func Module(name string, opts ...Option) fx.Option {
 	for _, o := range opts {
 		o(cfg)
 	}
+	if cfg.offer != nil {
+		return placedModule(name, opts, cfg)
+	}
+	return module(name, cfg)
+}
+
+// module is Module for the options applied to cfg.
+func module(name string, cfg *config) fx.Option {
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Use(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()"}
+		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Use(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()",
+		Problems: cfg.errs}
+	if cfg.placed != nil {
+		spec.Placement = cfg.placed.At
+	}
 	if cfg.routed != nil {
 		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
 		// go-redis's default pool follows GOMAXPROCS, which the runtime
 		// may raise later: fix it here, where the budget counts it.
 		cfg.routed.Limits = cfg.routed.limits()
 		spec.WorstCaseConns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient * cfg.routed.nodesPerClient()
-		spec.Problems = cfg.routed.validate(name)
+		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
-			Provide: provideRoute(r), Provided: []modules.Provided{{Type: routeTypes[r.kind], Name: r.name}}}
+			Provide: provideRoute(r), Provided: []modules.Provided{{Type: routeTypes[r.kind], Name: r.as}}}
+		spec.Problems = append(spec.Problems, cfg.checkPlaced(name, r)...)
 		if r.kind == kindFleet && r.beatEvery > 0 {
 			rs.Provide = fx.Options(rs.Provide, fleetHeartbeat(name, r))
 		}
@@ -107,9 +120,9 @@ func Module(name string, opts ...Option) fx.Option {
 		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
 			func(ctx context.Context, c *core) error { return c.client.Ping(ctx).Err() }),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
-			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown}
+			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown, ownOnly: cfg.placed != nil}
 			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany, Verify: o.Verify,
-				Export: o.Export, Import: o.Import}
+				Export: o.Export, Import: o.Import, Placement: cfg.placed}
 		})}
 	return modules.Assemble(spec)
 }

@@ -24,12 +24,17 @@ type offboarder struct {
 	core     *core
 	routes   []*routeSpec
 	teardown bool
+	// ownOnly: the module is one placement of a module with placements,
+	// whose other placements hold the tenant's keys too (a move's two
+	// copies): it removes and counts only its own routes' keys.
+	ownOnly bool
 }
 
 // Offboard deletes every key of tenant, in every family of keyFamilies
 // (the routes' keys and AddOnce's markers): the keys carrying its tenant
 // segment (tagged and routed routes, whatever route wrote them) and the
-// keys under its namespace of each namespace route; then it drops the
+// keys under its namespace of each namespace route (on one placement of
+// a module with placements, its own routes' keys only); then it drops the
 // tenant's in-process state (stream group memos, namespace caches). On a routed module it
 // works in the tenant's own database. Keys are found with SCAN MATCH on
 // every master and removed with UNLINK, one pipeline per page; a rerun
@@ -68,6 +73,21 @@ func (o *offboarder) walk(ctx context.Context, tenant tenancy.ID, visit visitFn)
 		}
 		exact = append(exact, buildKey(r.marker, ns, tenant, r.code, r.name, "")+"*")
 	}
+	own := func(string) bool { return true }
+	if o.ownOnly {
+		prefixes, err := o.prefixes(tenant)
+		if err != nil {
+			return err
+		}
+		own = func(rk string) bool {
+			for _, p := range prefixes {
+				if strings.HasPrefix(rk, p) {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	return o.walkClient(ctx, tenant, func(ctx context.Context, n node) error {
 		for _, f := range keyFamilies {
 			for _, m := range tenantMarkers {
@@ -75,7 +95,7 @@ func (o *offboarder) walk(ctx context.Context, tenant tenancy.ID, visit visitFn)
 				if markerHasNamespace(m) {
 					pat += "*:"
 				}
-				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && keyOfTenant(rk, hex) }
+				keep := func(k string) bool { rk, ok := f.routeKey(k); return ok && keyOfTenant(rk, hex) && own(rk) }
 				if err := visit(ctx, n, f, f.match(pat+hex+":*"), keep); err != nil {
 					return err
 				}
@@ -151,7 +171,7 @@ func namespacePrefix(key string) (string, bool) {
 // of the batch; a rerun completes it.
 func (o *offboarder) OffboardMany(ctx context.Context, tenants []tenancy.ID) []error {
 	errs := make([]error, len(tenants))
-	if o.core.routes != nil || len(tenants) == 1 {
+	if o.core.routes != nil || len(tenants) == 1 || o.ownOnly {
 		for i, id := range tenants {
 			errs[i] = o.Offboard(ctx, id)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/tenantwire/tenantwire/modules"
 )
 
 // incrOnceScript adds ARGV[1] to KEYS[1] unless the operation's marker
@@ -44,6 +46,13 @@ func onceKey(key, op string) string {
 // in the same tenant's scope as the counter and expires after remember,
 // which must outlast any retry or redelivery of the operation.
 func (c *Counter) AddOnce(ctx context.Context, key, op string, by int64, remember time.Duration) (value int64, applied bool, err error) {
+	if c.placed != nil {
+		f, err := modules.OnPlacement(c.placed, ctx, true, func(in *Counter) (found[int64], error) {
+			v, ok, err := in.AddOnce(ctx, key, op, by, remember)
+			return found[int64]{v, ok}, err
+		})
+		return f.v, f.ok, err
+	}
 	if op == "" {
 		return 0, false, errors.New("redis: AddOnce needs an operation id")
 	}

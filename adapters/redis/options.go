@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -45,6 +46,11 @@ type config struct {
 	workers   []workerSpec
 	// teardown: AllowTeardown.
 	teardown bool
+	// offer: Placements; placed: set on the module of one placement;
+	// errs: the placed module's refusals, reported by its first placement.
+	offer  *modules.Offer
+	placed *modules.Placement
+	errs   []error
 }
 
 type routeSpec struct {
@@ -60,6 +66,9 @@ type routeSpec struct {
 	replica   string
 	beatEvery time.Duration
 	beatTTL   time.Duration
+	// as is the name the route object is provided under: the route's, or
+	// on a placement's module the placed module's private name.
+	as string
 }
 
 // Use runs the module on c, a client the caller owns and closes. Any
@@ -145,8 +154,10 @@ func tenantNamespace(prefix string) nsFunc {
 
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 	return func(cfg *config) {
+		rc := cfg.inShared(rc)
 		cfg.routes = append(cfg.routes, &routeSpec{
 			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: namespaceOf(rc.Namespace), sharedNS: !rc.Namespace.IsZero() && !rc.Namespace.PerTenant(), global: rc.TenantGlobal, ttl: rc.TTL,
+			as: cfg.privateName(name),
 		})
 	}
 }
@@ -176,7 +187,7 @@ func StreamRoute(name string, rc RouteConfig) Option { return addRoute(name, kin
 func FleetRoute(name string, fc FleetConfig) Option {
 	return func(cfg *config) {
 		cfg.routes = append(cfg.routes, &routeSpec{
-			name: name, kind: kindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL,
+			name: name, kind: kindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL, as: name,
 		})
 	}
 }

@@ -170,7 +170,7 @@ func provideRoute(spec *routeSpec) fx.Option {
 	default:
 		return fx.Error(fmt.Errorf("redis: unknown route kind %q", spec.kind))
 	}
-	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(nameTag(spec.name))))
+	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(nameTag(spec.as))))
 }
 
 // served is the route a module serves: newRoute, its namespace cache
