@@ -1,8 +1,6 @@
 package mongo
 
 import (
-	"fmt"
-
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
@@ -62,70 +60,46 @@ func (cfg *config) checkPlaced(module string, r *routeSpec) []error {
 	if cfg.placed == nil || cfg.sources() == 0 {
 		return nil // a placement without its server is refused already
 	}
-	reached := rules.Decide(r.floorsRoute(cfg.routed != nil)).Reached
-	if reached == cfg.placed.At {
+	err := modules.PlacedTier(rules.Name, module, r.name, cfg.placed, rules.Decide(r.floorsRoute(cfg.routed != nil)).Reached,
+		"declare the route tenant-aware, its Collection naming.PerTenant (tagged: one shared collection; namespace: the tenant's own; dedicated: in the tenant's own server)")
+	if err == nil {
 		return nil
 	}
-	return []error{&tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: rules.Name, Module: module, Route: r.name,
-		Tiers: true, Reached: reached, Required: cfg.placed.At,
-		Detail: fmt.Sprintf("at the %s placement the route reaches %s", cfg.placed.At, reached),
-		Fix:    "declare the route tenant-aware, its Collection naming.PerTenant (tagged: one shared collection; namespace: the tenant's own; dedicated: in the tenant's own server)"}}
+	return []error{err}
 }
 
-// placedModule is Module for a module with Placements: a module per tier
-// offered, built from the same options, and the route objects that pick
-// between them.
+// placedModule is Module for a module with Placements (modules.PlacedModule).
 func placedModule(name string, opts []Option, parent *config) fx.Option {
-	o := *parent.offer
-	var problems []error
-	bad := func(route, detail, fix string) {
-		problems = append(problems, &tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: rules.Name, Module: name, Route: route, Detail: detail, Fix: fix})
-	}
-	if p := o.Problem(); p != "" {
-		bad("", "mongo.Placements: "+p, "offer two or three of tagged, namespace and dedicated, each once, with a default among them")
-		o = modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged} // to build the stand-ins
-	}
+	var unplaced []modules.PlacedRefusal
+	var provide []func(modules.Offer, map[tenancy.Tier]string) fx.Option
 	for _, r := range parent.routes {
 		if r.placedProvide == nil {
-			bad(r.name, fmt.Sprintf("a %s route cannot be placed per tenant yet", r.kind), "keep document and counter routes in the module with placements, and put the others in a module of their own")
+			unplaced = append(unplaced, modules.UnplacedKind(r.name, string(r.kind), "document and counter"))
+			continue
 		}
+		provide = append(provide, func(o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return r.placedProvide(name, r.name, o, subs)
+		})
 	}
 	if len(parent.relays) > 0 {
-		bad("", "relays cannot drain a module with placements yet", "put the outbox and its relay in a module of their own")
+		unplaced = append(unplaced, modules.PlacedRefusal{Detail: "relays cannot drain a module with placements yet", Fix: "put the outbox and its relay in a module of their own"})
 	}
-	shared := parent.client != nil || parent.uri != "" || parent.fromGraph
-	for _, at := range o.Tiers {
-		switch {
-		case at == tenancy.Dedicated && parent.routed == nil:
-			bad("", "the dedicated placement needs the tenants' own servers", "add mongo.Routed(resolver, config) to the module")
-		case at != tenancy.Dedicated && !shared:
-			bad("", fmt.Sprintf("the %s placement needs the shared server", at), "add mongo.Connect(uri), mongo.Use(client) or mongo.FromGraph() to the module")
-		}
-	}
-	parts := make([]fx.Option, 0, len(o.Tiers)+len(parent.routes))
-	subs := make(map[tenancy.Tier]string, len(o.Tiers))
-	for i, at := range o.Tiers {
-		// placed is set first: the routes' options read it (inShared).
-		cfg := &config{placed: &modules.Placement{Module: name, At: at, Offer: o}}
-		for _, opt := range opts {
-			opt(cfg)
-		}
-		cfg.offer = nil
-		if at == tenancy.Dedicated {
-			cfg.client, cfg.uri, cfg.fromGraph = nil, "", false
-		} else {
-			cfg.routed = nil
-		}
-		if i == 0 {
-			cfg.errs = problems
-		}
-		subs[at] = modules.PlacedModuleName(name, at)
-		parts = append(parts, module(subs[at], cfg))
-	}
-	for _, r := range parent.routes {
-		if r.placedProvide != nil {
-			parts = append(parts, r.placedProvide(name, r.name, o, subs))
-		}
-	}
-	return fx.Options(parts...)
+	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Option: "mongo.Placements", Offer: *parent.offer, Unplaced: unplaced,
+		Shared: parent.client != nil || parent.uri != "" || parent.fromGraph, Routed: parent.routed != nil, Own: "servers",
+		SharedFix: "add mongo.Connect(uri), mongo.Use(client) or mongo.FromGraph() to the module", RoutedFix: "add mongo.Routed(resolver, config) to the module",
+		Build: func(at modules.Placement, problems []error) fx.Option {
+			// placed is set first: the routes' options read it (inShared).
+			cfg := &config{placed: &at, errs: problems}
+			for _, opt := range opts {
+				opt(cfg)
+			}
+			cfg.offer = nil
+			if at.At == tenancy.Dedicated {
+				cfg.client, cfg.uri, cfg.fromGraph = nil, "", false
+			} else {
+				cfg.routed = nil
+			}
+			return module(modules.PlacedModuleName(name, at.At), cfg)
+		},
+		Provide: provide})
 }

@@ -51,7 +51,7 @@ type config struct {
 	recycleSet bool
 	// offer: Placements; placed: set on the module of one placement.
 	offer  *modules.Offer
-	placed *placedAt
+	placed *modules.Placement
 	// rowSecurity: RowSecurity.
 	rowSecurity bool
 	errs        []error
@@ -168,7 +168,7 @@ func module(cfg *config) fx.Option {
 		SourceFix: "pass exactly one of postgres.Connect, postgres.Use and postgres.Routed",
 		Problems:  append(cfg.namingProblems(), cfg.errs...)}
 	if cfg.placed != nil {
-		spec.Placement = cfg.placed.at
+		spec.Placement = cfg.placed.At
 	}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
 		if set {
@@ -215,7 +215,7 @@ func module(cfg *config) fx.Option {
 	spec.Problems = append(spec.Problems, cfg.rowSecurityProblems(routed)...)
 	for _, w := range cfg.workers {
 		spec.Problems = append(spec.Problems, w.check(name, cfg.routes)...)
-		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes, cfg.placement())})
+		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: w.decl(name), Run: w.run(name, cfg.routes, cfg.placed)})
 	}
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
@@ -234,7 +234,7 @@ func module(cfg *config) fx.Option {
 			return c
 		}),
 		fx.Provide(fx.Annotate(func(c *Client) *Client { return c }, fx.ResultTags(`name:"`+name+`"`))),
-		modules.ProvideLifecycleAt(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }, cfg.placement()),
+		modules.ProvideLifecycleAt(name, rules.Name, true, func(c *Client) *migrate.Runner { return c.Runner }, cfg.placed),
 		modules.ProvideServerCheck(name, rules.Name, func(c *Client) bool { return c.routed != nil },
 			func(ctx context.Context, c *Client) error { return c.ping(ctx) }),
 	}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"fmt"
 	"reflect"
 
 	"go.uber.org/fx"
@@ -32,104 +31,67 @@ import (
 // new placement; see docs/tiered-tenancy.md.
 func Placements(o modules.Offer) Option { return func(c *config) { c.offer = &o } }
 
-// placedAt is what a module of one placement of a placed module knows of
-// it: the tier it serves and the module it is part of.
-type placedAt struct {
-	module string
-	at     tenancy.Tier
-	offer  modules.Offer
-}
-
-// placement is the kit's mark on the module's tenant state: nil unless
-// the module serves one placement of a placed module.
-func (cfg *config) placement() *modules.Placement {
-	if cfg.placed == nil {
-		return nil
-	}
-	return &modules.Placement{Module: cfg.placed.module, At: cfg.placed.at, Offer: cfg.placed.offer}
-}
-
 // inShared is rel as the tagged placement of a module with Placements
 // names it: in the module's static schema, shared by the tenants placed
 // there; rel itself everywhere else.
 func (cfg *config) inShared(rel naming.Name) naming.Name {
-	if cfg.placed == nil || cfg.placed.at != tenancy.Tagged || !rel.PerTenant() {
+	if cfg.placed == nil || cfg.placed.At != tenancy.Tagged || !rel.PerTenant() {
 		return rel
 	}
 	return naming.Shared(rel.Base())
 }
 
-// placedModule is Module for a module with Placements: a module per tier
-// offered, built from the same options, and the route objects that pick
-// between them.
+// placedModule is Module for a module with Placements (modules.PlacedModule).
 func placedModule(name string, opts []Option, parent *config) fx.Option {
-	o := *parent.offer
-	var problems []error
-	bad := func(route, detail, fix string) {
-		problems = append(problems, &tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: rules.Name, Module: name, Route: route, Detail: detail, Fix: fix})
-	}
-	if p := o.Problem(); p != "" {
-		bad("", "postgres.Placements: "+p, "offer two or three of tagged, namespace and dedicated, each once, with a default among them")
-		o = modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged} // to build the stand-ins
-	}
-	for _, r := range parent.routes {
-		if r.placedProvide == nil {
-			bad(r.name, fmt.Sprintf("a %s route cannot be placed per tenant yet", r.kind), "keep document, counter and outbox routes in the module with placements, and put the others in a module of their own")
-		}
-	}
-	for _, at := range o.Tiers {
-		switch {
-		case at == tenancy.Dedicated && parent.resolve == nil:
-			bad("", "the dedicated placement needs the tenants' own databases", "add postgres.Routed(resolver, config) to the module")
-		case at != tenancy.Dedicated && parent.dsn == "" && parent.pool == nil:
-			bad("", fmt.Sprintf("the %s placement needs the shared server", at), "add postgres.Connect(dsn) or postgres.Use(pool) to the module")
-		}
-	}
-	parts := make([]fx.Option, 0, len(o.Tiers)+len(parent.routes))
-	subs := make(map[tenancy.Tier]string, len(o.Tiers))
-	for i, at := range o.Tiers {
-		// placed is set first: the routes' options read it (inShared).
-		cfg := &config{name: modules.PlacedModuleName(name, at), prefix: defaultSchemaPrefix, static: defaultStaticSchema,
-			placed: &placedAt{module: name, at: at, offer: o}}
-		for _, opt := range opts {
-			opt(cfg)
-		}
-		cfg.offer = nil
-		if at == tenancy.Dedicated {
-			cfg.dsn, cfg.pool = "", nil
-		} else {
-			cfg.resolve = nil
-		}
-		if i == 0 {
-			cfg.errs = append(cfg.errs, problems...)
-		}
-		subs[at] = cfg.name
-		parts = append(parts, module(cfg))
-	}
 	types := map[reflect.Type]int{}
 	for _, r := range parent.routes {
 		types[r.typ]++
 	}
+	var unplaced []modules.PlacedRefusal
+	var provide []func(modules.Offer, map[tenancy.Tier]string) fx.Option
 	for _, r := range parent.routes {
-		if r.placedProvide != nil {
-			unnamed := r.kind == kindDocument && types[r.typ] == 1 && !parent.namedOnly
-			parts = append(parts, r.placedProvide(name, r.name, o, subs, unnamed))
+		if r.placedProvide == nil {
+			unplaced = append(unplaced, modules.UnplacedKind(r.name, string(r.kind), "document, counter and outbox"))
+			continue
 		}
+		unnamed := r.kind == kindDocument && types[r.typ] == 1 && !parent.namedOnly
+		provide = append(provide, func(o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return r.placedProvide(name, r.name, o, subs, unnamed)
+		})
 	}
-	return fx.Options(parts...)
+	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Option: "postgres.Placements", Offer: *parent.offer, Unplaced: unplaced,
+		Shared: parent.dsn != "" || parent.pool != nil, Routed: parent.resolve != nil, Own: "databases",
+		SharedFix: "add postgres.Connect(dsn) or postgres.Use(pool) to the module", RoutedFix: "add postgres.Routed(resolver, config) to the module",
+		Build: func(at modules.Placement, problems []error) fx.Option {
+			// placed is set first: the routes' options read it (inShared).
+			cfg := &config{name: modules.PlacedModuleName(name, at.At), prefix: defaultSchemaPrefix, static: defaultStaticSchema, placed: &at}
+			for _, opt := range opts {
+				opt(cfg)
+			}
+			cfg.offer = nil
+			if at.At == tenancy.Dedicated {
+				cfg.dsn, cfg.pool = "", nil
+			} else {
+				cfg.resolve = nil
+			}
+			cfg.errs = append(cfg.errs, problems...)
+			return module(cfg)
+		},
+		Provide: provide})
 }
 
 // checkPlaced refuses a route of a placement's module that does not reach
 // the placement's tier: its relations or its tenant marker say otherwise.
 func (cfg *config) checkPlaced(r *routeSpec) []error {
-	if cfg.placed == nil || r.decision.Reached == cfg.placed.at || cfg.resolve == nil && cfg.dsn == "" && cfg.pool == nil {
+	if cfg.placed == nil || cfg.resolve == nil && cfg.dsn == "" && cfg.pool == nil {
 		return nil // a placement without its server is refused already
 	}
-	fix := "declare the route tenant-aware, its relations naming.PerTenant"
-	return []error{&tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: rules.Name, Module: cfg.name, Route: r.name,
-		Tiers: true, Reached: r.decision.Reached, Required: cfg.placed.at,
-		Detail: fmt.Sprintf("at the %s placement the route reaches %s", cfg.placed.at, r.decision.Reached),
-		Fix:    fix + " (tagged: in the shared tables; namespace: in the tenant's schema; dedicated: in the tenant's database)"}}
+	err := modules.PlacedTier(rules.Name, cfg.name, r.name, cfg.placed, r.decision.Reached,
+		"declare the route tenant-aware, its relations naming.PerTenant (tagged: in the shared tables; namespace: in the tenant's schema; dedicated: in the tenant's database)")
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // placedProvider is the placedProvide of a route whose object of type R
