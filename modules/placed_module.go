@@ -87,14 +87,24 @@ func UnplacedKind(route, kind, placeable string) PlacedRefusal {
 		Fix: "keep " + placeable + " routes in the module with placements, and put the others in a module of their own"}
 }
 
-// PlacedTier is the refusal of a route of at's module that reaches
-// another tier than at's (nil when it reaches it); fix says how to
-// declare the route, where says what each tier means for it.
-func PlacedTier(backend, module, route string, at *Placement, reached tenancy.Tier, fix string) error {
+// PlacedTier refuses a route of at's module that reaches another tier
+// than at's (none when it reaches it, or at is nil); fix says how to
+// declare the route.
+func PlacedTier(backend, module, route string, at *Placement, reached tenancy.Tier, fix string) []error {
 	if at == nil || reached == at.At {
 		return nil
 	}
-	return &tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: backend, Module: module, Route: route,
+	return []error{&tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: backend, Module: module, Route: route,
 		Tiers: true, Reached: reached, Required: at.At,
-		Detail: fmt.Sprintf("at the %s placement the route reaches %s", at.At, reached), Fix: fix}
+		Detail: fmt.Sprintf("at the %s placement the route reaches %s", at.At, reached), Fix: fix}}
+}
+
+// PlacedName is the name a module provides route's object under: the
+// route's own, or, on the module of placement at, the private name the
+// placed module's object is made from.
+func PlacedName(at *Placement, route string) string {
+	if at == nil {
+		return route
+	}
+	return PlacedRouteName(PlacedModuleName(at.Module, at.At), route)
 }

@@ -33,7 +33,7 @@ func Document[T any](name string, cfg RouteConfig) Option {
 		newDocs := func(co *core) *Documents[T] { return &Documents[T]{route: newRoute(co, spec)} }
 		if c.placed != nil {
 			// The placed module provides the route object (placed.go).
-			as := c.privateName(name)
+			as := modules.PlacedName(c.placed, name)
 			spec.provides = []modules.Provided{{Type: typ, Name: as}}
 			spec.provide = fx.Provide(fx.Annotate(newDocs, fx.ResultTags(`name:"`+as+`"`)))
 		} else {

@@ -139,7 +139,7 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 		// A spec per application: Placements applies the option once per
 		// placement.
 		rc := cfg.inShared(rc)
-		as := cfg.privateName(name)
+		as := modules.PlacedName(cfg.placed, name)
 		spec := &routeSpec{name: name, kind: kind, cfg: rc, coll: collectionOf(rc), provides: []modules.Provided{{Type: reflect.TypeFor[R](), Name: as}}}
 		spec.provide = fx.Provide(fx.Annotate(
 			func(c *core) R { return ctor(newRoute(c, spec)) },

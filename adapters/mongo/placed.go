@@ -44,28 +44,14 @@ func (cfg *config) inShared(rc RouteConfig) RouteConfig {
 	return rc
 }
 
-// privateName is the name the module provides route's object under: its
-// own, or, on a placement's module, the private name the placed module's
-// object is made from.
-func (cfg *config) privateName(route string) string {
-	if cfg.placed == nil {
-		return route
-	}
-	return modules.PlacedRouteName(modules.PlacedModuleName(cfg.placed.Module, cfg.placed.At), route)
-}
-
 // checkPlaced refuses a route of a placement's module that does not reach
 // the placement's tier.
 func (cfg *config) checkPlaced(module string, r *routeSpec) []error {
 	if cfg.placed == nil || cfg.sources() == 0 {
 		return nil // a placement without its server is refused already
 	}
-	err := modules.PlacedTier(rules.Name, module, r.name, cfg.placed, rules.Decide(r.floorsRoute(cfg.routed != nil)).Reached,
+	return modules.PlacedTier(rules.Name, module, r.name, cfg.placed, rules.Decide(r.floorsRoute(cfg.routed != nil)).Reached,
 		"declare the route tenant-aware, its Collection naming.PerTenant (tagged: one shared collection; namespace: the tenant's own; dedicated: in the tenant's own server)")
-	if err == nil {
-		return nil
-	}
-	return []error{err}
 }
 
 // placedModule is Module for a module with Placements (modules.PlacedModule).

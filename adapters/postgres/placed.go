@@ -86,12 +86,8 @@ func (cfg *config) checkPlaced(r *routeSpec) []error {
 	if cfg.placed == nil || cfg.resolve == nil && cfg.dsn == "" && cfg.pool == nil {
 		return nil // a placement without its server is refused already
 	}
-	err := modules.PlacedTier(rules.Name, cfg.name, r.name, cfg.placed, r.decision.Reached,
+	return modules.PlacedTier(rules.Name, cfg.name, r.name, cfg.placed, r.decision.Reached,
 		"declare the route tenant-aware, its relations naming.PerTenant (tagged: in the shared tables; namespace: in the tenant's schema; dedicated: in the tenant's database)")
-	if err == nil {
-		return nil
-	}
-	return []error{err}
 }
 
 // placedProvider is the placedProvide of a route whose object of type R

@@ -157,7 +157,7 @@ func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 		rc := cfg.inShared(rc)
 		cfg.routes = append(cfg.routes, &routeSpec{
 			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: namespaceOf(rc.Namespace), sharedNS: !rc.Namespace.IsZero() && !rc.Namespace.PerTenant(), global: rc.TenantGlobal, ttl: rc.TTL,
-			as: cfg.privateName(name),
+			as: modules.PlacedName(cfg.placed, name),
 		})
 	}
 }
