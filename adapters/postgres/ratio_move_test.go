@@ -65,7 +65,7 @@ func TestRatioM1MoveCopy(t *testing.T) {
 	var rounds []float64
 	var fences []time.Duration
 	at := tenancy.Tagged
-	for range 11 {
+	for range 21 { // an odd count: the two directions alternate
 		to := tenancy.Namespace
 		if at == tenancy.Namespace {
 			to = tenancy.Tagged
