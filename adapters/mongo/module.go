@@ -249,7 +249,7 @@ func module(name string, cfg *config) fx.Option {
 	}
 	for _, r := range cfg.relays {
 		spec.Problems = append(spec.Problems, r.problems(name, cfg.routes)...)
-		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: r.decl(name), Run: r.run(name)})
+		spec.Workers = append(spec.Workers, modules.WorkerSpec{Worker: r.decl(name), Run: r.run(name, cfg.placed)})
 	}
 	return modules.Assemble(spec)
 }

@@ -11,8 +11,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -34,12 +36,23 @@ const (
 // outbox also filters on it, and only a tenant-aware outbox passes the
 // tenant to its collection resolver (the outbox rule of mongo.Rules).
 func OutboxRoute(name string, cfg RouteConfig) Option {
-	return namedRoute(name, kindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
+	add := namedRoute(name, kindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
+	return func(c *config) {
+		add(c)
+		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, func(p *modules.PlacedRoute[*Outbox]) *Outbox { return &Outbox{placed: p} })
+		}
+	}
 }
 
 // Outbox stores messages in the same database as the data they describe,
 // for a relay to forward later.
-type Outbox struct{ route route }
+type Outbox struct {
+	route route
+	// placed: see Documents.placed. The module's relays drain each
+	// placement's outbox with the relay of that placement.
+	placed *modules.PlacedRoute[*Outbox]
+}
 
 // Write stores msgs for delivery under the bound tenant (m.Tenant is
 // ignored: the row's tenant is the context's), or as deployment-wide rows
@@ -52,6 +65,10 @@ type Outbox struct{ route route }
 // is given back, its refusals recorded), and each row carries that call's
 // trace context, for the relay's delivery to link to.
 func (o *Outbox) Write(ctx context.Context, msgs ...outbox.Message) error {
+	if o.placed != nil {
+		_, err := modules.OnPlacement(o.placed, ctx, true, func(in *Outbox) (struct{}, error) { return struct{}{}, in.Write(ctx, msgs...) })
+		return err
+	}
 	var call *telemetry.Call
 	if o.route.tel != nil {
 		id, _ := tenancy.FromContext(ctx)
@@ -173,6 +190,9 @@ func (o *Outbox) readTarget(ctx context.Context) (target, error) {
 
 // Pending returns up to limit undelivered rows, oldest first.
 func (o *Outbox) Pending(ctx context.Context, limit int) ([]outbox.Message, error) {
+	if o.placed != nil {
+		return modules.OnPlacement(o.placed, ctx, false, func(in *Outbox) ([]outbox.Message, error) { return in.Pending(ctx, limit) })
+	}
 	t, err := o.readTarget(ctx)
 	if err != nil {
 		return nil, err
@@ -237,6 +257,10 @@ func (r outboxRow) message() (outbox.Message, error) {
 // tenant). It returns document.ErrNotFound when some id matched no such
 // row. A row from Pending is acknowledged under outbox.Bind(ctx, m).
 func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
+	if o.placed != nil {
+		_, err := modules.OnPlacement(o.placed, ctx, false, func(in *Outbox) (struct{}, error) { return struct{}{}, in.MarkDelivered(ctx, eventIDs...) })
+		return err
+	}
 	if len(eventIDs) == 0 {
 		return nil
 	}

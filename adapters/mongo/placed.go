@@ -23,8 +23,9 @@ import (
 // The module is then one module per placement, named "<name>.<tier>",
 // each checked at fx.New as a module of its own, and its route objects
 // are provided once, under the route names, serving each call from the
-// tenant's placement. Document and counter routes can be placed; see
-// docs/tiered-tenancy.md.
+// tenant's placement. Document, counter and outbox routes can be placed,
+// each placement running the module's relays over its own outbox for the
+// tenants placed there; see docs/tiered-tenancy.md.
 func Placements(o modules.Offer) Option { return func(c *config) { c.offer = &o } }
 
 // inShared is rc as the tagged placement of a module with Placements
@@ -60,15 +61,12 @@ func placedModule(name string, opts []Option, parent *config) fx.Option {
 	var provide []func(modules.Offer, map[tenancy.Tier]string) fx.Option
 	for _, r := range parent.routes {
 		if r.placedProvide == nil {
-			unplaced = append(unplaced, modules.UnplacedKind(r.name, string(r.kind), "document and counter"))
+			unplaced = append(unplaced, modules.UnplacedKind(r.name, string(r.kind), "document, counter and outbox"))
 			continue
 		}
 		provide = append(provide, func(o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
 			return r.placedProvide(name, r.name, o, subs)
 		})
-	}
-	if len(parent.relays) > 0 {
-		unplaced = append(unplaced, modules.PlacedRefusal{Detail: "relays cannot drain a module with placements yet", Fix: "put the outbox and its relay in a module of their own"})
 	}
 	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Option: "mongo.Placements", Offer: *parent.offer, Unplaced: unplaced,
 		Shared: parent.client != nil || parent.uri != "" || parent.fromGraph, Routed: parent.routed != nil, Own: "servers",

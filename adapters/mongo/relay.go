@@ -62,6 +62,11 @@ func skipFilter(skip []tenancy.ID) bson.E {
 }
 
 func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
+	if o.placed != nil {
+		// A claim is a relay's read; the rows it marks delivered are the
+		// tenant's placement's.
+		return modules.OnPlacement(o.placed, ctx, false, func(in *Outbox) (outbox.Batch, error) { return in.claim(ctx, limit, skip) })
+	}
 	t, err := o.readTarget(ctx)
 	if err != nil {
 		return nil, err
@@ -246,8 +251,10 @@ func (r relaySpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: r.cfg.Name, Module: module, Route: r.route, Binding: binding}
 }
 
-// run starts the relay in OnStart and stops it in OnStop.
-func (r relaySpec) run(module string) fx.Option {
+// run starts the relay in OnStart and stops it in OnStop. A relay of one
+// placement of a module with placements drains that placement's outbox
+// for the tenants placed there (modules.Suspensions.ServeAt).
+func (r relaySpec) run(module string, at *modules.Placement) fx.Option {
 	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, o *Outbox, app *slog.Logger) error {
 		cfg := r.cfg
 		cfg.Source = o
@@ -255,6 +262,9 @@ func (r relaySpec) run(module string) fx.Option {
 			app = cfg.Logger
 		}
 		cfg.Logger, cfg.Fence = modules.WorkerLogger(app, rules.Name, module, r.route, cfg.Name), o.route.core.suspensions.Fence()
+		if at != nil {
+			cfg.Fence = o.route.core.suspensions.ServeAt(*at)
+		}
 		cfg.WorkerConfig = cfg.WithDefaults()
 		relay, err := outbox.NewRelay(cfg)
 		if err != nil {
@@ -262,7 +272,7 @@ func (r relaySpec) run(module string) fx.Option {
 		}
 		lc.Append(fx.Hook{OnStart: relay.Start, OnStop: relay.Stop})
 		return nil
-	}, fx.ParamTags(``, `name:"`+r.route+`"`, `optional:"true"`)))
+	}, fx.ParamTags(``, `name:"`+modules.PlacedName(at, r.route)+`"`, `optional:"true"`)))
 }
 
 var _ outbox.SkippingSource = (*Outbox)(nil)
