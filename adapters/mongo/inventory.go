@@ -2,11 +2,13 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -80,11 +82,47 @@ func (p *lifecycleTarget) walk(ctx context.Context, tenant tenancy.ID, visit fun
 func tagged(name string, coll *driver.Collection, filter bson.D, route string) mongoFamily {
 	where := coll.Database().Name() + "." + coll.Name()
 	return mongoFamily{Family: migrate.Family{Name: name, Kind: migrate.KindRows, Where: where, Route: route},
-		remove: func(ctx context.Context) error { _, err := coll.DeleteMany(ctx, filter); return err },
+		remove: func(ctx context.Context) error { return deleteInBatches(ctx, coll, filter) },
 		count: func(ctx context.Context) (int64, string, error) {
 			n, err := coll.CountDocuments(ctx, filter)
 			return n, where, err
 		}}
+}
+
+// deleteBatch bounds one delete of a tenant's documents in a shared
+// collection: a delete of every one at once is one operation as long as
+// the tenant is large (FerretDB's SQLite backend refuses one of 100,000
+// documents outright).
+const deleteBatch = 10_000
+
+// deleteInBatches deletes the documents filter selects, deleteBatch at a
+// time by _id; a rerun after a cut completes it.
+func deleteInBatches(ctx context.Context, coll *driver.Collection, filter bson.D) error {
+	for {
+		cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(deleteBatch))
+		if err != nil {
+			return err
+		}
+		var ids []any
+		for cur.Next(ctx) {
+			ids = append(ids, cur.Current.Lookup("_id"))
+		}
+		if err := errors.Join(cur.Err(), cur.Close(ctx)); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// The filter again: an _id is unique in the collection, but the
+		// delete takes only documents it still selects.
+		del := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, filter...)
+		if _, err := coll.DeleteMany(ctx, del); err != nil {
+			return err
+		}
+		if len(ids) < deleteBatch {
+			return nil
+		}
+	}
 }
 
 // records visits tenant's migration records once the home route's

@@ -29,20 +29,27 @@ import (
 // cleaned up and verified empty (removing only that placement's keys:
 // the tagged placement's cleanup once took the namespace copy too), B
 // and C untouched.
-func TestPlacementsRedis(t *testing.T) {
-	addr := testsvc.RedisAddr(t)
+type placedRedis struct {
+	fx.In
+	Tenants *modules.Tenants
+	Cache   *redis.Cache   `name:"c"`
+	Count   *redis.Counter `name:"n"`
+}
+
+// placedRedisOwnDB is the database the placed apps' dedicated tenants use.
+const placedRedisOwnDB = 9
+
+// placedRedisApp is an app of one Redis module offering all three
+// placements (dedicated: database placedRedisOwnDB of the same server),
+// with a cache and a counter route; tenants are at the default (tagged)
+// until placed.
+func placedRedisApp(t *testing.T, addr string) placedRedis {
+	t.Helper()
 	run := strings.ToLower(tenancytest.FreshTenant(t).Hex()[:8])
-	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
-	const ownDB = 9
 	resolve := func(_ context.Context, id tenancy.ID) (routing.Credentials, error) {
-		return routing.Credentials{Endpoint: addr, Params: map[string]string{"db": fmt.Sprint(ownDB)}}, nil
+		return routing.Credentials{Endpoint: addr, Params: map[string]string{"db": fmt.Sprint(placedRedisOwnDB)}}, nil
 	}
-	var r struct {
-		fx.In
-		Tenants *modules.Tenants
-		Cache   *redis.Cache   `name:"c"`
-		Count   *redis.Counter `name:"n"`
-	}
+	var r placedRedis
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{addr}}), redis.Routed(resolve, redis.RoutedConfig{}), redis.AllowTeardown(),
 			redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
@@ -53,6 +60,14 @@ func TestPlacementsRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	return r
+}
+
+func TestPlacementsRedis(t *testing.T) {
+	addr := testsvc.RedisAddr(t)
+	a, b, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	r := placedRedisApp(t, addr)
+	const ownDB = placedRedisOwnDB
 	r.Tenants.Place(b, "cache", tenancy.Namespace)
 	r.Tenants.Place(c, "cache", tenancy.Dedicated)
 	r.Tenants.SetPlan(c, tenancy.Dedicated)
@@ -93,7 +108,7 @@ func TestPlacementsRedis(t *testing.T) {
 	if n := keys(shared, "tw:t:"+a.Hex()+":*"); n == 0 {
 		t.Errorf("A's keys are not in the shared keyspace (tw:t:<hex>:…)")
 	}
-	if n := keys(shared, "tw:nt:pl"+run+"-"+b.Hex()+":*"); n == 0 {
+	if n := keys(shared, "tw:nt:pl*-"+b.Hex()+":*"); n == 0 {
 		t.Errorf("B's keys are not in its namespace")
 	}
 	if n := keys(shared, "*"+c.Hex()+"*"); n != 0 {
