@@ -197,6 +197,11 @@ const importBatch = 500
 // archive's node numbers are mapped to the new element ids while a
 // database is imported.
 func (o *lifecycleTarget) Import(ctx context.Context, tenant tenancy.ID, in migrate.ArchiveIn) error {
+	release, err := o.claimImport(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
 	held, err := o.Verify(ctx, tenant)
 	if err != nil {
 		return err

@@ -104,3 +104,48 @@ func TestArchiveImportsAtOnceNeo4j(t *testing.T) {
 		t.Errorf("C holds %d nodes, want A's 3", n)
 	}
 }
+
+// TestArchiveImportsAcrossReplicasNeo4j: two replicas (two apps on one
+// server) import one archive into C at once: the import claim in C's
+// database lets one fill C and refuses the other
+// (archive_target_not_empty), so C holds A's graph once, not twice; and
+// once the first has ended, nothing of its claim is left to refuse a
+// later import.
+func TestArchiveImportsAcrossReplicasNeo4j(t *testing.T) {
+	s := testsvc.Neo4j(t)
+	d := directTo(t, s)
+	label := uniqueLabel(t)
+	t.Cleanup(func() { d.removeLabel(label) })
+	r1, r2 := archiveNeo4jApp(t, s), archiveNeo4jApp(t, s)
+	a, c := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
+	for _, id := range []tenancy.ID{a, c} {
+		t.Cleanup(func() { _, _ = r1.Tenants.Offboard(context.Background(), id) })
+	}
+	writeGraph(t, r1.Graph, tenancy.WithTenant(context.Background(), a), label, "a")
+	var buf bytes.Buffer
+	if err := r1.Tenants.Export(context.Background(), a, &buf); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		errs := make(chan error, 2)
+		for _, r := range []archiveApp{r1, r2} {
+			go func() { errs <- r.Tenants.Import(context.Background(), c, bytes.NewReader(buf.Bytes())) }()
+		}
+		e1, e2 := <-errs, <-errs
+		if (e1 == nil) == (e2 == nil) {
+			t.Fatalf("round %d, two replicas' imports at once: %v and %v, want one to succeed and one refused", round, e1, e2)
+		}
+		if e := errors.Join(e1, e2); tenancy.CodeOf(e) != tenancy.CodeArchiveTargetNotEmpty {
+			t.Errorf("round %d, the second import: %v, want %s", round, e, tenancy.CodeArchiveTargetNotEmpty)
+		}
+		if n := d.query("MATCH (n:`"+label+"`) WHERE n.tenant_id = $c RETURN count(n)", map[string]any{"c": c.String()})[0].Values[0].(int64); n != 3 {
+			t.Fatalf("round %d: C holds %d nodes, want A's 3", round, n)
+		}
+		if _, err := r1.Tenants.Offboard(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r1.Tenants.Provision(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -80,12 +80,15 @@ func TestArchiveDedicatedUsesEachTenantsOwnDatabase(t *testing.T) {
 			t.Errorf("export of A: %s on %s/%s", c.cypher, c.driver, c.database)
 		}
 	}
-	creates := 0
+	creates, claims := 0, 0
 	for _, c := range imported {
 		if c.driver != "neo4j://b" || c.database != "dbb" || strings.Contains(c.cypher, "SET n."+TenantProperty) || strings.Contains(c.cypher, "SET x."+TenantProperty) {
 			t.Errorf("import into B: %s on %s/%s", c.cypher, c.driver, c.database)
 		}
-		if strings.Contains(c.cypher, "CREATE (") {
+		switch {
+		case strings.Contains(c.cypher, "CREATE (:"+historyLabel):
+			claims++
+		case strings.Contains(c.cypher, "CREATE ("):
 			creates++
 		}
 		for _, v := range c.params {
@@ -94,8 +97,8 @@ func TestArchiveDedicatedUsesEachTenantsOwnDatabase(t *testing.T) {
 			}
 		}
 	}
-	if creates != 2 {
-		t.Errorf("the import ran %d creates, want 2 (the nodes, then the relationship)", creates)
+	if creates != 2 || claims != 1 {
+		t.Errorf("the import ran %d creates and %d claims, want 2 (the nodes, then the relationship) and one claim of B's database", creates, claims)
 	}
 }
 
