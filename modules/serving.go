@@ -172,12 +172,11 @@ func (t *Suspensions) Fence() shards.Fence {
 // writes and waits for it before copying, and the worker of the new
 // placement takes the tenant on its next read of its set once the fence
 // is lifted.
-func (t *Suspensions) ServeAt(at Placement) shards.Fence {
-	if t == nil {
-		return nil
-	}
-	return placedFence{t, at}
-}
+//
+// Without suspensions (an app without Lifecycle) no tenant has a record,
+// so every tenant is at the offer's default: the default placement's
+// worker serves them all and the others none.
+func (t *Suspensions) ServeAt(at Placement) shards.Fence { return placedFence{t, at} }
 
 type placedFence struct {
 	t  *Suspensions
@@ -185,6 +184,12 @@ type placedFence struct {
 }
 
 func (f placedFence) Serve(tenant tenancy.ID, backend, module, worker string) (<-chan struct{}, func(), error) {
+	if f.t == nil {
+		if f.at.At != f.at.Offer.Default {
+			return nil, nil, (*Suspensions)(nil).notPlacedAt(&f.at, tenant, worker)
+		}
+		return nil, nop, nil
+	}
 	return f.t.serve(tenant, backend, module, worker, &f.at)
 }
 

@@ -91,3 +91,17 @@ func TestServeAtFollowsThePlacement(t *testing.T) {
 		t.Fatalf("a suspended tenant: %v", err)
 	}
 }
+
+// TestServeAtWithoutLifecycle: with no suspensions every tenant is at the
+// offer's default, so only the default placement's worker serves it.
+func TestServeAtWithoutLifecycle(t *testing.T) {
+	var s *Suspensions
+	a := tenancy.MustParseID("0a0a0a0a-0000-4000-8000-0000000000aa")
+	offer := Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Namespace}
+	if _, end, err := s.ServeAt(Placement{Module: "orders", At: tenancy.Namespace, Offer: offer}).Serve(a, "", "w", "w"); err != nil || end == nil {
+		t.Fatalf("the default placement's worker: %v", err)
+	}
+	if _, _, err := s.ServeAt(Placement{Module: "orders", At: tenancy.Tagged, Offer: offer}).Serve(a, "", "w", "w"); tenancy.CodeOf(err) != tenancy.CodeTenantPlacementInvalid {
+		t.Fatalf("another placement's worker served a tenant at the default: %v", err)
+	}
+}
