@@ -19,7 +19,7 @@ func (t *Tenants) VerifyErasure(ctx context.Context, tenant tenancy.ID) (Report,
 	if tenant.IsZero() {
 		return nil, tenancy.Unbound()
 	}
-	rep := t.each(tenant, func(s *TenantState) (string, error) {
+	rep := t.each(tenant, t.mayHold, func(s *TenantState) (string, error) {
 		if s.Verify == nil {
 			return SkippedNothingToVerify, nil
 		}

@@ -121,7 +121,7 @@ func (t *Tenants) Move(ctx context.Context, tenant tenancy.ID, module string, to
 		return rep, step(MoveLift, func() (string, error) { return "already at " + to.String(), t.lift(ctx, tenant, module, o) })
 	}
 	fenced := time.Now()
-	if err := step(MoveFence, func() (string, error) { return "", t.fenceWrites(ctx, tenant, module, o) }); err != nil {
+	if err := step(MoveFence, func() (string, error) { return "", t.fenceWrites(ctx, tenant, module, to, o) }); err != nil {
 		return rep, t.unfence(ctx, tenant, module, o, err)
 	}
 	if err := step(MoveProvision, func() (string, error) { return dst.Module, provisionAt(ctx, dst, tenant) }); err != nil {
@@ -139,11 +139,15 @@ func (t *Tenants) Move(ctx context.Context, tenant tenancy.ID, module string, to
 	if err := step(MoveVerify, func() (string, error) { return verifyCopy(ctx, tenant, dst, copied) }); err != nil {
 		// The tenant stays where it was: its copy is removed.
 		if dst.Offboard != nil {
-			err = fmt.Errorf("%w (removing the copy: %v)", err, dst.Offboard(ctx, tenant))
+			rerr := dst.Offboard(ctx, tenant)
+			if rerr == nil {
+				t.dropCopy(tenant, module, to)
+			}
+			err = fmt.Errorf("%w (removing the copy: %v)", err, rerr)
 		}
 		return rep, t.unfence(ctx, tenant, module, o, err)
 	}
-	if err := step(MoveSwitch, func() (string, error) { return "", t.switchTo(ctx, tenant, module, to, o) }); err != nil {
+	if err := step(MoveSwitch, func() (string, error) { return "", t.switchTo(ctx, tenant, module, from, to, o) }); err != nil {
 		return rep, t.unfence(ctx, tenant, module, o, err)
 	}
 	err = step(MoveLift, func() (string, error) { return "", t.lift(ctx, tenant, module, o) })
@@ -182,7 +186,17 @@ func (t *Tenants) CleanupMove(ctx context.Context, tenant tenancy.ID, module str
 			rep[0].Err = ErasureIncomplete(src.Module, src.Backend, tenant, e.Left)
 		}
 	}
+	if rep.Err() == nil {
+		t.dropCopy(tenant, module, from)
+	}
 	return rep, rep.Err()
+}
+
+// dropCopy unlists tenant's copy at placement at of module on this
+// replica: removed and verified. A store's record that still lists it
+// only makes a later Offboard erase and verify that placement again.
+func (t *Tenants) dropCopy(tenant tenancy.ID, module string, at tenancy.Tier) {
+	t.updatePlaced(tenant, func(p *Placed) { p.Copies = withCopy(p.Copies, module, at, false) })
 }
 
 // placementsIn is module's placed states.

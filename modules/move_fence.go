@@ -113,28 +113,33 @@ func (t *Tenants) record(ctx context.Context, tenant tenancy.ID, o MoveOptions, 
 }
 
 // fenceWrites fences tenant's writes in module, on every replica with
-// o.Record, then waits for the writes already admitted to end and for the
+// o.Record, lists the target to as a copy of the tenant, then waits for the writes already admitted to end and for the
 // workers of the module's placements that served the tenant (the fence
 // stopped them). The other modules' workers serve on.
-func (t *Tenants) fenceWrites(ctx context.Context, tenant tenancy.ID, module string, o MoveOptions) error {
+func (t *Tenants) fenceWrites(ctx context.Context, tenant tenancy.ID, module string, to tenancy.Tier, o MoveOptions) error {
 	t.setFence(module, tenant, true)
 	if err := t.record(ctx, tenant, o, func(p *Placed) {
 		if !slices.Contains(p.Moving, module) {
 			p.Moving = append(slices.Clone(p.Moving), module)
 		}
+		// The target holds a copy from the first row written: listed
+		// before it, so that an Offboard after a cut erases it.
+		p.Copies = withCopy(p.Copies, module, to, true)
 	}); err != nil {
 		return err
 	}
 	return t.drainMove(ctx, tenant, module)
 }
 
-// switchTo places tenant at to in module, its writes still fenced.
-func (t *Tenants) switchTo(ctx context.Context, tenant tenancy.ID, module string, to tenancy.Tier, o MoveOptions) error {
+// switchTo places tenant at to in module, its writes still fenced; the
+// placement it leaves, from, holds the old copy.
+func (t *Tenants) switchTo(ctx context.Context, tenant tenancy.ID, module string, from, to tenancy.Tier, o MoveOptions) error {
 	return t.record(ctx, tenant, o, func(p *Placed) {
 		if p.At == nil {
 			p.At = map[string]tenancy.Tier{}
 		}
 		p.At[module] = to
+		p.Copies = withCopy(withCopy(p.Copies, module, to, false), module, from, true)
 	})
 }
 

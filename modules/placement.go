@@ -27,6 +27,11 @@ type Placed struct {
 	// its writes there are refused (tenant_moving) until the move lifts
 	// the fence; its reads are served.
 	Moving []string
+	// Copies lists, per module, the placements other than At that may hold
+	// a copy of the tenant's data: the old copy a move leaves until
+	// CleanupMove, and the target of a move under way or cut off. Offboard
+	// erases and verifies them too. Persist it with the record.
+	Copies map[string][]tenancy.Tier
 }
 
 // placements is an immutable snapshot of every tenant's record, swapped
@@ -51,8 +56,39 @@ func (t *Suspensions) Placement(tenant tenancy.ID) Placed {
 	if !ok {
 		return Placed{Tenant: tenant}
 	}
-	rec.At, rec.Moving = maps.Clone(rec.At), slices.Clone(rec.Moving)
+	rec.At, rec.Moving, rec.Copies = maps.Clone(rec.At), slices.Clone(rec.Moving), clonedCopies(rec.Copies)
 	return rec
+}
+
+// clonedCopies is a deep copy of c.
+func clonedCopies(c map[string][]tenancy.Tier) map[string][]tenancy.Tier {
+	if c == nil {
+		return nil
+	}
+	out := make(map[string][]tenancy.Tier, len(c))
+	for m, tiers := range c {
+		out[m] = slices.Clone(tiers)
+	}
+	return out
+}
+
+// withCopy is copies with at added to module's (once) or, when !add,
+// removed from it.
+func withCopy(copies map[string][]tenancy.Tier, module string, at tenancy.Tier, add bool) map[string][]tenancy.Tier {
+	out := clonedCopies(copies)
+	if out == nil {
+		out = map[string][]tenancy.Tier{}
+	}
+	tiers := slices.DeleteFunc(out[module], func(t tenancy.Tier) bool { return t == at })
+	if add {
+		tiers = append(tiers, at)
+	}
+	if len(tiers) == 0 {
+		delete(out, module)
+	} else {
+		out[module] = tiers
+	}
+	return out
 }
 
 // Place records tenant's placement in module on this replica (LifecycleWith's
@@ -82,7 +118,7 @@ func (t *Suspensions) updatePlaced(tenant tenancy.ID, change func(*Placed)) {
 	next := make(placements, len(cur)+1)
 	maps.Copy(next, cur)
 	rec := next[tenant]
-	rec.Tenant, rec.At = tenant, maps.Clone(rec.At)
+	rec.Tenant, rec.At, rec.Copies = tenant, maps.Clone(rec.At), clonedCopies(rec.Copies)
 	change(&rec)
 	next[tenant] = rec
 	t.placed.Store(&next)
@@ -96,7 +132,7 @@ func (t *Suspensions) updatePlaced(tenant tenancy.ID, change func(*Placed)) {
 func (t *Suspensions) followPlaced(recs []Placed) {
 	next := make(placements, len(recs))
 	for _, r := range recs {
-		r.At = maps.Clone(r.At)
+		r.At, r.Copies = maps.Clone(r.At), clonedCopies(r.Copies)
 		next[r.Tenant] = r
 	}
 	t.mu.Lock()
@@ -205,6 +241,25 @@ func (t *Suspensions) holds(s *TenantState, tenant tenancy.ID) bool {
 	return at == p.At && (err == nil || tenancy.CodeOf(err) == tenancy.CodeTenantPlacementUnderFloor)
 }
 
+// mayHold reports whether s may hold data of tenant: it holds the tenant,
+// or the tenant's record lists a copy at s's placement (Placed.Copies).
+// What Offboard erases and verifies.
+func (t *Suspensions) mayHold(s *TenantState, tenant tenancy.ID) bool {
+	if t.holds(s, tenant) {
+		return true
+	}
+	rec := t.placementsOf()[tenant]
+	return slices.Contains(rec.Copies[s.Placement.Module], s.Placement.At)
+}
+
+// forgetCopies unlists every copy of tenant on this replica, once an
+// Offboard erased and verified them all.
+func (t *Suspensions) forgetCopies(tenant tenancy.ID) {
+	if len(t.placementsOf()[tenant].Copies) > 0 {
+		t.updatePlaced(tenant, func(p *Placed) { p.Copies = nil })
+	}
+}
+
 // placedElsewhere is the report line of a placed state that does not hold
 // tenant.
 func placedElsewhere(s *TenantState) string {
@@ -224,12 +279,13 @@ func (t *Tenants) checkPlacements(tenant tenancy.ID) error {
 	return nil
 }
 
-// heldOf keeps, of ids (and their positions at), those s holds.
-func (t *Tenants) heldOf(s *TenantState, ids []tenancy.ID, at []int) ([]tenancy.ID, []int) {
+// mayHoldOf keeps, of ids (and their positions at), those s may hold
+// data of (mayHold): what an offboard of many tenants erases there.
+func (t *Tenants) mayHoldOf(s *TenantState, ids []tenancy.ID, at []int) ([]tenancy.ID, []int) {
 	var keptIDs []tenancy.ID
 	var keptAt []int
 	for j, id := range ids {
-		if t.holds(s, id) {
+		if t.mayHold(s, id) {
 			keptIDs, keptAt = append(keptIDs, id), append(keptAt, at[j])
 		}
 	}

@@ -222,7 +222,7 @@ func (t *Tenants) Provision(ctx context.Context, tenant tenancy.ID) (Report, err
 	if err := t.checkPlacements(tenant); err != nil {
 		return nil, err
 	}
-	rep := t.each(tenant, func(s *TenantState) (string, error) {
+	rep := t.each(tenant, t.holds, func(s *TenantState) (string, error) {
 		if s.Provision == nil {
 			return SkippedNothingToCreate, nil
 		}
@@ -291,7 +291,7 @@ func (t *Tenants) OffboardWith(ctx context.Context, tenant tenancy.ID, o Offboar
 	if err := t.Drain(ctx, tenant); err != nil {
 		return nil, err
 	}
-	rep := t.each(tenant, func(s *TenantState) (string, error) {
+	rep := t.each(tenant, t.mayHold, func(s *TenantState) (string, error) {
 		if s.Offboard == nil {
 			return SkippedNoTeardown, nil
 		}
@@ -301,16 +301,20 @@ func (t *Tenants) OffboardWith(ctx context.Context, tenant tenancy.ID, o Offboar
 		return rep, err
 	}
 	t.verify(ctx, tenant, rep)
+	if rep.Err() == nil {
+		t.forgetCopies(tenant)
+	}
 	return rep, rep.Err()
 }
 
-// each runs step on every module's state that holds tenant; a placed
-// state that does not is skipped, its line saying so.
-func (t *Tenants) each(tenant tenancy.ID, step func(*TenantState) (string, error)) Report {
+// each runs step on every module's state that holds tenant (in, for a
+// placed state: holds to provision, mayHold to erase); a placed state
+// that does not is skipped, its line saying so.
+func (t *Tenants) each(tenant tenancy.ID, in func(*TenantState, tenancy.ID) bool, step func(*TenantState) (string, error)) Report {
 	rep := make(Report, 0, len(t.states))
 	for _, s := range t.states {
 		started := time.Now()
-		if !t.holds(s, tenant) {
+		if !in(s, tenant) {
 			rep = append(rep, StepReport{Module: s.Module, Backend: s.Backend, Skipped: placedElsewhere(s), Started: started, Ended: started})
 			continue
 		}

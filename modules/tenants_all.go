@@ -104,6 +104,15 @@ func (t *Tenants) OffboardAllWith(ctx context.Context, tenants []tenancy.ID, o m
 		return rep
 	}
 	rep := t.offboardBatches(ctx, tenants, o)
+	failed := make(map[tenancy.ID]bool, len(rep.Failures))
+	for _, f := range rep.Failures {
+		failed[f.Tenant] = true
+	}
+	for _, id := range live {
+		if !failed[id] {
+			t.forgetCopies(id)
+		}
+	}
 	rep.Total += len(unrecorded)
 	rep.Failures = append(unrecorded, rep.Failures...)
 	return rep
@@ -135,7 +144,7 @@ func (t *Tenants) offboardBatches(ctx context.Context, tenants []tenancy.ID, o m
 			}
 			ids, at := ids, at
 			if s.Placement != nil {
-				ids, at = t.heldOf(s, ids, at)
+				ids, at = t.mayHoldOf(s, ids, at)
 			}
 			var res []error
 			if len(ids) == 0 {

@@ -94,3 +94,59 @@ func TestArchiveOfTwoModulesOfOnePrefix(t *testing.T) {
 		t.Errorf("A's namespace record after the tagged module's teardown: %v", err)
 	}
 }
+
+// TestOffboardErasesAnOldCopy: a tenant moved tagged → namespace →
+// dedicated with no cleanup holds a copy at each placement; offboarding
+// it erases every copy, each placement's verifier reporting what it
+// checked, and a tenant that never moved is offboarded at its own
+// placement only.
+func TestOffboardErasesAnOldCopy(t *testing.T) {
+	p := newPlacedApp(t)
+	a, b := tenancytest.TenantA, tenancytest.TenantB
+	ctxA := tenancy.WithTenant(context.Background(), a)
+	for i := range 5 {
+		if _, err := p.docs.Create(ctxA, fmt.Sprint("r", i), item{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, to := range []tenancy.Tier{tenancy.Namespace, tenancy.Dedicated} {
+		if _, err := p.tenants.Move(context.Background(), a, "orders", to, modules.MoveOptions{}); err != nil {
+			t.Fatalf("moving to %s: %v", to, err)
+		}
+	}
+	if got := p.tenants.Placement(a).Copies["orders"]; len(got) != 2 {
+		t.Fatalf("A's record lists the old copies %v, want tagged and namespace", got)
+	}
+	rep, err := p.tenants.Offboard(context.Background(), a)
+	if err != nil {
+		t.Fatalf("offboarding A: %v (%+v)", err, rep)
+	}
+	db := superuser(t)
+	requireRows(t, db, "SELECT count(*) FROM public."+p.table+" WHERE tenant_id = '"+a.String()+"'", 0)
+	requireRows(t, db, "SELECT count(*) FROM pg_namespace WHERE nspname = '"+postgres.SchemaName(p.prefix, a)+"'", 0)
+	ran := 0
+	for _, line := range rep {
+		if line.Skipped == "" && len(line.Checked) > 0 {
+			ran++
+		}
+	}
+	if ran != 3 {
+		t.Errorf("the offboard of A ran and verified %d placements, want all three: %+v", ran, rep)
+	}
+	if got := p.tenants.Placement(a).Copies["orders"]; len(got) != 0 {
+		t.Errorf("A's record still lists old copies %v after its offboard", got)
+	}
+	rep, err = p.tenants.Offboard(context.Background(), b)
+	if err != nil {
+		t.Fatalf("offboarding B: %v", err)
+	}
+	skipped := 0
+	for _, line := range rep {
+		if line.Skipped != "" {
+			skipped++
+		}
+	}
+	if skipped != 2 {
+		t.Errorf("the offboard of B (never moved) skipped %d placements, want the two it is not at: %+v", skipped, rep)
+	}
+}
