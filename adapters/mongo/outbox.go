@@ -258,7 +258,7 @@ func (r outboxRow) message() (outbox.Message, error) {
 // row. A row from Pending is acknowledged under outbox.Bind(ctx, m).
 func (o *Outbox) MarkDelivered(ctx context.Context, eventIDs ...string) error {
 	if o.placed != nil {
-		_, err := modules.OnPlacement(o.placed, ctx, false, func(in *Outbox) (struct{}, error) { return struct{}{}, in.MarkDelivered(ctx, eventIDs...) })
+		_, err := modules.OnPlacement(o.placed, ctx, true, func(in *Outbox) (struct{}, error) { return struct{}{}, in.MarkDelivered(ctx, eventIDs...) })
 		return err
 	}
 	if len(eventIDs) == 0 {

@@ -63,9 +63,10 @@ func skipFilter(skip []tenancy.ID) bson.E {
 
 func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
 	if o.placed != nil {
-		// A claim is a relay's read; the rows it marks delivered are the
-		// tenant's placement's.
-		return modules.OnPlacement(o.placed, ctx, false, func(in *Outbox) (outbox.Batch, error) { return in.claim(ctx, limit, skip) })
+		// A claim counts as a write: it leases rows it will mark delivered,
+		// so a move's fence refuses it (tenant_moving) rather than let it
+		// mark rows of the copy being taken.
+		return modules.OnPlacement(o.placed, ctx, true, func(in *Outbox) (outbox.Batch, error) { return in.claim(ctx, limit, skip) })
 	}
 	t, err := o.readTarget(ctx)
 	if err != nil {

@@ -256,9 +256,10 @@ func (o *Outbox) ClaimSkipping(ctx context.Context, limit int, skip []tenancy.ID
 
 func (o *Outbox) claim(ctx context.Context, limit int, skip []tenancy.ID) (outbox.Batch, error) {
 	if o.placed != nil {
-		// A claim is a relay's read; the rows it marks delivered are the
-		// tenant's placement's.
-		in, end, err := o.placed.Pick(ctx, false)
+		// A claim counts as a write: it locks rows it will mark delivered,
+		// so a move's fence refuses it (tenant_moving) rather than let it
+		// mark rows of the copy being taken.
+		in, end, err := o.placed.Pick(ctx, true)
 		if err != nil {
 			return nil, err
 		}
