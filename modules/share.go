@@ -3,6 +3,7 @@ package modules
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,17 +71,23 @@ func (d *shareDecl) check(l Live, s *Suspensions, all []*shareDecl) error {
 			return bad("a second share of the same module", "give each module one TenantShare")
 		}
 	}
+	found := false
 	for _, w := range l.Wirings {
-		if w.Module.Name != d.module {
+		// A module with placements is one module per placement: a share
+		// of it bounds the tenant's calls at whichever it is placed.
+		if w.Module.Name != d.module && (w.Module.Placement == tenancy.None || w.Module.Name != PlacedModuleName(d.module, w.Module.Placement)) {
 			continue
 		}
+		found = true
 		if n := w.Module.WorstCaseConns; n > 0 && d.share.Calls >= n {
-			return bad(fmt.Sprintf("the module opens at most %d connections, so one tenant's share of %d leaves none for the others", n, n),
+			return bad(fmt.Sprintf("module %s opens at most %d connections, so one tenant's share of %d leaves none for the others", w.Module.Name, n, n),
 				fmt.Sprintf("give Calls below %d, or give the module a larger pool", n))
 		}
-		return nil
 	}
-	return bad("the app has no module of that name", "name one of the app's modules")
+	if !found {
+		return bad("the app has no module of that name", "name one of the app's modules")
+	}
+	return nil
 }
 
 // shares is the app's TenantShare bounds by module, built with its
@@ -100,12 +107,22 @@ func sharesOf(decls []*shareDecl, flight *inFlight) shares {
 	return m
 }
 
-// shareOf is the bound of module's calls, nil when it has none.
+// shareOf is the bound of module's calls, nil when it has none; the
+// module of one placement of a module with placements takes the placed
+// module's.
 func (t *Suspensions) shareOf(module string) *tenantShare {
-	if t == nil {
+	if t == nil || t.shares == nil {
 		return nil
 	}
-	return t.shares[module]
+	if s := t.shares[module]; s != nil {
+		return s
+	}
+	if i := strings.LastIndexByte(module, '.'); i > 0 {
+		if at, err := tenancy.ParseTier(module[i+1:]); err == nil && at != tenancy.None {
+			return t.shares[module[:i]]
+		}
+	}
+	return nil
 }
 
 // shareStripes spreads the tenants' counts over locks, by tenant: the
