@@ -8,23 +8,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/modules"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 const fieldCount = "n"
 
 // CounterRoute adds a counter route, provided as *Counter name:"<name>".
 func CounterRoute(name string, cfg RouteConfig) Option {
-	add := namedRoute(name, kindCounter, cfg, func(r route) *Counter { return &Counter{route: r} })
-	return func(c *config) {
-		add(c)
-		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
-			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, func(p *modules.PlacedRoute[*Counter]) *Counter { return &Counter{placed: p} })
-		}
-	}
+	return placeableRoute(name, kindCounter, cfg, func(r route) *Counter { return &Counter{route: r} },
+		func(p *modules.PlacedRoute[*Counter]) *Counter { return &Counter{placed: p} })
 }
 
 // Counter holds named atomic integer counters.

@@ -148,6 +148,19 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 	}
 }
 
+// placeableRoute is namedRoute for a kind a module with placements can
+// place: wrap makes the placed module's route object from its
+// placements' objects.
+func placeableRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R, wrap func(*modules.PlacedRoute[R]) R) Option {
+	add := namedRoute(name, kind, rc, ctor)
+	return func(c *config) {
+		add(c)
+		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
+			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, wrap)
+		}
+	}
+}
+
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	rels := []floors.Relation{r.coll.relation(roleCollection)}
 	if r.kind == kindSearch {

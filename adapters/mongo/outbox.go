@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/modules"
@@ -36,13 +35,8 @@ const (
 // outbox also filters on it, and only a tenant-aware outbox passes the
 // tenant to its collection resolver (the outbox rule of mongo.Rules).
 func OutboxRoute(name string, cfg RouteConfig) Option {
-	add := namedRoute(name, kindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} })
-	return func(c *config) {
-		add(c)
-		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
-			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, func(p *modules.PlacedRoute[*Outbox]) *Outbox { return &Outbox{placed: p} })
-		}
-	}
+	return placeableRoute(name, kindOutbox, cfg, func(r route) *Outbox { return &Outbox{route: r} },
+		func(p *modules.PlacedRoute[*Outbox]) *Outbox { return &Outbox{placed: p} })
 }
 
 // Outbox stores messages in the same database as the data they describe,
