@@ -127,35 +127,30 @@ func TestPlacementsRedis(t *testing.T) {
 	if _, _, err := r.Count.AddOnce(ctxA, "views", "op-1", 5, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	from := tenancy.Tagged
-	for _, to := range []tenancy.Tier{tenancy.Namespace, tenancy.Dedicated, tenancy.Tagged} {
-		rep, err := r.Tenants.Move(ctx, a, "cache", to, modules.MoveOptions{})
-		if err != nil {
-			t.Fatalf("move %s → %s: %v", from, to, err)
-		}
-		t.Logf("moved %s → %s: %d records, writes fenced %v", from, to, rep.Records, rep.Fenced)
-		for i := range 30 {
-			v, ok, err := r.Cache.Get(ctxA, fmt.Sprint("k", i))
-			if err != nil || !ok || string(v) != fmt.Sprint("v", i) {
-				t.Fatalf("after the move to %s A's k%d: %q %v %v", to, i, v, ok, err)
+	tenancytest.CheckMoveAround(t, tenancytest.MoveAround{Tenants: r.Tenants, Tenant: a, Module: "cache",
+		After: func(from, to tenancy.Tier, rep modules.MoveReport) {
+			t.Logf("moved %s → %s: %d records, writes fenced %v", from, to, rep.Records, rep.Fenced)
+			for i := range 30 {
+				v, ok, err := r.Cache.Get(ctxA, fmt.Sprint("k", i))
+				if err != nil || !ok || string(v) != fmt.Sprint("v", i) {
+					t.Fatalf("after the move to %s A's k%d: %q %v %v", to, i, v, ok, err)
+				}
 			}
-		}
-		if d, ok, err := r.Cache.TTL(ctxA, "k0"); err != nil || !ok || d <= 0 || d > time.Hour {
-			t.Fatalf("after the move to %s A's k0 has TTL %v (%v %v), want its hour", to, d, ok, err)
-		}
-		if v, applied, err := r.Count.AddOnce(ctxA, "views", "op-1", 5, time.Hour); err != nil || applied || v != 5 {
-			t.Fatalf("a retried AddOnce after the move to %s: %d applied=%v %v, want 5 not applied", to, v, applied, err)
-		}
-		if _, err := r.Tenants.CleanupMove(ctx, a, "cache", from); err != nil {
-			t.Fatalf("cleaning up %s after the move to %s: %v", from, to, err)
-		}
-		for _, id := range []tenancy.ID{b, c} {
-			if v, ok, err := r.Cache.Get(tenancy.WithTenant(ctx, id), "own"); err != nil || !ok || string(v) != "of "+id.Hex()[:4] {
-				t.Fatalf("%s's key after A's move to %s: %q %v %v", id, to, v, ok, err)
+			if d, ok, err := r.Cache.TTL(ctxA, "k0"); err != nil || !ok || d <= 0 || d > time.Hour {
+				t.Fatalf("after the move to %s A's k0 has TTL %v (%v %v), want its hour", to, d, ok, err)
 			}
-		}
-		from = to
-	}
+			if v, applied, err := r.Count.AddOnce(ctxA, "views", "op-1", 5, time.Hour); err != nil || applied || v != 5 {
+				t.Fatalf("a retried AddOnce after the move to %s: %d applied=%v %v, want 5 not applied", to, v, applied, err)
+			}
+		},
+		// B and C are untouched by each cleanup.
+		Cleaned: func(_, to tenancy.Tier, _ time.Duration) {
+			for _, id := range []tenancy.ID{b, c} {
+				if v, ok, err := r.Cache.Get(tenancy.WithTenant(ctx, id), "own"); err != nil || !ok || string(v) != "of "+id.Hex()[:4] {
+					t.Fatalf("%s's key after A's move to %s and the cleanup: %q %v %v", id, to, v, ok, err)
+				}
+			}
+		}})
 	if n := keys(own, "*"+a.Hex()+"*"); n != 0 {
 		t.Errorf("%d of A's keys are left in the dedicated database after its cleanup", n)
 	}

@@ -50,23 +50,17 @@ func TestMoveCostMongo(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	from := tenancy.Tagged
-	for _, to := range []tenancy.Tier{tenancy.Namespace, tenancy.Dedicated, tenancy.Tagged} {
-		began := time.Now()
-		rep, err := r.Tenants.Move(ctx, a, "orders", to, modules.MoveOptions{})
-		if err != nil {
-			t.Fatalf("move %s → %s: %v", from, to, err)
-		}
-		took := time.Since(began)
-		cleaned := time.Now()
-		if _, err := r.Tenants.CleanupMove(ctx, a, "orders", from); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Printf("move mongo %s→%s %d records: move %v, fence %v, cleanup %v\n", from, to, rep.Records,
-			took.Round(time.Millisecond), rep.Fenced.Round(time.Millisecond), time.Since(cleaned).Round(time.Millisecond))
-		if rep.Records != int64(n) {
-			t.Fatalf("the move copied %d records, want %d", rep.Records, n)
-		}
-		from = to
-	}
+	var moved time.Time
+	tenancytest.CheckMoveAround(t, tenancytest.MoveAround{Tenants: r.Tenants, Tenant: a, Module: "orders",
+		Before: func(tenancy.Tier) { moved = time.Now() },
+		After: func(from, to tenancy.Tier, rep modules.MoveReport) {
+			fmt.Printf("move mongo %s→%s %d records: move %v, fence %v\n", from, to, rep.Records,
+				time.Since(moved).Round(time.Millisecond), rep.Fenced.Round(time.Millisecond))
+			if rep.Records != int64(n) {
+				t.Fatalf("the move copied %d records, want %d", rep.Records, n)
+			}
+		},
+		Cleaned: func(from, _ tenancy.Tier, took time.Duration) {
+			fmt.Printf("cleanup mongo %s: %v\n", from, took.Round(time.Millisecond))
+		}})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/fx"
@@ -132,38 +133,32 @@ func TestPlacementsMongo(t *testing.T) {
 	if _, err := r.Hits.Add(ctxA, "views", 9); err != nil {
 		t.Fatal(err)
 	}
-	from := tenancy.Tagged
-	for _, to := range []tenancy.Tier{tenancy.Namespace, tenancy.Dedicated, tenancy.Tagged} {
-		rep, err := r.Tenants.Move(ctx, a, "orders", to, modules.MoveOptions{})
-		if err != nil {
-			t.Fatalf("move %s → %s: %v", from, to, err)
-		}
-		if rep.Records != 44 { // 43 orders and the counter
-			t.Errorf("moved %s → %s: %d records, want A's 43 orders and its counter", from, to, rep.Records)
-		}
-		if n, err := r.Orders.Count(ctxA, document.Query{}); err != nil || n != 43 {
-			t.Fatalf("after the move to %s A counts %d orders (%v), want 43", to, n, err)
-		}
-		if v, err := r.Hits.Get(ctxA, "views"); err != nil || v != 9 {
-			t.Fatalf("after the move to %s A's counter is %d (%v), want 9", to, v, err)
-		}
-		if _, err := r.Orders.Create(ctxA, "after-"+to.String(), order{Total: 1}); err != nil {
-			t.Fatalf("a write after the move to %s: %v", to, err)
-		}
-		if err := r.Orders.Delete(ctxA, "after-"+to.String()); err != nil {
-			t.Fatal(err)
-		}
-		cleanup, err := r.Tenants.CleanupMove(ctx, a, "orders", from)
-		if err != nil {
-			t.Fatalf("cleaning up %s after the move to %s: %v (%+v)", from, to, err, cleanup)
-		}
-		for _, id := range []tenancy.ID{b, c} {
-			if rec, err := r.Orders.Get(tenancy.WithTenant(ctx, id), "own"); err != nil || rec.Value.Total != 7 {
-				t.Fatalf("%s's order after A's move to %s: %+v %v", id, to, rec, err)
+	tenancytest.CheckMoveAround(t, tenancytest.MoveAround{Tenants: r.Tenants, Tenant: a, Module: "orders",
+		After: func(from, to tenancy.Tier, rep modules.MoveReport) {
+			if rep.Records != 44 { // 43 orders and the counter
+				t.Errorf("moved %s → %s: %d records, want A's 43 orders and its counter", from, to, rep.Records)
 			}
-		}
-		from = to
-	}
+			if n, err := r.Orders.Count(ctxA, document.Query{}); err != nil || n != 43 {
+				t.Fatalf("after the move to %s A counts %d orders (%v), want 43", to, n, err)
+			}
+			if v, err := r.Hits.Get(ctxA, "views"); err != nil || v != 9 {
+				t.Fatalf("after the move to %s A's counter is %d (%v), want 9", to, v, err)
+			}
+			if _, err := r.Orders.Create(ctxA, "after-"+to.String(), order{Total: 1}); err != nil {
+				t.Fatalf("a write after the move to %s: %v", to, err)
+			}
+			if err := r.Orders.Delete(ctxA, "after-"+to.String()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// B and C are untouched by each cleanup.
+		Cleaned: func(_, to tenancy.Tier, _ time.Duration) {
+			for _, id := range []tenancy.ID{b, c} {
+				if rec, err := r.Orders.Get(tenancy.WithTenant(ctx, id), "own"); err != nil || rec.Value.Total != 7 {
+					t.Fatalf("%s's order after A's move to %s and the cleanup: %+v %v", id, to, rec, err)
+				}
+			}
+		}})
 	if n := count(rawA.Database(db).Collection(mongo.CollectionName("ord", a)).CountDocuments(ctx, bson.D{})); n != 0 {
 		t.Errorf("A's namespace copy after its cleanup: %d documents", n)
 	}
