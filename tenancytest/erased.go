@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -60,5 +61,17 @@ func Erased(t testing.TB, p Probe) {
 	}
 	if ok, err := p.Read(ctxB); err != nil || !ok {
 		t.Errorf("B's record after offboarding A: visible=%v err=%v, want kept", ok, err)
+	}
+}
+
+// RequireVerified fails t unless every line of rep of backend (an
+// Offboard's or VerifyErasure's report) checked at least one family and
+// found nothing of the tenant left.
+func RequireVerified(t testing.TB, rep modules.Report, backend string) {
+	t.Helper()
+	for _, m := range rep {
+		if m.Backend == backend && (len(m.Checked) == 0 || len(m.Left) != 0) {
+			t.Errorf("the verifier of %s (%s): checked %+v, left %+v", m.Module, backend, m.Checked, m.Left)
+		}
 	}
 }
