@@ -27,10 +27,10 @@ func importTarget(tenant tenancy.ID) string { return "import/" + tenant.Hex() }
 // Another import's fresh claim is archive_target_not_empty.
 func (o *lifecycleTarget) claimImport(ctx context.Context, tenant tenancy.ID) (release func(), err error) {
 	rec := map[string]any{"module": o.core.module, "target": importTarget(tenant), "version": int64(0), "ttl": int64(claimTTL.Seconds())}
-	var held []scopeKey
+	held := map[scopeKey]bool{}
 	release = func() {
 		_ = o.onDatabases(context.WithoutCancel(ctx), tenant, func(ctx context.Context, sc scope) error {
-			if !containsKey(held, keyOf(sc)) {
+			if !held[keyOf(sc)] {
 				return nil
 			}
 			sess := sc.drv.NewSession(ctx, sc.database)
@@ -51,7 +51,7 @@ func (o *lifecycleTarget) claimImport(ctx context.Context, tenant tenancy.ID) (r
 			return run.Run(ctx, "CREATE (:"+historyLabel+" {module: $module, target: $target, version: $version, state: 'importing', at: datetime()})", rec)
 		})
 		if err == nil {
-			held = append(held, keyOf(sc))
+			held[keyOf(sc)] = true
 			return nil
 		}
 		if !strings.Contains(neoCode(err), "ConstraintValidationFailed") {
@@ -67,7 +67,7 @@ func (o *lifecycleTarget) claimImport(ctx context.Context, tenant tenancy.ID) (r
 			return err
 		}
 		if recs := res.([]*drv.Record); len(recs) == 1 && recs[0].Values[0] == int64(1) {
-			held = append(held, keyOf(sc))
+			held[keyOf(sc)] = true
 			return nil
 		}
 		return migrate.ArchiveTargetNotEmpty(o.core.module, rules.Name, tenant, "database "+sc.database+
@@ -84,15 +84,6 @@ func (o *lifecycleTarget) claimImport(ctx context.Context, tenant tenancy.ID) (r
 type scopeKey struct{ target, database string }
 
 func keyOf(sc scope) scopeKey { return scopeKey{sc.target, sc.database} }
-
-func containsKey(keys []scopeKey, k scopeKey) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
 
 // onDatabases runs fn once on each database the module's routes keep
 // tenant's data in.
