@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,4 +179,69 @@ func CheckRelayFollowsMove(t testing.TB, r RelayMove) {
 				r.After(from, to)
 			}
 		}})
+}
+
+// MoveRecords is how many records a move test gives its tenant:
+// TENANTWIRE_MOVE_RECORDS when set (make soak, make bench), else def.
+func MoveRecords(t testing.TB, def int) int {
+	t.Helper()
+	v := os.Getenv("TENANTWIRE_MOVE_RECORDS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("TENANTWIRE_MOVE_RECORDS=%q: want a positive count", v)
+	}
+	return n
+}
+
+// MoveCost is what CheckMoveCost measures: m.Tenant given Records records
+// by Write (record i, under the tenant's context), from Writers goroutines
+// at once, then moved around the placements.
+type MoveCost struct {
+	MoveAround
+	// Backend names the lines printed.
+	Backend          string
+	Records, Writers int
+	Write            func(ctx context.Context, i int) error
+}
+
+// CheckMoveCost seeds the tenant, moves it around (CheckMoveAround), and
+// prints each move's time, its write fence and its cleanup's time; every
+// move must copy exactly the records written.
+func CheckMoveCost(t testing.TB, c MoveCost) {
+	t.Helper()
+	ctx := tenancy.WithTenant(context.Background(), c.Tenant)
+	var wg sync.WaitGroup
+	errs := make(chan error, c.Writers)
+	for g := range c.Writers {
+		wg.Go(func() {
+			for i := g; i < c.Records; i += c.Writers {
+				if err := c.Write(ctx, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("seeding the tenant: %v", err)
+	}
+	var moved time.Time
+	m := c.MoveAround
+	m.Before = func(tenancy.Tier) { moved = time.Now() }
+	m.After = func(from, to tenancy.Tier, rep modules.MoveReport) {
+		fmt.Printf("move %s %s→%s %d records: move %v, fence %v\n", c.Backend, from, to, rep.Records,
+			time.Since(moved).Round(time.Millisecond), rep.Fenced.Round(time.Millisecond))
+		if rep.Records != int64(c.Records) {
+			t.Fatalf("the move copied %d records, want %d", rep.Records, c.Records)
+		}
+	}
+	m.Cleaned = func(from, _ tenancy.Tier, took time.Duration) {
+		fmt.Printf("cleanup %s %s: %v\n", c.Backend, from, took.Round(time.Millisecond))
+	}
+	CheckMoveAround(t, m)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,16 +18,7 @@ import (
 
 // moveRecords is how many records A holds when it is moved: 2,000 by
 // default, TENANTWIRE_MOVE_RECORDS (make soak: 100,000) for the long run.
-func moveRecords(t *testing.T) int {
-	if v := os.Getenv("TENANTWIRE_MOVE_RECORDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("TENANTWIRE_MOVE_RECORDS=%q: want a positive count", v)
-		}
-		return n
-	}
-	return 2000
-}
+func moveRecords(t *testing.T) int { return tenancytest.MoveRecords(t, 2000) }
 
 // TestMoveUnderLoad moves tenant A tagged → namespace → dedicated →
 // tagged while goroutines write and read A and write B: no acknowledged
