@@ -101,7 +101,8 @@ bench: services deps
 	  | tee /tmp/tenantwire-bench.log | grep -E '^(ratio |scale|--- (FAIL|SKIP)|FAIL)' || true
 	@cd integration && $(GO) run ./cmd/scaleplot -in /tmp/tenantwire-bench.log -out ../docs/img/scale.png \
 	  -ratios ../docs/img/scale-ratios.png -concurrency ../docs/img/concurrency-ratios.png
-	@$(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/... 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+	@( $(GO) test -run '^$$' -bench . -benchmem -benchtime=20000x ./tenancy/... ./tenanthttp/... ./ownership/...; \
+	  $(GO) test -run '^$$' -bench PlacerAt -benchmem -benchtime=20000x ./modules ) 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 ## soak: long concurrent and fault-injection runs against the real servers, and the end-to-end
 ## multi-tenant soak under faults (integration/soak, its Kafka legs on the three-node cluster of

@@ -26,6 +26,9 @@ type placedApp struct {
 	tenants *modules.Tenants
 	docs    *postgres.Documents[item]
 	hits    *postgres.Counter
+	// at is each placement's own documents route, which docs picks from
+	// per call: a fixed-tier route on the same pool and tables.
+	at      map[tenancy.Tier]*postgres.Documents[item]
 	table   string // the documents' table base name
 	prefix  string // the tenants' schema prefix
 	db      string // C's database
@@ -42,7 +45,7 @@ func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
 	t.Helper()
 	names, dsns := databases(t, 2, "")
 	run := unique()
-	p := placedApp{table: "pl" + run, prefix: "tw" + run + "_", db: names[0]}
+	p := placedApp{table: "pl" + run, prefix: "tw" + run + "_", db: names[0], at: map[tenancy.Tier]*postgres.Documents[item]{}}
 	aDSN := dsns[1]
 	if onC {
 		aDSN = dsns[0]
@@ -56,7 +59,15 @@ func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(p.table)}),
 		postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.PerTenant(p.table + "_hits")}),
 	}, opts...)...)
+	var at [3]*postgres.Documents[item]
+	places := []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}
+	for i, tier := range places {
+		mod = fx.Options(mod, named(modules.PlacedRouteName(modules.PlacedModuleName("orders", tier), "docs"), &at[i]))
+	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(), mod, fx.Populate(&p.tenants, &p.docs), named("hits", &p.hits))
+	for i, tier := range places {
+		p.at[tier] = at[i]
+	}
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}
