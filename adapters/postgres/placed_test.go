@@ -28,10 +28,10 @@ type placedApp struct {
 	hits    *postgres.Counter
 	// at is each placement's own documents route, which docs picks from
 	// per call: a fixed-tier route on the same pool and tables.
-	at      map[tenancy.Tier]*postgres.Documents[item]
-	table   string // the documents' table base name
-	prefix  string // the tenants' schema prefix
-	db      string // C's database
+	at     map[tenancy.Tier]*postgres.Documents[item]
+	table  string // the documents' table base name
+	prefix string // the tenants' schema prefix
+	db     string // C's database
 }
 
 func newPlacedApp(t *testing.T, opts ...postgres.Option) placedApp {
