@@ -32,6 +32,7 @@ type placedApp struct {
 	table  string // the documents' table base name
 	prefix string // the tenants' schema prefix
 	db     string // C's database
+	stop   func() // stops the app (again: a no-op)
 }
 
 func newPlacedApp(t *testing.T, opts ...postgres.Option) placedApp {
@@ -43,38 +44,7 @@ func newPlacedApp(t *testing.T, opts ...postgres.Option) placedApp {
 // its own, or C's when onC.
 func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
 	t.Helper()
-	names, dsns := databases(t, 2, "")
-	run := unique()
-	p := placedApp{table: "pl" + run, prefix: "tw" + run + "_", db: names[0], at: map[tenancy.Tier]*postgres.Documents[item]{}}
-	aDSN := dsns[1]
-	if onC {
-		aDSN = dsns[0]
-	}
-	resolve := resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}, tenancytest.TenantA: {Endpoint: aDSN}})
-	mod := postgres.Module("orders", append([]postgres.Option{
-		postgres.Connect(testsvc.PostgresURL(t)),
-		postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
-		postgres.SchemaPrefix(p.prefix), postgres.AllowTeardown(),
-		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(p.table)}),
-		postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.PerTenant(p.table + "_hits")}),
-	}, opts...)...)
-	var at [3]*postgres.Documents[item]
-	places := []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}
-	for i, tier := range places {
-		mod = fx.Options(mod, named(modules.PlacedRouteName(modules.PlacedModuleName("orders", tier), "docs"), &at[i]))
-	}
-	app := fx.New(fx.NopLogger, modules.Lifecycle(), mod, fx.Populate(&p.tenants, &p.docs), named("hits", &p.hits))
-	for i, tier := range places {
-		p.at[tier] = at[i]
-	}
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Stop(context.Background()) })
+	p := newPlacedSite(t, onC).start(t, modules.Lifecycle(), opts...)
 	p.tenants.Place(tenancytest.TenantB, "orders", tenancy.Namespace)
 	p.tenants.Place(tenancytest.TenantC, "orders", tenancy.Dedicated)
 	p.tenants.SetPlan(tenancytest.TenantC, tenancy.Dedicated)
@@ -83,6 +53,60 @@ func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
 			t.Fatalf("provisioning %s: %v", id, err)
 		}
 	}
+	return p
+}
+
+// placedSite is what the apps of a placed test share: the databases
+// (C's, and A's), the shared table's name and the schema prefix. Each
+// app started over it is one replica, or one process.
+type placedSite struct {
+	table, prefix, db string
+	resolve           routing.Resolver
+}
+
+func newPlacedSite(t *testing.T, onC bool) placedSite {
+	t.Helper()
+	names, dsns := databases(t, 2, "")
+	run := unique()
+	aDSN := dsns[1]
+	if onC {
+		aDSN = dsns[0]
+	}
+	return placedSite{table: "pl" + run, prefix: "tw" + run + "_", db: names[0],
+		resolve: resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}, tenancytest.TenantA: {Endpoint: aDSN}})}
+}
+
+// start starts the module "orders" over the site, offering all three
+// placements, in an app with the lifecycle lc; its own pool connects to
+// the test server unless opts say otherwise (postgres.Use).
+func (s placedSite) start(t *testing.T, lc fx.Option, opts ...postgres.Option) placedApp {
+	t.Helper()
+	p := placedApp{table: s.table, prefix: s.prefix, db: s.db, at: map[tenancy.Tier]*postgres.Documents[item]{}}
+	mod := postgres.Module("orders", append([]postgres.Option{
+		postgres.Connect(testsvc.PostgresURL(t)),
+		postgres.Routed(s.resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
+		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		postgres.SchemaPrefix(s.prefix), postgres.AllowTeardown(),
+		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(s.table)}),
+		postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.PerTenant(s.table + "_hits")}),
+	}, opts...)...)
+	var at [3]*postgres.Documents[item]
+	places := []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}
+	for i, tier := range places {
+		mod = fx.Options(mod, named(modules.PlacedRouteName(modules.PlacedModuleName("orders", tier), "docs"), &at[i]))
+	}
+	app := fx.New(fx.NopLogger, lc, mod, fx.Populate(&p.tenants, &p.docs), named("hits", &p.hits))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, tier := range places {
+		p.at[tier] = at[i]
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.stop = func() { _ = app.Stop(context.Background()) }
+	t.Cleanup(p.stop)
 	return p
 }
 
