@@ -5,7 +5,6 @@ import (
 	"fmt"
 	stdmaps "maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,40 +16,20 @@ import (
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
 
-// placedStore is the app's store of placements, which outlives a process.
-type placedStore struct {
-	mu   sync.Mutex
-	recs map[tenancy.ID]modules.Placed
-}
-
-func (s *placedStore) read(context.Context) ([]modules.Placed, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Collect(stdmaps.Values(s.recs)), nil
-}
-
-func (s *placedStore) write(_ context.Context, p modules.Placed) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p.At, p.Moving = stdmaps.Clone(p.At), slices.Clone(p.Moving)
-	s.recs[p.Tenant] = p
-	return nil
-}
-
 // killed is what a kill point panics with: the process ends there, and
 // nothing the move would do after it (an unfence, a cleanup) runs.
 type killed struct{ at string }
 
 // process is one run of the app over kv and the store: a fresh Tenants,
 // whose in-process state (fences, moves under way) a kill loses.
-func process(t *testing.T, kv *kvPlaces, store *placedStore) *modules.Tenants {
+func process(t *testing.T, kv *kvPlaces, store *tenancytest.PlacedStore) *modules.Tenants {
 	t.Helper()
 	offer := modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}
 	type core struct{}
 	opts := []fx.Option{fx.NopLogger, fx.Provide(func() core { return core{} }),
 		modules.LifecycleWith(modules.LifecycleConfig{
 			Suspended: func(context.Context) ([]tenancy.ID, error) { return nil, nil },
-			Placed:    store.read, Refresh: 5 * time.Millisecond,
+			Placed:    store.Read, Refresh: 5 * time.Millisecond,
 		})}
 	for _, at := range offer.Tiers {
 		opts = append(opts, modules.ProvideTenantState(func(core) modules.TenantState { return kv.killable(at, offer) }))
@@ -125,7 +104,7 @@ func TestMoveKilledAtEveryCheckpointConverges(t *testing.T) {
 	for _, kill := range []string{"record 1", "provision namespace", "import namespace", "export namespace", "record 2", "record 3"} {
 		t.Run(kill, func(t *testing.T) {
 			kv := &kvPlaces{data: map[tenancy.Tier]map[tenancy.ID]map[string]string{}}
-			store := &placedStore{recs: map[tenancy.ID]modules.Placed{}}
+			store := &tenancytest.PlacedStore{}
 			ctx := context.Background()
 			first := process(t, kv, store)
 			if _, err := first.Provision(ctx, a); err != nil {
@@ -139,7 +118,7 @@ func TestMoveKilledAtEveryCheckpointConverges(t *testing.T) {
 
 			records := 0
 			record := func(ctx context.Context, p modules.Placed) error {
-				if err := store.write(ctx, p); err != nil {
+				if err := store.Write(ctx, p); err != nil {
 					return err
 				}
 				records++
@@ -162,7 +141,7 @@ func TestMoveKilledAtEveryCheckpointConverges(t *testing.T) {
 			// A new process reads the store: a fenced tenant is fenced there
 			// too until the move ends.
 			second := process(t, kv, store)
-			if slices.Contains(store.recs[a].Moving, "kv") {
+			if slices.Contains(store.Get(a).Moving, "kv") {
 				placer := modules.NewPlacer("kv", "kv", modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}, second.Suspensions)
 				if _, _, err := placer.At(tenancy.WithTenant(ctx, a), "keys", true); tenancy.CodeOf(err) != tenancy.CodeTenantMoving {
 					t.Fatalf("a write in the new process while the store records the move: %v, want tenant_moving", err)
@@ -176,7 +155,7 @@ func TestMoveKilledAtEveryCheckpointConverges(t *testing.T) {
 			if p.At["kv"] != tenancy.Namespace || len(p.Moving) != 0 {
 				t.Fatalf("after the rerun: placed %v, moving %v", p.At, p.Moving)
 			}
-			if s := store.recs[a]; s.At["kv"] != tenancy.Namespace || len(s.Moving) != 0 {
+			if s := store.Get(a); s.At["kv"] != tenancy.Namespace || len(s.Moving) != 0 {
 				t.Fatalf("the store after the rerun: placed %v, moving %v", s.At, s.Moving)
 			}
 			if !stdmaps.Equal(kv.data[tenancy.Namespace][a], want) || !stdmaps.Equal(kv.data[tenancy.Tagged][a], want) {

@@ -1,0 +1,54 @@
+package tenancytest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
+)
+
+// PlacedStore is an app's store of tenant records (plans and placements)
+// held in memory, shared by the replicas, or the processes, a test starts
+// over the same data: Read is modules.LifecycleConfig.Placed, Write is
+// modules.MoveOptions.Record. It outlives any one of them, as a store
+// does.
+type PlacedStore struct {
+	mu   sync.Mutex
+	recs map[tenancy.ID]modules.Placed
+}
+
+// Read is every record, for LifecycleConfig.Placed.
+func (s *PlacedStore) Read(context.Context) ([]modules.Placed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.recs)), nil
+}
+
+// Write keeps a copy of p, for MoveOptions.Record.
+func (s *PlacedStore) Write(_ context.Context, p modules.Placed) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recs == nil {
+		s.recs = map[tenancy.ID]modules.Placed{}
+	}
+	p.At, p.Moving = maps.Clone(p.At), slices.Clone(p.Moving)
+	if p.Copies != nil {
+		copies := make(map[string][]tenancy.Tier, len(p.Copies))
+		for m, at := range p.Copies {
+			copies[m] = slices.Clone(at)
+		}
+		p.Copies = copies
+	}
+	s.recs[p.Tenant] = p
+	return nil
+}
+
+// Get is tenant's record as written last (the zero record when none).
+func (s *PlacedStore) Get(tenant tenancy.ID) modules.Placed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recs[tenant]
+}
