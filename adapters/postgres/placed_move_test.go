@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -21,96 +22,24 @@ import (
 func moveRecords(t *testing.T) int { return tenancytest.MoveRecords(t, 2000) }
 
 // TestMoveUnderLoad moves tenant A tagged → namespace → dedicated →
-// tagged while goroutines write and read A and write B: no acknowledged
-// write is lost, no read of A sees fewer records than A held before the
-// moves began (a partial tenant) or any of B's, writes refused under the
-// fence are tenant_moving, and the old copies are erased by CleanupMove.
-// The longest write fence and each move's time are printed.
+// tagged while 32 goroutines write and read A and write B: no
+// acknowledged write is lost, no read of A sees fewer records than A held
+// before the moves began (a partial tenant) or any of B's, writes refused
+// under the fence are tenant_moving, and the old copies are erased by
+// CleanupMove. The longest write fence and each move's time are printed.
 func TestMoveUnderLoad(t *testing.T) {
 	p := newPlacedApp(t)
-	a, b := tenancytest.TenantA, tenancytest.TenantB
-	ctxA, ctxB := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), b)
+	a := tenancytest.TenantA
 	n := moveRecords(t)
-	seed := superuser(t)
-	exec(t, seed, `INSERT INTO public.`+p.table+` (tenant_id, id, version, value)
-		SELECT $1, 'seed-' || g, 1, jsonb_build_object('name', 'seed', 'n', g) FROM generate_series(1, $2) g`, a.Bytes(), n)
-	if _, err := p.docs.Create(ctxB, "b-only", item{Name: "b"}); err != nil {
-		t.Fatal(err)
-	}
-
-	var (
-		stop             atomic.Bool
-		wg               sync.WaitGroup
-		mu               sync.Mutex
-		acked            []string
-		fenced, badReads atomic.Int64
-		failures         = make(chan error, 64)
-	)
-	fail := func(err error) {
-		select {
-		case failures <- err:
-		default:
-		}
-	}
-	const writers, readers = 8, 8
-	for g := range writers {
-		wg.Go(func() {
-			for i := 0; !stop.Load(); i++ {
-				ctx, id := ctxA, fmt.Sprintf("w-%d-%d", g, i)
-				if g%4 == 3 {
-					ctx = ctxB
-				}
-				for {
-					_, err := p.docs.Create(ctx, id, item{Name: "w", N: i})
-					if tenancy.CodeOf(err) == tenancy.CodeTenantMoving {
-						fenced.Add(1)
-						time.Sleep(2 * time.Millisecond)
-						continue
-					}
-					if err != nil {
-						fail(fmt.Errorf("write %s: %w", id, err))
-						return
-					}
-					break
-				}
-				if ctx == ctxA {
-					mu.Lock()
-					acked = append(acked, id)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for g := range readers {
-		wg.Go(func() {
-			for i := 0; !stop.Load(); i++ {
-				if g%2 == 0 {
-					if _, err := p.docs.Get(ctxA, "b-only"); !errors.Is(err, document.ErrNotFound) {
-						badReads.Add(1)
-						fail(fmt.Errorf("A read B's record: %v", err))
-					}
-					if _, err := p.docs.Get(ctxA, "seed-"+strconv.Itoa(1+i%n)); err != nil {
-						badReads.Add(1)
-						fail(fmt.Errorf("A's seed record: %w", err))
-					}
-					continue
-				}
-				c, err := p.docs.Count(ctxA, document.Query{})
-				if err != nil || c < n {
-					badReads.Add(1)
-					fail(fmt.Errorf("A counts %d records (%v), held %d before the moves", c, err, n))
-				}
-			}
-		})
-	}
+	seedMoving(t, p, n)
+	load := startMoveLoad(p.docs, n)
 	var longest time.Duration
 	for _, to := range []tenancy.Tier{tenancy.Namespace, tenancy.Dedicated, tenancy.Tagged} {
 		time.Sleep(100 * time.Millisecond) // load before each move
 		began := time.Now()
 		rep, err := p.tenants.Move(context.Background(), a, "orders", to, modules.MoveOptions{})
 		if err != nil {
-			stop.Store(true)
-			wg.Wait()
+			load.end(t)
 			t.Fatalf("moving A to %s: %v", to, err)
 		}
 		longest = max(longest, rep.Fenced)
@@ -120,22 +49,9 @@ func TestMoveUnderLoad(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	close(failures)
-	for err := range failures {
-		t.Error(err)
-	}
-	t.Logf("moved %d records three times under load: longest write fence %v; %d writes refused under the fence and retried; %d acknowledged writes of A", n, longest.Round(time.Millisecond), fenced.Load(), len(acked))
-
-	for _, id := range acked {
-		if _, err := p.docs.Get(ctxA, id); err != nil {
-			t.Fatalf("acknowledged write %s of A: %v", id, err)
-		}
-	}
-	if c, err := p.docs.Count(ctxA, document.Query{}); err != nil || c != n+len(acked) {
-		t.Fatalf("A holds %d records (%v), want %d seeded + %d written", c, err, n, len(acked))
-	}
+	load.end(t)
+	t.Logf("moved %d records three times under load: longest write fence %v; %d writes refused under the fence and retried; %d acknowledged writes of A", n, longest.Round(time.Millisecond), load.fenced.Load(), len(load.acked))
+	load.check(t, p.docs, n)
 	if at := p.tenants.Placement(a).At["orders"]; at != tenancy.Tagged {
 		t.Fatalf("A is at %v after moving back", at)
 	}
@@ -147,6 +63,119 @@ func TestMoveUnderLoad(t *testing.T) {
 		if len(rep) != 1 || len(rep[0].Checked) == 0 {
 			t.Fatalf("cleanup of %s checked nothing: %+v", from, rep)
 		}
+	}
+}
+
+// seedMoving gives tenant A n records in the shared table, and B one,
+// "b-only", which A must never read.
+func seedMoving(t *testing.T, p placedApp, n int) {
+	t.Helper()
+	exec(t, superuser(t), `INSERT INTO public.`+p.table+` (tenant_id, id, version, value)
+		SELECT $1, 'seed-' || g, 1, jsonb_build_object('name', 'seed', 'n', g) FROM generate_series(1, $2) g`, tenancytest.TenantA.Bytes(), n)
+	if _, err := p.docs.Create(tenancy.WithTenant(context.Background(), tenancytest.TenantB), "b-only", item{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moveLoad is the load a move of A runs under (seedMoving's records): 16
+// writers create records, of B every fourth and of A the rest, retrying a
+// write the fence refuses (tenant_moving); 16 readers check that A never
+// reads B's record, always reads its seed records, and never counts fewer
+// than the n it held before.
+type moveLoad struct {
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	acked    []string // A's acknowledged writes
+	fenced   atomic.Int64
+	failures chan error
+}
+
+func startMoveLoad(docs *postgres.Documents[item], n int) *moveLoad {
+	ctxA, ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantA), tenancy.WithTenant(context.Background(), tenancytest.TenantB)
+	l := &moveLoad{failures: make(chan error, 64)}
+	fail := func(err error) {
+		select {
+		case l.failures <- err:
+		default:
+		}
+	}
+	const writers, readers = 16, 16
+	for g := range writers {
+		l.wg.Go(func() {
+			for i := 0; !l.stop.Load(); i++ {
+				ctx, id := ctxA, fmt.Sprintf("w-%d-%d", g, i)
+				if g%4 == 3 {
+					ctx = ctxB
+				}
+				for {
+					_, err := docs.Create(ctx, id, item{Name: "w", N: i})
+					if tenancy.CodeOf(err) == tenancy.CodeTenantMoving {
+						l.fenced.Add(1)
+						time.Sleep(2 * time.Millisecond)
+						continue
+					}
+					if err != nil {
+						fail(fmt.Errorf("write %s: %w", id, err))
+						return
+					}
+					break
+				}
+				if ctx == ctxA {
+					l.mu.Lock()
+					l.acked = append(l.acked, id)
+					l.mu.Unlock()
+				}
+			}
+		})
+	}
+	for g := range readers {
+		l.wg.Go(func() {
+			for i := 0; !l.stop.Load(); i++ {
+				if g%2 == 0 {
+					if _, err := docs.Get(ctxA, "b-only"); !errors.Is(err, document.ErrNotFound) {
+						fail(fmt.Errorf("A read B's record: %v", err))
+					}
+					if _, err := docs.Get(ctxA, "seed-"+strconv.Itoa(1+i%n)); err != nil {
+						fail(fmt.Errorf("A's seed record: %w", err))
+					}
+					continue
+				}
+				if c, err := docs.Count(ctxA, document.Query{}); err != nil || c < n {
+					fail(fmt.Errorf("A counts %d records (%v), held %d before the moves", c, err, n))
+				}
+			}
+		})
+	}
+	return l
+}
+
+// end stops the load, waits for it, and fails t with what it saw go
+// wrong.
+func (l *moveLoad) end(t *testing.T) {
+	t.Helper()
+	if l.stop.Swap(true) {
+		return
+	}
+	l.wg.Wait()
+	close(l.failures)
+	for err := range l.failures {
+		t.Error(err)
+	}
+}
+
+// check reads every acknowledged write of A back through docs, and A's
+// count: the n seeded and the written, none lost, none doubled.
+func (l *moveLoad) check(t *testing.T, docs *postgres.Documents[item], n int) {
+	t.Helper()
+	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
+	for _, id := range l.acked {
+		if _, err := docs.Get(ctxA, id); err != nil {
+			t.Fatalf("acknowledged write %s of A: %v", id, err)
+		}
+	}
+	if c, err := docs.Count(ctxA, document.Query{}); err != nil || c != n+len(l.acked) {
+		t.Fatalf("A holds %d records (%v), want %d seeded + %d written", c, err, n, len(l.acked))
 	}
 }
 
