@@ -136,7 +136,7 @@ func (t *Tenants) Move(ctx context.Context, tenant tenancy.ID, module string, to
 		return rep, t.unfence(ctx, tenant, module, o, err)
 	}
 	rep.Records = copied.records()
-	if err := step(MoveVerify, func() (string, error) { return verifyCopy(ctx, tenant, dst, copied) }); err != nil {
+	if err := step(MoveVerify, func() (string, error) { return verifyCopy(ctx, tenant, src, dst, copied) }); err != nil {
 		// The tenant stays where it was: its copy is removed.
 		if dst.Offboard != nil {
 			rerr := dst.Offboard(ctx, tenant)
@@ -291,12 +291,35 @@ func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writ
 
 // verifyCopy exports dst's copy of tenant and compares it, section by
 // section, with what was copied: each section's count and the sha256 of
-// its records.
-func verifyCopy(ctx context.Context, tenant tenancy.ID, dst *TenantState, want digest) (string, error) {
+// its records. Then it reads the source again and compares it too: a
+// write another replica admitted before it read the fence and committed
+// after the copy read the source is in the source only, and the copy
+// would be switched to without it.
+func verifyCopy(ctx context.Context, tenant tenancy.ID, src, dst *TenantState, want digest) (string, error) {
 	_, got, err := exportOne(ctx, tenant, dst, io.Discard)
 	if err != nil {
 		return "", err
 	}
+	if k, w, g, differ := firstDifference(want, got); differ {
+		return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: dst.Backend, Module: dst.Module, Route: k,
+			Detail: fmt.Sprintf("tenant %s's copy of %s holds %d records (sha256 %.12s), the source %d (%.12s); the copy is removed and the tenant stays where it was", tenant, k, g.n, g.sum, w.n, w.sum),
+			Fix:    "find what wrote to either copy during the move (a replica that had not read the fence: record it in the store with MoveOptions.Record), then move again"}
+	}
+	_, now, err := exportOne(ctx, tenant, src, io.Discard)
+	if err != nil {
+		return "", err
+	}
+	if k, w, g, differ := firstDifference(want, now); differ {
+		return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: src.Backend, Module: src.Module, Route: k,
+			Detail: fmt.Sprintf("tenant %s's source changed while it was copied: %s now holds %d records (sha256 %.12s), the copy %d (%.12s), a write that was under way when the fence began; the copy is removed and the tenant stays where it was, with the write", tenant, k, g.n, g.sum, w.n, w.sum),
+			Fix:    "move again: the write has ended, and the next copy holds it"}
+	}
+	return fmt.Sprintf("%d sections match, in the copy and in the source", len(want)), nil
+}
+
+// firstDifference is the first section, in order, whose count or sha256
+// differs between want and got.
+func firstDifference(want, got digest) (string, sectionSum, sectionSum, bool) {
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range want {
 			if !yield(k) {
@@ -310,12 +333,10 @@ func verifyCopy(ctx context.Context, tenant tenancy.ID, dst *TenantState, want d
 		}
 	}) {
 		if w, g := want[k], got[k]; w != g {
-			return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: dst.Backend, Module: dst.Module, Route: k,
-				Detail: fmt.Sprintf("tenant %s's copy of %s holds %d records (sha256 %.12s), the source %d (%.12s); the copy is removed and the tenant stays where it was", tenant, k, g.n, g.sum, w.n, w.sum),
-				Fix:    "find what wrote to either copy during the move (a replica that had not read the fence: record it in the store with MoveOptions.Record), then move again"}
+			return k, w, g, true
 		}
 	}
-	return fmt.Sprintf("%d sections match", len(want)), nil
+	return "", sectionSum{}, sectionSum{}, false
 }
 
 // digest is an archive's sections (route and family) that hold records:

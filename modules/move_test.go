@@ -26,6 +26,9 @@ type kvPlaces struct {
 	drop string
 	// kill is the kill point armed (move_kill_test.go), "" for none.
 	kill string
+	// straggle, when set, runs once an import has written its records,
+	// with mu held: a write of another replica landing then.
+	straggle func()
 }
 
 func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantState {
@@ -81,6 +84,9 @@ func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantSta
 				if r.Key != k.drop {
 					of(id)[r.Key] = v
 				}
+			}
+			if k.straggle != nil {
+				k.straggle()
 			}
 			return nil
 		},
@@ -166,8 +172,9 @@ func TestMoveCopiesVerifiesAndSwitches(t *testing.T) {
 	}
 }
 
-// TestMoveUnverifiedStays: a copy that loses a record fails the check;
-// the copy is removed and the tenant stays, nothing lost; a move is
+// TestMoveUnverifiedStays: a copy that loses a record fails the check,
+// and so does a source written to behind the copy; the copy is removed
+// and the tenant stays, nothing lost; a move is
 // refused for a suspended tenant, a tier not offered or under the plan.
 func TestMoveUnverifiedStays(t *testing.T) {
 	tenants, kv := kvApp(t)
@@ -185,6 +192,25 @@ func TestMoveUnverifiedStays(t *testing.T) {
 		t.Fatalf("after a failed check: placed %v, old %d records, copy %d", at, len(kv.data[tenancy.Tagged][a]), len(kv.data[tenancy.Dedicated][a]))
 	}
 	kv.drop = ""
+
+	// A write another replica admitted before it read the fence, landing
+	// in the source once the copy has read it: the check reads the source
+	// again, and the tenant stays there, with the write.
+	kv.straggle = func() { kv.data[tenancy.Tagged][a]["late"] = "v"; kv.straggle = nil }
+	_, err = tenants.Move(ctx, a, "kv", tenancy.Dedicated, modules.MoveOptions{})
+	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantMoveUnverified, "kv", "kv.tagged", "")
+	if at := tenants.Placement(a).At["kv"]; at != tenancy.None || len(kv.data[tenancy.Tagged][a]) != 6 || len(kv.data[tenancy.Dedicated][a]) != 0 {
+		t.Fatalf("after a write behind the copy: placed %v, old %d records, copy %d", at, len(kv.data[tenancy.Tagged][a]), len(kv.data[tenancy.Dedicated][a]))
+	}
+	if _, err := tenants.Move(ctx, a, "kv", tenancy.Dedicated, modules.MoveOptions{}); err != nil {
+		t.Fatalf("the move again, the write ended: %v", err)
+	}
+	if len(kv.data[tenancy.Dedicated][a]) != 6 {
+		t.Fatalf("the copy holds %d records, want 6", len(kv.data[tenancy.Dedicated][a]))
+	}
+	if _, err := tenants.Move(ctx, a, "kv", tenancy.Tagged, modules.MoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	tenants.SetPlan(a, tenancy.Namespace)
 	_, err = tenants.Move(ctx, a, "kv", tenancy.Tagged, modules.MoveOptions{})

@@ -78,12 +78,18 @@ func newPlacedSite(t *testing.T, onC bool) placedSite {
 
 // start starts the module "orders" over the site, offering all three
 // placements, in an app with the lifecycle lc; its own pool connects to
-// the test server unless opts say otherwise (postgres.Use).
+// the test server.
 func (s placedSite) start(t *testing.T, lc fx.Option, opts ...postgres.Option) placedApp {
+	t.Helper()
+	return s.startOn(t, lc, postgres.Connect(testsvc.PostgresURL(t)), opts...)
+}
+
+// startOn is start with the module's own pool from source (postgres.Use).
+func (s placedSite) startOn(t *testing.T, lc fx.Option, source postgres.Option, opts ...postgres.Option) placedApp {
 	t.Helper()
 	p := placedApp{table: s.table, prefix: s.prefix, db: s.db, at: map[tenancy.Tier]*postgres.Documents[item]{}}
 	mod := postgres.Module("orders", append([]postgres.Option{
-		postgres.Connect(testsvc.PostgresURL(t)),
+		source,
 		postgres.Routed(s.resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
 		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 		postgres.SchemaPrefix(s.prefix), postgres.AllowTeardown(),
