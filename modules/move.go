@@ -296,7 +296,16 @@ func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writ
 // after the copy read the source is in the source only, and the copy
 // would be switched to without it.
 func verifyCopy(ctx context.Context, tenant tenancy.ID, src, dst *TenantState, want digest) (string, error) {
+	// The two reads at once: both are under the fence.
+	var now digest
+	var nowErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_, now, nowErr = exportOne(ctx, tenant, src, io.Discard)
+	}()
 	_, got, err := exportOne(ctx, tenant, dst, io.Discard)
+	<-read
 	if err != nil {
 		return "", err
 	}
@@ -305,9 +314,8 @@ func verifyCopy(ctx context.Context, tenant tenancy.ID, src, dst *TenantState, w
 			Detail: fmt.Sprintf("tenant %s's copy of %s holds %d records (sha256 %.12s), the source %d (%.12s); the copy is removed and the tenant stays where it was", tenant, k, g.n, g.sum, w.n, w.sum),
 			Fix:    "find what wrote to either copy during the move (a replica that had not read the fence: record it in the store with MoveOptions.Record), then move again"}
 	}
-	_, now, err := exportOne(ctx, tenant, src, io.Discard)
-	if err != nil {
-		return "", err
+	if nowErr != nil {
+		return "", nowErr
 	}
 	if k, w, g, differ := firstDifference(want, now); differ {
 		return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: src.Backend, Module: src.Module, Route: k,
