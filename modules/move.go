@@ -306,21 +306,24 @@ func verifyCopy(ctx context.Context, tenant tenancy.ID, src, dst *TenantState, w
 	}()
 	_, got, err := exportOne(ctx, tenant, dst, io.Discard)
 	<-read
-	if err != nil {
-		return "", err
-	}
-	if k, w, g, differ := firstDifference(want, got); differ {
-		return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: dst.Backend, Module: dst.Module, Route: k,
-			Detail: fmt.Sprintf("tenant %s's copy of %s holds %d records (sha256 %.12s), the source %d (%.12s); the copy is removed and the tenant stays where it was", tenant, k, g.n, g.sum, w.n, w.sum),
-			Fix:    "find what wrote to either copy during the move (a replica that had not read the fence: record it in the store with MoveOptions.Record), then move again"}
-	}
-	if nowErr != nil {
-		return "", nowErr
-	}
-	if k, w, g, differ := firstDifference(want, now); differ {
-		return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: src.Backend, Module: src.Module, Route: k,
-			Detail: fmt.Sprintf("tenant %s's source changed while it was copied: %s now holds %d records (sha256 %.12s), the copy %d (%.12s), a write that was under way when the fence began; the copy is removed and the tenant stays where it was, with the write", tenant, k, g.n, g.sum, w.n, w.sum),
-			Fix:    "move again: the write has ended, and the next copy holds it"}
+	for _, c := range []struct {
+		at          *TenantState
+		got         digest
+		err         error
+		detail, fix string
+	}{
+		{dst, got, err, "tenant %s's copy of %s holds %d records (sha256 %.12s), the source %d (%.12s); the copy is removed and the tenant stays where it was",
+			"find what wrote to either copy during the move (a replica that had not read the fence: record it in the store with MoveOptions.Record), then move again"},
+		{src, now, nowErr, "tenant %s's source changed while it was copied: %s now holds %d records (sha256 %.12s), the copy %d (%.12s), a write that was under way when the fence began; the copy is removed and the tenant stays where it was, with the write",
+			"move again: the write has ended, and the next copy holds it"},
+	} {
+		if c.err != nil {
+			return "", c.err
+		}
+		if k, w, g, differ := firstDifference(want, c.got); differ {
+			return "", &tenancy.Error{Code: tenancy.CodeTenantMoveUnverified, Backend: c.at.Backend, Module: c.at.Module, Route: k,
+				Detail: fmt.Sprintf(c.detail, tenant, k, g.n, g.sum, w.n, w.sum), Fix: c.fix}
+		}
 	}
 	return fmt.Sprintf("%d sections match, in the copy and in the source", len(want)), nil
 }
