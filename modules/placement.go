@@ -56,8 +56,14 @@ func (t *Suspensions) Placement(tenant tenancy.ID) Placed {
 	if !ok {
 		return Placed{Tenant: tenant}
 	}
-	rec.At, rec.Moving, rec.Copies = maps.Clone(rec.At), slices.Clone(rec.Moving), clonedCopies(rec.Copies)
-	return rec
+	return rec.Clone()
+}
+
+// Clone is a deep copy of p, which shares no map or slice with it: what a
+// store keeps of a record it is given.
+func (p Placed) Clone() Placed {
+	p.At, p.Moving, p.Copies = maps.Clone(p.At), slices.Clone(p.Moving), clonedCopies(p.Copies)
+	return p
 }
 
 // clonedCopies is a deep copy of c.

@@ -34,15 +34,7 @@ func (s *PlacedStore) Write(_ context.Context, p modules.Placed) error {
 	if s.recs == nil {
 		s.recs = map[tenancy.ID]modules.Placed{}
 	}
-	p.At, p.Moving = maps.Clone(p.At), slices.Clone(p.Moving)
-	if p.Copies != nil {
-		copies := make(map[string][]tenancy.Tier, len(p.Copies))
-		for m, at := range p.Copies {
-			copies[m] = slices.Clone(at)
-		}
-		p.Copies = copies
-	}
-	s.recs[p.Tenant] = p
+	s.recs[p.Tenant] = p.Clone()
 	return nil
 }
 
