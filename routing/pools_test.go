@@ -155,6 +155,16 @@ func waitClosed(t *testing.T, h *harness, want *client) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("client %v was never closed", want.creds)
 	}
+	// Close has been called, but the slot and the claims are freed only
+	// once it has returned: wait for that, or a test that reuses the
+	// target races the release.
+	deadline := time.Now().Add(5 * time.Second)
+	for s := h.pools.Stats(); s.Clients != s.Pools; s = h.pools.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("client %v closed but its slot is still held: %+v", want.creds, s)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func requireOpen(t *testing.T, h *harness) {
