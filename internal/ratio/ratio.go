@@ -64,6 +64,13 @@ type Pair struct {
 	// Cap bounds the time spent on rounds past the minimum; DefaultCap
 	// when zero. CapEnv, when set, overrides it.
 	Cap time.Duration
+	// Step, when positive, splits each round into steps of Step operations
+	// that alternate between the sides (ours, baseline, baseline, ours,
+	// ...), each side's time the sum of its steps, so that the machine's
+	// drifts slower than a step fall on both sides alike. A side then runs
+	// Step operations per call and must carry its state from one call to
+	// the next (see Cycle).
+	Step int
 }
 
 // Result is a measured pair.
@@ -179,9 +186,12 @@ func measure(p Pair, now func() time.Time, limit time.Duration) Result {
 	capped := false
 	for n := 0; ; {
 		var ours, base time.Duration
-		if n%2 == 0 {
+		switch {
+		case p.Step > 0:
+			ours, base = stepped(p, n%2 == 0, now)
+		case n%2 == 0:
 			ours, base = timed(p.Ours, p.Iterations, now), timed(p.Baseline, p.Iterations, now)
-		} else {
+		default:
 			base, ours = timed(p.Baseline, p.Iterations, now), timed(p.Ours, p.Iterations, now)
 		}
 		ratios = append(ratios, float64(ours)/float64(base))
@@ -284,6 +294,30 @@ func timed(f func(int), n int, now func() time.Time) time.Duration {
 	start := now()
 	f(n)
 	return now().Sub(start)
+}
+
+// stepped is one round of a Step pair: Iterations operations a side, in
+// steps that alternate which side goes first (ABBA), garbage collected
+// once before the round rather than before every step.
+func stepped(p Pair, oursFirst bool, now func() time.Time) (ours, base time.Duration) {
+	runtime.GC()
+	for done := 0; done < p.Iterations; done += p.Step {
+		k := min(p.Step, p.Iterations-done)
+		t0 := now()
+		if oursFirst {
+			p.Ours(k)
+			t1 := now()
+			p.Baseline(k)
+			ours, base = ours+t1.Sub(t0), base+now().Sub(t1)
+		} else {
+			p.Baseline(k)
+			t1 := now()
+			p.Ours(k)
+			base, ours = base+t1.Sub(t0), ours+now().Sub(t1)
+		}
+		oursFirst = !oursFirst
+	}
+	return ours, base
 }
 
 // Print writes the line make bench collects; scripts read its first three

@@ -364,3 +364,48 @@ func TestFromRounds(t *testing.T) {
 		t.Fatalf("median %v [%v, %v]", r.Median, r.Lo, r.Hi)
 	}
 }
+
+// A machine that drifts between fast and slow spells, each shorter than a
+// round but longer than a step: equal sides timed whole come out unequal
+// in the rounds a spell splits, and timed in alternating steps they come
+// out equal, since each step and the next share a spell.
+func TestStepCancelsADrift(t *testing.T) {
+	var clk fakeClock
+	start := clk.t
+	drifting := func(n int) {
+		for range n {
+			cost := time.Microsecond
+			if clk.t.Sub(start)/time.Millisecond%7 < 3 {
+				cost *= 2
+			}
+			clk.t = clk.t.Add(cost)
+		}
+	}
+	var ops [2]int
+	pair := func(step int) Pair {
+		return Pair{Label: "S1", Name: "drift", Rounds: 40, Iterations: 1000, Step: step,
+			Ours: func(n int) { ops[0] += n; drifting(n) }, Baseline: func(n int) { ops[1] += n; drifting(n) }}
+	}
+	whole := measure(pair(0), clk.now, time.Nanosecond)
+	spread := func(r Result) float64 {
+		worst := 0.0
+		for _, x := range r.Rounds {
+			worst = max(worst, math.Abs(math.Log(x)))
+		}
+		return worst
+	}
+	if spread(whole) < 0.2 {
+		t.Fatalf("the drift does not split whole rounds (worst |log ratio| %.3f): the test proves nothing", spread(whole))
+	}
+	ops = [2]int{}
+	r := measure(pair(10), clk.now, time.Nanosecond)
+	if got := spread(r); got > 0.02 {
+		t.Errorf("stepped rounds still spread by |log ratio| %.3f: %v", got, r.Rounds)
+	}
+	if want := 100 + 40*1000; ops[0] != want || ops[1] != want {
+		t.Errorf("stepped sides ran %v operations, want %d each (warm-up and 40 rounds of 1,000)", ops, want)
+	}
+	if r.OursNs < 1000 || r.OursNs > 2000 || r.Median < 0.98 || r.Median > 1.02 {
+		t.Errorf("stepped result %+v", r)
+	}
+}
