@@ -62,18 +62,36 @@ func newPlacedAppA(t *testing.T, onC bool, opts ...postgres.Option) placedApp {
 type placedSite struct {
 	table, prefix, db string
 	resolve           routing.Resolver
+	// more are tenants past A, B and C with a database each, and
+	// clients the routed clients' bound.
+	more    []tenancy.ID
+	clients int
 }
 
 func newPlacedSite(t *testing.T, onC bool) placedSite {
 	t.Helper()
-	names, dsns := databases(t, 2, "")
+	return newPlacedSiteMore(t, onC, 0)
+}
+
+// newPlacedSiteMore is newPlacedSite with more tenants, each given a
+// database of its own by the resolver.
+func newPlacedSiteMore(t *testing.T, onC bool, more int) placedSite {
+	t.Helper()
+	names, dsns := databases(t, 2+more, "")
 	run := unique()
 	aDSN := dsns[1]
 	if onC {
 		aDSN = dsns[0]
 	}
-	return placedSite{table: "pl" + run, prefix: "tw" + run + "_", db: names[0],
-		resolve: resolverOf(map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}, tenancytest.TenantA: {Endpoint: aDSN}})}
+	own := map[tenancy.ID]routing.Credentials{tenancytest.TenantC: {Endpoint: dsns[0]}, tenancytest.TenantA: {Endpoint: aDSN}}
+	s := placedSite{table: "pl" + run, prefix: "tw" + run + "_", db: names[0], clients: 4 + more}
+	for i := range more {
+		id := tenancy.MustParseID(fmt.Sprintf("00000000-0000-4000-8000-%012x", i+100))
+		s.more = append(s.more, id)
+		own[id] = routing.Credentials{Endpoint: dsns[2+i]}
+	}
+	s.resolve = resolverOf(own)
+	return s
 }
 
 // start starts the module "orders" over the site, offering all three
@@ -90,7 +108,7 @@ func (s placedSite) startOn(t *testing.T, lc fx.Option, source postgres.Option, 
 	p := placedApp{table: s.table, prefix: s.prefix, db: s.db, at: map[tenancy.Tier]*postgres.Documents[item]{}}
 	mod := postgres.Module("orders", append([]postgres.Option{
 		source,
-		postgres.Routed(s.resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
+		postgres.Routed(s.resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: s.clients, MaxConnsPerClient: 2}}),
 		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 		postgres.SchemaPrefix(s.prefix), postgres.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(s.table)}),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -47,4 +48,35 @@ func TestRatioPlacements(t *testing.T) {
 		ratio.Report(t, ratio.Pair{Label: "P13", Name: c.name, Iterations: ratioIters, Rounds: ratioRounds, Step: placedStep,
 			Ours: read(p.docs), Baseline: read(p.at[c.at])}, 1.03)
 	}
+}
+
+// TestRatioPlacementsRouted: P13 on the P4 pair's shape, 20 warm tenants
+// each placed dedicated on a database of its own, read in turn through
+// the placed route and through its dedicated placement's route object.
+func TestRatioPlacementsRouted(t *testing.T) {
+	ratio.SkipUnlessEnabled(t)
+	const tenants = 20
+	site := newPlacedSiteMore(t, false, tenants)
+	p := site.start(t, modules.Lifecycle())
+	ctxs := make([]context.Context, tenants)
+	for i, id := range site.more {
+		p.tenants.Place(id, "orders", tenancy.Dedicated)
+		if _, err := p.tenants.Provision(context.Background(), id); err != nil {
+			t.Fatalf("provisioning %s: %v", id, err)
+		}
+		ctxs[i] = tenancy.WithTenant(context.Background(), id)
+		must0(t, seed(ctxs[i], p.docs)) // warms every tenant's pool too
+	}
+	read := func(d *postgres.Documents[item]) func(int) {
+		tenant, k := ratio.Cycle(tenants), ratio.Cycle(seeded)
+		return func(n int) {
+			for range n {
+				if _, err := d.Get(ctxs[tenant()], key(k())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	ratio.Report(t, ratio.Pair{Label: "P13", Name: "pg-placed-dedicated-20-get", Iterations: ratioIters, Rounds: ratioRounds, Step: placedStep,
+		Ours: read(p.docs), Baseline: read(p.at[tenancy.Dedicated])}, 1.03)
 }
