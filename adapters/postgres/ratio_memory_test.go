@@ -157,7 +157,7 @@ func TestRatioMemoryManyNamespaceTenants(t *testing.T) {
 	if n%1000 == 0 {
 		name = strconv.Itoa(n/1000) + "k"
 	}
-	ratio.Report(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace", Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: byHand}, 1.05)
+	ratio.Report(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace", Iterations: ratioIters, Rounds: ratioRounds, Step: 10, Ours: ours, Baseline: byHand}, 1.05)
 	// The same read never recycled: what the recycling itself costs, a
 	// fresh connection that has cached none of the tenants' relations.
 	keepNext := ratio.Cycle(n)
@@ -168,7 +168,7 @@ func TestRatioMemoryManyNamespaceTenants(t *testing.T) {
 			}
 		}
 	}
-	ratio.Inform(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace-no-recycle", Iterations: ratioIters, Rounds: ratioRounds, Ours: oursKeep, Baseline: byHand})
+	ratio.Inform(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace-no-recycle", Iterations: ratioIters, Rounds: ratioRounds, Step: 10, Ours: oursKeep, Baseline: byHand})
 	// And against the hand-written read on a pool that closes a
 	// connection once it read 1,000 distinct tenants, as the default does:
 	// the framework's part of the cost, apart from the recycling's.
@@ -181,7 +181,7 @@ func TestRatioMemoryManyNamespaceTenants(t *testing.T) {
 			must0(t, handRecRead(ctxs[i], i, qualified[i], mode))
 		}
 	}
-	ratio.Inform(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace-vs-hand-recycled", Iterations: ratioIters, Rounds: ratioRounds, Ours: ours, Baseline: byHandRec})
+	ratio.Inform(t, ratio.Pair{Label: "P14", Name: "pg-read-" + name + "-namespace-vs-hand-recycled", Iterations: ratioIters, Rounds: ratioRounds, Step: 10, Ours: ours, Baseline: byHandRec})
 	t.Logf("the hand pool that recycles closed %d connections", handRec.Load())
 }
 
