@@ -65,7 +65,7 @@ func TestRatioP14HTTPLimiter(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ratio.ReportParallel(t, ratio.Pair{Label: "P14", Name: name, Iterations: 3000, Rounds: 11, Cap: 30 * time.Second,
+			ratio.ReportParallel(t, ratio.Pair{Label: "P14", Name: name, Iterations: 12000, Rounds: 41, Cap: 60 * time.Second, Step: 640,
 				Ours: ratio.ParallelSide(t, g, tenants, ours), Baseline: ratio.ParallelSide(t, g, tenants, base)}, 1.03, 15000)
 			if n := adm.Tracked(); n < min(tenants, tenanthttp.DefaultMaxTenants) {
 				t.Errorf("%d tenants tracked after a run over %d: the check did not run", n, tenants)
