@@ -300,24 +300,23 @@ func timed(f func(int), n int, now func() time.Time) time.Duration {
 // steps that alternate which side goes first (ABBA), garbage collected
 // once before the round rather than before every step.
 func stepped(p Pair, oursFirst bool, now func() time.Time) (ours, base time.Duration) {
+	sides := [2]func(int){p.Ours, p.Baseline}
+	var spent [2]time.Duration
+	first := 1
+	if oursFirst {
+		first = 0
+	}
 	runtime.GC()
 	for done := 0; done < p.Iterations; done += p.Step {
 		k := min(p.Step, p.Iterations-done)
 		t0 := now()
-		if oursFirst {
-			p.Ours(k)
-			t1 := now()
-			p.Baseline(k)
-			ours, base = ours+t1.Sub(t0), base+now().Sub(t1)
-		} else {
-			p.Baseline(k)
-			t1 := now()
-			p.Ours(k)
-			base, ours = base+t1.Sub(t0), ours+now().Sub(t1)
-		}
-		oursFirst = !oursFirst
+		sides[first](k)
+		t1 := now()
+		sides[1-first](k)
+		spent[first], spent[1-first] = spent[first]+t1.Sub(t0), spent[1-first]+now().Sub(t1)
+		first = 1 - first
 	}
-	return ours, base
+	return spent[0], spent[1]
 }
 
 // Print writes the line make bench collects; scripts read its first three
