@@ -297,15 +297,23 @@ func exportOne(ctx context.Context, tenant tenancy.ID, s *TenantState, w io.Writ
 // would be switched to without it.
 func verifyCopy(ctx context.Context, tenant tenancy.ID, src, dst *TenantState, want digest) (string, error) {
 	// The two reads at once: both are under the fence.
+	// A panic in the source's read is raised again here, in the caller's
+	// goroutine, where its recover (net/http's, an operator's) sees it;
+	// left in the helper goroutine it would end the process.
 	var now digest
 	var nowErr error
+	var nowPanic any
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
+		defer func() { nowPanic = recover() }()
 		_, now, nowErr = exportOne(ctx, tenant, src, io.Discard)
 	}()
 	_, got, err := exportOne(ctx, tenant, dst, io.Discard)
 	<-read
+	if nowPanic != nil {
+		panic(nowPanic)
+	}
 	for _, c := range []struct {
 		at          *TenantState
 		got         digest

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ type kvPlaces struct {
 	// straggle, when set, runs once an import has written its records,
 	// with mu held: a write of another replica landing then.
 	straggle func()
+	// exported, when set, runs before each export, without mu held.
+	exported func(at tenancy.Tier)
 }
 
 func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantState {
@@ -59,6 +62,9 @@ func (k *kvPlaces) state(at tenancy.Tier, offer modules.Offer) modules.TenantSta
 			return e, nil
 		},
 		Export: func(_ context.Context, id tenancy.ID, out migrate.ArchiveOut) error {
+			if k.exported != nil {
+				k.exported(at)
+			}
 			k.mu.Lock()
 			defer k.mu.Unlock()
 			for _, key := range sortedKeys(of(id)) {
@@ -228,6 +234,35 @@ func TestMoveUnverifiedStays(t *testing.T) {
 	rep, err := tenants.Move(ctx, a, "kv", tenancy.Namespace, modules.MoveOptions{DryRun: true})
 	if err != nil || len(rep.Steps) != 6 || len(kv.data[tenancy.Namespace][a]) != 0 {
 		t.Fatalf("dry run: %v, %d steps, %d records copied", err, len(rep.Steps), len(kv.data[tenancy.Namespace][a]))
+	}
+}
+
+// TestMovePanicInTheCheckReachesTheCaller: the check reads the source in
+// a goroutine of its own; a panic there (a driver's, a kill) reaches the
+// goroutine that called Move, where its recover sees it, instead of
+// ending the process.
+func TestMovePanicInTheCheckReachesTheCaller(t *testing.T) {
+	tenants, kv := kvApp(t)
+	ctx, a := context.Background(), tenancytest.TenantA
+	if _, err := tenants.Provision(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	kv.data[tenancy.Tagged][a]["k"] = "v"
+	type boom struct{}
+	var sourceReads atomic.Int32
+	kv.exported = func(at tenancy.Tier) {
+		if at == tenancy.Tagged && sourceReads.Add(1) == 2 { // the copy's read, then the check's
+			panic(boom{})
+		}
+	}
+	got := func() (r any) {
+		defer func() { r = recover() }()
+		_, err := tenants.Move(ctx, a, "kv", tenancy.Dedicated, modules.MoveOptions{})
+		t.Fatalf("the move returned (%v) past a panic in its check", err)
+		return nil
+	}()
+	if _, ok := got.(boom); !ok {
+		t.Fatalf("Move's caller recovered %v, want the check's panic", got)
 	}
 }
 

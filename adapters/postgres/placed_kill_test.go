@@ -116,9 +116,10 @@ func TestMoveUnderLoadKilledAtEveryCheckpoint(t *testing.T) {
 // open), and panics with killed, so nothing the move would do after it
 // runs. The checkpoints on the pool, in the move's order: "provision"
 // once the target's provisioning committed (its schema and tables); "import" as the import's transaction
-// is about to commit; "copied" once it has; "verify" as the check's read
-// of the copy begins (the second read-only transaction, after the
-// source's export).
+// is about to commit; "copied" once it has; "verify" as the check's
+// first read begins (the second read-only transaction, after the copy's
+// export of the source: the check reads the copy and the source at
+// once, and either may be first).
 type killPoint struct {
 	at, app string
 	admin   *pgx.Conn
