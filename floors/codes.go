@@ -112,7 +112,7 @@ var CodeDocs = []CodeDoc{
 		"Write under a context bound to the row's own tenant, and leave the tenant out of the message or document: the route stamps the bound tenant itself."},
 	{string(tenancy.CodeTenantAdminUnwired), "fx.New, tenantadmin.Run",
 		"The operator surface for tenants (`tenantadmin.Module`) is in an app that cannot serve it: the app has no `modules.Lifecycle()` (so there are no steps to run and no suspensions), its `Config.Registry` is nil (so there are no tenants to list), or `Config.Off` names no endpoint. It is refused before any listener opens rather than failing at the first request.",
-		"Add `modules.Lifecycle()` to the app and set `tenantadmin.Config.Registry` (`postgres.NewRegistry`, or `migrate.NewMemoryRegistry` filled from configuration); give the same registry to the modules (`postgres.TenantRegistry`) so that provisioning and offboarding keep it."},
+		"Add `modules.Lifecycle()` to the app and set `tenantadmin.Config.Registry` (`postgres.NewRegistry`, or `migrate.NewMemoryRegistry` filled from configuration); give the same registry to the modules (`modules.TenantRegistry`) so that provisioning and offboarding keep it."},
 	{string(tenancy.CodeTenantIDInvalid), "operator request, tenantadmin.Run",
 		"An operator endpoint or command names a tenant that is not a canonical 8-4-4-4-12 hex UUID (braces, a URN prefix, missing dashes and the nil UUID are refused too). Answered `400` with a JSON body naming this code; nothing runs.",
 		"Name the tenant by its canonical UUID, as `GET /tenants` lists it."},

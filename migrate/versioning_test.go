@@ -26,11 +26,11 @@ func TestVersioningProblems(t *testing.T) {
 	}{
 		"nothing required":    {migrate.Versioning{}, 0, true, nil},
 		"current set":         {migrate.Versioning{Required: 3, Registry: reg}, 3, true, nil},
-		"above newest":        {migrate.Versioning{Required: 4, Registry: reg}, 3, true, []string{"RequiredVersion 4 is above the newest migration (3)", "kafka.Migrations"}},
-		"no registry":         {migrate.Versioning{Required: 3}, 3, true, []string{"needs to know the module's tenants at start", "kafka.TenantRegistry"}},
+		"above newest":        {migrate.Versioning{Required: 4, Registry: reg}, 3, true, []string{"RequiredVersion 4 is above the newest migration (3)", "modules.Migrations"}},
+		"no registry":         {migrate.Versioning{Required: 3}, 3, true, []string{"needs to know the module's tenants at start", "modules.TenantRegistry"}},
 		"shared, no registry": {migrate.Versioning{Required: 3}, 3, false, nil},
-		"both": {migrate.Versioning{Required: 1}, 0, true, []string{"above the newest migration (0)", "kafka.Migrations",
-			"tenants at start", "kafka.TenantRegistry"}},
+		"both": {migrate.Versioning{Required: 1}, 0, true, []string{"above the newest migration (0)", "modules.Migrations",
+			"tenants at start", "modules.TenantRegistry"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ps := c.v.Problems(c.latest, c.perTenant, "kafka")

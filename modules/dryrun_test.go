@@ -33,7 +33,7 @@ func badOptions() fx.Option {
 			postgres.Document[order]("orders", postgres.DocumentConfig{}),
 		),
 		memory.Module("shop",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 		),
 		// A container name with a dot: the route's own option error; the
@@ -122,7 +122,7 @@ func TestDryRunOpensNoConnection(t *testing.T) {
 			// 10.255.255.1 is unroutable: a connection attempt would hang
 			// until connect_timeout.
 			postgres.Connect("postgres://tw@10.255.255.1:5432/tw?connect_timeout=30"),
-			postgres.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[order]("orders", postgres.DocumentConfig{
 				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),
 			}),
@@ -188,7 +188,7 @@ func TestDryRunModuleOptionErrorMarksEveryRoute(t *testing.T) {
 // another module's floor miss is reported with them.
 func TestEveryBackendJoinsItsOptionErrors(t *testing.T) {
 	floorMiss := memory.Module("shop",
-		memory.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 	)
 	for name, bad := range map[string]fx.Option{

@@ -26,13 +26,13 @@ func ExampleDryRun() {
 	appOptions := fx.Options(
 		postgres.Module("orders",
 			postgres.Connect("postgres://app@db.invalid:5432/shop?pool_max_conns=4"),
-			postgres.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
 				Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders"),
 			}),
 		),
 		memory.Module("cache",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("sessions")}),
 		),
 	)

@@ -78,7 +78,7 @@ func (t *Tenants) Move(ctx context.Context, tenant tenancy.ID, module string, to
 	places := t.placementsIn(module)
 	if len(places) == 0 {
 		return rep, moveInvalid(module, "", fmt.Sprintf("module %q offers no placements (or the app has no such module)", module),
-			"name a module wired with placements (postgres.Placements)")
+			"name a module wired with placements (modules.Placements)")
 	}
 	offer := *places[0].Placement
 	if !offer.Offer.Offers(to) {

@@ -13,9 +13,10 @@ import (
 // servers are, and how it builds the module of one placement.
 type PlacedSpec struct {
 	Backend, Module string
-	// Option names the backend's option in refusals ("postgres.Placements").
-	Option string
-	Offer  Offer
+	Offer           Offer
+	// Problems are the module's option errors (modules.Configure's),
+	// reported with the placements' refusals by the first placement.
+	Problems []error
 	// Unplaced is what the backend cannot place (a route kind, workers):
 	// each is refused with tenant_placement_invalid.
 	Unplaced []PlacedRefusal
@@ -45,12 +46,12 @@ type PlacedRefusal struct{ Route, Detail, Fix string }
 // reports every refusal at once.
 func PlacedModule(s PlacedSpec) fx.Option {
 	o := s.Offer
-	var problems []error
+	problems := append([]error(nil), s.Problems...)
 	bad := func(route, detail, fix string) {
 		problems = append(problems, &tenancy.Error{Code: tenancy.CodeTenantPlacementInvalid, Backend: s.Backend, Module: s.Module, Route: route, Detail: detail, Fix: fix})
 	}
 	if p := o.Problem(); p != "" {
-		bad("", s.Option+": "+p, "offer two or three of tagged, namespace and dedicated, each once, with a default among them")
+		bad("", "modules.Placements: "+p, "offer two or three of tagged, namespace and dedicated, each once, with a default among them")
 		o = Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}
 	}
 	for _, u := range s.Unplaced {

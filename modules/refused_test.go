@@ -22,7 +22,7 @@ import (
 // floorMiss is a second module refused by its floor, which every refusal
 // must report alongside the option error.
 var floorMiss = memory.Module("shop",
-	memory.RequiredIsolation(tenancy.Namespace),
+	modules.RequiredIsolation(tenancy.Namespace),
 	memory.Document[order]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}),
 )
 
@@ -53,7 +53,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	// A depth over the cap: refused for its options.
 	graphMod := func() fx.Option {
 		return neo4j.Module("graph", neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true, MaxDepth: 99}),
-			neo4j.Migrations(fstest.MapFS{"0001_people.cypher": {Data: []byte("CREATE INDEX people_name IF NOT EXISTS FOR (n:Person) ON (n.tenant_id, n.name)")}}))
+			modules.Migrations(fstest.MapFS{"0001_people.cypher": {Data: []byte("CREATE INDEX people_name IF NOT EXISTS FOR (n:Person) ON (n.tenant_id, n.name)")}}))
 	}
 	for name, c := range map[string]struct {
 		use, mod func() fx.Option

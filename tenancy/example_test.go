@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -17,7 +18,7 @@ import (
 func ExampleError() {
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.CacheRoute("sessions", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("sessions")}),
 		),
 	)

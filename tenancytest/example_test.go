@@ -67,7 +67,7 @@ func ExampleConformance() {
 		// The app's suspended set: the kit suspends A through it.
 		susp := &modules.Suspensions{}
 		if err := fx.New(fx.NopLogger, fx.Populate(out), fx.Supply(susp),
-			memory.Module("probe", memory.RequiredIsolation(tier), route)).Err(); err != nil {
+			memory.Module("probe", modules.RequiredIsolation(tier), route)).Err(); err != nil {
 			return tenancytest.Probe{}, err
 		}
 		switch kind {
@@ -170,7 +170,7 @@ func ExampleRequireRefusedRoute() {
 	check(func(t testing.TB) {
 		e := tenancytest.RequireRefusedRoute(t, "memory_tenancy_validation_failed", "shop", "orders",
 			memory.Module("shop",
-				memory.RequiredIsolation(tenancy.Namespace),
+				modules.RequiredIsolation(tenancy.Namespace),
 				memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 			))
 		fmt.Println(e.Route, e.Reached, "<", e.Required)

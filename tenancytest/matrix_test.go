@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -88,7 +89,7 @@ func TestRequireMatrixNamesVerdictAndRouteChanges(t *testing.T) {
 	path := writeGolden(t, shop(true))
 	// A floor now refuses orders; sessions is gone and carts is new.
 	weaker := memory.Module("shop",
-		memory.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 		memory.Document[cart]("carts", memory.DocumentConfig{Read: naming.PerTenant("carts")}),
 	)
@@ -138,7 +139,7 @@ func TestRequireMatrixFailsWhenFxStopsFirst(t *testing.T) {
 
 func TestRequireRefusedRouteMatchesTheRoute(t *testing.T) {
 	refused := memory.Module("shop",
-		memory.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 		memory.Document[cart]("carts", memory.DocumentConfig{Read: naming.PerTenant("carts")}),
 	)

@@ -21,7 +21,7 @@ type note struct{ Text string }
 func TestRequireRefusedInAnyOrder(t *testing.T) {
 	refused := memory.Module("notes", memory.Document[note]("notes", memory.DocumentConfig{TenantAware: true}))
 	uses := map[string]fx.Option{"documents": tenancytest.Invoke[*memory.Documents[note]]("")}
-	floorMiss := memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
+	floorMiss := memory.Module("shop", modules.RequiredIsolation(tenancy.Namespace),
 		memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")}))
 	if failed := runCheck(t, func(tb testing.TB) {
 		tenancytest.RequireRefusedInAnyOrder(tb, tenancy.CodeWiringInvalid, "notes", refused, uses, floorMiss)

@@ -31,7 +31,7 @@ import (
 type Config struct {
 	// Registry lists the service's tenants for GET /tenants and GET
 	// /tenants/{id}. Required: nil is refused at fx.New. Give the same
-	// registry to the modules (postgres.TenantRegistry) so provisioning
+	// registry to the modules (modules.TenantRegistry) so provisioning
 	// records tenants and offboarding forgets them.
 	Registry migrate.Registry
 
@@ -164,7 +164,7 @@ func newAdmin(cfg Config, p params, live modules.Live) (*admin, error) {
 		errs = append(errs, &tenancy.Error{
 			Code: tenancy.CodeTenantAdminUnwired, Module: "tenantadmin",
 			Detail: "tenantadmin.Config.Registry is nil, so GET /tenants has no tenants to list",
-			Fix:    "set Config.Registry (postgres.NewRegistry, or migrate.NewMemoryRegistry filled from configuration) and give the same registry to the modules (postgres.TenantRegistry)",
+			Fix:    "set Config.Registry (postgres.NewRegistry, or migrate.NewMemoryRegistry filled from configuration) and give the same registry to the modules (modules.TenantRegistry)",
 		})
 	}
 	if cfg.DrainWait < 0 {

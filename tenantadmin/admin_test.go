@@ -79,11 +79,11 @@ func newFixtureWith(t *testing.T, extra []fx.Option, pgOpts ...postgres.Option) 
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, pool: pool, prefix: "adm" + u + "_", reg: reg}
-	opts := append([]postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(reg),
+	opts := append([]postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix(f.prefix), modules.TenantRegistry(reg),
 		postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})}, pgOpts...)
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
 		postgres.Module("pg", opts...),
-		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
+		memory.Module("mem", modules.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		// A tenant catch-all: the operator paths must still be 404 there.
 		tenanthttp.Route("/", tenanthttp.Tenant, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "tenant route") })),
@@ -220,7 +220,7 @@ func lines(body map[string]any, key string) []string {
 // refuses the tenant's calls and no other's, an offboard needs the
 // tenant's own id as confirmation and then removes its schema and entry.
 func TestOperatorEndpoints(t *testing.T) {
-	f := newFixture(t, postgres.AllowTeardown())
+	f := newFixture(t, modules.AllowTeardown())
 	op := f.operator
 
 	st, body := f.do("GET", op+"/tenants")
@@ -347,7 +347,7 @@ func TestOperatorEndpoints(t *testing.T) {
 // the tenant listener, even beside a tenant catch-all and with a tenant
 // named, and nothing runs: the tenant is neither provisioned nor suspended.
 func TestEndpointsNotOnTenantListener(t *testing.T) {
-	f := newFixture(t, postgres.AllowTeardown())
+	f := newFixture(t, modules.AllowTeardown())
 	id := a.String()
 	h := http.Header{"X-Tenant-Id": {id}}
 	st, raw := f.raw("GET", f.tenant+"/elsewhere", h)
@@ -390,7 +390,7 @@ func TestEndpointsNotOnTenantListener(t *testing.T) {
 // take, or a dry_run it cannot read, is a 400 operator_request_invalid and
 // runs nothing (a misspelt dry run is never a real run).
 func TestMalformedRequests(t *testing.T) {
-	f := newFixture(t, postgres.AllowTeardown())
+	f := newFixture(t, modules.AllowTeardown())
 	op := f.operator
 	for _, bad := range []string{"acme", "{" + a.String() + "}", "urn:uuid:" + a.String(), a.Hex(), "00000000-0000-0000-0000-000000000000", a.String() + "0", " " + a.String()} {
 		esc := strings.ReplaceAll(strings.ReplaceAll(bad, "{", "%7B"), " ", "%20")
@@ -477,7 +477,7 @@ func TestRefusedWithoutLifecycle(t *testing.T) {
 // nothing (exit 2), a failed step (exit 1, report written) and a replica
 // that is not the surface.
 func TestRun(t *testing.T) {
-	f := newFixture(t, postgres.AllowTeardown())
+	f := newFixture(t, modules.AllowTeardown())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := func(args ...string) (string, int) {

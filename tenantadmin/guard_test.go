@@ -46,7 +46,7 @@ func newMemFixtureOn(t *testing.T, hc tenanthttp.Config, cfg tenantadmin.Config,
 	hc.TenantAddr, hc.OperatorAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Registry = migrate.NewMemoryRegistry()
 	opts := append([]fx.Option{fx.NopLogger, modules.Lifecycle(),
-		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")})),
+		memory.Module("mem", modules.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{Keys: naming.PerTenant("carts")})),
 		tenanthttp.Module(hc),
 		tenantadmin.Module(cfg),
 		fx.Populate(&f.srv, &f.tenants, &f.cache)}, extra...)

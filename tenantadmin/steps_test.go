@@ -50,9 +50,9 @@ func TestStepAcrossModulesServingOthers(t *testing.T) {
 	var srv *tenanthttp.Server
 	var tenants *modules.Tenants
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		postgres.Module("pg1", postgres.Routed(only(a, dsn1), rc), postgres.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(), postgres.AllowTeardown(),
+		postgres.Module("pg1", postgres.Routed(only(a, dsn1), rc), modules.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(), modules.AllowTeardown(),
 			postgres.Document[order]("docs1", docs)),
-		postgres.Module("pg2", postgres.Routed(only(b, dsn2), rc), postgres.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(), postgres.AllowTeardown(),
+		postgres.Module("pg2", postgres.Routed(only(b, dsn2), rc), modules.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(), modules.AllowTeardown(),
 			postgres.Document[order]("docs2", docs)),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),
 		tenantadmin.Module(tenantadmin.Config{Registry: migrate.NewMemoryRegistry()}),

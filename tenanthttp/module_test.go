@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -39,7 +40,7 @@ type note struct {
 // middleware bound.
 func noteRoutes() fx.Option {
 	return fx.Options(
-		memory.Module("notes", memory.RequiredIsolation(tenancy.Namespace),
+		memory.Module("notes", modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[note]("notes", memory.DocumentConfig{Read: naming.PerTenant("notes")})),
 		tenanthttp.RouteWith("PUT /notes/{id}", tenanthttp.Tenant, func(d *memory.Documents[note]) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

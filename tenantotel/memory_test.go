@@ -23,6 +23,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -208,7 +209,7 @@ func TestRefusalAtFxNewIsASpan(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}}),
 		// A floor above the memory backend's ceiling: no wiring meets it.
-		memory.Module("sessions", memory.RequiredIsolation(tenancy.Dedicated),
+		memory.Module("sessions", modules.RequiredIsolation(tenancy.Dedicated),
 			memory.CacheRoute("session", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("sessions")})),
 	)
 	if app.Err() == nil {

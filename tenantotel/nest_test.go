@@ -21,6 +21,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -154,7 +155,7 @@ func TestDriverSpansNestUnderPostgresRouteSpans(t *testing.T) {
 	orders, hits := "nest_orders_"+suffix, "nest_hits_"+suffix
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{SpanProcessors: []sdktrace.SpanProcessor{rec}, NoMetricsRoute: true}),
-		postgres.Module("shop", postgres.Use(pool), postgres.SchemaPrefix("twnest"+suffix+"_"), postgres.AllowTeardown(),
+		postgres.Module("shop", postgres.Use(pool), postgres.SchemaPrefix("twnest"+suffix+"_"), modules.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(orders)}),
 			postgres.Document[order]("notes", postgres.DocumentConfig{Read: naming.PerTenant("nest_notes")}),
 			postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.Shared(hits)})),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -49,7 +50,7 @@ func pgTraced(t *testing.T) pgSpans {
 	app := fx.New(fx.NopLogger,
 		tenantotel.Module(tenantotel.Config{Telemetry: telemetry.Config{SpanTenant: telemetry.TenantRaw},
 			SpanProcessors: []sdktrace.SpanProcessor{p.rec}, NoMetricsRoute: true}),
-		postgres.Module("shop", postgres.Connect(dsn), postgres.SchemaPrefix("twspan"+suffix+"_"), postgres.AllowTeardown(),
+		postgres.Module("shop", postgres.Connect(dsn), postgres.SchemaPrefix("twspan"+suffix+"_"), modules.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("span_orders_" + suffix)}),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})),
 		fx.Populate(&d),

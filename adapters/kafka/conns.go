@@ -78,7 +78,7 @@ func (cs *conns) exhausted(cause error) error {
 	return fmt.Errorf("%w: %w", &tenancy.Error{
 		Code: tenancy.CodeConnectionBudgetExhausted, Module: cs.module, Backend: rules.Name,
 		Detail: fmt.Sprintf("the tenant's client holds its %d connections (RoutedConfig.MaxConnsPerClient) and none closed within the dial timeout", cap(cs.slots)),
-		Fix:    "raise kafka.RoutedConfig.MaxConnsPerClient (and kafka.ConnBudget), or run fewer consumers and concurrent produces per tenant",
+		Fix:    "raise kafka.RoutedConfig.MaxConnsPerClient (and modules.ConnBudget), or run fewer consumers and concurrent produces per tenant",
 	}, cause)
 }
 

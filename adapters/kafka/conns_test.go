@@ -25,22 +25,22 @@ import (
 func TestConnBudget(t *testing.T) {
 	route := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, kafka.Module("m",
-		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), kafka.ConnBudget(31), route))
+		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), modules.ConnBudget(31), route))
 	if e.Module != "m" || e.Backend != "kafka" || e.Fix == "" {
 		t.Errorf("refusal fields: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, kafka.Module("m",
-		kafka.Routed(resolve, kafka.RoutedConfig{}), kafka.ConnBudget(64*kafka.DefaultMaxConnsPerClient-1), route))
+		kafka.Routed(resolve, kafka.RoutedConfig{}), modules.ConnBudget(64*kafka.DefaultMaxConnsPerClient-1), route))
 
 	var live modules.Live
 	tenancytest.RequireWires(t, kafka.Module("m",
-		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), kafka.ConnBudget(32), route),
+		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 8}}), modules.ConnBudget(32), route),
 		fx.Populate(&live))
 	if rows := live.Matrix().Rows; len(rows) != 1 || rows[0].WorstCaseConns != 32 {
 		t.Errorf("matrix worst case: %+v", rows)
 	}
 	// A shared client's connections are not counted: nothing to refuse.
-	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), kafka.ConnBudget(1), route))
+	tenancytest.RequireWires(t, kafka.Module("m", kafka.Brokers(nowhere), modules.ConnBudget(1), route))
 }
 
 // produceBurst provisions a three-partition topic for tenant A on a routed

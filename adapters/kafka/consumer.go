@@ -103,12 +103,12 @@ func Consumer(name string, cfg ConsumerConfig) Option {
 	if cfg.Name == "" {
 		cfg.Name = name + "-consumer"
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		c.routes = append(c.routes, newSpec(name, kindConsumer, "kafka.ConsumerConfig", topicFields{
 			cfg.Topic, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
 		c.consumers = append(c.consumers, &consumerSpec{route: name, cfg: cfg})
-	}
+	})
 }
 
 func (s *consumerSpec) binding() floors.Binding {

@@ -51,7 +51,7 @@ func ExampleConnBudget() {
 	}
 	rep, _ := modules.DryRun(kafka.Module("events",
 		kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 32, MaxConnsPerClient: 8}}),
-		kafka.ConnBudget(200),
+		modules.ConnBudget(200),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")}),
 	))
 	for _, err := range rep.Errors {
@@ -71,8 +71,8 @@ func ExampleRequiredVersion() {
 	rep, _ := modules.DryRun(kafka.Module("events",
 		kafka.Brokers("127.0.0.1:9092"),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
-		kafka.Migrations(steps),
-		kafka.RequiredVersion(2),
+		modules.Migrations(steps),
+		modules.RequiredVersion(2),
 	))
 	for _, err := range rep.Errors {
 		var te *tenancy.Error

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 
@@ -45,32 +44,6 @@ func parseStep(module string, routes []*routeSpec, st migrate.Step) (topicStep, 
 	}
 	return ts, nil
 }
-
-// Migrations gives the module its topic-configuration steps
-// ("<version>_<name>.json": {"routes": [...], "configs": {"retention.ms":
-// "86400000", "cleanup.policy": null}}, set on the tenant's topics of the
-// named routes, every per-tenant route when none; null deletes a
-// setting), checked at fx.New, which the module's runner applies. A
-// module needs them for RequiredVersion.
-func Migrations(fsys fs.FS) Option { return func(c *config) { c.Files = fsys } }
-
-// RequiredVersion declares the migration version the module's per-tenant
-// topics need. At start the app refuses (tenant_migration_behind) while a
-// tenant the TenantRegistry lists records a version below it; at run time
-// a Produce or Deliver for a tenant whose topics are behind is refused
-// before it writes. Kafka keeps no migration history, so a tenant's
-// version there is read from its topics themselves: the newest version of
-// Migrations whose configuration (every setting a step up to it set or
-// deleted) the tenant's topics carry, read once per tenant and cluster
-// with DescribeConfigs, then remembered. It needs Migrations (a version
-// above the newest step is wiring_invalid), a TenantRegistry and a route
-// with per-tenant topics (or a routed client).
-func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
-
-// TenantRegistry records the module's tenants: its runner's Provision puts
-// them, Teardown removes them, MigrateAll reads them and records each
-// tenant's version, and the start-up check reads it.
-func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
 
 // versions is a module's migration set, parsed once when the module is
 // built; the version gate is each app's own (core.gate), so two apps built

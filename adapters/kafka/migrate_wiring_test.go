@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -21,19 +22,19 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 	}
 	perTenant := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")})
 	static := kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})
-	reg := kafka.TenantRegistry(migrate.NewMemoryRegistry())
+	reg := modules.TenantRegistry(migrate.NewMemoryRegistry())
 	brokers := kafka.Brokers(nowhere)
 	for name, c := range map[string]struct {
 		opts []kafka.Option
 		want string
 	}{
-		"above newest":   {[]kafka.Option{perTenant, kafka.Migrations(steps), kafka.RequiredVersion(3), reg}, "above the newest migration (2)"},
-		"no migrations":  {[]kafka.Option{perTenant, kafka.RequiredVersion(1), reg}, "above the newest migration (0)"},
-		"no registry":    {[]kafka.Option{perTenant, kafka.Migrations(steps), kafka.RequiredVersion(2)}, "tenants at start"},
-		"static topics":  {[]kafka.Option{static, kafka.Migrations(steps), kafka.RequiredVersion(2), reg}, "without per-tenant topics"},
-		"unknown route":  {[]kafka.Option{perTenant, kafka.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": "1"}}`)}})}, `route "audit"`},
-		"misnamed step":  {[]kafka.Option{perTenant, kafka.Migrations(fstest.MapFS{"retention.json": {Data: []byte(`{}`)}})}, "<version>_<name>"},
-		"step no config": {[]kafka.Option{perTenant, kafka.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"configs": {}}`)}})}, "sets no configs"},
+		"above newest":   {[]kafka.Option{perTenant, modules.Migrations(steps), modules.RequiredVersion(3), reg}, "above the newest migration (2)"},
+		"no migrations":  {[]kafka.Option{perTenant, modules.RequiredVersion(1), reg}, "above the newest migration (0)"},
+		"no registry":    {[]kafka.Option{perTenant, modules.Migrations(steps), modules.RequiredVersion(2)}, "tenants at start"},
+		"static topics":  {[]kafka.Option{static, modules.Migrations(steps), modules.RequiredVersion(2), reg}, "without per-tenant topics"},
+		"unknown route":  {[]kafka.Option{perTenant, modules.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": "1"}}`)}})}, `route "audit"`},
+		"misnamed step":  {[]kafka.Option{perTenant, modules.Migrations(fstest.MapFS{"retention.json": {Data: []byte(`{}`)}})}, "<version>_<name>"},
+		"step no config": {[]kafka.Option{perTenant, modules.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"configs": {}}`)}})}, "sets no configs"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, kafka.Module("m", append(c.opts, brokers)...))
@@ -42,5 +43,5 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, kafka.Module("m", brokers, perTenant, kafka.Migrations(steps), kafka.RequiredVersion(2), reg))
+	tenancytest.RequireWires(t, kafka.Module("m", brokers, perTenant, modules.Migrations(steps), modules.RequiredVersion(2), reg))
 }

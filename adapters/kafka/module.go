@@ -14,32 +14,26 @@ import (
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Option configures a Kafka module.
-type Option func(*config)
+type Option = modules.Option
+
+// takes is which of the kit's options a Kafka module honours.
+var takes = modules.Takes{Teardown: true, ConnBudget: true, Migrations: true}
 
 type config struct {
+	modules.Settings
 	brokers   []string
 	mechanism sasl.Mechanism
 	tls       *tls.Config
-	floor     tenancy.Tier
 	routed    *routedConfig
-	budget    int
 	tune      func(*kafkago.Writer)
 	routes    []*routeSpec
 	consumers []*consumerSpec
-	// Migrations, RequiredVersion and TenantRegistry.
-	migrate.Versioning
-	teardown bool
 	// wrap wraps the clients' transports (client.wrap): set only by tests.
 	wrap func(kafkago.RoundTripper) kafkago.RoundTripper
 }
-
-// AllowTeardown lets the module's Teardown delete a tenant's topics (Teardown).
-// Off by default: teardown destroys records.
-func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
 
 // RoutedConfig bounds the routed clients and says how they connect. Zero
 // values take the defaults.
@@ -79,23 +73,13 @@ type SASLFunc func(routing.Credentials) (sasl.Mechanism, error)
 
 // Brokers sets the bootstrap brokers of the module's shared client. The
 // client dials lazily, on the first write, read or provisioning call.
-func Brokers(addrs ...string) Option { return func(c *config) { c.brokers = addrs } }
+func Brokers(addrs ...string) Option { return modules.Own(func(c *config) { c.brokers = addrs }) }
 
 // SASL authenticates the shared client with m.
-func SASL(m sasl.Mechanism) Option { return func(c *config) { c.mechanism = m } }
+func SASL(m sasl.Mechanism) Option { return modules.Own(func(c *config) { c.mechanism = m }) }
 
 // TLS runs the shared client over TLS.
-func TLS(t *tls.Config) Option { return func(c *config) { c.tls = t } }
-
-// ConnBudget caps the connections a routed module's clients may open:
-// fx.New refuses (connection_budget_exceeded) when RoutedConfig's
-// MaxClients × MaxConnsPerClient exceeds n. A shared client's connections
-// are kafka-go's (one per concurrent request per broker, and each
-// reader's) and are not counted.
-func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
-
-// RequiredIsolation declares the floor every route must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+func TLS(t *tls.Config) Option { return modules.Own(func(c *config) { c.tls = t }) }
 
 // Routed gives every tenant its own client, built from the credentials
 // resolve returns (dedicated). Credentials.Endpoint holds the tenant's
@@ -105,7 +89,7 @@ func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor
 // A tenant resolving to a cluster another tenant uses is
 // refused (dedicated_target_shared). Routed replaces Brokers.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
-	return func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} }
+	return modules.Own(func(c *config) { c.routed = &routedConfig{resolve: resolve, RoutedConfig: cfg} })
 }
 
 // DialFunc opens a network connection to a broker (a SOCKS dialer, a
@@ -114,7 +98,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // TuneWriter adjusts every kafka-go Writer the module builds (batching,
 // acks, retries, compression). Topic and Transport are the module's own.
-func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tune = fn } }
+func TuneWriter(fn func(*kafkago.Writer)) Option { return modules.Own(func(c *config) { c.tune = fn }) }
 
 // Module builds a Kafka module: its wiring, checked during fx.New, its
 // routes, each provided under its route name, its consumers, run from
@@ -122,9 +106,7 @@ func TuneWriter(fn func(*kafkago.Writer)) Option { return func(c *config) { c.tu
 // Nothing connects before the first call or OnStart.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
-	for _, o := range opts {
-		o(cfg)
-	}
+	errs := modules.Configure(rules, name, cfg, takes, opts)
 	sources := 0
 	if len(cfg.brokers) > 0 {
 		sources++
@@ -132,7 +114,7 @@ func Module(name string, opts ...Option) fx.Option {
 	if cfg.routed != nil {
 		sources++
 	}
-	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget, Problems: errs,
 		Sources: sources, SourceFix: "pass exactly one of kafka.Brokers(addrs...) and kafka.Routed(resolve, cfg)",
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*migrate.Runner](), Name: name}}}
 	if cfg.routed != nil {
@@ -165,7 +147,7 @@ func Module(name string, opts ...Option) fx.Option {
 	spec.Parts = append(spec.Parts,
 		fx.Provide(fx.Private, newCore(name, cfg, vers)),
 		modules.ProvideLifecycle(name, rules.Name, true, func(c *core) *migrate.Runner {
-			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
+			return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.Teardown}).runner(cfg.Registry)
 		}),
 		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.shared == nil },
 			func(ctx context.Context, c *core) error { _, err := c.shared.clusterID(ctx); return err }),

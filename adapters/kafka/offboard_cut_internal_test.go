@@ -53,10 +53,10 @@ func TestOffboardCutKafka(t *testing.T) {
 		Orders  *Producer `name:"orders"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		Module("events", Brokers(broker), AllowTeardown(),
-			func(c *config) {
+		Module("events", Brokers(broker), modules.AllowTeardown(),
+			modules.Own(func(c *config) {
 				c.wrap = func(next kafkago.RoundTripper) kafkago.RoundTripper { return cutTransport{next, cut} }
-			},
+			}),
 			ProducerRoute("orders", ProducerConfig{Topic: naming.PerTenant(prefix + "cut."), Partitions: 1})),
 		fx.Populate(&d))
 	if err := app.Start(context.Background()); err != nil {

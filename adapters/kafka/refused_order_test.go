@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -38,7 +39,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 	// No brokers and no routed client: refused for its options.
 	refused := func() fx.Option { return kafka.Module("bus", routes...) }
 	floorMiss := func() fx.Option {
-		return kafka.Module("other", kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
+		return kafka.Module("other", kafka.Brokers(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("shared", kafka.ProducerConfig{Topic: naming.Shared("shared")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "bus", refused(), uses, floorMiss())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 )
 
@@ -33,11 +34,11 @@ type ProducerConfig struct {
 // ProducerRoute adds a producer route; its *Producer is provided as
 // name:"<route>" and is also an outbox.Destination.
 func ProducerRoute(name string, cfg ProducerConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		c.routes = append(c.routes, newSpec(name, kindProducer, "kafka.ProducerConfig", topicFields{
 			cfg.Topic, cfg.TenantAware, cfg.Partitions, cfg.ReplicationFactor,
 		}))
-	}
+	})
 }
 
 // topicFields are the fields ProducerConfig and ConsumerConfig share.

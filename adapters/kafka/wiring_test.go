@@ -39,7 +39,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant("orders.")}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: "g", Handle: handle, WorkerConfig: shards.WorkerConfig{Tenants: assigned}, Topic: naming.PerTenant("orders.")}),
 		),
-		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("own", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("billing", kafka.ProducerConfig{Topic: naming.Shared("billing")}),
 		),
 	), fx.Populate(&live))
@@ -67,7 +67,7 @@ func TestTenantAwareIsRefusedWithAReason(t *testing.T) {
 
 func TestFloorRefusesAStaticTopic(t *testing.T) {
 	e := tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events",
-		kafka.Brokers(nowhere), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Brokers(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared("orders")})))
 	if e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 		t.Fatalf("tiers: %v", e)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -101,7 +101,7 @@ func TestArchiveRefusesAnotherApp(t *testing.T) {
 	if err := r.Tenants.Export(context.Background(), a, &buf); err != nil {
 		t.Fatal(err)
 	}
-	other := offboardApp(t, memory.AllowTeardown())
+	other := offboardApp(t, modules.AllowTeardown())
 	tenancytest.CheckArchiveRefused(t, other.Tenants, tenancytest.FreshTenant(t),
 		tenancytest.Reseal(t, bytes.ReplaceAll(buf.Bytes(), []byte(`"module":"shop"`), []byte(`"module":"store"`))), tenancy.CodeArchiveMismatch)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 )
 
@@ -20,7 +21,7 @@ type CacheConfig struct {
 
 // CacheRoute adds a cache route and provides *Cache to the app.
 func CacheRoute(route string, cfg CacheConfig) Option {
-	return optionFunc(func(c *config) {
+	return modules.Own(func(c *config) {
 		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{containerRelation(cfg.Keys, "keys")},

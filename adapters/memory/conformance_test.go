@@ -29,7 +29,7 @@ func conformanceRoute(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenanc
 	if aware {
 		container = naming.Shared("probe")
 	}
-	floor := memory.RequiredIsolation(tier)
+	floor := modules.RequiredIsolation(tier)
 	var p tenancytest.Probe
 	var r lifecycleRoutes
 	switch kind {
@@ -63,7 +63,7 @@ type lifecycleRoutes struct {
 func buildLifecycle(t *testing.T, opts ...memory.Option) lifecycleRoutes {
 	t.Helper()
 	var r lifecycleRoutes
-	app := fx.New(fx.NopLogger, modules.Lifecycle(), memory.Module("shop", append(opts, memory.AllowTeardown())...), fx.Populate(&r))
+	app := fx.New(fx.NopLogger, modules.Lifecycle(), memory.Module("shop", append(opts, modules.AllowTeardown())...), fx.Populate(&r))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ type ConsumerConfig struct {
 // modules.Worker, so its binding is checked with the floors during fx.New;
 // readers start in OnStart and stop in OnStop.
 func Consume(cfg ConsumerConfig) Option {
-	return optionFunc(func(c *config) {
+	return modules.Own(func(c *config) {
 		binding := floors.Unbound
 		if cfg.Tenants != nil {
 			binding = floors.Sharded

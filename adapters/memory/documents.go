@@ -35,7 +35,7 @@ type DocumentConfig struct {
 // Document adds a document route over values of type T and provides
 // *Documents[T] to the app. One route per value type per app.
 func Document[T any](route string, cfg DocumentConfig) Option {
-	return optionFunc(func(c *config) {
+	return modules.Own(func(c *config) {
 		if cfg.Write == (naming.Name{}) {
 			cfg.Write = cfg.Read
 		}

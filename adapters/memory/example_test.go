@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -27,7 +28,7 @@ type Order struct {
 func Example() {
 	refused := fx.New(fx.NopLogger,
 		memory.Module("shop",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[Order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")}),
 		),
 	)
@@ -41,7 +42,7 @@ func Example() {
 	var orders *memory.Documents[Order]
 	app := fx.New(fx.NopLogger,
 		memory.Module("shop",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[Order]("orders", memory.DocumentConfig{Read: naming.PerTenant("orders")}),
 		),
 		fx.Populate(&orders),

@@ -72,19 +72,16 @@ func containerRelation(c naming.Name, role string) floors.Relation {
 }
 
 // Option configures a memory module.
-type Option interface{ apply(*config) }
+type Option = modules.Option
 
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+// takes is which of the kit's options a memory module honours.
+var takes = modules.Takes{Teardown: true}
 
 type config struct {
-	floor   tenancy.Tier
+	modules.Settings
 	routes  []modules.RouteSpec
 	workers []modules.WorkerSpec
 	streams map[string]StreamConfig
-	// teardown: AllowTeardown.
-	teardown bool
 }
 
 // addRoute lists a route, what is wrong with it, and what it provides to
@@ -95,28 +92,20 @@ func (c *config) addRoute(r floors.Route, problems []modules.Problem, typ reflec
 		Provide: fx.Provide(provide), Provided: []modules.Provided{{Type: typ}}})
 }
 
-// RequiredIsolation declares the floor every route of the module must
-// reach. Above namespace it is a capability mismatch for this backend.
-func RequiredIsolation(t tenancy.Tier) Option {
-	return optionFunc(func(c *config) { c.floor = t })
-}
-
 // Module builds an fx module of memory routes. Its wiring is checked during
 // fx.New; the store itself is private to the module and fresh per app.
 func Module(name string, opts ...Option) fx.Option {
 	var c config
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	errs := modules.Configure(rules, name, &c, takes, opts)
 	for i := range c.workers {
 		c.workers[i].Worker.Module = name
 	}
 	return modules.Assemble(modules.Spec{
-		Name: name, Rules: rules, Floor: c.floor,
+		Name: name, Rules: rules, Floor: c.Floor, Problems: errs,
 		Routes: c.routes, Workers: c.workers,
 		Parts: []fx.Option{fx.Provide(fx.Private, func(lin modules.LifecycleIn) *store {
 			s := newStore()
-			s.module, s.suspensions, s.teardown, s.tel = name, lin.Suspensions, c.teardown, lin.Telemetry
+			s.module, s.suspensions, s.teardown, s.tel = name, lin.Suspensions, c.Teardown, lin.Telemetry
 			return s
 		}),
 			modules.ProvideTenantState(func(s *store) modules.TenantState {

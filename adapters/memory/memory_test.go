@@ -204,18 +204,18 @@ func TestFailClosed(t *testing.T) {
 
 func TestWiring(t *testing.T) {
 	static := memory.Document[order]("orders", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("orders")})
-	tenancytest.RequireWires(t, memory.Module("shop", memory.RequiredIsolation(tenancy.Tagged), static))
+	tenancytest.RequireWires(t, memory.Module("shop", modules.RequiredIsolation(tenancy.Tagged), static))
 	e := tenancytest.RequireRefused(t, "memory_tenancy_validation_failed",
-		memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace), static))
+		memory.Module("shop", modules.RequiredIsolation(tenancy.Namespace), static))
 	if e.Route != "orders" || e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace {
 		t.Fatalf("refusal fields: %+v", e)
 	}
 	// Per-tenant read with a static write still reaches only tagged.
 	tenancytest.RequireRefused(t, "memory_tenancy_validation_failed", memory.Module("shop",
-		memory.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		memory.Document[order]("orders", memory.DocumentConfig{Read: naming.PerTenant("orders"), Write: naming.Shared("orders")})))
 	mismatch := tenancytest.RequireRefused(t, "memory_tenancy_validation_failed",
-		memory.Module("shop", memory.RequiredIsolation(tenancy.Dedicated), static))
+		memory.Module("shop", modules.RequiredIsolation(tenancy.Dedicated), static))
 	if !errors.Is(mismatch, tenancy.ErrCapabilityMismatch) {
 		t.Fatalf("dedicated floor on memory is not a capability mismatch: %v", mismatch)
 	}

@@ -8,10 +8,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// AllowTeardown lets the module's part in Tenants.Offboard drop a
-// tenant's records; without it offboarding reports migrate.ErrTeardownDisabled.
-func AllowTeardown() Option { return optionFunc(func(c *config) { c.teardown = true }) }
-
 // memFamily is one family of what the store holds for a tenant. erase
 // walks the tenant's records of it, dropping them when drop is set, and
 // returns how many it found and one of their containers: offboard and

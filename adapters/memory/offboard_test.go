@@ -43,7 +43,7 @@ func offboardApp(t *testing.T, opts ...memory.Option) offboardRoutes {
 // tagged documents, its per-tenant cache container and its stream
 // messages; the other tenant's stay, and the shared stream's offsets hold.
 func TestOffboardDropsTheTenantsRecords(t *testing.T) {
-	r := offboardApp(t, memory.AllowTeardown())
+	r := offboardApp(t, modules.AllowTeardown())
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	for _, id := range []tenancy.ID{a, b} {
 		ctx := tenancy.WithTenant(context.Background(), id)
@@ -107,7 +107,7 @@ func TestOffboardNeedsAllowTeardown(t *testing.T) {
 // TestOffboardReportsTheVerifiedFamilies: Offboard's line for the module
 // names every family its verifier checked, with nothing left.
 func TestOffboardReportsTheVerifiedFamilies(t *testing.T) {
-	r := offboardApp(t, memory.AllowTeardown())
+	r := offboardApp(t, modules.AllowTeardown())
 	a := tenancytest.FreshTenant(t)
 	ctx := tenancy.WithTenant(context.Background(), a)
 	if _, err := r.Docs.Create(ctx, "o1", order{Item: "anvil"}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -49,7 +50,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 			memory.Consume(memory.ConsumerConfig{Name: "c", Stream: "events", Handle: func(context.Context, memory.Message) error { return nil }}))
 	}
 	floorMiss := func() fx.Option {
-		return memory.Module("shop", memory.RequiredIsolation(tenancy.Namespace),
+		return memory.Module("shop", modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[cart]("carts", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("carts")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "mem", refused(), uses, floorMiss())

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -30,7 +31,7 @@ type Message struct {
 
 // StreamRoute adds a stream route and provides *Stream to the app.
 func StreamRoute(route string, cfg StreamConfig) Option {
-	return optionFunc(func(c *config) {
+	return modules.Own(func(c *config) {
 		c.addRoute(streamRoute(route, cfg), containerProblems(cfg.Stream), reflect.TypeFor[*Stream](), func(s *store) *Stream {
 			return newStreams(s, route, cfg)
 		})

@@ -10,6 +10,19 @@
 // its own URI and credentials (dedicated). Every tenant-scoped call reads
 // the tenant from its context and fails closed with tenant_unbound.
 //
+// # Migrations
+//
+// modules.Migrations gives a module its "<version>_<name>.json" index
+// steps, and GoSteps its steps written in Go, checked at fx.New and
+// applied by the module's runner. With modules.RequiredVersion, the app
+// refuses to start (tenant_migration_behind) while a tenant the
+// modules.TenantRegistry lists records a version below it, and a route
+// call for a tenant whose own history (tenantwire_migrations in its home
+// database) is behind is refused before it reads or writes; the version
+// is read once per tenant and server, then remembered. RequiredVersion
+// needs Migrations (a version above the newest step is wiring_invalid)
+// and a TenantRegistry.
+//
 // Constructors never connect: fx.New checks the wiring without a server,
 // and the driver dials on the first operation.
 package mongo

@@ -24,7 +24,7 @@ type DocumentConfig = RouteConfig
 // *Documents[T], unnamed and name:"<route>". One document route per
 // value type per app.
 func Document[T any](name string, cfg RouteConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		// A spec per application: Placements applies the option once per
 		// placement.
 		rc := c.inShared(cfg)
@@ -47,7 +47,7 @@ func Document[T any](name string, cfg RouteConfig) Option {
 			})
 		}
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 // Documents is a typed document store route. Stored documents hold _id

@@ -37,7 +37,7 @@ func ExamplePlacements() {
 		mongo.Module("shop",
 			mongo.Connect("mongodb://shared-mongo:27017"), mongo.Database("shop"),
 			mongo.Routed(ownServer, mongo.RoutedConfig{}),
-			mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+			modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 			mongo.Document[Order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}),
 		),
 		fx.Populate(&orders, &tenants),

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -20,7 +21,7 @@ func TestCollectionRefusalSaysWhatToChange(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-				mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.CounterRoute("c", c)))
+				mongo.Module("m", modules.FromGraph(), mongo.Database("app"), mongo.CounterRoute("c", c)))
 			if !strings.Contains(e.Fix, "rename the collection") || !strings.Contains(e.Fix, `not starting with "system"`) {
 				t.Errorf("fix %q", e.Fix)
 			}
@@ -40,7 +41,7 @@ func TestNamesMongoDoesNotSpellAreRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-				mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.CounterRoute("c", rc)))
+				mongo.Module("m", modules.FromGraph(), mongo.Database("app"), mongo.CounterRoute("c", rc)))
 			if !strings.Contains(e.Detail, "naming.PerTenant") {
 				t.Errorf("detail %q", e.Detail)
 			}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strconv"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -46,28 +46,12 @@ type GoStep struct {
 	Run     func(ctx context.Context, coll func(route string) (*driver.Collection, error)) error
 }
 
-// Migrations gives the module its migration set ("<version>_<name>.json"
-// index steps from fsys, nil for none, and the Go steps), checked at
-// fx.New, which the module's runner applies. A module needs it for
-// RequiredVersion.
-func Migrations(fsys fs.FS, goSteps ...GoStep) Option {
-	return func(c *config) { c.Files, c.goSteps = fsys, goSteps }
+// GoSteps are migrations written in Go, besides the index steps of
+// modules.Migrations' "<version>_<name>.json" files; versions are unique
+// across both.
+func GoSteps(steps ...GoStep) Option {
+	return modules.Own(func(c *config) { c.goSteps = append(c.goSteps, steps...) })
 }
-
-// RequiredVersion declares the migration version the module's routes
-// need. At start the app refuses (tenant_migration_behind) while a tenant
-// the TenantRegistry lists records a version below it; at run time a
-// route call for a tenant whose own history (the applied records of
-// tenantwire_migrations in its home database, where Migrate writes them)
-// is behind is refused before it reads or writes, the version read once
-// per tenant and server, then remembered. It needs Migrations (a version
-// above the newest step is wiring_invalid) and a TenantRegistry.
-func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
-
-// TenantRegistry records the module's tenants: its runner's Provision puts
-// them, Teardown removes them, MigrateAll reads them and records each
-// tenant's version, and the start-up check reads it.
-func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
 
 // migrations is a module's loaded MongoDB migration set.
 type migrations struct {

@@ -19,26 +19,24 @@ import (
 )
 
 // Option configures a MongoDB module.
-type Option func(*config)
+type Option = modules.Option
+
+// takes is which of the kit's options a MongoDB module honours.
+var takes = modules.Takes{Teardown: true, ConnBudget: true, FromGraph: true, Placements: true, Migrations: true}
 
 type config struct {
+	modules.Settings
 	client   *driver.Client
 	uri      string
 	database string
 	routed   *routedConfig
-	floor    tenancy.Tier
-	budget   int
-	teardown bool
 	routes   []*routeSpec
 	relays   []relaySpec
 	// fromGraph: FromGraph.
-	fromGraph bool
-	// Migrations (with goSteps), RequiredVersion and TenantRegistry.
-	migrate.Versioning
+	// goSteps: GoSteps.
 	goSteps []GoStep
-	// offer: Placements; placed: set on the module of one placement;
-	// errs: the placed module's refusals, reported by its first placement.
-	offer  *modules.Offer
+	// placed: set on the module of one placement; errs: the module's
+	// refusals (a placement's: the placed module's, for the first).
 	placed *modules.Placement
 	errs   []error
 }
@@ -77,27 +75,16 @@ type routeSpec struct {
 }
 
 // Use runs the module on c, a client the caller owns and disconnects.
-func Use(c *driver.Client) Option { return func(cfg *config) { cfg.client = c } }
-
-// FromGraph makes the module take a *mongo.Client that another part of the
-// app provides, and leave it connected on stop.
-func FromGraph() Option { return func(cfg *config) { cfg.fromGraph = true } }
+func Use(c *driver.Client) Option { return modules.Own(func(cfg *config) { cfg.client = c }) }
 
 // Connect makes the module build its own client from uri (the driver dials
 // lazily) and disconnect it on stop.
-func Connect(uri string) Option { return func(cfg *config) { cfg.uri = uri } }
+func Connect(uri string) Option { return modules.Own(func(cfg *config) { cfg.uri = uri }) }
 
 // Database names the module's database (required): static and per-tenant
 // collections live in it, and routed clients use it unless a tenant's
 // credentials carry Params["database"].
-func Database(name string) Option { return func(cfg *config) { cfg.database = name } }
-
-// RequiredIsolation declares the floor every route must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(cfg *config) { cfg.floor = t } }
-
-// AllowTeardown lets the module's Teardown drop a tenant's collections and
-// databases. Off by default: teardown destroys data.
-func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
+func Database(name string) Option { return modules.Own(func(cfg *config) { cfg.database = name }) }
 
 // RoutedConfig opens a client per tenant from the tenant's own URI and
 // credentials (dedicated), through routing.Pools: fingerprinted, bounded,
@@ -114,17 +101,12 @@ type RoutedConfig struct {
 // limits are the routed limits with the defaults filled in.
 func (rc *RoutedConfig) limits() routing.Limits { return rc.WithDefaults(100) }
 
-// ConnBudget caps the connections a routed module's clients may open:
-// fx.New refuses (connection_budget_exceeded) when MaxClients × MaxConnsPerClient
-// exceeds n.
-func ConnBudget(n int) Option { return func(cfg *config) { cfg.budget = n } }
-
 // Routed runs every route on the tenant's own client (dedicated). resolve
 // returns a tenant's credentials: Endpoint is a mongodb:// URI, User and
 // Secret authenticate (when User is set), and Params["database"]
 // overrides the module's database.
 func Routed(resolve routing.Resolver, rc RoutedConfig) Option {
-	return func(cfg *config) { cfg.routed = &routedConfig{resolve: resolve, RoutedConfig: rc} }
+	return modules.Own(func(cfg *config) { cfg.routed = &routedConfig{resolve: resolve, RoutedConfig: rc} })
 }
 
 type routedConfig struct {
@@ -135,7 +117,7 @@ type routedConfig struct {
 // namedRoute adds a route whose runtime object ctor builds; it is
 // provided under the route's name (name:"<route>").
 func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R) Option {
-	return func(cfg *config) {
+	return modules.Own(func(cfg *config) {
 		// A spec per application: Placements applies the option once per
 		// placement.
 		rc := cfg.inShared(rc)
@@ -145,7 +127,7 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 			func(c *core) R { return ctor(newRoute(c, spec)) },
 			fx.ResultTags(`name:"`+as+`"`)))
 		cfg.routes = append(cfg.routes, spec)
-	}
+	})
 }
 
 // placeableRoute is namedRoute for a kind a module with placements can
@@ -153,12 +135,12 @@ func namedRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(
 // placements' objects.
 func placeableRoute[R any](name string, kind floors.Kind, rc RouteConfig, ctor func(route) R, wrap func(*modules.PlacedRoute[R]) R) Option {
 	add := namedRoute(name, kind, rc, ctor)
-	return func(c *config) {
-		add(c)
+	return modules.Own(func(c *config) {
+		add.ApplyOption(c)
 		c.routes[len(c.routes)-1].placedProvide = func(module, route string, o modules.Offer, subs map[tenancy.Tier]string) fx.Option {
 			return modules.ProvidePlaced(rules.Name, module, route, o, subs, false, wrap)
 		}
-	}
+	})
 }
 
 func (r *routeSpec) floorsRoute(routed bool) floors.Route {
@@ -201,7 +183,7 @@ func (cfg *config) validate(module string) []error {
 // sources counts the client sources the options name.
 func (cfg *config) sources() int {
 	n := 0
-	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil, cfg.fromGraph} {
+	for _, set := range []bool{cfg.client != nil, cfg.uri != "", cfg.routed != nil, cfg.FromGraph} {
 		if set {
 			n++
 		}
@@ -215,12 +197,11 @@ func (cfg *config) sources() int {
 // under the module's name.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
-	for _, o := range opts {
-		o(cfg)
+	errs := modules.Configure(rules, name, cfg, takes, opts)
+	if cfg.Offer != nil {
+		return placedModule(name, opts, cfg, errs)
 	}
-	if cfg.offer != nil {
-		return placedModule(name, opts, cfg)
-	}
+	cfg.errs = append(cfg.errs, errs...)
 	return module(name, cfg)
 }
 
@@ -232,14 +213,14 @@ func module(name string, cfg *config) fx.Option {
 		m = &migrations{}
 		bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps"})
 	}
-	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Use(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and mongo.FromGraph()",
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget,
+		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Use(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and modules.FromGraph()",
 		Problems: append(cfg.validate(name), cfg.errs...),
 		Parts: []fx.Option{
 			fx.Provide(fx.Private, newCore(name, cfg, m)),
 			// Named by the module, so that an app may hold several MongoDB modules.
 			modules.ProvideLifecycleAt(name, rules.Name, true, func(c *core) *migrate.Runner {
-				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.teardown}).runner(cfg.Registry)
+				return (&lifecycleTarget{core: c, routes: cfg.routes, teardown: cfg.Teardown}).runner(cfg.Registry)
 			}, cfg.placed),
 			fx.Provide(fx.Annotate(func(c *core, r *migrate.Runner) *Provisioner { return &Provisioner{Runner: r, core: c} },
 				fx.ParamTags(``, `name:"`+name+`"`), fx.ResultTags(`name:"`+name+`"`))),
@@ -315,7 +296,7 @@ func newCore(module string, cfg *config, m *migrations) func(clientIn) (*core, e
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, rules.WiringInvalid(module, "", "mongo.FromGraph is set and nothing in the app provides a *mongo.Client",
+			return nil, rules.WiringInvalid(module, "", "modules.FromGraph is set and nothing in the app provides a *mongo.Client",
 				"provide a *mongo.Client in the app, or pass mongo.Use(c) or mongo.Connect(uri) instead of FromGraph")
 		}
 		return c, nil

@@ -18,15 +18,15 @@ import (
 // server, and a route that does not reach a placement's tier.
 func TestPlacementsWiringRefused(t *testing.T) {
 	uri := mongo.Connect("mongodb://127.0.0.1:1")
-	all := mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged})
-	two := mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged})
+	all := modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged})
+	two := modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged})
 	docs := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("o")})
 	for name, c := range map[string]struct {
 		opts          []mongo.Option
 		module, route string
 		detail        string
 	}{
-		"one tier": {[]mongo.Option{uri, mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Namespace}, Default: tenancy.Namespace}), docs},
+		"one tier": {[]mongo.Option{uri, modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Namespace}, Default: tenancy.Namespace}), docs},
 			"orders", "", "at least two"},
 		"search route": {[]mongo.Option{uri, routed, all, docs, mongo.SearchRoute("find", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("f")})},
 			"orders", "find", "cannot be placed"},

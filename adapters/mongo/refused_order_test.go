@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -50,7 +51,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return mongo.Module("db", append(routes, mongo.Routed(nil, mongo.RoutedConfig{}))...)
 	}
 	floorMiss := func() fx.Option {
-		return mongo.Module("other", mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
+		return mongo.Module("other", mongo.Database("app"), modules.RequiredIsolation(tenancy.Namespace),
 			mongo.CounterRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("hits")}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "db", refused(), uses, floorMiss())

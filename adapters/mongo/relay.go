@@ -208,12 +208,12 @@ func (b *leaseBatch) unlease(ctx context.Context) error {
 // set; each pass claims only its tenant's rows. rc's Source is set by the
 // option; Name defaults to "<route>-relay".
 func Relay(route string, rc outbox.RelayConfig) Option {
-	return func(cfg *config) {
+	return modules.Own(func(cfg *config) {
 		if rc.Name == "" {
 			rc.Name = route + "-relay"
 		}
 		cfg.relays = append(cfg.relays, relaySpec{route: route, cfg: rc})
-	}
+	})
 }
 
 type relaySpec struct {

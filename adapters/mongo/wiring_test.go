@@ -39,7 +39,7 @@ func reached(t *testing.T, opts ...mongo.Option) map[string]tenancy.Tier {
 }
 
 func TestMatrixRatesEachTier(t *testing.T) {
-	got := reached(t, mongo.FromGraph(),
+	got := reached(t, modules.FromGraph(),
 		mongo.Document[order]("shared", mongo.RouteConfig{Collection: naming.Shared("orders")}),
 		mongo.SearchRoute("tagged", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("s")}),
 		mongo.CounterRoute("ns", mongo.RouteConfig{Collection: naming.PerTenant("hits")}),
@@ -63,7 +63,7 @@ func TestMatrixRatesEachTier(t *testing.T) {
 }
 
 func TestRoutedReachesDedicated(t *testing.T) {
-	got := reached(t, routed, mongo.RequiredIsolation(tenancy.Dedicated),
+	got := reached(t, routed, modules.RequiredIsolation(tenancy.Dedicated),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("orders")}),
 		mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: naming.Shared("orders")}))
 	if got["orders"] != tenancy.Dedicated || got["raw"] != tenancy.Dedicated {
@@ -79,7 +79,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
-				mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.RawFilterRoute("raw", cfg)))
+				mongo.Module("m", modules.FromGraph(), mongo.Database("app"), mongo.RawFilterRoute("raw", cfg)))
 			if e.Route != "raw" || e.Backend != "mongodb" || e.Origin != tenancy.Raw {
 				t.Errorf("refusal: %v", e)
 			}
@@ -89,7 +89,7 @@ func TestRawFilterRefusedBelowDedicated(t *testing.T) {
 
 func TestFloorRefusals(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("mongodb"),
-		mongo.Module("m", mongo.FromGraph(), mongo.Database("app"), mongo.RequiredIsolation(tenancy.Namespace),
+		mongo.Module("m", modules.FromGraph(), mongo.Database("app"), modules.RequiredIsolation(tenancy.Namespace),
 			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || e.Fix == "" {
 		t.Errorf("refusal: %v", e)
@@ -122,7 +122,7 @@ func TestInvalidWiringRefused(t *testing.T) {
 // (reserved_name), in the module's database or in a tenant's own.
 func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 	b := mongo.DatabaseName("app", tenancytest.TenantB)
-	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", mongo.FromGraph(), mongo.Database(b),
+	e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, mongo.Module("m", modules.FromGraph(), mongo.Database(b),
 		mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("hits"), Database: naming.PerTenant("app")})))
 	if !strings.Contains(e.Detail, b) || !strings.Contains(e.Fix, "mongo.Database") {
 		t.Errorf("refusal %+v", e)
@@ -133,7 +133,7 @@ func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 		"per-tenant database": {TenantAware: true, Collection: naming.Shared("tenantwire_migrations"), Database: naming.PerTenant("t")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
+			e := tenancytest.RequireRefused(t, tenancy.CodeReservedName, mongo.Module("m", modules.FromGraph(), mongo.Database("app"),
 				mongo.Document[order]("orders", rc)))
 			if e.Route != "orders" || !strings.Contains(e.Fix, "tenantwire") {
 				t.Errorf("refusal %+v", e)
@@ -143,7 +143,7 @@ func TestReservedAndTenantShapedNamesRefused(t *testing.T) {
 }
 
 func TestNoClientIsAWiringError(t *testing.T) {
-	err := fx.New(fx.NopLogger, mongo.Module("m", mongo.FromGraph(), mongo.Database("app"),
+	err := fx.New(fx.NopLogger, mongo.Module("m", modules.FromGraph(), mongo.Database("app"),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("o")})),
 		fx.Invoke(func(*mongo.Documents[order]) {})).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
@@ -154,11 +154,11 @@ func TestNoClientIsAWiringError(t *testing.T) {
 func TestConnBudget(t *testing.T) {
 	small := mongo.Routed(creds, mongo.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 4}})
 	e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-		mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")})))
+		mongo.Module("m", mongo.Database("app"), small, modules.ConnBudget(16), mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")})))
 	if e.Module != "m" {
 		t.Errorf("refusal: %v", e)
 	}
-	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, mongo.ConnBudget(32),
+	tenancytest.RequireWires(t, mongo.Module("m", mongo.Database("app"), small, modules.ConnBudget(32),
 		mongo.CounterRoute("c", mongo.RouteConfig{Collection: naming.Shared("c")})))
 }
 

@@ -39,7 +39,7 @@ func TestArchiveRoundTripNeo4jDedicated(t *testing.T) {
 		Graph   *neo4j.Graph `name:"g"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", neo4j.Routed(resolve, routing.Limits{}), neo4j.AllowTeardown(),
+		neo4j.Module("graph", neo4j.Routed(resolve, routing.Limits{}), modules.AllowTeardown(),
 			neo4j.GraphRoute("g", neo4j.RouteConfig{})),
 		fx.Populate(&r))
 	if err := app.Start(context.Background()); err != nil {

@@ -39,7 +39,7 @@ func archiveNeo4jAppOn(t *testing.T, source neo4j.Option, more ...fx.Option) arc
 	t.Helper()
 	var r archiveApp
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", source, neo4j.AllowTeardown(),
+		neo4j.Module("graph", source, modules.AllowTeardown(),
 			neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
 		fx.Populate(&r), fx.Options(more...))
@@ -214,7 +214,7 @@ func TestArchiveRoundTripNeo4jNamespace(t *testing.T) {
 	label := uniqueLabel(t)
 	var r archiveApp
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(),
+		neo4j.Module("graph", connect(s), modules.AllowTeardown(),
 			neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}),
 			neo4j.GraphRoute("s", neo4j.RouteConfig{})),
 		fx.Populate(&r))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -37,7 +38,7 @@ func TestRoutedBudgetDefaults(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			mod := func(budget int) []neo4j.Option {
-				return []neo4j.Option{neo4j.ConnBudget(budget), neo4j.Routed(resolver, c.rc), neo4j.GraphRoute("g", neo4j.RouteConfig{})}
+				return []neo4j.Option{modules.ConnBudget(budget), neo4j.Routed(resolver, c.rc), neo4j.GraphRoute("g", neo4j.RouteConfig{})}
 			}
 			e := tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m", mod(c.want-1)...))
 			if e.Module != "m" || e.Backend != "neo4j" || e.Fix == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -23,7 +24,7 @@ import (
 func TestConformance(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	tenancytest.Conformance(t, neo4j.Rules(), func(t *testing.T, kind floors.Kind, tier tenancy.Tier) (tenancytest.Probe, error) {
-		floor := neo4j.RequiredIsolation(tier)
+		floor := modules.RequiredIsolation(tier)
 		switch {
 		case kind == "graph" && tier == tenancy.Tagged:
 			g := graph(t, "g", floor, connect(s1), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -19,7 +20,7 @@ func ExampleMigrations() {
 		return fx.New(fx.NopLogger, neo4j.Module("graph",
 			neo4j.Connect("bolt://127.0.0.1:7687", nil),
 			neo4j.GraphRoute("orders", neo4j.RouteConfig{TenantAware: true}),
-			neo4j.Migrations(files),
+			modules.Migrations(files),
 		)).Err()
 	}
 	err := build("CREATE CONSTRAINT order_code IF NOT EXISTS FOR (n:Order) REQUIRE n.code IS UNIQUE")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -25,12 +26,12 @@ func ExampleRequiredVersion() {
 	}
 	build := func(opts ...neo4j.Option) error {
 		opts = append(opts, neo4j.Routed(resolve, routing.Limits{}),
-			neo4j.GraphRoute("orders", neo4j.RouteConfig{}), neo4j.Migrations(files))
+			neo4j.GraphRoute("orders", neo4j.RouteConfig{}), modules.Migrations(files))
 		return fx.New(fx.NopLogger, neo4j.Module("graph", opts...)).Err()
 	}
-	fmt.Println("version 2 of 1:", tenancy.CodeOf(build(neo4j.RequiredVersion(2), neo4j.TenantRegistry(migrate.NewMemoryRegistry()))))
-	fmt.Println("no registry:", tenancy.CodeOf(build(neo4j.RequiredVersion(1))))
-	fmt.Println("with registry:", build(neo4j.RequiredVersion(1), neo4j.TenantRegistry(migrate.NewMemoryRegistry())))
+	fmt.Println("version 2 of 1:", tenancy.CodeOf(build(modules.RequiredVersion(2), modules.TenantRegistry(migrate.NewMemoryRegistry()))))
+	fmt.Println("no registry:", tenancy.CodeOf(build(modules.RequiredVersion(1))))
+	fmt.Println("with registry:", build(modules.RequiredVersion(1), modules.TenantRegistry(migrate.NewMemoryRegistry())))
 	// Output:
 	// version 2 of 1: wiring_invalid
 	// no registry: wiring_invalid

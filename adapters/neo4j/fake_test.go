@@ -8,6 +8,7 @@ import (
 
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/dbtype"
+	"github.com/tenantwire/tenantwire/modules"
 	"go.uber.org/fx"
 )
 
@@ -142,15 +143,15 @@ func defaultReply(c call) []*drv.Record {
 
 // withFake runs the module's plain routes on a recording driver.
 func withFake(name string, rec *recorder) Option {
-	return func(c *config) { c.fake = &fakeDriver{name: name, rec: rec} }
+	return modules.Own(func(c *config) { c.fake = &fakeDriver{name: name, rec: rec} })
 }
 
 // withFakeRouted makes the routed driver open a recording driver named by
 // each tenant's endpoint.
 func withFakeRouted(rec *recorder) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		c.openFake = func(endpoint string) driver { return &fakeDriver{name: endpoint, rec: rec} }
-	}
+	})
 }
 
 // build starts the app (no hook dials) and returns the named route.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -37,7 +38,7 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			opts := []neo4j.Option{c.opt}
 			if !c.routed {
-				opts = append(opts, neo4j.FromGraph())
+				opts = append(opts, modules.FromGraph())
 			}
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
 			if !strings.Contains(e.Fix, c.fix) {

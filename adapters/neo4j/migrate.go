@@ -3,39 +3,12 @@ package neo4j
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"strings"
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 )
-
-// Migrations gives the module its versioned schema migrations: every
-// "<version>_<name>.cypher" file at the top of fsys, each holding one or
-// more schema commands separated by ';' (CREATE ... IF NOT EXISTS, DROP
-// ... IF EXISTS of constraints and indexes). The module then provides a
-// *migrate.Runner as name:"<module>" (as every module does). Files are checked at fx.New: a misnamed
-// file, a statement that is not an idempotent schema command, or (on a
-// module with tagged routes) a uniqueness constraint without the tenant
-// property is wiring_invalid.
-func Migrations(fsys fs.FS) Option { return func(c *config) { c.Files = fsys } }
-
-// RequiredVersion declares the migration version the module's routes
-// need. At start the app refuses (tenant_migration_behind) while the
-// module's shared database, or a tenant the TenantRegistry lists, is
-// behind it; at run time a call for a tenant whose database records an
-// older version in its own history (the TenantwireMigration nodes, read
-// once per tenant and database, then remembered) is refused before its
-// transaction opens. A module with per-tenant databases (routed, or a
-// per-tenant Database) needs a TenantRegistry; a version above the newest
-// Migrations file is wiring_invalid.
-func RequiredVersion(v int64) Option { return func(c *config) { c.Required = v } }
-
-// TenantRegistry records the module's tenants: its runner's Provision puts
-// them, Teardown removes them, MigrateAll reads them and records each
-// tenant's version, and the start-up check reads it.
-func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.Registry = r } }
 
 // schemaCommand is what a step may hold: Neo4j 5 runs schema commands
 // only in their own transaction, never beside writes, and a step must be
@@ -165,7 +138,7 @@ func lifecycle(spec *modules.Spec, cfg *config) func(*core) *migrate.Runner {
 		Invalid: append(bad, badSteps...), Gate: func(c *core) *migrate.Gate { return c.gate },
 		Shared: func(c *core, ctx context.Context) error { return c.sharedCurrent(ctx, cfg.routes) }})
 	return func(c *core) *migrate.Runner {
-		t := &lifecycleTarget{core: c, routes: cfg.routes, stmts: stmts, teardown: cfg.teardown}
+		t := &lifecycleTarget{core: c, routes: cfg.routes, stmts: stmts, teardown: cfg.Teardown}
 		return t.runner(set, cfg.Registry)
 	}
 }

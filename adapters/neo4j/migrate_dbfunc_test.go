@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -29,7 +30,7 @@ func TestRequiredVersionDatabaseFunc(t *testing.T) {
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Func(defaultDB)})
 
 	e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		neo4j.Module(module, connect(s), route, neo4j.Migrations(files), neo4j.RequiredVersion(3)))
+		neo4j.Module(module, connect(s), route, modules.Migrations(files), modules.RequiredVersion(3)))
 	if !strings.Contains(e.Detail, "tenants at start") || !strings.Contains(e.Fix, "TenantRegistry") {
 		t.Fatalf("refusal %+v, want the registry asked for", e)
 	}
@@ -40,7 +41,7 @@ func TestRequiredVersionDatabaseFunc(t *testing.T) {
 		_ = reg.Put(ctx, id, migrate.Ready)
 		_ = reg.SetVersion(ctx, id, module, v)
 	}
-	app, _, _ := newApp(t, module, connect(s), route, neo4j.Migrations(files), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
+	app, _, _ := newApp(t, module, connect(s), route, modules.Migrations(files), modules.RequiredVersion(3), modules.TenantRegistry(reg))
 	err := app.Start(ctx)
 	behind(t, err, "", "1 registered tenants are behind migration version 3", tenancytest.TenantB.String()+" (at 2)")
 	if strings.Contains(err.Error(), tenancytest.TenantA.String()) {

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -127,7 +128,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
+	m, g := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(threeSteps(label, false)), modules.TenantRegistry(reg))
 
 	plan, err := m.MigrateAll(ctx, nil, migrate.Options{DryRun: true})
 	if err != nil || len(plan.Changes) != 6 || len(plan.Failures) != 0 {
@@ -205,7 +206,7 @@ func TestMigrateRoutedTwoServers(t *testing.T) {
 
 	edited := threeSteps(label, false)
 	edited["0002_by_total.cypher"] = &fstest.MapFile{Data: []byte(fmt.Sprintf("CREATE INDEX %s_total IF NOT EXISTS FOR (n:%s) ON (n.total, n.code)", label, label))}
-	m2, _ := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(edited))
+	m2, _ := startMigrator(t, module, routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(edited))
 	_, err = m2.Migrate(ctx, b)
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeMigrationHistoryConflict || !strings.Contains(te.Detail, "0002_by_total.cypher was edited") || !strings.Contains(te.Detail, b.String()) {
@@ -220,7 +221,7 @@ func TestMigrateTaggedShared(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label, module, ds := migrationScope(t, s)
 	d := ds[0]
-	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(threeSteps(label, true)))
+	m, g := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), modules.Migrations(threeSteps(label, true)))
 	ctx := context.Background()
 	rep, err := m.MigrateAll(ctx, []tenancy.ID{tenancytest.TenantA, tenancytest.TenantB}, migrate.Options{})
 	if err != nil || rep.Total != 1 || len(rep.Changes) != 3 || len(rep.Failures) != 0 {
@@ -263,7 +264,7 @@ func TestMigrateFailureIsolatedToTenant(t *testing.T) {
 	d1, d2 := ds[0], ds[1]
 	d2.query("CREATE (:"+label+" {code: 'dup'}), (:"+label+" {code: 'dup'})", nil)
 	reg := migrate.NewMemoryRegistry()
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(threeSteps(label, false)), modules.TenantRegistry(reg))
 	ctx := context.Background()
 	a, b := tenancytest.TenantA, tenancytest.TenantB
 	rep, err := m.MigrateAll(ctx, []tenancy.ID{a, b}, migrate.Options{})
@@ -299,7 +300,7 @@ func TestMigrateClaims(t *testing.T) {
 	s1, s2 := testsvc.Neo4j(t), testsvc.Neo4jSecond(t)
 	label, module, ds := migrationScope(t, s1)
 	d1 := ds[0]
-	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, neo4j.Routed(aOnFirstBOnSecond(s1, s2), routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	a := tenancytest.TenantA
 	// The history constraint exists once any migration ran on the server.
@@ -352,7 +353,7 @@ func TestMigrateNamespace(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	label := uniqueLabel(t)
 	module := strings.ToLower(label)
-	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("twmig")}), neo4j.Migrations(threeSteps(label, false)))
+	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("twmig")}), modules.Migrations(threeSteps(label, false)))
 	ctx := context.Background()
 	if directTo(t, s).edition() == "community" {
 		if err := m.Provision(ctx, tenancytest.TenantA); !errors.Is(err, neo4j.ErrEnterpriseRequired) {
@@ -382,11 +383,11 @@ func TestMigrateOutOfOrderRefused(t *testing.T) {
 	all := threeSteps(label, true)
 	gap := fstest.MapFS{"0001_code_unique.cypher": all["0001_code_unique.cypher"], "0003_by_name.cypher": all["0003_by_name.cypher"]}
 	ctx := context.Background()
-	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(gap))
+	m, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), modules.Migrations(gap))
 	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 2 {
 		t.Fatalf("first set: %v, %v", ch, err)
 	}
-	m2, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(all))
+	m2, _ := startMigrator(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), modules.Migrations(all))
 	_, err := m2.Migrate(ctx, tenancy.ID{})
 	var te *tenancy.Error
 	if !errors.As(err, &te) || te.Code != tenancy.CodeMigrationHistoryConflict || !strings.Contains(te.Detail, "0002_by_total.cypher is not applied, but version 3") {

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -32,9 +33,9 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 		opts []neo4j.Option
 		want string
 	}{
-		"above newest":  {[]neo4j.Option{plain, tagged, neo4j.Migrations(files), neo4j.RequiredVersion(4)}, "above the newest migration (3)"},
-		"no migrations": {[]neo4j.Option{plain, tagged, neo4j.RequiredVersion(1)}, "above the newest migration (0)"},
-		"no registry":   {[]neo4j.Option{routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(files), neo4j.RequiredVersion(3)}, "tenants at start"},
+		"above newest":  {[]neo4j.Option{plain, tagged, modules.Migrations(files), modules.RequiredVersion(4)}, "above the newest migration (3)"},
+		"no migrations": {[]neo4j.Option{plain, tagged, modules.RequiredVersion(1)}, "above the newest migration (0)"},
+		"no registry":   {[]neo4j.Option{routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(files), modules.RequiredVersion(3)}, "tenants at start"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", c.opts...))
@@ -44,9 +45,9 @@ func TestRequiredVersionRefusedAtNew(t *testing.T) {
 		})
 	}
 	// A tagged module's one shared database needs no registry.
-	tenancytest.RequireWires(t, neo4j.Module("m", plain, tagged, neo4j.Migrations(files), neo4j.RequiredVersion(3)))
-	tenancytest.RequireWires(t, neo4j.Module("m", routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(files),
-		neo4j.RequiredVersion(3), neo4j.TenantRegistry(migrate.NewMemoryRegistry())))
+	tenancytest.RequireWires(t, neo4j.Module("m", plain, tagged, modules.Migrations(files), modules.RequiredVersion(3)))
+	tenancytest.RequireWires(t, neo4j.Module("m", routed, neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(files),
+		modules.RequiredVersion(3), modules.TenantRegistry(migrate.NewMemoryRegistry())))
 }
 
 // newApp builds (not starts) a module with a graph route "g".
@@ -95,12 +96,12 @@ func TestRequiredVersionRouted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m2, _ := startMigrator(t, module, routed, route, neo4j.Migrations(two), neo4j.TenantRegistry(reg))
+	m2, _ := startMigrator(t, module, routed, route, modules.Migrations(two), modules.TenantRegistry(reg))
 	if rep, err := m2.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 4 {
 		t.Fatalf("migrating to 2: %+v, %v", rep, err)
 	}
 
-	app, _, _ := newApp(t, module, routed, route, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
+	app, _, _ := newApp(t, module, routed, route, modules.Migrations(all), modules.RequiredVersion(3), modules.TenantRegistry(reg))
 	behind(t, app.Start(ctx), "", "2 registered tenants are behind migration version 3", a.String()+" (at 2)", b.String()+" (at 2)")
 
 	lying := migrate.NewMemoryRegistry()
@@ -108,7 +109,7 @@ func TestRequiredVersionRouted(t *testing.T) {
 		_ = lying.Put(ctx, id, migrate.Ready)
 		_ = lying.SetVersion(ctx, id, module, 3)
 	}
-	app, m, g := newApp(t, module, routed, route, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(lying))
+	app, m, g := newApp(t, module, routed, route, modules.Migrations(all), modules.RequiredVersion(3), modules.TenantRegistry(lying))
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("the registry says every tenant is current: %v", err)
 	}
@@ -151,9 +152,9 @@ func TestRequiredVersionTaggedShared(t *testing.T) {
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})
 	all := threeSteps(label, true)
 
-	app, _, _ := newApp(t, module, connect(s), route, neo4j.Migrations(all), neo4j.RequiredVersion(2))
+	app, _, _ := newApp(t, module, connect(s), route, modules.Migrations(all), modules.RequiredVersion(2))
 	behind(t, app.Start(ctx), "", "the shared tables are at migration version 0", "need 2")
-	m, _ := startMigrator(t, module, connect(s), route, neo4j.Migrations(all))
+	m, _ := startMigrator(t, module, connect(s), route, modules.Migrations(all))
 	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 3 {
 		t.Fatalf("migrating the shared database: %v, %v", ch, err)
 	}
@@ -161,7 +162,7 @@ func TestRequiredVersionTaggedShared(t *testing.T) {
 	// matter: they share the database, whose own history is current.
 	reg := migrate.NewMemoryRegistry()
 	_ = reg.Put(ctx, tenancytest.TenantA, migrate.Ready)
-	app, _, g := newApp(t, module, connect(s), route, neo4j.Migrations(all), neo4j.RequiredVersion(2), neo4j.TenantRegistry(reg))
+	app, _, g := newApp(t, module, connect(s), route, modules.Migrations(all), modules.RequiredVersion(2), modules.TenantRegistry(reg))
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("after the migration: %v", err)
 	}
@@ -204,11 +205,11 @@ func reroutedStaleTenant(t *testing.T, cfg neo4j.RouteConfig, route string) {
 	all := threeSteps(label, false)
 	reg := migrate.NewMemoryRegistry()
 	_ = reg.Put(ctx, a, migrate.Ready)
-	m, _ := startMigrator(t, module, routed, g0, neo4j.Migrations(all), neo4j.TenantRegistry(reg))
+	m, _ := startMigrator(t, module, routed, g0, modules.Migrations(all), modules.TenantRegistry(reg))
 	if rep, err := m.MigrateAll(ctx, nil, migrate.Options{}); err != nil || len(rep.Failures) != 0 || len(rep.Changes) != 3 {
 		t.Fatalf("migrating A on the first server: %+v, %v", rep, err)
 	}
-	app, _, g := newApp(t, module, routed, g0, neo4j.Migrations(all), neo4j.RequiredVersion(3), neo4j.TenantRegistry(reg))
+	app, _, g := newApp(t, module, routed, g0, modules.Migrations(all), modules.RequiredVersion(3), modules.TenantRegistry(reg))
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

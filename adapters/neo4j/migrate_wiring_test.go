@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -46,7 +47,7 @@ func TestMigrationFilesRefused(t *testing.T) {
 			"CREATE CONSTRAINT u IF NOT EXISTS FOR ()-[r:PAID]-() REQUIRE r.ref IS RELATIONSHIP UNIQUE"), "spans every tenant"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", neo4j.FromGraph(), c.route, neo4j.Migrations(c.files)))
+			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", modules.FromGraph(), c.route, modules.Migrations(c.files)))
 			if !strings.Contains(e.Detail, c.want) || e.Fix == "" || e.Module != "m" || e.Backend != "neo4j" {
 				t.Fatalf("refusal %+v, want detail naming %q and a fix", e, c.want)
 			}
@@ -64,7 +65,7 @@ func TestMigrationFilesAccepted(t *testing.T) {
 		"0002_i.cypher", "CREATE INDEX `by;total` IF NOT EXISTS FOR (n:Order) ON (n.tenant_id, n.total);\n/* two */ DROP INDEX old IF EXISTS",
 	)
 	plainUnique := cypherFiles("0001_u.cypher", "CREATE CONSTRAINT u IF NOT EXISTS FOR (n:Order) REQUIRE n.code IS UNIQUE")
-	tenancytest.RequireWires(t, neo4j.Module("tagged", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), neo4j.Migrations(tenantUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
-	tenancytest.RequireWires(t, neo4j.Module("none", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("tagged", modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}), modules.Migrations(tenantUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("routed", neo4j.Routed(resolver, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(plainUnique)))
+	tenancytest.RequireWires(t, neo4j.Module("none", modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), modules.Migrations(plainUnique)))
 }

@@ -14,26 +14,21 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
-	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Option configures a Neo4j module.
-type Option func(*config)
+type Option = modules.Option
+
+// takes is which of the kit's options a Neo4j module honours.
+var takes = modules.Takes{Teardown: true, ConnBudget: true, FromGraph: true, Migrations: true}
 
 type config struct {
+	modules.Settings
 	driver   drv.DriverWithContext
 	connect  *connectSpec
 	database string
-	floor    tenancy.Tier
-	budget   int
 	routed   *routedConfig
 	routes   []*routeSpec
-	// Migrations, RequiredVersion and TenantRegistry.
-	migrate.Versioning
-	// fromGraph: FromGraph.
-	fromGraph bool
-	// teardown: AllowTeardown.
-	teardown bool
 	// test seams: a recording driver stands in for a server.
 	fake     driver
 	openFake func(endpoint string) driver
@@ -42,7 +37,7 @@ type config struct {
 // sources counts the driver sources the options name.
 func (c *config) sources() int {
 	n := 0
-	for _, set := range []bool{c.driver != nil, c.connect != nil, c.routed != nil, c.fromGraph} {
+	for _, set := range []bool{c.driver != nil, c.connect != nil, c.routed != nil, c.FromGraph} {
 		if set {
 			n++
 		}
@@ -98,33 +93,21 @@ type routeSpec struct {
 }
 
 // Use runs the module on d, a driver the caller owns and closes.
-func Use(d drv.DriverWithContext) Option { return func(c *config) { c.driver = d } }
-
-// FromGraph makes the module take a neo4j.DriverWithContext that another
-// part of the app provides, and leave it open on stop.
-func FromGraph() Option { return func(c *config) { c.fromGraph = true } }
+func Use(d drv.DriverWithContext) Option { return modules.Own(func(c *config) { c.driver = d }) }
 
 // Connect makes the module build its own driver for uri with the given
 // auth (neo4j.BasicAuth, ...) and close it on stop. The driver dials on its
 // first session, never at construction.
 func Connect(uri string, a auth.TokenManager) Option {
-	return func(c *config) { c.connect = &connectSpec{uri: uri, auth: a} }
+	return modules.Own(func(c *config) { c.connect = &connectSpec{uri: uri, auth: a} })
 }
 
 // Database is the database sessions open on routes without a per-tenant
 // database ("" is the server's default database).
-func Database(name string) Option { return func(c *config) { c.database = name } }
-
-// RequiredIsolation declares the floor every route must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
-
-// ConnBudget caps the connections the module's drivers can open in
-// the worst case (routed: MaxClients × MaxConnsPerClient); fx.New refuses
-// a wiring above it with connection_budget_exceeded.
-func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
+func Database(name string) Option { return modules.Own(func(c *config) { c.database = name }) }
 
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		r := &routeSpec{name: name, kind: kind, tenantAware: rc.TenantAware, database: rc.Database.Func(),
 			maxDepth: rc.MaxDepth, cfgDepth: rc.MaxDepth, shared: !rc.Database.IsZero() && !rc.Database.PerTenant()}
 		if r.database == nil && rc.Database.PerTenant() {
@@ -134,7 +117,7 @@ func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
 			r.maxDepth = DefaultMaxDepth
 		}
 		c.routes = append(c.routes, r)
-	}
+	})
 }
 
 // GraphRoute adds a structured graph route, provided as *Graph
@@ -197,11 +180,10 @@ func (r *routeSpec) validate() []modules.Problem {
 // routes, each provided under its route name. Nothing connects here.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
-	for _, o := range opts {
-		o(cfg)
-	}
-	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Use(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and neo4j.FromGraph()"}
+	errs := modules.Configure(rules, name, cfg, takes, opts)
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget,
+		Sources: cfg.sources(), SourceFix: "pass exactly one of neo4j.Use(d), neo4j.Connect(uri, auth), neo4j.Routed(resolve, cfg) and modules.FromGraph()",
+		Problems: errs}
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),
 			Provide: provideRoute(r), Provided: []modules.Provided{{Type: r.providedType(), Name: r.name}}})
@@ -295,7 +277,7 @@ func newCore(module string, cfg *config) func(coreIn) (*core, error) {
 		case in.Driver != nil:
 			c.plain = newRealDriver(in.Driver)
 		default:
-			return nil, rules.WiringInvalid(module, "", "neo4j.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
+			return nil, rules.WiringInvalid(module, "", "modules.FromGraph is set and nothing in the app provides a neo4j.DriverWithContext",
 				"provide a neo4j.DriverWithContext in the app, or pass neo4j.Use(d) or neo4j.Connect(uri, auth) instead of FromGraph")
 		}
 		return c, nil

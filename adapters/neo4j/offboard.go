@@ -12,11 +12,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// AllowTeardown lets the module's Teardown (and its part in
-// Tenants.Offboard) delete a tenant's graph; without it teardown reports
-// migrate.ErrTeardownDisabled.
-func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
-
 // deleteBatch bounds one delete transaction, so a large tenant does not
 // build one transaction the size of its graph.
 const deleteBatch = 1000

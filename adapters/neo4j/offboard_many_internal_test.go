@@ -24,7 +24,7 @@ func TestOffboardManyIsOneWalk(t *testing.T) {
 	rec := &recorder{}
 	var tenants *modules.Tenants
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		Module("m", withFake("plain", rec), AllowTeardown(), GraphRoute("g", RouteConfig{TenantAware: true})),
+		Module("m", withFake("plain", rec), modules.AllowTeardown(), GraphRoute("g", RouteConfig{TenantAware: true})),
 		fx.Populate(&tenants))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestOffboardDeletesTheTenantsGraph(t *testing.T) {
 	label := uniqueLabel(t)
 	framework := "Tenantwire" + label
 	t.Cleanup(func() { d.removeLabel(label); d.removeLabel(framework) })
-	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
+	tenants, g := offboardApp(t, connect(s), modules.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
 	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	ca, cb := tenancy.WithTenant(context.Background(), a), tenancy.WithTenant(context.Background(), b)
 	d.query("UNWIND range(1, 1500) AS i CREATE (:`"+label+"` {i: i, tenant_id: $a})", map[string]any{"a": a.String()})
@@ -114,7 +114,7 @@ func TestOffboardDropsTheTenantsDatabase(t *testing.T) {
 	s := testsvc.Neo4j(t)
 	d := directTo(t, s)
 	prefix := "twob" + tenancytest.FreshTenant(t).Hex()[:6]
-	tenants, _ := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))
+	tenants, _ := offboardApp(t, connect(s), modules.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}))
 	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)
 	if d.edition() == "community" {
 		if _, err := tenants.Offboard(context.Background(), a); err != nil {
@@ -155,7 +155,7 @@ func TestOffboardAllDeletesEveryTenantsGraph(t *testing.T) {
 	label := uniqueLabel(t)
 	framework := "Tenantwire" + label
 	t.Cleanup(func() { d.removeLabel(label); d.removeLabel(framework) })
-	tenants, g := offboardApp(t, connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
+	tenants, g := offboardApp(t, connect(s), modules.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}))
 	ids := make([]tenancy.ID, 30)
 	var names []string
 	for i := range ids {

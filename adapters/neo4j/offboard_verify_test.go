@@ -33,7 +33,7 @@ func TestOffboardVerifierFindsPlantedNodes(t *testing.T) {
 		Graph   *neo4j.Graph `name:"g"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		neo4j.Module("graph", connect(s), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})),
+		neo4j.Module("graph", connect(s), modules.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})),
 		fx.Provide(func() planter { return planter{} }),
 		modules.ProvideTenantState(func(planter) modules.TenantState {
 			return modules.TenantState{Module: "zz", Backend: "test", Offboard: func(_ context.Context, id tenancy.ID) error {

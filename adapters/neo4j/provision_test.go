@@ -92,9 +92,9 @@ func TestRunnerProvisionCreatesTheTenantsDatabase(t *testing.T) {
 	prefix := "twpv" + fresh.Hex()[:6]
 	db := prefix + "-" + fresh.Hex()
 	reg := migrate.NewMemoryRegistry()
-	tenants, m := lifecycleApp(t, module, connect(s), neo4j.AllowTeardown(),
+	tenants, m := lifecycleApp(t, module, connect(s), modules.AllowTeardown(),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}),
-		neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
+		modules.Migrations(threeSteps(label, false)), modules.TenantRegistry(reg))
 	community := d.edition() == "community"
 	if !community {
 		t.Cleanup(func() { _, _ = tenants.Offboard(ctx, fresh) })
@@ -155,7 +155,7 @@ func TestRunnerProvisionExistingDatabaseMigratesIt(t *testing.T) {
 	fresh := tenancytest.FreshTenant(t)
 	reg := migrate.NewMemoryRegistry()
 	tenants, _ := lifecycleApp(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Func(defaultDB)}),
-		neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
+		modules.Migrations(threeSteps(label, false)), modules.TenantRegistry(reg))
 	for range 2 {
 		if rep, err := tenants.Provision(ctx, fresh); err != nil {
 			t.Fatalf("provisioning a tenant whose database exists: %+v, %v", rep, err)
@@ -183,7 +183,7 @@ func TestRunnerProvisionTaggedOnlyMigrates(t *testing.T) {
 	fresh := tenancytest.FreshTenant(t)
 	reg := migrate.NewMemoryRegistry()
 	tenants, _ := lifecycleApp(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true}),
-		neo4j.Migrations(threeSteps(label, true)), neo4j.TenantRegistry(reg))
+		modules.Migrations(threeSteps(label, true)), modules.TenantRegistry(reg))
 	rep, err := tenants.Provision(ctx, fresh)
 	if l := line(t, rep, module); err != nil || l.Err != nil || l.Skipped != "" {
 		t.Fatalf("Tenants.Provision: %+v, %v", l, err)
@@ -216,7 +216,7 @@ func TestProvisionAllDryRunListsTheDatabases(t *testing.T) {
 	})
 	reg := migrate.NewMemoryRegistry()
 	_, m := lifecycleApp(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: names}),
-		neo4j.Migrations(threeSteps(label, false)), neo4j.TenantRegistry(reg))
+		modules.Migrations(threeSteps(label, false)), modules.TenantRegistry(reg))
 	rep, err := m.ProvisionAll(ctx, []tenancy.ID{a, b}, migrate.Options{DryRun: true, Concurrency: 1})
 	if err != nil || rep.Done != 2 || len(rep.Failures) != 0 {
 		t.Fatalf("dry run: %+v, %v", rep, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -54,7 +55,7 @@ func TestMissingDatabaseIsNotProvisioned(t *testing.T) {
 	t.Run("per-tenant database, RequiredVersion", func(t *testing.T) {
 		_, module, _ := migrationScope(t, s)
 		app, _, g := newApp(t, module, connect(s), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant(prefix)}),
-			neo4j.Migrations(threeSteps(label, false)), neo4j.RequiredVersion(3), neo4j.TenantRegistry(migrate.NewMemoryRegistry()))
+			modules.Migrations(threeSteps(label, false)), modules.RequiredVersion(3), modules.TenantRegistry(migrate.NewMemoryRegistry()))
 		if err := app.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestMissingDatabaseIsNotProvisioned(t *testing.T) {
 		}
 		// Offboarding it finds nothing to remove: a database that does not
 		// exist holds nothing.
-		tenants, _ := offboardApp(t, neo4j.Routed(resolve, routing.Limits{}), neo4j.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
+		tenants, _ := offboardApp(t, neo4j.Routed(resolve, routing.Limits{}), modules.AllowTeardown(), neo4j.GraphRoute("g", neo4j.RouteConfig{}))
 		if _, err := tenants.Offboard(ctx, fresh); err != nil {
 			t.Fatalf("offboarding a routed tenant without a database: %v", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/neo4j"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -30,7 +31,7 @@ func TestTenantCannotForgeMigrationHistory(t *testing.T) {
 	ctxA := tenancy.WithTenant(ctx, tenancytest.TenantA)
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{TenantAware: true})
 	all := threeSteps(label, true)
-	m, g := startMigrator(t, module, connect(s), route, neo4j.Migrations(all))
+	m, g := startMigrator(t, module, connect(s), route, modules.Migrations(all))
 
 	forged := map[string]any{"module": module, "target": "shared", "version": int64(3), "name": "by_name", "checksum": "x", "state": "applied"}
 	_, err := g.CreateNode(ctxA, []string{historyLabel}, forged)
@@ -45,7 +46,7 @@ func TestTenantCannotForgeMigrationHistory(t *testing.T) {
 	// wait for a claim nobody releases.
 	defer neo4j.SetClaimWait(time.Second)()
 	d.query("CREATE (h:"+historyLabel+" $p) SET h.tenant_id = $t", map[string]any{"p": forged, "t": tenancytest.TenantA.String()})
-	app, _, _ := newApp(t, module, connect(s), route, neo4j.Migrations(all), neo4j.RequiredVersion(2))
+	app, _, _ := newApp(t, module, connect(s), route, modules.Migrations(all), modules.RequiredVersion(2))
 	behind(t, app.Start(ctx), "", "the shared tables are at migration version 0", "need 2")
 	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 3 {
 		t.Fatalf("migrating past the forged record: %v, %v", ch, err)
@@ -69,7 +70,7 @@ func TestUntaggedRouteCannotReachHistory(t *testing.T) {
 	ctx := context.Background()
 	route := neo4j.GraphRoute("g", neo4j.RouteConfig{})
 	all := threeSteps(label, false)
-	m, g := startMigrator(t, module, connect(s), route, neo4j.Migrations(all))
+	m, g := startMigrator(t, module, connect(s), route, modules.Migrations(all))
 	if ch, err := m.Migrate(ctx, tenancy.ID{}); err != nil || len(ch) != 3 {
 		t.Fatalf("migrating: %v, %v", ch, err)
 	}
@@ -104,7 +105,7 @@ func TestUntaggedRouteCannotReachHistory(t *testing.T) {
 	if h := d.history(module); !slices.Equal(h, want) {
 		t.Fatalf("history %v after the calls, want %v", h, want)
 	}
-	app, _, _ := newApp(t, module, connect(s), route, neo4j.Migrations(all), neo4j.RequiredVersion(3))
+	app, _, _ := newApp(t, module, connect(s), route, modules.Migrations(all), modules.RequiredVersion(3))
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("start at the migrated version: %v", err)
 	}

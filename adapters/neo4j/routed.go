@@ -9,6 +9,7 @@ import (
 	drv "github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	drvconfig "github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 )
 
@@ -30,13 +31,13 @@ const DefaultMaxConnsPerClient = 16
 // limits bound the drivers, least recently used closed first; each
 // driver's pool defaults to DefaultMaxConnsPerClient connections.
 func Routed(resolve routing.Resolver, limits routing.Limits) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		rc := &routedConfig{resolve: resolve, Limits: limits}
 		if rc.MaxConnsPerClient == 0 {
 			rc.MaxConnsPerClient = DefaultMaxConnsPerClient
 		}
 		c.routed = rc
-	}
+	})
 }
 
 func (r *routedConfig) validate(module string) []error {

@@ -22,13 +22,13 @@ func resolver(context.Context, tenancy.ID) (routing.Credentials, error) {
 
 // Wiring checks need no server: no driver is given and none is dialled.
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
-	tenancytest.RequireWires(t, neo4j.Module("graph", neo4j.FromGraph(),
-		neo4j.RequiredIsolation(tenancy.Tagged),
+	tenancytest.RequireWires(t, neo4j.Module("graph", modules.FromGraph(),
+		modules.RequiredIsolation(tenancy.Tagged),
 		neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
 		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 	))
 	tenancytest.RequireWires(t, neo4j.Module("dedicated",
-		neo4j.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		neo4j.Routed(resolver, routing.Limits{}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{}),
 		neo4j.RawCypherRoute("raw", neo4j.RouteConfig{}),
@@ -38,7 +38,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
 	tenancytest.RequireWires(t,
-		neo4j.Module("plain", neo4j.FromGraph(),
+		neo4j.Module("plain", modules.FromGraph(),
 			neo4j.GraphRoute("shared", neo4j.RouteConfig{}),
 			neo4j.GraphRoute("tagged", neo4j.RouteConfig{TenantAware: true}),
 			neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("t")})),
@@ -78,7 +78,7 @@ func TestRawHatchRefusedBelowDedicated(t *testing.T) {
 // A namespace floor refuses a tagged route, naming the route and tiers.
 func TestNamespaceFloorRefusesTagged(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
-		neo4j.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		neo4j.GraphRoute("ok", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 		neo4j.GraphRoute("weak", neo4j.RouteConfig{TenantAware: true}),
 	))
@@ -86,24 +86,24 @@ func TestNamespaceFloorRefusesTagged(t *testing.T) {
 		t.Errorf("refusal fields: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("neo4j"), neo4j.Module("m",
-		neo4j.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")}),
 	))
 }
 
 func TestInvalidWiringRefused(t *testing.T) {
 	for name, opts := range map[string][]neo4j.Option{
-		"bad prefix":      {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("Acme")})},
-		"system prefix":   {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("system")})},
-		"long prefix":     {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("a234567890123456789012345678901")})},
-		"shared database": {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Shared("acme")})},
-		"duplicate":       {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"negative depth":  {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
-		"deep":            {neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: 65})}, // the largest is 64
+		"bad prefix":      {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("Acme")})},
+		"system prefix":   {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("system")})},
+		"long prefix":     {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("a234567890123456789012345678901")})},
+		"shared database": {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.Shared("acme")})},
+		"duplicate":       {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
+		"negative depth":  {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: -1})},
+		"deep":            {modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{MaxDepth: 65})}, // the largest is 64
 		"raw depth":       {neo4j.Routed(resolver, routing.Limits{}), neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 2})},
 		"no resolver":     {neo4j.Routed(nil, routing.Limits{}), neo4j.GraphRoute("g", neo4j.RouteConfig{})},
-		"route name":      {neo4j.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
-		"empty name":      {neo4j.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
+		"route name":      {modules.FromGraph(), neo4j.GraphRoute(`g"x`, neo4j.RouteConfig{})},
+		"empty name":      {modules.FromGraph(), neo4j.GraphRoute("", neo4j.RouteConfig{})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, neo4j.Module("m", opts...))
@@ -119,7 +119,7 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 	b := "acme-" + tenancytest.TenantB.Hex() // naming.PerTenant("acme")'s database for B
 	for name, db := range map[string]string{"beside its prefix": b, "any prefix": "other-" + tenancytest.TenantB.Hex()} {
 		t.Run(name, func(t *testing.T) {
-			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database(db),
+			e := tenancytest.RequireRefused(t, tenancy.CodeStaticNameInTenantSpace, neo4j.Module("m", modules.FromGraph(), neo4j.Database(db),
 				neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
 				neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")})))
 			if e.Module != "m" || e.Backend != "neo4j" || !strings.Contains(e.Detail, db) || !strings.Contains(e.Fix, "neo4j.Database") {
@@ -127,7 +127,7 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, neo4j.Module("m", neo4j.FromGraph(), neo4j.Database("acme"),
+	tenancytest.RequireWires(t, neo4j.Module("m", modules.FromGraph(), neo4j.Database("acme"),
 		neo4j.GraphRoute("shared", neo4j.RouteConfig{TenantAware: true}),
 		neo4j.GraphRoute("ns", neo4j.RouteConfig{Database: naming.PerTenant("acme")})))
 }
@@ -137,13 +137,13 @@ func TestStaticDatabaseInTenantSpace(t *testing.T) {
 // before any hook runs.
 func TestNoDriverRefused(t *testing.T) {
 	mod := neo4j.Module("m", neo4j.GraphRoute("g", neo4j.RouteConfig{}))
-	if e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod); !strings.Contains(e.Fix, "neo4j.FromGraph()") {
+	if e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod); !strings.Contains(e.Fix, "modules.FromGraph()") {
 		t.Errorf("fix %q", e.Fix)
 	}
 	if _, err := modules.DryRun(mod); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Fatalf("dry run: %v", err)
 	}
-	err := fx.New(fx.NopLogger, neo4j.Module("m", neo4j.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{})),
+	err := fx.New(fx.NopLogger, neo4j.Module("m", modules.FromGraph(), neo4j.GraphRoute("g", neo4j.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*neo4j.Graph) {}, fx.ParamTags(`name:"g"`)))).Err()
 	if tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Fatalf("FromGraph with no driver: %v", err)
@@ -152,9 +152,9 @@ func TestNoDriverRefused(t *testing.T) {
 
 func TestConnectionBudget(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, neo4j.Module("m",
-		neo4j.ConnBudget(100), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
+		modules.ConnBudget(100), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 	tenancytest.RequireWires(t, neo4j.Module("m",
-		neo4j.ConnBudget(160), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
+		modules.ConnBudget(160), neo4j.Routed(resolver, routing.Limits{MaxClients: 10, MaxConnsPerClient: 16}),
 		neo4j.GraphRoute("g", neo4j.RouteConfig{})))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -48,7 +49,7 @@ type AnalyticsConfig struct {
 // AnalyticsRoute adds an analytics route and provides *Analytics. Statements
 // are built by the adapter from the Aggregates, never taken as text.
 func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		spec := &routeSpec{name: name, kind: kindAnalytics, tenantAware: ac.TenantAware, typ: reflect.TypeFor[*Analytics](),
 			rels: []roleRel{{"source", ac.Source}}}
 		c.checkName(name, ac.Source.Base(), maxIdent, "set AnalyticsConfig.Source to a table with a lower-case name")
@@ -64,7 +65,7 @@ func AnalyticsRoute(name string, ac AnalyticsConfig) Option {
 			return a
 		})
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 func (a Aggregate) validate() error {

@@ -35,7 +35,7 @@ CREATE TABLE plain ("id" int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "t" text,
 	"b" boolean, "jb" jsonb, "u" uuid, "y" bytea, "ts" timestamptz, "tsl" timestamp, "d" date, "n" numeric, "f" float8, "f4" real, "odd ""name""	tab" text);`)}}
 	var tenants *modules.Tenants
 	var d, o *postgres.Documents[item]
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.Migrations(steps), postgres.AllowTeardown(),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.Migrations(steps), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("acopy_" + run)})),
 		modules.Lifecycle(), named("tagged", &d), named("orders", &o), fx.Populate(&tenants))
@@ -96,10 +96,10 @@ func TestArchiveImportCopyAsInserts(t *testing.T) {
 	prefix := "tw" + run + "_"
 	var tenants *modules.Tenants
 	var d *postgres.Documents[item]
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.Migrations(fstest.MapFS{"0001_plain.sql": {Data: []byte(
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.Migrations(fstest.MapFS{"0001_plain.sql": {Data: []byte(
 		`CREATE TABLE plain ("id" int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "t" text, "c" char(3), "i2" smallint, "b" boolean, "jb" jsonb, "u" uuid, "y" bytea,
 			"ts" timestamptz, "tsl" timestamp, "d" date, "n" numeric, "f" float8, "odd ""name""	tab" text);
-		 CREATE TABLE arrays ("id" bigserial PRIMARY KEY, "a" text[], "j" json);`)}}), postgres.AllowTeardown(),
+		 CREATE TABLE arrays ("id" bigserial PRIMARY KEY, "a" text[], "j" json);`)}}), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("acopyin_" + run)})),
 		modules.Lifecycle(), named("tagged", &d), fx.Populate(&tenants))

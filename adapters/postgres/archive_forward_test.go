@@ -47,7 +47,7 @@ type notesApp struct {
 func newNotesApp(t *testing.T, n int, steps fstest.MapFS) notesApp {
 	t.Helper()
 	a := notesApp{prefix: "tw" + unique() + "_"}
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(a.prefix), postgres.Migrations(steps), postgres.AllowTeardown(),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(a.prefix), modules.Migrations(steps), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})),
 		modules.Lifecycle(), fx.Populate(&a.tenants))
 	startApp(t, app)
@@ -198,7 +198,7 @@ func TestArchiveImportVersionsRefused(t *testing.T) {
 		if n > 1 {
 			steps["0002_u.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE t" + run + " ADD COLUMN IF NOT EXISTS y int;")}
 		}
-		app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.StaticSchema(schema), postgres.Migrations(steps),
+		app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.StaticSchema(schema), modules.Migrations(steps),
 			postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("sdocs_" + run)})),
 			modules.Lifecycle(), fx.Populate(&tn))
 		startApp(t, app)

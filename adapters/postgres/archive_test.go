@@ -33,7 +33,7 @@ type archiveApp struct {
 func newArchiveApp(t *testing.T, url, run string) archiveApp {
 	t.Helper()
 	var a archiveApp
-	app, c := build(t, postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("adocs_" + run)})),
 		modules.Lifecycle(), named("orders", &a.ns), named("tagged", &a.tag), fx.Populate(&a.tenants))
@@ -179,7 +179,7 @@ func TestArchiveMigratedTableAndOutbox(t *testing.T) {
 	// The shared outbox gives the module a shared migration target: a
 	// static schema of this run, so the migration never lands in public.
 	exec(t, superuser(t), "CREATE SCHEMA "+pgx.Identifier{prefix + "shared"}.Sanitize())
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(prefix+"shared"), postgres.Migrations(steps),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(prefix+"shared"), modules.Migrations(steps),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.OutboxRoute("out", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("aout_" + run)})),
 		modules.Lifecycle(), named("out", &o), fx.Populate(&tenants))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -37,9 +38,9 @@ func TestDedicatedClaimAcrossModules(t *testing.T) {
 		D2 *postgres.Documents[item] `name:"docs2"`
 	}
 	a := fx.New(fx.NopLogger,
-		postgres.Module("pg1", postgres.Routed(one(tenancytest.TenantA), rc), postgres.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(),
+		postgres.Module("pg1", postgres.Routed(one(tenancytest.TenantA), rc), modules.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(),
 			postgres.Document[item]("docs1", docs)),
-		postgres.Module("pg2", postgres.Routed(one(tenancytest.TenantB), rc), postgres.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(),
+		postgres.Module("pg2", postgres.Routed(one(tenancytest.TenantB), rc), modules.RequiredIsolation(tenancy.Dedicated), postgres.NamedOnly(),
 			postgres.Document[item]("docs2", docs)),
 		fx.Populate(&app))
 	if err := a.Start(context.Background()); err != nil {

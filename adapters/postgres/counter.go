@@ -19,14 +19,14 @@ type CounterConfig struct {
 
 // CounterRoute adds a counter route and provides *Counter.
 func CounterRoute(name string, cc CounterConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		cc := cc // the option may be applied more than once (Placements)
 		cc.Table = c.inShared(cc.Table)
 		addTableRoute(c, name, kindCounter, cc.TenantAware, cc.Table, "set CounterConfig.Table to a lower-case table name",
 			"name text NOT NULL, value bigint NOT NULL, ", "name",
 			func(r route) *Counter { return &Counter{route: r, cfg: cc} })
 		c.routes[len(c.routes)-1].placedProvide = placedProvider(func(p *modules.PlacedRoute[*Counter]) *Counter { return &Counter{placed: p} })
-	}
+	})
 }
 
 // Counter is a counter route: named int64 counters per tenant.

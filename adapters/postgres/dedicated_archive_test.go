@@ -34,7 +34,7 @@ func TestDedicatedStaticTablesAreTheTenants(t *testing.T) {
 	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text);")}}
 	var tn *modules.Tenants
 	var docs *postgres.Documents[item]
-	app, c := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.Migrations(steps),
+	app, c := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), modules.AllowTeardown(), modules.Migrations(steps),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
 		modules.Lifecycle(), fx.Populate(&tn, &docs))
 	startApp(t, app)
@@ -121,7 +121,7 @@ func TestDedicatedArchiveMigratesForward(t *testing.T) {
 		var tn *modules.Tenants
 		var docs *postgres.Documents[item]
 		a, c := build(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsn}}), postgres.RoutedConfig{}),
-			postgres.AllowTeardown(), postgres.Migrations(steps),
+			modules.AllowTeardown(), modules.Migrations(steps),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
 			modules.Lifecycle(), fx.Populate(&tn, &docs))
 		startApp(t, a)
@@ -169,7 +169,7 @@ func TestDedicatedOwnerRecordedOnTheServer(t *testing.T) {
 		var tn *modules.Tenants
 		var docs *postgres.Documents[item]
 		app, c := build(t, postgres.Module("pg", postgres.Routed(resolverOf(map[tenancy.ID]routing.Credentials{id: {Endpoint: dsns[0]}}), postgres.RoutedConfig{}),
-			postgres.AllowTeardown(), postgres.Migrations(steps),
+			modules.AllowTeardown(), modules.Migrations(steps),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("ddocs")})),
 			modules.Lifecycle(), fx.Populate(&tn, &docs))
 		startApp(t, app)
@@ -238,9 +238,9 @@ func TestDedicatedTwoModulesInOneDatabase(t *testing.T) {
 	var orders, billing *postgres.Documents[item]
 	var ordersRunner *migrate.Runner
 	app, _ := build(t,
-		postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.NamedOnly(),
+		postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), modules.AllowTeardown(), postgres.NamedOnly(),
 			postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("odocs")})),
-		postgres.Module("billing", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.NamedOnly(),
+		postgres.Module("billing", postgres.Routed(resolve, postgres.RoutedConfig{}), modules.AllowTeardown(), postgres.NamedOnly(),
 			postgres.Document[item]("billing", postgres.DocumentConfig{Read: naming.Shared("bdocs")})),
 		modules.Lifecycle(), fx.Populate(&tn), named("orders", &orders), named("billing", &billing), named("pg", &ordersRunner))
 	startApp(t, app)
@@ -285,7 +285,7 @@ func TestArchiveRoundTripDedicated(t *testing.T) {
 	steps := fstest.MapFS{"0001_audit.sql": {Data: []byte("CREATE TABLE audit (id bigserial PRIMARY KEY, note text);")}}
 	var tn *modules.Tenants
 	var docs *postgres.Documents[item]
-	app, pg := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.AllowTeardown(), postgres.Migrations(steps),
+	app, pg := build(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{}), modules.AllowTeardown(), modules.Migrations(steps),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("rdocs")})),
 		modules.Lifecycle(), fx.Populate(&tn, &docs))
 	startApp(t, app)

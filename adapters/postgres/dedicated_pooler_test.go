@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -53,7 +54,7 @@ func TestDedicatedPoolerSpellingsRefused(t *testing.T) {
 			var d *postgres.Documents[item]
 			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
 				postgres.BehindTransactionPooler(),
-				postgres.RequiredIsolation(tenancy.Dedicated),
+				modules.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 			provision(t, c, tenancytest.TenantA)
 			if _, err := d.Create(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "a-"+first, item{Name: "secret"}); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -40,7 +41,7 @@ func TestDedicatedRenamedDatabaseStaysClaimed(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -82,7 +83,7 @@ func TestDedicatedMovedTenantKeepsClaimWhileItsOldPoolServes(t *testing.T) {
 	const ttl = 50 * time.Millisecond
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1, TTL: ttl}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -181,7 +182,7 @@ func TestDedicatedProbedSpellingsRefused(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 1}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	if _, err := d.Create(tenancy.WithTenant(context.Background(), tenancytest.TenantA), "a1", item{Name: "secret"}); err != nil {
@@ -211,7 +212,7 @@ func TestDedicatedRecreatedDatabase(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -253,7 +254,7 @@ func TestDedicatedRacingSpellingsOneWinner(t *testing.T) {
 			}
 			var d *postgres.Documents[item]
 			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 1}}),
-				postgres.RequiredIsolation(tenancy.Dedicated),
+				modules.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 			var wg sync.WaitGroup
 			var mu sync.Mutex

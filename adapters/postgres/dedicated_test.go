@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/connprobe"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -75,7 +76,7 @@ func TestDedicatedSharedDatabaseRefused(t *testing.T) {
 	})
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -172,7 +173,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 1, MaxWait: time.Minute}, Configure: configure}),
-		postgres.ConnBudget(2),
+		modules.ConnBudget(2),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, ids...)
 

@@ -4,7 +4,7 @@
 //
 //	postgres.Module("orders",
 //		postgres.Connect(dsn),                              // plain; or Pool(p), or Routed(resolve, cfg) → dedicated
-//		postgres.RequiredIsolation(tenancy.Namespace),
+//		modules.RequiredIsolation(tenancy.Namespace),
 //		postgres.Document[Order]("orders", postgres.DocumentConfig{
 //			Read:  naming.PerTenant("orders"), // → namespace
 //			Write: naming.PerTenant("orders"),
@@ -23,6 +23,18 @@
 // Messaging routes (outbox, inbox, idempotency, hub and federated search)
 // and their workers (Relay, Sweep; a Tenants set in their config makes them sharded) are described in
 // docs/messaging.md.
+// A module takes the kit's shared options (modules.RequiredIsolation,
+// modules.ConnBudget, modules.AllowTeardown, modules.Placements,
+// modules.Migrations, modules.RequiredVersion, modules.TenantRegistry).
+// Its migrations are the "<version>_<name>.sql" files at the top of the
+// fs.FS, written against unqualified table names. They run in each
+// tenant's schema (a route with a per-tenant relation), in each tenant's
+// database (a routed client), or once in the static schema (tagged and
+// static routes on a plain client), each in one transaction under SET
+// LOCAL search_path, so no pooled connection keeps it. A module whose
+// routes name per-tenant containers needs a TenantRegistry for its
+// RequiredVersion to be checked at start.
+//
 // Rules states the backend's ceiling and which relations count per kind.
 // Nothing connects before the first statement. A module that reaches
 // PostgreSQL through PgBouncer in transaction pooling mode says so with

@@ -30,7 +30,7 @@ type DocumentConfig struct {
 // Document adds a document route over values of type T, stored as jsonb,
 // and provides *Documents[T].
 func Document[T any](name string, dc DocumentConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		dc := dc // the option may be applied more than once (Placements)
 		if dc.Write.IsZero() {
 			dc.Write = dc.Read
@@ -72,7 +72,7 @@ func Document[T any](name string, dc DocumentConfig) Option {
 		})
 		spec.placedProvide = placedProvider(func(p *modules.PlacedRoute[*Documents[T]]) *Documents[T] { return &Documents[T]{placed: p} })
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 // Documents is a document route: typed values by id, each tenant seeing

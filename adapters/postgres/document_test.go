@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -72,7 +73,7 @@ func docProbe(t *testing.T, d *postgres.Documents[item]) tenancytest.Probe {
 func TestDocumentBoundaryTagged(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Tagged),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), modules.RequiredIsolation(tenancy.Tagged),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			TenantAware: true, Read: naming.Shared("docs_" + run), Write: naming.Shared("docs_" + run), History: naming.Shared("hist_" + run),
 		})), &d)
@@ -84,8 +85,8 @@ func TestDocumentBoundaryTagged(t *testing.T) {
 func TestDocumentBoundaryNamespace(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.RequiredIsolation(tenancy.Namespace),
-		postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), modules.RequiredIsolation(tenancy.Namespace),
+		postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("docs_history"),
 		})), &d)
@@ -124,7 +125,7 @@ func TestDocumentBoundaryDedicated(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	tenancytest.Boundary(t, docProbe(t, d))

@@ -24,8 +24,8 @@ func TestDocumentWriteDefaultsToRead(t *testing.T) {
 		d    *postgres.Documents[item]
 		live modules.Live
 	)
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
-		postgres.RequiredIsolation(tenancy.Namespace),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
+		modules.RequiredIsolation(tenancy.Namespace),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs")})),
 		&d, &live)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })

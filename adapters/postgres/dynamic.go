@@ -56,7 +56,7 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 	if dc.Timeout <= 0 {
 		dc.Timeout = defaultDynamicTimeout
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		spec := &routeSpec{name: name, kind: kindDynamicRead, origin: tenancy.Compiled, tenantRole: dc.TenantRole,
 			typ:        reflect.TypeFor[*DynamicRead](),
 			rels:       []roleRel{{"schema", nameOf("(tenant schema)", dc.PerTenantSchema)}},
@@ -89,7 +89,7 @@ func DynamicReadRoute(name string, dc DynamicReadConfig) Option {
 			return d
 		})
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 // DynamicRead runs compiled read-only SQL for the bound tenant.

@@ -20,7 +20,7 @@ func TestDynamicReadOfASuspendedTenantRunsNothing(t *testing.T) {
 	run := unique()
 	var dyn *postgres.DynamicRead
 	var tenants *modules.Tenants
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})),
 		modules.Lifecycle(), named("dyn", &dyn), &tenants)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -34,7 +35,7 @@ func dynModule(t *testing.T, dsn, prefix, table string, dc postgres.DynamicReadC
 	t.Helper()
 	dc.PerTenantSchema, dc.TenantRole = true, true
 	ds := dynSet{prefix: prefix, table: table}
-	ds.c = start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	ds.c = start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", dc)), &ds.docs, named("dyn", &ds.dyn))
 	t.Cleanup(func() { teardown(t, ds.c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -300,7 +301,7 @@ func TestFrameworkStatementsIgnoreSearchPath(t *testing.T) {
 		stats *postgres.Analytics
 	)
 	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&search_path="+schemaA+",public"),
-		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(docs), Write: naming.Shared(docs)}),
 		postgres.SearchRoute("texts", postgres.SearchConfig{TenantAware: true, Read: naming.Shared(texts), Heap: naming.Shared(texts), Index: naming.Shared(texts + "_tsv")}),
 		postgres.SearchRoute("own", postgres.SearchConfig{Read: naming.PerTenant("own"), Heap: naming.PerTenant("own"), Index: naming.PerTenant("own_tsv")}),
@@ -387,7 +388,7 @@ func TestRoutedDynamicReadLeavesNoSessionState(t *testing.T) {
 // the module's worst case, so a budget that ignores it is refused.
 func TestDynamicReadCountsItsPool(t *testing.T) {
 	mod := func(budget int) fx.Option {
-		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), modules.ConnBudget(budget),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true, MaxConns: 3}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, mod(6))
@@ -401,7 +402,7 @@ func TestDynamicReadLogin(t *testing.T) {
 	run := unique()
 	prefix := "tw" + run + "_"
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 			Login: &postgres.DynamicLogin{Secret: []byte(strings.Repeat("k", 32)), MaxClients: 2}})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA, tenancytest.TenantB) })
@@ -449,7 +450,7 @@ func TestDynamicLoginWiring(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, postgres.Module("pg", postgres.Connect(nowhere),
 		dyn(postgres.DynamicReadConfig{Login: &postgres.DynamicLogin{Secret: secret}})))
 	login := func(budget int) fx.Option {
-		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), postgres.ConnBudget(budget),
+		return postgres.Module("pg", postgres.Connect(nowhere+"&pool_max_conns=4"), modules.ConnBudget(budget),
 			dyn(postgres.DynamicReadConfig{TenantRole: true, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: secret, MaxClients: 3}}))
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded, login(9))
@@ -466,7 +467,7 @@ func TestDynamicReadOnCallerPool(t *testing.T) {
 	t.Cleanup(pool.Close) // after the teardown, which runs on it
 	run := unique()
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})), named("dyn", &dyn))
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })
 	provision(t, c, tenancytest.TenantA)

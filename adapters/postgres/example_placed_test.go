@@ -38,7 +38,7 @@ func ExamplePlacements() {
 		postgres.Module("shop",
 			postgres.Connect(os.Getenv("TENANTWIRE_PG_URL")),
 			postgres.Routed(ownDatabase, postgres.RoutedConfig{}),
-			postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+			modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("orders")}),
 		),
 		fx.Populate(&orders, &tenants),

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -41,8 +42,8 @@ func ExampleRouted_servers() {
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
 			postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 16, MaxConnsPerClient: 4}}),
-			postgres.ConnBudget(64), // over both servers together
-			postgres.RequiredIsolation(tenancy.Dedicated),
+			modules.ConnBudget(64), // over both servers together
+			modules.RequiredIsolation(tenancy.Dedicated),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{Read: naming.Shared("orders"), Write: naming.Shared("orders")}),
 		),
 		fx.Populate(&orders, fx.Annotate(&client, fx.ParamTags(`name:"shop"`))),

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -27,7 +28,7 @@ func Example() {
 	app := fx.New(fx.NopLogger,
 		postgres.Module("shop",
 			postgres.Connect(os.Getenv("TENANTWIRE_PG_URL")),
-			postgres.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			postgres.Document[Order]("orders", postgres.DocumentConfig{
 				Read:  naming.PerTenant("orders"),
 				Write: naming.PerTenant("orders"),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -33,7 +34,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 	if fc.Config == "" {
 		fc.Config = "simple"
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		spec := &routeSpec{name: name, kind: kindFederatedSearch, tenantAware: fc.TenantAware, typ: reflect.TypeFor[*FederatedSearch](),
 			scopedRoles: map[string]bool{}}
 		var legs []fedLeg
@@ -75,7 +76,7 @@ func FederatedSearchRoute(name string, fc FederatedConfig) Option {
 			return f
 		})
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 type fedLeg struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -25,7 +26,7 @@ import (
 func TestOwnershipGate(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("own_" + run), Write: naming.Shared("own_" + run)}),
 		postgres.Document[int]("ns", postgres.DocumentConfig{Read: naming.PerTenant("own"), Write: naming.PerTenant("own")}),
 	), &d)
@@ -162,7 +163,7 @@ func newReplica(t *testing.T, dsn, prefix, table string, extra ...postgres.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close) // after the app's stop, registered later
-	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	r.c = start(t, postgres.Module("pg", append([]postgres.Option{postgres.Use(pool), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)})}, extra...)...), &r.docs)
 	r.gate = r.c.Ownership(postgres.OwnershipConfig{Table: naming.Shared(table), TenantAware: true})
 	return r

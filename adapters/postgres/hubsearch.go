@@ -3,6 +3,7 @@ package postgres
 import (
 	"reflect"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 )
 
@@ -26,7 +27,7 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 	if hc.Config == "" {
 		hc.Config = "simple"
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		sc := SearchConfig{TenantAware: hc.TenantAware, Read: hc.Table, Heap: hc.Table,
 			Index: nameOf(hc.Table.Base()+"_tsv", hc.Table.PerTenant()), Config: hc.Config}
 		spec := &routeSpec{name: name, kind: kindHubSearch, tenantAware: hc.TenantAware, typ: reflect.TypeFor[*Search](),
@@ -35,7 +36,7 @@ func HubSearchRoute(name string, hc HubSearchConfig) Option {
 		// The DDL and statements are a search route's over one table.
 		c.addSearch(spec, sc)
 		c.hubs = append(c.hubs, hubLeg{name: name, cfg: hc})
-	}
+	})
 }
 
 // hubLeg is what a federated search needs of a hub.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -26,11 +27,11 @@ func IdempotencyRoute(name string, ic IdempotencyConfig) Option {
 	if ic.TTL <= 0 {
 		ic.TTL = 24 * time.Hour
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		addTableRoute(c, name, kindIdempotency, ic.TenantAware, ic.Table, "name the idempotency table",
 			"key text NOT NULL, result bytea, created_at timestamptz NOT NULL DEFAULT pg_catalog.now(), expires_at timestamptz NOT NULL, ", "key",
 			func(r route) *Idempotency { return &Idempotency{route: r, cfg: ic} })
-	}
+	})
 }
 
 // Idempotency maps keys to stored results.

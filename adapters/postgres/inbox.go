@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -24,11 +25,11 @@ type InboxConfig struct {
 
 // InboxRoute adds an inbox route and provides *Inbox under its name.
 func InboxRoute(name string, ic InboxConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		addTableRoute(c, name, kindInbox, ic.TenantAware, ic.Table, "name the inbox table",
 			"event_id text NOT NULL, seen_at timestamptz NOT NULL DEFAULT pg_catalog.now(), ", "event_id",
 			func(r route) *Inbox { return &Inbox{route: r, cfg: ic} })
-	}
+	})
 }
 
 // Inbox deduplicates consumed messages by event id.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -286,7 +287,7 @@ func TestMessagingTeardown(t *testing.T) {
 		st  *postgres.Idempotency
 		hub *postgres.Search
 	)
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), modules.AllowTeardown(),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.Shared("td_in_" + run)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("td_idem_" + run)}),
 		postgres.HubSearchRoute("hub", postgres.HubSearchConfig{TenantAware: true, Table: naming.Shared("td_hub_" + run)}),

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -61,7 +62,7 @@ func load(t *testing.T, tier tenancy.Tier, ops int) {
 	}
 	var d *postgres.Documents[owned]
 	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix("tw"+run+"_"),
-		postgres.AllowTeardown(), postgres.RequiredIsolation(tier), postgres.Document[owned]("load", dc)), &d)
+		modules.AllowTeardown(), modules.RequiredIsolation(tier), postgres.Document[owned]("load", dc)), &d)
 	tenants := make([]tenancy.ID, 50)
 	for i := range tenants {
 		tenants[i] = tenancy.MustParseID(fmt.Sprintf("10000000-0000-4000-8000-%012x", i+1))

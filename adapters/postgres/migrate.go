@@ -2,38 +2,16 @@ package postgres
 
 import (
 	"context"
-	"io/fs"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
-
-// Migrations gives the module its versioned SQL migrations: every
-// "<version>_<name>.sql" file at the top of fsys, written against
-// unqualified table names. They run in each tenant's schema (a route with
-// a per-tenant relation), in each tenant's database (a routed client), or
-// once in the static schema (tagged and static routes on a plain client),
-// each run in one transaction under SET LOCAL search_path, so no pooled
-// connection keeps it. Provision applies them to a new tenant; MigrateAll
-// to every tenant.
-func Migrations(fsys fs.FS) Option { return func(c *config) { c.life.Files = fsys } }
-
-// RequiredVersion declares the migration version the module's routes need:
-// the app refuses to start while a registered tenant (or the shared
-// tables) is behind it, and a call for a tenant that is behind is refused
-// (tenant_migration_behind). A module whose routes name per-tenant
-// containers needs a TenantRegistry to know its tenants at start.
-func RequiredVersion(v int64) Option { return func(c *config) { c.life.Required = v } }
-
-// TenantRegistry records the module's tenants: its runner's Provision puts
-// them, Teardown removes them, MigrateAll reads them and records each
-// tenant's version, and the start-up check reads it.
-func TenantRegistry(r migrate.Registry) Option { return func(c *config) { c.life.Registry = r } }
 
 // lifecycle is a module's migrations and what it knows of its tenants'
 // versions. Each client has its own copy (its cache is per client).
@@ -51,6 +29,7 @@ type lifecycle struct {
 // start-up check; it runs in Module, after every option.
 func lifecycleWiring(spec *modules.Spec, cfg *config, routed bool) {
 	l := &cfg.life
+	l.Versioning = cfg.Versioning
 	for _, r := range cfg.routes {
 		// A route that is not tenant-aware and whose resolver gets the
 		// tenant only when it is names one shared schema.

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -25,7 +26,7 @@ func TestStartRefusesStaleTenants(t *testing.T) {
 	f := newMigFixture(t)
 	tenants := migTenants(7)
 	provisionAll(t, start(t, f.module()), tenants)
-	mod := f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3))
+	mod := f.module(modules.Migrations(f.threeSteps()), modules.RequiredVersion(3))
 	app := fx.New(fx.NopLogger, mod)
 	must0(t, app.Err())
 	err := app.Start(context.Background())
@@ -49,7 +50,7 @@ func TestRuntimeRefusesStaleTenant(t *testing.T) {
 	f := newMigFixture(t)
 	stale := migTenants(1)[0]
 	var d *postgres.Documents[item]
-	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
+	c := start(t, f.module(modules.Migrations(f.threeSteps()), modules.RequiredVersion(3)), &d)
 	// Provisioned by an older build without the registry: at version 0.
 	old := start(t, postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
@@ -88,12 +89,12 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 	tenants := migTenants(3)
 	provisionAll(t, start(t, mod()), tenants)
 	steps := fstest.MapFS{"0001_total.sql": {Data: []byte(fmt.Sprintf("ALTER TABLE %s ADD COLUMN total int;\nINSERT INTO %s VALUES (current_schema(), 1);", table, f.counter))}}
-	app := fx.New(fx.NopLogger, mod(postgres.Migrations(steps), postgres.RequiredVersion(1)))
+	app := fx.New(fx.NopLogger, mod(modules.Migrations(steps), modules.RequiredVersion(1)))
 	if err := app.Start(context.Background()); tenancy.CodeOf(err) != tenancy.CodeTenantMigrationBehind {
 		t.Fatalf("start with the shared tables behind: %v", err)
 	}
 	_ = app.Stop(context.Background())
-	c := start(t, mod(postgres.Migrations(steps)))
+	c := start(t, mod(modules.Migrations(steps)))
 	for range 2 {
 		rep, err := c.MigrateAll(context.Background(), tenants, migrate.Options{})
 		must0(t, err)
@@ -104,7 +105,7 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 	if got := f.applied(t); len(got) != 1 || got[static][1] != 1 {
 		t.Fatalf("applied: %v", got)
 	}
-	start(t, mod(postgres.Migrations(steps), postgres.RequiredVersion(1)))
+	start(t, mod(modules.Migrations(steps), modules.RequiredVersion(1)))
 }
 
 // TestMigrationWiring: a required version above the set, a per-tenant
@@ -112,9 +113,9 @@ func TestMigrateTaggedSharedOnce(t *testing.T) {
 func TestMigrationWiring(t *testing.T) {
 	f := newMigFixture(t)
 	for name, opts := range map[string][]postgres.Option{
-		"above":       {postgres.Use(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(4), postgres.TenantRegistry(f.reg)},
-		"no registry": {postgres.Use(f.pool), postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)},
-		"misnamed":    {postgres.Use(f.pool), postgres.Migrations(fstest.MapFS{"add_total.sql": {}}), postgres.TenantRegistry(f.reg)},
+		"above":       {postgres.Use(f.pool), modules.Migrations(f.threeSteps()), modules.RequiredVersion(4), modules.TenantRegistry(f.reg)},
+		"no registry": {postgres.Use(f.pool), modules.Migrations(f.threeSteps()), modules.RequiredVersion(3)},
+		"misnamed":    {postgres.Use(f.pool), modules.Migrations(fstest.MapFS{"add_total.sql": {}}), modules.TenantRegistry(f.reg)},
 	} {
 		opts = append(opts, postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 		err := fx.New(fx.NopLogger, postgres.Module("pg", opts...)).Err()
@@ -129,7 +130,7 @@ func TestMigrationWiring(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	f := newMigFixture(t)
 	tenants := migTenants(3)
-	c := start(t, f.module(postgres.Migrations(f.threeSteps())))
+	c := start(t, f.module(modules.Migrations(f.threeSteps())))
 	provisionAll(t, c, tenants)
 	ctx := context.Background()
 	must0(t, f.reg.SetVersion(ctx, tenants[0], "pg", 1))
@@ -152,11 +153,11 @@ func TestRegistry(t *testing.T) {
 func TestVersionCheckOncePerTenant(t *testing.T) {
 	f := newMigFixture(t)
 	tn := migTenants(1)[0]
-	provisionAll(t, start(t, f.module(postgres.Migrations(f.threeSteps()))), []tenancy.ID{tn})
+	provisionAll(t, start(t, f.module(modules.Migrations(f.threeSteps()))), []tenancy.ID{tn})
 	pool, writes := countedPool(t)
 	var d *postgres.Documents[item]
-	start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg),
-		postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3),
+	start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(f.prefix), modules.TenantRegistry(f.reg),
+		modules.Migrations(f.threeSteps()), modules.RequiredVersion(3),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	ctx := tenancy.WithTenant(context.Background(), tn)
 	var per []int64
@@ -187,7 +188,7 @@ func TestEveryRouteCallChecksTheVersion(t *testing.T) {
 			Queries: map[string]postgres.Aggregate{"n": {Agg: postgres.AggCount}}}),
 		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("outbox")}),
 	}
-	start(t, f.module(append([]postgres.Option{postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)}, perTenant...)...),
+	start(t, f.module(append([]postgres.Option{modules.Migrations(f.threeSteps()), modules.RequiredVersion(3)}, perTenant...)...),
 		named("stats", &an), named("events", &ob))
 	// Provisioned by an older build without the registry: at version 0.
 	old := start(t, postgres.Module("pg", append([]postgres.Option{postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
@@ -220,7 +221,7 @@ func TestNeverProvisionedIsNotBehind(t *testing.T) {
 	f := newMigFixture(t)
 	fresh := migTenants(3)[2]
 	var d *postgres.Documents[item]
-	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
+	c := start(t, f.module(modules.Migrations(f.threeSteps()), modules.RequiredVersion(3)), &d)
 	ctx := tenancy.WithTenant(context.Background(), fresh)
 	_, err := d.Get(ctx, "x")
 	_ = tenancytest.RequireCode(t, err, tenancy.CodeTenantNotProvisioned, "postgres", "pg", "docs", "was never provisioned")
@@ -242,8 +243,8 @@ func TestRegistrySharedByTwoModules(t *testing.T) {
 	f := newMigFixture(t)
 	tn := migTenants(1)[0]
 	var second *postgres.Client
-	first := start(t, fx.Options(f.module(postgres.Migrations(f.threeSteps())),
-		postgres.Module("pg2", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix+"b_"), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
+	first := start(t, fx.Options(f.module(modules.Migrations(f.threeSteps())),
+		postgres.Module("pg2", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix+"b_"), modules.TenantRegistry(f.reg), modules.AllowTeardown(),
 			postgres.Document[regItem]("docs2", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))),
 		named("pg2", &second))
 	provisionAll(t, first, []tenancy.ID{tn})

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -73,7 +74,7 @@ func scaleLifecycle(t *testing.T, n int) {
 	}
 	fmt.Printf("scale provision-postgres-namespace tenants=%d per_sec=%.0f\n", n, rep.PerSecond())
 
-	mig := start(t, f.module(postgres.Migrations(f.steps(false))))
+	mig := start(t, f.module(modules.Migrations(f.steps(false))))
 	rep, err = mig.MigrateAll(ctx, nil, o)
 	must0(t, err)
 	if rep.Done != n || len(rep.Changes) != 3*n {

@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -73,7 +74,7 @@ func (f migFixture) steps(counted bool) fstest.MapFS {
 // module is a namespace document module on the fixture's prefix.
 func (f migFixture) module(extra ...postgres.Option) fx.Option {
 	opts := append([]postgres.Option{
-		postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(f.reg), postgres.AllowTeardown(),
+		postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), modules.TenantRegistry(f.reg), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 	}, append(f.opts, extra...)...)
 	return postgres.Module("pg", opts...)
@@ -149,7 +150,7 @@ func TestMigrateNamespaceTenants(t *testing.T) {
 	tenants := migTenants(200)
 	provisionAll(t, start(t, f.module()), tenants) // today's shape, no migrations yet
 	var d *postgres.Documents[item]
-	c := start(t, f.module(postgres.Migrations(f.threeSteps())), &d)
+	c := start(t, f.module(modules.Migrations(f.threeSteps())), &d)
 	ctx := context.Background()
 
 	plan, err := c.MigrateAll(ctx, nil, migrate.Options{DryRun: true, Concurrency: 8})
@@ -217,12 +218,12 @@ func TestMigrateRoutedDatabases(t *testing.T) {
 	mod := func(extra ...postgres.Option) fx.Option {
 		return postgres.Module("pg", append([]postgres.Option{
 			postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 2, MaxConnsPerClient: 2}}),
-			postgres.TenantRegistry(f.reg),
+			modules.TenantRegistry(f.reg),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")}),
 		}, extra...)...)
 	}
 	provisionAll(t, start(t, mod()), tenants)
-	c := built(t, mod(postgres.Migrations(f.steps(false)), postgres.RequiredVersion(3)))
+	c := built(t, mod(modules.Migrations(f.steps(false)), modules.RequiredVersion(3)))
 	rep, err := c.MigrateAll(context.Background(), nil, migrate.Options{})
 	must0(t, err)
 	if rep.Done != 2 || len(rep.Failures) != 0 || len(rep.Changes) != 6 {
@@ -244,7 +245,7 @@ func TestMigrateRoutedDatabases(t *testing.T) {
 	if again.Done != 2 || len(again.Changes) != 0 {
 		t.Errorf("rerun: done %d, %d changes", again.Done, len(again.Changes))
 	}
-	start(t, mod(postgres.Migrations(f.steps(false)), postgres.RequiredVersion(3)))
+	start(t, mod(modules.Migrations(f.steps(false)), modules.RequiredVersion(3)))
 }
 
 // TestMigrateResumesAfterCrash: a run cut off mid-step (its context
@@ -257,7 +258,7 @@ func TestMigrateResumesAfterCrash(t *testing.T) {
 	provisionAll(t, start(t, f.module()), tenants)
 	steps := f.threeSteps()
 	steps["0002_audit.sql"].Data = append([]byte("SELECT pg_sleep(0.02);\n"), steps["0002_audit.sql"].Data...)
-	c := start(t, f.module(postgres.Migrations(steps)))
+	c := start(t, f.module(modules.Migrations(steps)))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -316,8 +317,8 @@ func TestMigrateThroughPgBouncer(t *testing.T) {
 func concurrentMigrators(t *testing.T, f migFixture, n int) {
 	tenants := migTenants(n)
 	provisionAll(t, start(t, f.module()), tenants)
-	a := start(t, f.module(postgres.Migrations(f.threeSteps())))
-	b := start(t, f.module(postgres.Migrations(f.threeSteps())))
+	a := start(t, f.module(modules.Migrations(f.threeSteps())))
+	b := start(t, f.module(modules.Migrations(f.threeSteps())))
 	var (
 		wg   sync.WaitGroup
 		reps [2]migrate.Report
@@ -355,7 +356,7 @@ func TestMigrateFailingStepIsolated(t *testing.T) {
 	// The bad tenant already has an "audit" table: step 2 fails there.
 	_, err := f.pool.Exec(context.Background(), "CREATE TABLE "+postgres.SchemaName(f.prefix, bad)+".audit (x int)")
 	must0(t, err)
-	c := start(t, f.module(postgres.Migrations(f.threeSteps())))
+	c := start(t, f.module(modules.Migrations(f.threeSteps())))
 	rep, err := c.MigrateAll(context.Background(), nil, migrate.Options{})
 	must0(t, err)
 	if rep.Done != 19 || len(rep.Failures) != 1 || rep.Failures[0].Tenant != bad {
@@ -390,13 +391,13 @@ func TestMigrateHistoryConflict(t *testing.T) {
 	tenants := migTenants(2)
 	steps := f.threeSteps()
 	partial := fstest.MapFS{"0001_add_total.sql": steps["0001_add_total.sql"], "0003_total_index.sql": steps["0003_total_index.sql"]}
-	provisionAll(t, start(t, f.module(postgres.Migrations(partial))), tenants)
+	provisionAll(t, start(t, f.module(modules.Migrations(partial))), tenants)
 	edited := f.threeSteps()
 	edited["0001_add_total.sql"] = &fstest.MapFile{Data: []byte("ALTER TABLE docs ADD COLUMN total bigint;")}
 	delete(edited, "0002_audit.sql")
 	removed := fstest.MapFS{"0001_add_total.sql": steps["0001_add_total.sql"]}
 	for name, set := range map[string]fstest.MapFS{"out of order": f.threeSteps(), "edited": edited, "removed": removed} {
-		c := start(t, f.module(postgres.Migrations(set)))
+		c := start(t, f.module(modules.Migrations(set)))
 		rep, err := c.MigrateAll(context.Background(), nil, migrate.Options{})
 		must0(t, err)
 		if len(rep.Failures) != 2 {
@@ -448,8 +449,8 @@ func TestProvisionAllResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := &cancelAfter{Registry: f.reg, at: 8, cancel: cancel}
 	mod := func(r migrate.Registry) fx.Option {
-		return postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), postgres.TenantRegistry(r),
-			postgres.Migrations(f.threeSteps()),
+		return postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix), modules.TenantRegistry(r),
+			modules.Migrations(f.threeSteps()),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}))
 	}
 	cut, err := start(t, mod(reg)).ProvisionAll(ctx, tenants, migrate.Options{Concurrency: 3})

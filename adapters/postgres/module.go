@@ -19,20 +19,22 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Option configures a PostgreSQL module.
-type Option func(*config)
+// Option configures a PostgreSQL module: the kit's shared options
+// (modules.RequiredIsolation, modules.Migrations, ...) or this package's.
+type Option = modules.Option
+
+// takes is which of the kit's options a PostgreSQL module honours.
+var takes = modules.Takes{Teardown: true, ConnBudget: true, Placements: true, Migrations: true}
 
 type config struct {
-	name     string
-	dsn      string
-	pool     *pgxpool.Pool
-	resolve  routing.Resolver
-	routed   RoutedConfig
-	floor    tenancy.Tier
-	budget   int
-	prefix   string
-	static   string
-	teardown bool
+	modules.Settings
+	name    string
+	dsn     string
+	pool    *pgxpool.Pool
+	resolve routing.Resolver
+	routed  RoutedConfig
+	prefix  string
+	static  string
 	// pooled: the module reaches PostgreSQL through a transaction pooler
 	// (BehindTransactionPooler).
 	pooled bool
@@ -49,8 +51,7 @@ type config struct {
 	// recycle: RecycleAfter's tenants per connection (recycleSet: given).
 	recycle    int
 	recycleSet bool
-	// offer: Placements; placed: set on the module of one placement.
-	offer  *modules.Offer
+	// placed: set on the module of one placement.
 	placed *modules.Placement
 	// rowSecurity: RowSecurity.
 	rowSecurity bool
@@ -59,40 +60,30 @@ type config struct {
 
 // Connect makes the module open its own pool from dsn on first use and close
 // it on stop. Parsing happens at wiring; connecting does not.
-func Connect(dsn string) Option { return func(c *config) { c.dsn = dsn } }
+func Connect(dsn string) Option { return modules.Own(func(c *config) { c.dsn = dsn }) }
 
 // Use runs the module on a pool the caller owns and closes.
-func Use(p *pgxpool.Pool) Option { return func(c *config) { c.pool = p } }
+func Use(p *pgxpool.Pool) Option { return modules.Own(func(c *config) { c.pool = p }) }
 
 // Routed gives every tenant its own credentials (dedicated): resolve maps
 // a tenant to a DSN (Credentials.Endpoint), optionally with a user,
 // password and "database" param that override the DSN's.
 func Routed(resolve routing.Resolver, rc RoutedConfig) Option {
-	return func(c *config) { c.resolve, c.routed = resolve, rc }
+	return modules.Own(func(c *config) { c.resolve, c.routed = resolve, rc })
 }
-
-// RequiredIsolation declares the floor every route of the module must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
-
-// ConnBudget caps the connections the module may open in the worst case;
-// a routed client that could exceed it is refused at fx.New.
-func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 // SchemaPrefix sets the prefix of tenant schema and role names (default
 // "tenant_"): lower-case letters, digits and _, at most 28 bytes.
-func SchemaPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+func SchemaPrefix(p string) Option { return modules.Own(func(c *config) { c.prefix = p }) }
 
 // StaticSchema sets the schema of the module's static tables (Table),
 // default "public": every statement names it, whatever the session's
 // search_path says.
-func StaticSchema(s string) Option { return func(c *config) { c.static = s } }
+func StaticSchema(s string) Option { return modules.Own(func(c *config) { c.static = s }) }
 
 // NamedOnly provides every route object under its route name only, for
 // apps with two modules holding document routes of the same type.
-func NamedOnly() Option { return func(c *config) { c.namedOnly = true } }
-
-// AllowTeardown enables Client.Teardown; without it Teardown refuses.
-func AllowTeardown() Option { return func(c *config) { c.teardown = true } }
+func NamedOnly() Option { return modules.Own(func(c *config) { c.namedOnly = true }) }
 
 // routeSpec is one route's wiring and what it needs at run time.
 type routeSpec struct {
@@ -151,12 +142,11 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 // of its type, unless NamedOnly is set.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{name: name, prefix: defaultSchemaPrefix, static: defaultStaticSchema}
-	for _, o := range opts {
-		o(cfg)
+	errs := modules.Configure(rules, name, cfg, takes, opts)
+	if cfg.Offer != nil {
+		return placedModule(name, opts, cfg, errs)
 	}
-	if cfg.offer != nil {
-		return placedModule(name, opts, cfg)
-	}
+	cfg.errs = append(cfg.errs, errs...)
 	return module(cfg)
 }
 
@@ -164,7 +154,7 @@ func Module(name string, opts ...Option) fx.Option {
 func module(cfg *config) fx.Option {
 	name := cfg.name
 	routed := cfg.resolve != nil
-	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget,
 		SourceFix: "pass exactly one of postgres.Connect, postgres.Use and postgres.Routed",
 		Problems:  append(cfg.namingProblems(), cfg.errs...)}
 	if cfg.placed != nil {
@@ -219,7 +209,7 @@ func module(cfg *config) fx.Option {
 	}
 	spec.Parts = []fx.Option{
 		fx.Provide(fx.Private, func(lc fx.Lifecycle, lin modules.LifecycleIn) *Client {
-			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
+			c := &Client{module: name, prefix: cfg.prefix, static: cfg.static, teardown: cfg.Teardown, pooled: cfg.pooled, routes: cfg.routes, life: cfg.life.forClient(name), suspensions: lin.Suspensions}
 			if cfg.guards() {
 				c.rowRole = rowSecurityRole(cfg.prefix)
 			}
@@ -334,7 +324,7 @@ func (cfg *config) routeProblems(r *routeSpec, routed bool) []error {
 		floor, _ := r.origin.Floor()
 		errs = append(errs, &tenancy.Error{
 			Code: CodeSQLSearchPathPooled, Module: cfg.name, Backend: rules.Name, Route: r.name,
-			Tiers: true, Reached: tenancy.Dedicated, Required: max(floor, cfg.floor), Ceiling: rules.Ceiling, Origin: r.origin,
+			Tiers: true, Reached: tenancy.Dedicated, Required: max(floor, cfg.Floor), Ceiling: rules.Ceiling, Origin: r.origin,
 			Detail: "on a routed client a SQL route's sessions log in with the tenant's schema as their search path (a startup parameter), which a transaction pooler refuses or does not keep per server session",
 			Fix:    "reach the tenants' databases directly or through a session pooler (drop BehindTransactionPooler), or wire the SQL route at namespace on a plain client with SQLConfig.Login, whose search path the server sets per role",
 		})

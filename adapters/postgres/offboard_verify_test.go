@@ -46,7 +46,7 @@ func TestOffboardVerifiesPostgresErasure(t *testing.T) {
 		o       *postgres.Outbox
 		tenants *modules.Tenants
 	)
-	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	app, c := build(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 		postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(tagged)}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("videm_" + run)}),
@@ -203,9 +203,9 @@ func TestOffboardKilledBetweenModules(t *testing.T) {
 	process := func() proc {
 		var p proc
 		app, c := build(t,
-			postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(), postgres.TenantRegistry(reg),
+			postgres.Module("pg", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(), modules.TenantRegistry(reg),
 				postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})),
-			postgres.Module("pi", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"i_"), postgres.AllowTeardown(), postgres.TenantRegistry(reg),
+			postgres.Module("pi", postgres.Connect(url), postgres.SchemaPrefix("tw"+run+"i_"), modules.AllowTeardown(), modules.TenantRegistry(reg),
 				postgres.Document[item]("tagged", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("kdocs_" + run)}),
 				// A second document route, so that neither module's is the
 				// app's unnamed one.

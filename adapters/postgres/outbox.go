@@ -33,7 +33,7 @@ type OutboxConfig struct {
 
 // OutboxRoute adds an outbox route and provides *Outbox under its name.
 func OutboxRoute(name string, oc OutboxConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		oc := oc // the option may be applied more than once (Placements)
 		oc.Table = c.inShared(oc.Table)
 		// The pending index is named after the table: leave room for it.
@@ -52,7 +52,7 @@ func OutboxRoute(name string, oc OutboxConfig) Option {
 		spec.object = func(cl *Client) any { return newOutbox(cl, spec, oc) }
 		spec.placedProvide = placedProvider(func(p *modules.PlacedRoute[*Outbox]) *Outbox { return &Outbox{placed: p} })
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 // scopeEventIDs upgrades an outbox table created when event ids were unique

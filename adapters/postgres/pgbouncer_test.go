@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/ownership"
 	"github.com/tenantwire/tenantwire/routing"
@@ -124,7 +125,7 @@ func TestDynamicReadThroughPoolerReleasesLocks(t *testing.T) {
 	t.Run("login", func(t *testing.T) {
 		prefix := "tw" + unique() + "_"
 		var dyn *postgres.DynamicRead
-		c := start(t, postgres.Module("pg", append(v.dsn(t), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		c := start(t, postgres.Module("pg", append(v.dsn(t), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 			postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")}),
 			postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 				Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 2}}))...), named("dyn", &dyn))
@@ -277,7 +278,7 @@ func TestDynamicLoginThroughPoolerWithForcedUser(t *testing.T) {
 	u := testsvc.StartPgBouncer(t, fmt.Sprintf("%s = host=%s port=%d user=%s", pg.Database, pg.Host, pg.Port, pg.User), "auth_type = any")
 	prefix := "tw" + unique() + "_"
 	var dyn *postgres.DynamicRead
-	c := start(t, postgres.Module("pg", postgres.Connect(u), postgres.BehindTransactionPooler(), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(u), postgres.BehindTransactionPooler(), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.CounterRoute("k", postgres.CounterConfig{Table: naming.PerTenant("k")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true,
 			Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 2}})), named("dyn", &dyn))

@@ -10,7 +10,18 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Placements makes the module offer each tier of o to its tenants, each
+// inShared is rel as the tagged placement of a module with Placements
+// names it: in the module's static schema, shared by the tenants placed
+// there; rel itself everywhere else.
+func (cfg *config) inShared(rel naming.Name) naming.Name {
+	if cfg.placed == nil || cfg.placed.At != tenancy.Tagged || !rel.PerTenant() {
+		return rel
+	}
+	return naming.Shared(rel.Base())
+}
+
+// placedModule is Module for a module with modules.Placements, which
+// makes it offer each tier of o to its tenants, each
 // tenant served at the one its record names (Tenants.Place, or the store
 // LifecycleConfig.Placed reads; o.Default without a record):
 //
@@ -29,20 +40,7 @@ import (
 // placement runs the module's relays and sweeps over its own outbox, for
 // the tenants placed there, so a moved tenant's rows are drained from its
 // new placement; see docs/tiered-tenancy.md.
-func Placements(o modules.Offer) Option { return func(c *config) { c.offer = &o } }
-
-// inShared is rel as the tagged placement of a module with Placements
-// names it: in the module's static schema, shared by the tenants placed
-// there; rel itself everywhere else.
-func (cfg *config) inShared(rel naming.Name) naming.Name {
-	if cfg.placed == nil || cfg.placed.At != tenancy.Tagged || !rel.PerTenant() {
-		return rel
-	}
-	return naming.Shared(rel.Base())
-}
-
-// placedModule is Module for a module with Placements (modules.PlacedModule).
-func placedModule(name string, opts []Option, parent *config) fx.Option {
+func placedModule(name string, opts []Option, parent *config, errs []error) fx.Option {
 	types := map[reflect.Type]int{}
 	for _, r := range parent.routes {
 		types[r.typ]++
@@ -59,16 +57,14 @@ func placedModule(name string, opts []Option, parent *config) fx.Option {
 			return r.placedProvide(name, r.name, o, subs, unnamed)
 		})
 	}
-	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Option: "postgres.Placements", Offer: *parent.offer, Unplaced: unplaced,
+	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Offer: *parent.Offer, Problems: errs, Unplaced: unplaced,
 		Shared: parent.dsn != "" || parent.pool != nil, Routed: parent.resolve != nil, Own: "databases",
 		SharedFix: "add postgres.Connect(dsn) or postgres.Use(pool) to the module", RoutedFix: "add postgres.Routed(resolver, config) to the module",
 		Build: func(at modules.Placement, problems []error) fx.Option {
 			// placed is set first: the routes' options read it (inShared).
 			cfg := &config{name: modules.PlacedModuleName(name, at.At), prefix: defaultSchemaPrefix, static: defaultStaticSchema, placed: &at}
-			for _, opt := range opts {
-				opt(cfg)
-			}
-			cfg.offer = nil
+			_ = modules.Configure(rules, cfg.name, cfg, takes, opts) // its errors are errs, reported once
+			cfg.Offer = nil
 			if at.At == tenancy.Dedicated {
 				cfg.dsn, cfg.pool = "", nil
 			} else {

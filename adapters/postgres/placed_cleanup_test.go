@@ -63,9 +63,9 @@ func TestArchiveOfTwoModulesOfOnePrefix(t *testing.T) {
 	var tags, ns *postgres.Documents[item]
 	var tagsRunner *migrate.Runner
 	app, _ := build(t,
-		postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 			postgres.Document[item]("ns", postgres.DocumentConfig{Read: naming.PerTenant("nsdocs")})),
-		postgres.Module("tags", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), postgres.NamedOnly(),
+		postgres.Module("tags", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), modules.AllowTeardown(), postgres.NamedOnly(),
 			postgres.Document[item]("tags", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("tdocs_" + run)})),
 		modules.Lifecycle(), fx.Populate(&tn), named("ns", &ns), named("tags", &tags), named("tags", &tagsRunner))
 	startApp(t, app)

@@ -40,14 +40,14 @@ func TestPlacedRelayFollowsTheMove(t *testing.T) {
 	orders := postgres.Module("orders",
 		postgres.Connect(testsvc.PostgresURL(t)),
 		postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
-		postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+		modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("pr" + run)}),
 		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("pr" + run + "_ev")}),
 		postgres.Relay("events", postgres.RelayConfig{Destination: sink, WorkerConfig: fast, Idle: 10 * time.Millisecond}),
 		postgres.Sweep("events", postgres.SweepConfig{WorkerConfig: fast}),
 	)
-	audit := postgres.Module("audit", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("ta"+run+"_"), postgres.AllowTeardown(),
+	audit := postgres.Module("audit", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("ta"+run+"_"), modules.AllowTeardown(),
 		postgres.OutboxRoute("audit", postgres.OutboxConfig{TenantAware: true, Table: naming.Shared("au" + run)}),
 		postgres.Relay("audit", postgres.RelayConfig{Destination: audited, WorkerConfig: fast, Idle: 10 * time.Millisecond}))
 	var (

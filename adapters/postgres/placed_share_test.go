@@ -23,8 +23,8 @@ func TestTenantShareOfAPlacedModule(t *testing.T) {
 	var tagged, namespace *postgres.Client
 	var tenants *modules.Tenants
 	app := fx.New(fx.NopLogger, modules.Lifecycle(), modules.TenantShare("orders", modules.Share{Calls: 1}),
-		postgres.Module("orders", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
-			postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}),
+		postgres.Module("orders", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
+			modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged}),
 			postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant("ps" + run)})),
 		fx.Populate(&tenants), named("orders.tagged", &tagged), named("orders.namespace", &namespace))
 	if err := app.Err(); err != nil {

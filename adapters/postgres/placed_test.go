@@ -109,8 +109,8 @@ func (s placedSite) startOn(t *testing.T, lc fx.Option, source postgres.Option, 
 	mod := postgres.Module("orders", append([]postgres.Option{
 		source,
 		postgres.Routed(s.resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: s.clients, MaxConnsPerClient: 2}}),
-		postgres.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
-		postgres.SchemaPrefix(s.prefix), postgres.AllowTeardown(),
+		modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		postgres.SchemaPrefix(s.prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.PerTenant(s.table)}),
 		postgres.CounterRoute("hits", postgres.CounterConfig{TenantAware: true, Table: naming.PerTenant(s.table + "_hits")}),
 	}, opts...)...)

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -34,7 +35,7 @@ import (
 // Migrations and provisioning need nothing more: their locks are
 // transaction-level. Detection is not attempted: a pooler answers as the
 // server does. A pooler in session mode needs no option.
-func BehindTransactionPooler() Option { return func(c *config) { c.pooled = true } }
+func BehindTransactionPooler() Option { return modules.Own(func(c *config) { c.pooled = true }) }
 
 // pooledConfig readies a pool configuration parsed from dsn for a
 // transaction pooler when pooled (see BehindTransactionPooler): pgx's

@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -23,7 +24,7 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 	f := newMigFixture(t)
 	u := unique()
 	static := "ctr_" + u
-	c := start(t, f.module(postgres.Migrations(f.threeSteps()),
+	c := start(t, f.module(modules.Migrations(f.threeSteps()),
 		postgres.SearchRoute("texts", postgres.SearchConfig{Read: naming.PerTenant("texts"), Heap: naming.PerTenant("texts"), Index: naming.PerTenant("texts_tsv")}),
 		postgres.OutboxRoute("events", postgres.OutboxConfig{TenantAware: true, Table: naming.PerTenant("events")}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -70,7 +71,7 @@ func TestProvisionByANonSuperuser(t *testing.T) {
 	must0(t, err)
 	u.User = url.User(user)
 	module := func(dsn, prefix string) *postgres.Client {
-		return start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		return start(t, postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 			postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")}),
 			postgres.DynamicReadRoute("adhoc", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	}

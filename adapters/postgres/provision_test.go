@@ -10,6 +10,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -20,7 +21,7 @@ import (
 func TestProvisionConcurrentAndIdempotent(t *testing.T) {
 	run := unique()
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		postgres.Document[item]("orders", postgres.DocumentConfig{
 			Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"), History: naming.PerTenant("hist"),
 		})), &d)

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -38,7 +39,7 @@ func TestUnprovisionedTenantIsCoded(t *testing.T) {
 		d *postgres.Documents[item]
 		k *postgres.Counter
 	)
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("tw"+run+"_"), modules.AllowTeardown(),
 		perTenantDocs(naming.Name{}),
 		postgres.CounterRoute("hits", postgres.CounterConfig{Table: naming.PerTenant("hits")}),
 	), &d, fx.Annotate(&k, fx.ParamTags(`name:"hits"`)))

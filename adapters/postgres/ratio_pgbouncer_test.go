@@ -7,6 +7,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -25,7 +26,7 @@ func TestRatioNamespaceThroughPgBouncer(t *testing.T) {
 	docs := postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})
 	var d, direct *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PgBouncerURL(t)), postgres.BehindTransactionPooler(),
-		postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), docs), &d)
+		postgres.SchemaPrefix(prefix), modules.AllowTeardown(), docs), &d)
 	start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), docs), &direct)
 	provision(t, c, tenancytest.TenantA)
 	t.Cleanup(func() { teardown(t, c, tenancytest.TenantA) })

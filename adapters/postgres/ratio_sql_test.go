@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -98,8 +99,8 @@ func TestRatioSQLTenants(t *testing.T) {
 	n := sqlRatioTenants(t)
 	prefix := "tw" + unique() + "_"
 	var own *postgres.SQL
-	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.Migrations(sqlSteps),
+	c := start(t, postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)+"&pool_max_conns=8"), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
+		modules.Migrations(sqlSteps),
 		postgres.SQLRoute("own", postgres.SQLConfig{Origin: tenancy.Compiled, MaxConns: 2, Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 16}})),
 		named("own", &own))
 	tenants := make([]tenancy.ID, n)

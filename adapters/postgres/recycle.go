@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -26,7 +27,7 @@ const defaultRecycleAfter = 1000
 // turns it off. Calls with no tenant bound (tenant-global relays) are not
 // counted.
 func RecycleAfter(n int) Option {
-	return func(c *config) { c.recycle, c.recycleSet = n, true }
+	return modules.Own(func(c *config) { c.recycle, c.recycleSet = n, true })
 }
 
 // recycleProblems refuses a RecycleAfter that cannot apply.

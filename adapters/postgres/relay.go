@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
 )
 
@@ -38,5 +39,5 @@ func Relay(route string, rc RelayConfig) Option {
 		cfg.Source = obj.(*Outbox)
 		return outbox.NewRelay(cfg)
 	}
-	return func(c *config) { c.workers = append(c.workers, w) }
+	return modules.Own(func(c *config) { c.workers = append(c.workers, w) })
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -21,7 +22,7 @@ import (
 // static table in static and a confined dynamic read per tenant schema.
 func staticSchemaModule(t *testing.T, prefix, static, table string) fx.Option {
 	return postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix(prefix), postgres.StaticSchema(static),
-		postgres.AllowTeardown(),
+		modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared(table), Write: naming.Shared(table)}),
 		postgres.DynamicReadRoute("dyn", postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true}))
 }

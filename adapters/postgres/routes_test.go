@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -105,7 +106,7 @@ func tierRoutesOn(t *testing.T, v via, tier tenancy.Tier, resolve routing.Resolv
 	}
 	var rs routeSet
 	rs.prefix, rs.table = prefix, rel("docs").Base()
-	opts := append(conn, postgres.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	opts := append(conn, modules.RequiredIsolation(tier), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{TenantAware: tagged, Read: rel("docs"), Write: rel("docs")}),
 		postgres.CounterRoute("counter", postgres.CounterConfig{TenantAware: tagged, Table: rel("counters")}),
 		postgres.SearchRoute("search", postgres.SearchConfig{TenantAware: tagged, Read: rel("texts"), Heap: rel("texts"), Index: rel("texts_tsv")}),
@@ -353,13 +354,13 @@ func TestDynamicReadWiring(t *testing.T) {
 		postgres.Module("pg", postgres.Connect(nowhere), dyn(postgres.DynamicReadConfig{TenantRole: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginFloor,
 		postgres.Module("pg", postgres.Connect(nowhere), dyn(postgres.DynamicReadConfig{})))
-	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 		dyn(postgres.DynamicReadConfig{PerTenantSchema: true, TenantRole: true})))
 	tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), dyn(postgres.DynamicReadConfig{})))
 	// An index lives in its table's schema: a static index on a per-tenant
 	// heap cannot exist, and is refused as such.
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 			postgres.SearchRoute("s", postgres.SearchConfig{Read: naming.PerTenant("t"), Heap: naming.PerTenant("t"), Index: naming.Shared("t_idx")})))
 	// The rule itself counts the index.
 	rule := postgres.Rules().Kinds["search"]

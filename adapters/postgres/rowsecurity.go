@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -19,7 +20,7 @@ import (
 // statement that lost its tenant predicate then reads and writes only the
 // tenant's rows. It raises no tier: the tables are still shared, and text
 // that sets the tenant itself is not stopped by it.
-func RowSecurity() Option { return func(c *config) { c.rowSecurity = true } }
+func RowSecurity() Option { return modules.Own(func(c *config) { c.rowSecurity = true }) }
 
 // tenantSetting is the transaction setting the policies read.
 const tenantSetting = "tenantwire.tenant"

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -62,7 +63,7 @@ func TestRowSecurityKeepsAForgottenPredicateToTheTenant(t *testing.T) {
 	for _, guarded := range []bool{false, true} {
 		run := unique()
 		dsn := ownerURL(t, admin, "owner_"+run)
-		opts := []postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix("t" + run + "_"), postgres.RequiredIsolation(tenancy.Tagged),
+		opts := []postgres.Option{postgres.Connect(dsn), postgres.SchemaPrefix("t" + run + "_"), modules.RequiredIsolation(tenancy.Tagged),
 			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("rls_" + run), History: naming.Shared("rlsh_" + run)})}
 		if guarded {
 			opts = append(opts, postgres.RowSecurity())
@@ -187,7 +188,7 @@ func TestRowSecurityRefusesAnOwnerUnderItsPolicies(t *testing.T) {
 	run := unique()
 	dsn := ownerURL(t, admin, "owner_"+run)
 	mod := func() fx.Option {
-		return postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix("t"+run+"_"), postgres.RowSecurity(), postgres.AllowTeardown(),
+		return postgres.Module("pg", postgres.Connect(dsn), postgres.SchemaPrefix("t"+run+"_"), postgres.RowSecurity(), modules.AllowTeardown(),
 			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("rls_" + run)}))
 	}
 	provision(t, start(t, mod()), tenancytest.TenantA)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -35,7 +36,7 @@ func TestNamespaceRoutesManyTenantsPrepareNothing(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, writes := countedPool(t)
 	var rs scaleRoutes
-	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.CounterRoute("counter", postgres.CounterConfig{Table: naming.PerTenant("counts")}),
 		postgres.InboxRoute("in", postgres.InboxConfig{TenantAware: true, Table: naming.PerTenant("inbox")}),
 		postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.PerTenant("idem")}),

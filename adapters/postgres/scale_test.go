@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -73,7 +74,7 @@ func TestNamespaceManyTenantsBounded(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, writes := countedPool(t)
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})), &d)
 	ids := make([]tenancy.ID, tenants+1)
 	for i := range ids {

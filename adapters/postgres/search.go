@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/tenantwire/tenantwire/capability"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,7 @@ type SearchConfig struct {
 
 // SearchRoute adds a search route and provides *Search.
 func SearchRoute(name string, sc SearchConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		if sc.Config == "" {
 			sc.Config = "simple"
 		}
@@ -43,7 +44,7 @@ func SearchRoute(name string, sc SearchConfig) Option {
 			c.errs = append(c.errs, rules.WiringInvalid(c.name, name, "an index lives in its table's schema: Index and Heap must both be per-tenant or both static", "resolve Index like Heap"))
 		}
 		c.addSearch(spec, sc)
-	}
+	})
 }
 
 // addSearch adds spec as a route over sc's heap and text index, provided as

@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -103,7 +104,7 @@ func boundaryOnTwoServers(t *testing.T, dsns map[tenancy.ID]string) {
 	}
 	docs := make([]*postgres.Documents[item], len(pairs))
 	opts := []postgres.Option{postgres.Routed(credsOf(dsns), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.RequiredIsolation(tenancy.Dedicated)}
+		modules.RequiredIsolation(tenancy.Dedicated)}
 	var targets []any
 	for i, p := range pairs {
 		opts = append(opts, postgres.Document[item](p.table, postgres.DocumentConfig{Read: naming.Shared(p.table), Write: naming.Shared(p.table)}))
@@ -206,7 +207,7 @@ func TestMoveTenantBetweenServers(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolve, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("docs"), Write: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA)
 	ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -88,7 +89,7 @@ func TestDedicatedOneTargetManySpellings(t *testing.T) {
 			}
 			var d *postgres.Documents[item]
 			c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
-				postgres.RequiredIsolation(tenancy.Dedicated),
+				modules.RequiredIsolation(tenancy.Dedicated),
 				postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 			provision(t, c, tenancytest.TenantA)
 			ctxA := tenancy.WithTenant(context.Background(), tenancytest.TenantA)
@@ -143,7 +144,7 @@ func TestDedicatedDefaultDatabasesAreDistinct(t *testing.T) {
 	}
 	var d *postgres.Documents[item]
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 1}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})), &d)
 	provision(t, c, tenancytest.TenantA, tenancytest.TenantB)
 	ctxA, ctxB := tenancy.WithTenant(context.Background(), tenancytest.TenantA), tenancy.WithTenant(context.Background(), tenancytest.TenantB)
@@ -199,7 +200,7 @@ func TestDedicatedPoolStaysOnItsServer(t *testing.T) {
 		tenancytest.TenantB: {Endpoint: fmt.Sprintf("postgres://%s@%s,localhost:%s/%s?sslmode=disable", role, hosts[1], port1, db)},
 	}
 	c := start(t, postgres.Module("pg", postgres.Routed(resolverOf(creds), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.Shared("docs")})))
 	ctxA, ctxB := tenancy.WithTenant(ctx, tenancytest.TenantA), tenancy.WithTenant(ctx, tenancytest.TenantB)
 	poolA, relA, err := c.Pool(ctxA)

@@ -47,7 +47,7 @@ func SQLRoute(name string, sc SQLConfig) Option {
 	if sc.MaxConns <= 0 {
 		sc.MaxConns = defaultSQLConns
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		spec := &routeSpec{name: name, kind: kindSQL, origin: sc.Origin, tenantRole: true,
 			typ:  reflect.TypeFor[*SQL](),
 			rels: []roleRel{{"schema", naming.PerTenant("(tenant schema)")}}}
@@ -80,7 +80,7 @@ func SQLRoute(name string, sc SQLConfig) Option {
 			return s
 		})
 		c.routes = append(c.routes, spec)
-	}
+	})
 }
 
 // sqlPoolConfig is a tenant login pool's settings: the module's, with

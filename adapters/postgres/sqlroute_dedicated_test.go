@@ -63,7 +63,7 @@ func resolveOwn(dbs map[tenancy.ID]ownDatabase) routing.Resolver {
 // client over dbs, required to reach dedicated.
 func sqlDedicatedModule(dbs map[tenancy.ID]ownDatabase, prefix string, origin tenancy.Origin, extra ...postgres.Option) fx.Option {
 	opts := []postgres.Option{postgres.Routed(resolveOwn(dbs), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 4, MaxConnsPerClient: 2}}),
-		postgres.RequiredIsolation(tenancy.Dedicated), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), postgres.Migrations(sqlSteps),
+		modules.RequiredIsolation(tenancy.Dedicated), postgres.SchemaPrefix(prefix), modules.AllowTeardown(), modules.Migrations(sqlSteps),
 		postgres.SQLRoute("own", postgres.SQLConfig{Origin: origin})}
 	return postgres.Module("pg", append(opts, extra...)...)
 }

@@ -29,7 +29,7 @@ var sqlSteps = fstest.MapFS{"0001_items.sql": {Data: []byte(
 
 // sqlModule is a module with a SQL route at namespace (Login) over v.
 func sqlModule(t *testing.T, v via, prefix string, extra ...postgres.Option) fx.Option {
-	opts := append(v.dsn(t), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(), postgres.Migrations(sqlSteps),
+	opts := append(v.dsn(t), postgres.SchemaPrefix(prefix), modules.AllowTeardown(), modules.Migrations(sqlSteps),
 		postgres.SQLRoute("own", postgres.SQLConfig{Origin: tenancy.Compiled, Login: &postgres.DynamicLogin{Secret: loginSecret, MaxClients: 4}}))
 	return postgres.Module("pg", append(opts, extra...)...)
 }
@@ -290,7 +290,7 @@ func TestSQLRouteWiring(t *testing.T) {
 	routed := func(sc postgres.SQLConfig, extra ...postgres.Option) fx.Option {
 		return postgres.Module("pg", append([]postgres.Option{postgres.Routed(resolveNowhere, postgres.RoutedConfig{}), postgres.SQLRoute("own", sc)}, extra...)...)
 	}
-	dedicated := postgres.RequiredIsolation(tenancy.Dedicated)
+	dedicated := modules.RequiredIsolation(tenancy.Dedicated)
 	tenancytest.RequireWires(t, routed(postgres.SQLConfig{Origin: tenancy.Raw}, dedicated))
 	tenancytest.RequireWires(t, routed(postgres.SQLConfig{Origin: tenancy.Compiled}, dedicated))
 	tenancytest.RequireRefused(t, tenancy.CodeStatementOriginUnknown, routed(postgres.SQLConfig{}))
@@ -375,7 +375,7 @@ func sqlProbe(t *testing.T, v via, tier tenancy.Tier) (tenancytest.Probe, error)
 		return sqlDedicatedProbe(t, v)
 	}
 	susp := &modules.Suspensions{}
-	_, own, _ := startSQL(t, v, []postgres.Option{postgres.RequiredIsolation(tier)}, fx.Supply(susp))
+	_, own, _ := startSQL(t, v, []postgres.Option{modules.RequiredIsolation(tier)}, fx.Supply(susp))
 	return sqlRouteProbe(own, susp), nil
 }
 

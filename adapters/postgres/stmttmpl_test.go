@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -21,7 +22,7 @@ func TestNamespacePastBudgetCachesNothing(t *testing.T) {
 	prefix := "tw" + unique() + "_"
 	pool, _ := countedPool(t)
 	var d *postgres.Documents[item]
-	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+	c := start(t, postgres.Module("pg", postgres.Use(pool), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs"),
 			History: naming.PerTenant("docs_history")})), &d)
 	ids := make([]tenancy.ID, tenants)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/shards"
 )
 
@@ -59,7 +60,7 @@ func Sweep(route string, sc SweepConfig) Option {
 		cfg.WorkerConfig = wire(cfg.WorkerConfig)
 		return &sweepRunner{cfg: cfg, target: obj.(sweeper), retain: retain}, nil
 	}
-	return func(c *config) { c.workers = append(c.workers, w) }
+	return modules.Own(func(c *config) { c.workers = append(c.workers, w) })
 }
 
 // sweepRunner runs a sweep every interval, once per scope.

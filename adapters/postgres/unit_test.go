@@ -689,7 +689,7 @@ func TestUnitOfWorkVersionGate(t *testing.T) {
 	f := newMigFixture(t)
 	stale := migTenants(1)[0]
 	var d *postgres.Documents[item]
-	c := start(t, f.module(postgres.Migrations(f.threeSteps()), postgres.RequiredVersion(3)), &d)
+	c := start(t, f.module(modules.Migrations(f.threeSteps()), modules.RequiredVersion(3)), &d)
 	old := start(t, postgres.Module("pg", postgres.Use(f.pool), postgres.SchemaPrefix(f.prefix),
 		postgres.Document[item]("docs", postgres.DocumentConfig{Read: naming.PerTenant("docs"), Write: naming.PerTenant("docs")})))
 	provision(t, old, stale)

@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -29,37 +30,37 @@ func perTenantDocs(history naming.Name) postgres.Option {
 
 func TestWiring(t *testing.T) {
 	t.Run("namespace floor met by per-tenant schemas", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 			perTenantDocs(naming.PerTenant("orders_history"))))
 	})
 	t.Run("a static history table keeps the route below namespace", func(t *testing.T) {
 		e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
-			postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Namespace),
+			postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Namespace),
 				perTenantDocs(naming.Shared("orders_history"))))
 		if e.Route != "orders" || e.Reached != tenancy.None || e.Required != tenancy.Namespace {
 			t.Errorf("refusal fields: %+v", e)
 		}
 	})
 	t.Run("tagged floor met by TenantAware", func(t *testing.T) {
-		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Tagged),
+		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Tagged),
 			postgres.Document[item]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("o"), Write: naming.Shared("o")})))
 	})
 	t.Run("dedicated floor met by a routed client", func(t *testing.T) {
 		tenancytest.RequireWires(t, postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{}),
-			postgres.RequiredIsolation(tenancy.Dedicated),
+			modules.RequiredIsolation(tenancy.Dedicated),
 			postgres.Document[item]("orders", postgres.DocumentConfig{Read: naming.Shared("o"), Write: naming.Shared("o")})))
 	})
 	t.Run("dedicated floor refused on a plain client", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.ValidationFailed("postgres"),
-			postgres.Module("pg", postgres.Connect(nowhere), postgres.RequiredIsolation(tenancy.Dedicated), perTenantDocs(naming.Name{})))
+			postgres.Module("pg", postgres.Connect(nowhere), modules.RequiredIsolation(tenancy.Dedicated), perTenantDocs(naming.Name{})))
 	})
 	t.Run("routed worst case over the budget", func(t *testing.T) {
 		tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
 			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 50, MaxConnsPerClient: 4}}),
-				postgres.ConnBudget(100), perTenantDocs(naming.Name{})))
+				modules.ConnBudget(100), perTenantDocs(naming.Name{})))
 		tenancytest.RequireWires(t,
 			postgres.Module("pg", postgres.Routed(resolveNowhere, postgres.RoutedConfig{Limits: routing.Limits{MaxClients: 25, MaxConnsPerClient: 4}}),
-				postgres.ConnBudget(100), perTenantDocs(naming.Name{})))
+				modules.ConnBudget(100), perTenantDocs(naming.Name{})))
 	})
 	t.Run("per-client limit beyond a pgx pool's", func(t *testing.T) {
 		// MaxConnsPerClient is an int like every adapter's; pgx takes an

@@ -41,7 +41,7 @@ func TestArchiveRoundTripRedisDedicated(t *testing.T) {
 		Count   *redis.Counter `name:"count"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("cache", redis.Routed(resolve, redis.RoutedConfig{}), redis.AllowTeardown(),
+		redis.Module("cache", redis.Routed(resolve, redis.RoutedConfig{}), modules.AllowTeardown(),
 			redis.CacheRoute("c", redis.RouteConfig{}),
 			redis.CounterRoute("count", redis.RouteConfig{})),
 		fx.Populate(&r))

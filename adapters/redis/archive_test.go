@@ -33,7 +33,7 @@ func archiveRedisApp(t *testing.T, source redis.Option, run string, more ...fx.O
 	t.Helper()
 	var r archiveRoutes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("cache", source, redis.AllowTeardown(),
+		redis.Module("cache", source, modules.AllowTeardown(),
 			redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 			redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ar" + run + "-")}),
 			redis.CounterRoute("count", redis.RouteConfig{TenantAware: true}),

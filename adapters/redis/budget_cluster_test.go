@@ -18,6 +18,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -171,7 +172,7 @@ func clusterLoad(t *testing.T, u *clusterUser, addrs []string, rc redis.RoutedCo
 	}
 	name := "budget-" + u.name
 	var c *redis.Counter
-	app := fx.New(fx.NopLogger, redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(budget), redis.CounterRoute(name, redis.RouteConfig{})),
+	app := fx.New(fx.NopLogger, redis.Module("m", redis.Routed(resolve, rc), modules.ConnBudget(budget), redis.CounterRoute(name, redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(v *redis.Counter) { c = v }, fx.ParamTags(`name:"`+name+`"`))))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestRoutedClusterBudgetCountsEveryNode(t *testing.T) {
 	rc := redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1, MaxConnsPerClient: 1, MaxWait: time.Minute}, ClusterNodes: len(addrs)}
 	resolve := func(context.Context, tenancy.ID) (routing.Credentials, error) { return routing.Credentials{}, nil }
 	budget := worstCase(t, func(b int) fx.Option {
-		return redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(b), redis.CounterRoute("c", redis.RouteConfig{}))
+		return redis.Module("m", redis.Routed(resolve, rc), modules.ConnBudget(b), redis.CounterRoute("c", redis.RouteConfig{}))
 	})
 	l := clusterLoad(t, u, addrs, rc, budget, 8, 40)
 	t.Logf("budget %d; peak %d connections dialed, %d on %d nodes in CLIENT LIST", budget, dialed.peakConns, l.conns, l.nodes)

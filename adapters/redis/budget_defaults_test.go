@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -42,7 +43,7 @@ func TestRoutedBudgetDefaults(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := worstCase(t, func(b int) fx.Option {
-				return redis.Module("m", redis.Routed(resolve, c.rc), redis.ConnBudget(b), redis.CacheRoute("c", redis.RouteConfig{}))
+				return redis.Module("m", redis.Routed(resolve, c.rc), modules.ConnBudget(b), redis.CacheRoute("c", redis.RouteConfig{}))
 			})
 			if got != c.want {
 				t.Errorf("worst case %d connections, want %d", got, c.want)
@@ -66,10 +67,10 @@ func TestRoutedDefaultPoolFixedAtNew(t *testing.T) {
 	rc := redis.RoutedConfig{Limits: routing.Limits{MaxClients: 1}}
 	name := e.name("pool")
 	budget := worstCase(t, func(b int) fx.Option {
-		return redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(b), redis.CounterRoute(name, redis.RouteConfig{}))
+		return redis.Module("m", redis.Routed(resolve, rc), modules.ConnBudget(b), redis.CounterRoute(name, redis.RouteConfig{}))
 	})
 	var c *redis.Counter
-	app := fx.New(fx.NopLogger, redis.Module("m", redis.Routed(resolve, rc), redis.ConnBudget(budget), redis.CounterRoute(name, redis.RouteConfig{})),
+	app := fx.New(fx.NopLogger, redis.Module("m", redis.Routed(resolve, rc), modules.ConnBudget(budget), redis.CounterRoute(name, redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(v *redis.Counter) { c = v }, fx.ParamTags(`name:"`+name+`"`))))
 	if err := app.Start(context.Background()); err != nil {
 		t.Fatal(err)

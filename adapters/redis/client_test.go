@@ -27,7 +27,7 @@ func TestClientSources(t *testing.T) {
 	}{
 		{"connect", []fx.Option{redis.Module("m", redis.Connect(&goredis.UniversalOptions{Addrs: e.addrs}),
 			redis.CacheRoute(name, redis.RouteConfig{}))}},
-		{"graph", []fx.Option{redis.Module("m", redis.FromGraph(), redis.CacheRoute(name, redis.RouteConfig{})),
+		{"graph", []fx.Option{redis.Module("m", modules.FromGraph(), redis.CacheRoute(name, redis.RouteConfig{})),
 			fx.Supply(fx.Annotate(e.client, fx.As(new(goredis.UniversalClient))))}},
 	} {
 		t.Run(src.label, func(t *testing.T) {
@@ -59,17 +59,17 @@ func TestClientSources(t *testing.T) {
 func TestNoClientIsAClearError(t *testing.T) {
 	for _, mod := range []fx.Option{
 		redis.Module("m", redis.CacheRoute("c", redis.RouteConfig{})),
-		redis.Module("m", redis.FromGraph(), redis.Connect(&goredis.UniversalOptions{}), redis.CacheRoute("c", redis.RouteConfig{})),
+		redis.Module("m", modules.FromGraph(), redis.Connect(&goredis.UniversalOptions{}), redis.CacheRoute("c", redis.RouteConfig{})),
 	} {
 		e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mod)
-		if !strings.Contains(e.Fix, "redis.FromGraph()") {
+		if !strings.Contains(e.Fix, "modules.FromGraph()") {
 			t.Errorf("fix %q", e.Fix)
 		}
 		if _, err := modules.DryRun(mod); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 			t.Errorf("dry run: %v", err)
 		}
 	}
-	app := fx.New(fx.NopLogger, redis.Module("m", redis.FromGraph(), redis.CacheRoute("c", redis.RouteConfig{})),
+	app := fx.New(fx.NopLogger, redis.Module("m", modules.FromGraph(), redis.CacheRoute("c", redis.RouteConfig{})),
 		fx.Invoke(fx.Annotate(func(*redis.Cache) {}, fx.ParamTags(`name:"c"`))))
 	if tenancy.CodeOf(app.Err()) != tenancy.CodeWiringInvalid {
 		t.Fatalf("FromGraph with nothing provided: %v", app.Err())

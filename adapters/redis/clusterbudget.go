@@ -33,7 +33,7 @@ func (rc *routedConfig) guardCluster(o *goredis.UniversalOptions) error {
 			Code: tenancy.CodeConnectionBudgetExceeded, Module: rc.module, Backend: rules.Name,
 			Detail: fmt.Sprintf("the tenant's endpoint is a cluster (%d addresses), whose client keeps a pool on every node, "+
 				"and the module's ConnBudget counted one node per client; no client was built", len(o.Addrs)),
-			Fix: "set redis.RoutedConfig.ClusterNodes to the most nodes (masters and replicas) of a tenant's cluster, and size redis.ConnBudget for it",
+			Fix: "set redis.RoutedConfig.ClusterNodes to the most nodes (masters and replicas) of a tenant's cluster, and size modules.ConnBudget for it",
 		}
 	}
 	timeout := o.DialTimeout
@@ -78,7 +78,7 @@ func (g *nodeGate) dialContext(ctx context.Context, network, addr string) (net.C
 			Code: tenancy.CodeConnectionBudgetExhausted, Module: g.module, Backend: rules.Name,
 			Detail: fmt.Sprintf("the tenant's cluster client holds connections on %d nodes (redis.RoutedConfig.ClusterNodes), "+
 				"and a connection to node %s would be past the connection budget; nothing was sent to it", g.max, addr),
-			Fix: "raise redis.RoutedConfig.ClusterNodes to the most nodes (masters and replicas) of a tenant's cluster, and redis.ConnBudget with it",
+			Fix: "raise redis.RoutedConfig.ClusterNodes to the most nodes (masters and replicas) of a tenant's cluster, and modules.ConnBudget with it",
 		}
 	}
 	g.live[addr]++

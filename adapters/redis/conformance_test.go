@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 				tc = s
 			}
 		}
-		tc.mod = append(tc.mod, redis.RequiredIsolation(tier))
+		tc.mod = append(tc.mod, modules.RequiredIsolation(tier))
 		name := e.name("kit-" + string(kind) + "-" + tier.String())
 		switch kind {
 		case "cache":
@@ -133,7 +133,7 @@ func erasableRoute[T any](t testing.TB, e *env, name string, opts ...redis.Optio
 	}
 	var got T
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("m-"+e.suffix, e.source(append(opts, redis.AllowTeardown()))...),
+		redis.Module("m-"+e.suffix, e.source(append(opts, modules.AllowTeardown()))...),
 		fx.Invoke(fx.Annotate(func(v T) { got = v }, fx.ParamTags(`name:"`+name+`"`))), fx.Populate(&r))
 	if err := app.Err(); err != nil {
 		t.Fatalf("fx.New: %v", err)

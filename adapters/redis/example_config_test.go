@@ -16,7 +16,7 @@ import (
 // server: a stream has no per-tenant key namespace, so that route is
 // refused, and the zero RouteConfig is a shared route.
 func ExampleRouteConfig() {
-	report, err := modules.DryRun(redis.Module("cache", redis.FromGraph(),
+	report, err := modules.DryRun(redis.Module("cache", modules.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		redis.CounterRoute("quota", redis.RouteConfig{Namespace: naming.PerTenant("q")}),

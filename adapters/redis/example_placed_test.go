@@ -32,7 +32,7 @@ func ExamplePlacements() {
 		redis.Module("cache",
 			redis.Use(shared),
 			redis.Routed(ownServer, redis.RoutedConfig{}),
-			redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+			modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("sess-")}),
 		),
 		fx.Populate(&tenants),

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -24,7 +25,7 @@ func ExampleConnect_cluster() {
 	app := fx.New(fx.NopLogger,
 		redis.Module("cache",
 			redis.Connect(&goredis.UniversalOptions{Addrs: strings.Split(os.Getenv("TENANTWIRE_REDIS_CLUSTER"), ",")}),
-			redis.RequiredIsolation(tenancy.Tagged),
+			modules.RequiredIsolation(tenancy.Tagged),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		),
 		fx.Invoke(fx.Annotate(func(c *redis.Cache) { sessions = c }, fx.ParamTags(`name:"sessions"`))),

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,21 +210,18 @@ func (e *env) keysOf(t testing.TB, route string) []string {
 	return out
 }
 
-// routedSources are the code of the routed options tests made, which
-// source recognises: a module takes one connection source.
-var routedSources sync.Map
+// routedOption is a redis.Routed option tests made, which source
+// recognises: a module takes one connection source.
+type routedOption struct{ redis.Option }
 
 // routedSource marks o, a redis.Routed option, as a module's source.
-func routedSource(o redis.Option) redis.Option {
-	routedSources.Store(reflect.ValueOf(o).Pointer(), true)
-	return o
-}
+func routedSource(o redis.Option) redis.Option { return routedOption{o} }
 
 // source is opts with the env's client as the module's connection source,
 // unless opts hold a routed option marked by routedSource.
 func (e *env) source(opts []redis.Option) []redis.Option {
 	for _, o := range opts {
-		if _, ok := routedSources.Load(reflect.ValueOf(o).Pointer()); ok {
+		if _, ok := o.(routedOption); ok {
 			return opts
 		}
 	}

@@ -74,25 +74,27 @@ func (r *routeSpec) validate() []modules.Problem {
 // routes, each provided under its route name.
 func Module(name string, opts ...Option) fx.Option {
 	cfg := &config{}
-	for _, o := range opts {
-		o(cfg)
+	errs := modules.Configure(rules, name, cfg, takes, opts)
+	if cfg.FromGraph {
+		cfg.sources++
 	}
-	if cfg.offer != nil {
-		return placedModule(name, opts, cfg)
+	if cfg.Offer != nil {
+		return placedModule(name, opts, cfg, errs)
 	}
+	cfg.errs = append(cfg.errs, errs...)
 	return module(name, cfg)
 }
 
 // module is Module for the options applied to cfg.
 func module(name string, cfg *config) fx.Option {
-	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.floor, ConnBudget: cfg.budget,
-		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Use(c), redis.Connect(opts), redis.Routed(resolve, cfg) and redis.FromGraph()",
+	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget,
+		Sources: cfg.sources, SourceFix: "pass exactly one of redis.Use(c), redis.Connect(opts), redis.Routed(resolve, cfg) and modules.FromGraph()",
 		Problems: cfg.errs}
 	if cfg.placed != nil {
 		spec.Placement = cfg.placed.At
 	}
 	if cfg.routed != nil {
-		cfg.routed.module, cfg.routed.budgeted = name, cfg.budget > 0
+		cfg.routed.module, cfg.routed.budgeted = name, cfg.ConnBudget > 0
 		// go-redis's default pool follows GOMAXPROCS, which the runtime
 		// may raise later: fix it here, where the budget counts it.
 		cfg.routed.Limits = cfg.routed.limits()
@@ -120,7 +122,7 @@ func module(name string, cfg *config) fx.Option {
 		modules.ProvideServerCheck(name, rules.Name, func(c *core) bool { return c.client == nil },
 			func(ctx context.Context, c *core) error { return c.client.Ping(ctx).Err() }),
 		modules.ProvideTenantState(func(c *core) modules.TenantState {
-			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.teardown, ownOnly: cfg.placed != nil}
+			o := &offboarder{core: c, routes: cfg.routes, teardown: cfg.Teardown, ownOnly: cfg.placed != nil}
 			return modules.TenantState{Module: name, Backend: rules.Name, Offboard: o.Offboard, OffboardMany: o.OffboardMany, Verify: o.Verify,
 				Export: o.Export, Import: o.Import, Placement: cfg.placed}
 		})}
@@ -191,7 +193,7 @@ func newCore(module string, cfg *config) func(clientIn) (*core, error) {
 		case in.Client != nil:
 			c.client = in.Client
 		default:
-			return nil, rules.WiringInvalid(module, "", "redis.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
+			return nil, rules.WiringInvalid(module, "", "modules.FromGraph is set and nothing in the app provides a goredis.UniversalClient",
 				"provide a goredis.UniversalClient in the app, or pass redis.Use(c) or redis.Connect(opts) instead of FromGraph")
 		}
 		return c, nil

@@ -11,10 +11,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// AllowTeardown lets the module's part in Tenants.Offboard delete a
-// tenant's keys; without it offboarding reports migrate.ErrTeardownDisabled.
-func AllowTeardown() Option { return func(cfg *config) { cfg.teardown = true } }
-
 // scanCount is the SCAN page size, and so the most keys one UNLINK
 // pipeline carries.
 const scanCount = 500

@@ -32,7 +32,7 @@ func startFamilyApp(t *testing.T, opts *goredis.UniversalOptions, run string) *f
 	t.Helper()
 	var r familyApp
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("fam", redis.Connect(opts), redis.AllowTeardown(),
+		redis.Module("fam", redis.Connect(opts), modules.AllowTeardown(),
 			redis.CounterRoute("count", redis.RouteConfig{TenantAware: true}),
 			redis.CounterRoute("countns", redis.RouteConfig{Namespace: naming.PerTenant("fam" + run + "-")}),
 			redis.CacheRoute("cache", redis.RouteConfig{TenantAware: true}),

@@ -58,7 +58,7 @@ func TestOffboardAllWalksTheKeyspaceOncePerBatch(t *testing.T) {
 		Both    *redis.Cache `name:"both"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
+		redis.Module("cache", redis.Connect(opts), modules.AllowTeardown(),
 			redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 			redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("om-")}),
 			redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("omb-")})),

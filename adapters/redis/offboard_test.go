@@ -66,7 +66,7 @@ func TestOffboardUnlinksEveryKeyOfTheTenant(t *testing.T) {
 			Both    *redis.Cache `name:"both"`
 		}
 		app := fx.New(fx.NopLogger, modules.Lifecycle(),
-			redis.Module("cache", redis.Connect(opts), redis.AllowTeardown(),
+			redis.Module("cache", redis.Connect(opts), modules.AllowTeardown(),
 				redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 				redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("ob" + run + "-")}),
 				redis.CacheRoute("both", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("ob" + run + "b-")})),

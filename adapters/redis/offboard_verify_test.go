@@ -35,7 +35,7 @@ func TestOffboardVerifierFindsPlantedKeys(t *testing.T) {
 			Count   *redis.Counter `name:"count"`
 		}
 		app := fx.New(fx.NopLogger, modules.Lifecycle(),
-			redis.Module("fam", redis.Connect(opts), redis.AllowTeardown(),
+			redis.Module("fam", redis.Connect(opts), modules.AllowTeardown(),
 				redis.CounterRoute("count", redis.RouteConfig{TenantAware: true})),
 			fx.Provide(func() planter { return planter{} }),
 			// "zz" is offboarded after "fam": its teardown writes.

@@ -13,7 +13,10 @@ import (
 )
 
 // Option configures a Redis module.
-type Option func(*config)
+type Option = modules.Option
+
+// takes is which of the kit's options a Redis module honours.
+var takes = modules.Takes{Teardown: true, ConnBudget: true, FromGraph: true, Placements: true}
 
 // nsFunc names a tenant's key namespace: naming.PerTenant(prefix) is the
 // prefix followed by the tenant's 32 hex digits, injective by
@@ -34,21 +37,16 @@ func namespaceOf(n naming.Name) nsFunc {
 }
 
 type config struct {
+	modules.Settings
 	client  goredis.UniversalClient
 	connect *goredis.UniversalOptions
-	// sources counts Client, Connect, Routed and FromGraph.
-	sources   int
-	fromGraph bool
-	floor     tenancy.Tier
-	routed    *routedConfig
-	budget    int
-	routes    []*routeSpec
-	workers   []workerSpec
-	// teardown: AllowTeardown.
-	teardown bool
-	// offer: Placements; placed: set on the module of one placement;
-	// errs: the placed module's refusals, reported by its first placement.
-	offer  *modules.Offer
+	// sources counts Use, Connect, Routed and modules.FromGraph.
+	sources int
+	routed  *routedConfig
+	routes  []*routeSpec
+	workers []workerSpec
+	// placed: set on the module of one placement; errs: the module's
+	// refusals (a placement's: the placed module's, for the first).
 	placed *modules.Placement
 	errs   []error
 }
@@ -77,13 +75,7 @@ type routeSpec struct {
 // seconds, or calls for a dead master's slots fail for up to a minute
 // after its replica took over.
 func Use(c goredis.UniversalClient) Option {
-	return func(cfg *config) { cfg.client, cfg.sources = c, cfg.sources+1 }
-}
-
-// FromGraph makes the module take a goredis.UniversalClient that another
-// part of the app provides, and leave it open on stop.
-func FromGraph() Option {
-	return func(cfg *config) { cfg.fromGraph, cfg.sources = true, cfg.sources+1 }
+	return modules.Own(func(cfg *config) { cfg.client, cfg.sources = c, cfg.sources+1 })
 }
 
 // Connect makes the module build its own client from opts (lazily: go-redis
@@ -91,11 +83,8 @@ func FromGraph() Option {
 // here re-reads the slot map every 2 seconds, so a failed-over master's
 // slots recover within seconds (go-redis's default is a minute).
 func Connect(opts *goredis.UniversalOptions) Option {
-	return func(cfg *config) { cfg.connect, cfg.sources = opts, cfg.sources+1 }
+	return modules.Own(func(cfg *config) { cfg.connect, cfg.sources = opts, cfg.sources+1 })
 }
-
-// RequiredIsolation declares the floor every route must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(cfg *config) { cfg.floor = t } }
 
 // RouteConfig declares a cache, counter, idempotency, lock, pub/sub or
 // stream route. The zero value is a shared route (tier none), refused by
@@ -153,13 +142,13 @@ func tenantNamespace(prefix string) nsFunc {
 }
 
 func addRoute(name string, kind floors.Kind, rc RouteConfig) Option {
-	return func(cfg *config) {
+	return modules.Own(func(cfg *config) {
 		rc := cfg.inShared(rc)
 		cfg.routes = append(cfg.routes, &routeSpec{
 			name: name, kind: kind, tenantAware: rc.TenantAware, namespace: namespaceOf(rc.Namespace), sharedNS: !rc.Namespace.IsZero() && !rc.Namespace.PerTenant(), global: rc.TenantGlobal, ttl: rc.TTL,
 			as: modules.PlacedName(cfg.placed, name),
 		})
-	}
+	})
 }
 
 // CacheRoute adds a cache route; the *Cache is provided as name:"<name>".
@@ -185,9 +174,9 @@ func StreamRoute(name string, rc RouteConfig) Option { return addRoute(name, kin
 // FleetRoute adds a fleet route, provided as *Fleet name:"<name>". It is
 // always tenant-global.
 func FleetRoute(name string, fc FleetConfig) Option {
-	return func(cfg *config) {
+	return modules.Own(func(cfg *config) {
 		cfg.routes = append(cfg.routes, &routeSpec{
 			name: name, kind: kindFleet, replica: fc.Replica, beatEvery: fc.HeartbeatInterval, beatTTL: fc.TTL, as: name,
 		})
-	}
+	})
 }

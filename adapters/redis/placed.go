@@ -8,23 +8,6 @@ import (
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
-// Placements makes the module offer each tier of o to its tenants, each
-// tenant served at the one its record names (Tenants.Place, or the store
-// LifecycleConfig.Placed reads; o.Default without a record):
-//
-//   - tagged: the shared keyspace, every key carrying its tenant; each
-//     route must be tenant-aware (its Namespace is not used there);
-//   - namespace: the tenant's own key namespace, as the route's
-//     Namespace (naming.PerTenant) names it;
-//   - dedicated: the tenant's own server, through Routed.
-//
-// The module is then one module per placement, named "<name>.<tier>",
-// each checked at fx.New as a module of its own, and its route objects
-// are provided once, under the route names, serving each call from the
-// tenant's placement. Cache and counter routes can be placed; see
-// docs/tiered-tenancy.md.
-func Placements(o modules.Offer) Option { return func(c *config) { c.offer = &o } }
-
 // inShared is rc as the tagged placement of a module with Placements
 // declares it: without its namespace, in the shared keyspace; rc itself
 // everywhere else.
@@ -56,8 +39,23 @@ var placedKinds = map[string]func(module, route string, o modules.Offer, subs ma
 	},
 }
 
-// placedModule is Module for a module with Placements (modules.PlacedModule).
-func placedModule(name string, opts []Option, parent *config) fx.Option {
+// placedModule is Module for a module with modules.Placements, which
+// makes it offer each tier of o to its tenants, each
+// tenant served at the one its record names (Tenants.Place, or the store
+// LifecycleConfig.Placed reads; o.Default without a record):
+//
+//   - tagged: the shared keyspace, every key carrying its tenant; each
+//     route must be tenant-aware (its Namespace is not used there);
+//   - namespace: the tenant's own key namespace, as the route's
+//     Namespace (naming.PerTenant) names it;
+//   - dedicated: the tenant's own server, through Routed.
+//
+// The module is then one module per placement, named "<name>.<tier>",
+// each checked at fx.New as a module of its own, and its route objects
+// are provided once, under the route names, serving each call from the
+// tenant's placement. Cache and counter routes can be placed; see
+// docs/tiered-tenancy.md.
+func placedModule(name string, opts []Option, parent *config, errs []error) fx.Option {
 	var unplaced []modules.PlacedRefusal
 	var provide []func(modules.Offer, map[tenancy.Tier]string) fx.Option
 	for _, r := range parent.routes {
@@ -71,23 +69,21 @@ func placedModule(name string, opts []Option, parent *config) fx.Option {
 	if len(parent.workers) > 0 {
 		unplaced = append(unplaced, modules.PlacedRefusal{Detail: "workers cannot drain a module with placements yet", Fix: "put the stream and its worker in a module of their own"})
 	}
-	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Option: "redis.Placements", Offer: *parent.offer, Unplaced: unplaced,
-		Shared: parent.client != nil || parent.connect != nil || parent.fromGraph, Routed: parent.routed != nil, Own: "servers",
-		SharedFix: "add redis.Connect(opts), redis.Use(client) or redis.FromGraph() to the module", RoutedFix: "add redis.Routed(resolver, config) to the module",
+	return modules.PlacedModule(modules.PlacedSpec{Backend: rules.Name, Module: name, Offer: *parent.Offer, Problems: errs, Unplaced: unplaced,
+		Shared: parent.client != nil || parent.connect != nil || parent.FromGraph, Routed: parent.routed != nil, Own: "servers",
+		SharedFix: "add redis.Connect(opts), redis.Use(client) or modules.FromGraph() to the module", RoutedFix: "add redis.Routed(resolver, config) to the module",
 		Build: func(at modules.Placement, problems []error) fx.Option {
 			// placed is set first: the routes' options read it (inShared).
 			cfg := &config{placed: &at, errs: problems}
-			for _, opt := range opts {
-				opt(cfg)
-			}
-			cfg.offer = nil
+			_ = modules.Configure(rules, name, cfg, takes, opts) // its errors are errs, reported once
+			cfg.Offer = nil
 			if at.At == tenancy.Dedicated {
-				cfg.client, cfg.connect, cfg.fromGraph = nil, nil, false
+				cfg.client, cfg.connect, cfg.FromGraph = nil, nil, false
 			} else {
 				cfg.routed = nil
 			}
 			cfg.sources = 0
-			for _, set := range []bool{cfg.client != nil, cfg.connect != nil, cfg.fromGraph, cfg.routed != nil} {
+			for _, set := range []bool{cfg.client != nil, cfg.connect != nil, cfg.FromGraph, cfg.routed != nil} {
 				if set {
 					cfg.sources++
 				}

@@ -51,8 +51,8 @@ func placedRedisApp(t *testing.T, addr string) placedRedis {
 	}
 	var r placedRedis
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{addr}}), redis.Routed(resolve, redis.RoutedConfig{}), redis.AllowTeardown(),
-			redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{addr}}), redis.Routed(resolve, redis.RoutedConfig{}), modules.AllowTeardown(),
+			modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 			redis.CacheRoute("c", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("pl" + run + "-")}),
 			redis.CounterRoute("n", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("pn" + run + "-")})),
 		fx.Populate(&r))

@@ -25,15 +25,15 @@ func TestPlacementsWiringRefused(t *testing.T) {
 	routed := redis.Routed(func(context.Context, tenancy.ID) (routing.Credentials, error) {
 		return routing.Credentials{Endpoint: "127.0.0.1:1"}, nil
 	}, redis.RoutedConfig{})
-	all := redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged})
-	two := redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged})
+	all := modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged})
+	two := modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Tagged})
 	cache := redis.CacheRoute("c", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("c-")})
 	for name, c := range map[string]struct {
 		opts          []redis.Option
 		module, route string
 		detail        string
 	}{
-		"default not offered": {[]redis.Option{shared, redis.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Dedicated}), cache},
+		"default not offered": {[]redis.Option{shared, modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace}, Default: tenancy.Dedicated}), cache},
 			"cache", "", "default"},
 		"lock route":                 {[]redis.Option{shared, routed, all, cache, redis.LockRoute("l", redis.RouteConfig{TenantAware: true, Namespace: naming.PerTenant("l-")})}, "cache", "l", "cannot be placed"},
 		"dedicated without Routed":   {[]redis.Option{shared, all, cache}, "cache", "", "own servers"},

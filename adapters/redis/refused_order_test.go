@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
 )
@@ -53,7 +54,7 @@ func TestRefusalWinsWhateverTheInvokeOrder(t *testing.T) {
 		return redis.Module("kv", append(routes, redis.Routed(nil, redis.RoutedConfig{}))...)
 	}
 	floorMiss := func() fx.Option {
-		return redis.Module("other", redis.Use(client), redis.RequiredIsolation(tenancy.Namespace),
+		return redis.Module("other", redis.Use(client), modules.RequiredIsolation(tenancy.Namespace),
 			redis.CacheRoute("weak", redis.RouteConfig{TenantAware: true}))
 	}
 	tenancytest.RequireRefusedInAnyOrder(t, tenancy.CodeWiringInvalid, "kv", refused(), uses, floorMiss())

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -43,14 +44,8 @@ type RoutedConfig struct {
 // package's. Every route becomes tenant-scoped: fleet routes are refused
 // on it, and unbound workers are refused over its streams.
 func Routed(resolve routing.Resolver, cfg RoutedConfig) Option {
-	return func(c *config) { c.routed, c.sources = &routedConfig{resolve: resolve, RoutedConfig: cfg}, c.sources+1 }
+	return modules.Own(func(c *config) { c.routed, c.sources = &routedConfig{resolve: resolve, RoutedConfig: cfg}, c.sources+1 })
 }
-
-// ConnBudget caps the connections the module's clients may open in the
-// worst case; on a routed module that is MaxClients × MaxConnsPerClient
-// (× ClusterNodes for tenants on clusters), checked during fx.New
-// (connection_budget_exceeded).
-func ConnBudget(n int) Option { return func(c *config) { c.budget = n } }
 
 type routedConfig struct {
 	resolve routing.Resolver

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -57,7 +58,7 @@ func TestRoutedWiring(t *testing.T) {
 		return routing.Credentials{Endpoint: "127.0.0.1:1"}, nil
 	}
 	routed := redis.Routed(resolve, redis.RoutedConfig{Limits: routing.Limits{MaxClients: 8, MaxConnsPerClient: 4}})
-	tenancytest.RequireWires(t, redis.Module("m", routed, redis.RequiredIsolation(tenancy.Dedicated),
+	tenancytest.RequireWires(t, redis.Module("m", routed, modules.RequiredIsolation(tenancy.Dedicated),
 		redis.CacheRoute("c", redis.RouteConfig{}), redis.StreamRoute("s", redis.RouteConfig{}), redis.PubSubRoute("p", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeFleetTenantScoped,
 		redis.Module("m", routed, redis.FleetRoute("replicas", redis.FleetConfig{})))
@@ -69,8 +70,8 @@ func TestRoutedWiring(t *testing.T) {
 		t.Errorf("detail %q", e.Detail)
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeConnectionBudgetExceeded,
-		redis.Module("m", routed, redis.ConnBudget(16), redis.CacheRoute("c", redis.RouteConfig{})))
-	tenancytest.RequireWires(t, redis.Module("m", routed, redis.ConnBudget(32), redis.CacheRoute("c", redis.RouteConfig{})))
+		redis.Module("m", routed, modules.ConnBudget(16), redis.CacheRoute("c", redis.RouteConfig{})))
+	tenancytest.RequireWires(t, redis.Module("m", routed, modules.ConnBudget(32), redis.CacheRoute("c", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
 		redis.Module("m", redis.Routed(nil, redis.RoutedConfig{}), redis.CacheRoute("c", redis.RouteConfig{})))
 }

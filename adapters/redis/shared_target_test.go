@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/internal/connprobe"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -76,7 +77,7 @@ func TestRoutedBudgetIsAHardLimit(t *testing.T) {
 		},
 	}))
 	name := e.name("budget")
-	c := route[*redis.Counter](t, e, name, routed, redis.ConnBudget(2), redis.CounterRoute(name, redis.RouteConfig{}))
+	c := route[*redis.Counter](t, e, name, routed, modules.ConnBudget(2), redis.CounterRoute(name, redis.RouteConfig{}))
 
 	stop := make(chan struct{})
 	peak := make(chan int)

@@ -25,8 +25,8 @@ func assigned(context.Context) ([]tenancy.ID, error) {
 
 // Wiring checks need no server: no client is given and none is dialled.
 func TestWiresEveryTierWithoutAServer(t *testing.T) {
-	tenancytest.RequireWires(t, redis.Module("cache", redis.FromGraph(),
-		redis.RequiredIsolation(tenancy.Tagged),
+	tenancytest.RequireWires(t, redis.Module("cache", modules.FromGraph(),
+		modules.RequiredIsolation(tenancy.Tagged),
 		redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true}),
 		redis.CounterRoute("hits", redis.RouteConfig{Namespace: naming.PerTenant("acme")}),
 		redis.IdempotencyRoute("idem", redis.RouteConfig{TenantAware: true}),
@@ -41,7 +41,7 @@ func TestWiresEveryTierWithoutAServer(t *testing.T) {
 
 func TestMatrixRatesEachTier(t *testing.T) {
 	var live modules.Live
-	tenancytest.RequireWires(t, redis.Module("m", redis.FromGraph(),
+	tenancytest.RequireWires(t, redis.Module("m", modules.FromGraph(),
 		redis.CacheRoute("shared", redis.RouteConfig{}),
 		redis.CacheRoute("tagged", redis.RouteConfig{TenantAware: true}),
 		redis.CacheRoute("ns", redis.RouteConfig{Namespace: naming.PerTenant("t")}),
@@ -63,33 +63,33 @@ func TestMatrixRatesEachTier(t *testing.T) {
 
 func TestTenantGlobalLockAndPubSubRefusedWhenScoped(t *testing.T) {
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
+		redis.Module("m", modules.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: naming.PerTenant("x")})))
+		redis.Module("m", modules.FromGraph(), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true, Namespace: naming.PerTenant("x")})))
 	tenancytest.RequireRefused(t, tenancy.CodeGlobalTenantScoped,
-		redis.Module("m", redis.FromGraph(), redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
+		redis.Module("m", modules.FromGraph(), redis.PubSubRoute("wake", redis.RouteConfig{TenantGlobal: true, TenantAware: true})))
 }
 
 func TestGlobalRoutesMeetAnyFloor(t *testing.T) {
-	tenancytest.RequireWires(t, redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Dedicated),
+	tenancytest.RequireWires(t, redis.Module("m", modules.FromGraph(), modules.RequiredIsolation(tenancy.Dedicated),
 		redis.FleetRoute("replicas", redis.FleetConfig{}), redis.LockRoute("leader", redis.RouteConfig{TenantGlobal: true})))
 }
 
 func TestFloorMisses(t *testing.T) {
 	e := tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true})))
+		redis.Module("m", modules.FromGraph(), modules.RequiredIsolation(tenancy.Namespace), redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true})))
 	if e.Reached != tenancy.Tagged || e.Required != tenancy.Namespace || !strings.Contains(e.Fix, "never reach namespace") {
 		t.Errorf("stream floor miss: %+v", e)
 	}
 	tenancytest.RequireRefused(t, tenancy.ValidationFailed("redis"),
-		redis.Module("m", redis.FromGraph(), redis.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain", redis.RouteConfig{})))
+		redis.Module("m", modules.FromGraph(), modules.RequiredIsolation(tenancy.Tagged), redis.CacheRoute("plain", redis.RouteConfig{})))
 }
 
 func TestUnboundWorkersOverTenantStreamsRefused(t *testing.T) {
-	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", redis.FromGraph(),
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", modules.FromGraph(),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamConsumer("orders", redis.ConsumerConfig{Group: "g", Handle: noop})))
-	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", redis.FromGraph(),
+	tenancytest.RequireRefused(t, tenancy.CodeTenantGlobalRequired, redis.Module("m", modules.FromGraph(),
 		redis.StreamRoute("orders", redis.RouteConfig{TenantAware: true}),
 		redis.StreamTrim("orders", redis.TrimConfig{MaxLen: 10})))
 	// Sharded workers, and unbound ones over a shared stream, wire. fx.New
@@ -124,11 +124,11 @@ func TestWiringInvalid(t *testing.T) {
 		"negative idempotency TTL":  redis.IdempotencyRoute("i", redis.RouteConfig{TTL: -time.Minute}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", redis.FromGraph(), opt))
+			tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, redis.Module("m", modules.FromGraph(), opt))
 		})
 	}
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.FromGraph(), redis.CacheRoute("same", redis.RouteConfig{}), redis.CounterRoute("same", redis.RouteConfig{})))
+		redis.Module("m", modules.FromGraph(), redis.CacheRoute("same", redis.RouteConfig{}), redis.CounterRoute("same", redis.RouteConfig{})))
 	tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid,
-		redis.Module("m", redis.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
+		redis.Module("m", modules.FromGraph(), redis.StreamRoute("s", redis.RouteConfig{}), redis.StreamConsumer("s", redis.ConsumerConfig{Handle: noop})))
 }

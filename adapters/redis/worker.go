@@ -97,14 +97,14 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 	if cfg.Handle == nil {
 		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no handler", cfg.Name), Fix: "set ConsumerConfig.Handle to the function that handles each entry"})
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, wc: cfg.WorkerConfig, bad: bad,
 			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, wc shards.WorkerConfig) {
 				consume(ctx, stop, s, cfg, wc)
 			},
 		})
-	}
+	})
 }
 
 // StreamTrim adds a trim sweep over a stream route of the module, checked
@@ -119,7 +119,7 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
 			Fix: fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		c.workers = append(c.workers, workerSpec{
 			name: cfg.Name, route: route, sharded: cfg.Tenants != nil, wc: cfg.WorkerConfig, bad: bad,
 			run: func(ctx context.Context, stop <-chan struct{}, s *Stream, wc shards.WorkerConfig) {
@@ -130,7 +130,7 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 				})
 			},
 		})
-	}
+	})
 }
 
 func cmp0[T int64 | time.Duration](v, def T) T {

@@ -35,7 +35,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	module := filekv.Module("files", filekv.Dir(dir), filekv.RequiredIsolation(tenancy.Tagged),
+	module := filekv.Module("files", filekv.Dir(dir), modules.RequiredIsolation(tenancy.Tagged),
 		filekv.KV("profiles", filekv.KVConfig{Keys: filekv.PerTenant("profiles")}),           // namespace
 		filekv.KV("carts", filekv.KVConfig{TenantAware: true, Keys: filekv.Shared("carts")}), // tagged
 	)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenanthttp"
@@ -107,7 +108,7 @@ func start(ctx context.Context) (*fx.App, *tenanthttp.Server, error) {
 		fx.NopLogger,
 		fx.Supply(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		memory.Module("notes",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[Note]("notes", memory.DocumentConfig{Read: naming.PerTenant("notes")})),
 		tenanthttp.Module(tenanthttp.Config{
 			TenantAddr:   "127.0.0.1:0",

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/memory"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -38,7 +39,7 @@ var wirings = []struct {
 	{
 		"a namespace floor over a tagged route",
 		[]fx.Option{memory.Module("billing",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			memory.Document[note]("invoices", memory.DocumentConfig{TenantAware: true, Read: naming.Shared("invoices")}))},
 	},
 	{

@@ -43,7 +43,7 @@ func run(w io.Writer) error {
 	app := fx.New(
 		fx.NopLogger, // fx's own "[Fx] ..." log stays quiet; fx.WithLogger sends it to slog instead
 		memory.Module("shop",
-			memory.RequiredIsolation(tenancy.Namespace),
+			modules.RequiredIsolation(tenancy.Namespace),
 			// A container per tenant on every relation: namespace. A shared
 			// container with TenantAware would reach only tagged and be
 			// refused under this floor (see examples/misconfigured).

@@ -150,7 +150,7 @@ func wiring(pgURL, redisAddr, prefix string, reg migrate.Registry) fx.Option {
 		ordersModule(pgURL, prefix, reg),
 		redis.Module("cache",
 			redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}),
-			redis.RequiredIsolation(tenancy.Tagged),
+			modules.RequiredIsolation(tenancy.Tagged),
 			redis.CounterRoute("views", redis.RouteConfig{TenantAware: true}),
 		),
 		tenanthttp.Module(tenanthttp.Config{TenantAddr: "127.0.0.1:0", OperatorAddr: "127.0.0.1:0", TrustedProxy: true}),

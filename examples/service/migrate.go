@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -44,11 +45,11 @@ func ordersModule(pgURL, prefix string, reg migrate.Registry) fx.Option {
 	return postgres.Module("orders",
 		postgres.Connect(pgURL),
 		postgres.SchemaPrefix(prefix),
-		postgres.AllowTeardown(),
-		postgres.RequiredIsolation(tenancy.Namespace),
-		postgres.Migrations(steps),
-		postgres.RequiredVersion(ordersVersion),
-		postgres.TenantRegistry(reg),
+		modules.AllowTeardown(),
+		modules.RequiredIsolation(tenancy.Namespace),
+		modules.Migrations(steps),
+		modules.RequiredVersion(ordersVersion),
+		modules.TenantRegistry(reg),
 		postgres.Document[Order]("orders", postgres.DocumentConfig{
 			Read:  naming.PerTenant("orders"),
 			Write: naming.PerTenant("orders"),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -36,7 +37,7 @@ func TestMigrateCommand(t *testing.T) {
 	})
 
 	var old *postgres.Client
-	oldApp := fx.New(fx.NopLogger, postgres.Module("orders", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), postgres.TenantRegistry(reg),
+	oldApp := fx.New(fx.NopLogger, postgres.Module("orders", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), modules.TenantRegistry(reg),
 		postgres.Document[Order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders"), Write: naming.PerTenant("orders")})),
 		fx.Invoke(fx.Annotate(func(c *postgres.Client) { old = c }, fx.ParamTags(`name:"orders"`))))
 	if err := oldApp.Start(ctx); err != nil {

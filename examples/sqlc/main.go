@@ -31,6 +31,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/examples/sqlc/tasks"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -91,9 +92,9 @@ func migrations() fs.FS {
 // module wires the service's own SQL at namespace: sqlc wrote the text
 // (compiled), and each tenant's calls log in as its role.
 func module(prefix string, secret []byte) fx.Option {
-	return postgres.Module("shop", postgres.Connect(dsn()), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.RequiredIsolation(tenancy.Namespace),
-		postgres.Migrations(migrations()),
+	return postgres.Module("shop", postgres.Connect(dsn()), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
+		modules.RequiredIsolation(tenancy.Namespace),
+		modules.Migrations(migrations()),
 		postgres.SQLRoute("own", postgres.SQLConfig{Origin: tenancy.Compiled, Login: &postgres.DynamicLogin{Secret: secret}}))
 }
 
@@ -102,9 +103,9 @@ func module(prefix string, secret []byte) fx.Option {
 // The migrations create the tables in the tenant's schema there, and the
 // tenant's sessions log in with that schema as their search path.
 func dedicatedModule(prefix string, resolve routing.Resolver) fx.Option {
-	return postgres.Module("shop_dedicated", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
-		postgres.RequiredIsolation(tenancy.Dedicated),
-		postgres.Migrations(migrations()),
+	return postgres.Module("shop_dedicated", postgres.Routed(resolve, postgres.RoutedConfig{}), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
+		modules.RequiredIsolation(tenancy.Dedicated),
+		modules.Migrations(migrations()),
 		postgres.SQLRoute("own_dedicated", postgres.SQLConfig{Origin: tenancy.Compiled}))
 }
 

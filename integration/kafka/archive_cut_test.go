@@ -30,7 +30,7 @@ func TestArchiveImportCutKafka(t *testing.T) {
 		Orders  *kafka.Producer `name:"orders"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.AllowTeardown(),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("cut.")), Partitions: 1})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -37,7 +37,7 @@ func archiveKafkaApp(t *testing.T, s *space, prefix string) archiveKafka {
 	t.Helper()
 	var d archiveKafka
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.AllowTeardown(),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name(prefix + "orders.")), Partitions: 3}),
 			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name(prefix + "audit")), Partitions: 2}),
 			// The topic of orders again: archived once, under orders.
@@ -310,7 +310,7 @@ func TestArchiveRoundTripKafkaDedicated(t *testing.T) {
 	}
 	var d archiveKafka
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.AllowTeardown(),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders")), Partitions: 2}),
 			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("audit"))})),
 		fx.Populate(&d))
@@ -364,7 +364,7 @@ func TestArchiveImportFewerPartitions(t *testing.T) {
 	src := archiveKafkaApp(t, s, "src-")
 	var dst archiveKafka
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.AllowTeardown(),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("dst-orders.")), Partitions: 2}),
 			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("dst-audit"))})),
 		fx.Populate(&dst))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -38,9 +39,9 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 		V2 *migrate.Runner `name:"events2"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events1", kafka.Routed(only(tenantA), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders1", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
-		kafka.Module("events2", kafka.Routed(only(tenantB), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events2", kafka.Routed(only(tenantB), kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 2}}), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders2", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -31,7 +32,7 @@ func TestClusterReplicationFactorThree(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(addrs...), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(addrs...), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
 				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB)}, Topic: naming.PerTenant(s.name("orders.")), Partitions: 3, ReplicationFactor: 3}),

@@ -91,7 +91,7 @@ func startKitTier(t *testing.T, s *space, tier tenancy.Tier, clusters map[tenanc
 	}
 	var d deps
 	app := fx.New(fx.NopLogger, fx.Supply(k.susp),
-		kafka.Module("events", conn, kafka.RequiredIsolation(tier),
+		kafka.Module("events", conn, modules.RequiredIsolation(tier),
 			kafka.ProducerRoute("orders", producer),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("kit-" + tier.String()), Handle: k.got.handle,
 				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB)}, Topic: producer.Topic})),

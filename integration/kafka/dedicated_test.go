@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/shards"
@@ -37,7 +38,7 @@ func TestDedicatedRoutedClusters(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(s.name("orders"))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB)}, Topic: naming.Shared(s.name("orders"))}),
 		),

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
@@ -76,7 +77,7 @@ func TestDestinationPerTenantTopics(t *testing.T) {
 	ids := &eventIDs{ids: map[string]string{}}
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: ids.wrap(got.handle),
 				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantC)}, Topic: naming.PerTenant(s.name("orders-"))}),

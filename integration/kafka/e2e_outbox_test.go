@@ -15,6 +15,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
@@ -67,7 +68,7 @@ func endToEnd(t *testing.T, url string, sharded bool) {
 	// after OnStart, by which time d is populated.
 	dest := counted.wrap(func() outbox.Destination { return d.Producer })
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(topics)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle,
 				WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantC)}, Topic: naming.PerTenant(topics)}),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -25,9 +26,9 @@ func TestVersionGateIsPerApp(t *testing.T) {
 	s := newSpace(t)
 	ctx := context.Background()
 	one := fstest.MapFS{"0001_retention.json": topicSteps["0001_retention.json"]}
-	mod := kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+	mod := kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
-		kafka.Migrations(one), kafka.RequiredVersion(1), kafka.TenantRegistry(migrate.NewMemoryRegistry()))
+		modules.Migrations(one), modules.RequiredVersion(1), modules.TenantRegistry(migrate.NewMemoryRegistry()))
 	build := func() versionApp {
 		var d versionApp
 		app := fx.New(fx.NopLogger, mod, fx.Populate(&d))

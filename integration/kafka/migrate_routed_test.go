@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -53,9 +54,9 @@ func TestRequiredVersionRoutedStaticTopic(t *testing.T) {
 		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events", kafka.Routed(resolve, kafka.RoutedConfig{Limits: routing.Limits{MaxClients: 4}}), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)}),
-			kafka.Migrations(steps), kafka.RequiredVersion(2), kafka.TenantRegistry(lying)),
+			modules.Migrations(steps), modules.RequiredVersion(2), modules.TenantRegistry(lying)),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -22,7 +23,7 @@ import (
 // changes nothing.
 func TestTopicMigrations(t *testing.T) {
 	s := newSpace(t)
-	routes := []kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+	routes := []kafka.Option{kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))})}
 	reg := migrate.NewMemoryRegistry()
@@ -31,7 +32,7 @@ func TestTopicMigrations(t *testing.T) {
 			fx.In
 			Provision *migrate.Runner `name:"events"`
 		}
-		app := fx.New(fx.NopLogger, kafka.Module("events", append(append(opts, routes...), kafka.TenantRegistry(reg))...), fx.Populate(&d))
+		app := fx.New(fx.NopLogger, kafka.Module("events", append(append(opts, routes...), modules.TenantRegistry(reg))...), fx.Populate(&d))
 		if err := app.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestTopicMigrations(t *testing.T) {
 		t.Fatalf("provision: %+v, %v", rep, err)
 	}
 	var d struct{ Provision *migrate.Runner }
-	d.Provision = build(kafka.Migrations(fstest.MapFS{
+	d.Provision = build(modules.Migrations(fstest.MapFS{
 		"0001_retention.json":   {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)},
 		"0002_orders_size.json": {Data: []byte(`{"routes": ["orders"], "configs": {"max.message.bytes": "2000000"}}`)},
 		"0003_unset.json":       {Data: []byte(`{"routes": ["audit"], "configs": {"retention.ms": null}}`)},
@@ -91,7 +92,7 @@ func TestTopicMigrations(t *testing.T) {
 		t.Error(w)
 	}
 	unknown := fstest.MapFS{"0001_x.json": {Data: []byte(`{"routes": ["nope"], "configs": {"retention.ms": "1"}}`)}}
-	if err := fx.New(fx.NopLogger, kafka.Module("events", append(routes, kafka.Migrations(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+	if err := fx.New(fx.NopLogger, kafka.Module("events", append(routes, modules.Migrations(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Errorf("a step naming an unknown route: %v", err)
 	}
 }

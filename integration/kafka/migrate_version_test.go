@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -33,11 +34,11 @@ type versionApp struct {
 func buildEvents(t *testing.T, s *space, files fstest.MapFS, opts ...kafka.Option) (*fx.App, versionApp) {
 	t.Helper()
 	var d versionApp
-	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+	opts = append([]kafka.Option{kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))})}, opts...)
 	if files != nil {
-		opts = append(opts, kafka.Migrations(files))
+		opts = append(opts, modules.Migrations(files))
 	}
 	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -73,7 +74,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 		}
 	}
 	reg := migrate.NewMemoryRegistry()
-	old, d := buildEvents(t, s, two, kafka.TenantRegistry(reg))
+	old, d := buildEvents(t, s, two, modules.TenantRegistry(reg))
 	startApp(t, old)
 	if rep, err := d.Provision.ProvisionAll(ctx, []tenancy.ID{tenantA, tenantB}, migrate.Options{}); err != nil || rep.Done != 2 {
 		t.Fatalf("provision: %+v, %v", rep, err)
@@ -89,7 +90,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	app, _ := buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(reg))
+	app, _ := buildEvents(t, s, topicSteps, modules.RequiredVersion(3), modules.TenantRegistry(reg))
 	requireBehind(t, app.Start(ctx), "", "2 registered tenants are behind migration version 3", tenantA.String()+" (at 2)", tenantB.String()+" (at 2)")
 
 	lying := migrate.NewMemoryRegistry()
@@ -97,7 +98,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 		_ = lying.Put(ctx, id, migrate.Ready)
 		_ = lying.SetVersion(ctx, id, "events", 3)
 	}
-	app, d = buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(lying))
+	app, d = buildEvents(t, s, topicSteps, modules.RequiredVersion(3), modules.TenantRegistry(lying))
 	startApp(t, app)
 	for _, id := range []tenancy.ID{tenantA, tenantB, tenantC} {
 		err := d.Orders.Produce(tenancy.WithTenant(ctx, id), kafka.Message{Value: []byte("x")})
@@ -135,7 +136,7 @@ func TestRequiredVersionTopics(t *testing.T) {
 		}
 	}
 	// A fresh app reads A's topics, now at 3, and lets A through.
-	app, d = buildEvents(t, s, topicSteps, kafka.RequiredVersion(3), kafka.TenantRegistry(lying))
+	app, d = buildEvents(t, s, topicSteps, modules.RequiredVersion(3), modules.TenantRegistry(lying))
 	startApp(t, app)
 	if err := d.Orders.Produce(tenancy.WithTenant(ctx, tenantA), kafka.Message{Value: []byte("y")}); err != nil {
 		t.Fatalf("A read from its topics: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/shards"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -85,7 +86,7 @@ func TestNamespacePerTenantTopics(t *testing.T) {
 	got := newReceived()
 	var d deps
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 			// A repeated tenant still gets one reader: each record is handled once.
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: s.name("billing"), Handle: got.handle, WorkerConfig: shards.WorkerConfig{Tenants: tenants(tenantA, tenantB, tenantA)}, Topic: naming.PerTenant(s.name("orders."))}),

@@ -32,9 +32,9 @@ func TestOffboardVerifiesTheTenantsTopics(t *testing.T) {
 		Producer *kafka.Producer `name:"orders"`
 	}
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace), kafka.AllowTeardown(),
+		kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))})),
-		kafka.Module("feed", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.None), kafka.AllowTeardown(),
+		kafka.Module("feed", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.None), modules.AllowTeardown(),
 			kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.Shared(s.name("audit"))})),
 		fx.Provide(func() planter { return planter{} }),
 		modules.ProvideTenantState(func(planter) modules.TenantState {

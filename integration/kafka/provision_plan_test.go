@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -31,12 +32,12 @@ func TestProvisionAllDryRunListsTheTopics(t *testing.T) {
 		fx.In
 		Runner *migrate.Runner `name:"events"`
 	}
-	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), kafka.TenantRegistry(reg),
+	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), modules.TenantRegistry(reg),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 		kafka.ProducerRoute("again", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders."))}),
 		kafka.ProducerRoute("audit", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("audit."))}),
 		kafka.ProducerRoute("static", kafka.ProducerConfig{Topic: naming.Shared(s.name("static"))}),
-		kafka.Migrations(fstest.MapFS{"0001_retention.json": {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)}})),
+		modules.Migrations(fstest.MapFS{"0001_retention.json": {Data: []byte(`{"configs": {"retention.ms": "3600000"}}`)}})),
 		fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

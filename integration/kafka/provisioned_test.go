@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
@@ -23,7 +24,7 @@ import (
 func provisionedApp(t *testing.T, s *space, opts ...kafka.Option) deps {
 	t.Helper()
 	var d deps
-	opts = append([]kafka.Option{kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+	opts = append([]kafka.Option{kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-"))})}, opts...)
 	app := fx.New(fx.NopLogger, kafka.Module("events", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -170,7 +171,7 @@ func TestConsumerWaitsForProvision(t *testing.T) {
 func TestProvisionServesEveryPartition(t *testing.T) {
 	s := newSpace(t)
 	var d deps
-	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), kafka.RequiredIsolation(tenancy.Namespace),
+	app := fx.New(fx.NopLogger, kafka.Module("events", kafka.Brokers(s.broker), modules.RequiredIsolation(tenancy.Namespace),
 		kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("orders-")), Partitions: 16})), fx.Populate(&d))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

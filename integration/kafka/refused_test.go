@@ -8,6 +8,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/tenantwire/tenantwire/adapters/kafka"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -27,7 +28,7 @@ func TestRefusedWiringNeverConsumes(t *testing.T) {
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
 		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: naming.Shared(s.name("orders")), TenantAware: true})))
 	tenancytest.RequireRefused(t, "kafka_tenancy_validation_failed", kafka.Module("events", kafka.Brokers(broker),
-		kafka.RequiredIsolation(tenancy.Namespace),
+		modules.RequiredIsolation(tenancy.Namespace),
 		kafka.Consumer("orders-in", kafka.ConsumerConfig{Group: group, Handle: handle, Topic: naming.Shared(s.name("orders"))})))
 
 	// The broker is shared: only this test's groups count.

@@ -16,6 +16,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/adapters/postgres"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
@@ -85,7 +86,7 @@ func relayBrokerDown(t *testing.T, url string, sharded bool) {
 		relay = postgres.Relay("outbox", rc)
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Brokers(g.addr()), kafka.RequiredIsolation(tenancy.Namespace),
+		kafka.Module("events", kafka.Brokers(g.addr()), modules.RequiredIsolation(tenancy.Namespace),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(s.name("down."))}),
 		),
 		postgres.Module("db", postgres.Connect(url),

@@ -17,6 +17,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/kafka"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -33,7 +34,7 @@ func routedApp(t *testing.T, topic string, resolve routing.Resolver, rc kafka.Ro
 		Provision *migrate.Runner `name:"events"`
 	}
 	app := fx.New(fx.NopLogger,
-		kafka.Module("events", kafka.Routed(resolve, rc), kafka.RequiredIsolation(tenancy.Dedicated),
+		kafka.Module("events", kafka.Routed(resolve, rc), modules.RequiredIsolation(tenancy.Dedicated),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.Shared(topic)})),
 		fx.Populate(&out))
 	if err := app.Err(); err != nil {

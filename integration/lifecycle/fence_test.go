@@ -39,7 +39,7 @@ func pgFenced(t *testing.T) pgFence {
 	run := unique()
 	var d pgFence
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("fe"+run+"_"), postgres.AllowTeardown(),
+		postgres.Module("pg", postgres.Connect(testsvc.PostgresURL(t)), postgres.SchemaPrefix("fe"+run+"_"), modules.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{TenantAware: true, Read: naming.Shared("fe_orders_" + run)}),
 			postgres.IdempotencyRoute("idem", postgres.IdempotencyConfig{TenantAware: true, Table: naming.Shared("fe_idem_" + run)})),
 		fx.Populate(&d))
@@ -160,7 +160,7 @@ func kafkaFenced(t *testing.T, got *seen, probe func(tenancy.ID), tenants ...ten
 	var p *kafka.Producer
 	type probeCore struct{}
 	opts := []fx.Option{fx.NopLogger, modules.Lifecycle(),
-		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
+		kafka.Module("bus", kafka.Brokers(broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("orders", kafka.ProducerConfig{Topic: naming.PerTenant(prefix)}),
 			kafka.Consumer("orders-in", kafka.ConsumerConfig{Topic: naming.PerTenant(prefix), Group: group, Handle: got.handle,
 				WorkerConfig: shards.WorkerConfig{Tenants: func(context.Context) ([]tenancy.ID, error) { return tenants, nil }, Refresh: 50 * time.Millisecond},

@@ -66,14 +66,14 @@ func TestTenantLifeAcrossBackends(t *testing.T) {
 	prefix, topicPrefix := "tl"+run+"_", "tl-"+run+"-events."
 	var r routes
 	app := fx.New(fx.NopLogger, modules.Lifecycle(),
-		postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})),
-		kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
+		kafka.Module("bus", kafka.Brokers(broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("events", kafka.ProducerConfig{Topic: naming.PerTenant(topicPrefix)})),
-		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}), redis.AllowTeardown(),
+		redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{redisAddr}}), modules.AllowTeardown(),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true})),
-		memory.Module("mem", memory.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
-		neo4j.Module("graph", neo4j.Connect(n4.URI, n4auth), neo4j.AllowTeardown(),
+		memory.Module("mem", modules.AllowTeardown(), memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})),
+		neo4j.Module("graph", neo4j.Connect(n4.URI, n4auth), modules.AllowTeardown(),
 			neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true})),
 		fx.Populate(&r))
 	if err := app.Err(); err != nil {

@@ -66,7 +66,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants *modules.Tenants
 			Orders  *postgres.Documents[order]
 		}
-		startApp(t, postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), postgres.AllowTeardown(),
+		startApp(t, postgres.Module("pg", postgres.Connect(pgURL), postgres.SchemaPrefix(prefix), modules.AllowTeardown(),
 			postgres.Document[order]("orders", postgres.DocumentConfig{Read: naming.PerTenant("orders")})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "postgres-namespace", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error {
@@ -92,7 +92,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants  *modules.Tenants
 			Sessions *redis.Cache `name:"sessions"`
 		}
-		startApp(t, redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{addr}}), redis.AllowTeardown(),
+		startApp(t, redis.Module("cache", redis.Connect(&goredis.UniversalOptions{Addrs: []string{addr}}), modules.AllowTeardown(),
 			redis.CacheRoute("sessions", redis.RouteConfig{TenantAware: true})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "redis-tagged", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error { return r.Sessions.Set(ctx, key, []byte("v"), time.Hour) },
@@ -129,7 +129,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants *modules.Tenants
 			People  *neo4j.Graph `name:"people"`
 		}
-		startApp(t, neo4j.Module("graph", neo4j.Connect(s.URI, a), neo4j.AllowTeardown(),
+		startApp(t, neo4j.Module("graph", neo4j.Connect(s.URI, a), modules.AllowTeardown(),
 			neo4j.GraphRoute("people", neo4j.RouteConfig{TenantAware: true})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "neo4j-tagged", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error {
@@ -155,7 +155,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants *modules.Tenants
 			Carts   *memory.Cache
 		}
-		startApp(t, memory.Module("mem", memory.AllowTeardown(),
+		startApp(t, memory.Module("mem", modules.AllowTeardown(),
 			memory.CacheRoute("carts", memory.CacheConfig{TenantAware: true, Keys: naming.Shared("carts")})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "memory", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error { return r.Carts.Set(ctx, key, []byte("v"), time.Hour) },
@@ -183,7 +183,7 @@ func TestRatioLifecycleRates(t *testing.T) {
 			Tenants *modules.Tenants
 			Events  *kafka.Producer `name:"events"`
 		}
-		startApp(t, kafka.Module("bus", kafka.Brokers(broker), kafka.AllowTeardown(),
+		startApp(t, kafka.Module("bus", kafka.Brokers(broker), modules.AllowTeardown(),
 			kafka.ProducerRoute("events", kafka.ProducerConfig{Topic: naming.PerTenant(topicPrefix)})), &r)
 		lifebench.Measure(t, lifebench.Backend{Name: "kafka-namespace", Tenants: r.Tenants,
 			Write: func(ctx context.Context, key string) error {

@@ -33,7 +33,7 @@ func TestArchiveRoundTripMongoRouted(t *testing.T) {
 	}
 	var r archiveMongo
 	start(t, modules.Lifecycle(), mongo.Module("m", mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.Database(db),
-		mongo.RequiredIsolation(tenancy.Dedicated), mongo.AllowTeardown(),
+		modules.RequiredIsolation(tenancy.Dedicated), modules.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.Shared("orders")}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&r))

@@ -27,7 +27,7 @@ func archiveMongoApp(t *testing.T, more ...fx.Option) archiveMongo {
 	raw := client(t, uriA).Database(db)
 	t.Cleanup(func() { _ = raw.Drop(context.Background()) })
 	var r archiveMongo
-	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, mongo.AllowTeardown(),
+	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, modules.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("orders")}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}))...),
 		fx.Populate(&r), fx.Options(more...))

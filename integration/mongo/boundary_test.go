@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/routing"
@@ -81,7 +82,7 @@ var tiers = []tier{
 // wire starts a module at tier tr with route added, requiring the tier.
 func wire(t *testing.T, tr tier, route mongo.Option, populate fx.Option) {
 	t.Helper()
-	opts := append(tr.module(t), mongo.RequiredIsolation(tr.want), route)
+	opts := append(tr.module(t), modules.RequiredIsolation(tr.want), route)
 	start(t, mongo.Module("m", opts...), populate)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -41,9 +42,9 @@ func TestRoutedClaimAcrossModules(t *testing.T) {
 		D2 *mongo.Documents[itemOf2]
 	}
 	start(t,
-		mongo.Module("m1", mongo.Database(db), mongo.Routed(only(tenancytest.TenantA), mongo.RoutedConfig{}), mongo.RequiredIsolation(tenancy.Dedicated),
+		mongo.Module("m1", mongo.Database(db), mongo.Routed(only(tenancytest.TenantA), mongo.RoutedConfig{}), modules.RequiredIsolation(tenancy.Dedicated),
 			mongo.Document[item]("items1", items)),
-		mongo.Module("m2", mongo.Database(db), mongo.Routed(only(tenancytest.TenantB), mongo.RoutedConfig{}), mongo.RequiredIsolation(tenancy.Dedicated),
+		mongo.Module("m2", mongo.Database(db), mongo.Routed(only(tenancytest.TenantB), mongo.RoutedConfig{}), modules.RequiredIsolation(tenancy.Dedicated),
 			mongo.Document[itemOf2]("items2", items)),
 		fx.Populate(&d))
 	ctxA, ctxB := ctxOf(tenancytest.TenantA), ctxOf(tenancytest.TenantB)

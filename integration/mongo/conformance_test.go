@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 		l := lifecycle{offboard: true}
 		wire := func(t *testing.T, tr wiring, route mongo.Option, populate fx.Option) {
 			t.Helper()
-			start(t, modules.Lifecycle(), mongo.Module("m", append(tr.module(t), mongo.RequiredIsolation(tr.want), mongo.AllowTeardown(), route)...),
+			start(t, modules.Lifecycle(), mongo.Module("m", append(tr.module(t), modules.RequiredIsolation(tr.want), modules.AllowTeardown(), route)...),
 				populate, fx.Populate(&l.in))
 		}
 		switch kind {

@@ -30,7 +30,7 @@ func TestRatioLifecycleRatesMongo(t *testing.T) {
 		Tenants *modules.Tenants
 		Orders  *mongo.Documents[order]
 	}
-	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, mongo.AllowTeardown(),
+	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, modules.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("orders")}))...), fx.Populate(&r))
 	t.Cleanup(func() { _ = client(t, uriA).Database(db).Drop(context.Background()) })
 	lifebench.Measure(t, lifebench.Backend{Name: "mongo-namespace", Tenants: r.Tenants,

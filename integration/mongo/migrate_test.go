@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -36,7 +37,7 @@ func TestMongoMigrations(t *testing.T) {
 	reg := migrate.NewMemoryRegistry()
 	// Provisioned by a build without the migrations: every tenant at 0.
 	var prov *mongo.Provisioner
-	start(t, mongo.Module("m", append(opts, route, mongo.TenantRegistry(reg))...), named("m", &prov))
+	start(t, mongo.Module("m", append(opts, route, modules.TenantRegistry(reg))...), named("m", &prov))
 	ctx := context.Background()
 	ids := make([]tenancy.ID, 12)
 	for i := range ids {
@@ -60,7 +61,7 @@ func TestMongoMigrations(t *testing.T) {
 		_, err = c.UpdateOne(ctx, bson.D{{Key: "_id", Value: "seed"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "marker", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
 		return err
 	}}
-	start(t, mongo.Module("m", append(opts, route, mongo.TenantRegistry(reg), mongo.Migrations(files, seed))...), named("m", &prov))
+	start(t, mongo.Module("m", append(opts, route, modules.TenantRegistry(reg), modules.Migrations(files), mongo.GoSteps(seed))...), named("m", &prov))
 	plan, err := prov.MigrateAll(ctx, nil, migrate.Options{DryRun: true})
 	if err != nil || len(plan.Changes) != 3*len(ids) {
 		t.Fatalf("dry run: %d changes, %v", len(plan.Changes), err)
@@ -115,13 +116,13 @@ func TestMongoMigrations(t *testing.T) {
 	}
 	files["0001_by_total.json"] = &fstest.MapFile{Data: []byte(`{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "value.total", "order": 1}]}]}`)}
 	var edited *migrate.Runner
-	start(t, mongo.Module("m", append(opts, route, mongo.Migrations(files, seed))...), named("m", &edited))
+	start(t, mongo.Module("m", append(opts, route, modules.Migrations(files), mongo.GoSteps(seed))...), named("m", &edited))
 	_, err = edited.Migrate(ctx, ids[0])
 	if tenancy.CodeOf(err) != tenancy.CodeMigrationHistoryConflict {
 		t.Errorf("edited file: %v", err)
 	}
 	unknown := fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "nope", "indexes": [{"name": "x", "keys": [{"field": "a", "order": 1}]}]}`)}}
-	if err := fx.New(fx.NopLogger, mongo.Module("m", append(opts, route, mongo.Migrations(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
+	if err := fx.New(fx.NopLogger, mongo.Module("m", append(opts, route, modules.Migrations(unknown))...)).Err(); tenancy.CodeOf(err) != tenancy.CodeWiringInvalid {
 		t.Errorf("a step naming an unknown route: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -34,7 +35,7 @@ type ordersApp struct {
 func buildOrders(t *testing.T, base []mongo.Option, files fstest.MapFS, opts ...mongo.Option) (*fx.App, ordersApp) {
 	t.Helper()
 	var d ordersApp
-	opts = append(append(append([]mongo.Option{}, base...), mongo.AllowTeardown(), mongo.Migrations(files),
+	opts = append(append(append([]mongo.Option{}, base...), modules.AllowTeardown(), modules.Migrations(files),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})), opts...)
 	app := fx.New(fx.NopLogger, mongo.Module("m", opts...), fx.Populate(&d))
 	if err := app.Err(); err != nil {
@@ -66,7 +67,7 @@ func TestRequiredVersionMongo(t *testing.T) {
 	c := tenancy.MustParseID("0c0c0c0c-0000-4000-8000-00000000000c")
 	two := fstest.MapFS{"0001_by_total.json": indexSteps["0001_by_total.json"], "0002_by_id.json": indexSteps["0002_by_id.json"]}
 	reg := migrate.NewMemoryRegistry()
-	old, d := buildOrders(t, base, two, mongo.TenantRegistry(reg))
+	old, d := buildOrders(t, base, two, modules.TenantRegistry(reg))
 	if err := old.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestRequiredVersionMongo(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	app, _ := buildOrders(t, base, indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(reg))
+	app, _ := buildOrders(t, base, indexSteps, modules.RequiredVersion(3), modules.TenantRegistry(reg))
 	requireBehind(t, app.Start(ctx), "", "2 registered tenants are behind migration version 3", a.String()+" (at 2)", b.String()+" (at 2)")
 
 	lying := migrate.NewMemoryRegistry()
@@ -96,7 +97,7 @@ func TestRequiredVersionMongo(t *testing.T) {
 		_ = lying.Put(ctx, id, migrate.Ready)
 		_ = lying.SetVersion(ctx, id, "m", 3)
 	}
-	app, d = buildOrders(t, base, indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(lying))
+	app, d = buildOrders(t, base, indexSteps, modules.RequiredVersion(3), modules.TenantRegistry(lying))
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("the registry says every tenant is current: %v", err)
 	}
@@ -170,16 +171,16 @@ func documents(t *testing.T, db string) int64 {
 func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 	base, _ := plainDB(t)
 	route := mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")})
-	reg := mongo.TenantRegistry(migrate.NewMemoryRegistry())
+	reg := modules.TenantRegistry(migrate.NewMemoryRegistry())
 	for name, c := range map[string]struct {
 		opts []mongo.Option
 		want string
 	}{
-		"above newest":  {[]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(4), reg}, "above the newest migration (3)"},
-		"no migrations": {[]mongo.Option{route, mongo.RequiredVersion(1), reg}, "above the newest migration (0)"},
-		"no registry":   {[]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(3)}, "tenants at start"},
-		"unknown route": {[]mongo.Option{route, mongo.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "audit", "indexes": [{"name": "i", "keys": [{"field": "a", "order": 1}]}]}`)}})}, `route "audit"`},
-		"go step twice": {[]mongo.Option{route, mongo.Migrations(indexSteps, mongo.GoStep{Version: 2, Name: "seed", Run: func(context.Context, func(string) (*driver.Collection, error)) error { return nil }})}, "two migrations have version 2"},
+		"above newest":  {[]mongo.Option{route, modules.Migrations(indexSteps), modules.RequiredVersion(4), reg}, "above the newest migration (3)"},
+		"no migrations": {[]mongo.Option{route, modules.RequiredVersion(1), reg}, "above the newest migration (0)"},
+		"no registry":   {[]mongo.Option{route, modules.Migrations(indexSteps), modules.RequiredVersion(3)}, "tenants at start"},
+		"unknown route": {[]mongo.Option{route, modules.Migrations(fstest.MapFS{"0001_x.json": {Data: []byte(`{"route": "audit", "indexes": [{"name": "i", "keys": [{"field": "a", "order": 1}]}]}`)}})}, `route "audit"`},
+		"go step twice": {[]mongo.Option{route, modules.Migrations(indexSteps), mongo.GoSteps(mongo.GoStep{Version: 2, Name: "seed", Run: func(context.Context, func(string) (*driver.Collection, error)) error { return nil }})}, "two migrations have version 2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := tenancytest.RequireRefused(t, tenancy.CodeWiringInvalid, mongo.Module("m", append(c.opts, base...)...))
@@ -188,7 +189,7 @@ func TestRequiredVersionMongoRefusedAtNew(t *testing.T) {
 			}
 		})
 	}
-	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, mongo.Migrations(indexSteps), mongo.RequiredVersion(3), reg}, base...)...))
+	tenancytest.RequireWires(t, mongo.Module("m", append([]mongo.Option{route, modules.Migrations(indexSteps), modules.RequiredVersion(3), reg}, base...)...))
 }
 
 // requireNotProvisioned fails t unless err is tenant_not_provisioned on
@@ -217,7 +218,7 @@ func TestNeverProvisionedIsNotBehindMongo(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			fresh := tenancytest.FreshTenant(t)
-			app, d := buildOrders(t, base(t), indexSteps, mongo.RequiredVersion(3), mongo.TenantRegistry(migrate.NewMemoryRegistry()))
+			app, d := buildOrders(t, base(t), indexSteps, modules.RequiredVersion(3), modules.TenantRegistry(migrate.NewMemoryRegistry()))
 			if err := app.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -244,8 +245,8 @@ func TestNeverProvisionedIsNotBehindMongo(t *testing.T) {
 	t.Run("tagged", func(t *testing.T) {
 		base, _ := plainDB(t)
 		var docs *mongo.Documents[order]
-		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, mongo.Migrations(indexSteps), mongo.RequiredVersion(3),
-			mongo.TenantRegistry(migrate.NewMemoryRegistry()),
+		app := fx.New(fx.NopLogger, mongo.Module("m", append(base, modules.Migrations(indexSteps), modules.RequiredVersion(3),
+			modules.TenantRegistry(migrate.NewMemoryRegistry()),
 			mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")}))...), fx.Populate(&docs))
 		if err := app.Start(ctx); err != nil {
 			t.Fatal(err)

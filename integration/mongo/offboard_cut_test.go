@@ -34,7 +34,7 @@ func TestOffboardCutMongo(t *testing.T) {
 	db := freshName()
 	t.Cleanup(func() { _ = c.Database(db).Drop(context.Background()) })
 	var r archiveMongo
-	start(t, modules.Lifecycle(), mongo.Module("m", mongo.Use(c), mongo.Database(db), mongo.AllowTeardown(),
+	start(t, modules.Lifecycle(), mongo.Module("m", mongo.Use(c), mongo.Database(db), modules.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("orders")}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")})),
 		fx.Populate(&r))

@@ -73,7 +73,7 @@ func TestOffboardVerifiesRoutedErasure(t *testing.T) {
 		mongo.Routed(resolve, mongo.RoutedConfig{ClientOptions: func(o *options.ClientOptions) {
 			o.SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second)
 		}}),
-		mongo.Database(db), mongo.RequiredIsolation(tenancy.Dedicated), mongo.AllowTeardown(), mongo.Migrations(nil, step),
+		mongo.Database(db), modules.RequiredIsolation(tenancy.Dedicated), modules.AllowTeardown(), mongo.GoSteps(step),
 		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.Shared("items")}),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("orders")}),
 		mongo.Document[note]("notes", mongo.RouteConfig{Collection: naming.Shared("notes"), Database: naming.PerTenant(prefix)}),

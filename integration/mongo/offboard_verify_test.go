@@ -34,7 +34,7 @@ func TestOffboardVerifiesMongoErasure(t *testing.T) {
 		Orders  *mongo.Documents[order]
 		Items   *mongo.Documents[item]
 	}
-	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, mongo.AllowTeardown(),
+	start(t, modules.Lifecycle(), mongo.Module("m", append(opts, modules.AllowTeardown(),
 		mongo.Document[order]("orders", mongo.RouteConfig{Collection: naming.PerTenant("orders")}),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("items")}))...),
 		fx.Provide(func() planter { return planter{} }),

@@ -45,8 +45,8 @@ func TestPlacedRelayMongo(t *testing.T) {
 		Events  *mongo.Outbox `name:"events"`
 	}
 	start(t, modules.Lifecycle(), mongo.Module("orders", mongo.Connect(uriA), mongo.Database(db),
-		mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.AllowTeardown(),
-		mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		mongo.Routed(resolve, mongo.RoutedConfig{}), modules.AllowTeardown(),
+		modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("ord")}),
 		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("ev")}),
 		mongo.Relay("events", outbox.RelayConfig{Destination: out, WorkerConfig: fast, Idle: 10 * time.Millisecond})),

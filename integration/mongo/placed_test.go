@@ -47,8 +47,8 @@ func placedMongoApp(t *testing.T) (placedMongo, string, func(tenancy.ID) string)
 	}
 	var r placedMongo
 	start(t, modules.Lifecycle(), mongo.Module("orders", mongo.Connect(uriA), mongo.Database(db),
-		mongo.Routed(resolve, mongo.RoutedConfig{}), mongo.AllowTeardown(),
-		mongo.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
+		mongo.Routed(resolve, mongo.RoutedConfig{}), modules.AllowTeardown(),
+		modules.Placements(modules.Offer{Tiers: []tenancy.Tier{tenancy.Tagged, tenancy.Namespace, tenancy.Dedicated}, Default: tenancy.Tagged}),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("ord")}),
 		mongo.CounterRoute("hits", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("hits")})),
 		fx.Populate(&r))

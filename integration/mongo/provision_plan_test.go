@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/internal/testsvc"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -29,11 +30,11 @@ func TestProvisionAllDryRunListsWhatIsMissing(t *testing.T) {
 	dbPrefix := "p" + db[2:10]
 	reg := migrate.NewMemoryRegistry()
 	var prov *mongo.Provisioner
-	start(t, mongo.Module("m", append(opts, mongo.TenantRegistry(reg),
+	start(t, mongo.Module("m", append(opts, modules.TenantRegistry(reg),
 		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}),
 		mongo.SearchRoute("find", mongo.RouteConfig{Collection: naming.Shared("find"), Database: naming.PerTenant(dbPrefix)}),
 		mongo.CounterRoute("hits", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("hits")}),
-		mongo.Migrations(fstest.MapFS{"0001_by_total.json": {Data: []byte(`{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "value.total", "order": -1}]}]}`)}}),
+		modules.Migrations(fstest.MapFS{"0001_by_total.json": {Data: []byte(`{"route": "orders", "indexes": [{"name": "by_total", "keys": [{"field": "value.total", "order": -1}]}]}`)}}),
 	)...), named("m", &prov))
 	ctx := context.Background()
 	a, b := tenancytest.FreshTenant(t), tenancytest.FreshTenant(t)

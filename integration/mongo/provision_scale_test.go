@@ -8,6 +8,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/internal/ratio"
 	"github.com/tenantwire/tenantwire/migrate"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
@@ -22,7 +23,7 @@ func TestRatioScaleMongoProvision(t *testing.T) {
 	opts, db := plainDB(t)
 	var prov *mongo.Provisioner
 	start(t, mongo.Module("m", append(opts,
-		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}), mongo.TenantRegistry(migrate.NewMemoryRegistry()))...),
+		mongo.Document[order]("orders", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("orders")}), modules.TenantRegistry(migrate.NewMemoryRegistry()))...),
 		named("m", &prov))
 	t.Cleanup(func() { _ = client(t, uriA).Database(db).Drop(context.Background()) })
 	ids := make([]tenancy.ID, n)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/shards"
@@ -106,7 +107,7 @@ func TestTaggedWritesStampTenant(t *testing.T) {
 func TestProvisioning(t *testing.T) {
 	var prov *mongo.Provisioner
 	opts, db := plainDB(t)
-	opts = append(opts, mongo.AllowTeardown(),
+	opts = append(opts, modules.AllowTeardown(),
 		mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.PerTenant("items")}),
 		mongo.SearchRoute("find", mongo.RouteConfig{Collection: naming.Shared("find"), Database: naming.PerTenant("s")}),
 		mongo.OutboxRoute("events", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("events")}))

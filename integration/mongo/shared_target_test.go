@@ -18,6 +18,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/mongo"
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/internal/connprobe"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -37,7 +38,7 @@ func routedDocs(t *testing.T, db string, creds map[tenancy.ID]routing.Credential
 		o(&rc)
 	}
 	var docs *mongo.Documents[item]
-	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(resolve, rc), mongo.RequiredIsolation(tenancy.Dedicated),
+	start(t, mongo.Module("m", mongo.Database(db), mongo.Routed(resolve, rc), modules.RequiredIsolation(tenancy.Dedicated),
 		mongo.Document[item]("items", mongo.RouteConfig{Collection: naming.Shared("items")})), fx.Populate(&docs))
 	return docs
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/mongo"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/tenancy"
 	"github.com/tenantwire/tenantwire/tenancytest"
@@ -26,13 +27,13 @@ func TestWiringRefusals(t *testing.T) {
 		{"raw hatch on a namespace route", tenancy.CodeStatementOriginFloor,
 			[]mongo.Option{mongo.RawFilterRoute("raw", mongo.RouteConfig{Collection: naming.PerTenant("r")})}},
 		{"tagged under a namespace floor", tenancy.ValidationFailed("mongodb"),
-			[]mongo.Option{mongo.RequiredIsolation(tenancy.Namespace),
+			[]mongo.Option{modules.RequiredIsolation(tenancy.Namespace),
 				mongo.Document[item]("items", mongo.RouteConfig{TenantAware: true, Collection: naming.Shared("i")})}},
 		{"untagged per-tenant outbox under a namespace floor", tenancy.ValidationFailed("mongodb"),
-			[]mongo.Option{mongo.RequiredIsolation(tenancy.Namespace),
+			[]mongo.Option{modules.RequiredIsolation(tenancy.Namespace),
 				mongo.OutboxRoute("events", mongo.RouteConfig{Collection: naming.PerTenant("e")})}},
 		{"plain client under a dedicated floor", tenancy.ValidationFailed("mongodb"),
-			[]mongo.Option{mongo.RequiredIsolation(tenancy.Dedicated),
+			[]mongo.Option{modules.RequiredIsolation(tenancy.Dedicated),
 				mongo.CounterRoute("hits", mongo.RouteConfig{Collection: naming.Shared("hits"), Database: naming.PerTenant("h")})}},
 	}
 	for _, c := range cases {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/adapters/postgres"
+	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
@@ -84,8 +85,8 @@ func (p placement) resolver(app string) routing.Resolver {
 func dedOptions(p placement, app string, extra ...postgres.Option) fx.Option {
 	return postgres.Module(dedModule, append([]postgres.Option{
 		postgres.Routed(p.resolver(app), postgres.RoutedConfig{Limits: routing.Limits{MaxClients: dedMaxClients, MaxConnsPerClient: dedPerClient}}),
-		postgres.ConnBudget(dedConns),
-		postgres.RequiredIsolation(tenancy.Dedicated),
+		modules.ConnBudget(dedConns),
+		modules.RequiredIsolation(tenancy.Dedicated),
 		postgres.Document[Body](dedDocs, postgres.DocumentConfig{Read: naming.Shared(dedDocs), Write: naming.Shared(dedDocs)}),
 		postgres.OutboxRoute(dedOutbox, postgres.OutboxConfig{Table: naming.Shared(dedOutbox)}),
 	}, extra...)...)

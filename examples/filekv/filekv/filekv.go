@@ -63,21 +63,23 @@ func (c Container) problems() []modules.Problem {
 	return nil
 }
 
+// config embeds the kit's Settings: modules.RequiredIsolation, the one
+// shared option filekv takes, sets its Floor.
 type config struct {
+	modules.Settings
 	dir     string
 	sources int
-	floor   tenancy.Tier
 	routes  []modules.RouteSpec
 }
 
-// Option configures a module.
-type Option func(*config)
+// Option configures a module: Dir, KV, or the kit's shared
+// modules.RequiredIsolation.
+type Option = modules.Option
 
 // Dir is where the module keeps its directories: its connection source.
-func Dir(path string) Option { return func(c *config) { c.dir, c.sources = path, c.sources+1 } }
-
-// RequiredIsolation is the floor every route must reach.
-func RequiredIsolation(t tenancy.Tier) Option { return func(c *config) { c.floor = t } }
+func Dir(path string) Option {
+	return modules.Own(func(c *config) { c.dir, c.sources = path, c.sources+1 })
+}
 
 // KVConfig wires a key-value route: TenantAware marks every key with its
 // tenant (tagged); a PerTenant container separates them (namespace).
@@ -88,7 +90,7 @@ type KVConfig struct {
 
 // KV adds a key-value route, provided to the app as *Store name:"<route>".
 func KV(route string, cfg KVConfig) Option {
-	return func(c *config) {
+	return modules.Own(func(c *config) {
 		r := floors.Route{Name: route, Kind: "kv", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{{Role: "keys", Name: cfg.Keys.base, PerTenant: cfg.Keys.perTenant}}}
 		newStore := func(root *root) *Store {
@@ -99,18 +101,16 @@ func KV(route string, cfg KVConfig) Option {
 			Provide:  fx.Provide(fx.Annotate(newStore, fx.ResultTags(`name:"`+route+`"`))),
 			Provided: []modules.Provided{{Type: typeOfStore, Name: route}},
 		})
-	}
+	})
 }
 
 // Module is a filekv module: its wiring is checked during fx.New with
 // every other module's, and its routes are provided only when it passes.
 func Module(name string, opts ...Option) fx.Option {
 	c := &config{}
-	for _, o := range opts {
-		o(c)
-	}
+	errs := modules.Configure(Rules(), name, c, modules.Takes{}, opts)
 	return modules.Assemble(modules.Spec{
-		Name: name, Rules: Rules(), Floor: c.floor, Routes: c.routes,
+		Name: name, Rules: Rules(), Floor: c.Floor, Routes: c.routes, Problems: errs,
 		Sources: c.sources, SourceFix: "pass filekv.Dir(path) once",
 		Parts: []fx.Option{fx.Provide(fx.Private, func(in modules.LifecycleIn) *root { return &root{dir: c.dir, module: name, in: in} })},
 	})

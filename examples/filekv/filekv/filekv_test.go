@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 			cfg = filekv.KVConfig{Keys: filekv.PerTenant("probe")}
 		}
 		susp := &modules.Suspensions{}
-		kv := start(t, filekv.Module("files", filekv.Dir(t.TempDir()), filekv.RequiredIsolation(tier), filekv.KV("probe", cfg)), fx.Supply(susp))
+		kv := start(t, filekv.Module("files", filekv.Dir(t.TempDir()), modules.RequiredIsolation(tier), filekv.KV("probe", cfg)), fx.Supply(susp))
 		return tenancytest.Probe{
 			Suspensions: susp,
 			Write:       func(ctx context.Context) error { return kv.Put(ctx, "k", []byte("a")) },
@@ -85,8 +85,8 @@ func TestDryRunMatrix(t *testing.T) {
 		opts []filekv.Option
 		code tenancy.Code
 	}{
-		{[]filekv.Option{filekv.Dir("x"), filekv.RequiredIsolation(tenancy.Namespace), filekv.KV("carts", filekv.KVConfig{TenantAware: true, Keys: filekv.Shared("carts")})}, "filekv_tenancy_validation_failed"},
-		{[]filekv.Option{filekv.Dir("x"), filekv.RequiredIsolation(tenancy.Dedicated), filekv.KV("p", filekv.KVConfig{Keys: filekv.PerTenant("p")})}, "filekv_tenancy_validation_failed"},
+		{[]filekv.Option{filekv.Dir("x"), modules.RequiredIsolation(tenancy.Namespace), filekv.KV("carts", filekv.KVConfig{TenantAware: true, Keys: filekv.Shared("carts")})}, "filekv_tenancy_validation_failed"},
+		{[]filekv.Option{filekv.Dir("x"), modules.RequiredIsolation(tenancy.Dedicated), filekv.KV("p", filekv.KVConfig{Keys: filekv.PerTenant("p")})}, "filekv_tenancy_validation_failed"},
 		{[]filekv.Option{filekv.KV("p", filekv.KVConfig{Keys: filekv.PerTenant("p")})}, tenancy.CodeWiringInvalid},
 		{[]filekv.Option{filekv.Dir("x"), filekv.KV("p", filekv.KVConfig{Keys: filekv.PerTenant("../p")})}, tenancy.CodeWiringInvalid},
 	} {
