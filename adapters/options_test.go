@@ -2,8 +2,10 @@ package adapters_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -16,6 +18,7 @@ import (
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/routing"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -77,4 +80,53 @@ func TestOptionOfAnotherBackendRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRoutedRefusedAlikeOnEveryBackend: Routed with no resolver, or with
+// a negative limit, is refused during fx.New with one wording on every
+// backend that routes, where before some took a negative limit for its
+// default.
+func TestRoutedRefusedAlikeOnEveryBackend(t *testing.T) {
+	bad := routing.Limits{MaxClients: -1, MaxConnsPerClient: -2, TTL: -time.Second}
+	for name, mod := range map[string]fx.Option{
+		"postgres": postgres.Module("m", postgres.Routed(nil, postgres.RoutedConfig{Limits: bad})),
+		"mongo":    mongo.Module("m", mongo.Database("shop"), mongo.Routed(nil, mongo.RoutedConfig{Limits: bad})),
+		"redis":    redis.Module("m", redis.Routed(nil, redis.RoutedConfig{Limits: bad})),
+		"kafka":    kafka.Module("m", kafka.Routed(nil, kafka.RoutedConfig{Limits: bad})),
+		"neo4j":    neo4j.Module("m", neo4j.Routed(nil, bad)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := modules.DryRun(mod)
+			var details []string
+			for _, e := range tenancyErrors(err) {
+				if e.Code == tenancy.CodeWiringInvalid && strings.HasPrefix(e.Backend, name) && e.Module == "m" { // mongo's is "mongodb"
+					details = append(details, e.Detail)
+				}
+			}
+			for _, want := range []string{name + ".Routed needs a credential resolver", "routing.Limits.MaxClients -1 is negative",
+				"routing.Limits.MaxConnsPerClient -2 is negative", "routing.Limits.TTL -1s is negative"} {
+				if !slices.Contains(details, want) {
+					t.Errorf("no refusal %q among %q", want, details)
+				}
+			}
+		})
+	}
+}
+
+// tenancyErrors is every *tenancy.Error in err's tree.
+func tenancyErrors(err error) []*tenancy.Error {
+	if e, ok := err.(*tenancy.Error); ok {
+		return []*tenancy.Error{e}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []*tenancy.Error
+		for _, inner := range u.Unwrap() {
+			out = append(out, tenancyErrors(inner)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return tenancyErrors(u.Unwrap())
+	}
+	return nil
 }

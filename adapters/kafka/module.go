@@ -119,9 +119,7 @@ func Module(name string, opts ...Option) fx.Option {
 		Provided: []modules.Provided{{Type: reflect.TypeFor[*migrate.Runner](), Name: name}}}
 	if cfg.routed != nil {
 		spec.WorstCaseConns = cfg.routed.limits().MaxClients * cfg.routed.limits().MaxConnsPerClient
-		if cfg.routed.resolve == nil {
-			spec.Problems = append(spec.Problems, rules.WiringInvalid(name, "", "Routed needs a credentials resolver", "pass a routing.Resolver to kafka.Routed"))
-		}
+		spec.Problems = append(spec.Problems, modules.CheckRouted(rules, name, "kafka.Routed", cfg.routed.resolve, cfg.routed.Limits)...)
 	}
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: kit(r.validate())}

@@ -159,9 +159,8 @@ func (cfg *config) validate(module string) []error {
 	} else if e := rules.StaticInTenantSpace(module, "", "database", cfg.database, dbSpace, "the database of mongo.Database(name)"); e != nil {
 		errs = append(errs, e)
 	}
-	if cfg.routed != nil && cfg.routed.resolve == nil {
-		errs = append(errs, rules.WiringInvalid(module, "", "Routed without a credential resolver",
-			"pass mongo.Routed a non-nil routing.Resolver that looks up each tenant's URI and credentials"))
+	if cfg.routed != nil {
+		errs = append(errs, modules.CheckRouted(rules, module, "mongo.Routed", cfg.routed.resolve, cfg.routed.Limits)...)
 	}
 	for _, r := range cfg.routes {
 		if err := validBase("route name", r.name, 64); err != nil {

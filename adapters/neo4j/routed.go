@@ -41,19 +41,7 @@ func Routed(resolve routing.Resolver, limits routing.Limits) Option {
 }
 
 func (r *routedConfig) validate(module string) []error {
-	var errs []error
-	if r.resolve == nil {
-		errs = append(errs, rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass a non-nil routing.Resolver"))
-	}
-	if r.MaxClients < 0 {
-		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("routing.Limits.MaxClients %d is negative", r.MaxClients),
-			"set routing.Limits.MaxClients to 0 for the default bound, or a positive number of live per-tenant drivers"))
-	}
-	if r.MaxConnsPerClient < 0 {
-		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("routing.Limits.MaxConnsPerClient %d is negative", r.MaxConnsPerClient),
-			fmt.Sprintf("set routing.Limits.MaxConnsPerClient to a positive number, or 0 for the default %d", DefaultMaxConnsPerClient)))
-	}
-	return errs
+	return modules.CheckRouted(rules, module, "neo4j.Routed", r.resolve, r.Limits)
 }
 
 func (r *routedConfig) worstCase() int {

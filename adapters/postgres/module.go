@@ -33,8 +33,10 @@ type config struct {
 	pool    *pgxpool.Pool
 	resolve routing.Resolver
 	routed  RoutedConfig
-	prefix  string
-	static  string
+	// routedSet: Routed was given (its resolver may be nil, refused).
+	routedSet bool
+	prefix    string
+	static    string
 	// pooled: the module reaches PostgreSQL through a transaction pooler
 	// (BehindTransactionPooler).
 	pooled bool
@@ -69,7 +71,7 @@ func Use(p *pgxpool.Pool) Option { return modules.Own(func(c *config) { c.pool =
 // a tenant to a DSN (Credentials.Endpoint), optionally with a user,
 // password and "database" param that override the DSN's.
 func Routed(resolve routing.Resolver, rc RoutedConfig) Option {
-	return modules.Own(func(c *config) { c.resolve, c.routed = resolve, rc })
+	return modules.Own(func(c *config) { c.resolve, c.routed, c.routedSet = resolve, rc, true })
 }
 
 // SchemaPrefix sets the prefix of tenant schema and role names (default
@@ -160,7 +162,10 @@ func module(cfg *config) fx.Option {
 	if cfg.placed != nil {
 		spec.Placement = cfg.placed.At
 	}
-	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, routed} {
+	if cfg.routedSet {
+		spec.Problems = append(spec.Problems, modules.CheckRouted(rules, name, "postgres.Routed", cfg.resolve, cfg.routed.Limits)...)
+	}
+	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, cfg.routedSet} {
 		if set {
 			spec.Sources++
 		}

@@ -68,7 +68,7 @@ func placedModule(name string, opts []Option, parent *config, errs []error) fx.O
 			if at.At == tenancy.Dedicated {
 				cfg.dsn, cfg.pool = "", nil
 			} else {
-				cfg.resolve = nil
+				cfg.resolve, cfg.routedSet = nil, false
 			}
 			cfg.errs = append(cfg.errs, problems...)
 			return module(cfg)

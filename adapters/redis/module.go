@@ -95,11 +95,11 @@ func module(name string, cfg *config) fx.Option {
 	}
 	if cfg.routed != nil {
 		cfg.routed.module, cfg.routed.budgeted = name, cfg.ConnBudget > 0
+		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...) // before the defaults fill the limits
 		// go-redis's default pool follows GOMAXPROCS, which the runtime
 		// may raise later: fix it here, where the budget counts it.
 		cfg.routed.Limits = cfg.routed.limits()
 		spec.WorstCaseConns = cfg.routed.MaxClients * cfg.routed.MaxConnsPerClient * cfg.routed.nodesPerClient()
-		spec.Problems = append(spec.Problems, cfg.routed.validate(name)...)
 	}
 	for _, r := range cfg.routes {
 		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate(),

@@ -56,14 +56,12 @@ type routedConfig struct {
 }
 
 func (rc *routedConfig) validate(module string) []error {
-	if rc.resolve == nil {
-		return []error{rules.WiringInvalid(module, "", "Routed needs a credential resolver", "pass redis.Routed a non-nil routing.Resolver")}
-	}
+	errs := modules.CheckRouted(rules, module, "redis.Routed", rc.resolve, rc.Limits)
 	if rc.ClusterNodes < 0 {
-		return []error{rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.ClusterNodes %d is negative", rc.ClusterNodes),
-			"set redis.RoutedConfig.ClusterNodes to the most nodes of a tenant's cluster, or 0 when tenants are on single servers")}
+		errs = append(errs, rules.WiringInvalid(module, "", fmt.Sprintf("RoutedConfig.ClusterNodes %d is negative", rc.ClusterNodes),
+			"set redis.RoutedConfig.ClusterNodes to the most nodes of a tenant's cluster, or 0 when tenants are on single servers"))
 	}
-	return nil
+	return errs
 }
 
 // limits are the routed limits with the defaults filled in.
