@@ -63,7 +63,7 @@ type Spec struct {
 	// Atomic: a tenant's run is one transaction, so a failed step undoes
 	// the steps before it.
 	Atomic bool
-	// AllowTeardown is the backend's AllowTeardown option.
+	// AllowTeardown is the module's modules.AllowTeardown option.
 	AllowTeardown bool
 }
 
@@ -72,9 +72,9 @@ type Spec struct {
 var ErrStepClaimed = errors.New("another migrator is applying this step; rerun once it finished")
 
 // ErrTeardownDisabled is what a module's teardown returns unless the module
-// was built with its backend's AllowTeardown option: removing a tenant's
+// was built with modules.AllowTeardown: removing a tenant's
 // data is never a default.
-var ErrTeardownDisabled = errors.New("teardown is disabled (build the module with AllowTeardown)")
+var ErrTeardownDisabled = errors.New("teardown is disabled (build the module with modules.AllowTeardown)")
 
 // StepError is a migration step that failed for one tenant (zero: the
 // shared target); the others go on. On an Atomic backend the tenant stays

@@ -40,16 +40,15 @@ type Problem struct{ Detail, Fix string }
 // Problems checks Required against latest, the newest version of the
 // module's migrations, and, when the module's tenants have containers of
 // their own (perTenant), that the start-up check has a Registry to read.
-// pkg names the adapter package, for the fix texts ("kafka").
-func (v Versioning) Problems(latest int64, perTenant bool, pkg string) []Problem {
+func (v Versioning) Problems(latest int64, perTenant bool) []Problem {
 	var out []Problem
 	if v.Required > latest {
 		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", v.Required, latest),
-			"add the migration (" + pkg + ".Migrations) or lower RequiredVersion"})
+			"add the migration (modules.Migrations) or lower RequiredVersion"})
 	}
 	if v.Required > 0 && perTenant && v.Registry == nil {
 		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
-			"pass " + pkg + ".TenantRegistry (postgres.NewRegistry keeps it in a table)"})
+			"pass modules.TenantRegistry (postgres.NewRegistry keeps it in a table)"})
 	}
 	return out
 }

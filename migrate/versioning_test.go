@@ -33,7 +33,7 @@ func TestVersioningProblems(t *testing.T) {
 			"tenants at start", "modules.TenantRegistry"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ps := c.v.Problems(c.latest, c.perTenant, "kafka")
+			ps := c.v.Problems(c.latest, c.perTenant)
 			if len(ps)*2 != len(c.want) {
 				t.Fatalf("problems %+v, want %q", ps, c.want)
 			}

@@ -53,8 +53,6 @@ func (v versionChecks) refusal(ctx context.Context, module string, err error) er
 // kit checks them; C is the module's core.
 type Versions[C any] struct {
 	migrate.Versioning
-	// Pkg names the adapter package, for the fix texts ("kafka").
-	Pkg string
 	// Latest is the newest version of the module's migration set.
 	Latest int64
 	// PerTenant: the module's tenants have containers of their own, whose
@@ -80,7 +78,7 @@ type Versions[C any] struct {
 // module's migrations readiness check, so /readyz fails while a tenant
 // registered since the start is behind.
 func AddVersions[C any](s *Spec, v Versions[C]) {
-	for _, p := range append(v.Invalid, v.Problems(v.Latest, v.PerTenant, v.Pkg)...) {
+	for _, p := range append(v.Invalid, v.Problems(v.Latest, v.PerTenant)...) {
 		s.Problems = append(s.Problems, s.Rules.WiringInvalid(s.Name, "", p.Detail, p.Fix))
 	}
 	if v.Required == 0 {

@@ -25,7 +25,7 @@ func versionSpec(v migrate.Versioning, invalid ...migrate.Problem) (*modules.Spe
 	core := &versionCore{gate: migrate.NewGate("kit", "demo", v.Required)}
 	s := kitSpec(1, "a")
 	s.Parts = []fx.Option{fx.Provide(func() *versionCore { return core })}
-	modules.AddVersions(&s, modules.Versions[*versionCore]{Versioning: v, Pkg: "kit", Latest: 2, PerTenant: true, Invalid: invalid,
+	modules.AddVersions(&s, modules.Versions[*versionCore]{Versioning: v, Latest: 2, PerTenant: true, Invalid: invalid,
 		Gate:   func(c *versionCore) *migrate.Gate { return c.gate },
 		Shared: func(c *versionCore, _ context.Context) error { c.sharedRead++; return nil }})
 	return &s, core
@@ -117,7 +117,7 @@ func versionModule[T any](name string, need int64, reg migrate.Registry) fx.Opti
 	s := kitSpec(1, name)
 	s.Name = name
 	s.Parts = []fx.Option{fx.Provide(func() *gated[T] { return core })}
-	modules.AddVersions(&s, modules.Versions[*gated[T]]{Versioning: migrate.Versioning{Required: need, Registry: reg}, Pkg: "kit", Latest: 3, PerTenant: true,
+	modules.AddVersions(&s, modules.Versions[*gated[T]]{Versioning: migrate.Versioning{Required: need, Registry: reg}, Latest: 3, PerTenant: true,
 		Gate: func(c *gated[T]) *migrate.Gate { return c.gate }})
 	return modules.Assemble(s)
 }

@@ -80,7 +80,10 @@ func Unavailable(reason string) error { return &unavailable{reason: reason} }
 // tenant_unbound when no tenant is bound (FailsClosed), and every call of
 // a suspended tenant fails with tenant_suspended until it is resumed
 // (Suspended: the probe's Suspensions is required), and, when the probe
-// sets Tenants, that offboarding A erases its record with proof (Erased).
+// sets Tenants, that offboarding A erases its record with proof (Erased),
+// and, when a worker delivers the route's records (Delivered), that a
+// tenant whose items fail delays no other's (Fair: Probe.Fair is
+// required there).
 // Cells the factory
 // does not cover fail the run, and the kit lists them at the end with the
 // cells it skipped and why.
@@ -123,6 +126,12 @@ func Conformance(t *testing.T, b floors.Backend, f Factory) {
 			Suspended(t, p)
 			if p.Tenants != nil {
 				Erased(t, p)
+			}
+			switch {
+			case p.Fair != nil:
+				Fair(t, *p.Fair)
+			case p.Delivered:
+				t.Errorf("%s %s/%s: the probe's Read reports a worker's deliveries, but it sets no Fair: give it the worker (tenancytest.Worker)", b.Name, c.Kind, c.Tier)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
@@ -190,11 +191,19 @@ var factories = map[string]tenancytest.Factory{
 		}
 		return (&toyStore{}).probe(), nil
 	},
-	"delivered": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
+	"delivered": func(t *testing.T, _ floors.Kind, _ tenancy.Tier) (tenancytest.Probe, error) {
+		return withFair((&toyStore{delivered: true}).probe(), newQueue(t, true).worker()), nil
+	},
+	"delivered-unfair": func(t *testing.T, _ floors.Kind, _ tenancy.Tier) (tenancytest.Probe, error) {
+		w := newQueue(t, false).worker()
+		w.Timeout = 300 * time.Millisecond // it fails on the first parked round
+		return withFair((&toyStore{delivered: true}).probe(), w), nil
+	},
+	"delivered-no-worker": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return (&toyStore{delivered: true}).probe(), nil
 	},
-	"delivered-unbound": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
-		return (&toyStore{delivered: true, unboundSeen: true}).probe(), nil
+	"delivered-unbound": func(t *testing.T, _ floors.Kind, _ tenancy.Tier) (tenancytest.Probe, error) {
+		return withFair((&toyStore{delivered: true, unboundSeen: true}).probe(), newQueue(t, true).worker()), nil
 	},
 	"skips": func(t *testing.T, k floors.Kind, _ tenancy.Tier) (tenancytest.Probe, error) {
 		if k == "log" {
@@ -213,6 +222,12 @@ var factories = map[string]tenancytest.Factory{
 	"broken": func(*testing.T, floors.Kind, tenancy.Tier) (tenancytest.Probe, error) {
 		return tenancytest.Probe{}, errors.New("server down")
 	},
+}
+
+// withFair is p with w as its worker.
+func withFair(p tenancytest.Probe, w tenancytest.Worker) tenancytest.Probe {
+	p.Fair = &w
+	return p
 }
 
 const childEnv = "TENANTWIRE_KIT_CHILD"
@@ -249,6 +264,8 @@ func TestConformanceVerdicts(t *testing.T) {
 		{"unavailable", true, []string{"--- SKIP: TestConformanceChild/dyn/namespace", "SKIPPED toy dyn/namespace: the toy server has no schemas"}},
 		{"unavailable-silent", false, []string{"toy dyn/namespace: unavailable without a reason"}},
 		{"delivered", true, []string{"--- PASS: TestConformanceChild/topic/dedicated"}},
+		{"delivered-unfair", false, []string{"fairness: 5 of 5 of a served tenant's items not delivered"}},
+		{"delivered-no-worker", false, []string{"toy topic/dedicated: the probe's Read reports a worker's deliveries, but it sets no Fair"}},
 		{"delivered-unbound", false, []string{"delivered under no tenant: found=true err=<nil>, want nothing delivered"}},
 		{"skips", true, []string{"toy: cell skipped: log/tagged: the factory skipped it", "toy: cell skipped: log/dedicated"}},
 		{"broken", false, []string{"the factory failed: server down"}},

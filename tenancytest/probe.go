@@ -63,8 +63,13 @@ type Probe struct {
 	// Delivered marks a Read that reports a background delivery (a
 	// consumer handing the record to a handler under the context's
 	// binding) rather than a call the route refuses. Under no tenant such
-	// a Read must then find nothing delivered (FailsClosed).
+	// a Read must then find nothing delivered (FailsClosed). Such a
+	// probe must set Fair.
 	Delivered bool
+	// Fair is the worker that delivers the route's records, for
+	// Conformance's fairness check (Fair): a tenant whose items fail
+	// delays no other tenant's. Required with Delivered.
+	Fair *Worker
 }
 
 // Boundary writes under tenant A, proves A reads its own write (so the

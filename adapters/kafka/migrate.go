@@ -70,7 +70,7 @@ func versionWiring(spec *modules.Spec, cfg *config) *versions {
 		bad = append(bad, migrate.Problem{Detail: "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
 			Fix: "drop RequiredVersion, or give a route per-tenant topics (naming.PerTenant)"})
 	}
-	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "kafka", Latest: v.set.Latest(), PerTenant: true,
+	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Latest: v.set.Latest(), PerTenant: true,
 		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	return v
 }

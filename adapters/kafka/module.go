@@ -122,7 +122,7 @@ func Module(name string, opts ...Option) fx.Option {
 		spec.Problems = append(spec.Problems, modules.CheckRouted(rules, name, "kafka.Routed", cfg.routed.resolve, cfg.routed.Limits)...)
 	}
 	for _, r := range cfg.routes {
-		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: kit(r.validate())}
+		rs := modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Problems: r.validate()}
 		if r.kind == kindProducer {
 			spec := r
 			rs.Provide = fx.Provide(fx.Annotate(func(c *core) *Producer { return &Producer{route: newRoute(c, spec)} },
@@ -135,7 +135,7 @@ func Module(name string, opts ...Option) fx.Option {
 	vers := versionWiring(&spec, cfg)
 	for _, c := range cfg.consumers {
 		route := cfg.route(c.route)
-		ws := modules.WorkerSpec{Worker: c.decl(name), Problems: kit(c.validate(route, cfg.routed != nil)), Run: c.invoke(name, route)}
+		ws := modules.WorkerSpec{Worker: c.decl(name), Problems: c.validate(route, cfg.routed != nil), Run: c.invoke(name, route)}
 		// A sharded consumer's groups are "<Group>.<tenant hex>".
 		if e := rules.StaticInTenantSpace(name, c.route, "consumer group", c.cfg.Group, groupSpace, "kafka.ConsumerConfig.Group"); e != nil {
 			spec.Problems = append(spec.Problems, e)
@@ -179,15 +179,6 @@ func (cfg *config) topicProblems(name string) []error {
 		topics[metricName(t)] = t
 	}
 	return errs
-}
-
-// kit turns the adapter's problems into the kit's.
-func kit(ps []problem) []modules.Problem {
-	out := make([]modules.Problem, len(ps))
-	for i, p := range ps {
-		out[i] = modules.Problem{Detail: p.msg, Fix: p.fix}
-	}
-	return out
 }
 
 func (cfg *config) route(name string) *routeSpec {

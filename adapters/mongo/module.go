@@ -234,7 +234,7 @@ func module(name string, cfg *config) fx.Option {
 	if cfg.placed != nil {
 		spec.Placement = cfg.placed.At
 	}
-	modules.AddVersions(&spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "mongo", Latest: m.set.Latest(), PerTenant: true,
+	modules.AddVersions(&spec, modules.Versions[*core]{Versioning: cfg.Versioning, Latest: m.set.Latest(), PerTenant: true,
 		Invalid: bad, Gate: func(c *core) *migrate.Gate { return c.gate }})
 	for _, r := range cfg.routes {
 		spec.Routes = append(spec.Routes, modules.RouteSpec{Route: r.floorsRoute(cfg.routed != nil), Provide: r.provide, Provided: r.provides})

@@ -33,7 +33,7 @@ func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []migrate.Pro
 		}
 		for _, s := range ss {
 			if p := checkStatement(s, tagged); p != nil {
-				bad = append(bad, migrate.Problem{Detail: fmt.Sprintf("migration %s: %s: %q", st.File(), p.msg, s), Fix: p.fix})
+				bad = append(bad, migrate.Problem{Detail: fmt.Sprintf("migration %s: %s: %q", st.File(), p.Detail, s), Fix: p.Fix})
 			}
 		}
 		stmts[st.Version] = ss
@@ -41,23 +41,23 @@ func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []migrate.Pro
 	return stmts, bad
 }
 
-func checkStatement(s string, tagged bool) *problem {
+func checkStatement(s string, tagged bool) *modules.Problem {
 	m := schemaCommand.FindStringSubmatch(s)
 	if m == nil {
-		return &problem{"not a schema command",
-			"a Neo4j migration holds only CREATE/DROP CONSTRAINT or INDEX commands (Neo4j 5 cannot run them beside writes); do data changes through the module's routes"}
+		return &modules.Problem{Detail: "not a schema command",
+			Fix: "a Neo4j migration holds only CREATE/DROP CONSTRAINT or INDEX commands (Neo4j 5 cannot run them beside writes); do data changes through the module's routes"}
 	}
 	if strings.EqualFold(m[1], "CREATE") && !ifNotExists.MatchString(s) {
-		return &problem{"CREATE without IF NOT EXISTS",
-			"write CREATE CONSTRAINT|INDEX <name> IF NOT EXISTS ...: a step cut off by a crash runs again, so it must be safe to repeat"}
+		return &modules.Problem{Detail: "CREATE without IF NOT EXISTS",
+			Fix: "write CREATE CONSTRAINT|INDEX <name> IF NOT EXISTS ...: a step cut off by a crash runs again, so it must be safe to repeat"}
 	}
 	if strings.EqualFold(m[1], "DROP") && !ifExists.MatchString(s) {
-		return &problem{"DROP without IF EXISTS",
-			"write DROP CONSTRAINT|INDEX <name> IF EXISTS: a step cut off by a crash runs again, so it must be safe to repeat"}
+		return &modules.Problem{Detail: "DROP without IF EXISTS",
+			Fix: "write DROP CONSTRAINT|INDEX <name> IF EXISTS: a step cut off by a crash runs again, so it must be safe to repeat"}
 	}
 	if u := uniqueness.FindStringSubmatch(s); u != nil && tagged && !hasTenantProperty(u[1]) {
-		return &problem{"a uniqueness constraint without " + TenantProperty + " on a module with tagged routes spans every tenant (one tenant's value blocks, and reveals, another's)",
-			fmt.Sprintf("put the tenant property first in the constraint: REQUIRE (n.%s, n.<property>) IS UNIQUE", TenantProperty)}
+		return &modules.Problem{Detail: "a uniqueness constraint without " + TenantProperty + " on a module with tagged routes spans every tenant (one tenant's value blocks, and reveals, another's)",
+			Fix: fmt.Sprintf("put the tenant property first in the constraint: REQUIRE (n.%s, n.<property>) IS UNIQUE", TenantProperty)}
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func lifecycle(spec *modules.Spec, cfg *config) func(*core) *migrate.Runner {
 	stmts, badSteps := checkSteps(set, tagged)
 	// Tenants sharing the database have no version of their own in the
 	// registry (the shared run records none): it is read only perTenant.
-	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Pkg: "neo4j", Latest: set.Latest(), PerTenant: perTenant,
+	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Latest: set.Latest(), PerTenant: perTenant,
 		Invalid: append(bad, badSteps...), Gate: func(c *core) *migrate.Gate { return c.gate },
 		Shared: func(c *core, ctx context.Context) error { return c.sharedCurrent(ctx, cfg.routes) }})
 	return func(c *core) *migrate.Runner {

@@ -144,10 +144,6 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-// problem is wiring the floor rules cannot express: what is wrong and
-// exactly what to change.
-type problem struct{ msg, fix string }
-
 func (r *routeSpec) validate() []modules.Problem {
 	var bad []modules.Problem
 	want := func(detail, fix string) modules.Problem { return modules.Problem{Detail: detail, Fix: fix} }

@@ -30,7 +30,7 @@ func Relay(route string, rc RelayConfig) Option {
 		w.binding = floors.Sharded
 	}
 	if rc.Destination == nil {
-		w.bad = append(w.bad, problem{"needs a Destination", "set RelayConfig.Destination to the sink each outbox row is delivered to"})
+		w.bad = append(w.bad, modules.Problem{Detail: "needs a Destination", Fix: "set RelayConfig.Destination to the sink each outbox row is delivered to"})
 	}
 	w.checked(rc.Check("postgres.RelayConfig"))
 	w.build = func(obj any, wire workerWire) (runner, error) {

@@ -21,7 +21,7 @@ type workerSpec struct {
 	what        string
 	kinds       []floors.Kind
 	binding     floors.Binding
-	bad         []problem
+	bad         []modules.Problem
 	build       func(obj any, wire workerWire) (runner, error)
 }
 
@@ -40,16 +40,12 @@ func (w workerSpec) find(routes []*routeSpec) *routeSpec {
 	return nil
 }
 
-// problem is a worker misconfiguration: what is wrong and exactly what to
-// change.
-type problem struct{ msg, fix string }
-
 // check reports misconfiguration as wiring_invalid. A route the module does
 // not declare is left to the floors check (worker_route_unknown).
 func (w workerSpec) check(module string, routes []*routeSpec) []error {
 	var errs []error
 	for _, b := range w.bad {
-		errs = append(errs, rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b.msg, b.fix))
+		errs = append(errs, rules.WiringInvalid(module, w.route, w.what+" "+w.name+": "+b.Detail, b.Fix))
 	}
 	if r := w.find(routes); r != nil && !slices.Contains(w.kinds, r.kind) {
 		kinds := make([]string, len(w.kinds))
@@ -71,7 +67,7 @@ type workerWire func(wc shards.WorkerConfig) shards.WorkerConfig
 // checked adds a worker config's refusals to w's.
 func (w *workerSpec) checked(ps []shards.Problem) {
 	for _, p := range ps {
-		w.bad = append(w.bad, problem{p.Detail, p.Fix})
+		w.bad = append(w.bad, modules.Problem{Detail: p.Detail, Fix: p.Fix})
 	}
 }
 

@@ -64,13 +64,59 @@ func TestConformance(t *testing.T) {
 		case "consumer":
 			// A record is visible to a binding when the consumer handed it
 			// to the handler under that binding.
-			return tenancytest.Probe{Suspensions: app.susp, Write: write, Delivered: true, Read: func(ctx context.Context) (bool, error) {
+			w := app.fairWorker(t, value)
+			return tenancytest.Probe{Suspensions: app.susp, Write: write, Delivered: true, Fair: &w, Read: func(ctx context.Context) (bool, error) {
 				app.got.waitFor(t, value)
 				return app.got.scopeOf(value) == scope(ctx), nil
 			}}, nil
 		}
 		return tenancytest.Probe{}, tenancytest.ErrNotCovered
 	})
+}
+
+// fairWorker is the tier's consumer as tenancytest.Fair drives it: B's
+// records produced through the route, A's written to its topic on its
+// cluster while A is suspended, so the consumer must leave them and serve
+// B; prefix makes the cell's values unique.
+func (k kitTier) fairWorker(t *testing.T, prefix string) tenancytest.Worker {
+	seq := 0
+	values := func(n int) []string {
+		var vs []string
+		for range n {
+			seq++
+			vs = append(vs, fmt.Sprintf("%s-fair-%d", prefix, seq))
+		}
+		return vs
+	}
+	return tenancytest.Worker{
+		Enqueue: func(ctx context.Context, n int) ([]string, error) {
+			vs := values(n)
+			for _, v := range vs {
+				if err := k.producer.Produce(tenancy.WithTenant(ctx, tenantB), kafka.Message{Value: []byte(v)}); err != nil {
+					return nil, err
+				}
+			}
+			return vs, nil
+		},
+		Park: func(ctx context.Context) ([]string, error) {
+			topic, err := k.producer.TopicFor(tenancy.WithTenant(ctx, tenantA))
+			if err != nil {
+				return nil, err
+			}
+			k.susp.Suspend(tenantA)
+			vs := values(5)
+			raw := rawWriter(t, k.clusters[tenantA])
+			for _, v := range vs {
+				if err := raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(v)}); err != nil {
+					return nil, err
+				}
+			}
+			return vs, nil
+		},
+		Restore:   func(context.Context) error { k.susp.Resume(tenantA); return nil },
+		Delivered: k.got.times,
+		N:         5, Rounds: 3,
+	}
 }
 
 // startKitTier starts a producer and a consumer sharded over A and B at
