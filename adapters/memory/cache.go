@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"time"
 
@@ -19,14 +18,15 @@ type CacheConfig struct {
 	Keys naming.Name
 }
 
-// CacheRoute adds a cache route and provides *Cache to the app.
+// CacheRoute adds a cache route and provides *Cache to the app, unnamed
+// and as name:"<route>".
 func CacheRoute(route string, cfg CacheConfig) Option {
 	return modules.Own(func(c *config) {
 		fr := floors.Route{
 			Name: route, Kind: "cache", TenantAware: cfg.TenantAware,
 			Relations: []floors.Relation{containerRelation(cfg.Keys, "keys")},
 		}
-		c.addRoute(fr, containerProblems(cfg.Keys), reflect.TypeFor[*Cache](), func(s *store) *Cache {
+		addRoute(c, fr, containerProblems(cfg.Keys), func(s *store) *Cache {
 			return &Cache{s: s, keys: cfg.Keys, r: newRouteConfig(s, fr)}
 		})
 	})

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
-
-	"go.uber.org/fx"
 
 	"github.com/tenantwire/tenantwire/document"
 	"github.com/tenantwire/tenantwire/floors"
@@ -44,14 +41,9 @@ func Document[T any](route string, cfg DocumentConfig) Option {
 			Relations: []floors.Relation{containerRelation(cfg.Read, "read"), containerRelation(cfg.Write, "write")},
 		}
 		problems := append(containerProblems(cfg.Read), containerProblems(cfg.Write)...)
-		typ := reflect.TypeFor[*Documents[T]]()
-		c.addRoute(fr, problems, typ, func(s *store) *Documents[T] {
+		addRoute(c, fr, problems, func(s *store) *Documents[T] {
 			return &Documents[T]{s: s, cfg: cfg, r: newRouteConfig(s, fr)}
 		})
-		// Named too, as every backend's document route is.
-		last := &c.routes[len(c.routes)-1]
-		last.Provide = fx.Options(last.Provide, modules.AlsoNamed[*Documents[T]](route))
-		last.Provided = append(last.Provided, modules.Provided{Type: typ, Name: route})
 	})
 }
 

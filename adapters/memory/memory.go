@@ -85,11 +85,14 @@ type config struct {
 }
 
 // addRoute lists a route, what is wrong with it, and what it provides to
-// the app: the matrix shows it even when refused, and a refused module
-// provides a stand-in of its type.
-func (c *config) addRoute(r floors.Route, problems []modules.Problem, typ reflect.Type, provide any) {
+// the app: the route object R, unnamed and under the route's name, as
+// every backend provides it; the matrix shows it even when refused, and
+// a refused module provides a stand-in of its type.
+func addRoute[R any](c *config, r floors.Route, problems []modules.Problem, provide func(*store) R) {
+	typ := reflect.TypeFor[R]()
 	c.routes = append(c.routes, modules.RouteSpec{Route: r, Problems: problems,
-		Provide: fx.Provide(provide), Provided: []modules.Provided{{Type: typ}}})
+		Provide:  fx.Options(fx.Provide(provide), modules.AlsoNamed[R](r.Name)),
+		Provided: []modules.Provided{{Type: typ}, {Type: typ, Name: r.Name}}})
 }
 
 // Module builds an fx module of memory routes. Its wiring is checked during

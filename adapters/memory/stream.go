@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"reflect"
 	"slices"
 
 	"github.com/tenantwire/tenantwire/floors"
@@ -29,10 +28,11 @@ type Message struct {
 	dropped bool
 }
 
-// StreamRoute adds a stream route and provides *Stream to the app.
+// StreamRoute adds a stream route and provides *Stream to the app,
+// unnamed and as name:"<route>".
 func StreamRoute(route string, cfg StreamConfig) Option {
 	return modules.Own(func(c *config) {
-		c.addRoute(streamRoute(route, cfg), containerProblems(cfg.Stream), reflect.TypeFor[*Stream](), func(s *store) *Stream {
+		addRoute(c, streamRoute(route, cfg), containerProblems(cfg.Stream), func(s *store) *Stream {
 			return newStreams(s, route, cfg)
 		})
 		if c.streams == nil {
