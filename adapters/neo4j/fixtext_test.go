@@ -32,8 +32,8 @@ func TestOptionRefusalsSayWhatToChange(t *testing.T) {
 		"raw depth":     {neo4j.RawCypherRoute("raw", neo4j.RouteConfig{MaxDepth: 3}), "leave neo4j.RouteConfig.MaxDepth 0 on a RawCypherRoute", false},
 		"bad prefix":    {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("Acme")}), "set neo4j.RouteConfig.Database to naming.PerTenant(prefix) with a prefix of 1 to 30 characters of lower-case letters", false},
 		"system prefix": {neo4j.GraphRoute("g", neo4j.RouteConfig{Database: naming.PerTenant("system")}), `not with "system"`, false},
-		"max drivers":   {neo4j.Routed(noCredentials, routing.Limits{MaxClients: -1}), "set routing.Limits.MaxClients to 0 for the default bound", true},
-		"conns":         {neo4j.Routed(noCredentials, routing.Limits{MaxConnsPerClient: -1}), "set routing.Limits.MaxConnsPerClient to a positive number", true},
+		"max drivers":   {neo4j.Routed(noCredentials, routing.Limits{MaxClients: -1}), "set routing.Limits.MaxClients to a positive value, or leave it 0 for the default", true},
+		"conns":         {neo4j.Routed(noCredentials, routing.Limits{MaxConnsPerClient: -1}), "set routing.Limits.MaxConnsPerClient to a positive value, or leave it 0 for the default", true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts := []neo4j.Option{c.opt}
