@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Versioning is a module's Migrations, RequiredVersion and TenantRegistry
@@ -22,33 +24,29 @@ type Versioning struct {
 
 // Load reads the Migrations files of the given kind (none without
 // Files); a misnamed file or a repeated version is the problem returned.
-func (v Versioning) Load(kind string) (Set, []Problem) {
+func (v Versioning) Load(kind string) (Set, []tenancy.Problem) {
 	if v.Files == nil {
 		return nil, nil
 	}
 	set, err := Load(v.Files, kind)
 	if err != nil {
-		return nil, []Problem{{err.Error(), "name each migration <version>_<name>." + kind + " at the top of the fs.FS (version a positive integer), versions unique"}}
+		return nil, []tenancy.Problem{{Detail: err.Error(), Fix: "name each migration <version>_<name>." + kind + " at the top of the fs.FS (version a positive integer), versions unique"}}
 	}
 	return set, nil
 }
 
-// Problem is a wiring mistake of a module's migrations or RequiredVersion,
-// which the adapter reports as wiring_invalid at fx.New.
-type Problem struct{ Detail, Fix string }
-
 // Problems checks Required against latest, the newest version of the
 // module's migrations, and, when the module's tenants have containers of
 // their own (perTenant), that the start-up check has a Registry to read.
-func (v Versioning) Problems(latest int64, perTenant bool) []Problem {
-	var out []Problem
+func (v Versioning) Problems(latest int64, perTenant bool) []tenancy.Problem {
+	var out []tenancy.Problem
 	if v.Required > latest {
-		out = append(out, Problem{fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", v.Required, latest),
-			"add the migration (modules.Migrations) or lower RequiredVersion"})
+		out = append(out, tenancy.Problem{Detail: fmt.Sprintf("RequiredVersion %d is above the newest migration (%d)", v.Required, latest),
+			Fix: "add the migration (modules.Migrations) or lower RequiredVersion"})
 	}
 	if v.Required > 0 && perTenant && v.Registry == nil {
-		out = append(out, Problem{"RequiredVersion needs to know the module's tenants at start",
-			"pass modules.TenantRegistry (postgres.NewRegistry keeps it in a table)"})
+		out = append(out, tenancy.Problem{Detail: "RequiredVersion needs to know the module's tenants at start",
+			Fix: "pass modules.TenantRegistry (postgres.NewRegistry keeps it in a table)"})
 	}
 	return out
 }

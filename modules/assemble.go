@@ -45,24 +45,19 @@ type Spec struct {
 // options, and what it gives the app.
 type RouteSpec struct {
 	Route    floors.Route
-	Problems []Problem
+	Problems []tenancy.Problem
 	// Provide gives the route to the app when the module is accepted;
 	// Provided names the types it gives, for stand-ins.
 	Provide  fx.Option
 	Provided []Provided
 }
 
-// Problem is wiring the floor rules cannot express: what is wrong, and
-// exactly what to change. The kit refuses it as the backend's
-// wiring_invalid, naming module and route.
-type Problem struct{ Detail, Fix string }
-
 // WorkerSpec is a background reader of the module: its declaration,
 // checked with the floors, and its run, added only when the module is
 // accepted.
 type WorkerSpec struct {
 	Worker   floors.Worker
-	Problems []Problem
+	Problems []tenancy.Problem
 	Run      fx.Option
 }
 

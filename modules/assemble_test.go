@@ -76,9 +76,9 @@ func TestAssembleProvidesOrRefuses(t *testing.T) {
 	}
 
 	bad := kitSpec(1, "a", "a")
-	bad.Routes[0].Problems = []modules.Problem{{Detail: "no table", Fix: "name one"}}
+	bad.Routes[0].Problems = []tenancy.Problem{{Detail: "no table", Fix: "name one"}}
 	bad.Workers = []modules.WorkerSpec{{Worker: floors.Worker{Name: "w", Module: "kit", Route: "a", Binding: floors.Sharded},
-		Problems: []modules.Problem{{Detail: "no handler", Fix: "set one"}}, Run: fx.Invoke(func() { t.Error("a refused module's worker ran") })}}
+		Problems: []tenancy.Problem{{Detail: "no handler", Fix: "set one"}}, Run: fx.Invoke(func() { t.Error("a refused module's worker ran") })}}
 	_, err := modules.DryRun(modules.Assemble(bad))
 	var details []string
 	for _, e := range codedErrors(err) {

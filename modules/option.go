@@ -38,7 +38,7 @@ type Settings struct {
 	// Versioning holds Migrations, RequiredVersion and TenantRegistry.
 	migrate.Versioning
 
-	problems []Problem
+	problems []tenancy.Problem
 }
 
 func (s *Settings) moduleSettings() *Settings { return s }
@@ -73,7 +73,7 @@ func always(Takes) bool { return true }
 // refuseNegative records the refusal of option's negative value v.
 func (s *Settings) refuseNegative(option string, v int64, fix string) {
 	if v < 0 {
-		s.problems = append(s.problems, Problem{Detail: fmt.Sprintf("%s %d is negative", option, v), Fix: fix})
+		s.problems = append(s.problems, tenancy.Problem{Detail: fmt.Sprintf("%s %d is negative", option, v), Fix: fix})
 	}
 }
 

@@ -60,7 +60,7 @@ type Versions[C any] struct {
 	PerTenant bool
 	// Invalid are the backend's own problems with its migration set
 	// (Versioning.Load's among them).
-	Invalid []migrate.Problem
+	Invalid []tenancy.Problem
 	// Gate is the gate the module's core holds.
 	Gate func(C) *migrate.Gate
 	// Shared (nil: none) reads through the gate whether the container

@@ -21,7 +21,7 @@ type versionCore struct {
 	sharedRead int
 }
 
-func versionSpec(v migrate.Versioning, invalid ...migrate.Problem) (*modules.Spec, *versionCore) {
+func versionSpec(v migrate.Versioning, invalid ...tenancy.Problem) (*modules.Spec, *versionCore) {
 	core := &versionCore{gate: migrate.NewGate("kit", "demo", v.Required)}
 	s := kitSpec(1, "a")
 	s.Parts = []fx.Option{fx.Provide(func() *versionCore { return core })}
@@ -34,7 +34,7 @@ func versionSpec(v migrate.Versioning, invalid ...migrate.Problem) (*modules.Spe
 // AddVersions refuses the backend's own problems with its migrations and
 // the Versioning's as the backend's wiring_invalid, naming the module.
 func TestAddVersionsRefuses(t *testing.T) {
-	s, _ := versionSpec(migrate.Versioning{Required: 3}, migrate.Problem{Detail: "migration 0001_a.kit holds nothing", Fix: "fill it"})
+	s, _ := versionSpec(migrate.Versioning{Required: 3}, tenancy.Problem{Detail: "migration 0001_a.kit holds nothing", Fix: "fill it"})
 	var details []string
 	for _, err := range s.Problems {
 		e := tenancytest.RequireCode(t, err, tenancy.CodeWiringInvalid, "demo", "kit", "")

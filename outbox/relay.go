@@ -83,7 +83,7 @@ type RelayConfig struct {
 // negative BatchSize, Idle or GiveUpAfter (refused, not defaulted). The
 // adapters refuse them at fx.New as wiring_invalid; config names the
 // type as the user spells it ("postgres.RelayConfig").
-func (c RelayConfig) Check(config string) []shards.Problem {
+func (c RelayConfig) Check(config string) []tenancy.Problem {
 	return c.WorkerConfig.Check(config, c.Name,
 		shards.Count("BatchSize", c.BatchSize), shards.Duration("Idle", c.Idle), shards.Count("GiveUpAfter", c.GiveUpAfter))
 }

@@ -71,11 +71,6 @@ func (c WorkerConfig) WithDefaults() WorkerConfig {
 	return c
 }
 
-// Problem is a worker option the wiring refuses: what is wrong and
-// exactly what to change (the adapters refuse it as wiring_invalid,
-// naming module, route and worker).
-type Problem struct{ Detail, Fix string }
-
 // Field is a worker's own duration or count, checked with the
 // WorkerConfig's by Check; build it with Duration or Count.
 type Field struct {
@@ -100,18 +95,18 @@ func Count[T ~int | ~int64](name string, n T) Field {
 // subtraction gone wrong should not pass for "the default". config
 // names the config type as the user spells it ("kafka.ConsumerConfig")
 // and worker the worker, for the refusal.
-func (c WorkerConfig) Check(config, worker string, own ...Field) []Problem {
+func (c WorkerConfig) Check(config, worker string, own ...Field) []tenancy.Problem {
 	fields := append([]Field{
 		Duration("Refresh", c.Refresh),
 		Duration("Backoff", c.Backoff),
 		Duration("MaxBackoff", c.MaxBackoff),
 	}, own...)
-	var bad []Problem
+	var bad []tenancy.Problem
 	for _, f := range fields {
 		if !f.negative {
 			continue
 		}
-		bad = append(bad, Problem{
+		bad = append(bad, tenancy.Problem{
 			Detail: fmt.Sprintf("worker %s: %s must not be negative", worker, f.name),
 			Fix:    fmt.Sprintf("set %s.%s to 0 (its default) or a positive %s, not %s", config, f.name, f.kind, f.value),
 		})

@@ -12,6 +12,11 @@ type Code string
 
 func (c Code) Error() string { return string(c) }
 
+// Problem is wiring no rule can express, found before it is refused:
+// what is wrong, and exactly what to change. A module refuses each as
+// its backend's wiring_invalid, naming module and route.
+type Problem struct{ Detail, Fix string }
+
 // The codes shared by every backend. Backend-specific floor misses use
 // ValidationFailed(backend); a code only one backend raises is declared
 // by that backend's package.

@@ -125,28 +125,25 @@ func (s *consumerSpec) decl(module string) floors.Worker {
 	return floors.Worker{Name: s.cfg.Name, Module: module, Route: s.route, Binding: s.binding()}
 }
 
-func (s *consumerSpec) validate(spec *routeSpec, routed bool) []modules.Problem {
-	var bad []modules.Problem
-	for _, p := range s.cfg.Check("kafka.ConsumerConfig", s.cfg.Name, shards.Duration("MaxWait", s.cfg.MaxWait), shards.Count("MaxHeld", s.cfg.MaxHeld),
-		shards.Count("Turn", s.cfg.Turn), shards.Count("MaxAhead", s.cfg.MaxAhead)) {
-		bad = append(bad, modules.Problem{Detail: p.Detail, Fix: p.Fix})
-	}
+func (s *consumerSpec) validate(spec *routeSpec, routed bool) []tenancy.Problem {
+	bad := s.cfg.Check("kafka.ConsumerConfig", s.cfg.Name, shards.Duration("MaxWait", s.cfg.MaxWait), shards.Count("MaxHeld", s.cfg.MaxHeld),
+		shards.Count("Turn", s.cfg.Turn), shards.Count("MaxAhead", s.cfg.MaxAhead))
 	if s.cfg.Group == "" {
-		bad = append(bad, modules.Problem{Detail: "a consumer needs a Group", Fix: "set kafka.ConsumerConfig.Group to the consumer group's name"})
+		bad = append(bad, tenancy.Problem{Detail: "a consumer needs a Group", Fix: "set kafka.ConsumerConfig.Group to the consumer group's name"})
 	}
 	if s.cfg.Handle == nil {
-		bad = append(bad, modules.Problem{Detail: "a consumer needs a Handle", Fix: "set kafka.ConsumerConfig.Handle to the function that handles each record"})
+		bad = append(bad, tenancy.Problem{Detail: "a consumer needs a Handle", Fix: "set kafka.ConsumerConfig.Handle to the function that handles each record"})
 	}
 	if s.cfg.Tenants != nil && s.cfg.TenantFromHeaders {
-		bad = append(bad, modules.Problem{Detail: "a consumer is either sharded (Tenants) or binds from headers, not both",
+		bad = append(bad, tenancy.Problem{Detail: "a consumer is either sharded (Tenants) or binds from headers, not both",
 			Fix: "drop kafka.ConsumerConfig.TenantFromHeaders (sharded: one bound reader per assigned tenant) or drop kafka.ConsumerConfig.Tenants"})
 	}
 	if s.cfg.TenantFromHeaders && s.cfg.DeadLetter == nil {
-		bad = append(bad, modules.Problem{Detail: "TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less",
+		bad = append(bad, tenancy.Problem{Detail: "TenantFromHeaders needs a DeadLetter handler: a record without a valid tenant header is never handled as tenant-less",
 			Fix: "set kafka.ConsumerConfig.DeadLetter to the function that takes records without a valid tenant header"})
 	}
 	if s.cfg.Tenants != nil && spec != nil && spec.perTenant == nil && !routed {
-		bad = append(bad, modules.Problem{Detail: "a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
+		bad = append(bad, tenancy.Problem{Detail: "a sharded consumer needs per-tenant topics or a routed client: binding every tenant to one shared topic would hand each tenant everyone's records",
 			Fix: "set kafka.ConsumerConfig.Topic to naming.PerTenant(prefix) (one topic per tenant), or build the module with kafka.Routed"})
 	}
 	return bad

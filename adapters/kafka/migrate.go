@@ -57,17 +57,17 @@ type versions struct {
 // version check to spec.
 func versionWiring(spec *modules.Spec, cfg *config) *versions {
 	v := &versions{}
-	var bad []migrate.Problem
+	var bad []tenancy.Problem
 	v.set, bad = cfg.Load("json")
 	for _, st := range v.set {
 		ts, err := parseStep(spec.Name, cfg.routes, st)
 		if err != nil {
-			bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "fix the step: a JSON object with \"configs\" and, optionally, \"routes\" of the module"})
+			bad = append(bad, tenancy.Problem{Detail: err.Error(), Fix: "fix the step: a JSON object with \"configs\" and, optionally, \"routes\" of the module"})
 		}
 		v.steps = append(v.steps, ts)
 	}
 	if cfg.Required > 0 && cfg.routed == nil && !slices.ContainsFunc(cfg.routes, func(r *routeSpec) bool { return r.perTenant != nil }) {
-		bad = append(bad, migrate.Problem{Detail: "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
+		bad = append(bad, tenancy.Problem{Detail: "RequiredVersion on a module without per-tenant topics: migrations change only a tenant's own topics",
 			Fix: "drop RequiredVersion, or give a route per-tenant topics (naming.PerTenant)"})
 	}
 	modules.AddVersions(spec, modules.Versions[*core]{Versioning: cfg.Versioning, Latest: v.set.Latest(), PerTenant: true,

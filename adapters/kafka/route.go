@@ -6,6 +6,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // ProducerConfig declares a producer route; a zero Topic is refused at
@@ -59,7 +60,7 @@ type routeSpec struct {
 	tenantAware bool
 	partitions  int
 	replication int
-	bad         []modules.Problem
+	bad         []tenancy.Problem
 }
 
 func newSpec(name string, kind floors.Kind, cfgType string, f topicFields) *routeSpec {
@@ -70,7 +71,7 @@ func newSpec(name string, kind floors.Kind, cfgType string, f topicFields) *rout
 		r.perTenant = t.Func()
 	case t.PerTenant():
 		if err := validPrefix(t.Base()); err != nil {
-			r.bad = append(r.bad, modules.Problem{Detail: err.Error(), Fix: fmt.Sprintf("set %s.Topic to naming.PerTenant(prefix) with a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, maxTopicLen-32)})
+			r.bad = append(r.bad, tenancy.Problem{Detail: err.Error(), Fix: fmt.Sprintf("set %s.Topic to naming.PerTenant(prefix) with a prefix of at most %d characters of [a-zA-Z0-9._-] (the tenant's 32 hex digits follow it)", cfgType, maxTopicLen-32)})
 		}
 		r.perTenant, r.prefix = tenantTopic(t.Base()), t.Base()
 	default:
@@ -91,23 +92,23 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-func (r *routeSpec) validate() []modules.Problem {
-	bad := append([]modules.Problem(nil), r.bad...)
+func (r *routeSpec) validate() []tenancy.Problem {
+	bad := append([]tenancy.Problem(nil), r.bad...)
 	if r.name == "" {
-		bad = append(bad, modules.Problem{Detail: "a route needs a name", Fix: "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
+		bad = append(bad, tenancy.Problem{Detail: "a route needs a name", Fix: "pass a non-empty name to kafka.ProducerRoute or kafka.Consumer"})
 	}
 	switch {
 	case len(r.bad) > 0: // the topic fields are already refused
 	case r.topic == "" && r.perTenant == nil:
-		bad = append(bad, modules.Problem{Detail: "a route needs a topic",
+		bad = append(bad, tenancy.Problem{Detail: "a route needs a topic",
 			Fix: fmt.Sprintf("set %[1]s.Topic to naming.Shared(name), or naming.PerTenant(prefix) for one topic per tenant (namespace)", r.cfgType)})
 	case r.perTenant == nil:
 		if err := validTopic(r.topic); err != nil {
-			bad = append(bad, modules.Problem{Detail: err.Error(), Fix: fmt.Sprintf("rename the topic of %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, maxTopicLen)})
+			bad = append(bad, tenancy.Problem{Detail: err.Error(), Fix: fmt.Sprintf("rename the topic of %s.Topic: 1 to %d characters of [a-zA-Z0-9._-], not \".\" or \"..\"", r.cfgType, maxTopicLen)})
 		}
 	}
 	if r.partitions < 0 {
-		bad = append(bad, modules.Problem{Detail: "Partitions must not be negative",
+		bad = append(bad, tenancy.Problem{Detail: "Partitions must not be negative",
 			Fix: fmt.Sprintf("set %s.Partitions to 0 (1 partition) or more, not %d", r.cfgType, r.partitions)})
 	}
 	return bad

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // ConsumerConfig wires a background consumer of a stream route.
@@ -43,11 +44,9 @@ func Consume(cfg ConsumerConfig) Option {
 			binding = floors.Sharded
 		}
 		w := modules.WorkerSpec{Worker: floors.Worker{Name: cfg.Name, Route: cfg.Stream, Binding: binding}}
-		for _, p := range cfg.Check("memory.ConsumerConfig", cfg.Name) {
-			w.Problems = append(w.Problems, modules.Problem(p))
-		}
+		w.Problems = append(w.Problems, cfg.Check("memory.ConsumerConfig", cfg.Name)...)
 		if cfg.Name == "" || cfg.Handle == nil {
-			w.Problems = append(w.Problems, modules.Problem{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
+			w.Problems = append(w.Problems, tenancy.Problem{Detail: "a consumer has no Name or no Handle", Fix: "set ConsumerConfig.Name (the worker's name in refusals and logs) and ConsumerConfig.Handle (the function that handles each message)"})
 		} else if len(w.Problems) == 0 {
 			// Run only when the stream is a route of the module; the worker
 			// check reports worker_route_unknown otherwise.

@@ -51,16 +51,16 @@ func containerName(c naming.Name, id tenancy.ID) string {
 
 // containerProblems refuses names that could make a per-tenant name
 // collide, and resolvers of the caller's own.
-func containerProblems(c naming.Name) []modules.Problem {
+func containerProblems(c naming.Name) []tenancy.Problem {
 	if c.Func() != nil {
-		return []modules.Problem{{Detail: "memory spells per-tenant container names itself", Fix: "use naming.PerTenant(base) instead of naming.Func"}}
+		return []tenancy.Problem{{Detail: "memory spells per-tenant container names itself", Fix: "use naming.PerTenant(base) instead of naming.Func"}}
 	}
 	if c.Base() == "" {
-		return []modules.Problem{{Detail: "the route names an empty container", Fix: "set the route's container to naming.Shared(name) (shared) or naming.PerTenant(base) (namespace)"}}
+		return []tenancy.Problem{{Detail: "the route names an empty container", Fix: "set the route's container to naming.Shared(name) (shared) or naming.PerTenant(base) (namespace)"}}
 	}
 	for _, r := range c.Base() {
 		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return []modules.Problem{{Detail: fmt.Sprintf("container name %q holds %q", c.Base(), r),
+			return []tenancy.Problem{{Detail: fmt.Sprintf("container name %q holds %q", c.Base(), r),
 				Fix: "use only letters, digits, '-' and '_': a dot separates a per-tenant container's tenant"}}
 		}
 	}
@@ -88,7 +88,7 @@ type config struct {
 // the app: the route object R, unnamed and under the route's name, as
 // every backend provides it; the matrix shows it even when refused, and
 // a refused module provides a stand-in of its type.
-func addRoute[R any](c *config, r floors.Route, problems []modules.Problem, provide func(*store) R) {
+func addRoute[R any](c *config, r floors.Route, problems []tenancy.Problem, provide func(*store) R) {
 	typ := reflect.TypeFor[R]()
 	c.routes = append(c.routes, modules.RouteSpec{Route: r, Problems: problems,
 		Provide:  fx.Options(fx.Provide(provide), modules.AlsoNamed[R](r.Name)),

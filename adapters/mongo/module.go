@@ -210,7 +210,7 @@ func module(name string, cfg *config) fx.Option {
 	m, err := loadMigrations(name, cfg.routes, set, cfg.goSteps)
 	if err != nil {
 		m = &migrations{}
-		bad = append(bad, migrate.Problem{Detail: err.Error(), Fix: "name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps"})
+		bad = append(bad, tenancy.Problem{Detail: err.Error(), Fix: "name each file <version>_<name>.json (an index step on a route of the module), versions unique across files and Go steps"})
 	}
 	spec := modules.Spec{Name: name, Rules: rules, Floor: cfg.Floor, ConnBudget: cfg.ConnBudget,
 		Sources: cfg.sources(), SourceFix: "pass exactly one of mongo.Use(c), mongo.Connect(uri), mongo.Routed(resolve, cfg) and modules.FromGraph()",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/migrate"
 	"github.com/tenantwire/tenantwire/modules"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // schemaCommand is what a step may hold: Neo4j 5 runs schema commands
@@ -23,17 +24,17 @@ var (
 
 // checkSteps splits and checks the module's steps; tagged says a route
 // stamps the tenant property on the module's shared database.
-func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []migrate.Problem) {
+func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []tenancy.Problem) {
 	stmts := make(map[int64][]string, len(set))
-	var bad []migrate.Problem
+	var bad []tenancy.Problem
 	for _, st := range set {
 		ss := splitStatements(string(st.Body))
 		if len(ss) == 0 {
-			bad = append(bad, migrate.Problem{Detail: "migration " + st.File() + " holds no statement", Fix: "put a schema command in the file or remove it"})
+			bad = append(bad, tenancy.Problem{Detail: "migration " + st.File() + " holds no statement", Fix: "put a schema command in the file or remove it"})
 		}
 		for _, s := range ss {
 			if p := checkStatement(s, tagged); p != nil {
-				bad = append(bad, migrate.Problem{Detail: fmt.Sprintf("migration %s: %s: %q", st.File(), p.Detail, s), Fix: p.Fix})
+				bad = append(bad, tenancy.Problem{Detail: fmt.Sprintf("migration %s: %s: %q", st.File(), p.Detail, s), Fix: p.Fix})
 			}
 		}
 		stmts[st.Version] = ss
@@ -41,22 +42,22 @@ func checkSteps(set migrate.Set, tagged bool) (map[int64][]string, []migrate.Pro
 	return stmts, bad
 }
 
-func checkStatement(s string, tagged bool) *modules.Problem {
+func checkStatement(s string, tagged bool) *tenancy.Problem {
 	m := schemaCommand.FindStringSubmatch(s)
 	if m == nil {
-		return &modules.Problem{Detail: "not a schema command",
+		return &tenancy.Problem{Detail: "not a schema command",
 			Fix: "a Neo4j migration holds only CREATE/DROP CONSTRAINT or INDEX commands (Neo4j 5 cannot run them beside writes); do data changes through the module's routes"}
 	}
 	if strings.EqualFold(m[1], "CREATE") && !ifNotExists.MatchString(s) {
-		return &modules.Problem{Detail: "CREATE without IF NOT EXISTS",
+		return &tenancy.Problem{Detail: "CREATE without IF NOT EXISTS",
 			Fix: "write CREATE CONSTRAINT|INDEX <name> IF NOT EXISTS ...: a step cut off by a crash runs again, so it must be safe to repeat"}
 	}
 	if strings.EqualFold(m[1], "DROP") && !ifExists.MatchString(s) {
-		return &modules.Problem{Detail: "DROP without IF EXISTS",
+		return &tenancy.Problem{Detail: "DROP without IF EXISTS",
 			Fix: "write DROP CONSTRAINT|INDEX <name> IF EXISTS: a step cut off by a crash runs again, so it must be safe to repeat"}
 	}
 	if u := uniqueness.FindStringSubmatch(s); u != nil && tagged && !hasTenantProperty(u[1]) {
-		return &modules.Problem{Detail: "a uniqueness constraint without " + TenantProperty + " on a module with tagged routes spans every tenant (one tenant's value blocks, and reveals, another's)",
+		return &tenancy.Problem{Detail: "a uniqueness constraint without " + TenantProperty + " on a module with tagged routes spans every tenant (one tenant's value blocks, and reveals, another's)",
 			Fix: fmt.Sprintf("put the tenant property first in the constraint: REQUIRE (n.%s, n.<property>) IS UNIQUE", TenantProperty)}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/naming"
 	"github.com/tenantwire/tenantwire/telemetry"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Option configures a Neo4j module.
@@ -144,9 +145,9 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 	}
 }
 
-func (r *routeSpec) validate() []modules.Problem {
-	var bad []modules.Problem
-	want := func(detail, fix string) modules.Problem { return modules.Problem{Detail: detail, Fix: fix} }
+func (r *routeSpec) validate() []tenancy.Problem {
+	var bad []tenancy.Problem
+	want := func(detail, fix string) tenancy.Problem { return tenancy.Problem{Detail: detail, Fix: fix} }
 	if !validRouteName(r.name) {
 		bad = append(bad, want(fmt.Sprintf("route name %q: want 1 to 64 of [A-Za-z0-9_.-]", r.name),
 			"rename the route: 1 to 64 letters, digits, '_', '.' or '-'"))

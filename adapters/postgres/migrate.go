@@ -39,7 +39,7 @@ func lifecycleWiring(spec *modules.Spec, cfg *config, routed bool) {
 		}
 	}
 	l.shared = !routed && !l.perTenantSchema
-	var invalid []migrate.Problem
+	var invalid []tenancy.Problem
 	l.set, invalid = l.Load("sql")
 	modules.AddVersions(spec, modules.Versions[*Client]{Versioning: l.Versioning, Latest: l.set.Latest(), PerTenant: !l.shared, Invalid: invalid,
 		Gate: func(c *Client) *migrate.Gate { return c.life.gate }, Shared: (*Client).sharedCurrent})

@@ -4,6 +4,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/outbox"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // RelayConfig configures a relay: the shared outbox.RelayConfig, whose
@@ -30,7 +31,7 @@ func Relay(route string, rc RelayConfig) Option {
 		w.binding = floors.Sharded
 	}
 	if rc.Destination == nil {
-		w.bad = append(w.bad, modules.Problem{Detail: "needs a Destination", Fix: "set RelayConfig.Destination to the sink each outbox row is delivered to"})
+		w.bad = append(w.bad, tenancy.Problem{Detail: "needs a Destination", Fix: "set RelayConfig.Destination to the sink each outbox row is delivered to"})
 	}
 	w.checked(rc.Check("postgres.RelayConfig"))
 	w.build = func(obj any, wire workerWire) (runner, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // workerSpec is a background worker over one route of its module: a relay
@@ -21,7 +22,7 @@ type workerSpec struct {
 	what        string
 	kinds       []floors.Kind
 	binding     floors.Binding
-	bad         []modules.Problem
+	bad         []tenancy.Problem
 	build       func(obj any, wire workerWire) (runner, error)
 }
 
@@ -65,10 +66,8 @@ func (w workerSpec) check(module string, routes []*routeSpec) []error {
 type workerWire func(wc shards.WorkerConfig) shards.WorkerConfig
 
 // checked adds a worker config's refusals to w's.
-func (w *workerSpec) checked(ps []shards.Problem) {
-	for _, p := range ps {
-		w.bad = append(w.bad, modules.Problem{Detail: p.Detail, Fix: p.Fix})
-	}
+func (w *workerSpec) checked(ps []tenancy.Problem) {
+	w.bad = append(w.bad, ps...)
 }
 
 // decl is the worker as enforcement sees it.

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/telemetry"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // floorsRoute is the route's wiring as enforcement sees it.
@@ -31,9 +32,9 @@ func (r *routeSpec) floorsRoute(routed bool) floors.Route {
 }
 
 // validate reports wiring the floor rules cannot express.
-func (r *routeSpec) validate() []modules.Problem {
-	var bad []modules.Problem
-	add := func(detail, fix string) { bad = append(bad, modules.Problem{Detail: detail, Fix: fix}) }
+func (r *routeSpec) validate() []tenancy.Problem {
+	var bad []tenancy.Problem
+	add := func(detail, fix string) { bad = append(bad, tenancy.Problem{Detail: detail, Fix: fix}) }
 	if err := validName("route name", r.name); err != nil {
 		add(err.Error(), "rename the route: 1 to 128 letters, digits, '_', '.' or '-'")
 	}
@@ -113,7 +114,7 @@ func module(name string, cfg *config) fx.Option {
 	for _, w := range cfg.workers {
 		ws := modules.WorkerSpec{Worker: w.decl(name), Problems: w.bad, Run: w.invoke(name)}
 		if r := cfg.route(w.route); r == nil || r.kind != kindStream {
-			ws.Problems = append(ws.Problems, modules.Problem{Detail: fmt.Sprintf("worker %q needs a stream route of this module", w.name),
+			ws.Problems = append(ws.Problems, tenancy.Problem{Detail: fmt.Sprintf("worker %q needs a stream route of this module", w.name),
 				Fix: "add StreamRoute with that name to the module"})
 		}
 		spec.Workers = append(spec.Workers, ws)

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantwire/tenantwire/floors"
 	"github.com/tenantwire/tenantwire/modules"
 	"github.com/tenantwire/tenantwire/shards"
+	"github.com/tenantwire/tenantwire/tenancy"
 )
 
 // Handler handles one stream entry. Its ctx is bound to the entry's tenant
@@ -73,7 +74,7 @@ type workerSpec struct {
 	// wc is the worker's WorkerConfig as set; invoke adds its Logger,
 	// Fence and defaults.
 	wc  shards.WorkerConfig
-	bad []modules.Problem
+	bad []tenancy.Problem
 }
 
 // StreamConsumer adds a consumer-group worker over a stream route of the
@@ -87,15 +88,15 @@ func StreamConsumer(route string, cfg ConsumerConfig) Option {
 		host, _ := os.Hostname()
 		cfg.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	bad := problems(cfg.Check("redis.ConsumerConfig", cfg.Name, shards.Count("Batch", cfg.Batch),
-		shards.Duration("Block", cfg.Block), shards.Duration("ClaimAfter", cfg.ClaimAfter)))
+	bad := cfg.Check("redis.ConsumerConfig", cfg.Name, shards.Count("Batch", cfg.Batch),
+		shards.Duration("Block", cfg.Block), shards.Duration("ClaimAfter", cfg.ClaimAfter))
 	cfg.Batch = cmp0(cfg.Batch, 16)
 	cfg.Block = cmp0(cfg.Block, time.Second)
 	if cfg.Group == "" {
-		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no consumer group", cfg.Name), Fix: "set ConsumerConfig.Group to the group name"})
+		bad = append(bad, tenancy.Problem{Detail: fmt.Sprintf("consumer %q has no consumer group", cfg.Name), Fix: "set ConsumerConfig.Group to the group name"})
 	}
 	if cfg.Handle == nil {
-		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("consumer %q has no handler", cfg.Name), Fix: "set ConsumerConfig.Handle to the function that handles each entry"})
+		bad = append(bad, tenancy.Problem{Detail: fmt.Sprintf("consumer %q has no handler", cfg.Name), Fix: "set ConsumerConfig.Handle to the function that handles each entry"})
 	}
 	return modules.Own(func(c *config) {
 		c.workers = append(c.workers, workerSpec{
@@ -113,10 +114,10 @@ func StreamTrim(route string, cfg TrimConfig) Option {
 	if cfg.Name == "" {
 		cfg.Name = route + "-trim"
 	}
-	bad := problems(cfg.Check("redis.TrimConfig", cfg.Name, shards.Duration("Every", cfg.Every)))
+	bad := cfg.Check("redis.TrimConfig", cfg.Name, shards.Duration("Every", cfg.Every))
 	cfg.Every = cmp0(cfg.Every, time.Minute)
 	if cfg.MaxLen <= 0 {
-		bad = append(bad, modules.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
+		bad = append(bad, tenancy.Problem{Detail: fmt.Sprintf("trim sweep %q needs a positive MaxLen", cfg.Name),
 			Fix: fmt.Sprintf("set TrimConfig.MaxLen to how many newest entries each stream keeps (now %d)", cfg.MaxLen)})
 	}
 	return modules.Own(func(c *config) {
@@ -138,15 +139,6 @@ func cmp0[T int64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// problems is a worker config's refusals as the kit's.
-func problems(ps []shards.Problem) []modules.Problem {
-	out := make([]modules.Problem, len(ps))
-	for i, p := range ps {
-		out[i] = modules.Problem(p)
-	}
-	return out
 }
 
 func (w workerSpec) decl(module string) floors.Worker {

@@ -51,13 +51,13 @@ func Shared(name string) Container { return Container{base: name} }
 // no dot, so no tenant's directory is another's or a shared one.
 func PerTenant(base string) Container { return Container{base: base, perTenant: true} }
 
-func (c Container) problems() []modules.Problem {
+func (c Container) problems() []tenancy.Problem {
 	valid := c.base != ""
 	for _, r := range c.base {
 		valid = valid && (r == '_' || r == '-' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9')
 	}
 	if !valid {
-		return []modules.Problem{{Detail: fmt.Sprintf("directory name %q is empty or holds a character other than a-z, 0-9, '-' and '_'", c.base),
+		return []tenancy.Problem{{Detail: fmt.Sprintf("directory name %q is empty or holds a character other than a-z, 0-9, '-' and '_'", c.base),
 			Fix: "name the directory in lower-case letters, digits, '-' and '_'"}}
 	}
 	return nil
