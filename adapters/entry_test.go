@@ -201,7 +201,7 @@ var allowed = map[string]string{
 	"postgres/unit.go Client.tracedUnit telemetry.Start":            "the unit of work's span (telemetry.Unit, with its commit or rollback outcome) around its entry",
 	"postgres/unit.go Client.tracedUnit tenancy.FromContext":        "the unit span's tenant, as above",
 	"postgres/unit.go unit.admit tenancy.FromContext":               "inside a unit of work: a joining call's tenant must be the unit's",
-	"redis/stream.go Destination.Deliver tenancy.FromContext":       "relay delivery: the bound tenant must be the row's",
+	"redis/stream.go Stream.Deliver tenancy.FromContext":            "relay delivery: the bound tenant must be the row's",
 }
 
 const (

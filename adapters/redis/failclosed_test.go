@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantwire/tenantwire/adapters/redis"
 	"github.com/tenantwire/tenantwire/naming"
+	"github.com/tenantwire/tenantwire/outbox"
 	"github.com/tenantwire/tenantwire/tenancy"
 )
 
@@ -57,12 +58,13 @@ func TestFailClosedWithoutTenant(t *testing.T) {
 	}
 	s := route[*redis.Stream](t, e, e.name("fs"), redis.StreamRoute(e.name("fs"), redis.RouteConfig{TenantAware: true}))
 	p := route[*redis.PubSub](t, e, e.name("fp"), redis.PubSubRoute(e.name("fp"), redis.RouteConfig{TenantAware: true}))
-	d := redis.NewDestination(s)
 	for name, op := range map[string]func(context.Context) error{
 		"append":    func(ctx context.Context) error { _, err := s.Append(ctx, map[string]any{"a": 1}); return err },
 		"readgroup": func(ctx context.Context) error { _, err := s.ReadGroup(ctx, "g", "c", 1, 0); return err },
 		"trim":      func(ctx context.Context) error { _, err := s.Trim(ctx, 1); return err },
-		"send":      func(ctx context.Context) error { return d.Send(ctx, "ev", []byte("x")) },
+		"deliver": func(ctx context.Context) error {
+			return s.Deliver(ctx, outbox.Message{EventID: "ev", Payload: []byte("x")})
+		},
 		"publish":   func(ctx context.Context) error { _, err := p.Publish(ctx, "ch", nil); return err },
 		"subscribe": func(ctx context.Context) error { _, err := p.Subscribe(ctx, "ch"); return err },
 	} {

@@ -222,22 +222,17 @@ func entries(msgs []goredis.XMessage) []Entry {
 	return out
 }
 
-// Destination is the outbox relay's Redis-stream destination
-// (outbox.Destination): each message is appended to the stream of the
-// tenant the relay bound in ctx, so a tenant-aware stream routes per
-// tenant and fails closed without one.
-type Destination struct{ stream *Stream }
+var _ outbox.Destination = (*Stream)(nil)
 
-var _ outbox.Destination = (*Destination)(nil)
-
-// NewDestination returns the outbox destination for a stream route.
-func NewDestination(s *Stream) *Destination { return &Destination{stream: s} }
-
-// Deliver appends m as the fields event_id, topic, key, payload and one
-// "header:<name>" per header, in that order. A message whose tenant is not
-// the one bound in ctx is refused rather than written to either tenant.
-// Delivery is at least once: consumers dedupe on event_id.
-func (d *Destination) Deliver(ctx context.Context, m outbox.Message) error {
+// Deliver makes the stream an outbox relay's destination
+// (outbox.Destination), as a *kafka.Producer is: it appends m to the
+// stream of the tenant the relay bound in ctx, so a tenant-aware stream
+// routes per tenant and fails closed without one. The fields are
+// event_id, topic, key, payload and one "header:<name>" per header, in
+// that order. A message whose tenant is not the one bound in ctx is
+// refused rather than written to either tenant. Delivery is at least
+// once: consumers dedupe on event_id.
+func (s *Stream) Deliver(ctx context.Context, m outbox.Message) error {
 	if m.EventID == "" {
 		return errors.New("redis: an outbox message needs an EventID")
 	}
@@ -255,16 +250,10 @@ func (d *Destination) Deliver(ctx context.Context, m outbox.Message) error {
 	for _, h := range names {
 		values = append(values, "header:"+h, m.Headers[h])
 	}
-	ctx, cl, k, done, err := d.stream.target(ctx, "")
+	ctx, cl, k, done, err := s.target(ctx, "")
 	if err != nil {
 		return err
 	}
 	defer done()
 	return cl.XAdd(ctx, &goredis.XAddArgs{Stream: k, Values: values}).Err()
-}
-
-// Send delivers a bare event: Deliver with only an EventID and a payload,
-// under the tenant bound in ctx.
-func (d *Destination) Send(ctx context.Context, eventID string, payload []byte) error {
-	return d.Deliver(ctx, outbox.Message{EventID: eventID, Payload: payload})
 }

@@ -198,7 +198,7 @@ func TestDestinationRoutesPerTenant(t *testing.T) {
 	e := newEnv(t)
 	name := e.name("outbox")
 	s := route[*redis.Stream](t, e, name, redis.StreamRoute(name, redis.RouteConfig{TenantAware: true}))
-	var d outbox.Destination = redis.NewDestination(s)
+	var d outbox.Destination = s
 	m := outbox.Message{Tenant: tenancytest.TenantA, EventID: "ev-1", Topic: "orders", Key: []byte("o1"),
 		Payload: []byte(`{"a":1}`), Headers: map[string]string{"trace": "t1"}}
 	if err := d.Deliver(outbox.Bind(context.Background(), m), m); err != nil {
@@ -222,11 +222,11 @@ func TestDestinationRoutesPerTenant(t *testing.T) {
 	if err := d.Deliver(outbox.Bind(context.Background(), global), global); !errors.Is(err, tenancy.CodeTenantUnbound) {
 		t.Fatalf("deployment-wide message on a tenant-aware stream: %v", err)
 	}
-	if err := redis.NewDestination(s).Send(ctxB, "ev-3", []byte("b")); err != nil {
+	if err := s.Deliver(ctxB, outbox.Message{EventID: "ev-3", Payload: []byte("b")}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.Len(ctxB); n != 1 {
-		t.Fatalf("B's stream has %d entries after Send", n)
+		t.Fatalf("B's stream has %d entries after a bare message under B", n)
 	}
 }
 
