@@ -162,9 +162,6 @@ func module(cfg *config) fx.Option {
 	if cfg.placed != nil {
 		spec.Placement = cfg.placed.At
 	}
-	if cfg.routedSet {
-		spec.Problems = append(spec.Problems, modules.CheckRouted(rules, name, "postgres.Routed", cfg.resolve, cfg.routed.Limits)...)
-	}
 	for _, set := range []bool{cfg.dsn != "", cfg.pool != nil, cfg.routedSet} {
 		if set {
 			spec.Sources++
@@ -264,6 +261,9 @@ func (cfg *config) namingProblems() []error {
 // with its connection options.
 func (cfg *config) connection() (build []func(*Client), conns int, errs []error) {
 	name := cfg.name
+	if cfg.routedSet {
+		errs = modules.CheckRouted(rules, name, "postgres.Routed", cfg.resolve, cfg.routed.Limits)
+	}
 	switch {
 	case cfg.resolve != nil:
 		cfg.routed.Limits = cfg.routed.WithDefaults(4)
