@@ -36,9 +36,9 @@ func (cfg *config) checkPlaced(module string, r *routeSpec) []error {
 }
 
 // placedModule is Module for a module with modules.Placements, which
-// makes it offer each tier of o to its tenants, each
+// makes it offer each tier of parent.Offer to its tenants, each
 // tenant served at the one its record names (Tenants.Place, or the store
-// LifecycleConfig.Placed reads; o.Default without a record):
+// LifecycleConfig.Placed reads; the offer's Default without a record):
 //
 //   - tagged: the route's collection shared by the tenants placed there
 //     (the base name of a per-tenant Collection, in the module's

@@ -21,9 +21,9 @@ func (cfg *config) inShared(rel naming.Name) naming.Name {
 }
 
 // placedModule is Module for a module with modules.Placements, which
-// makes it offer each tier of o to its tenants, each
+// makes it offer each tier of parent.Offer to its tenants, each
 // tenant served at the one its record names (Tenants.Place, or the store
-// LifecycleConfig.Placed reads; o.Default without a record):
+// LifecycleConfig.Placed reads; the offer's Default without a record):
 //
 //   - tagged: the module's shared tables (Connect or Use), every row
 //     stamped with its tenant; each route must be tenant-aware;

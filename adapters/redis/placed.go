@@ -40,9 +40,9 @@ var placedKinds = map[string]func(module, route string, o modules.Offer, subs ma
 }
 
 // placedModule is Module for a module with modules.Placements, which
-// makes it offer each tier of o to its tenants, each
+// makes it offer each tier of parent.Offer to its tenants, each
 // tenant served at the one its record names (Tenants.Place, or the store
-// LifecycleConfig.Placed reads; o.Default without a record):
+// LifecycleConfig.Placed reads; the offer's Default without a record):
 //
 //   - tagged: the shared keyspace, every key carrying its tenant; each
 //     route must be tenant-aware (its Namespace is not used there);
